@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+/**
+ * The `blobstore` command. Each subcommand lives in its own module and registers itself here.
+ * Usage errors exit with status 2, failures with 1.
+ */
+import { Command, CommanderError } from 'commander';
+import { registerServe } from './serve.js';
+
+export function buildProgram(): Command {
+  const program = new Command('blobstore')
+    .description('blobstore: a distributed, content-addressed blob store')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  registerServe(program);
+  return program;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      const ok = err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help';
+      process.exit(ok ? 0 : 2);
+    }
+    throw err;
+  }
+}
+
+main(process.argv).catch((err: unknown) => {
+  console.error(`blobstore: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(typeof (err as { exitCode?: unknown })?.exitCode === 'number' ? (err as { exitCode: number }).exitCode : 1);
+});

@@ -1,0 +1,128 @@
+import { readFileSync } from 'node:fs';
+import { configFilePath } from './paths.js';
+import { type NodeConfig, type SettingKey, type SettingSpec, SETTINGS, envName } from './settings.js';
+import { parseBytes, parseDurationMs, parseHostPort } from './units.js';
+
+/** A bad setting: the CLI prints the message and exits with status 2. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Where a raw value came from, named in error messages. */
+type Source = string;
+
+export function coerce(key: string, spec: SettingSpec, raw: unknown, source: Source): unknown {
+  const fail = (want: string): never => {
+    throw new ConfigError(`invalid value ${JSON.stringify(raw)} for setting ${key} (from ${source}): expected ${want}`);
+  };
+  const bounded = (n: number, unit: string): number => {
+    if (spec.min !== undefined && n < spec.min) fail(`at least ${spec.min}${unit}`);
+    if (spec.max !== undefined && n > spec.max) fail(`at most ${spec.max}${unit}`);
+    return n;
+  };
+  switch (spec.type) {
+    case 'string':
+      if (typeof raw !== 'string') fail('a string');
+      return raw;
+    case 'int': {
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : NaN;
+      if (!Number.isSafeInteger(n)) fail('an integer');
+      return bounded(n, '');
+    }
+    case 'bytes': {
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseBytes(raw) : undefined;
+      if (n === undefined || !Number.isSafeInteger(n)) fail('a size such as 1048576, 64KiB or 5GiB');
+      return bounded(n!, ' bytes');
+    }
+    case 'durationMs': {
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseDurationMs(raw) : undefined;
+      if (n === undefined) fail('a duration such as 500ms, 5s or 2m');
+      return bounded(n!, ' ms');
+    }
+    case 'bool':
+      if (typeof raw === 'boolean') return raw;
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      return fail('true or false');
+    case 'list':
+      if (Array.isArray(raw) && raw.every((v) => typeof v === 'string')) return raw;
+      if (typeof raw === 'string') return raw.split(',').map((s) => s.trim()).filter(Boolean);
+      return fail('a comma-separated list');
+    case 'enum':
+      if (typeof raw !== 'string' || !spec.choices!.includes(raw)) fail(`one of ${spec.choices!.join(', ')}`);
+      return raw;
+    case 'addr':
+      if (typeof raw !== 'string') fail('host:port');
+      if (spec.allowEmpty && raw === '') return raw;
+      if (spec.allowSame && raw === 'same') return raw;
+      if (!parseHostPort(raw as string)) fail(`host:port${spec.allowSame ? ', "same"' : ''}${spec.allowEmpty ? ' or ""' : ''}`);
+      return raw;
+  }
+}
+
+function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
+    return parsed as Record<string, unknown>;
+  } catch (err) {
+    throw new ConfigError(`config file ${path} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+export interface LoadOptions<K extends string = SettingKey> {
+  /** Values from command-line flags, by setting key; undefined means not given. */
+  readonly flags?: Partial<Record<K, unknown>>;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Config file path; defaults to the XDG/BLOBSTORE_CONFIG path. */
+  readonly file?: string;
+}
+
+/**
+ * Resolves one table of settings (defaults < file section < env < flags) and validates each value,
+ * or throws ConfigError naming the setting and where the bad value came from.
+ */
+export function loadSettings<K extends string>(
+  table: Record<K, SettingSpec>,
+  section: string,
+  options: LoadOptions<K> = {},
+): Record<K, unknown> {
+  const env = options.env ?? process.env;
+  const filePath = options.file ?? configFilePath();
+  const file = readConfigFile(filePath);
+  const fileSection = (file[section] ?? {}) as Record<string, unknown>;
+  if (typeof fileSection !== 'object' || Array.isArray(fileSection)) {
+    throw new ConfigError(`config file ${filePath}: "${section}" must be an object`);
+  }
+  const result: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(table) as [K, SettingSpec][]) {
+    let value: unknown = spec.default();
+    const specName = spec.specName;
+    const fromFile = fileSection[key] ?? (specName ? (fileSection[specName] ?? file[specName]) : undefined);
+    if (fromFile !== undefined) value = coerce(key, spec, fromFile, `config file ${filePath}`);
+    const envKey = envName(key);
+    const fromEnv = env[envKey] ?? (specName ? env[specName] : undefined);
+    if (fromEnv !== undefined) value = coerce(key, spec, fromEnv, `env ${env[envKey] !== undefined ? envKey : specName}`);
+    const fromFlag = options.flags?.[key];
+    if (fromFlag !== undefined) value = coerce(key, spec, fromFlag, 'command line');
+    result[key] = value;
+  }
+  return result as Record<K, unknown>;
+}
+
+/** The node's configuration: the SETTINGS table under the file's `node` section. */
+export function loadConfig(options: LoadOptions = {}): NodeConfig {
+  const config = loadSettings(SETTINGS, 'node', options) as NodeConfig;
+  if (config.nodeId === '') throw new ConfigError('setting nodeId (NodeID) must not be empty');
+  if (config.listMaxLimit < config.listDefaultLimit) {
+    throw new ConfigError('setting listMaxLimit must be at least listDefaultLimit');
+  }
+  return config;
+}

@@ -1,0 +1,91 @@
+import { hostname } from 'node:os';
+import { defaultDataDir } from './paths.js';
+
+/**
+ * Every node setting, declared once: its type, default, unit, and the names that set it.
+ * Precedence: defaults < config file (`node.<key>`) < BLOBSTORE_* env < command-line flags.
+ * The spec's setting names (NodeID, MetricsAddr, HeartbeatInterval, SeedNodes) are accepted as
+ * written there: as a flag (`--NodeID`), as an env variable (`NodeID`), and as a file key.
+ */
+
+export type SettingType = 'string' | 'int' | 'bytes' | 'durationMs' | 'bool' | 'list' | 'enum' | 'addr';
+
+export interface SettingSpec {
+  readonly type: SettingType;
+  readonly default: () => unknown;
+  readonly help: string;
+  /** Spec spelling, accepted as flag, env variable and file key. */
+  readonly specName?: string;
+  readonly choices?: readonly string[];
+  readonly min?: number;
+  readonly max?: number;
+  /** Address settings that may be empty (disabled) or the word `same`. */
+  readonly allowEmpty?: boolean;
+  readonly allowSame?: boolean;
+}
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const GiB = 1024 * MiB;
+
+export const SETTINGS = {
+  dataDir: { type: 'string', default: defaultDataDir, help: 'data directory (blobs, segments, index)' },
+  listen: { type: 'addr', default: () => '127.0.0.1:8080', help: 'HTTP API address host:port' },
+  nodeId: { type: 'string', default: () => hostname(), specName: 'NodeID', help: 'unique node ID (default: hostname)' },
+  metricsAddr: {
+    type: 'addr', default: () => ':9090', specName: 'MetricsAddr', allowEmpty: true, allowSame: true,
+    help: 'metrics/health listener; "same" = API port, "" = off (served from the metrics issue on)',
+  },
+  heartbeatIntervalMs: { type: 'durationMs', default: () => 5000, specName: 'HeartbeatInterval', min: 10, help: 'cluster heartbeat interval' },
+  seedNodes: { type: 'list', default: () => [], specName: 'SeedNodes', help: 'peer addresses (comma separated)' },
+  region: { type: 'string', default: () => '', help: 'region label of this node' },
+  apiVariant: { type: 'enum', default: () => 'b', choices: ['b'], help: 'HTTP API variant (a comes with the full-API issue)' },
+
+  smallBlobMaxBytes: {
+    type: 'bytes', default: () => 1 * MiB, min: 0, max: 16 * MiB,
+    help: 'blobs up to this size go to segment files (group commit); larger ones stream to their own files',
+  },
+  segmentSizeBytes: { type: 'bytes', default: () => 256 * MiB, min: 1 * MiB, max: 4 * GiB, help: 'segment file size' },
+  groupCommitMaxBytes: { type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
+  durableAck: {
+    type: 'enum', default: () => 'index', choices: ['index', 'log'],
+    help: 'when a store is acknowledged: after the index commit is flushed (index), or once the segment record is fsynced (log; recovery replays it)',
+  },
+  compactionLiveRatio: { type: 'int', default: () => 50, min: 1, max: 99, help: 'compact a sealed segment whose live bytes fall under this percentage' },
+  compactionIntervalMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'how often compaction looks for work' },
+
+  maxBlobBytes: { type: 'bytes', default: () => 5 * GiB, min: 1, help: 'largest raw or streamed blob (413 above)' },
+  maxJsonBodyBytes: { type: 'bytes', default: () => 64 * MiB, min: 1, help: 'largest JSON (base64) store body (413 above)' },
+  maxLabels: { type: 'int', default: () => 64, min: 0, max: 10_000, help: 'labels per blob' },
+  labelKeyMaxBytes: { type: 'int', default: () => 128, min: 1, help: 'label key length (bytes)' },
+  labelValueMaxBytes: { type: 'int', default: () => 1024, min: 0, help: 'label value length (UTF-8 bytes)' },
+  listDefaultLimit: { type: 'int', default: () => 100, min: 1, help: 'list page size when limit is omitted or <= 0' },
+  listMaxLimit: { type: 'int', default: () => 10_000, min: 1, help: 'list page sizes above this are clamped' },
+  maxConcurrentUploads: { type: 'int', default: () => 1024, min: 1, help: 'stores in flight; more get 503 + Retry-After' },
+  bodyIdleTimeoutMs: { type: 'durationMs', default: () => 30_000, min: 100, help: 'a request body that sends nothing for this long is aborted' },
+  shutdownTimeoutMs: { type: 'durationMs', default: () => 10_000, min: 0, help: 'how long shutdown waits for in-flight requests' },
+  poolThreads: { type: 'int', default: () => 2, min: 1, max: 64, help: 'worker threads (hashing, erasure coding)' },
+} as const satisfies Record<string, SettingSpec>;
+
+export type SettingKey = keyof typeof SETTINGS;
+
+type ValueOf<S extends SettingSpec> = S['type'] extends 'list'
+  ? string[]
+  : S['type'] extends 'bool'
+    ? boolean
+    : S['type'] extends 'int' | 'bytes' | 'durationMs'
+      ? number
+      : string;
+
+/** The validated node configuration. */
+export type NodeConfig = { -readonly [K in SettingKey]: ValueOf<(typeof SETTINGS)[K]> };
+
+/** `nodeId` -> `NODE_ID`, the env form after the `BLOBSTORE_` prefix. */
+export function envName(key: string): string {
+  return 'BLOBSTORE_' + key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+}
+
+/** `nodeId` -> `node-id`, the flag form. */
+export function flagName(key: string): string {
+  return key.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
+}

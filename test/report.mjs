@@ -1,0 +1,20 @@
+// Prints the one summary line CI reads (`N passed, N failed`) from vitest's JSON report.
+// Exits non-zero when any test failed, a suite failed to load, or the report is missing.
+import { readFileSync } from 'node:fs';
+
+const file = process.argv[2] ?? '.vitest-report.json';
+let report;
+try {
+  report = JSON.parse(readFileSync(file, 'utf8'));
+} catch (err) {
+  console.log('0 passed, 1 failed');
+  console.error(`test report ${file} unreadable: ${err.message}`);
+  process.exit(1);
+}
+const passed = report.numPassedTests ?? 0;
+// A suite that fails to load has no tests but is a failure all the same.
+const failedSuites = (report.testResults ?? []).filter((r) => r.status === 'failed' && (r.assertionResults ?? []).length === 0).length;
+const failed = (report.numFailedTests ?? 0) + failedSuites;
+const skipped = report.numPendingTests ?? 0;
+console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ''));
+process.exit(failed > 0 || passed === 0 ? 1 : 0);
