@@ -1,0 +1,189 @@
+/*
+ * N-API binding. Every function validates its JavaScript arguments and returns a status number
+ * (rs.h); src/ec/errors.ts turns nonzero statuses into EcError. Shards are read in place: the
+ * pointers come straight from the Buffers, ArrayBuffers or typed arrays, never copied.
+ */
+#include <node_api.h>
+#include <string.h>
+
+#include "binding.h"
+#include "rs.h"
+
+#define NAPI_CALL(env, call)                                  \
+    do {                                                      \
+        if ((call) != napi_ok) return fail_internal(env);     \
+    } while (0)
+
+napi_value make_int(napi_env env, int v) {
+    napi_value out;
+    napi_create_int32(env, v, &out);
+    return out;
+}
+
+static napi_value fail_internal(napi_env env) { return make_int(env, RS_STATUS(RS_E_INTERNAL, 0)); }
+
+/* Reads a JavaScript integer; returns 0 when v is not a number with an integral value. */
+static int get_int(napi_env env, napi_value v, int *out) {
+    double d;
+    if (napi_get_value_double(env, v, &d) != napi_ok) return 0;
+    if (!(d >= -1e9 && d <= 1e9) || d != (double)(int)d) return 0;
+    *out = (int)d;
+    return 1;
+}
+
+/* The bytes of a typed array (Buffer included) or an ArrayBuffer; 0 for anything else. */
+static int get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
+    bool is = false;
+    if (napi_is_typedarray(env, v, &is) == napi_ok && is) {
+        napi_typedarray_type type;
+        size_t count, offset;
+        napi_value ab;
+        void *p;
+        if (napi_get_typedarray_info(env, v, &type, &count, &p, &ab, &offset) != napi_ok) return 0;
+        static const size_t width[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8}; /* by napi_typedarray_type */
+        if ((unsigned)type >= sizeof width / sizeof width[0]) return 0;
+        *data = p;
+        *len = count * width[type];
+        return 1;
+    }
+    if (napi_is_arraybuffer(env, v, &is) == napi_ok && is) {
+        void *p;
+        if (napi_get_arraybuffer_info(env, v, &p, len) != napi_ok) return 0;
+        *data = p;
+        return 1;
+    }
+    return 0;
+}
+
+/* Fills ptrs/lens[first..first+count) from a JavaScript array that must hold count shards. */
+static int get_shards(napi_env env, napi_value arr, int first, int count, uint8_t **ptrs,
+                      size_t *lens) {
+    bool is = false;
+    uint32_t n = 0;
+    if (napi_is_array(env, arr, &is) != napi_ok || !is) return RS_STATUS(RS_E_ARG_TYPE, 0);
+    if (napi_get_array_length(env, arr, &n) != napi_ok || n != (uint32_t)count) {
+        return RS_STATUS(RS_E_SHARD_COUNT, first);
+    }
+    for (int i = 0; i < count; i++) {
+        napi_value v;
+        if (napi_get_element(env, arr, (uint32_t)i, &v) != napi_ok ||
+            !get_bytes(env, v, &ptrs[first + i], &lens[first + i])) {
+            return RS_STATUS(RS_E_SHARD_TYPE, first + i);
+        }
+    }
+    return RS_OK;
+}
+
+static int get_km(napi_env env, napi_value *argv, int *k, int *m) {
+    if (!get_int(env, argv[0], k) || !get_int(env, argv[1], m)) return RS_STATUS(RS_E_ARG_TYPE, 0);
+    if (*k < 1 || *k > RS_K_MAX) return RS_STATUS(RS_E_K_RANGE, 0);
+    if (*m < 1 || *m > RS_M_MAX) return RS_STATUS(RS_E_M_RANGE, 0);
+    return RS_OK;
+}
+
+/* encode(k, m, data[], parity[]) -> status */
+static napi_value js_encode(napi_env env, napi_callback_info info) {
+    size_t argc = 4;
+    napi_value argv[4];
+    NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 4) return make_int(env, RS_STATUS(RS_E_ARG_TYPE, 0));
+    int k, m;
+    int status = get_km(env, argv, &k, &m);
+    uint8_t *ptrs[RS_N_MAX];
+    size_t lens[RS_N_MAX];
+    if (status == RS_OK) status = get_shards(env, argv[2], 0, k, ptrs, lens);
+    if (status == RS_OK) status = get_shards(env, argv[3], k, m, ptrs, lens);
+    if (status == RS_OK) status = rs_encode(k, m, ptrs, lens);
+    return make_int(env, status);
+}
+
+static int get_present(napi_env env, napi_value arr, int n, uint8_t *present) {
+    bool is = false;
+    uint32_t len = 0;
+    if (napi_is_array(env, arr, &is) != napi_ok || !is) return RS_STATUS(RS_E_PRESENT_TYPE, 0);
+    if (napi_get_array_length(env, arr, &len) != napi_ok || len != (uint32_t)n) {
+        return RS_STATUS(RS_E_PRESENT_TYPE, 0);
+    }
+    for (int i = 0; i < n; i++) {
+        napi_value v;
+        bool b;
+        if (napi_get_element(env, arr, (uint32_t)i, &v) != napi_ok ||
+            napi_get_value_bool(env, v, &b) != napi_ok) {
+            return RS_STATUS(RS_E_PRESENT_TYPE, i);
+        }
+        present[i] = b;
+    }
+    return RS_OK;
+}
+
+/* reconstruct(k, m, shards[], present[]) -> status */
+static napi_value js_reconstruct(napi_env env, napi_callback_info info) {
+    size_t argc = 4;
+    napi_value argv[4];
+    NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 4) return make_int(env, RS_STATUS(RS_E_ARG_TYPE, 0));
+    int k, m;
+    int status = get_km(env, argv, &k, &m);
+    uint8_t *ptrs[RS_N_MAX];
+    size_t lens[RS_N_MAX];
+    uint8_t present[RS_N_MAX];
+    if (status == RS_OK) status = get_shards(env, argv[2], 0, k + m, ptrs, lens);
+    if (status == RS_OK) status = get_present(env, argv[3], k + m, present);
+    if (status == RS_OK) status = rs_reconstruct(k, m, ptrs, lens, present);
+    return make_int(env, status);
+}
+
+/* encodingMatrix(k, m, out) -> status; out receives (k + m) * k bytes, row-major. */
+static napi_value js_encoding_matrix(napi_env env, napi_callback_info info) {
+    size_t argc = 3;
+    napi_value argv[3];
+    NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 3) return make_int(env, RS_STATUS(RS_E_ARG_TYPE, 0));
+    int k, m;
+    int status = get_km(env, argv, &k, &m);
+    uint8_t *out;
+    size_t len;
+    if (status != RS_OK) return make_int(env, status);
+    if (!get_bytes(env, argv[2], &out, &len)) return make_int(env, RS_STATUS(RS_E_SHARD_TYPE, 0));
+    if (len != (size_t)(k + m) * (size_t)k) return make_int(env, RS_STATUS(RS_E_SHARD_LENGTH, 0));
+    return make_int(env, rs_encoding_matrix(k, m, out));
+}
+
+/* kernelPath() -> name of the path in use */
+static napi_value js_kernel_path(napi_env env, napi_callback_info info) {
+    (void)info;
+    napi_value out;
+    NAPI_CALL(env, napi_create_string_utf8(env, rs_path_name(rs_path_current()), NAPI_AUTO_LENGTH, &out));
+    return out;
+}
+
+/* setKernelPath(name) -> status; "auto" picks the widest supported path. */
+static napi_value js_set_kernel_path(napi_env env, napi_callback_info info) {
+    size_t argc = 1, n = 0;
+    napi_value argv[1];
+    char name[32];
+    NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 1 || napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n) != napi_ok) {
+        return make_int(env, RS_STATUS(RS_E_PATH_UNKNOWN, 0));
+    }
+    return make_int(env, rs_path_force(name));
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+    napi_property_descriptor props[] = {
+        {"encode", NULL, js_encode, NULL, NULL, NULL, napi_default, NULL},
+        {"reconstruct", NULL, js_reconstruct, NULL, NULL, NULL, napi_default, NULL},
+        {"encodingMatrix", NULL, js_encoding_matrix, NULL, NULL, NULL, napi_default, NULL},
+        {"kernelPath", NULL, js_kernel_path, NULL, NULL, NULL, napi_default, NULL},
+        {"setKernelPath", NULL, js_set_kernel_path, NULL, NULL, NULL, napi_default, NULL},
+        {"paths", NULL, js_paths, NULL, NULL, NULL, napi_default, NULL},
+        {"cacheStats", NULL, js_cache_stats, NULL, NULL, NULL, napi_default, NULL},
+        {"limits", NULL, js_limits, NULL, NULL, NULL, napi_default, NULL},
+    };
+    if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
+    /* Each worker thread has its own plan cache; free it when the thread's environment ends. */
+    napi_add_env_cleanup_hook(env, cleanup_cache, NULL);
+    return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

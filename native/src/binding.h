@@ -1,0 +1,18 @@
+/* Shared by the N-API binding files. */
+#ifndef BLOBSTORE_BINDING_H
+#define BLOBSTORE_BINDING_H
+
+#include <node_api.h>
+
+napi_value make_int(napi_env env, int v);
+
+/* paths() -> [{ name, compiled, supported }] in order portable .. gfni512 */
+napi_value js_paths(napi_env env, napi_callback_info info);
+/* cacheStats() -> { hits, misses, entries, capacity } of the calling thread */
+napi_value js_cache_stats(napi_env env, napi_callback_info info);
+/* limits() -> { formatVersion, kMax, mMax } */
+napi_value js_limits(napi_env env, napi_callback_info info);
+/* Environment cleanup hook: frees the calling thread's plan cache. */
+void cleanup_cache(void *arg);
+
+#endif

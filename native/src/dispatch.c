@@ -1,0 +1,140 @@
+/*
+ * Kernel dispatch: probes the CPU once, picks the widest supported path, and lets the
+ * BLOBSTORE_EC_PATH environment variable (or rs_path_force) pin one for tests and benches.
+ * Paths compiled out with RS_NO_<PATH> are never offered.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch.h"
+#include "rs.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define RS_X86 1
+#endif
+
+static const char *const path_names[RS_PATH_COUNT] = {"portable", "ssse3", "avx2", "gfni256",
+                                                      "gfni512"};
+
+static rs_kernel *const path_kernels[RS_PATH_COUNT] = {
+    rs_kernel_portable,
+#ifndef RS_NO_SSSE3
+    rs_kernel_ssse3,
+#else
+    NULL,
+#endif
+#ifndef RS_NO_AVX2
+    rs_kernel_avx2,
+#else
+    NULL,
+#endif
+#ifndef RS_NO_GFNI256
+    rs_kernel_gfni256,
+#else
+    NULL,
+#endif
+#ifndef RS_NO_GFNI512
+    rs_kernel_gfni512,
+#else
+    NULL,
+#endif
+};
+
+static unsigned cpu_paths; /* bit p set: the CPU and OS can run path p */
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static atomic_int current_path = -1;
+
+#ifdef RS_X86
+/* XCR0 says which register states the OS saves on context switch. */
+static uint64_t read_xcr0(void) {
+    uint32_t eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((uint64_t)edx << 32) | eax;
+}
+
+static unsigned probe_x86(void) {
+    unsigned a, b, c, d;
+    unsigned paths = 1u << RS_PATH_PORTABLE;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return paths;
+    int ssse3 = (c >> 9) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+    if (ssse3) paths |= 1u << RS_PATH_SSSE3;
+    if (!osxsave || !avx) return paths;
+    uint64_t xcr0 = read_xcr0();
+    int ymm_os = (xcr0 & 0x6) == 0x6;    /* XMM and YMM state */
+    int zmm_os = (xcr0 & 0xe6) == 0xe6;  /* plus opmask, ZMM0-15 high halves, ZMM16-31 */
+    if (!ymm_os || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return paths;
+    int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1;
+    int gfni = (c >> 8) & 1;
+    if (avx2) paths |= 1u << RS_PATH_AVX2;
+    if (avx2 && gfni) paths |= 1u << RS_PATH_GFNI256;
+    if (zmm_os && avx512f && avx512bw && gfni) paths |= 1u << RS_PATH_GFNI512;
+    return paths;
+}
+#endif
+
+/* Callable inside probe(): does not go through pthread_once. */
+static int supported_probed(int path) {
+    return rs_path_compiled(path) && ((cpu_paths >> path) & 1u);
+}
+
+static int widest_path(void) {
+    for (int p = RS_PATH_COUNT - 1; p > 0; p--) {
+        if (supported_probed(p)) return p;
+    }
+    return RS_PATH_PORTABLE;
+}
+
+static int path_by_name(const char *name) {
+    for (int p = 0; p < RS_PATH_COUNT; p++) {
+        if (strcmp(name, path_names[p]) == 0) return p;
+    }
+    return -1;
+}
+
+static void probe(void) {
+#ifdef RS_X86
+    cpu_paths = probe_x86();
+#else
+    cpu_paths = 1u << RS_PATH_PORTABLE;
+#endif
+    const char *env = getenv("BLOBSTORE_EC_PATH");
+    int forced = env ? path_by_name(env) : -1;
+    /* An unknown or unavailable name falls back to auto here; the TypeScript loader rejects it. */
+    atomic_store(&current_path, forced >= 0 && supported_probed(forced) ? forced : widest_path());
+}
+
+const char *rs_path_name(int path) {
+    return path >= 0 && path < RS_PATH_COUNT ? path_names[path] : "unknown";
+}
+
+int rs_path_compiled(int path) {
+    return path >= 0 && path < RS_PATH_COUNT && path_kernels[path] != NULL;
+}
+
+int rs_path_supported(int path) {
+    pthread_once(&probe_once, probe);
+    return supported_probed(path);
+}
+
+int rs_path_current(void) {
+    pthread_once(&probe_once, probe);
+    return atomic_load(&current_path);
+}
+
+int rs_path_force(const char *name) {
+    pthread_once(&probe_once, probe);
+    if (strcmp(name, "auto") == 0) {
+        atomic_store(&current_path, widest_path());
+        return RS_OK;
+    }
+    int p = path_by_name(name);
+    if (p < 0) return RS_STATUS(RS_E_PATH_UNKNOWN, 0);
+    if (!rs_path_supported(p)) return RS_STATUS(RS_E_PATH_UNAVAILABLE, p);
+    atomic_store(&current_path, p);
+    return RS_OK;
+}
+
+rs_kernel *rs_kernel_current(void) { return path_kernels[rs_path_current()]; }

@@ -1,0 +1,45 @@
+/*
+ * AVX2 kernel, split-nibble products in 32-byte strides (built with -mavx2).
+ *
+ *     lo = x & 0x0f;  hi = x >> 4
+ *     c * x = LO(c)[lo] ^ HI(c)[hi]          LO(c)[n] = c * n, HI(c)[n] = c * (n << 4)
+ *
+ * vpshufb looks up within each 128-bit lane, so each 16-byte table is broadcast to both lanes.
+ */
+#ifndef RS_NO_AVX2
+#include <immintrin.h>
+
+#include "kernels.h"
+
+RS_INLINE __m256i table256(const uint8_t *t) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)t));
+}
+
+RS_INLINE void avx2_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
+                         uint8_t *const *out, size_t off, size_t len) {
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    for (size_t i = off; i < off + len; i += 32) {
+        __m256i acc[RS_ROWS_PER_PASS];
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_si256();
+        for (int j = 0; j < mx->k; j++) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(in[j] + i));
+            __m256i lo = _mm256_and_si256(x, mask);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi64(x, 4), mask);
+            const uint8_t *t = mx->nibble + (size_t)j * R * 32;
+            for (int r = 0; r < R; r++) {
+                __m256i pl = _mm256_shuffle_epi8(table256(t + r * 32), lo);
+                __m256i ph = _mm256_shuffle_epi8(table256(t + r * 32 + 16), hi);
+                acc[r] = _mm256_xor_si256(acc[r], _mm256_xor_si256(pl, ph));
+            }
+        }
+        for (int r = 0; r < R; r++) _mm256_storeu_si256((__m256i *)(out[r] + i), acc[r]);
+    }
+}
+
+void rs_kernel_avx2(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
+                    size_t off, size_t len) {
+    size_t bulk = len & ~(size_t)31;
+    if (bulk) RS_FOR_ROWS(avx2_rows, mx, in, out, off, bulk);
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk);
+}
+#endif

@@ -1,0 +1,40 @@
+/*
+ * GFNI kernel, 256-bit form (built with -mavx2 -mgfni).
+ *
+ *     c * x = A(c) . x          one vgf2p8affineqb per 32 bytes, A(c) = gf_affine_matrix(c)
+ *
+ * Multiplication by a constant is linear over GF(2), so one affine instruction does what the
+ * split-nibble path needs two shuffles, two masks and a shift for.
+ */
+#ifndef RS_NO_GFNI256
+#include <immintrin.h>
+
+#include "kernels.h"
+
+RS_INLINE void gfni256_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
+                            uint8_t *const *out, size_t off, size_t len) {
+    for (size_t i = off; i < off + len; i += 32) {
+        __m256i acc[RS_ROWS_PER_PASS];
+        __m256i x = _mm256_loadu_si256((const __m256i *)(in[0] + i));
+        for (int r = 0; r < R; r++) {
+            acc[r] = _mm256_gf2p8affine_epi64_epi8(x, _mm256_set1_epi64x((long long)mx->affine[r]), 0);
+        }
+        for (int j = 1; j < mx->k; j++) {
+            const uint64_t *a = mx->affine + (size_t)j * R;
+            x = _mm256_loadu_si256((const __m256i *)(in[j] + i));
+            for (int r = 0; r < R; r++) {
+                __m256i p = _mm256_gf2p8affine_epi64_epi8(x, _mm256_set1_epi64x((long long)a[r]), 0);
+                acc[r] = _mm256_xor_si256(acc[r], p);
+            }
+        }
+        for (int r = 0; r < R; r++) _mm256_storeu_si256((__m256i *)(out[r] + i), acc[r]);
+    }
+}
+
+void rs_kernel_gfni256(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
+                       size_t off, size_t len) {
+    size_t bulk = len & ~(size_t)31;
+    if (bulk) RS_FOR_ROWS(gfni256_rows, mx, in, out, off, bulk);
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk);
+}
+#endif

@@ -1,0 +1,40 @@
+/*
+ * GFNI kernel, AVX-512 form (built with -mavx512f -mavx512bw -mgfni).
+ *
+ *     c * x = A(c) . x          one vgf2p8affineqb per 64 bytes, A(c) = gf_affine_matrix(c)
+ *
+ * The 8x8 matrices are broadcast from memory ({1to8}), so only the accumulators and the input
+ * vector occupy registers and all eight rows of a pass fit at once.
+ */
+#ifndef RS_NO_GFNI512
+#include <immintrin.h>
+
+#include "kernels.h"
+
+RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
+                            uint8_t *const *out, size_t off, size_t len) {
+    for (size_t i = off; i < off + len; i += 64) {
+        __m512i acc[RS_ROWS_PER_PASS];
+        __m512i x = _mm512_loadu_si512((const void *)(in[0] + i));
+        for (int r = 0; r < R; r++) {
+            acc[r] = _mm512_gf2p8affine_epi64_epi8(x, _mm512_set1_epi64((long long)mx->affine[r]), 0);
+        }
+        for (int j = 1; j < mx->k; j++) {
+            const uint64_t *a = mx->affine + (size_t)j * R;
+            x = _mm512_loadu_si512((const void *)(in[j] + i));
+            for (int r = 0; r < R; r++) {
+                __m512i p = _mm512_gf2p8affine_epi64_epi8(x, _mm512_set1_epi64((long long)a[r]), 0);
+                acc[r] = _mm512_xor_si512(acc[r], p);
+            }
+        }
+        for (int r = 0; r < R; r++) _mm512_storeu_si512((void *)(out[r] + i), acc[r]);
+    }
+}
+
+void rs_kernel_gfni512(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
+                       size_t off, size_t len) {
+    size_t bulk = len & ~(size_t)63;
+    if (bulk) RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk);
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk);
+}
+#endif

@@ -1,0 +1,61 @@
+/*
+ * The multiply-accumulate kernels: one portable reference and per-ISA twins with one signature.
+ * Each computes, for a group of up to RS_ROWS_PER_PASS output rows,
+ *
+ *     for i in [off, off + len):
+ *         for r in [0, rows):
+ *             out[r][i] = XOR over j in [0, k) of coef(j, r) * in[j][i]      (GF(2^8) products)
+ *
+ * holding the rows' accumulators in registers so each input byte is loaded once. SIMD kernels
+ * run the bulk in vector strides and hand the tail (len mod vector width) to the portable kernel.
+ */
+#ifndef BLOBSTORE_KERNELS_H
+#define BLOBSTORE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RS_ROWS_PER_PASS 8
+
+/* One group of rows, tables in input-major order: entry (j, r) is at index j * rows + r. */
+typedef struct rs_matrix {
+    int k;
+    int rows;
+    const uint8_t *coef;    /* coefficients */
+    const uint64_t *affine; /* 8x8 bit matrices for vgf2p8affineqb (gf_affine_matrix) */
+    const uint8_t *nibble;  /* 32 bytes each: c * n for n = 0..15, then c * (n << 4) */
+} rs_matrix;
+
+typedef void rs_kernel(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
+                       size_t off, size_t len);
+
+rs_kernel rs_kernel_portable;
+#ifndef RS_NO_SSSE3
+rs_kernel rs_kernel_ssse3;
+#endif
+#ifndef RS_NO_AVX2
+rs_kernel rs_kernel_avx2;
+#endif
+#ifndef RS_NO_GFNI256
+rs_kernel rs_kernel_gfni256;
+#endif
+#ifndef RS_NO_GFNI512
+rs_kernel rs_kernel_gfni512;
+#endif
+
+/* Calls body(R, ...) with R a compile-time constant equal to mx->rows, so loops over rows unroll. */
+#define RS_FOR_ROWS(body, mx, ...)                     \
+    switch ((mx)->rows) {                              \
+    case 1: body(1, mx, __VA_ARGS__); break;         \
+    case 2: body(2, mx, __VA_ARGS__); break;         \
+    case 3: body(3, mx, __VA_ARGS__); break;         \
+    case 4: body(4, mx, __VA_ARGS__); break;         \
+    case 5: body(5, mx, __VA_ARGS__); break;         \
+    case 6: body(6, mx, __VA_ARGS__); break;         \
+    case 7: body(7, mx, __VA_ARGS__); break;         \
+    default: body(8, mx, __VA_ARGS__); break;          \
+    }
+
+#define RS_INLINE static inline __attribute__((always_inline))
+
+#endif

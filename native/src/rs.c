@@ -1,0 +1,109 @@
+/* The codec entry points: argument checks, then the strip loop over the kernel of the path. */
+#include "rs.h"
+
+#include <stdint.h>
+
+#include "dispatch.h"
+#include "gf.h"
+#include "plan.h"
+
+/*
+ * Strips bound the working set of one kernel call: a pass of up to RS_ROWS_PER_PASS rows reads
+ * k inputs and writes its rows, and a second pass (m > 8) then finds the same inputs in L2. The
+ * portable kernel also keeps each output strip in L1 while it goes over the inputs.
+ */
+#define RS_STRIP_INPUT_BYTES (256 * 1024) /* k * strip, about a quarter of L2 */
+#define RS_STRIP_MIN_BYTES 4096
+
+static size_t strip_bytes(int k) {
+    size_t s = RS_STRIP_INPUT_BYTES / (size_t)k;
+    s &= ~(size_t)63;
+    return s < RS_STRIP_MIN_BYTES ? RS_STRIP_MIN_BYTES : s;
+}
+
+static int check_km(int k, int m) {
+    if (k < 1 || k > RS_K_MAX) return RS_STATUS(RS_E_K_RANGE, 0);
+    if (m < 1 || m > RS_M_MAX) return RS_STATUS(RS_E_M_RANGE, 0);
+    return RS_OK;
+}
+
+static int check_shards(int n, uint8_t *const shards[], const size_t lens[]) {
+    for (int i = 0; i < n; i++) {
+        if (shards[i] == NULL && lens[i] != 0) return RS_STATUS(RS_E_SHARD_TYPE, i);
+        if (lens[i] != lens[0]) return RS_STATUS(RS_E_SHARD_LENGTH, i);
+    }
+    return RS_OK;
+}
+
+static int overlaps(const uint8_t *a, const uint8_t *b, size_t len) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + len && y < x + len;
+}
+
+/* An output that overlaps an input or another output would read or write half-computed bytes. */
+static int check_overlap(const rs_plan *p, uint8_t *const shards[], size_t len) {
+    for (int o = 0; o < p->rows; o++) {
+        const uint8_t *out = shards[p->out_idx[o]];
+        for (int j = 0; j < p->k; j++) {
+            if (overlaps(out, shards[p->in_idx[j]], len)) return RS_STATUS(RS_E_OVERLAP, p->out_idx[o]);
+        }
+        for (int q = 0; q < o; q++) {
+            if (overlaps(out, shards[p->out_idx[q]], len)) return RS_STATUS(RS_E_OVERLAP, p->out_idx[o]);
+        }
+    }
+    return RS_OK;
+}
+
+static void run_plan(const rs_plan *p, uint8_t *const shards[], size_t len) {
+    const uint8_t *in[RS_K_MAX];
+    uint8_t *out[RS_N_MAX];
+    for (int j = 0; j < p->k; j++) in[j] = shards[p->in_idx[j]];
+    for (int o = 0; o < p->rows; o++) out[o] = shards[p->out_idx[o]];
+    rs_kernel *kernel = rs_kernel_current();
+    const size_t strip = strip_bytes(p->k);
+    for (size_t off = 0; off < len; off += strip) {
+        const size_t n = len - off < strip ? len - off : strip;
+        for (int g = 0; g < p->groups; g++) {
+            kernel(&p->group[g], in, out + g * RS_ROWS_PER_PASS, off, n);
+        }
+    }
+}
+
+static int run(int k, int m, uint8_t *const shards[], size_t len, const uint8_t present[]) {
+    int status = RS_OK;
+    const rs_plan *p = rs_plan_get(k, m, present, &status);
+    if (p == NULL) return status;
+    if (len == 0 || p->rows == 0) return RS_OK;
+    status = check_overlap(p, shards, len);
+    if (status != RS_OK) return status;
+    run_plan(p, shards, len);
+    return RS_OK;
+}
+
+int rs_encode(int k, int m, uint8_t *const shards[], const size_t lens[]) {
+    int status = check_km(k, m);
+    if (status == RS_OK) status = check_shards(k + m, shards, lens);
+    if (status != RS_OK) return status;
+    uint8_t present[RS_N_MAX] = {0};
+    for (int i = 0; i < k; i++) present[i] = 1;
+    return run(k, m, shards, lens[0], present);
+}
+
+int rs_reconstruct(int k, int m, uint8_t *const shards[], const size_t lens[],
+                   const uint8_t present[]) {
+    int status = check_km(k, m);
+    if (status == RS_OK) status = check_shards(k + m, shards, lens);
+    if (status != RS_OK) return status;
+    int count = 0;
+    for (int i = 0; i < k + m; i++) count += present[i] != 0;
+    if (count < k) return RS_STATUS(RS_E_TOO_MANY_MISSING, k + m - count);
+    return run(k, m, shards, lens[0], present);
+}
+
+int rs_encoding_matrix(int k, int m, uint8_t *out) {
+    int status = check_km(k, m);
+    if (status != RS_OK) return status;
+    gf_init();
+    gf_encoding_matrix(k, m, out);
+    return RS_OK;
+}

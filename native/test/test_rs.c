@@ -1,0 +1,234 @@
+/*
+ * C tests of the codec, run under AddressSanitizer + UBSan by `make test`: every compiled path
+ * against the reference on awkward lengths, every erasure pattern of 4+2 and 8+2, bad input.
+ * Shards are separate exact-size allocations so any read or write past an end is caught.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference.h"
+#include "rs.h"
+
+static int failures;
+static int checks;
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        checks++;                                                         \
+        if (!(cond)) {                                                    \
+            failures++;                                                   \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fputc('\n', stderr);                                          \
+        }                                                                 \
+    } while (0)
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+typedef struct stripe {
+    int k, m;
+    size_t len;
+    uint8_t *shards[RS_N_MAX];
+    uint8_t *expect[RS_N_MAX];
+    size_t lens[RS_N_MAX];
+} stripe;
+
+/* Random data, reference parity in expect[], garbage in the parity shards to be computed. */
+static void stripe_init(stripe *s, int k, int m, size_t len) {
+    s->k = k;
+    s->m = m;
+    s->len = len;
+    for (int i = 0; i < k + m; i++) {
+        s->shards[i] = malloc(len ? len : 1);
+        s->expect[i] = malloc(len ? len : 1);
+        s->lens[i] = len;
+        for (size_t x = 0; x < len; x++) s->shards[i][x] = (uint8_t)rnd();
+        if (i < k) memcpy(s->expect[i], s->shards[i], len);
+    }
+    ref_encode(k, m, s->expect, s->expect + k, len);
+}
+
+static void stripe_free(stripe *s) {
+    for (int i = 0; i < s->k + s->m; i++) {
+        free(s->shards[i]);
+        free(s->expect[i]);
+    }
+}
+
+static int stripe_matches(const stripe *s) {
+    for (int i = 0; i < s->k + s->m; i++) {
+        if (s->len && memcmp(s->shards[i], s->expect[i], s->len) != 0) return 0;
+    }
+    return 1;
+}
+
+/* Wipes the shards with present[i] == 0, reconstructs, and compares with the expected stripe. */
+static int erase_and_reconstruct(stripe *s, const uint8_t *present) {
+    for (int i = 0; i < s->k + s->m; i++) {
+        if (!present[i]) memset(s->shards[i], 0xa5, s->len);
+    }
+    int status = rs_reconstruct(s->k, s->m, s->shards, s->lens, present);
+    return status == RS_OK && stripe_matches(s);
+}
+
+static void random_present(int n, int missing, uint8_t *present) {
+    memset(present, 1, (size_t)n);
+    for (int gone = 0; gone < missing;) {
+        int i = (int)(rnd() % (uint64_t)n);
+        if (present[i]) {
+            present[i] = 0;
+            gone++;
+        }
+    }
+}
+
+static const size_t lengths[] = {0,  1,  2,   15,  16,  17,  31,   32,   33,   63,    64,
+                                 65, 127, 128, 129, 191, 255, 1000, 4095, 4097, 65537, 300001};
+
+static void test_path_random(const char *path) {
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        for (int round = 0; round < 3; round++) {
+            size_t len = lengths[li];
+            int k = 1 + (int)(rnd() % (len > 5000 ? 12 : 32)), m = 1 + (int)(rnd() % 8);
+            stripe s;
+            stripe_init(&s, k, m, len);
+            int status = rs_encode(k, m, s.shards, s.lens);
+            CHECK(status == RS_OK && stripe_matches(&s), "%s encode k=%d m=%d len=%zu status=%d", path,
+                  k, m, len, status);
+            uint8_t present[RS_N_MAX];
+            random_present(k + m, 1 + (int)(rnd() % (uint64_t)m), present);
+            CHECK(erase_and_reconstruct(&s, present), "%s reconstruct k=%d m=%d len=%zu", path, k, m, len);
+            stripe_free(&s);
+        }
+    }
+}
+
+/* Every pattern of 1..m missing shards (bit i of mask set: shard i missing). */
+static void test_all_patterns(const char *path, int k, int m, size_t len) {
+    stripe s;
+    stripe_init(&s, k, m, len);
+    CHECK(rs_encode(k, m, s.shards, s.lens) == RS_OK, "%s encode %d+%d", path, k, m);
+    int patterns = 0;
+    for (unsigned mask = 1; mask < (1u << (k + m)); mask++) {
+        if (__builtin_popcount(mask) > m) continue;
+        uint8_t present[RS_N_MAX];
+        for (int i = 0; i < k + m; i++) present[i] = !((mask >> i) & 1u);
+        CHECK(erase_and_reconstruct(&s, present), "%s %d+%d pattern %#x", path, k, m, mask);
+        patterns++;
+    }
+    CHECK(patterns > 0, "no patterns");
+    stripe_free(&s);
+}
+
+/* Wide stripes: more than one pass of rows, and k at its maximum. */
+static void test_wide(const char *path) {
+    const int shapes[][2] = {{10, 16}, {64, 16}, {64, 1}, {1, 16}, {17, 9}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int k = shapes[i][0], m = shapes[i][1];
+        stripe s;
+        stripe_init(&s, k, m, 1000 + 64 * i + i);
+        CHECK(rs_encode(k, m, s.shards, s.lens) == RS_OK && stripe_matches(&s), "%s wide encode %d+%d", path, k, m);
+        uint8_t present[RS_N_MAX];
+        random_present(k + m, m, present);
+        CHECK(erase_and_reconstruct(&s, present), "%s wide reconstruct %d+%d", path, k, m);
+        stripe_free(&s);
+    }
+}
+
+static void test_matrix(void) {
+    uint8_t matrix[RS_N_MAX * RS_K_MAX];
+    const int shapes[][2] = {{1, 1}, {4, 2}, {8, 2}, {10, 4}, {32, 8}, {64, 16}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int k = shapes[i][0], m = shapes[i][1], bad = 0;
+        CHECK(rs_encoding_matrix(k, m, matrix) == RS_OK, "matrix %d+%d", k, m);
+        for (int r = 0; r < k + m; r++) {
+            for (int c = 0; c < k; c++) {
+                uint8_t want = r < k ? (uint8_t)(r == c) : ref_coef(k, r - k, c);
+                bad += matrix[r * k + c] != want;
+            }
+        }
+        CHECK(bad == 0, "matrix %d+%d differs from its definition in %d cells", k, m, bad);
+    }
+}
+
+static void test_errors(void) {
+    stripe s;
+    stripe_init(&s, 4, 2, 100);
+    uint8_t present[RS_N_MAX];
+    memset(present, 1, sizeof present);
+    CHECK(rs_encode(0, 2, s.shards, s.lens) == RS_STATUS(RS_E_K_RANGE, 0), "k=0");
+    CHECK(rs_encode(RS_K_MAX + 1, 2, s.shards, s.lens) == RS_STATUS(RS_E_K_RANGE, 0), "k too big");
+    CHECK(rs_encode(4, 0, s.shards, s.lens) == RS_STATUS(RS_E_M_RANGE, 0), "m=0");
+    CHECK(rs_encode(4, RS_M_MAX + 1, s.shards, s.lens) == RS_STATUS(RS_E_M_RANGE, 0), "m too big");
+    s.lens[3] = 99;
+    CHECK(rs_encode(4, 2, s.shards, s.lens) == RS_STATUS(RS_E_SHARD_LENGTH, 3), "length mismatch");
+    s.lens[3] = 100;
+    uint8_t *saved = s.shards[5];
+    s.shards[5] = NULL;
+    CHECK(rs_encode(4, 2, s.shards, s.lens) == RS_STATUS(RS_E_SHARD_TYPE, 5), "NULL shard");
+    s.shards[5] = s.shards[0];
+    CHECK(rs_encode(4, 2, s.shards, s.lens) == RS_STATUS(RS_E_OVERLAP, 5), "output aliases input");
+    s.shards[5] = s.shards[4] + 50;
+    CHECK(rs_encode(4, 2, s.shards, s.lens) == RS_STATUS(RS_E_OVERLAP, 5), "outputs overlap");
+    s.shards[5] = saved;
+    present[0] = present[2] = present[5] = 0;
+    CHECK(rs_reconstruct(4, 2, s.shards, s.lens, present) == RS_STATUS(RS_E_TOO_MANY_MISSING, 3),
+          "three missing of 4+2");
+    present[5] = 1;
+    CHECK(rs_reconstruct(4, 2, s.shards, s.lens, present) == RS_OK, "two missing of 4+2");
+    CHECK(rs_path_force("mmx") == RS_STATUS(RS_E_PATH_UNKNOWN, 0), "unknown path");
+    CHECK(rs_path_force("auto") == RS_OK, "auto path");
+    stripe_free(&s);
+}
+
+/* The cache stays within its bound and counts hits. */
+static void test_cache(void) {
+    rs_cache_clear();
+    stripe s;
+    stripe_init(&s, 12, 4, 64);
+    CHECK(rs_encode(12, 4, s.shards, s.lens) == RS_OK, "cache encode");
+    uint8_t present[RS_N_MAX];
+    for (int i = 0; i < 3 * 64; i++) {
+        random_present(16, 1 + i % 4, present);
+        CHECK(erase_and_reconstruct(&s, present), "cache round %d", i);
+    }
+    rs_cache_stats st;
+    rs_cache_get_stats(&st);
+    CHECK(st.entries <= st.capacity && st.capacity > 0, "cache bound %d/%d", st.entries, st.capacity);
+    CHECK(erase_and_reconstruct(&s, present), "repeat");
+    rs_cache_stats again;
+    rs_cache_get_stats(&again);
+    CHECK(again.hits == st.hits + 1, "repeated pattern is a cache hit");
+    stripe_free(&s);
+}
+
+int main(void) {
+    test_matrix();
+    test_errors();
+    test_cache();
+    int paths = 0;
+    for (int p = 0; p < RS_PATH_COUNT; p++) {
+        const char *name = rs_path_name(p);
+        if (!rs_path_supported(p)) {
+            printf("path %-8s skipped (%s)\n", name, rs_path_compiled(p) ? "CPU lacks it" : "compiled out");
+            continue;
+        }
+        CHECK(rs_path_force(name) == RS_OK, "force %s", name);
+        CHECK(rs_path_current() == p, "current %s", name);
+        test_path_random(name);
+        test_all_patterns(name, 4, 2, 129);
+        test_all_patterns(name, 8, 2, 200);
+        test_wide(name);
+        printf("path %-8s ok\n", name);
+        paths++;
+    }
+    rs_cache_clear();
+    printf("%d checks, %d failed, %d paths\n", checks, failures, paths);
+    return failures ? 1 : 0;
+}
