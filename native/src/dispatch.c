@@ -16,13 +16,27 @@
 #define RS_X86 1
 #endif
 
+#if !defined(RS_NO_SSSE3) && !defined(RS_NO_AVX2)
+static int cpu_has_avx; /* set by the probe */
+
+/* The SSSE3 kernel is legacy-SSE code: clear dirty upper vector halves first where AVX exists. */
+static void ssse3_after_avx(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
+                            size_t off, size_t len) {
+    if (cpu_has_avx) rs_zero_upper();
+    rs_kernel_ssse3(mx, in, out, off, len);
+}
+#define SSSE3_ENTRY ssse3_after_avx
+#elif !defined(RS_NO_SSSE3)
+#define SSSE3_ENTRY rs_kernel_ssse3
+#endif
+
 static const char *const path_names[RS_PATH_COUNT] = {"portable", "ssse3", "avx2", "gfni256",
                                                       "gfni512"};
 
 static rs_kernel *const path_kernels[RS_PATH_COUNT] = {
     rs_kernel_portable,
 #ifndef RS_NO_SSSE3
-    rs_kernel_ssse3,
+    SSSE3_ENTRY,
 #else
     NULL,
 #endif
@@ -68,6 +82,9 @@ static unsigned probe_x86(void) {
     if (!ymm_os || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return paths;
     int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1;
     int gfni = (c >> 8) & 1;
+#if !defined(RS_NO_SSSE3) && !defined(RS_NO_AVX2)
+    cpu_has_avx = avx2; /* rs_zero_upper lives in the AVX2 file */
+#endif
     if (avx2) paths |= 1u << RS_PATH_AVX2;
     if (avx2 && gfni) paths |= 1u << RS_PATH_GFNI256;
     if (zmm_os && avx512f && avx512bw && gfni) paths |= 1u << RS_PATH_GFNI512;

@@ -35,6 +35,7 @@ rs_kernel rs_kernel_ssse3;
 #endif
 #ifndef RS_NO_AVX2
 rs_kernel rs_kernel_avx2;
+void rs_zero_upper(void); /* vzeroupper; only on CPUs with AVX */
 #endif
 #ifndef RS_NO_GFNI256
 rs_kernel rs_kernel_gfni256;

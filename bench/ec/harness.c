@@ -1,0 +1,159 @@
+/*
+ * C harness: our kernel (each path) beside ISA-L on the same buffers, in one run.
+ * Encode, and reconstruct of two lost data shards, for each shape and shard size; GB/s counts
+ * the data bytes (k * shard) per second on one core. Prints one JSON line per measurement.
+ * Shards are consecutive slices of one 2 MiB-aligned buffer, as the engine lays them out.
+ * ISA-L's decode tables are prepared outside the timed loop, as our plan cache does.
+ *
+ *   harness [reps] [min_ms]        defaults: 7 repetitions of at least 30 ms each
+ */
+#include <isa-l/erasure_code.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rs.h"
+
+#define REPS_MAX 31
+static int reps = 7;
+static double min_s = 0.030;
+
+typedef struct job {
+    int k, m;
+    size_t len;
+    uint8_t *base;
+    uint8_t *shards[RS_N_MAX];
+    size_t lens[RS_N_MAX];
+    uint8_t present[RS_N_MAX];
+    uint8_t *isal_in[RS_N_MAX], *isal_out[RS_N_MAX];
+    uint8_t *enc_tables, *dec_tables;
+    int lost[2];
+} job;
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Runs one candidate (impl < 0: ISA-L, else our path) for at least min_s; returns GB/s. */
+static double measure(job *j, int impl, int reconstruct) {
+    if (impl >= 0) rs_path_force(rs_path_name(impl));
+    double start = now_s(), t;
+    long iters = 0;
+    do {
+        for (int n = 0; n < 4; n++) {
+            if (impl < 0 && !reconstruct) {
+                ec_encode_data((int)j->len, j->k, j->m, j->enc_tables, j->shards, j->shards + j->k);
+            } else if (impl < 0) {
+                ec_encode_data((int)j->len, j->k, 2, j->dec_tables, j->isal_in, j->isal_out);
+            } else if (!reconstruct) {
+                rs_encode(j->k, j->m, j->shards, j->lens);
+            } else {
+                rs_reconstruct(j->k, j->m, j->shards, j->lens, j->present);
+            }
+        }
+        iters += 4;
+        t = now_s() - start;
+    } while (t < min_s);
+    return (double)j->k * (double)j->len * (double)iters / t / 1e9;
+}
+
+static void isal_decode_tables(job *j) {
+    const int k = j->k, n = j->k + j->m;
+    unsigned char a[RS_N_MAX * RS_K_MAX], b[RS_K_MAX * RS_K_MAX], d[RS_K_MAX * RS_K_MAX];
+    unsigned char c[2 * RS_K_MAX];
+    gf_gen_cauchy1_matrix(a, n, k);
+    int in = 0;
+    for (int i = 0; i < n && in < k; i++) {
+        if (i == j->lost[0] || i == j->lost[1]) continue;
+        memcpy(b + in * k, a + i * k, (size_t)k);
+        j->isal_in[in++] = j->shards[i];
+    }
+    gf_invert_matrix(b, d, k);
+    for (int e = 0; e < 2; e++) {
+        memcpy(c + e * k, d + j->lost[e] * k, (size_t)k);
+        j->isal_out[e] = j->shards[j->lost[e]];
+    }
+    j->dec_tables = malloc((size_t)32 * k * 2);
+    ec_init_tables(k, 2, c, j->dec_tables);
+    j->enc_tables = malloc((size_t)32 * k * j->m);
+    ec_init_tables(k, j->m, a + k * k, j->enc_tables);
+}
+
+static void job_init(job *j, int k, int m, size_t len) {
+    memset(j, 0, sizeof *j);
+    j->k = k;
+    j->m = m;
+    j->len = len;
+    if (posix_memalign((void **)&j->base, 2u << 20, (size_t)(k + m) * len) != 0) abort();
+    for (int i = 0; i < k + m; i++) {
+        j->shards[i] = j->base + (size_t)i * len;
+        j->lens[i] = len;
+        j->present[i] = 1;
+    }
+    for (size_t x = 0; x < (size_t)k * len; x++) j->base[x] = (uint8_t)(x * 2654435761u >> 13);
+    j->lost[0] = 1;
+    j->lost[1] = k > 2 ? 3 : 0;
+    j->present[j->lost[0]] = j->present[j->lost[1]] = 0;
+    isal_decode_tables(j);
+}
+
+/* Our parity and ISA-L's must be the same bytes: the same Cauchy matrix. */
+static int same_as_isal(job *j) {
+    size_t plen = (size_t)j->m * j->len;
+    uint8_t *ours = malloc(plen);
+    rs_path_force("auto");
+    rs_encode(j->k, j->m, j->shards, j->lens);
+    memcpy(ours, j->shards[j->k], plen);
+    ec_encode_data((int)j->len, j->k, j->m, j->enc_tables, j->shards, j->shards + j->k);
+    int same = memcmp(ours, j->shards[j->k], plen) == 0;
+    free(ours);
+    return same;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void run_job(int k, int m, size_t len, int reconstruct) {
+    job j;
+    job_init(&j, k, m, len);
+    double samples[RS_PATH_COUNT + 1][REPS_MAX];
+    for (int r = 0; r < reps; r++) { /* interleaved, so load changes hit every candidate alike */
+        for (int impl = -1; impl < RS_PATH_COUNT; impl++) {
+            if (impl >= 0 && !rs_path_supported(impl)) continue;
+            samples[impl + 1][r] = measure(&j, impl, reconstruct);
+        }
+    }
+    int same = same_as_isal(&j);
+    for (int impl = -1; impl < RS_PATH_COUNT; impl++) {
+        if (impl >= 0 && !rs_path_supported(impl)) continue;
+        qsort(samples[impl + 1], (size_t)reps, sizeof(double), cmp_double);
+        printf("{\"bench\":\"ec-kernel\",\"impl\":\"%s\",\"op\":\"%s\",\"k\":%d,\"m\":%d,"
+               "\"shardBytes\":%zu,\"gbps\":%.3f,\"gbpsMin\":%.3f,\"gbpsMax\":%.3f,\"reps\":%d,"
+               "\"parityMatchesIsal\":%s}\n",
+               impl < 0 ? "isal" : rs_path_name(impl), reconstruct ? "reconstruct" : "encode", k, m,
+               len, samples[impl + 1][reps / 2], samples[impl + 1][0], samples[impl + 1][reps - 1],
+               reps, same ? "true" : "false");
+    }
+    fflush(stdout);
+    free(j.base);
+    free(j.enc_tables);
+    free(j.dec_tables);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) reps = atoi(argv[1]) < 1 ? 1 : atoi(argv[1]) > REPS_MAX ? REPS_MAX : atoi(argv[1]);
+    if (argc > 2) min_s = atof(argv[2]) / 1000.0;
+    const int shapes[][2] = {{4, 2}, {8, 2}};
+    const size_t sizes[] = {64u << 10, 1u << 20, 16u << 20};
+    for (size_t s = 0; s < 2; s++) {
+        for (size_t z = 0; z < 3; z++) {
+            for (int op = 0; op < 2; op++) run_job(shapes[s][0], shapes[s][1], sizes[z], op);
+        }
+    }
+    return 0;
+}
