@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { registerServe } from './serve.js';
+import { registerOrders } from './orders.js';
 
 export function buildProgram(): Command {
   const program = new Command('blobstore')
@@ -12,6 +13,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerServe(program);
+  registerOrders(program);
   return program;
 }
 

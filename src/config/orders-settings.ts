@@ -1,0 +1,47 @@
+import { join } from 'node:path';
+import { ConfigError, type LoadOptions, loadSettings } from './load.js';
+import { xdgDataHome } from './paths.js';
+import type { SettingSpec } from './settings.js';
+
+/**
+ * Every setting of the orders service, declared once (file section `orders`, env BLOBSTORE_ORDERS_*,
+ * flags --orders-*). The spec-style names (OrdersAddr, OrdersDataDir, OrdersApiKeysFile) are
+ * accepted as flag, env variable and file key, like the node's NodeID.
+ */
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+export const ORDERS_SETTINGS = {
+  ordersAddr: { type: 'addr', default: () => '127.0.0.1:8000', specName: 'OrdersAddr', help: 'orders HTTP address host:port' },
+  ordersDataDir: {
+    type: 'string', default: () => join(xdgDataHome(), 'blobstore', 'orders'), specName: 'OrdersDataDir',
+    help: 'orders data directory (LMDB)',
+  },
+  ordersApiKeysFile: {
+    type: 'string', default: () => '', specName: 'OrdersApiKeysFile',
+    help: 'JSON file of API keys ([{"key","scope":"read"|"read-write"}]); empty = no authentication',
+  },
+  ordersMaxBodyBytes: { type: 'bytes', default: () => 1 * MiB, min: 1, max: 64 * MiB, help: 'largest request body (413 above)' },
+  ordersListMaxLimit: {
+    type: 'int', default: () => 10_000, min: 1, max: 1_000_000,
+    help: 'list limits above this are clamped (the applied limit is echoed)',
+  },
+} as const satisfies Record<string, SettingSpec>;
+
+export type OrdersSettingKey = keyof typeof ORDERS_SETTINGS;
+
+export interface OrdersConfig {
+  ordersAddr: string;
+  ordersDataDir: string;
+  ordersApiKeysFile: string;
+  ordersMaxBodyBytes: number;
+  ordersListMaxLimit: number;
+}
+
+/** The orders service's configuration: ORDERS_SETTINGS under the file's `orders` section. */
+export function loadOrdersConfig(options: LoadOptions<OrdersSettingKey> = {}): OrdersConfig {
+  const config = loadSettings(ORDERS_SETTINGS, 'orders', options) as unknown as OrdersConfig;
+  if (config.ordersDataDir === '') throw new ConfigError('setting ordersDataDir (OrdersDataDir) must not be empty');
+  return config;
+}

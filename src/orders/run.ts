@@ -1,0 +1,31 @@
+import type { OrdersConfig } from '../config/orders-settings.js';
+import { ApiKeys } from './auth.js';
+import { startOrdersServer } from './server.js';
+import { OrdersService } from './service.js';
+import { OrderStore } from './store.js';
+
+/** Runs the orders service until SIGTERM/SIGINT, then stops listening, flushes and exits 0. */
+export async function runOrders(config: OrdersConfig): Promise<void> {
+  const keys = config.ordersApiKeysFile ? ApiKeys.fromFile(config.ordersApiKeysFile) : undefined;
+  const store = OrderStore.open(config.ordersDataDir);
+  const service = new OrdersService(store, { listLimitMax: config.ordersListMaxLimit, keys });
+  const server = startOrdersServer(service, config.ordersAddr, config.ordersMaxBodyBytes);
+  const host = config.ordersAddr.slice(0, config.ordersAddr.lastIndexOf(':')) || '0.0.0.0';
+  console.log(`orders: listening on http://${host}:${server.port} (data ${config.ordersDataDir}, auth ${keys ? 'on' : 'off'})`);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`orders: ${signal}, stopping`);
+    server.close();
+    store.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        console.error('orders: close failed:', err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}

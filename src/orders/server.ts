@@ -1,0 +1,135 @@
+import { createRequire } from 'node:module';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { parseHostPort } from '../config/units.js';
+import { bodyTooLarge } from './errors.js';
+import { type OrdersRequest, type OrdersResponse, type OrdersService, errorResponse } from './service.js';
+
+/**
+ * The orders API's HTTP transport on uWebSockets.js: decode the request while uWS' HttpRequest is
+ * valid (only inside the callback), let the service route and authenticate, read a body only for
+ * the route that takes one (bounded by ordersMaxBodyBytes), write the answer corked.
+ */
+
+type Uws = typeof import('uWebSockets.js');
+
+/** The native uWS binary; its package silently falls back to a slow JS server, which we refuse. */
+export function loadUws(): Uws {
+  const uws = createRequire(import.meta.url)('uWebSockets.js') as Uws;
+  if (typeof uws.getParts !== 'function' || typeof uws.us_socket_local_port !== 'function') {
+    throw new Error('uWebSockets.js native binary did not load (Node ABI not supported); refusing the slow JS fallback');
+  }
+  return uws;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK', 307: '307 Temporary Redirect', 400: '400 Bad Request', 401: '401 Unauthorized',
+  403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 413: '413 Payload Too Large',
+  422: '422 Unprocessable Entity', 500: '500 Internal Server Error',
+};
+
+export interface OrdersServer {
+  /** The bound port (useful with port 0). */
+  readonly port: number;
+  close(): void;
+}
+
+export function startOrdersServer(service: OrdersService, addr: string, maxBodyBytes: number): OrdersServer {
+  const hostPort = parseHostPort(addr);
+  if (!hostPort) throw new Error(`invalid orders address ${addr}`);
+  const uws = loadUws();
+  const app: TemplatedApp = uws.App();
+  app.any('/*', (res, req) => handle(service, res, req, maxBodyBytes));
+  let socket: us_listen_socket | false = false;
+  app.listen(hostPort.host, hostPort.port, (s) => {
+    socket = s;
+  });
+  if (!socket) throw new Error(`cannot listen on ${addr} (address in use or not permitted)`);
+  const port = uws.us_socket_local_port(socket);
+  return {
+    port,
+    close: () => {
+      if (socket) uws.us_listen_socket_close(socket);
+      socket = false;
+    },
+  };
+}
+
+function handle(service: OrdersService, res: HttpResponse, req: HttpRequest, maxBodyBytes: number): void {
+  const contentType = req.getHeader('content-type');
+  const request: OrdersRequest = {
+    method: req.getCaseSensitiveMethod(),
+    path: req.getUrl(),
+    query: req.getQuery() ?? '',
+    authorization: req.getHeader('authorization'),
+    // uWS answers '' for an absent header; FastAPI treats an empty one as absent too.
+    contentType: contentType === '' ? undefined : contentType,
+    host: req.getHeader('host') || '127.0.0.1',
+  };
+  const reply: Reply = { res, head: request.method === 'HEAD', aborted: false };
+  const prepared = service.prepare(request);
+  if (prepared.kind === 'done') return send(reply, prepared.response);
+  if (!prepared.needsBody) return finish(reply, service.respond(prepared, request, undefined));
+  const declared = Number(req.getHeader('content-length') || '0');
+  if (declared > maxBodyBytes) return send(reply, errorResponse(bodyTooLarge(maxBodyBytes)), true);
+  watchAbort(reply);
+  readBody(res, maxBodyBytes, (body) => {
+    if (body === undefined) return send(reply, errorResponse(bodyTooLarge(maxBodyBytes)), true);
+    finish(reply, service.respond(prepared, request, body));
+  });
+}
+
+/** One response in progress; uWS forbids touching `res` after the client went away. */
+interface Reply {
+  readonly res: HttpResponse;
+  readonly head: boolean;
+  aborted: boolean;
+  watched?: boolean;
+}
+
+function watchAbort(reply: Reply): void {
+  if (reply.watched) return;
+  reply.watched = true;
+  reply.res.onAborted(() => {
+    reply.aborted = true;
+  });
+}
+
+/** Collects the body (copied once out of uWS' transient chunks), or undefined past the limit. */
+function readBody(res: HttpResponse, maxBytes: number, done: (body: Uint8Array | undefined) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.onData((chunk, isLast) => {
+    if (over) return;
+    size += chunk.byteLength;
+    if (size > maxBytes) {
+      over = true;
+      return done(undefined);
+    }
+    chunks.push(Buffer.from(chunk.slice(0)));
+    if (isLast) done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+  });
+}
+
+function finish(reply: Reply, response: OrdersResponse | Promise<OrdersResponse>): void {
+  if (!(response instanceof Promise)) return send(reply, response);
+  watchAbort(reply);
+  response.then((r) => send(reply, r), (err: unknown) => send(reply, errorResponse(err)));
+}
+
+function send(reply: Reply, response: OrdersResponse, close = false): void {
+  if (reply.aborted) return;
+  const { res } = reply;
+  res.cork(() => {
+    res.writeStatus(STATUS_TEXT[response.status] ?? String(response.status));
+    if (response.status !== 307) res.writeHeader('content-type', 'application/json');
+    if (response.headers) for (const [name, value] of Object.entries(response.headers)) res.writeHeader(name, value);
+    if (reply.head) {
+      // This uWS build aborts on endWithoutBody(length) and writes a body with end() on HEAD.
+      res.writeHeader('content-length', String(Buffer.byteLength(response.body)));
+      res.endWithoutBody();
+    } else {
+      res.end(response.body, close);
+    }
+  });
+}

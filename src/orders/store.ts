@@ -1,0 +1,111 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Database, type RootDatabase, open } from 'lmdb';
+import type { CreateOrder } from './model.js';
+
+/**
+ * Durable order storage in LMDB. Two tables in one environment:
+ *
+ *   orders      id -> { a: amount digits, c: currency, n: note | null, s: status }
+ *   by-status   [status, id] -> 1        (lists one status in id order without a scan)
+ *
+ * Ids ascend from 1. The next id is one past the highest stored id; orders are never deleted, so
+ * an id that was ever acknowledged is never handed out again, across restarts too.
+ *
+ * Durability: lmdb-js resolves a write's promise when the transaction commits, before the data is
+ * flushed (overlappingSync). Create and cancel wait for `flushed` as well, so a 200 means on disk.
+ * Concurrent requests share commits and flushes (lmdb-js batches writes of one event-loop turn).
+ */
+
+export type OrderStatus = 'pending' | 'paid' | 'canceled';
+
+export interface Order {
+  readonly id: number;
+  /** Exact decimal digits (amounts go up to 2^63-1, beyond a JS number's exact range). */
+  readonly amount: string;
+  readonly currency: string;
+  readonly status: string;
+}
+
+interface OrderRecord {
+  readonly a: string;
+  readonly c: string;
+  readonly n: string | null;
+  readonly s: string;
+}
+
+export class OrderStore {
+  private nextId: number;
+
+  private constructor(
+    private readonly env: RootDatabase,
+    private readonly orders: Database<OrderRecord, number>,
+    private readonly byStatus: Database<number, [string, number]>,
+  ) {
+    let last = 0;
+    for (const key of orders.getKeys({ reverse: true, limit: 1 })) last = key;
+    this.nextId = last + 1;
+  }
+
+  static open(dataDir: string): OrderStore {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const env = open({ path: join(dataDir, 'orders.mdb'), maxDbs: 4, compression: false });
+    const orders = env.openDB<OrderRecord, number>({ name: 'orders' });
+    const byStatus = env.openDB<number, [string, number]>({ name: 'by-status' });
+    return new OrderStore(env, orders, byStatus);
+  }
+
+  async create(order: CreateOrder): Promise<Order> {
+    const id = this.nextId++;
+    const record: OrderRecord = { a: order.amount.toString(), c: order.currency, n: order.note, s: 'pending' };
+    await this.env.transaction(() => {
+      this.orders.put(id, record);
+      this.byStatus.put([record.s, id], 1);
+    });
+    await this.env.flushed;
+    return toOrder(id, record);
+  }
+
+  get(id: number): Order | undefined {
+    const record = this.orders.get(id);
+    return record === undefined ? undefined : toOrder(id, record);
+  }
+
+  /** Orders of one status in id order, at most `limit`. */
+  list(status: string, limit: number): Order[] {
+    const result: Order[] = [];
+    const range = this.byStatus.getKeys({ start: [status, 0], end: [status, Number.MAX_SAFE_INTEGER], limit });
+    for (const [, id] of range) {
+      const record = this.orders.get(id);
+      if (record !== undefined) result.push(toOrder(id, record));
+    }
+    return result;
+  }
+
+  /** Cancels any existing order (idempotent); undefined when there is no such order. */
+  async cancel(id: number): Promise<Order | undefined> {
+    const current = this.orders.get(id);
+    if (current === undefined) return undefined;
+    if (current.s === 'canceled') return toOrder(id, current);
+    const updated = await this.env.transaction(() => {
+      const record = this.orders.get(id);
+      if (record === undefined || record.s === 'canceled') return record;
+      const next: OrderRecord = { ...record, s: 'canceled' };
+      this.orders.put(id, next);
+      this.byStatus.remove([record.s, id]);
+      this.byStatus.put(['canceled', id], 1);
+      return next;
+    });
+    await this.env.flushed;
+    return updated === undefined ? undefined : toOrder(id, updated);
+  }
+
+  async close(): Promise<void> {
+    await this.env.flushed;
+    await this.env.close();
+  }
+}
+
+function toOrder(id: number, record: OrderRecord): Order {
+  return { id, amount: record.a, currency: record.c, status: record.s };
+}
