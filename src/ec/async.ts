@@ -1,0 +1,123 @@
+/**
+ * The codec's async form: the same encode/reconstruct, run in a Piscina worker.
+ *
+ * Zero copy needs shared memory: a shard that is a view of a SharedArrayBuffer is handed to the
+ * worker as is and written there in place. Any other shard is copied into a fresh
+ * SharedArrayBuffer (inputs before the task, outputs back after it), which costs a copy of each
+ * such shard; allocate stripes with `allocSharedStripe` to avoid it.
+ */
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Piscina } from 'piscina';
+
+import { checkStatus, type StatusContext } from './errors.js';
+import type { Shard } from './codec.js';
+import { native, repoRoot } from './native.js';
+import type { EcTask } from './worker.js';
+
+export interface EcAsyncOptions {
+  /** Run on this pool (its filename must be ecWorkerFilename()); default: a pool of our own. */
+  readonly pool?: Piscina;
+}
+
+/** The worker entry as compiled JavaScript: dist/src/ec/worker.js even when running from src/. */
+export function ecWorkerFilename(): string {
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith('.ts')) return join(repoRoot(), 'dist', 'src', 'ec', 'worker.js');
+  return join(here, '..', 'worker.js');
+}
+
+let ownPool: Piscina | undefined;
+
+function defaultPool(): Piscina {
+  ownPool ??= new Piscina({
+    filename: ecWorkerFilename(),
+    maxThreads: availableParallelism(),
+    // Bounded: maxThreads squared tasks may wait; more are rejected by Piscina.
+    maxQueue: 'auto',
+  });
+  return ownPool;
+}
+
+/** Stops the pool the codec created for itself (not an injected one). */
+export async function closeEcPool(): Promise<void> {
+  const pool = ownPool;
+  ownPool = undefined;
+  await pool?.destroy();
+}
+
+/**
+ * One buffer of (k + m) * shardBytes shared bytes, returned as k + m consecutive shards: the
+ * layout the async form passes without copying.
+ */
+export function allocSharedStripe(k: number, m: number, shardBytes: number): Buffer[] {
+  const sab = new SharedArrayBuffer((k + m) * shardBytes);
+  return Array.from({ length: k + m }, (_, i) => Buffer.from(sab, i * shardBytes, shardBytes));
+}
+
+/** Outputs computed in shared copies, to write back into the caller's shards. */
+type CopyBack = [shared: Uint8Array, target: Uint8Array][];
+
+function bytesOf(x: unknown): Uint8Array | null {
+  if (x instanceof ArrayBuffer) return new Uint8Array(x);
+  if (ArrayBuffer.isView(x) && !(x instanceof DataView)) {
+    return x instanceof Uint8Array ? x : new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  }
+  return null; // not bytes: the native side reports EC_SHARD_TYPE with this index
+}
+
+/** A view the worker can read and write: the shard itself when shared, else a shared copy. */
+function share(x: unknown, isOutput: boolean, copyBack: CopyBack): Uint8Array | null {
+  const view = bytesOf(x);
+  if (view === null || view.buffer instanceof SharedArrayBuffer) return view;
+  const copy = new Uint8Array(new SharedArrayBuffer(view.byteLength));
+  if (isOutput) copyBack.push([copy, view]);
+  else copy.set(view);
+  return copy;
+}
+
+function shareAll(xs: unknown, isOutput: (i: number) => boolean, copyBack: CopyBack): (Uint8Array | null)[] | null {
+  if (!Array.isArray(xs)) return null;
+  return xs.map((x, i) => share(x, isOutput(i), copyBack));
+}
+
+async function runTask(task: EcTask, copyBack: CopyBack, context: Omit<StatusContext, 'kMax' | 'mMax'>, options?: EcAsyncOptions): Promise<void> {
+  const pool = options?.pool ?? defaultPool();
+  const status = (await pool.run(task)) as number;
+  if (status !== 0) {
+    const { kMax, mMax } = native().limits();
+    checkStatus(status, { ...context, kMax, mMax });
+  }
+  for (const [shared, target] of copyBack) target.set(shared);
+}
+
+const numberOrNaN = (x: unknown): number => (typeof x === 'number' ? x : Number.NaN);
+
+/** encode() in a worker; see the module comment for when shards are copied. */
+export async function encodeAsync(k: number, m: number, data: readonly Shard[], parity: readonly Shard[], options?: EcAsyncOptions): Promise<void> {
+  const copyBack: CopyBack = [];
+  const task: EcTask = {
+    op: 'encode',
+    k: numberOrNaN(k),
+    m: numberOrNaN(m),
+    shards: shareAll(data, () => false, copyBack),
+    extra: shareAll(parity, () => true, copyBack),
+  };
+  await runTask(task, copyBack, { op: 'encode', k, m }, options);
+}
+
+/** reconstruct() in a worker; see the module comment for when shards are copied. */
+export async function reconstructAsync(k: number, m: number, shards: readonly Shard[], present: readonly boolean[], options?: EcAsyncOptions): Promise<void> {
+  const copyBack: CopyBack = [];
+  const flags = Array.isArray(present) ? present.map((p) => (typeof p === 'boolean' ? p : null)) : null;
+  const task: EcTask = {
+    op: 'reconstruct',
+    k: numberOrNaN(k),
+    m: numberOrNaN(m),
+    shards: shareAll(shards, (i) => flags?.[i] === false, copyBack),
+    extra: flags,
+  };
+  await runTask(task, copyBack, { op: 'reconstruct', k, m }, options);
+}

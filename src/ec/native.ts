@@ -1,0 +1,79 @@
+/**
+ * The one module that loads the EC addon (native/build/Release/blobstore_ec.node, built by
+ * `make -C native`). It resolves the addon from the repository root, so the same code works from
+ * src/ (vitest) and dist/src/ (runtime), in the main thread and in Piscina workers.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { EcError, EcErrorCode, checkStatus } from './errors.js';
+
+/** A shard: a typed array (Buffer and Uint8Array included) or an ArrayBuffer. */
+export type NativeShard = NodeJS.TypedArray | ArrayBuffer;
+
+export interface PathInfo {
+  readonly name: string;
+  /** The build includes the path (see EC_DISABLE in native/Makefile). */
+  readonly compiled: boolean;
+  /** Compiled, and this CPU and OS can run it. */
+  readonly supported: boolean;
+}
+
+export interface CacheStats {
+  readonly hits: number;
+  readonly misses: number;
+  readonly entries: number;
+  readonly capacity: number;
+}
+
+/** The addon's functions (native/src/binding.c); every number returned is a status. */
+export interface EcAddon {
+  encode(k: number, m: number, data: readonly NativeShard[], parity: readonly NativeShard[]): number;
+  reconstruct(k: number, m: number, shards: readonly NativeShard[], present: readonly boolean[]): number;
+  encodingMatrix(k: number, m: number, out: Uint8Array): number;
+  kernelPath(): string;
+  setKernelPath(name: string): number;
+  paths(): PathInfo[];
+  cacheStats(): CacheStats;
+  limits(): { formatVersion: number; kMax: number; mMax: number };
+}
+
+export const ADDON_RELATIVE_PATH = 'native/build/Release/blobstore_ec.node';
+
+/** The nearest directory above this module that holds package.json. */
+export function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}`);
+    dir = parent;
+  }
+}
+
+let addon: EcAddon | undefined;
+
+function load(): EcAddon {
+  const file = join(repoRoot(), ADDON_RELATIVE_PATH);
+  let loaded: EcAddon;
+  try {
+    loaded = createRequire(import.meta.url)(file) as EcAddon;
+  } catch (err) {
+    throw new EcError(EcErrorCode.ADDON_MISSING, `cannot load the EC addon ${file}: run \`make -C native\``, undefined, err);
+  }
+  // BLOBSTORE_EC_PATH pins a kernel path; a name the addon rejects is an error, not a fallback.
+  const forced = process.env.BLOBSTORE_EC_PATH;
+  if (forced !== undefined && forced !== '') {
+    const { kMax, mMax } = loaded.limits();
+    checkStatus(loaded.setKernelPath(forced), { op: 'BLOBSTORE_EC_PATH', kMax, mMax, pathName: forced });
+  }
+  return loaded;
+}
+
+/** The addon, loaded on first use. */
+export function native(): EcAddon {
+  addon ??= load();
+  return addon;
+}
