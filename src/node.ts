@@ -1,7 +1,58 @@
+/**
+ * A running node: data dir, engine, API listener, and the signals that stop it. SIGTERM/SIGINT stop
+ * accepting, let requests in progress finish (at most shutdownTimeoutMs), flush, close LMDB and
+ * exit 0.
+ */
 import type { NodeConfig } from './config/settings.js';
+import { Engine } from './engine/engine.js';
+import { hashName, initHashing } from './hash/blake3.js';
+import { ApiServer } from './http/server.js';
 
-/** Starts a node and runs it until SIGTERM/SIGINT. (The engine and HTTP API land next.) */
+export interface RunningNode {
+  readonly engine: Engine;
+  readonly server: ApiServer;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export async function startNode(config: NodeConfig): Promise<RunningNode> {
+  await initHashing();
+  const engine = await Engine.open(config);
+  const server = new ApiServer(engine, config);
+  let port: number;
+  try {
+    port = await server.listen();
+  } catch (err) {
+    await engine.close();
+    throw err;
+  }
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      const drained = await server.close(config.shutdownTimeoutMs);
+      if (!drained) console.error('blobstore: shutdown timeout: requests still in progress were cut off');
+      await engine.close();
+    })());
+  return { engine, server, port, stop };
+}
+
+/** `blobstore serve`: runs until SIGTERM/SIGINT. */
 export async function runNode(config: NodeConfig): Promise<void> {
-  console.error(`blobstore: node ${config.nodeId}: the engine is not built yet`);
-  process.exit(1);
+  const node = await startNode(config);
+  const host = config.listen.replace(/:\d+$/, '');
+  console.log(`blobstore: node ${config.nodeId} listening on http://${host}:${node.port}`);
+  console.log(`blobstore: data dir ${config.dataDir}`);
+  console.log(`blobstore: hashing ${hashName()}; small blobs up to ${config.smallBlobMaxBytes} bytes go to segments`);
+  const onSignal = (signal: NodeJS.Signals): void => {
+    console.log(`blobstore: ${signal}: shutting down`);
+    node.stop().then(
+      () => process.exit(0),
+      (err: Error) => {
+        console.error(`blobstore: shutdown failed: ${err.message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
 }

@@ -35,6 +35,15 @@ export function registerServe(program: Command): void {
       throw err;
     }
     const { runNode } = await import('../node.js');
-    await runNode(config);
+    try {
+      await runNode(config);
+    } catch (err) {
+      // A data dir of another format or node, or one in use, is a configuration problem.
+      if (err instanceof ConfigError) {
+        console.error(`blobstore: ${err.message}`);
+        process.exit(2);
+      }
+      throw err;
+    }
   });
 }

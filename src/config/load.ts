@@ -124,5 +124,12 @@ export function loadConfig(options: LoadOptions = {}): NodeConfig {
   if (config.listMaxLimit < config.listDefaultLimit) {
     throw new ConfigError('setting listMaxLimit must be at least listDefaultLimit');
   }
+  // A segment must hold the largest inline record (blob, labels, header) with room to spare.
+  const largestRecord = config.smallBlobMaxBytes + config.maxLabels * (config.labelKeyMaxBytes + config.labelValueMaxBytes + 8) + 1024;
+  if (config.segmentSizeBytes < 2 * largestRecord) {
+    throw new ConfigError(
+      `setting segmentSizeBytes (${config.segmentSizeBytes}) must be at least twice the largest inline record (${largestRecord}); raise it or lower smallBlobMaxBytes`,
+    );
+  }
   return config;
 }

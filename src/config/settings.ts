@@ -47,10 +47,6 @@ export const SETTINGS = {
   },
   segmentSizeBytes: { type: 'bytes', default: () => 256 * MiB, min: 1 * MiB, max: 4 * GiB, help: 'segment file size' },
   groupCommitMaxBytes: { type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
-  durableAck: {
-    type: 'enum', default: () => 'index', choices: ['index', 'log'],
-    help: 'when a store is acknowledged: after the index commit is flushed (index), or once the segment record is fsynced (log; recovery replays it)',
-  },
   compactionLiveRatio: { type: 'int', default: () => 50, min: 1, max: 99, help: 'compact a sealed segment whose live bytes fall under this percentage' },
   compactionIntervalMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'how often compaction looks for work' },
 

@@ -1,0 +1,66 @@
+/**
+ * How a log record changes the index. Runs inside the index transaction of the record's batch,
+ * in log order, both for live writes and for recovery replay, so both end in the same state.
+ */
+import type { BlobIndex } from '../index/blob-index.js';
+import { type IndexEntry, Location } from '../index/entry.js';
+import { RecordType, recordLength } from './record.js';
+
+export interface ApplyInput {
+  type: number;
+  policy: number;
+  id: Buffer;
+  checksum: Buffer;
+  size: number;
+  createdAtNs: bigint;
+  labels: Buffer;
+  relocatedFromSegment: number;
+  relocatedFromOffset: number;
+  segment: number;
+  offset: number;
+  length: number;
+}
+
+/** Applies one record; returns true when a put found its id already stored (a duplicate). */
+export function applyRecord(index: BlobIndex, r: ApplyInput): boolean {
+  index.space(r.segment).totalBytes += r.length;
+  const existing = index.get(r.id);
+  if (r.type === RecordType.DELETE) {
+    if (!existing) return false;
+    index.remove(r.id);
+    index.counters.blobCount--;
+    index.counters.storedBytes -= existing.size;
+    if (existing.location === Location.SEGMENT) {
+      index.space(existing.segment).liveBytes -= recordLength(existing.labels.length, existing.size);
+    }
+    return false;
+  }
+  const entry: IndexEntry = {
+    location: r.type === RecordType.PUT_FILE ? Location.FILE : Location.SEGMENT,
+    policy: r.policy,
+    segment: r.type === RecordType.PUT_FILE ? 0 : r.segment,
+    offset: r.type === RecordType.PUT_FILE ? 0 : r.offset,
+    size: r.size,
+    createdAtNs: r.createdAtNs,
+    checksum: r.checksum,
+    labels: r.labels,
+  };
+  if (r.relocatedFromSegment !== 0) {
+    // Compaction's copy counts only while the index still points at the original.
+    const current =
+      existing?.location === Location.SEGMENT &&
+      existing.segment === r.relocatedFromSegment &&
+      existing.offset === r.relocatedFromOffset;
+    if (!current) return false;
+    index.put(r.id, entry);
+    index.space(existing.segment).liveBytes -= r.length;
+    index.space(r.segment).liveBytes += r.length;
+    return false;
+  }
+  if (existing) return true;
+  index.put(r.id, entry);
+  index.counters.blobCount++;
+  index.counters.storedBytes += r.size;
+  if (entry.location === Location.SEGMENT) index.space(r.segment).liveBytes += r.length;
+  return false;
+}

@@ -1,0 +1,108 @@
+/**
+ * A large blob in its own file: the bytes, then one BLAKE3 digest per 1 MiB chunk (so reads verify
+ * each chunk before it leaves), then a footer:
+ *
+ *   [data: size bytes][digest of chunk 0..n-1: 32 bytes each][footer: 32 bytes]
+ *   footer: u32 magic "BSF1" · u32 version · u32 chunkBytes · u32 chunkCount · u64 size
+ *           · u32 crc32 of the digests · u32 reserved
+ *
+ * Writes go to tmp/ and are renamed into blobs/xx/<id> once fsynced (the engine does that).
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fsp, constants as fsc } from 'node:fs';
+import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { BlobstoreError } from '../errors/errors.js';
+import { type IncrementalHasher, blake3, createHasher, DIGEST_BYTES } from '../hash/blake3.js';
+import { CHUNK_BYTES } from './buffer-pool.js';
+
+const FILE_MAGIC = 0x31465342; // "BSF1"
+const FOOTER_BYTES = 32;
+
+export function blobFilePath(dataDir: string, idHex: string): string {
+  return join(dataDir, 'blobs', idHex.slice(0, 2), idHex);
+}
+
+/** Streams one upload into a temp file, hashing as it goes. Chunks must be written in order. */
+export class BlobFileWriter {
+  readonly tmpPath: string;
+  private handle: fsp.FileHandle | undefined;
+  private readonly hasher: IncrementalHasher = createHasher();
+  private readonly digests: Buffer[] = [];
+  size = 0;
+
+  constructor(dataDir: string) {
+    this.tmpPath = join(dataDir, 'tmp', `${Date.now()}-${randomBytes(6).toString('hex')}.part`);
+  }
+
+  async open(): Promise<void> {
+    this.handle = await fsp.open(this.tmpPath, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644);
+  }
+
+  /** Hashes and writes one chunk (a whole 1 MiB except the last); resolves when the buffer is free. */
+  async write(chunk: Buffer): Promise<void> {
+    this.hasher.update(chunk);
+    this.digests.push(blake3(chunk));
+    const at = this.size;
+    this.size += chunk.length;
+    let done = 0;
+    while (done < chunk.length) {
+      const { bytesWritten } = await this.handle!.write(chunk, done, chunk.length - done, at + done);
+      done += bytesWritten;
+    }
+  }
+
+  /** Writes the digest table and footer, fsyncs, and returns the content digest. */
+  async finish(): Promise<Buffer> {
+    const table = Buffer.concat(this.digests);
+    const footer = Buffer.alloc(FOOTER_BYTES);
+    footer.writeUInt32LE(FILE_MAGIC, 0);
+    footer.writeUInt32LE(1, 4);
+    footer.writeUInt32LE(CHUNK_BYTES, 8);
+    footer.writeUInt32LE(this.digests.length, 12);
+    footer.writeBigUInt64LE(BigInt(this.size), 16);
+    footer.writeUInt32LE(crc32(table), 24);
+    await this.handle!.write(Buffer.concat([table, footer]), 0, table.length + FOOTER_BYTES, this.size);
+    await this.handle!.sync();
+    await this.handle!.close();
+    this.handle = undefined;
+    return this.hasher.digest();
+  }
+
+  async abort(): Promise<void> {
+    await this.handle?.close().catch(() => undefined);
+    this.handle = undefined;
+    await fsp.rm(this.tmpPath, { force: true });
+  }
+}
+
+export interface BlobFileLayout {
+  size: number;
+  chunkBytes: number;
+  digests: Buffer;
+}
+
+/** Reads and checks the footer and digest table; throws corruption when they do not hold. */
+export async function readLayout(handle: fsp.FileHandle, expectedSize: number): Promise<BlobFileLayout> {
+  const { size: fileSize } = await handle.stat();
+  const corrupt = (why: string): BlobstoreError => new BlobstoreError('corruption', `blob file is corrupt: ${why}`);
+  if (fileSize < FOOTER_BYTES) throw corrupt('too short');
+  const footer = Buffer.alloc(FOOTER_BYTES);
+  await handle.read(footer, 0, FOOTER_BYTES, fileSize - FOOTER_BYTES);
+  if (footer.readUInt32LE(0) !== FILE_MAGIC || footer.readUInt32LE(4) !== 1) throw corrupt('bad footer');
+  const chunkBytes = footer.readUInt32LE(8);
+  const chunkCount = footer.readUInt32LE(12);
+  const size = Number(footer.readBigUInt64LE(16));
+  if (size !== expectedSize || chunkCount !== Math.ceil(size / chunkBytes)) throw corrupt('size mismatch');
+  if (fileSize !== size + chunkCount * DIGEST_BYTES + FOOTER_BYTES) throw corrupt('length mismatch');
+  const digests = Buffer.alloc(chunkCount * DIGEST_BYTES);
+  await handle.read(digests, 0, digests.length, size);
+  if (crc32(digests) !== footer.readUInt32LE(24)) throw corrupt('digest table checksum');
+  return { size, chunkBytes, digests };
+}
+
+/** True when the chunk's digest matches the table entry `index`. */
+export function chunkIntact(layout: BlobFileLayout, index: number, chunk: Buffer): boolean {
+  const at = index * DIGEST_BYTES;
+  return blake3(chunk).equals(layout.digests.subarray(at, at + DIGEST_BYTES));
+}

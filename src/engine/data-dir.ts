@@ -1,0 +1,113 @@
+/**
+ * The data directory: its format version, node ID, cursor secret and single-process lock.
+ *
+ *   <dir>/FORMAT      {"format":1,"nodeId":...}   <dir>/LOCK     pid of the process using it
+ *   <dir>/secret      32 random bytes (list cursors)  <dir>/index/  LMDB
+ *   <dir>/segments/   segment files               <dir>/blobs/xx/  large blobs, one file each
+ *   <dir>/tmp/        uploads in progress (removed at start)
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from "node:fs";
+import { join } from 'node:path';
+import { ConfigError } from '../config/load.js';
+import { fsyncDir } from './fs-util.js';
+
+export const FORMAT_VERSION = 1;
+
+export interface DataDir {
+  readonly path: string;
+  readonly nodeId: string;
+  readonly secret: Buffer;
+  unlock(): Promise<void>;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Takes the lock with an atomic link(2); a lock left by a dead process is taken over. */
+async function lock(dir: string): Promise<void> {
+  const lockPath = join(dir, 'LOCK');
+  const mine = join(dir, `LOCK.${process.pid}`);
+  await fsp.writeFile(mine, `${process.pid}\n`);
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await fsp.link(mine, lockPath);
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      const holder = Number((await fsp.readFile(lockPath, 'utf8').catch(() => '')).trim());
+      if (holder > 0 && holder !== process.pid && isAlive(holder)) {
+        throw new ConfigError(`data dir ${dir} is in use by another blobstore process (pid ${holder})`);
+      }
+      await fsp.rm(lockPath, { force: true });
+    }
+    throw new ConfigError(`data dir ${dir}: could not take the lock`);
+  } finally {
+    await fsp.rm(mine, { force: true });
+  }
+}
+
+async function writeAtomic(path: string, data: string | Buffer, mode: number): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}`;
+  const handle = await fsp.open(tmp, 'w', mode);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fsp.rename(tmp, path);
+}
+
+/** Opens (creating when new) and locks the data dir; refuses unknown formats and other nodes' dirs. */
+export async function openDataDir(path: string, nodeId: string): Promise<DataDir> {
+  await fsp.mkdir(path, { recursive: true });
+  await lock(path);
+  try {
+    const formatPath = join(path, 'FORMAT');
+    let format: { format?: unknown; nodeId?: unknown } | undefined;
+    try {
+      format = JSON.parse(await fsp.readFile(formatPath, 'utf8')) as typeof format;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new ConfigError(`data dir ${path}: FORMAT file is unreadable (${(err as Error).message})`);
+      }
+    }
+    if (format === undefined) {
+      for (const sub of ['index', 'segments', 'blobs', 'tmp']) await fsp.mkdir(join(path, sub), { recursive: true });
+      await writeAtomic(join(path, 'secret'), randomBytes(32), 0o600);
+      await writeAtomic(formatPath, JSON.stringify({ format: FORMAT_VERSION, nodeId, createdAt: new Date().toISOString() }) + '\n', 0o644);
+      await fsyncDir(path);
+    } else if (format.format !== FORMAT_VERSION) {
+      throw new ConfigError(
+        `data dir ${path} has on-disk format ${JSON.stringify(format.format)}; this blobstore reads format ${FORMAT_VERSION} only`,
+      );
+    } else if (format.nodeId !== nodeId) {
+      throw new ConfigError(
+        `data dir ${path} belongs to node ${JSON.stringify(format.nodeId)}, not ${JSON.stringify(nodeId)}: set NodeID to match or use another data dir`,
+      );
+    }
+    const secret = await fsp.readFile(join(path, 'secret'));
+    return { path, nodeId, secret, unlock: () => fsp.rm(join(path, 'LOCK'), { force: true }) };
+  } catch (err) {
+    await fsp.rm(join(path, 'LOCK'), { force: true });
+    throw err;
+  }
+}
+
+/** Removes uploads a crash left behind. */
+export async function removeStrayTemps(path: string): Promise<number> {
+  const tmp = join(path, 'tmp');
+  const names = await fsp.readdir(tmp).catch(() => [] as string[]);
+  for (const name of names) await fsp.rm(join(tmp, name), { force: true, recursive: true });
+  return names.length;
+}
+

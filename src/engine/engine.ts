@@ -1,0 +1,307 @@
+/**
+ * The single-node storage engine: small blobs as records in the segment log (group commit),
+ * large blobs in their own files, one LMDB index over both. Operations on one id run one after
+ * another (a put racing a delete of the same bytes sees a consistent order); different ids never
+ * wait for each other.
+ */
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import type { NodeConfig } from '../config/settings.js';
+import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
+import { blake3 } from '../hash/blake3.js';
+import { BlobIndex } from '../index/blob-index.js';
+import { type IndexEntry, Location } from '../index/entry.js';
+import { applyRecord } from './apply.js';
+import { idOfDigest } from './blob-id.js';
+import { blobFilePath, BlobFileWriter } from './blob-file.js';
+import { BufferPool } from './buffer-pool.js';
+import { Compactor } from './compactor.js';
+import { CursorCodec } from './cursor.js';
+import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
+import { fsyncDir } from './fs-util.js';
+import { type LogRecord, SegmentLog } from './log.js';
+import { checkPlacement, type Policy } from './policy.js';
+import { HEADER_BYTES, RecordType } from './record.js';
+import { recoverLog } from './recovery.js';
+import { SegmentReader } from './segment-reader.js';
+import { SegmentStore } from './segment-store.js';
+import type { ScannedRecord } from './scan.js';
+
+export interface PutResult {
+  id: Buffer;
+  size: number;
+  /** False when the bytes were already stored (the first write's metadata stays). */
+  created: boolean;
+}
+
+export interface BlobMeta extends IndexEntry {
+  id: Buffer;
+}
+
+export interface ListResult {
+  ids: Buffer[];
+  nextCursor: string | undefined;
+  hasMore: boolean;
+}
+
+export interface EngineStats {
+  capacityBytes: number;
+  freeBytes: number;
+  usedBytes: number;
+  storedBytes: number;
+  blobCount: number;
+  corruptionsDetected: number;
+}
+
+const nowNs = (): bigint => BigInt(Date.now()) * 1_000_000n;
+
+export class Engine {
+  readonly pool: BufferPool;
+  readonly cursors: CursorCodec;
+  private readonly busy = new Map<string, Promise<unknown>>();
+  corruptionsDetected = 0;
+  private compactor: Compactor | undefined;
+  private closed = false;
+
+  private constructor(
+    readonly config: NodeConfig,
+    readonly dataDir: DataDir,
+    readonly index: BlobIndex,
+    readonly store: SegmentStore,
+    readonly reader: SegmentReader,
+    private readonly log: SegmentLog,
+  ) {
+    this.pool = new BufferPool(512);
+    this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
+  }
+
+  static async open(config: NodeConfig): Promise<Engine> {
+    const dataDir = await openDataDir(config.dataDir, config.nodeId);
+    try {
+      await removeStrayTemps(dataDir.path);
+      const index = new BlobIndex(join(dataDir.path, 'index'));
+      const store = new SegmentStore(dataDir.path, config.segmentSizeBytes);
+      const largestRecord = config.smallBlobMaxBytes + 128 * 1024;
+      const batchBytes = Math.max(config.groupCommitMaxBytes, largestRecord);
+      const recovered = await recoverLog(store, index, {
+        scanBufferBytes: Math.max(8 * 1024 * 1024, largestRecord),
+        tornSpanBytes: PIPELINE_DEPTH * batchBytes + largestRecord,
+        fileIntact: (record) => fileIntact(dataDir.path, record),
+      });
+      const reader = new SegmentReader(store);
+      const hooks = {
+        apply: (r: LogRecord): void => {
+          r.existed = applyRecord(index, r);
+        },
+        beforeCommit: (records: readonly LogRecord[]) => unlinkDeletedFiles(dataDir.path, index, records),
+      };
+      if (recovered.replay.length > 0) {
+        const last = recovered.replay[recovered.replay.length - 1]!;
+        const replayed = recovered.replay.map((s) => ({ ...s.header, labels: s.labels, segment: s.segment, offset: s.offset, length: s.length }));
+        await unlinkDeletedFiles(dataDir.path, index, replayed);
+        await index.commit(
+          { segment: replayed[replayed.length - 1]!.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
+          () => replayed.forEach((r) => applyRecord(index, r)),
+          true,
+        );
+      }
+      const log = new SegmentLog(store, index, hooks, { groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH },
+        recovered.active, recovered.offset, recovered.nextLsn);
+      const engine = new Engine(config, dataDir, index, store, reader, log);
+      engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs);
+      return engine;
+    } catch (err) {
+      await dataDir.unlock();
+      throw err;
+    }
+  }
+
+  /** Runs `fn` after every earlier operation on the same id has finished. */
+  private exclusive<T>(id: Buffer, fn: () => Promise<T>): Promise<T> {
+    const key = id.toString('hex');
+    const prior = this.busy.get(key);
+    const run = prior ? prior.then(fn, fn) : fn();
+    const tail = run.catch(() => undefined);
+    this.busy.set(key, tail);
+    void tail.then(() => {
+      if (this.busy.get(key) === tail) this.busy.delete(key);
+    });
+    return run;
+  }
+
+  private appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'lsn'>): Promise<LogRecord> {
+    return new Promise((resolve, reject) => {
+      const r = record as LogRecord;
+      r.segment = 0;
+      r.offset = 0;
+      r.length = 0;
+      r.lsn = 0;
+      r.existed = false;
+      r.callback = (err, done) => (err ? reject(err) : resolve(done));
+      this.log.append(r);
+    });
+  }
+
+  /** Stores a blob held in memory (at most smallBlobMaxBytes) as a segment record. */
+  putInline(data: Buffer, policy: Policy, labels: Buffer): Promise<PutResult> {
+    checkPlacement(policy, 1);
+    if (data.length > this.config.smallBlobMaxBytes) throw payloadTooLarge('inline blob over smallBlobMaxBytes');
+    const checksum = blake3(data);
+    const id = idOfDigest(checksum);
+    const size = data.length;
+    return this.exclusive(id, async () => {
+      if (this.index.has(id)) return { id, size, created: false };
+      const done = await this.appendRecord({
+        type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: size,
+        relocatedFromSegment: 0, relocatedFromOffset: 0, size, createdAtNs: nowNs(), id, checksum, labels, data,
+      });
+      return { id, size, created: !done.existed };
+    });
+  }
+
+  /** Starts a streamed upload to its own file; finish it with commitFile() or abort it. */
+  async beginFile(): Promise<BlobFileWriter> {
+    const writer = new BlobFileWriter(this.dataDir.path);
+    await writer.open();
+    return writer;
+  }
+
+  /** Moves a finished upload into place and records it; deduplicates against stored bytes. */
+  commitFile(writer: BlobFileWriter, checksum: Buffer, policy: Policy, labels: Buffer): Promise<PutResult> {
+    checkPlacement(policy, 1);
+    const id = idOfDigest(checksum);
+    const size = writer.size;
+    return this.exclusive(id, async () => {
+      if (this.index.has(id)) {
+        await writer.abort();
+        return { id, size, created: false };
+      }
+      const idHex = id.toString('hex');
+      const target = blobFilePath(this.dataDir.path, idHex);
+      await fsp.mkdir(join(target, '..'), { recursive: true });
+      await fsp.rename(writer.tmpPath, target);
+      await fsyncDir(join(target, '..'));
+      const done = await this.appendRecord({
+        type: RecordType.PUT_FILE, policy, labelsLength: labels.length, dataLength: 0,
+        relocatedFromSegment: 0, relocatedFromOffset: 0, size, createdAtNs: nowNs(), id, checksum, labels, data: undefined,
+      });
+      return { id, size, created: !done.existed };
+    });
+  }
+
+  stat(id: Buffer): BlobMeta | undefined {
+    const entry = this.index.get(id);
+    return entry && { ...entry, id };
+  }
+
+  /** The bytes of an inline blob, verified against the checksum; corrupt copies are never returned. */
+  async readInline(meta: BlobMeta): Promise<Buffer> {
+    const data = await this.reader.read(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
+    if (!blake3(data).equals(meta.checksum)) throw this.corruption(meta);
+    return data;
+  }
+
+  filePath(meta: BlobMeta): string {
+    return blobFilePath(this.dataDir.path, meta.id.toString('hex'));
+  }
+
+  corruption(meta: BlobMeta): BlobstoreError {
+    this.corruptionsDetected++;
+    console.error(`blobstore: corrupt copy of blob ${meta.id.toString('hex')} detected; not served`);
+    return new BlobstoreError('corruption', `stored copy of blob ${meta.id.toString('hex')} failed its checksum`);
+  }
+
+  /** Deletes locally: a tombstone in the log, then the index record goes. Idempotent. */
+  delete(id: Buffer): Promise<void> {
+    return this.exclusive(id, async () => {
+      if (!this.index.has(id)) return;
+      await this.appendRecord({
+        type: RecordType.DELETE, policy: 0, labelsLength: 0, dataLength: 0, relocatedFromSegment: 0, relocatedFromOffset: 0,
+        size: 0, createdAtNs: nowNs(), id, checksum: EMPTY_CHECKSUM, labels: EMPTY, data: undefined,
+      });
+    });
+  }
+
+  /** Relocates a live record (compaction); it applies only if the index still points at the source. */
+  relocate(rec: ScannedRecord, segment: number): Promise<LogRecord> {
+    const h = rec.header;
+    return this.appendRecord({
+      ...h, labels: rec.labels, data: Buffer.from(rec.data!), relocatedFromSegment: segment, relocatedFromOffset: rec.offset,
+    });
+  }
+
+  list(prefix: string, cursor: string | undefined, limit: number): ListResult {
+    const after = cursor ? this.cursors.decode(cursor) : undefined;
+    if (!/^[0-9a-f]{0,32}$/.test(prefix)) return { ids: [], nextCursor: undefined, hasMore: false };
+    const page = this.index.list(prefix, after, limit);
+    const last = page.ids[page.ids.length - 1];
+    return { ids: page.ids, hasMore: page.hasMore, nextCursor: page.hasMore && last ? this.cursors.encode(last) : undefined };
+  }
+
+  async stats(): Promise<EngineStats> {
+    const fs = await fsp.statfs(this.dataDir.path);
+    let segmentBytes = 0;
+    for (const s of this.index.segments.values()) segmentBytes += s.totalBytes;
+    return {
+      capacityBytes: fs.blocks * fs.bsize,
+      freeBytes: fs.bavail * fs.bsize,
+      usedBytes: segmentBytes + this.fileBytes(),
+      storedBytes: this.index.counters.storedBytes,
+      blobCount: this.index.counters.blobCount,
+      corruptionsDetected: this.corruptionsDetected,
+    };
+  }
+
+  /** Bytes in own-file blobs: stored bytes minus those held inline in segments. */
+  private fileBytes(): number {
+    let inline = 0;
+    for (const s of this.index.segments.values()) inline += s.liveBytes;
+    return Math.max(0, this.index.counters.storedBytes - inline);
+  }
+
+  get activeSegment(): number {
+    return this.log.activeSegment;
+  }
+
+  /** The log failed a write or sync: the backend is unhealthy until restart. */
+  get failure(): Error | undefined {
+    return this.log.failed;
+  }
+
+  compactNow(): Promise<number> {
+    return this.compactor!.runOnce();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.compactor?.stop();
+    await Promise.allSettled([...this.busy.values()]);
+    await this.log.close();
+    this.reader.close();
+    await this.index.close();
+    await this.dataDir.unlock();
+  }
+}
+
+const PIPELINE_DEPTH = 2;
+const EMPTY = Buffer.alloc(0);
+const EMPTY_CHECKSUM = Buffer.alloc(32);
+
+async function fileIntact(dataDir: string, record: ScannedRecord): Promise<boolean> {
+  try {
+    const st = await fsp.stat(blobFilePath(dataDir, record.header.id.toString('hex')));
+    return st.size >= record.header.size;
+  } catch {
+    return false;
+  }
+}
+
+/** A deleted own-file blob's file goes before the index commit, so no crash can orphan it. */
+async function unlinkDeletedFiles(dataDir: string, index: BlobIndex, records: readonly { type: number; id: Buffer }[]): Promise<void> {
+  for (const r of records) {
+    if (r.type !== RecordType.DELETE) continue;
+    const entry = index.get(r.id);
+    if (entry?.location === Location.FILE) await fsp.rm(blobFilePath(dataDir, r.id.toString('hex')), { force: true });
+  }
+}

@@ -1,0 +1,43 @@
+import { BlobstoreError, invalidArgument } from '../errors/errors.js';
+
+/** Replication policies, numbered as in the spec (variant B uses the numbers). */
+export const POLICIES = [
+  'REPLICATION_POLICY_UNSPECIFIED',
+  'REPLICATION_POLICY_NONE',
+  'REPLICATION_POLICY_REPLICA2',
+  'REPLICATION_POLICY_REPLICA3',
+  'REPLICATION_POLICY_EC42',
+  'REPLICATION_POLICY_EC82',
+] as const;
+
+export type Policy = 0 | 1 | 2 | 3 | 4 | 5;
+export const DEFAULT_POLICY: Policy = 3;
+
+/** Shards an EC policy spreads over distinct nodes. */
+const EC_NODES: Partial<Record<Policy, number>> = { 4: 6, 5: 10 };
+
+/** Accepts a number (0-5), a numeric string, or a name with or without the REPLICATION_POLICY_ prefix. */
+export function parsePolicy(value: unknown): Policy {
+  if (value === undefined || value === null || value === '') return DEFAULT_POLICY;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value < POLICIES.length) return value as Policy;
+  if (typeof value === 'string') {
+    const text = value.trim();
+    if (/^\d$/.test(text) && Number(text) < POLICIES.length) return Number(text) as Policy;
+    const name = text.toUpperCase();
+    const index = POLICIES.findIndex((p) => p === name || p === `REPLICATION_POLICY_${name}`);
+    if (index >= 0) return index as Policy;
+  }
+  throw invalidArgument(`invalid replication policy ${JSON.stringify(value)}: expected 0-5 or one of ${POLICIES.join(', ')}`);
+}
+
+/**
+ * The placement step: where the copies of a new blob go. On a single node every replica policy
+ * stores one local copy (replication is best effort by the spec); EC needs k+m distinct nodes.
+ * The cluster issue replaces this with the ring's placement.
+ */
+export function checkPlacement(policy: Policy, nodesAvailable: number): void {
+  const need = EC_NODES[policy];
+  if (need !== undefined && nodesAvailable < need) {
+    throw new BlobstoreError('failed_precondition', `not enough nodes for EC: have ${nodesAvailable}, need ${need}`);
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Start-up recovery of the log. The index checkpoint names the log position every earlier record
+ * is applied up to; only records after it are read (so start-up does not grow with the number of
+ * blobs). Whole records there are replayed into the index; the first torn or unwritten bytes end
+ * the log, and the span a crash could have left half-written after that point is zeroed.
+ */
+import type { FileHandle } from 'node:fs/promises';
+import type { BlobIndex } from '../index/blob-index.js';
+import { RecordType } from './record.js';
+import { type ScannedRecord, scanSegment } from './scan.js';
+import type { OpenSegment, SegmentStore } from './segment-store.js';
+
+export interface RecoveredLog {
+  active: OpenSegment;
+  offset: number;
+  nextLsn: number;
+  /** Whole records found after the checkpoint, in log order, to apply to the index. */
+  replay: ReplayRecord[];
+  /** Segment files past the end of the log (never written), removed. */
+  removedSegments: number[];
+}
+
+export interface ReplayRecord extends ScannedRecord {
+  segment: number;
+}
+
+export interface RecoveryOptions {
+  scanBufferBytes: number;
+  /** Bytes past the end of the log that in-flight batches could have reached. */
+  tornSpanBytes: number;
+  /** Whether a PUT_FILE record's blob file made it to disk whole. */
+  fileIntact(record: ScannedRecord): Promise<boolean>;
+}
+
+async function zeroRange(handle: FileHandle, from: number, to: number): Promise<void> {
+  const zeros = Buffer.alloc(Math.min(4 * 1024 * 1024, Math.max(0, to - from)));
+  for (let at = from; at < to; at += zeros.length) {
+    await handle.write(zeros, 0, Math.min(zeros.length, to - at), at);
+  }
+  await handle.datasync();
+}
+
+export async function recoverLog(store: SegmentStore, index: BlobIndex, options: RecoveryOptions): Promise<RecoveredLog> {
+  await store.removeStrayPreparations();
+  const { checkpoint } = index;
+  const present = (await store.list()).filter((id) => id >= checkpoint.segment);
+  if (!present.includes(checkpoint.segment)) {
+    if (present.length > 0 || checkpoint.offset > 0) {
+      throw new Error(`log segment ${checkpoint.segment} named by the index checkpoint is missing`);
+    }
+    const active = await store.create(checkpoint.segment);
+    return { active, offset: 0, nextLsn: checkpoint.nextLsn, replay: [], removedSegments: [] };
+  }
+  const replay: ReplayRecord[] = [];
+  let active: OpenSegment | undefined;
+  let offset = checkpoint.offset;
+  let nextLsn = checkpoint.nextLsn;
+  const removedSegments: number[] = [];
+  for (const id of present) {
+    const segment = await store.open(id);
+    const first = id === checkpoint.segment;
+    const start = first ? checkpoint.offset : 0;
+    const end = await scanSegment(
+      segment.handle,
+      segment.sizeBytes,
+      start,
+      { firstLsn: nextLsn, exact: first, verifyData: true, bufferBytes: options.scanBufferBytes },
+      async (record) => {
+        if (record.header.type === RecordType.PUT_FILE && !(await options.fileIntact(record))) return;
+        replay.push({ ...record, segment: id, data: record.data && Buffer.from(record.data) });
+      },
+    );
+    if (!first && end.lastLsn === 0) {
+      // Created by a roll-over, never written: the log ends in the previous segment.
+      await segment.handle.close();
+      await store.remove(id);
+      removedSegments.push(id);
+      continue;
+    }
+    await active?.handle.close();
+    active = segment;
+    offset = end.endOffset;
+    if (end.lastLsn > 0) nextLsn = end.lastLsn + 1;
+  }
+  await zeroRange(active!.handle, offset, Math.min(active!.sizeBytes, offset + options.tornSpanBytes));
+  return { active: active!, offset, nextLsn, replay, removedSegments };
+}

@@ -1,0 +1,91 @@
+/**
+ * Serving a blob stored in its own file: 1 MiB chunks read ahead from disk, each checked against
+ * its digest before any of it is written, sent with uWS backpressure (tryEnd/onWritable). A chunk
+ * that fails its check ends the connection: the client sees a short body, never wrong bytes.
+ */
+import { promises as fsp } from 'node:fs';
+import { BlobstoreError } from '../errors/errors.js';
+import { type BlobFileLayout, chunkIntact, readLayout } from '../engine/blob-file.js';
+import type { BlobMeta, Engine } from '../engine/engine.js';
+import { type Exchange } from './reply.js';
+
+type Writer = (x: Exchange) => void;
+
+/** Writes `chunk` as part of a body of `total` bytes; resolves when uWS has taken all of it. */
+function sendChunk(x: Exchange, chunk: Buffer, total: number, head: Writer | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (x.aborted) return reject(new Error('client went away'));
+    const res = x.res;
+    // Body offset where this chunk begins; onWritable reports how far uWS has come since.
+    const startOffset = res.getWriteOffset();
+    let ok = false;
+    let done = false;
+    res.cork(() => {
+      head?.(x);
+      [ok, done] = res.tryEnd(chunk, total);
+    });
+    if (ok || done) return resolve();
+    x.onAbort = () => reject(new Error('client went away'));
+    res.onWritable((offset) => {
+      const [wrote, finished] = res.tryEnd(chunk.subarray(offset - startOffset), total);
+      if (wrote || finished) {
+        x.onAbort = undefined;
+        resolve();
+      }
+      return wrote;
+    });
+  });
+}
+
+async function readChunk(handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number): Promise<Buffer> {
+  const at = index * layout.chunkBytes;
+  const length = Math.min(layout.chunkBytes, layout.size - at);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await handle.read(buf, done, length - done, at + done);
+    if (bytesRead === 0) throw new BlobstoreError('corruption', 'blob file is shorter than its footer says');
+    done += bytesRead;
+  }
+  return buf.subarray(0, length);
+}
+
+/** Streams a file blob; `head` writes the status line and headers before the first byte. */
+export async function sendBlobFile(x: Exchange, engine: Engine, meta: BlobMeta, head: Writer): Promise<void> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(engine.filePath(meta), 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw engine.corruption(meta);
+    throw err;
+  }
+  const buffers = [await engine.pool.acquire(), await engine.pool.acquire()];
+  let next: Promise<Buffer> | undefined;
+  try {
+    const layout = await readLayout(handle, meta.size).catch((err: unknown) => {
+      throw err instanceof BlobstoreError ? engine.corruption(meta) : err;
+    });
+    const count = Math.ceil(layout.size / layout.chunkBytes);
+    next = readChunk(handle, buffers[0]!, layout, 0);
+    for (let i = 0; i < count; i++) {
+      const chunk = await next;
+      if (i + 1 < count) {
+        next = readChunk(handle, buffers[(i + 1) % 2]!, layout, i + 1);
+        next.catch(() => undefined); // awaited next turn, or settled in finally
+      }
+      if (!chunkIntact(layout, i, chunk)) {
+        const err = engine.corruption(meta);
+        if (i === 0) throw err;
+        if (!x.aborted) x.res.close();
+        return;
+      }
+      if (x.aborted) return;
+      await sendChunk(x, chunk, layout.size, i === 0 ? head : undefined);
+    }
+    x.done = true;
+  } finally {
+    // A read ahead may still be filling a buffer: let it settle before the buffer goes back.
+    await next?.catch(() => undefined);
+    await handle.close();
+    for (const b of buffers) engine.pool.release(b);
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Writing responses on uWS. A response may be written only while it is not aborted, and outside
+ * the route callback only inside cork(); these helpers do both. The error shape is variant B's:
+ * {code: <HTTP status>, error: <short>, message}.
+ */
+import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
+import type { HttpResponse } from './uws.js';
+
+/** Per-request state uWS lets us attach to the response object. */
+export interface Exchange {
+  res: HttpResponse;
+  aborted: boolean;
+  done: boolean;
+  /** Called once if the client goes away before the response is complete. */
+  onAbort: (() => void) | undefined;
+}
+
+const STATUS_LINE: Record<number, string> = {
+  200: '200 OK', 201: '201 Created', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden',
+  404: '404 Not Found', 405: '405 Method Not Allowed', 408: '408 Request Timeout', 409: '409 Conflict',
+  411: '411 Length Required', 412: '412 Precondition Failed', 413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type', 500: '500 Internal Server Error', 501: '501 Not Implemented',
+  503: '503 Service Unavailable',
+};
+
+export function statusLine(status: number): string {
+  return STATUS_LINE[status] ?? `${status} Status`;
+}
+
+export function sendJson(x: Exchange, status: number, body: string, headers?: Readonly<Record<string, string>>, close = false): void {
+  if (x.aborted || x.done) return;
+  x.done = true;
+  x.res.cork(() => {
+    x.res.writeStatus(statusLine(status)).writeHeader('Content-Type', 'application/json');
+    if (headers) for (const key in headers) x.res.writeHeader(key, headers[key]!);
+    x.res.end(body, close);
+  });
+}
+
+export function errorBody(err: BlobstoreError): string {
+  return JSON.stringify({ code: err.status, error: err.short, message: err.message });
+}
+
+/** Answers with the error shape; `close` drops the connection (an unread body is still coming). */
+export function sendError(x: Exchange, error: unknown, close = false): void {
+  const err = toBlobstoreError(error);
+  if (err.status >= 500 && err.kind !== 'unavailable') {
+    console.error(`blobstore: ${err.message}${err.cause ? `: ${(err.cause as Error).message ?? String(err.cause)}` : ''}`);
+  }
+  sendJson(x, err.status, errorBody(err), err.headers, close);
+}
+
+export function newExchange(res: HttpResponse): Exchange {
+  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined };
+  res.onAborted(() => {
+    x.aborted = true;
+    x.onAbort?.();
+  });
+  return x;
+}

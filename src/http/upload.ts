@@ -1,0 +1,183 @@
+/**
+ * Receiving a store body. Raw bodies up to smallBlobMaxBytes are collected in memory and go to the
+ * segment log; larger ones (or chunked bodies that grow past it) stream to their own file in
+ * 1 MiB chunks from the buffer pool, hashed as they arrive, never held whole. At most
+ * WRITES_IN_FLIGHT chunks per upload wait for the disk; beyond that the socket is paused.
+ *
+ *   onData -> copy once into a pooled 1 MiB chunk -> BlobFileWriter.write (hash + pwrite) -> release
+ */
+import type { NodeConfig } from '../config/settings.js';
+import { payloadTooLarge } from '../errors/errors.js';
+import type { BlobFileWriter } from '../engine/blob-file.js';
+import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import type { Engine, PutResult } from '../engine/engine.js';
+import type { Policy } from '../engine/policy.js';
+import type { Exchange } from './reply.js';
+
+const WRITES_IN_FLIGHT = 4;
+
+export interface UploadTarget {
+  policy: Policy;
+  labels: Buffer;
+}
+
+/** Collects a body of known or unknown length; `limit` bounds it (413 beyond). */
+export class Upload {
+  lastActivityMs = Date.now();
+  received = 0;
+  private small: Buffer | undefined;
+  private chunks: Buffer[] = [];
+  private current: Buffer | undefined;
+  private currentLength = 0;
+  private writer: Promise<BlobFileWriter> | undefined;
+  private inflight = 0;
+  private writes: Promise<void>[] = [];
+  private paused = false;
+  private failed: unknown;
+
+  constructor(
+    private readonly x: Exchange,
+    private readonly engine: Engine,
+    private readonly config: NodeConfig,
+    private readonly contentLength: number | undefined,
+    private readonly limit: number,
+    /** Stream to a file once the body outgrows memory (raw bodies); JSON bodies stay in memory. */
+    private readonly spill: boolean,
+  ) {
+    if (contentLength !== undefined && (contentLength <= config.smallBlobMaxBytes || !spill)) {
+      this.small = Buffer.allocUnsafe(contentLength);
+    } else if (spill && contentLength !== undefined) {
+      this.writer = this.openWriter();
+    }
+  }
+
+  private openWriter(): Promise<BlobFileWriter> {
+    const writer = this.engine.beginFile();
+    writer.catch((err: unknown) => (this.failed ??= err));
+    return writer;
+  }
+
+  /** Copies one uWS chunk (valid only during this call); throws a BlobstoreError on overflow. */
+  onData(ab: ArrayBuffer): void {
+    this.lastActivityMs = Date.now();
+    const bytes = new Uint8Array(ab);
+    if (this.received + bytes.length > this.limit) throw payloadTooLarge(`body larger than ${this.limit} bytes`);
+    if (this.small) {
+      this.small.set(bytes, this.received);
+      this.received += bytes.length;
+      return;
+    }
+    this.received += bytes.length;
+    let at = 0;
+    while (at < bytes.length) {
+      if (!this.current) {
+        this.current = this.engine.pool.tryAcquire() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
+        this.currentLength = 0;
+      }
+      const n = Math.min(bytes.length - at, CHUNK_BYTES - this.currentLength);
+      this.current.set(bytes.subarray(at, at + n), this.currentLength);
+      this.currentLength += n;
+      at += n;
+      if (this.currentLength === CHUNK_BYTES) this.pushChunk();
+    }
+  }
+
+  private pushChunk(): void {
+    const chunk = this.current!;
+    this.current = undefined;
+    if (!this.writer) {
+      this.chunks.push(chunk);
+      if (!this.spill || this.received <= this.config.smallBlobMaxBytes) return;
+      // Outgrew memory: everything so far goes to a file.
+      this.writer = this.openWriter();
+      for (const c of this.chunks.splice(0)) this.submit(c, CHUNK_BYTES);
+      return;
+    }
+    this.submit(chunk, CHUNK_BYTES);
+  }
+
+  private submit(chunk: Buffer, length: number): void {
+    this.inflight++;
+    const write = this.writer!.then((w) => w.write(length === chunk.length ? chunk : chunk.subarray(0, length))).then(
+      () => this.written(chunk),
+      (err: unknown) => {
+        this.failed ??= err;
+        this.written(chunk);
+      },
+    );
+    this.writes.push(write);
+    if (this.inflight >= WRITES_IN_FLIGHT && !this.paused && this.live()) {
+      this.paused = true;
+      this.x.res.pause();
+    }
+  }
+
+  private written(chunk: Buffer): void {
+    this.inflight--;
+    if (chunk.length === CHUNK_BYTES) this.engine.pool.release(chunk);
+    if (this.paused && this.inflight < WRITES_IN_FLIGHT && this.live()) {
+      this.paused = false;
+      this.x.res.resume();
+    }
+  }
+
+  /** The response object may be used only until it is answered or aborted. */
+  private live(): boolean {
+    return !this.x.aborted && !this.x.done;
+  }
+
+  /** The whole body in memory (JSON bodies, and raw bodies that stayed small). */
+  inMemory(): Buffer | undefined {
+    if (this.writer) return undefined;
+    if (this.small) return this.received === this.small.length ? this.small : this.small.subarray(0, this.received);
+    const parts = this.chunks.slice();
+    if (this.current) parts.push(this.current.subarray(0, this.currentLength));
+    const body = Buffer.concat(parts, this.received);
+    this.releaseChunks();
+    return body;
+  }
+
+  /** After the last chunk: stores the body (inline or file) and returns the result. */
+  async store(target: UploadTarget): Promise<PutResult> {
+    const body = this.inMemory();
+    if (body) return this.engine.putInline(body, target.policy, target.labels);
+    if (this.current) {
+      const last = this.current;
+      this.current = undefined;
+      this.submit(last, this.currentLength);
+    }
+    await Promise.all(this.writes);
+    const writer = await this.writer!;
+    if (this.failed) throw this.failed;
+    const checksum = await writer.finish();
+    return this.engine.commitFile(writer, checksum, target.policy, target.labels);
+  }
+
+  /** Stores bytes decoded from a JSON body, streaming them to a file when they are large. */
+  static async storeBuffer(engine: Engine, data: Buffer, target: UploadTarget): Promise<PutResult> {
+    if (data.length <= engine.config.smallBlobMaxBytes) return engine.putInline(data, target.policy, target.labels);
+    const writer = await engine.beginFile();
+    try {
+      for (let at = 0; at < data.length; at += CHUNK_BYTES) await writer.write(data.subarray(at, at + CHUNK_BYTES));
+      const checksum = await writer.finish();
+      return await engine.commitFile(writer, checksum, target.policy, target.labels);
+    } catch (err) {
+      await writer.abort();
+      throw err;
+    }
+  }
+
+  private releaseChunks(): void {
+    for (const c of this.chunks.splice(0)) if (c.length === CHUNK_BYTES) this.engine.pool.release(c);
+    if (this.current?.length === CHUNK_BYTES) this.engine.pool.release(this.current);
+    this.current = undefined;
+  }
+
+  /** Drops everything received: temp file removed, buffers back in the pool. */
+  async discard(): Promise<void> {
+    this.releaseChunks();
+    await Promise.allSettled(this.writes);
+    const writer = await this.writer?.catch(() => undefined);
+    await writer?.abort();
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Index record of one blob (value under its 16-byte id in the `blobs` database), little endian:
+ *
+ *   0 u8 location (1 segment, 2 own file)   1 u8 policy   2 u16 labelsLength   4 u32 segment
+ *   8 u64 record offset in the segment      16 u64 size   24 u64 createdAtNs    32 32 checksum
+ *  64 labels (UTF-8 JSON)
+ *
+ * Erasure-coded blobs will add shard records in a database of their own (`shards`).
+ */
+export const Location = { SEGMENT: 1, FILE: 2 } as const;
+export type LocationValue = (typeof Location)[keyof typeof Location];
+
+const FIXED_BYTES = 64;
+
+export interface IndexEntry {
+  location: LocationValue;
+  policy: number;
+  segment: number;
+  offset: number;
+  size: number;
+  createdAtNs: bigint;
+  checksum: Buffer;
+  labels: Buffer;
+}
+
+export function encodeEntry(e: IndexEntry): Buffer {
+  const buf = Buffer.allocUnsafe(FIXED_BYTES + e.labels.length);
+  buf[0] = e.location;
+  buf[1] = e.policy;
+  buf.writeUInt16LE(e.labels.length, 2);
+  buf.writeUInt32LE(e.segment, 4);
+  buf.writeBigUInt64LE(BigInt(e.offset), 8);
+  buf.writeBigUInt64LE(BigInt(e.size), 16);
+  buf.writeBigUInt64LE(e.createdAtNs, 24);
+  e.checksum.copy(buf, 32, 0, 32);
+  e.labels.copy(buf, FIXED_BYTES);
+  return buf;
+}
+
+/** Decodes into fresh objects: the source may be a buffer lmdb-js reuses for the next read. */
+export function decodeEntry(buf: Uint8Array): IndexEntry {
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  const labelsLength = b.readUInt16LE(2);
+  return {
+    location: b[0] as LocationValue,
+    policy: b[1]!,
+    segment: b.readUInt32LE(4),
+    offset: Number(b.readBigUInt64LE(8)),
+    size: Number(b.readBigUInt64LE(16)),
+    createdAtNs: b.readBigUInt64LE(24),
+    checksum: Buffer.from(b.subarray(32, 64)),
+    labels: Buffer.from(b.subarray(FIXED_BYTES, FIXED_BYTES + labelsLength)),
+  };
+}
