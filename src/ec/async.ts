@@ -29,14 +29,16 @@ export function ecWorkerFilename(): string {
   return join(here, '..', 'worker.js');
 }
 
+/** Tasks that may wait for a thread in the codec's own pool; Piscina rejects any beyond. */
+export const EC_POOL_QUEUE_MAX = 1024;
+
 let ownPool: Piscina | undefined;
 
 function defaultPool(): Piscina {
   ownPool ??= new Piscina({
     filename: ecWorkerFilename(),
     maxThreads: availableParallelism(),
-    // Bounded: maxThreads squared tasks may wait; more are rejected by Piscina.
-    maxQueue: 'auto',
+    maxQueue: EC_POOL_QUEUE_MAX,
   });
   return ownPool;
 }
@@ -69,7 +71,7 @@ function bytesOf(x: unknown): Uint8Array | null {
 }
 
 /** A view the worker can read and write: the shard itself when shared, else a shared copy. */
-function share(x: unknown, isOutput: boolean, copyBack: CopyBack): Uint8Array | null {
+export function share(x: unknown, isOutput: boolean, copyBack: CopyBack): Uint8Array | null {
   const view = bytesOf(x);
   if (view === null || view.buffer instanceof SharedArrayBuffer) return view;
   const copy = new Uint8Array(new SharedArrayBuffer(view.byteLength));
