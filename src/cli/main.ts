@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerServe } from './serve.js';
 import { registerOrders } from './orders.js';
+import { registerConfigSet } from './config-set.js';
 
 export function buildProgram(): Command {
   const program = new Command('blobstore')
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerServe(program);
   registerOrders(program);
+  registerConfigSet(program);
   return program;
 }
 
