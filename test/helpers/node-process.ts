@@ -1,0 +1,111 @@
+/**
+ * Starts real `blobstore serve` processes on free loopback ports, each with its own temp data dir
+ * and XDG dirs, and stops them (SIGTERM) or kills them (SIGKILL).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const REPO = new URL('../..', import.meta.url).pathname;
+export const MAIN = join(REPO, 'dist/src/cli/main.js');
+
+export interface NodeProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly child: ChildProcess;
+  output(): string;
+  /** SIGTERM and wait; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait. */
+  kill(): Promise<void>;
+  /** Peak resident set size (VmHWM) in bytes. */
+  peakRssBytes(): number;
+  rssBytes(): number;
+}
+
+export function tempDir(prefix = 'blobstore-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface StartOptions {
+  dataDir?: string;
+  args?: string[];
+  env?: Record<string, string>;
+}
+
+function statusField(pid: number, field: string): number {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+/** Runs `blobstore` with arguments to completion; for CLI checks. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export async function startNode(options: StartOptions = {}): Promise<NodeProcess> {
+  const dataDir = options.dataDir ?? tempDir();
+  const home = tempDir('blobstore-home-');
+  const child = spawn(
+    process.execPath,
+    [MAIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--metrics-addr', '', '--node-id', 'test-node', ...(options.args ?? [])],
+    {
+      env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data'), ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), 15_000);
+    const check = (): void => {
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    child.stdout!.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`node exited with ${code} before listening:\n${out}`));
+    });
+  });
+  const cleanup = (): void => rmSync(home, { recursive: true, force: true });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    dataDir,
+    child,
+    output: () => out,
+    stop: async () => {
+      child.kill('SIGTERM');
+      const code = await exited;
+      cleanup();
+      return code;
+    },
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited;
+      cleanup();
+    },
+    peakRssBytes: () => statusField(child.pid!, 'VmHWM'),
+    rssBytes: () => statusField(child.pid!, 'VmRSS'),
+  };
+}
