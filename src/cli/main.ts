@@ -7,6 +7,9 @@ import { Command, CommanderError } from 'commander';
 import { registerServe } from './serve.js';
 import { registerOrders } from './orders.js';
 import { registerConfigSet } from './config-set.js';
+import { registerDeploy } from './deploy.js';
+import { registerStatus } from './status.js';
+import { registerDown } from './down.js';
 
 export function buildProgram(): Command {
   const program = new Command('blobstore')
@@ -16,6 +19,9 @@ export function buildProgram(): Command {
   registerServe(program);
   registerOrders(program);
   registerConfigSet(program);
+  registerDeploy(program);
+  registerStatus(program);
+  registerDown(program);
   return program;
 }
 

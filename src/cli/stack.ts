@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { xdgStateHome } from '../config/paths.js';
+import { SETTINGS } from '../config/settings.js';
+import { type Region, type StackDefinition, stackLayout } from '../config/stacks.js';
+
+/**
+ * What a deployed stack consists of: one process per blob node plus the orders service, each with
+ * its own address, data dir, log file and command line. Pure: computing it touches nothing, so
+ * `deploy --dry-run` can show it.
+ *
+ *   $XDG_STATE_HOME/blobstore/<stack>/<region>/
+ *     deploy.json            state: pids, ports, config hashes (status, down, re-deploy)
+ *     <stack>-<region>-<i>/  data dir of node i
+ *     orders/                data dir of the orders service
+ *     logs/<service>.log     stdout and stderr of each service
+ */
+
+export interface ServiceSpec {
+  readonly name: string;
+  readonly kind: 'node' | 'orders';
+  readonly addr: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly logFile: string;
+  /** Arguments after `node`: the CLI entry point and its flags. */
+  readonly argv: readonly string[];
+  /** Hash of what makes the service what it is; a change means restart. Seed lists are left out. */
+  readonly configHash: string;
+  readonly healthUrl: string;
+}
+
+export const LOOPBACK = '127.0.0.1';
+
+/** dist/src/cli/main.js, next to this module once built. */
+export const CLI_ENTRY = fileURLToPath(new URL('./main.js', import.meta.url));
+
+export function stateRoot(): string {
+  return join(xdgStateHome(), 'blobstore');
+}
+
+export function regionDir(stack: string, region: Region): string {
+  return join(stateRoot(), stack, region);
+}
+
+export function stateFile(stack: string, region: Region): string {
+  return join(regionDir(stack, region), 'deploy.json');
+}
+
+export function nodeId(stack: string, region: Region, index: number): string {
+  return `${stack}-${region}-${index}`;
+}
+
+const hash = (parts: readonly string[]): string => createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 16);
+
+/** True when the node declares a default-policy setting (stack `policy` is passed only then). */
+export const nodeTakesPolicy = (): boolean => Object.hasOwn(SETTINGS, 'defaultPolicy');
+
+export function desiredServices(stack: StackDefinition, region: Region): ServiceSpec[] {
+  const dir = regionDir(stack.name, region);
+  const layout = stackLayout(stack, region);
+  const addrs = layout.nodePorts.map((port) => `${LOOPBACK}:${port}`);
+  const services: ServiceSpec[] = layout.nodePorts.map((port, i) => {
+    const id = nodeId(stack.name, region, i);
+    const dataDir = join(dir, id);
+    const own = [
+      CLI_ENTRY, 'serve', '--data-dir', dataDir, '--listen', addrs[i]!, '--node-id', id, '--region', region,
+      '--metrics-addr', '',
+      ...(stack.policy && nodeTakesPolicy() ? ['--default-policy', stack.policy] : []),
+    ];
+    const seeds = addrs.filter((_, j) => j !== i).join(',');
+    return {
+      name: `node-${i}`, kind: 'node', addr: addrs[i]!, port, dataDir, logFile: join(dir, 'logs', `node-${i}.log`),
+      argv: seeds ? [...own, '--seed-nodes', seeds] : own,
+      configHash: hash(own),
+      healthUrl: `http://${addrs[i]}/healthz`,
+    };
+  });
+  if (layout.ordersPort !== undefined) {
+    const addr = `${LOOPBACK}:${layout.ordersPort}`;
+    const dataDir = join(dir, 'orders');
+    const argv = [
+      CLI_ENTRY, 'orders', 'serve', '--orders-addr', addr, '--orders-data-dir', dataDir,
+      ...(stack.ordersApiKeysFile ? ['--orders-api-keys-file', stack.ordersApiKeysFile] : []),
+    ];
+    services.push({
+      name: 'orders', kind: 'orders', addr, port: layout.ordersPort, dataDir, logFile: join(dir, 'logs', 'orders.log'),
+      argv, configHash: hash(argv), healthUrl: `http://${addr}/healthz`,
+    });
+  }
+  return services;
+}
