@@ -21,9 +21,9 @@ static int cpu_has_avx; /* set by the probe */
 
 /* The SSSE3 kernel is legacy-SSE code: clear dirty upper vector halves first where AVX exists. */
 static void ssse3_after_avx(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
-                            size_t off, size_t len) {
+                            size_t off, size_t len, unsigned flags) {
     if (cpu_has_avx) rs_zero_upper();
-    rs_kernel_ssse3(mx, in, out, off, len);
+    rs_kernel_ssse3(mx, in, out, off, len, flags);
 }
 #define SSSE3_ENTRY ssse3_after_avx
 #elif !defined(RS_NO_SSSE3)

@@ -16,7 +16,7 @@ RS_INLINE __m256i table256(const uint8_t *t) {
 }
 
 RS_INLINE void avx2_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
-                         uint8_t *const *out, size_t off, size_t len) {
+                         uint8_t *const *out, size_t off, size_t len, int stream) {
     const __m256i mask = _mm256_set1_epi8(0x0f);
     for (size_t i = off; i < off + len; i += 32) {
         __m256i acc[RS_ROWS_PER_PASS];
@@ -32,7 +32,11 @@ RS_INLINE void avx2_rows(const int R, const rs_matrix *mx, const uint8_t *const 
                 acc[r] = _mm256_xor_si256(acc[r], _mm256_xor_si256(pl, ph));
             }
         }
-        for (int r = 0; r < R; r++) _mm256_storeu_si256((__m256i *)(out[r] + i), acc[r]);
+        if (stream) {
+            for (int r = 0; r < R; r++) _mm256_stream_si256((__m256i *)(out[r] + i), acc[r]);
+        } else {
+            for (int r = 0; r < R; r++) _mm256_storeu_si256((__m256i *)(out[r] + i), acc[r]);
+        }
     }
 }
 
@@ -41,9 +45,10 @@ RS_INLINE void avx2_rows(const int R, const rs_matrix *mx, const uint8_t *const 
 void rs_zero_upper(void) { _mm256_zeroupper(); }
 
 void rs_kernel_avx2(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
-                    size_t off, size_t len) {
+                    size_t off, size_t len, unsigned flags) {
     size_t bulk = len & ~(size_t)31;
-    if (bulk) RS_FOR_ROWS(avx2_rows, mx, in, out, off, bulk);
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk);
+    if (bulk) RS_FOR_ROWS(avx2_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0);
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, 0);
+    if (flags & RS_KERNEL_STREAM) _mm_sfence(); /* order the streamed lines before later stores */
 }
 #endif

@@ -12,7 +12,7 @@
 #include "kernels.h"
 
 RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
-                            uint8_t *const *out, size_t off, size_t len) {
+                            uint8_t *const *out, size_t off, size_t len, int stream) {
     for (size_t i = off; i < off + len; i += 64) {
         __m512i acc[RS_ROWS_PER_PASS];
         __m512i x = _mm512_loadu_si512((const void *)(in[0] + i));
@@ -27,14 +27,19 @@ RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *con
                 acc[r] = _mm512_xor_si512(acc[r], p);
             }
         }
-        for (int r = 0; r < R; r++) _mm512_storeu_si512((void *)(out[r] + i), acc[r]);
+        if (stream) {
+            for (int r = 0; r < R; r++) _mm512_stream_si512((void *)(out[r] + i), acc[r]);
+        } else {
+            for (int r = 0; r < R; r++) _mm512_storeu_si512((void *)(out[r] + i), acc[r]);
+        }
     }
 }
 
 void rs_kernel_gfni512(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
-                       size_t off, size_t len) {
+                       size_t off, size_t len, unsigned flags) {
     size_t bulk = len & ~(size_t)63;
-    if (bulk) RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk);
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk);
+    if (bulk) RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0);
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, 0);
+    if (flags & RS_KERNEL_STREAM) _mm_sfence(); /* order the streamed lines before later stores */
 }
 #endif

@@ -44,7 +44,7 @@ static void mul_xor(const uint8_t *t, const uint8_t *src, uint8_t *dst, size_t l
 }
 
 void rs_kernel_portable(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
-                        size_t off, size_t len) {
+                        size_t off, size_t len, unsigned flags) {
     const int k = mx->k;
     const int rows = mx->rows;
     for (int r = 0; r < rows; r++) {

@@ -34,9 +34,9 @@ RS_INLINE void ssse3_rows(const int R, const rs_matrix *mx, const uint8_t *const
 }
 
 void rs_kernel_ssse3(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
-                     size_t off, size_t len) {
+                     size_t off, size_t len, unsigned flags) {
     size_t bulk = len & ~(size_t)15;
     if (bulk) RS_FOR_ROWS(ssse3_rows, mx, in, out, off, bulk);
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk);
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, 0);
 }
 #endif

@@ -26,8 +26,15 @@ typedef struct rs_matrix {
     const uint8_t *nibble;  /* 32 bytes each: c * n for n = 0..15, then c * (n << 4) */
 } rs_matrix;
 
+/*
+ * RS_KERNEL_STREAM asks for non-temporal stores (outputs are then 64-byte aligned): for stripes
+ * far larger than the cache they skip the read-for-ownership of each output line. Kernels
+ * without streaming stores ignore it.
+ */
+#define RS_KERNEL_STREAM 1u
+
 typedef void rs_kernel(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
-                       size_t off, size_t len);
+                       size_t off, size_t len, unsigned flags);
 
 rs_kernel rs_kernel_portable;
 #ifndef RS_NO_SSSE3
