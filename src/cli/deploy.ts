@@ -6,7 +6,7 @@ import { failure, usageError } from './errors.js';
 import { waitHealthy } from './health.js';
 import { checkOrdersApi, ordersBaseUrlFromEnv } from './orders-check.js';
 import { type Step, planDeploy } from './plan.js';
-import { isOurProcess, portFree, startService, stopService } from './processes.js';
+import { isOurProcess, portFree, startService, stopService, waitReaped } from './processes.js';
 import { type ServiceSpec, LOOPBACK, regionDir, stateFile } from './stack.js';
 import { loadStack, parseRegion, progressPrinter, logTail } from './stack-cli.js';
 import { formatTable } from './table.js';
@@ -69,6 +69,7 @@ async function applyPlan(stack: string, region: Region, services: readonly Servi
     if ((step.action === 'stop' || step.action === 'restart') && step.current) await stopService(step.current);
   }
   const toStart = steps.filter((s) => s.action === 'start' || s.action === 'restart');
+  await Promise.all(toStart.map((s) => (s.current ? waitReaped(s.current.pid) : undefined)));
   for (const step of toStart) {
     if (!(await portFree(step.spec!.port, LOOPBACK))) {
       throw failure(`port ${step.spec!.port} of ${step.name} is in use by another process; change stacks.${stack}.basePort or stop that process`);

@@ -22,7 +22,7 @@ export function planDeploy(stack: StackDefinition, region: Region, state: Deploy
   const steps: Step[] = services.map((spec) => {
     const current = running.get(spec.name);
     if (!current) return { name: spec.name, action: 'start', spec };
-    if (!isOurProcess(current)) return { name: spec.name, action: 'start', spec, reason: 'was not running' };
+    if (!isOurProcess(current)) return { name: spec.name, action: 'start', spec, current, reason: 'was not running' };
     if (current.configHash !== spec.configHash) return { name: spec.name, action: 'restart', spec, current, reason: 'configuration changed' };
     return { name: spec.name, action: 'keep', spec, current };
   });

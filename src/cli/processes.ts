@@ -57,6 +57,16 @@ export async function stopService(service: Pick<ServiceState, 'pid' | 'dataDir'>
   return 'killed';
 }
 
+/**
+ * Waits (bounded) until a dead process is reaped. A killed process lingers as a zombie until its
+ * parent, here init, reaps it (about 2 s in this VM); a node refuses a data dir whose lock names a
+ * pid that still exists, so its replacement starts only after that.
+ */
+export async function waitReaped(pid: number, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (processAlive(pid) && Date.now() < deadline) await sleep(STOP_POLL_MS);
+}
+
 /** True when nothing listens on the loopback port (checked by binding it for a moment). */
 export function portFree(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {

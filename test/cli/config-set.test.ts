@@ -1,0 +1,131 @@
+import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BIN, type Sandbox, freePort, run, runAsync, sandbox } from './helpers.js';
+
+/** `blobstore config set` with the real bin in a temp HOME. */
+
+const boxes: Sandbox[] = [];
+const fresh = (): Sandbox => {
+  const box = sandbox();
+  boxes.push(box);
+  return box;
+};
+afterAll(() => {
+  for (const box of boxes) rmSync(box.home, { recursive: true, force: true });
+});
+
+const readConfig = (box: Sandbox): any => JSON.parse(readFileSync(box.configFile, 'utf8'));
+
+describe('config set round trip', () => {
+  it('writes $XDG_CONFIG_HOME/blobstore/config.json, creating objects, keeping known types', () => {
+    const box = fresh();
+    for (const [key, value] of [
+      ['node.listMaxLimit', '500'], ['node.NodeID', 'n-1'], ['node.seedNodes', 'a:1,b:2'], ['node.bodyIdleTimeoutMs', '5s'],
+      ['orders.ordersMaxBodyBytes', '64KiB'], ['stacks.prod.nodes', '5'], ['stacks.prod.orders', 'false'],
+      ['app.theme.color', '12'], ['node.custom-flag', 'true'],
+    ]) {
+      const r = run(box, ['config', 'set', key!, '--value', value!]);
+      expect(r.status, r.stderr).toBe(0);
+    }
+    expect(readConfig(box)).toStrictEqual({
+      node: { listMaxLimit: 500, NodeID: 'n-1', seedNodes: ['a:1', 'b:2'], bodyIdleTimeoutMs: 5000, 'custom-flag': 'true' },
+      orders: { ordersMaxBodyBytes: 65536 },
+      stacks: { prod: { nodes: 5, orders: false } },
+      app: { theme: { color: '12' } },
+    });
+  });
+
+  it('overwrites a key and keeps the others', () => {
+    const box = fresh();
+    run(box, ['config', 'set', 'node.listMaxLimit', '--value', '500']);
+    run(box, ['config', 'set', 'node.region', '--value', 'eu-central-1']);
+    run(box, ['config', 'set', 'node.listMaxLimit', '--value', '700']);
+    expect(readConfig(box).node).toStrictEqual({ listMaxLimit: 700, region: 'eu-central-1' });
+  });
+
+  it('writes the file with mode 0600 and leaves no temp or lock file behind', () => {
+    const box = fresh();
+    run(box, ['config', 'set', 'a.b', '--value', 'c']);
+    expect(statSync(box.configFile).mode & 0o777).toBe(0o600);
+    expect(readdirSync(join(box.home, 'config', 'blobstore'))).toStrictEqual(['config.json']);
+  });
+
+  it('honours BLOBSTORE_CONFIG', () => {
+    const box = fresh();
+    const file = join(box.home, 'elsewhere.json');
+    expect(run(box, ['config', 'set', 'node.listen', '--value', '127.0.0.1:9999'], { BLOBSTORE_CONFIG: file }).status).toBe(0);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toStrictEqual({ node: { listen: '127.0.0.1:9999' } });
+  });
+
+  it('loses no update when many run at once (lock), and the file is always whole JSON', async () => {
+    const box = fresh();
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => runAsync(box, ['config', 'set', `many.k${i}`, '--value', String(i)])));
+    expect(results.map((r) => r.status)).toStrictEqual(Array(8).fill(0));
+    expect(Object.keys(readConfig(box).many).sort()).toStrictEqual(Array.from({ length: 8 }, (_, i) => `k${i}`).sort());
+  });
+
+  it('is read by the node: serve listens where node.listen says', async () => {
+    const box = fresh();
+    const port = await freePort();
+    run(box, ['config', 'set', 'node.listen', '--value', `127.0.0.1:${port}`]);
+    run(box, ['config', 'set', 'node.metricsAddr', '--value', '']);
+    const node = spawn(process.execPath, [BIN, 'serve', '--data-dir', join(box.home, 'd')], { env: box.env, stdio: 'ignore' });
+    try {
+      let status = 0;
+      for (let i = 0; i < 100 && status !== 200; i++) {
+        status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
+        if (status !== 200) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(status).toBe(200);
+    } finally {
+      node.kill('SIGTERM');
+      await new Promise((r) => node.once('exit', r));
+    }
+  });
+});
+
+describe('config set refusals', () => {
+  it.each([
+    [['config', 'set', 'nodes', '--value', '1'], 'two or more dot-separated segments'],
+    [['config', 'set', 'node..x', '--value', '1'], 'two or more dot-separated segments'],
+    [['config', 'set', 'node.a b', '--value', '1'], 'two or more dot-separated segments'],
+    [['config', 'set', 'x.__proto__', '--value', '1'], 'reserved'],
+    [['config', 'set', 'node.listMaxLimit', '--value', 'many'], 'expected an integer'],
+    [['config', 'set', 'node.listMaxLimit', '--value', '0'], 'expected at least 1'],
+    [['config', 'set', 'stacks.dev.orders', '--value', 'maybe'], 'expected true or false'],
+    [['config', 'set', 'node.listen', '--value', 'nowhere'], 'expected host:port'],
+    [['config', 'set', 'node.listen'], "required option '--value <value>'"],
+  ])('%j exits 2 naming the allowed form, and writes nothing', (args, message) => {
+    const box = fresh();
+    const r = run(box, args);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(message);
+    expect(() => statSync(box.configFile)).toThrow();
+  });
+
+  it('exits 1 and leaves a config file that is not JSON untouched', () => {
+    const box = fresh();
+    run(box, ['config', 'set', 'a.b', '--value', 'c']);
+    writeFileSync(box.configFile, '{broken');
+    const r = run(box, ['config', 'set', 'a.b', '--value', 'd']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('not valid JSON');
+    expect(readFileSync(box.configFile, 'utf8')).toBe('{broken');
+  });
+
+  it('exits 1 when a key would replace a value that is not an object', () => {
+    const box = fresh();
+    run(box, ['config', 'set', 'a.b', '--value', 'c']);
+    const r = run(box, ['config', 'set', 'a.b.c', '--value', 'd']);
+    expect(r.status).toBe(1);
+    expect(readConfig(box)).toStrictEqual({ a: { b: 'c' } });
+  });
+
+  it('has --help', () => {
+    const r = run(fresh(), ['config', 'set', '--help']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('--value');
+  });
+});

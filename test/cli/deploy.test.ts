@@ -1,0 +1,174 @@
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Sandbox, alive, freeBasePort, portsFree, run, runAsync, sandbox } from './helpers.js';
+
+/**
+ * `blobstore deploy`, `status` and `down` with the real bin and real processes: a 3-node stack plus
+ * the orders service on free loopback ports, in a temp HOME. The steps build on each other.
+ */
+
+const REGION = 'us-east-1';
+let box: Sandbox;
+let base: number;
+const stateFile = () => join(box.stateHome, 'blobstore', 'dev', REGION, 'deploy.json');
+const recordedPids = (): number[] => JSON.parse(readFileSync(stateFile(), 'utf8')).services.map((s: { pid: number }) => s.pid);
+const seen = new Set<number>();
+
+beforeAll(async () => {
+  box = sandbox();
+  base = await freeBasePort(3);
+  expect(run(box, ['config', 'set', 'stacks.dev.basePort', '--value', String(base)]).status).toBe(0);
+});
+
+afterAll(async () => {
+  if (existsSync(stateFile())) for (const pid of recordedPids()) seen.add(pid);
+  run(box, ['down', 'dev', '--region', REGION]);
+  for (const pid of seen) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  rmSync(box.home, { recursive: true, force: true });
+});
+
+const nodePorts = () => [base, base + 1, base + 2];
+const ordersUrl = () => `http://127.0.0.1:${base + 99}`;
+
+describe('deploy --dry-run', () => {
+  it('prints the plan and leaves no trace: no file, no directory, no process', async () => {
+    const r = run(box, ['deploy', 'dev', '--region', REGION, '--dry-run']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('dry run');
+    for (const name of ['node-0', 'node-1', 'node-2', 'orders']) expect(r.stdout).toMatch(new RegExp(`${name}\\s+127\\.0\\.0\\.1:\\d+\\s+-\\s+start`));
+    expect(existsSync(box.stateHome)).toBe(false);
+    expect(await portsFree([...nodePorts(), base + 99])).toBe(true);
+  });
+});
+
+describe('deploy', () => {
+  it('brings up 3 nodes and the orders service, all healthy, and prints the table', async () => {
+    const r = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    for (const pid of recordedPids()) seen.add(pid);
+    expect(r.stdout).toMatch(/SERVICE\s+ADDRESS\s+PID\s+STATE/);
+    expect(r.stdout.match(/started/g)).toHaveLength(4);
+    expect(r.stdout).toContain('orders API check passed');
+    expect(r.stderr).toContain('4/4 healthy');
+    for (const port of nodePorts()) expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    const created = await fetch(`${ordersUrl()}/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount": 5, "currency": "USD"}' });
+    expect(created.status).toBe(200);
+  });
+
+  it('gives each node its own data dir under $XDG_STATE_HOME/blobstore/<stack>/<region>/, its id and region', () => {
+    const dir = join(box.stateHome, 'blobstore', 'dev', REGION);
+    expect(readdirSync(dir).sort()).toStrictEqual(['deploy.json', 'dev-us-east-1-0', 'dev-us-east-1-1', 'dev-us-east-1-2', 'logs', 'orders']);
+    const state = JSON.parse(readFileSync(stateFile(), 'utf8'));
+    const node1 = state.services.find((s: { name: string }) => s.name === 'node-1');
+    expect(node1.argv).toEqual(expect.arrayContaining(['--node-id', 'dev-us-east-1-1', '--region', REGION, '--seed-nodes', `127.0.0.1:${base},127.0.0.1:${base + 2}`]));
+  });
+
+  it('is idempotent: a second run restarts nothing', async () => {
+    const before = recordedPids();
+    const r = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.match(/unchanged/g)).toHaveLength(4);
+    expect(recordedPids()).toStrictEqual(before);
+  });
+
+  it('status shows every service healthy (exit 0)', () => {
+    const r = run(box, ['status', 'dev']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.match(/healthy/g)!.length).toBeGreaterThanOrEqual(4);
+    expect(r.stdout).toContain('4/4 services healthy');
+  });
+
+  it('restarts a service that died, and only that one', async () => {
+    const before = recordedPids();
+    process.kill(before[1]!, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 200));
+    const status = run(box, ['status', 'dev', '--region', REGION]);
+    expect(status.status).toBe(1);
+    expect(status.stdout).toMatch(/node-1\s+\S+\s+\d+\s+down/);
+    const r = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
+    expect(r.status, r.stderr).toBe(0);
+    const after = recordedPids();
+    for (const pid of after) seen.add(pid);
+    expect(after[1]).not.toBe(before[1]);
+    expect([after[0], after[2], after[3]]).toStrictEqual([before[0], before[2], before[3]]);
+  });
+
+  it('restarts what changed and stops what was removed (nodes 3 -> 2)', async () => {
+    run(box, ['config', 'set', 'stacks.dev.nodes', '--value', '2']);
+    const dry = run(box, ['deploy', 'dev', '--region', REGION, '--dry-run']);
+    expect(dry.stdout).toMatch(/node-2\s+\S+\s+\d+\s+stop/);
+    const before = recordedPids();
+    const r = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/node-2\s+\S+\s+\d+\s+stopped/);
+    expect(alive(before[2]!)).toBe(false);
+    expect(recordedPids()).toHaveLength(3);
+  });
+
+  it('checks the orders API with ORDERS_API_KEY when the service requires keys', async () => {
+    const keys = join(box.home, 'keys.json');
+    writeFileSync(keys, JSON.stringify([{ key: 'deploy-test-key', scope: 'read' }]));
+    run(box, ['config', 'set', 'stacks.dev.ordersApiKeysFile', '--value', keys]);
+    const refused = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
+    for (const pid of recordedPids()) seen.add(pid);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('answered 401');
+    const accepted = await runAsync(box, ['deploy', 'dev', '--region', REGION], { ORDERS_API_KEY: 'deploy-test-key' });
+    expect(accepted.status, accepted.stderr).toBe(0);
+    expect(accepted.stdout.match(/unchanged/g)).toHaveLength(3);
+  });
+});
+
+describe('down', () => {
+  it('stops every process and forgets the state; data stays', async () => {
+    const pids = recordedPids();
+    const r = run(box, ['down', 'dev', '--region', REGION]);
+    expect(r.status, r.stderr).toBe(0);
+    for (const pid of pids) expect(alive(pid)).toBe(false);
+    expect(existsSync(stateFile())).toBe(false);
+    expect(existsSync(join(box.stateHome, 'blobstore', 'dev', REGION, 'orders'))).toBe(true);
+    expect(await portsFree([base, base + 1, base + 99])).toBe(true);
+    expect(run(box, ['status', 'dev']).status).toBe(1);
+  });
+
+  it('--purge removes the data; a second down has nothing to stop', () => {
+    expect(run(box, ['down', 'dev', '--region', REGION, '--purge']).status).toBe(0);
+    expect(existsSync(join(box.stateHome, 'blobstore', 'dev', REGION))).toBe(false);
+  });
+});
+
+describe('usage errors exit 2 before any work, naming the valid values', () => {
+  it.each([
+    [['deploy', 'dev'], 'us-east-1, us-west-2, eu-central-1'],
+    [['deploy', 'dev', '--region', 'mars-1'], 'us-east-1, us-west-2, eu-central-1'],
+    [['deploy', 'nope', '--region', REGION], 'known stacks are dev'],
+    [['deploy', 'a/b', '--region', REGION], 'invalid stack name'],
+    [['deploy', 'dev', '--region', REGION, '--timeout', 'x'], '--timeout'],
+    [['down', 'dev'], 'us-east-1, us-west-2, eu-central-1'],
+    [['status', 'dev', '--region', 'x'], 'us-east-1, us-west-2, eu-central-1'],
+    [['deploy'], "missing required argument 'stack'"],
+  ])('%j', (args, message) => {
+    const fresh = sandbox();
+    const r = run(fresh, args);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(message);
+    expect(existsSync(fresh.stateHome)).toBe(false);
+    rmSync(fresh.home, { recursive: true, force: true });
+  });
+
+  it.each(['http://orders.example.com', 'ftp://x', 'not a url'])('ORDERS_API_BASE_URL=%s is refused', (url) => {
+    const fresh = sandbox();
+    const r = run(fresh, ['deploy', 'dev', '--region', REGION], { ORDERS_API_BASE_URL: url });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('ORDERS_API_BASE_URL');
+    expect(existsSync(fresh.stateHome)).toBe(false);
+    rmSync(fresh.home, { recursive: true, force: true });
+  });
+
+  it.each([['deploy'], ['status'], ['down'], ['orders', 'serve'], ['config', 'set']])('%j --help exits 0', (...cmd) => {
+    const r = run(box, [...cmd, '--help']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('Usage: blobstore');
+  });
+});

@@ -1,0 +1,90 @@
+import { type SpawnSyncReturns, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const ROOT = new URL('../..', import.meta.url).pathname;
+export const BIN = join(ROOT, 'dist/src/cli/main.js');
+
+/** A throwaway HOME with its own XDG dirs, so the real bin never sees the user's files. */
+export interface Sandbox {
+  readonly home: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly configFile: string;
+  readonly stateHome: string;
+}
+
+export function sandbox(): Sandbox {
+  const home = mkdtempSync(join(tmpdir(), 'blobstore-cli-'));
+  const stateHome = join(home, 'state');
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_STATE_HOME: stateHome,
+    XDG_DATA_HOME: join(home, 'data'),
+  };
+  for (const key of Object.keys(env)) if (key.startsWith('BLOBSTORE_') || key.startsWith('ORDERS_API_')) delete env[key];
+  mkdirSync(join(home, 'config'), { recursive: true });
+  return { home, env, stateHome, configFile: join(home, 'config', 'blobstore', 'config.json') };
+}
+
+export function run(box: Sandbox, args: string[], extraEnv: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [BIN, ...args], { env: { ...box.env, ...extraEnv }, encoding: 'utf8', timeout: 60_000 });
+}
+
+export function runAsync(box: Sandbox, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...box.env, ...extraEnv } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+/** A free loopback port (bound for a moment by the OS' choice, then released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function portsFree(ports: readonly number[]): Promise<boolean> {
+  for (const port of ports) {
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (!free) return false;
+  }
+  return true;
+}
+
+/** A base port whose block (base .. base+99) is free in us-east-1, for a stack of `nodes` nodes. */
+export async function freeBasePort(nodes: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 400) * 100;
+    const ports = [...Array.from({ length: nodes }, (_, i) => base + i), base + 99];
+    if (await portsFree(ports)) return base;
+  }
+  throw new Error('no free port block found');
+}
+
+/** Running: exists and is not a zombie (init reaps orphans only after a while here). */
+export function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
