@@ -4,6 +4,9 @@ import { startOrdersServer } from './server.js';
 import { OrdersService } from './service.js';
 import { OrderStore } from './store.js';
 
+/** How long shutdown waits for creates and cancels in progress to answer. */
+const SHUTDOWN_TIMEOUT_MS = 5000;
+
 /** Runs the orders service until SIGTERM/SIGINT, then stops listening, flushes and exits 0. */
 export async function runOrders(config: OrdersConfig): Promise<void> {
   const keys = config.ordersApiKeysFile ? ApiKeys.fromFile(config.ordersApiKeysFile) : undefined;
@@ -17,14 +20,16 @@ export async function runOrders(config: OrdersConfig): Promise<void> {
     if (stopping) return;
     stopping = true;
     console.log(`orders: ${signal}, stopping`);
-    server.close();
-    store.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        console.error('orders: close failed:', err);
-        process.exit(1);
-      },
-    );
+    server
+      .close(SHUTDOWN_TIMEOUT_MS)
+      .then(() => store.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          console.error('orders: close failed:', err);
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

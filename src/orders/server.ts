@@ -30,15 +30,19 @@ const STATUS_TEXT: Record<number, string> = {
 export interface OrdersServer {
   /** The bound port (useful with port 0). */
   readonly port: number;
-  close(): void;
+  /** Stops accepting; resolves once the writes in progress answered (at most `timeoutMs`). */
+  close(timeoutMs: number): Promise<void>;
 }
+
 
 export function startOrdersServer(service: OrdersService, addr: string, maxBodyBytes: number): OrdersServer {
   const hostPort = parseHostPort(addr);
   if (!hostPort) throw new Error(`invalid orders address ${addr}`);
   const uws = loadUws();
   const app: TemplatedApp = uws.App();
-  app.any('/*', (res, req) => handle(service, res, req, maxBodyBytes));
+  // Creates and cancels between their body and their answer; shutdown waits for them.
+  const pending = { count: 0 };
+  app.any('/*', (res, req) => handle(service, res, req, maxBodyBytes, pending));
   let socket: us_listen_socket | false = false;
   app.listen(hostPort.host, hostPort.port, (s) => {
     socket = s;
@@ -47,14 +51,16 @@ export function startOrdersServer(service: OrdersService, addr: string, maxBodyB
   const port = uws.us_socket_local_port(socket);
   return {
     port,
-    close: () => {
+    close: async (timeoutMs) => {
       if (socket) uws.us_listen_socket_close(socket);
       socket = false;
+      const deadline = Date.now() + timeoutMs;
+      while (pending.count > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
     },
   };
 }
 
-function handle(service: OrdersService, res: HttpResponse, req: HttpRequest, maxBodyBytes: number): void {
+function handle(service: OrdersService, res: HttpResponse, req: HttpRequest, maxBodyBytes: number, pending: { count: number }): void {
   const contentType = req.getHeader('content-type');
   const request: OrdersRequest = {
     method: req.getCaseSensitiveMethod(),
@@ -65,7 +71,7 @@ function handle(service: OrdersService, res: HttpResponse, req: HttpRequest, max
     contentType: contentType === '' ? undefined : contentType,
     host: req.getHeader('host') || '127.0.0.1',
   };
-  const reply: Reply = { res, head: request.method === 'HEAD', aborted: false };
+  const reply: Reply = { res, head: request.method === 'HEAD', aborted: false, pending };
   const prepared = service.prepare(request);
   if (prepared.kind === 'done') return send(reply, prepared.response);
   if (!prepared.needsBody) return finish(reply, service.respond(prepared, request, undefined));
@@ -82,6 +88,7 @@ function handle(service: OrdersService, res: HttpResponse, req: HttpRequest, max
 interface Reply {
   readonly res: HttpResponse;
   readonly head: boolean;
+  readonly pending: { count: number };
   aborted: boolean;
   watched?: boolean;
 }
@@ -114,7 +121,10 @@ function readBody(res: HttpResponse, maxBytes: number, done: (body: Uint8Array |
 function finish(reply: Reply, response: OrdersResponse | Promise<OrdersResponse>): void {
   if (!(response instanceof Promise)) return send(reply, response);
   watchAbort(reply);
-  response.then((r) => send(reply, r), (err: unknown) => send(reply, errorResponse(err)));
+  reply.pending.count++;
+  response
+    .then((r) => send(reply, r), (err: unknown) => send(reply, errorResponse(err)))
+    .finally(() => reply.pending.count--);
 }
 
 function send(reply: Reply, response: OrdersResponse, close = false): void {
