@@ -98,8 +98,11 @@ async function main(): Promise<void> {
         for (let r = 0; r < reps; r++) {
           for (const c of candidates) samples.get(c.impl)!.push(await rate(k * len, c[op]));
         }
+        const ron = samples.get('ronomon');
         for (const [impl, xs] of samples) {
-          const line = { bench: 'ec-node', impl, op, k, m, shardBytes: len, gbps: +median(xs).toFixed(3), gbpsMin: +Math.min(...xs).toFixed(3), gbpsMax: +Math.max(...xs).toFixed(3), reps };
+          // Per-repetition ratios pair samples taken moments apart, under the same load.
+          const ratioRonomon = ron && impl !== 'ronomon' ? +median(xs.map((x, r) => x / ron[r])).toFixed(3) : undefined;
+          const line = { bench: 'ec-node', impl, op, k, m, shardBytes: len, gbps: +median(xs).toFixed(3), gbpsMin: +Math.min(...xs).toFixed(3), gbpsMax: +Math.max(...xs).toFixed(3), ratioRonomon, reps };
           console.log(JSON.stringify(line));
         }
       }

@@ -14,6 +14,8 @@ interface Line {
   readonly m: number;
   readonly shardBytes: number;
   readonly gbps: number;
+  readonly ratioIsal?: number;
+  readonly ratioRonomon?: number;
 }
 
 const PATHS = ['portable', 'ssse3', 'avx2', 'gfni256', 'gfni512'];
@@ -25,22 +27,23 @@ const lines: Line[] = readFileSync(process.argv[2], 'utf8')
 
 const size = (b: number): string => (b >= 1 << 20 ? `${b / (1 << 20)}MiB` : `${b / 1024}KiB`);
 const num = (x: number | null | undefined, digits = 1): string => (x === null || x === undefined ? '-' : x.toFixed(digits));
-const find = (bench: string, impl: string, key: Line): number | undefined =>
-  lines.find((l) => l.bench === bench && l.impl === impl && l.op === key.op && l.k === key.k && l.m === key.m && l.shardBytes === key.shardBytes)?.gbps;
+const find = (bench: string, impl: string, key: Line): Line | undefined =>
+  lines.find((l) => l.bench === bench && l.impl === impl && l.op === key.op && l.k === key.k && l.m === key.m && l.shardBytes === key.shardBytes);
 
-const COLUMNS = ['shape', 'shard', 'op', 'isal', ...PATHS, 'node-best', 'ronomon', 'best/isal', 'node/ronomon'];
+const COLUMNS = ['shape', 'shard', 'op', 'isal', ...PATHS, 'node-auto', 'ronomon', 'auto/isal', 'node/ronomon'];
 const WIDTHS = [5, 6, 11, ...COLUMNS.slice(3).map((c) => Math.max(8, c.length))];
 const row = (cells: string[]): string => `# ${cells.map((c, i) => (i < 3 ? c.padEnd(WIDTHS[i]) : c.padStart(WIDTHS[i]))).join(' ')}`;
 
 const table = [
-  '# EC, GB/s of data per core (medians): C harness for isal and our paths; Node API for node-best (our best path) and ronomon',
+  '# EC, GB/s of data per core (medians). C harness: isal and each of our paths. Node API: node-auto (the path',
+  '# dispatch picks) and ronomon. Ratios: medians of per-repetition ratios (auto = the widest path here).',
   row(COLUMNS),
 ];
 for (const key of lines.filter((l) => l.bench === 'ec-kernel' && l.impl === 'isal')) {
   const ours = PATHS.map((p) => find('ec-kernel', p, key));
-  const bestIndex = ours.reduce<number>((bi, x, i) => ((x ?? 0) > (ours[bi] ?? 0) ? i : bi), 0);
-  const best = ours[bestIndex];
-  const nodeBest = Math.max(0, ...PATHS.map((p) => find('ec-node', `blobstore-${p}`, key) ?? 0));
+  const auto = [...PATHS].reverse().find((p) => find('ec-kernel', p, key)) ?? 'portable';
+  const kernelAuto = find('ec-kernel', auto, key);
+  const nodeAuto = find('ec-node', `blobstore-${auto}`, key);
   const ronomon = find('ec-node', 'ronomon', key);
   const ratio = {
     bench: 'ec-ratio',
@@ -48,17 +51,17 @@ for (const key of lines.filter((l) => l.bench === 'ec-kernel' && l.impl === 'isa
     k: key.k,
     m: key.m,
     shardBytes: key.shardBytes,
-    best: PATHS[bestIndex],
-    bestGbps: best ?? null,
+    path: auto,
+    gbps: kernelAuto?.gbps ?? null,
     isalGbps: key.gbps,
-    ratioIsal: best === undefined ? null : +(best / key.gbps).toFixed(3),
-    portableGbps: ours[0] ?? null,
-    nodeBestGbps: nodeBest || null,
-    ronomonGbps: ronomon ?? null,
-    ratioRonomon: ronomon && nodeBest ? +(nodeBest / ronomon).toFixed(2) : null,
+    ratioIsal: kernelAuto?.ratioIsal ?? null,
+    portableGbps: ours[0]?.gbps ?? null,
+    nodeGbps: nodeAuto?.gbps ?? null,
+    ronomonGbps: ronomon?.gbps ?? null,
+    ratioRonomon: nodeAuto?.ratioRonomon ?? null,
   };
   console.log(JSON.stringify(ratio));
-  table.push(row([`${key.k}+${key.m}`, size(key.shardBytes), key.op, num(key.gbps), ...ours.map((x) => num(x)), num(ratio.nodeBestGbps), num(ronomon),
+  table.push(row([`${key.k}+${key.m}`, size(key.shardBytes), key.op, num(key.gbps), ...ours.map((x) => num(x?.gbps)), num(ratio.nodeGbps), num(ratio.ronomonGbps),
     `${num(ratio.ratioIsal, 2)}x`, `${num(ratio.ratioRonomon)}x`]));
 }
 console.log(table.join('\n'));

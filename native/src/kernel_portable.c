@@ -5,7 +5,8 @@
  *         out[r][i] = T(coef(0, r))[in[0][i]]                       for every i
  *         out[r][i] ^= T(coef(j, r))[in[j][i]]                      for j = 1..k-1, every i
  *
- * The caller passes strips small enough that out[r] stays in L1 while the inputs stream by.
+ * The caller passes strips (rs.c) small enough that the k input strips and out[r] stay in L2
+ * while each row goes over them again.
  * Bytes move eight at a time through 64-bit words; the tail goes byte by byte.
  */
 #include <string.h>
