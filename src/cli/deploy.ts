@@ -7,7 +7,7 @@ import { waitHealthy } from './health.js';
 import { checkOrdersApi, ordersBaseUrlFromEnv } from './orders-check.js';
 import { type Step, planDeploy } from './plan.js';
 import { isOurProcess, portFree, startService, stopService, waitReaped } from './processes.js';
-import { type ServiceSpec, LOOPBACK, regionDir, stateFile } from './stack.js';
+import { type ServiceSpec, LOOPBACK, regionDir, serviceEnv, stateFile } from './stack.js';
 import { loadStack, parseRegion, progressPrinter, logTail } from './stack-cli.js';
 import { formatTable } from './table.js';
 
@@ -43,8 +43,8 @@ export function registerDeploy(program: Command): void {
       const timeoutMs = Number(opts.timeout) * 1000;
       if (!(timeoutMs > 0)) throw usageError(`--timeout must be a positive number of seconds, got "${opts.timeout}"`);
       const baseUrl = ordersBaseUrlFromEnv(process.env);
-      const stack = loadStack(stackName);
-      const { services, steps } = planDeploy(stack, region, readState(stack.name, region));
+      const { stack, file } = loadStack(stackName);
+      const { services, steps } = planDeploy(stack, region, { file, env: process.env }, readState(stack.name, region));
       if (opts.dryRun) return printPlan(stack.name, region, steps);
       await withFileLock(stateFile(stack.name, region), () => applyPlan(stack.name, region, services, steps, timeoutMs));
       const ordersService = services.find((s) => s.kind === 'orders');
@@ -79,7 +79,7 @@ async function applyPlan(stack: string, region: Region, services: readonly Servi
   for (const step of steps) if (step.action === 'keep' && step.current) records.set(step.name, step.current);
   for (const step of toStart) {
     const spec = step.spec!;
-    const pid = startService(spec, process.env);
+    const pid = startService(spec, serviceEnv(process.env));
     records.set(spec.name, {
       name: spec.name, kind: spec.kind, addr: spec.addr, pid, configHash: spec.configHash, dataDir: spec.dataDir,
       logFile: spec.logFile, healthUrl: spec.healthUrl, argv: spec.argv, startedAt: new Date().toISOString(),

@@ -1,7 +1,7 @@
 import type { Region, StackDefinition } from '../config/stacks.js';
 import type { DeployState, ServiceState } from './deploy-state.js';
 import { isOurProcess } from './processes.js';
-import { type ServiceSpec, desiredServices } from './stack.js';
+import { type ServiceInputs, type ServiceSpec, desiredServices } from './stack.js';
 
 /**
  * The difference between what runs (deploy.json, checked against the live processes) and what the
@@ -16,8 +16,13 @@ export interface Step {
   readonly reason?: string;
 }
 
-export function planDeploy(stack: StackDefinition, region: Region, state: DeployState | undefined): { services: ServiceSpec[]; steps: Step[] } {
-  const services = desiredServices(stack, region);
+export function planDeploy(
+  stack: StackDefinition,
+  region: Region,
+  inputs: ServiceInputs,
+  state: DeployState | undefined,
+): { services: ServiceSpec[]; steps: Step[] } {
+  const services = desiredServices(stack, region, inputs);
   const running = new Map((state?.services ?? []).map((s) => [s.name, s]));
   const steps: Step[] = services.map((spec) => {
     const current = running.get(spec.name);

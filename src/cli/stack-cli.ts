@@ -18,8 +18,8 @@ export function parseStackName(name: string): string {
   return name;
 }
 
-/** The stack definition from the config file; a bad or unknown one is a usage error (exit 2). */
-export function loadStack(name: string): StackDefinition {
+/** The stack definition and the config file it came from; a bad or unknown one is a usage error (exit 2). */
+export function loadStack(name: string): { stack: StackDefinition; file: Record<string, unknown> } {
   parseStackName(name);
   const path = configFilePath();
   const text = readFileIfExists(path);
@@ -30,7 +30,7 @@ export function loadStack(name: string): StackDefinition {
     throw usageError(`config file ${path} is not valid JSON: ${(err as Error).message}`);
   }
   try {
-    return resolveStack(name, file, path);
+    return { stack: resolveStack(name, file, path), file };
   } catch (err) {
     if (err instanceof ConfigError) throw usageError(err.message);
     throw err;

@@ -26,7 +26,11 @@ export interface ServiceSpec {
   readonly logFile: string;
   /** Arguments after `node`: the CLI entry point and its flags. */
   readonly argv: readonly string[];
-  /** Hash of what makes the service what it is; a change means restart. Seed lists are left out. */
+  /**
+   * Hash of what makes the service what it is: its flags, its config file section and the
+   * BLOBSTORE_* environment it inherits. A change means restart. Seed lists are left out: they only
+   * matter when a node first joins, so adding a node does not restart the others.
+   */
   readonly configHash: string;
   readonly healthUrl: string;
 }
@@ -52,13 +56,30 @@ export function nodeId(stack: string, region: Region, index: number): string {
   return `${stack}-${region}-${index}`;
 }
 
-const hash = (parts: readonly string[]): string => createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 16);
+const hash = (parts: readonly unknown[]): string => createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 16);
+
+/** What a service reads besides its flags: the config file and the environment. */
+export interface ServiceInputs {
+  readonly file: Readonly<Record<string, unknown>>;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/** The environment a service starts with: ours, minus the orders API credential it has no use for. */
+export function serviceEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { ORDERS_API_KEY: _key, ORDERS_API_BASE_URL: _url, ...rest } = env;
+  return rest;
+}
+
+function settingsEnv(env: NodeJS.ProcessEnv): [string, string | undefined][] {
+  return Object.entries(env).filter(([k]) => k.startsWith('BLOBSTORE_')).sort(([a], [b]) => (a < b ? -1 : 1));
+}
 
 /** True when the node declares a default-policy setting (stack `policy` is passed only then). */
 export const nodeTakesPolicy = (): boolean => Object.hasOwn(SETTINGS, 'defaultPolicy');
 
-export function desiredServices(stack: StackDefinition, region: Region): ServiceSpec[] {
+export function desiredServices(stack: StackDefinition, region: Region, inputs: ServiceInputs): ServiceSpec[] {
   const dir = regionDir(stack.name, region);
+  const envSettings = settingsEnv(inputs.env);
   const layout = stackLayout(stack, region);
   const addrs = layout.nodePorts.map((port) => `${LOOPBACK}:${port}`);
   const services: ServiceSpec[] = layout.nodePorts.map((port, i) => {
@@ -73,7 +94,7 @@ export function desiredServices(stack: StackDefinition, region: Region): Service
     return {
       name: `node-${i}`, kind: 'node', addr: addrs[i]!, port, dataDir, logFile: join(dir, 'logs', `node-${i}.log`),
       argv: seeds ? [...own, '--seed-nodes', seeds] : own,
-      configHash: hash(own),
+      configHash: hash([own, inputs.file.node ?? null, envSettings]),
       healthUrl: `http://${addrs[i]}/healthz`,
     };
   });
@@ -86,7 +107,7 @@ export function desiredServices(stack: StackDefinition, region: Region): Service
     ];
     services.push({
       name: 'orders', kind: 'orders', addr, port: layout.ordersPort, dataDir, logFile: join(dir, 'logs', 'orders.log'),
-      argv, configHash: hash(argv), healthUrl: `http://${addr}/healthz`,
+      argv, configHash: hash([argv, inputs.file.orders ?? null, envSettings]), healthUrl: `http://${addr}/healthz`,
     });
   }
   return services;

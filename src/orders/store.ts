@@ -18,6 +18,7 @@ import type { CreateOrder } from './model.js';
  */
 
 export type OrderStatus = 'pending' | 'paid' | 'canceled';
+const STATUSES: ReadonlySet<string> = new Set<OrderStatus>(['pending', 'paid', 'canceled']);
 
 export interface Order {
   readonly id: number;
@@ -71,9 +72,11 @@ export class OrderStore {
     return record === undefined ? undefined : toOrder(id, record);
   }
 
-  /** Orders of one status in id order, at most `limit`. */
+  /** Orders of one status in id order, at most `limit`. Any status string may be asked for. */
   list(status: string, limit: number): Order[] {
     const result: Order[] = [];
+    // Only the three statuses are ever stored; others (of any length: LMDB keys are bounded) match nothing.
+    if (!STATUSES.has(status)) return result;
     const range = this.byStatus.getKeys({ start: [status, 0], end: [status, Number.MAX_SAFE_INTEGER], limit });
     for (const [, id] of range) {
       const record = this.orders.get(id);

@@ -106,6 +106,18 @@ describe('deploy', () => {
     expect(recordedPids()).toHaveLength(3);
   });
 
+  it('restarts the nodes, not the orders service, when the node section of the config file changes', async () => {
+    run(box, ['config', 'set', 'node.maxLabels', '--value', '32']);
+    const before = recordedPids();
+    const r = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.match(/restarted/g)).toHaveLength(2);
+    const after = recordedPids();
+    for (const pid of after) seen.add(pid);
+    expect(after[2]).toBe(before[2]);
+    expect(after[0]).not.toBe(before[0]);
+  });
+
   it('checks the orders API with ORDERS_API_KEY when the service requires keys', async () => {
     const keys = join(box.home, 'keys.json');
     writeFileSync(keys, JSON.stringify([{ key: 'deploy-test-key', scope: 'read' }]));

@@ -43,6 +43,13 @@ describe('GET /orders', () => {
     expect(r.json).toStrictEqual({ status: 'shipped soon', limit: 20, orders: [] });
   });
 
+  it('accepts a very long status string (nothing matches it)', async () => {
+    const status = 's'.repeat(5000);
+    const r = await get(`/orders?status=${status}`);
+    expect(r.status).toBe(200);
+    expect(r.json).toStrictEqual({ status, limit: 20, orders: [] });
+  });
+
   it('takes the last of repeated parameters, as Starlette does', async () => {
     const r = await get('/orders?limit=1&limit=2&status=paid&status=pending');
     expect(r.json.limit).toBe(2);
