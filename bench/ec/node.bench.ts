@@ -1,7 +1,8 @@
 /**
  * Node-level bench: our codec through its TypeScript API (each kernel path, synchronous, on the
  * calling thread) beside @ronomon/reed-solomon (built by bench/ec/run.sh; it runs each call on
- * libuv's threadpool, one call at a time here). Encode, and reconstruct of two lost data shards,
+ * libuv's threadpool, one call at a time here), and our async form (Piscina, one task at a time,
+ * shards over a SharedArrayBuffer): the gap to the synchronous call is the worker round trip. Encode, and reconstruct of two lost data shards,
  * for 4+2 and 8+2 at 64 KiB, 1 MiB and 16 MiB shards. GB/s counts data bytes (k * shard) per
  * second on one core; the median of the repetitions is printed as one JSON line per measurement.
  *
@@ -9,7 +10,17 @@
  */
 import { createRequire } from 'node:module';
 
-import { ecKernelPaths, encode, reconstruct, setEcKernelPath, type EcKernelPathName } from '../../src/ec/index.js';
+import {
+  allocSharedStripe,
+  closeEcPool,
+  ecKernelPaths,
+  encode,
+  encodeAsync,
+  reconstruct,
+  reconstructAsync,
+  setEcKernelPath,
+  type EcKernelPathName,
+} from '../../src/ec/index.js';
 
 interface Ronomon {
   create(k: number, m: number): unknown;
@@ -66,6 +77,23 @@ function ours(path: EcKernelPathName, k: number, m: number, shards: Buffer[]): C
   };
 }
 
+/** The async form on the auto path: one task at a time through the Piscina pool, SAB shards. */
+function oursAsync(k: number, m: number, len: number): Candidate {
+  const shards = allocSharedStripe(k, m, len);
+  const present = shards.map((_, i) => !LOST.includes(i));
+  return {
+    impl: 'blobstore-async',
+    encode: () => {
+      setEcKernelPath('auto');
+      return encodeAsync(k, m, shards.slice(0, k), shards.slice(k));
+    },
+    reconstruct: () => {
+      setEcKernelPath('auto');
+      return reconstructAsync(k, m, shards, present);
+    },
+  };
+}
+
 function ronomon(rs: Ronomon, k: number, m: number, len: number): Candidate {
   const ctx = rs.create(k, m);
   const buffer = Buffer.alloc(k * len, 7);
@@ -91,7 +119,7 @@ async function main(): Promise<void> {
     for (const len of SIZES) {
       const sab = Buffer.alloc((k + m) * len, 7);
       const shards = Array.from({ length: k + m }, (_, i) => sab.subarray(i * len, (i + 1) * len));
-      const candidates = paths.map((p) => ours(p, k, m, shards));
+      const candidates = [...paths.map((p) => ours(p, k, m, shards)), oursAsync(k, m, len)];
       if (rs) candidates.push(ronomon(rs, k, m, len));
       for (const op of ['encode', 'reconstruct'] as const) {
         const samples = new Map<string, number[]>(candidates.map((c) => [c.impl, []]));
@@ -109,6 +137,7 @@ async function main(): Promise<void> {
     }
   }
   setEcKernelPath('auto');
+  await closeEcPool();
 }
 
 await main();
