@@ -30,13 +30,13 @@ const num = (x: number | null | undefined, digits = 1): string => (x === null ||
 const find = (bench: string, impl: string, key: Line): Line | undefined =>
   lines.find((l) => l.bench === bench && l.impl === impl && l.op === key.op && l.k === key.k && l.m === key.m && l.shardBytes === key.shardBytes);
 
-const COLUMNS = ['shape', 'shard', 'op', 'isal', ...PATHS, 'node-auto', 'ronomon', 'auto/isal', 'node/ronomon'];
+const COLUMNS = ['shape', 'shard', 'op', 'isal', ...PATHS, 'node-auto', 'async', 'ronomon', 'auto/isal', 'node/ronomon'];
 const WIDTHS = [5, 6, 11, ...COLUMNS.slice(3).map((c) => Math.max(8, c.length))];
 const row = (cells: string[]): string => `# ${cells.map((c, i) => (i < 3 ? c.padEnd(WIDTHS[i]) : c.padStart(WIDTHS[i]))).join(' ')}`;
 
 const table = [
   '# EC, GB/s of data per core (medians). C harness: isal and each of our paths. Node API: node-auto (the path',
-  '# dispatch picks) and ronomon. Ratios: medians of per-repetition ratios (auto = the widest path here).',
+  '# dispatch picks), async (Piscina, one task at a time) and ronomon. Ratios: medians of per-repetition ratios (auto = the widest path here).',
   row(COLUMNS),
 ];
 for (const key of lines.filter((l) => l.bench === 'ec-kernel' && l.impl === 'isal')) {
@@ -45,6 +45,7 @@ for (const key of lines.filter((l) => l.bench === 'ec-kernel' && l.impl === 'isa
   const kernelAuto = find('ec-kernel', auto, key);
   const nodeAuto = find('ec-node', `blobstore-${auto}`, key);
   const ronomon = find('ec-node', 'ronomon', key);
+  const asyncForm = find('ec-node', 'blobstore-async', key);
   const ratio = {
     bench: 'ec-ratio',
     op: key.op,
@@ -57,11 +58,12 @@ for (const key of lines.filter((l) => l.bench === 'ec-kernel' && l.impl === 'isa
     ratioIsal: kernelAuto?.ratioIsal ?? null,
     portableGbps: ours[0]?.gbps ?? null,
     nodeGbps: nodeAuto?.gbps ?? null,
+    asyncGbps: asyncForm?.gbps ?? null,
     ronomonGbps: ronomon?.gbps ?? null,
     ratioRonomon: nodeAuto?.ratioRonomon ?? null,
   };
   console.log(JSON.stringify(ratio));
-  table.push(row([`${key.k}+${key.m}`, size(key.shardBytes), key.op, num(key.gbps), ...ours.map((x) => num(x?.gbps)), num(ratio.nodeGbps), num(ratio.ronomonGbps),
+  table.push(row([`${key.k}+${key.m}`, size(key.shardBytes), key.op, num(key.gbps), ...ours.map((x) => num(x?.gbps)), num(ratio.nodeGbps), num(ratio.asyncGbps), num(ratio.ronomonGbps),
     `${num(ratio.ratioIsal, 2)}x`, `${num(ratio.ratioRonomon)}x`]));
 }
 console.log(table.join('\n'));
