@@ -11,10 +11,24 @@ import { type Exchange } from './reply.js';
 
 type Writer = (x: Exchange) => void;
 
-/** Writes `chunk` as part of a body of `total` bytes; resolves when uWS has taken all of it. */
-function sendChunk(x: Exchange, chunk: Buffer, total: number, head: Writer | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (x.aborted) return reject(new Error('client went away'));
+/**
+ * Sends a body of `total` bytes chunk by chunk with backpressure. This uWS build keeps the first
+ * onWritable handler a response registers, so one handler per response serves every chunk from
+ * the mutable `pending` state (a handler per chunk would re-send a recycled buffer).
+ */
+class BodySender {
+  private pending: { chunk: Buffer; startOffset: number; resolve: () => void; reject: (e: Error) => void } | undefined;
+  private registered = false;
+
+  constructor(
+    private readonly x: Exchange,
+    private readonly total: number,
+  ) {}
+
+  /** Resolves when uWS has taken all of `chunk` (the buffer may be reused after that). */
+  send(chunk: Buffer, head: Writer | undefined): Promise<void> {
+    const { x } = this;
+    if (x.aborted) return Promise.reject(new Error('client went away'));
     const res = x.res;
     // Body offset where this chunk begins; onWritable reports how far uWS has come since.
     const startOffset = res.getWriteOffset();
@@ -22,19 +36,30 @@ function sendChunk(x: Exchange, chunk: Buffer, total: number, head: Writer | und
     let done = false;
     res.cork(() => {
       head?.(x);
-      [ok, done] = res.tryEnd(chunk, total);
+      [ok, done] = res.tryEnd(chunk, this.total);
     });
-    if (ok || done) return resolve();
-    x.onAbort = () => reject(new Error('client went away'));
-    res.onWritable((offset) => {
-      const [wrote, finished] = res.tryEnd(chunk.subarray(offset - startOffset), total);
-      if (wrote || finished) {
-        x.onAbort = undefined;
-        resolve();
+    if (ok || done) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.pending = { chunk, startOffset, resolve, reject };
+      x.onAbort = () => this.pending?.reject(new Error('client went away'));
+      if (!this.registered) {
+        this.registered = true;
+        res.onWritable(this.onWritable);
       }
-      return wrote;
     });
-  });
+  }
+
+  private readonly onWritable = (offset: number): boolean => {
+    const p = this.pending;
+    if (!p) return true;
+    const [wrote, finished] = this.x.res.tryEnd(p.chunk.subarray(offset - p.startOffset), this.total);
+    if (wrote || finished) {
+      this.pending = undefined;
+      this.x.onAbort = undefined;
+      p.resolve();
+    }
+    return wrote;
+  };
 }
 
 async function readChunk(handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number): Promise<Buffer> {
@@ -65,6 +90,7 @@ export async function sendBlobFile(x: Exchange, engine: Engine, meta: BlobMeta, 
       throw err instanceof BlobstoreError ? engine.corruption(meta) : err;
     });
     const count = Math.ceil(layout.size / layout.chunkBytes);
+    const sender = new BodySender(x, layout.size);
     next = readChunk(handle, buffers[0]!, layout, 0);
     for (let i = 0; i < count; i++) {
       const chunk = await next;
@@ -79,7 +105,7 @@ export async function sendBlobFile(x: Exchange, engine: Engine, meta: BlobMeta, 
         return;
       }
       if (x.aborted) return;
-      await sendChunk(x, chunk, layout.size, i === 0 ? head : undefined);
+      await sender.send(chunk, i === 0 ? head : undefined);
     }
     x.done = true;
   } finally {

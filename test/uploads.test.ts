@@ -1,0 +1,159 @@
+/**
+ * Uploads under bad conditions: oversize, truncated, aborted, stalled and too many at once, and a
+ * 300 MiB streamed round trip. Nothing half-written may stay visible, and the node stays up.
+ */
+import { readdirSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { createBLAKE3 } from 'hash-wasm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { patternBytes, putRaw } from './helpers/blobs.js';
+import { type NodeProcess, startNode } from './helpers/node-process.js';
+
+const MiB = 1024 * 1024;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Opens a raw connection and sends a request head plus part of a body. */
+function partialUpload(port: number, head: string, body: Buffer): Promise<{ socket: Socket; response: Promise<string> }> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(head + '\r\n\r\n');
+      socket.write(body);
+      let text = '';
+      const response = new Promise<string>((done) => {
+        socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+        socket.on('close', () => done(text));
+        socket.on('error', () => done(text));
+      });
+      resolve({ socket, response });
+    });
+  });
+}
+
+const tmpFiles = (node: NodeProcess): string[] => readdirSync(join(node.dataDir, 'tmp'));
+
+async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not reached');
+    await sleep(20);
+  }
+}
+
+describe('limits and hostile uploads', () => {
+  let node: NodeProcess;
+  beforeAll(async () => {
+    node = await startNode({
+      args: ['--max-blob-bytes', '8MiB', '--small-blob-max-bytes', '64KiB', '--max-concurrent-uploads', '3', '--body-idle-timeout-ms', '700'],
+    });
+  });
+  afterAll(async () => {
+    expect(await node.stop()).toBe(0);
+  });
+
+  it('answers 413 from Content-Length before reading the body', async () => {
+    const { response } = await partialUpload(
+      node.port,
+      `POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${9 * MiB}`,
+      Buffer.alloc(10),
+    );
+    const text = await response;
+    expect(text).toMatch(/^HTTP\/1.1 413/);
+    expect(text).toContain('"code":413');
+  });
+
+  it('answers 413 when a chunked body grows past maxBlobBytes, and leaves no temp file', async () => {
+    const body = Readable.from((function* () {
+      for (let i = 0; i < 10; i++) yield patternBytes(MiB, i + 1);
+    })());
+    const res = await fetch(`${node.url}/v1/blobs`, {
+      method: 'POST', body: Readable.toWeb(body) as ReadableStream, duplex: 'half',
+      headers: { 'Content-Type': 'application/octet-stream' },
+    } as RequestInit).catch((err: Error) => err);
+    if (!(res instanceof Error)) expect(res.status).toBe(413);
+    await eventually(() => tmpFiles(node).length === 0);
+  });
+
+  it('a truncated body (connection closed early) stores nothing and leaves no temp file', async () => {
+    const data = patternBytes(3 * MiB, 99);
+    const { socket } = await partialUpload(
+      node.port,
+      `POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${data.length}`,
+      data.subarray(0, 2 * MiB),
+    );
+    await sleep(200);
+    socket.destroy();
+    await eventually(() => tmpFiles(node).length === 0);
+    const list = (await (await fetch(`${node.url}/v1/blobs?limit=1000`)).json()) as { ids: string[] };
+    expect(list.ids).toEqual([]);
+  });
+
+  it('a body that stalls past bodyIdleTimeoutMs gets 408 and its temp data is removed', async () => {
+    const { response } = await partialUpload(
+      node.port,
+      `POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${2 * MiB}`,
+      patternBytes(MiB + 5, 3),
+    );
+    const text = await response;
+    expect(text).toMatch(/^HTTP\/1.1 408/);
+    await eventually(() => tmpFiles(node).length === 0);
+  });
+
+  it('too many concurrent uploads get 503 with Retry-After, and the node stays healthy', async () => {
+    const head = `POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 100`;
+    const open = await Promise.all([1, 2, 3].map(() => partialUpload(node.port, head, Buffer.alloc(10))));
+    await sleep(100);
+    const res = await putRaw(node.url, Buffer.from('one too many'));
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    for (const o of open) o.socket.destroy();
+    await sleep(100);
+    expect((await putRaw(node.url, Buffer.from('room again'))).status).toBe(201);
+    expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('large streamed blobs', () => {
+  let node: NodeProcess;
+  beforeAll(async () => {
+    node = await startNode();
+  });
+  afterAll(async () => {
+    expect(await node.stop()).toBe(0);
+  });
+
+  it('stores and serves 300 MiB byte-exact, streamed, without holding it in memory', async () => {
+    const total = 300 * MiB;
+    const chunk = (i: number): Buffer => patternBytes(MiB, 1000 + i);
+    const hasher = await createBLAKE3(256);
+    for (let i = 0; i < total / MiB; i++) hasher.update(chunk(i));
+    const digest = hasher.digest('hex');
+    const rssBefore = node.rssBytes();
+    const body = Readable.from((function* () {
+      for (let i = 0; i < total / MiB; i++) yield chunk(i);
+    })());
+    const res = await fetch(`${node.url}/v1/blobs`, {
+      method: 'POST', body: Readable.toWeb(body) as ReadableStream, duplex: 'half',
+      headers: { 'Content-Type': 'application/octet-stream' },
+    } as RequestInit);
+    expect(res.status).toBe(201);
+    const { id, size } = (await res.json()) as { id: string; size: number };
+    expect(size).toBe(total);
+    expect(id).toBe(digest.slice(0, 32));
+    // Peak RSS during the upload: far below the blob's size.
+    expect(node.peakRssBytes() - rssBefore).toBeLessThan(128 * MiB);
+
+    const got = await fetch(`${node.url}/v1/blobs/${id}`);
+    expect(got.status).toBe(200);
+    expect(got.headers.get('content-length')).toBe(String(total));
+    const check = await createBLAKE3(256);
+    let received = 0;
+    for await (const part of got.body as unknown as AsyncIterable<Uint8Array>) {
+      check.update(part);
+      received += part.length;
+    }
+    expect(received).toBe(total);
+    expect(check.digest('hex')).toBe(digest);
+  }, 180_000);
+});
