@@ -5,7 +5,9 @@
  * Shards are consecutive slices of one 2 MiB-aligned buffer, as the engine lays them out.
  * Candidates take turns within each repetition; ratioIsal is the median over repetitions of
  * (ours / ISA-L) from the same repetition, which the machine's background load disturbs less.
- * ISA-L's decode tables are prepared outside the timed loop, as our plan cache does.
+ * ISA-L's decode tables are prepared outside the timed loop, as our plan cache does. Besides
+ * ISA-L's own dispatch ("isal", AVX-512 here), its AVX2, SSE and base versions run too, so each
+ * of our paths has a peer of about the same instruction set (ratioPeer).
  *
  *   harness [reps] [min_ms]        defaults: 7 repetitions of at least 30 ms each
  */
@@ -39,23 +41,41 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Runs one candidate (impl < 0: ISA-L, else our path) for at least min_s; returns GB/s. */
-static double measure(job *j, int impl, int reconstruct) {
-    if (impl >= 0) rs_path_force(rs_path_name(impl));
+/* Candidates: our paths 0..RS_PATH_COUNT-1, then ISA-L's dispatcher and its per-ISA versions. */
+typedef void isal_fn(int len, int k, int rows, unsigned char *tables, unsigned char **in,
+                     unsigned char **out);
+static isal_fn *const isal_fns[] = {ec_encode_data, ec_encode_data_avx2, ec_encode_data_sse,
+                                    ec_encode_data_base};
+static const char *const isal_names[] = {"isal", "isal-avx2", "isal-sse", "isal-base"};
+#define ISAL_COUNT 4
+#define CANDIDATES (RS_PATH_COUNT + ISAL_COUNT)
+#define ISAL_AUTO RS_PATH_COUNT
+/* The ISA-L version of about the same instruction set as each of our paths. */
+static const int isal_peer[RS_PATH_COUNT] = {ISAL_AUTO + 3, ISAL_AUTO + 2, ISAL_AUTO + 1, ISAL_AUTO,
+                                             ISAL_AUTO};
+
+static const char *candidate_name(int c) { return c < RS_PATH_COUNT ? rs_path_name(c) : isal_names[c - ISAL_AUTO]; }
+static int candidate_runs(int c) { return c >= RS_PATH_COUNT || rs_path_supported(c); }
+
+static void run_once(job *j, int c, int reconstruct) {
+    if (c >= RS_PATH_COUNT && !reconstruct) {
+        isal_fns[c - ISAL_AUTO]((int)j->len, j->k, j->m, j->enc_tables, j->shards, j->shards + j->k);
+    } else if (c >= RS_PATH_COUNT) {
+        isal_fns[c - ISAL_AUTO]((int)j->len, j->k, 2, j->dec_tables, j->isal_in, j->isal_out);
+    } else if (!reconstruct) {
+        rs_encode(j->k, j->m, j->shards, j->lens);
+    } else {
+        rs_reconstruct(j->k, j->m, j->shards, j->lens, j->present);
+    }
+}
+
+/* Runs candidate c for at least min_s; returns GB/s of data. */
+static double measure(job *j, int c, int reconstruct) {
+    if (c < RS_PATH_COUNT) rs_path_force(rs_path_name(c));
     double start = now_s(), t;
     long iters = 0;
     do {
-        for (int n = 0; n < 4; n++) {
-            if (impl < 0 && !reconstruct) {
-                ec_encode_data((int)j->len, j->k, j->m, j->enc_tables, j->shards, j->shards + j->k);
-            } else if (impl < 0) {
-                ec_encode_data((int)j->len, j->k, 2, j->dec_tables, j->isal_in, j->isal_out);
-            } else if (!reconstruct) {
-                rs_encode(j->k, j->m, j->shards, j->lens);
-            } else {
-                rs_reconstruct(j->k, j->m, j->shards, j->lens, j->present);
-            }
-        }
+        for (int n = 0; n < 4; n++) run_once(j, c, reconstruct);
         iters += 4;
         t = now_s() - start;
     } while (t < min_s);
@@ -120,30 +140,38 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Median over repetitions of a / b, sample by sample. */
+static double median_ratio(const double *a, const double *b) {
+    double ratios[REPS_MAX];
+    for (int r = 0; r < reps; r++) ratios[r] = a[r] / b[r];
+    qsort(ratios, (size_t)reps, sizeof(double), cmp_double);
+    return ratios[reps / 2];
+}
+
 static void run_job(int k, int m, size_t len, int reconstruct) {
     job j;
     job_init(&j, k, m, len);
-    double samples[RS_PATH_COUNT + 1][REPS_MAX];
+    double samples[CANDIDATES][REPS_MAX], sorted[CANDIDATES][REPS_MAX];
     for (int r = 0; r < reps; r++) { /* interleaved, so load changes hit every candidate alike */
-        for (int impl = -1; impl < RS_PATH_COUNT; impl++) {
-            if (impl >= 0 && !rs_path_supported(impl)) continue;
-            samples[impl + 1][r] = measure(&j, impl, reconstruct);
+        for (int c = 0; c < CANDIDATES; c++) {
+            if (candidate_runs(c)) samples[c][r] = measure(&j, c, reconstruct);
         }
     }
     int same = same_as_isal(&j);
-    for (int impl = RS_PATH_COUNT - 1; impl >= -1; impl--) { /* ISA-L's samples sorted last */
-        if (impl >= 0 && !rs_path_supported(impl)) continue;
+    for (int c = 0; c < CANDIDATES; c++) {
+        if (!candidate_runs(c)) continue;
+        memcpy(sorted[c], samples[c], sizeof samples[c]);
+        qsort(sorted[c], (size_t)reps, sizeof(double), cmp_double);
         /* Each repetition's ratio pairs samples taken moments apart, under the same load. */
-        double ratios[REPS_MAX];
-        for (int r = 0; r < reps; r++) ratios[r] = samples[impl + 1][r] / samples[0][r];
-        qsort(ratios, (size_t)reps, sizeof(double), cmp_double);
-        qsort(samples[impl + 1], (size_t)reps, sizeof(double), cmp_double);
+        const int peer = c < RS_PATH_COUNT ? isal_peer[c] : c;
         printf("{\"bench\":\"ec-kernel\",\"impl\":\"%s\",\"op\":\"%s\",\"k\":%d,\"m\":%d,"
                "\"shardBytes\":%zu,\"gbps\":%.3f,\"gbpsMin\":%.3f,\"gbpsMax\":%.3f,"
-               "\"ratioIsal\":%.3f,\"reps\":%d,\"parityMatchesIsal\":%s}\n",
-               impl < 0 ? "isal" : rs_path_name(impl), reconstruct ? "reconstruct" : "encode", k, m,
-               len, samples[impl + 1][reps / 2], samples[impl + 1][0], samples[impl + 1][reps - 1],
-               ratios[reps / 2], reps, same ? "true" : "false");
+               "\"ratioIsal\":%.3f,\"peer\":\"%s\",\"ratioPeer\":%.3f,\"reps\":%d,"
+               "\"parityMatchesIsal\":%s}\n",
+               candidate_name(c), reconstruct ? "reconstruct" : "encode", k, m, len,
+               sorted[c][reps / 2], sorted[c][0], sorted[c][reps - 1],
+               median_ratio(samples[c], samples[ISAL_AUTO]), candidate_name(peer),
+               median_ratio(samples[c], samples[peer]), reps, same ? "true" : "false");
     }
     fflush(stdout);
     free(j.base);

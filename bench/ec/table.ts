@@ -16,6 +16,8 @@ interface Line {
   readonly gbps: number;
   readonly ratioIsal?: number;
   readonly ratioRonomon?: number;
+  readonly peer?: string;
+  readonly ratioPeer?: number;
 }
 
 const PATHS = ['portable', 'ssse3', 'avx2', 'gfni256', 'gfni512'];
@@ -66,4 +68,11 @@ for (const key of lines.filter((l) => l.bench === 'ec-kernel' && l.impl === 'isa
   table.push(row([`${key.k}+${key.m}`, size(key.shardBytes), key.op, num(key.gbps), ...ours.map((x) => num(x?.gbps)), num(ratio.nodeGbps), num(ratio.asyncGbps), num(ratio.ronomonGbps),
     `${num(ratio.ratioIsal, 2)}x`, `${num(ratio.ratioRonomon)}x`]));
 }
-console.log(table.join('\n'));
+
+// Each path beside the ISA-L version of about the same instruction set (base, sse, avx2, avx512).
+const peers = ['# Each path / its ISA-L peer (portable/base, ssse3/sse, avx2/avx2, gfni*/avx512), medians of per-repetition ratios',
+  row(['shape', 'shard', 'op', '', ...PATHS.map((p) => `${p}`)]).trimEnd()];
+for (const key of lines.filter((l) => l.bench === 'ec-kernel' && l.impl === 'isal')) {
+  peers.push(row([`${key.k}+${key.m}`, size(key.shardBytes), key.op, '', ...PATHS.map((p) => `${num(find('ec-kernel', p, key)?.ratioPeer, 2)}x`)]));
+}
+console.log([...table, ...peers].join('\n'));
