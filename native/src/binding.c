@@ -55,9 +55,12 @@ static int get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
     return 0;
 }
 
-/* Fills ptrs/lens[first..first+count) from a JavaScript array that must hold count shards. */
-static int get_shards(napi_env env, napi_value arr, int first, int count, uint8_t **ptrs,
-                      size_t *lens) {
+/*
+ * Reads count elements of a JavaScript array into vals[first..]. Element getters (user code) may
+ * run here, so every value is fetched before any pointer is taken: a getter that detaches a
+ * buffer cannot leave us holding a stale pointer.
+ */
+static int get_values(napi_env env, napi_value arr, int first, int count, napi_value *vals) {
     bool is = false;
     uint32_t n = 0;
     if (napi_is_array(env, arr, &is) != napi_ok || !is) return RS_STATUS(RS_E_ARG_TYPE, 0);
@@ -65,11 +68,17 @@ static int get_shards(napi_env env, napi_value arr, int first, int count, uint8_
         return RS_STATUS(RS_E_SHARD_COUNT, first);
     }
     for (int i = 0; i < count; i++) {
-        napi_value v;
-        if (napi_get_element(env, arr, (uint32_t)i, &v) != napi_ok ||
-            !get_bytes(env, v, &ptrs[first + i], &lens[first + i])) {
+        if (napi_get_element(env, arr, (uint32_t)i, &vals[first + i]) != napi_ok) {
             return RS_STATUS(RS_E_SHARD_TYPE, first + i);
         }
+    }
+    return RS_OK;
+}
+
+/* Pointers and lengths of n shard values; no JavaScript runs from here to the kernel's end. */
+static int get_all_bytes(napi_env env, int n, napi_value *vals, uint8_t **ptrs, size_t *lens) {
+    for (int i = 0; i < n; i++) {
+        if (!get_bytes(env, vals[i], &ptrs[i], &lens[i])) return RS_STATUS(RS_E_SHARD_TYPE, i);
     }
     return RS_OK;
 }
@@ -89,10 +98,12 @@ static napi_value js_encode(napi_env env, napi_callback_info info) {
     if (argc < 4) return make_int(env, RS_STATUS(RS_E_ARG_TYPE, 0));
     int k, m;
     int status = get_km(env, argv, &k, &m);
+    napi_value vals[RS_N_MAX];
     uint8_t *ptrs[RS_N_MAX];
     size_t lens[RS_N_MAX];
-    if (status == RS_OK) status = get_shards(env, argv[2], 0, k, ptrs, lens);
-    if (status == RS_OK) status = get_shards(env, argv[3], k, m, ptrs, lens);
+    if (status == RS_OK) status = get_values(env, argv[2], 0, k, vals);
+    if (status == RS_OK) status = get_values(env, argv[3], k, m, vals);
+    if (status == RS_OK) status = get_all_bytes(env, k + m, vals, ptrs, lens);
     if (status == RS_OK) status = rs_encode(k, m, ptrs, lens);
     return make_int(env, status);
 }
@@ -124,11 +135,13 @@ static napi_value js_reconstruct(napi_env env, napi_callback_info info) {
     if (argc < 4) return make_int(env, RS_STATUS(RS_E_ARG_TYPE, 0));
     int k, m;
     int status = get_km(env, argv, &k, &m);
+    napi_value vals[RS_N_MAX];
     uint8_t *ptrs[RS_N_MAX];
     size_t lens[RS_N_MAX];
     uint8_t present[RS_N_MAX];
-    if (status == RS_OK) status = get_shards(env, argv[2], 0, k + m, ptrs, lens);
+    if (status == RS_OK) status = get_values(env, argv[2], 0, k + m, vals);
     if (status == RS_OK) status = get_present(env, argv[3], k + m, present);
+    if (status == RS_OK) status = get_all_bytes(env, k + m, vals, ptrs, lens);
     if (status == RS_OK) status = rs_reconstruct(k, m, ptrs, lens, present);
     return make_int(env, status);
 }

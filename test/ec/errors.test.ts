@@ -71,6 +71,21 @@ describe('encode rejects', () => {
     expect(thrown(() => encode(4, 2, data, [base.subarray(32, 40), base.subarray(36, 44)])).code).toBe(EcErrorCode.OVERLAP);
   });
 
+  test('an element getter that detaches an earlier shard is seen before any pointer is taken', () => {
+    const victim = new ArrayBuffer(8);
+    const data: Shard[] = [victim, ...bufs(3, 8)];
+    const parity = bufs(2, 8);
+    Object.defineProperty(parity, 1, {
+      get: () => {
+        structuredClone(victim, { transfer: [victim] });
+        return Buffer.alloc(8);
+      },
+    });
+    const err = thrown(() => encode(4, 2, data, parity));
+    expect(err.code).toBe(EcErrorCode.SHARD_LENGTH);
+    expect(victim.byteLength).toBe(0);
+  });
+
   test('a detached ArrayBuffer (its length is now 0)', () => {
     const data: Shard[] = bufs(4, 8);
     const gone = new ArrayBuffer(8);
