@@ -84,6 +84,25 @@ describe('config set round trip', () => {
       await new Promise((r) => node.once('exit', r));
     }
   });
+
+  it('is read by the orders service: orders serve listens where orders.OrdersAddr says', async () => {
+    const box = fresh();
+    const port = await freePort();
+    run(box, ['config', 'set', 'orders.OrdersAddr', '--value', `127.0.0.1:${port}`]);
+    run(box, ['config', 'set', 'orders.ordersDataDir', '--value', join(box.home, 'orders')]);
+    const svc = spawn(process.execPath, [BIN, 'orders', 'serve'], { env: box.env, stdio: 'ignore' });
+    try {
+      let status = 0;
+      for (let i = 0; i < 100 && status !== 200; i++) {
+        status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
+        if (status !== 200) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(status).toBe(200);
+    } finally {
+      svc.kill('SIGTERM');
+      await new Promise((r) => svc.once('exit', r));
+    }
+  });
 });
 
 describe('config set refusals', () => {

@@ -178,6 +178,13 @@ describe('usage errors exit 2 before any work, naming the valid values', () => {
     rmSync(fresh.home, { recursive: true, force: true });
   });
 
+  it.each(['https://orders.example.com/api/', 'http://localhost:8000', 'http://127.0.0.5:1', 'http://[::1]:9'])('ORDERS_API_BASE_URL=%s is accepted', (url) => {
+    const fresh = sandbox();
+    const r = run(fresh, ['deploy', 'dev', '--region', REGION, '--dry-run'], { ORDERS_API_BASE_URL: url });
+    expect(r.status, r.stderr).toBe(0);
+    rmSync(fresh.home, { recursive: true, force: true });
+  });
+
   it.each([['deploy'], ['status'], ['down'], ['orders', 'serve'], ['config', 'set']])('%j --help exits 0', (...cmd) => {
     const r = run(box, [...cmd, '--help']);
     expect(r.status).toBe(0);
