@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Database, type RootDatabase, open } from 'lmdb';
 import type { CreateOrder } from './model.js';
@@ -39,6 +39,7 @@ export class OrderStore {
   private nextId: number;
 
   private constructor(
+    private readonly lockPath: string,
     private readonly env: RootDatabase,
     private readonly orders: Database<OrderRecord, number>,
     private readonly byStatus: Database<number, [string, number]>,
@@ -50,10 +51,11 @@ export class OrderStore {
 
   static open(dataDir: string): OrderStore {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const lockPath = lockDataDir(dataDir);
     const env = open({ path: join(dataDir, 'orders.mdb'), maxDbs: 4, compression: false });
     const orders = env.openDB<OrderRecord, number>({ name: 'orders' });
     const byStatus = env.openDB<number, [string, number]>({ name: 'by-status' });
-    return new OrderStore(env, orders, byStatus);
+    return new OrderStore(lockPath, env, orders, byStatus);
   }
 
   async create(order: CreateOrder): Promise<Order> {
@@ -106,6 +108,48 @@ export class OrderStore {
   async close(): Promise<void> {
     await this.env.flushed;
     await this.env.close();
+    rmSync(this.lockPath, { force: true });
+  }
+}
+
+/** A second service on the same data dir (LMDB would allow it) would hand out the same ids. */
+export class DataDirInUseError extends Error {
+  override readonly name = 'DataDirInUseError';
+}
+
+/** Takes `<dataDir>/LOCK` (O_EXCL, our pid inside); a lock left by a dead process is taken over. */
+function lockDataDir(dataDir: string): string {
+  const lockPath = join(dataDir, 'LOCK');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockPath, 'wx', 0o600);
+      writeSync(fd, `${process.pid}\n`);
+      closeSync(fd);
+      return lockPath;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const holder = Number(readFileSync(lockPath, 'utf8').trim());
+    if (holder > 0 && holder !== process.pid && running(holder)) {
+      throw new DataDirInUseError(`orders data dir ${dataDir} is in use by another process (pid ${holder})`);
+    }
+    rmSync(lockPath, { force: true });
+  }
+  throw new DataDirInUseError(`orders data dir ${dataDir}: could not take the lock`);
+}
+
+/** Exists and is not a zombie (an exited process its parent has not reaped yet). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return process.platform !== 'linux';
+    } catch {
+      return false;
+    }
   }
 }
 

@@ -30,3 +30,23 @@ describe('durable storage', () => {
     }
   });
 });
+
+describe('one service per data dir', () => {
+  it('refuses (exit 1) a second service on a data dir in use, which would hand out the same ids', async () => {
+    const dataDir = tempDir('orders-locked');
+    const first = await startOrders({ dataDir });
+    try {
+      const second = await startOrders({ dataDir }).then(
+        async (svc) => {
+          await svc.stop();
+          return 'started';
+        },
+        (err: Error) => err.message,
+      );
+      expect(second).toMatch(/exited \(1\).*in use by another process/s);
+    } finally {
+      await first.stop();
+      removeDir(dataDir);
+    }
+  });
+});
