@@ -44,7 +44,7 @@ async function lock(dir: string): Promise<void> {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
       const holder = Number((await fsp.readFile(lockPath, 'utf8').catch(() => '')).trim());
-      if (holder > 0 && holder !== process.pid && isAlive(holder)) {
+      if (holder > 0 && (holder === process.pid || isAlive(holder))) {
         throw new ConfigError(`data dir ${dir} is in use by another blobstore process (pid ${holder})`);
       }
       await fsp.rm(lockPath, { force: true });

@@ -21,6 +21,7 @@ export class SegmentStore {
   private readonly dir: string;
   private preparing: Promise<void> | undefined;
   private preparedFor = 0;
+  private cancelled = false;
 
   constructor(
     dataDir: string,
@@ -80,6 +81,7 @@ export class SegmentStore {
     const handle = await fsp.open(path, 'w', 0o644);
     try {
       for (let at = 0; at < this.segmentSizeBytes; at += ZERO_CHUNK.length) {
+        if (this.cancelled) throw new Error('preparation cancelled');
         await handle.write(ZERO_CHUNK, 0, Math.min(ZERO_CHUNK.length, this.segmentSizeBytes - at), at);
       }
       await handle.datasync();
@@ -93,8 +95,9 @@ export class SegmentStore {
     await fsyncDir(this.dir);
   }
 
-  /** Waits for background preparation (shutdown). */
+  /** Stops background preparation (shutdown); an unfinished file is removed. */
   async settle(): Promise<void> {
+    this.cancelled = true;
     await this.preparing?.catch(() => undefined);
   }
 
