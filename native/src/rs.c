@@ -62,11 +62,30 @@ static int check_overlap(const rs_plan *p, uint8_t *const shards[], size_t len) 
     return RS_OK;
 }
 
-/* Streaming stores need 64-byte aligned outputs; strips start at multiples of 64. */
-static int stream_outputs(const rs_plan *p, uint8_t *const *out, size_t len) {
+/*
+ * When every shard sits at the same offset from a 64-byte boundary (slices of one buffer with a
+ * stride that is a multiple of 64, or separate allocations from one allocator), a short head
+ * brings the bulk onto the boundary: misaligned 64-byte loads split cache lines and cost ~20%
+ * (4+2, 64 KiB shards, gfni512). Returns the head length, 0 when already aligned or mixed.
+ */
+static size_t aligning_head(const rs_plan *p, const uint8_t *const *in, uint8_t *const *out,
+                            size_t len) {
+    const uintptr_t r = (uintptr_t)out[0] % 64;
+    for (int j = 0; j < p->k; j++) {
+        if ((uintptr_t)in[j] % 64 != r) return 0;
+    }
+    for (int o = 1; o < p->rows; o++) {
+        if ((uintptr_t)out[o] % 64 != r) return 0;
+    }
+    const size_t head = r ? 64 - r : 0;
+    return head < len ? head : len;
+}
+
+/* Streaming stores need 64-byte aligned outputs from `start` on; strips keep that alignment. */
+static int stream_outputs(const rs_plan *p, uint8_t *const *out, size_t start, size_t len) {
     if ((size_t)(p->k + p->rows) * len < RS_STREAM_MIN_STRIPE_BYTES) return 0;
     for (int o = 0; o < p->rows; o++) {
-        if ((uintptr_t)out[o] % 64 != 0) return 0;
+        if ((uintptr_t)(out[o] + start) % 64 != 0) return 0;
     }
     return 1;
 }
@@ -77,9 +96,13 @@ static void run_plan(const rs_plan *p, uint8_t *const shards[], size_t len) {
     for (int j = 0; j < p->k; j++) in[j] = shards[p->in_idx[j]];
     for (int o = 0; o < p->rows; o++) out[o] = shards[p->out_idx[o]];
     rs_kernel *kernel = rs_kernel_current();
+    const size_t head = aligning_head(p, in, out, len);
+    for (int g = 0; head > 0 && g < p->groups; g++) {
+        kernel(&p->group[g], in, out + g * RS_ROWS_PER_PASS, 0, head, 0);
+    }
     const size_t strip = strip_bytes(p->k);
-    const unsigned flags = stream_outputs(p, out, len) ? RS_KERNEL_STREAM : 0;
-    for (size_t off = 0; off < len; off += strip) {
+    const unsigned flags = stream_outputs(p, out, head, len) ? RS_KERNEL_STREAM : 0;
+    for (size_t off = head; off < len; off += strip) {
         const size_t n = len - off < strip ? len - off : strip;
         for (int g = 0; g < p->groups; g++) {
             kernel(&p->group[g], in, out + g * RS_ROWS_PER_PASS, off, n, flags);
