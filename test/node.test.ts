@@ -1,0 +1,148 @@
+/**
+ * The node as an operator runs it: configuration sources and validation, data dir refusals,
+ * graceful shutdown, and corrupt large blobs over HTTP.
+ */
+import { openSync, readSync, writeSync, closeSync, writeFileSync, readdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig, ConfigError } from '../src/config/load.js';
+import { patternBytes, putRaw } from './helpers/blobs.js';
+import { runCli, startNode, tempDir } from './helpers/node-process.js';
+
+describe('configuration', () => {
+  const file = (content: unknown): string => {
+    const path = join(tempDir(), 'config.json');
+    writeFileSync(path, JSON.stringify(content));
+    return path;
+  };
+
+  it('takes defaults < config file < BLOBSTORE_* env < flags', () => {
+    const path = file({ node: { listen: '127.0.0.1:1111', listMaxLimit: 300, region: 'file' } });
+    const config = loadConfig({ file: path, env: { BLOBSTORE_LIST_MAX_LIMIT: '400', BLOBSTORE_REGION: 'env' }, flags: { region: 'flag' } });
+    expect(config.listen).toBe('127.0.0.1:1111');
+    expect(config.listMaxLimit).toBe(400);
+    expect(config.region).toBe('flag');
+    expect(config.listDefaultLimit).toBe(100);
+    expect(config.maxBlobBytes).toBe(5 * 1024 ** 3);
+  });
+
+  it('accepts the spec setting names as written there', () => {
+    const config = loadConfig({
+      file: file({ NodeID: 'from-file', node: { SeedNodes: ['a:1', 'b:2'] } }),
+      env: { HeartbeatInterval: '2s', MetricsAddr: 'same' },
+    });
+    expect(config.nodeId).toBe('from-file');
+    expect(config.seedNodes).toEqual(['a:1', 'b:2']);
+    expect(config.heartbeatIntervalMs).toBe(2000);
+    expect(config.metricsAddr).toBe('same');
+    expect(loadConfig({ file: '/nonexistent', env: {}, flags: { metricsAddr: '' } }).metricsAddr).toBe('');
+  });
+
+  it('names the setting and the source of a bad value', () => {
+    expect(() => loadConfig({ file: '/nonexistent', env: { BLOBSTORE_MAX_BLOB_BYTES: 'lots' } })).toThrow(
+      /setting maxBlobBytes \(from env BLOBSTORE_MAX_BLOB_BYTES\)/,
+    );
+    expect(() => loadConfig({ file: file({ node: { listen: 'nowhere' } }), env: {} })).toThrow(ConfigError);
+    expect(() => loadConfig({ file: '/nonexistent', env: {}, flags: { compactionLiveRatio: '150' } })).toThrow(/at most 99/);
+  });
+
+  it('serve exits 2 with a clear message on a bad value; --help documents chunked large bodies', async () => {
+    const bad = await runCli(['serve', '--listen', 'nope', '--data-dir', tempDir()]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/invalid value "nope" for setting listen/);
+    const help = await runCli(['serve', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/--data-dir/);
+    expect(help.stdout).toMatch(/chunked transfer encoding/);
+    expect(help.stdout).toMatch(/--NodeID/);
+  });
+});
+
+describe('data dir', () => {
+  it('a second node on a data dir in use is refused with exit 2', async () => {
+    const node = await startNode();
+    const second = await runCli(['serve', '--data-dir', node.dataDir, '--listen', '127.0.0.1:0', '--node-id', 'test-node']);
+    expect(second.code).toBe(2);
+    expect(second.stderr).toMatch(/in use by another blobstore process/);
+    expect(await node.stop()).toBe(0);
+  });
+
+  it('a lock left by a killed node does not block the restart', async () => {
+    const node = await startNode();
+    await node.kill();
+    const again = await startNode({ dataDir: node.dataDir });
+    expect((await fetch(`${again.url}/healthz`)).status).toBe(200);
+    expect(await again.stop()).toBe(0);
+  });
+
+  it('stray upload temp files are removed at start', async () => {
+    const dataDir = tempDir();
+    const node = await startNode({ dataDir });
+    await node.stop();
+    writeFileSync(join(dataDir, 'tmp', 'left-over.part'), 'half an upload');
+    const again = await startNode({ dataDir });
+    expect(readdirSync(join(dataDir, 'tmp'))).toEqual([]);
+    await again.stop();
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('SIGTERM lets an upload in progress finish, then exits 0 and keeps the blob', async () => {
+    const node = await startNode();
+    const data = patternBytes(3 * 1024 * 1024, 11);
+    const socket = connect(node.port, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    let response = '';
+    socket.on('data', (d: Buffer) => (response += d.toString()));
+    socket.write(`POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${data.length}\r\n\r\n`);
+    socket.write(data.subarray(0, 1024 * 1024));
+    await new Promise((r) => setTimeout(r, 150));
+    const exit = node.stop();
+    await new Promise((r) => setTimeout(r, 150));
+    socket.write(data.subarray(1024 * 1024));
+    expect(await exit).toBe(0);
+    expect(response).toMatch(/^HTTP\/1.1 201/);
+    socket.destroy();
+    const again = await startNode({ dataDir: node.dataDir });
+    const id = /"id":"([0-9a-f]{32})"/.exec(response)![1];
+    const got = Buffer.from(await (await fetch(`${again.url}/v1/blobs/${id}`)).arrayBuffer());
+    expect(got.equals(data)).toBe(true);
+    await again.stop();
+  });
+});
+
+describe('corrupt large blobs over HTTP', () => {
+  function flip(path: string, at: number): void {
+    const fd = openSync(path, 'r+');
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, at);
+    b[0]! ^= 1;
+    writeSync(fd, b, 0, 1, at);
+    closeSync(fd);
+  }
+
+  it('a bad first chunk answers 500; a bad later chunk cuts the body short; never wrong bytes', async () => {
+    const node = await startNode({ args: ['--small-blob-max-bytes', '64KiB'] });
+    const data = patternBytes(3 * 1024 * 1024 + 5, 21);
+    const { id } = (await (await putRaw(node.url, data)).json()) as { id: string };
+    const path = join(node.dataDir, 'blobs', id.slice(0, 2), id);
+
+    flip(path, 2 * 1024 * 1024 + 10);
+    const res = await fetch(`${node.url}/v1/blobs/${id}`);
+    expect(res.status).toBe(200);
+    const body = await res.arrayBuffer().then((b) => Buffer.from(b), () => undefined);
+    if (body) {
+      expect(body.length).toBeLessThan(data.length);
+      expect(body.equals(data.subarray(0, body.length))).toBe(true);
+    }
+
+    flip(path, 10);
+    const first = await fetch(`${node.url}/v1/blobs/${id}`);
+    expect(first.status).toBe(500);
+    expect(((await first.json()) as { code: number }).code).toBe(500);
+    expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
+    await node.stop();
+  });
+});
+
