@@ -10,7 +10,7 @@ import { makeStripe, randomPresent, type Layout } from './stripes.js';
 
 const supported = ecKernelPaths().filter((p) => p.supported).map((p) => p.name as EcKernelPathName);
 const LENGTHS = [0, 1, 2, 15, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 4097, 65535, 65537, (1 << 20) + 1];
-const LAYOUTS: Layout[] = ['slices', 'separate', 'mixed'];
+const LAYOUTS: Layout[] = ['slices', 'common', 'separate', 'mixed'];
 
 interface Case {
   readonly name: string;

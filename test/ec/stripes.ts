@@ -2,7 +2,7 @@
 import type { Shard } from '../../src/ec/index.js';
 import { randomBytes } from './reference.js';
 
-export type Layout = 'slices' | 'separate' | 'mixed';
+export type Layout = 'slices' | 'common' | 'separate' | 'mixed';
 
 export interface Stripe {
   readonly k: number;
@@ -20,6 +20,7 @@ function viewOf(s: Shard): Uint8Array {
 
 /**
  * 'slices': consecutive slices of one buffer, each at a random offset (not 64-byte aligned);
+ * 'common': slices 13 bytes past a stride that is a multiple of 64 (the codec aligns the bulk);
  * 'separate': one Buffer each; 'mixed': ArrayBuffers, Uint8Arrays, Buffers and Uint16Arrays.
  */
 export function makeStripe(next: () => number, k: number, m: number, len: number, layout: Layout): Stripe {
@@ -34,6 +35,10 @@ export function makeStripe(next: () => number, k: number, m: number, len: number
       at += len;
       return s;
     });
+  } else if (layout === 'common') {
+    const stride = Math.ceil((len + 13) / 64) * 64;
+    const base = new ArrayBuffer(n * stride);
+    shards = Array.from({ length: n }, (_, i) => new Uint8Array(base, i * stride + 13, len));
   } else if (layout === 'separate') {
     shards = Array.from({ length: n }, () => Buffer.alloc(len));
   } else {
