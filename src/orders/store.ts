@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Database, type RootDatabase, open } from 'lmdb';
+import { assert } from '../util/assert.js';
 import type { CreateOrder } from './model.js';
 
 /**
@@ -46,6 +47,7 @@ export class OrderStore {
   ) {
     let last = 0;
     for (const key of orders.getKeys({ reverse: true, limit: 1 })) last = key;
+    assert(Number.isSafeInteger(last) && last >= 0, 'stored order ids are non-negative integers');
     this.nextId = last + 1;
   }
 
@@ -60,6 +62,8 @@ export class OrderStore {
 
   async create(order: CreateOrder): Promise<Order> {
     const id = this.nextId++;
+    assert(Number.isSafeInteger(id) && id >= 1, 'order ids are safe positive integers');
+    assert(order.amount > 0n, 'amount was validated positive');
     const record: OrderRecord = { a: order.amount.toString(), c: order.currency, n: order.note, s: 'pending' };
     await this.env.transaction(() => {
       this.orders.put(id, record);
