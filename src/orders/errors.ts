@@ -29,7 +29,7 @@ const BEARER = { 'WWW-Authenticate': 'Bearer' };
 export const notFound = (): OrdersHttpError => new OrdersHttpError(404, 'Not Found');
 export const methodNotAllowed = (allow: readonly string[]): OrdersHttpError =>
   new OrdersHttpError(405, 'Method Not Allowed', { Allow: allow.join(', ') });
-/** fastapi/security/http.py HTTPBearer: no credential, or another scheme. */
+/** fastapi/security/http.py HTTPBearer (0.141.1): no credential, or another scheme. */
 export const notAuthenticated = (): OrdersHttpError => new OrdersHttpError(401, 'Not authenticated', BEARER);
 export const invalidCredentials = (): OrdersHttpError => new OrdersHttpError(401, 'Invalid authentication credentials', BEARER);
 export const notEnoughPermissions = (): OrdersHttpError => new OrdersHttpError(403, 'Not enough permissions');

@@ -120,7 +120,7 @@ function orderJson(order: Order): string {
 }
 
 /**
- * fastapi/routing.py get_request_handler: an empty body is no body; a JSON content type
+ * fastapi/routing.py get_request_handler (FastAPI 0.141.1, c3f316b7): an empty body is no body; a JSON content type
  * (application/json or application/*+json, parsed like email.message) gets json.loads; any other
  * or no content type leaves the raw bytes for validation (strict_content_type, FastAPI >= 0.132).
  */
