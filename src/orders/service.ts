@@ -120,9 +120,10 @@ function orderJson(order: Order): string {
 }
 
 /**
- * fastapi/routing.py get_request_handler (FastAPI 0.141.1, c3f316b7): an empty body is no body; a JSON content type
- * (application/json or application/*+json, parsed like email.message) gets json.loads; any other
- * or no content type leaves the raw bytes for validation (strict_content_type, FastAPI >= 0.132).
+ * fastapi/routing.py get_request_handler (FastAPI 0.141.1, c3f316b7): an empty body is no body;
+ * a JSON content type (application/json or application/*+json, parsed like email.message) gets
+ * json.loads; any other or no content type leaves the raw bytes for validation
+ * (strict_content_type, FastAPI >= 0.132).
  */
 function readBody(bytes: Uint8Array | undefined, contentType: string | undefined): RequestBody {
   if (bytes === undefined || bytes.length === 0) return { kind: 'none' };
