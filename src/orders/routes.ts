@@ -3,11 +3,12 @@ import { methodNotAllowed, notFound } from './errors.js';
 /**
  * The orders API's routes, matched the way Starlette does: against the percent-decoded path, a
  * `{param}` segment is `[^/]+`, a known path with another method is 405 with `Allow`, and a path
- * that only differs by a trailing slash from a route is redirected (307, redirect_slashes). GET
- * routes answer HEAD too (Starlette adds HEAD to every GET route).
+ * that only differs by a trailing slash from a route is redirected (307, redirect_slashes).
  *
- * Unlike Starlette, whose `Allow` names only the first route that matched the path, `Allow` lists
- * every method the path supports (RFC 9110 section 10.2.1).
+ * Two deliberate differences, both for HTTP's sake: GET routes answer HEAD (RFC 9110 section 9.1:
+ * general-purpose servers support GET and HEAD; FastAPI's APIRoute, unlike Starlette's Route, does
+ * not add HEAD and answers 405), and `Allow` lists every method of the path (RFC 9110 section
+ * 10.2.1), where Starlette names only the methods of the first route that matched the path.
  */
 
 export type RouteName = 'list' | 'create' | 'get' | 'cancel' | 'health';
