@@ -79,12 +79,13 @@ static unsigned probe_x86(void) {
     uint64_t xcr0 = read_xcr0();
     int ymm_os = (xcr0 & 0x6) == 0x6;    /* XMM and YMM state */
     int zmm_os = (xcr0 & 0xe6) == 0xe6;  /* plus opmask, ZMM0-15 high halves, ZMM16-31 */
-    if (!ymm_os || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return paths;
+    if (!ymm_os) return paths;
+#if !defined(RS_NO_SSSE3) && !defined(RS_NO_AVX2)
+    cpu_has_avx = 1; /* rs_zero_upper (in the AVX2 file) holds only vzeroupper, an AVX instruction */
+#endif
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return paths;
     int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1;
     int gfni = (c >> 8) & 1;
-#if !defined(RS_NO_SSSE3) && !defined(RS_NO_AVX2)
-    cpu_has_avx = avx2; /* rs_zero_upper lives in the AVX2 file */
-#endif
     if (avx2) paths |= 1u << RS_PATH_AVX2;
     if (avx2 && gfni) paths |= 1u << RS_PATH_GFNI256;
     if (zmm_os && avx512f && avx512bw && gfni) paths |= 1u << RS_PATH_GFNI512;
