@@ -59,7 +59,7 @@ export function matchRoute(method: string, path: string): RouteMatch {
     return { kind: 'route', name, orderId: param };
   }
   if (path.length > 1 && path.endsWith('/')) {
-    const trimmed = path.slice(0, -1);
+    const trimmed = path.replace(/\/+$/, ''); // Starlette: path.rstrip("/")
     if (ROUTES.some((route) => route.match(trimmed) !== undefined)) return { kind: 'redirect', path: trimmed };
   }
   throw notFound();

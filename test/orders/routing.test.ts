@@ -49,6 +49,12 @@ describe('HEAD and trailing slashes', () => {
     expect(r.headers.get('location')).toBe(`${svc.url}/orders?limit=5`);
   });
 
+  it('redirects /orders/7// to /orders/7 (all trailing slashes, as rstrip does)', async () => {
+    const r = await call(svc.url, 'DELETE', '/orders/7//');
+    expect(r.status).toBe(307);
+    expect(r.headers.get('location')).toBe(`${svc.url}/orders/7`);
+  });
+
   it('serves GET /healthz for readiness probes', async () => {
     const r = await call(svc.url, 'GET', '/healthz');
     expect(r.status).toBe(200);
