@@ -150,6 +150,34 @@ describe('down', () => {
   });
 });
 
+describe('deploy failures exit 1', () => {
+  it('when the stack is not healthy in time, naming the service and showing its log; down still cleans up', async () => {
+    const r = await runAsync(box, ['deploy', 'dev', '--region', REGION, '--timeout', '0.01']);
+    for (const pid of recordedPids()) seen.add(pid);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/not healthy after 10 ms/);
+    expect(r.stderr).toContain(`blobstore down dev --region ${REGION}`);
+    const pids = recordedPids();
+    expect(run(box, ['down', 'dev', '--region', REGION, '--purge']).status).toBe(0);
+    for (const pid of pids) expect(alive(pid)).toBe(false);
+  });
+
+  it('when a port of the stack is taken by another process', async () => {
+    const { createServer } = await import('node:net');
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(base + 1, '127.0.0.1', resolve));
+    try {
+      const r = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain(`port ${base + 1} of node-1 is in use`);
+    } finally {
+      blocker.close();
+      if (existsSync(stateFile())) for (const pid of recordedPids()) seen.add(pid);
+      run(box, ['down', 'dev', '--region', REGION, '--purge']);
+    }
+  });
+});
+
 describe('usage errors exit 2 before any work, naming the valid values', () => {
   it.each([
     [['deploy', 'dev'], 'us-east-1, us-west-2, eu-central-1'],
