@@ -33,6 +33,7 @@ export async function startOrders(options: { dataDir?: string; args?: string[]; 
   });
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
+    exited.then(() => removeDir(home), () => undefined);
     let out = '';
     let err = '';
     proc.stdout!.on('data', (chunk: Buffer) => {
@@ -42,7 +43,10 @@ export async function startOrders(options: { dataDir?: string; args?: string[]; 
     });
     proc.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
     void exited.then((code) => reject(new Error(`orders exited (${code}) before listening: ${err}`)));
-    setTimeout(() => reject(new Error(`orders did not start in time: ${out} ${err}`)), 15_000);
+    setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`orders did not start in time: ${out} ${err}`));
+    }, 15_000).unref();
   });
   return {
     url,
@@ -50,9 +54,7 @@ export async function startOrders(options: { dataDir?: string; args?: string[]; 
     proc,
     stop: async (signal = 'SIGTERM') => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
-      const code = await exited;
-      removeDir(home);
-      return code;
+      return exited;
     },
   };
 }
