@@ -18,6 +18,7 @@ import { CHUNK_BYTES } from './buffer-pool.js';
 
 const FILE_MAGIC = 0x31465342; // "BSF1"
 const FOOTER_BYTES = 32;
+const WRITEBACK_BYTES = 32 * 1024 * 1024;
 
 export function blobFilePath(dataDir: string, idHex: string): string {
   return join(dataDir, 'blobs', idHex.slice(0, 2), idHex);
@@ -29,6 +30,8 @@ export class BlobFileWriter {
   private handle: fsp.FileHandle | undefined;
   private readonly hasher: IncrementalHasher = createHasher();
   private readonly digests: Buffer[] = [];
+  private syncing: Promise<void> | undefined;
+  private syncedUpTo = 0;
   size = 0;
 
   constructor(dataDir: string) {
@@ -50,6 +53,23 @@ export class BlobFileWriter {
       const { bytesWritten } = await this.handle!.write(chunk, done, chunk.length - done, at + done);
       done += bytesWritten;
     }
+    this.startWriteback();
+  }
+
+  /**
+   * Starts flushing what is written so far, in the background, every WRITEBACK_BYTES: the disk
+   * works while the body still arrives, and the fsync at the end has little left to do.
+   */
+  private startWriteback(): void {
+    if (this.syncing || this.size - this.syncedUpTo < WRITEBACK_BYTES || !this.handle) return;
+    const upTo = this.size;
+    this.syncing = this.handle.datasync().then(
+      () => {
+        this.syncedUpTo = upTo;
+        this.syncing = undefined;
+      },
+      () => (this.syncing = undefined),
+    );
   }
 
   /** Writes the digest table and footer, fsyncs, and returns the content digest. */
@@ -63,6 +83,7 @@ export class BlobFileWriter {
     footer.writeBigUInt64LE(BigInt(this.size), 16);
     footer.writeUInt32LE(crc32(table), 24);
     await this.handle!.write(Buffer.concat([table, footer]), 0, table.length + FOOTER_BYTES, this.size);
+    await this.syncing;
     await this.handle!.sync();
     await this.handle!.close();
     this.handle = undefined;
@@ -70,6 +91,7 @@ export class BlobFileWriter {
   }
 
   async abort(): Promise<void> {
+    await this.syncing;
     await this.handle?.close().catch(() => undefined);
     this.handle = undefined;
     await fsp.rm(this.tmpPath, { force: true });

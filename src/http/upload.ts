@@ -14,7 +14,7 @@ import type { Engine, PutResult } from '../engine/engine.js';
 import type { Policy } from '../engine/policy.js';
 import type { Exchange } from './reply.js';
 
-const WRITES_IN_FLIGHT = 4;
+const WRITES_IN_FLIGHT = 8;
 
 export interface UploadTarget {
   policy: Policy;
