@@ -127,12 +127,18 @@ static int get_present(napi_env env, napi_value arr, int n, uint8_t *present) {
     return RS_OK;
 }
 
-/* reconstruct(k, m, shards[], present[]) -> status */
+/* reconstruct(k, m, shards[], present[], dataOnly?) -> status */
 static napi_value js_reconstruct(napi_env env, napi_callback_info info) {
-    size_t argc = 4;
-    napi_value argv[4];
+    size_t argc = 5;
+    napi_value argv[5];
     NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
     if (argc < 4) return make_int(env, RS_STATUS(RS_E_ARG_TYPE, 0));
+    bool data_only = false;
+    napi_valuetype type = napi_undefined;
+    if (argc > 4) NAPI_CALL(env, napi_typeof(env, argv[4], &type));
+    if (type != napi_undefined && napi_get_value_bool(env, argv[4], &data_only) != napi_ok) {
+        return make_int(env, RS_STATUS(RS_E_ARG_TYPE, 0));
+    }
     int k, m;
     int status = get_km(env, argv, &k, &m);
     napi_value vals[RS_N_MAX];
@@ -142,7 +148,10 @@ static napi_value js_reconstruct(napi_env env, napi_callback_info info) {
     if (status == RS_OK) status = get_values(env, argv[2], 0, k + m, vals);
     if (status == RS_OK) status = get_present(env, argv[3], k + m, present);
     if (status == RS_OK) status = get_all_bytes(env, k + m, vals, ptrs, lens);
-    if (status == RS_OK) status = rs_reconstruct(k, m, ptrs, lens, present);
+    if (status == RS_OK) {
+        status = data_only ? rs_reconstruct_data(k, m, ptrs, lens, present)
+                           : rs_reconstruct(k, m, ptrs, lens, present);
+    }
     return make_int(env, status);
 }
 

@@ -72,10 +72,10 @@ static void fill_group(rs_matrix *g, const uint8_t *rows, int k, int first, uint
 }
 
 static rs_plan *plan_build(int k, int m, const uint8_t present[], const uint64_t key[2],
-                           int *status) {
-    const int n = k + m;
+                           int data_only, int *status) {
+    const int n = k + m, outputs = data_only ? k : n;
     int rows = 0, inputs = 0;
-    for (int i = 0; i < n; i++) rows += !present[i];
+    for (int i = 0; i < outputs; i++) rows += !present[i];
     /* One block: the plan, then affine (8-byte aligned), nibble and coefficient tables. */
     const size_t cells = (size_t)rows * (size_t)k;
     rs_plan *p = malloc(sizeof(rs_plan) + cells * (8 + 32 + 1));
@@ -88,10 +88,11 @@ static rs_plan *plan_build(int k, int m, const uint8_t present[], const uint64_t
     p->m = m;
     p->present[0] = key[0];
     p->present[1] = key[1];
+    p->data_only = data_only;
     p->rows = rows;
     for (int i = 0, o = 0; i < n; i++) {
-        if (!present[i]) p->out_idx[o++] = (uint8_t)i;
-        else if (inputs < k) p->in_idx[inputs++] = (uint8_t)i;
+        if (!present[i] && i < outputs) p->out_idx[o++] = (uint8_t)i;
+        else if (present[i] && inputs < k) p->in_idx[inputs++] = (uint8_t)i;
     }
     uint8_t rowvec[RS_N_MAX * RS_K_MAX];
     *status = decode_rows(p, rowvec);
@@ -124,20 +125,21 @@ static void cache_insert(rs_plan *p) {
     cache.entries[oldest] = p;
 }
 
-const rs_plan *rs_plan_get(int k, int m, const uint8_t present[], int *status) {
+const rs_plan *rs_plan_get(int k, int m, const uint8_t present[], int data_only, int *status) {
     uint64_t key[2];
     present_key(k + m, present, key);
     cache.tick++;
     for (int i = 0; i < cache.count; i++) {
         rs_plan *p = cache.entries[i];
-        if (p->k == k && p->m == m && p->present[0] == key[0] && p->present[1] == key[1]) {
+        if (p->k == k && p->m == m && p->present[0] == key[0] && p->present[1] == key[1] &&
+            p->data_only == data_only) {
             p->last_use = cache.tick;
             cache.hits++;
             return p;
         }
     }
     gf_init();
-    rs_plan *p = plan_build(k, m, present, key, status);
+    rs_plan *p = plan_build(k, m, present, key, data_only, status);
     if (p == NULL) return NULL;
     p->last_use = cache.tick;
     cache.misses++;

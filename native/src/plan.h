@@ -15,7 +15,8 @@
 typedef struct rs_plan {
     int k;
     int m;
-    uint64_t present[2]; /* bit i set: shard i present (the cache key with k and m) */
+    uint64_t present[2]; /* bit i set: shard i present (the cache key with k, m, data_only) */
+    int data_only;       /* computes only the missing data shards, not the missing parity */
     uint64_t last_use;
     int rows;   /* missing shards to compute */
     int groups; /* passes of up to RS_ROWS_PER_PASS rows */
@@ -25,9 +26,9 @@ typedef struct rs_plan {
 } rs_plan;
 
 /*
- * Returns the cached plan for (k, m, present), building it on a miss; NULL with *status set on
- * failure. present[] must have at least k nonzero entries among its k + m.
+ * Returns the cached plan for (k, m, present, data_only), building it on a miss; NULL with
+ * *status set on failure. present[] must have at least k nonzero entries among its k + m.
  */
-const rs_plan *rs_plan_get(int k, int m, const uint8_t present[], int *status);
+const rs_plan *rs_plan_get(int k, int m, const uint8_t present[], int data_only, int *status);
 
 #endif

@@ -112,9 +112,10 @@ static void run_plan(const rs_plan *p, uint8_t *const shards[], size_t len) {
     }
 }
 
-static int run(int k, int m, uint8_t *const shards[], size_t len, const uint8_t present[]) {
+static int run(int k, int m, uint8_t *const shards[], size_t len, const uint8_t present[],
+               int data_only) {
     int status = RS_OK;
-    const rs_plan *p = rs_plan_get(k, m, present, &status);
+    const rs_plan *p = rs_plan_get(k, m, present, data_only, &status);
     if (p == NULL) return status;
     if (len == 0 || p->rows == 0) return RS_OK;
     status = check_overlap(p, shards, len);
@@ -129,18 +130,28 @@ int rs_encode(int k, int m, uint8_t *const shards[], const size_t lens[]) {
     if (status != RS_OK) return status;
     uint8_t present[RS_N_MAX] = {0};
     for (int i = 0; i < k; i++) present[i] = 1;
-    return run(k, m, shards, lens[0], present);
+    return run(k, m, shards, lens[0], present, 0);
 }
 
-int rs_reconstruct(int k, int m, uint8_t *const shards[], const size_t lens[],
-                   const uint8_t present[]) {
+static int reconstruct(int k, int m, uint8_t *const shards[], const size_t lens[],
+                       const uint8_t present[], int data_only) {
     int status = check_km(k, m);
     if (status == RS_OK) status = check_shards(k + m, shards, lens);
     if (status != RS_OK) return status;
     int count = 0;
     for (int i = 0; i < k + m; i++) count += present[i] != 0;
     if (count < k) return RS_STATUS(RS_E_TOO_MANY_MISSING, k + m - count);
-    return run(k, m, shards, lens[0], present);
+    return run(k, m, shards, lens[0], present, data_only);
+}
+
+int rs_reconstruct(int k, int m, uint8_t *const shards[], const size_t lens[],
+                   const uint8_t present[]) {
+    return reconstruct(k, m, shards, lens, present, 0);
+}
+
+int rs_reconstruct_data(int k, int m, uint8_t *const shards[], const size_t lens[],
+                        const uint8_t present[]) {
+    return reconstruct(k, m, shards, lens, present, 1);
 }
 
 int rs_encoding_matrix(int k, int m, uint8_t *out) {

@@ -56,6 +56,13 @@ int rs_encode(int k, int m, uint8_t *const shards[], const size_t lens[]);
 int rs_reconstruct(int k, int m, uint8_t *const shards[], const size_t lens[],
                    const uint8_t present[]);
 
+/*
+ * As rs_reconstruct, but computes only the missing data shards: a degraded read needs no parity.
+ * The missing parity shards are left as they are (they must still have the common length).
+ */
+int rs_reconstruct_data(int k, int m, uint8_t *const shards[], const size_t lens[],
+                        const uint8_t present[]);
+
 /* Writes the (k + m) x k encoding matrix, row-major, into out[(k + m) * k]. */
 int rs_encoding_matrix(int k, int m, uint8_t *out);
 

@@ -199,6 +199,24 @@ static void test_common_offset(const char *path) {
     }
 }
 
+/* rs_reconstruct_data fills the missing data shards and leaves missing parity untouched. */
+static void test_data_only(const char *path) {
+    stripe s;
+    stripe_init(&s, 6, 3, 333);
+    CHECK(rs_encode(6, 3, s.shards, s.lens) == RS_OK, "%s data-only encode", path);
+    uint8_t present[9] = {1, 0, 1, 1, 0, 1, 1, 0, 1};
+    memset(s.shards[1], 0, 333);
+    memset(s.shards[4], 0, 333);
+    memset(s.shards[7], 0x5a, 333);
+    CHECK(rs_reconstruct_data(6, 3, s.shards, s.lens, present) == RS_OK, "%s data-only status", path);
+    CHECK(memcmp(s.shards[1], s.expect[1], 333) == 0 && memcmp(s.shards[4], s.expect[4], 333) == 0,
+          "%s data-only data", path);
+    int untouched = 1;
+    for (int x = 0; x < 333; x++) untouched &= s.shards[7][x] == 0x5a;
+    CHECK(untouched, "%s data-only leaves parity alone", path);
+    stripe_free(&s);
+}
+
 static void test_matrix(void) {
     uint8_t matrix[RS_N_MAX * RS_K_MAX];
     const int shapes[][2] = {{1, 1}, {4, 2}, {8, 2}, {10, 4}, {32, 8}, {64, 16}};
@@ -285,6 +303,7 @@ int main(void) {
         test_wide(name);
         test_streaming(name);
         test_common_offset(name);
+        test_data_only(name);
         printf("path %-8s ok\n", name);
         paths++;
     }

@@ -18,11 +18,11 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 
 import { checkStatus, type StatusContext } from './errors.js';
-import type { Shard } from './codec.js';
+import type { ReconstructOptions, Shard } from './codec.js';
 import { native, repoRoot } from './native.js';
 import type { EcTask } from './worker.js';
 
-export interface EcAsyncOptions {
+export interface EcAsyncOptions extends ReconstructOptions {
   /** Run on this pool (its filename must be ecWorkerFilename()); default: a pool of our own. */
   readonly pool?: Piscina;
 }
@@ -115,16 +115,19 @@ export async function encodeAsync(k: number, m: number, data: readonly Shard[], 
   await runTask(task, copyBack, { op: 'encode', k, m }, options);
 }
 
-/** reconstruct() in a worker; see the module comment for when shards are copied. */
+/** reconstruct() in a worker (options.dataOnly as there); see the module comment for copies. */
 export async function reconstructAsync(k: number, m: number, shards: readonly Shard[], present: readonly boolean[], options?: EcAsyncOptions): Promise<void> {
   const copyBack: CopyBack = [];
   const flags = Array.isArray(present) ? present.map((p) => (typeof p === 'boolean' ? p : null)) : null;
+  const dataOnly = options?.dataOnly === true;
+  const isOutput = (i: number): boolean => flags?.[i] === false && (!dataOnly || i < k);
   const task: EcTask = {
     op: 'reconstruct',
     k: numberOrNaN(k),
     m: numberOrNaN(m),
-    shards: shareAll(shards, (i) => flags?.[i] === false, copyBack),
+    shards: shareAll(shards, isOutput, copyBack),
     extra: flags,
+    dataOnly,
   };
   await runTask(task, copyBack, { op: 'reconstruct', k, m }, options);
 }

@@ -37,13 +37,19 @@ export function encode(k: number, m: number, data: readonly Shard[], parity: rea
   if (status !== 0) fail(status, { op: 'encode', k, m });
 }
 
+export interface ReconstructOptions {
+  /** Compute only the missing data shards (a degraded read needs no parity); default false. */
+  readonly dataOnly?: boolean;
+}
+
 /**
- * Fills every shard i with present[i] === false (data and parity) from the present ones.
- * shards holds all k + m shards; the missing ones are output buffers of the same length.
- * Throws EcError with code EC_TOO_MANY_MISSING when fewer than k shards are present.
+ * Fills every shard i with present[i] === false (data and parity, or data only with
+ * `dataOnly`) from the present ones. shards holds all k + m shards; the missing ones are output
+ * buffers of the same length. Throws EcError with code EC_TOO_MANY_MISSING when fewer than k
+ * shards are present.
  */
-export function reconstruct(k: number, m: number, shards: readonly Shard[], present: readonly boolean[]): void {
-  const status = native().reconstruct(k, m, shards, present);
+export function reconstruct(k: number, m: number, shards: readonly Shard[], present: readonly boolean[], options?: ReconstructOptions): void {
+  const status = native().reconstruct(k, m, shards, present, options?.dataOnly);
   if (status !== 0) fail(status, { op: 'reconstruct', k, m });
 }
 

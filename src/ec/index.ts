@@ -13,6 +13,7 @@ export {
   ecCacheStats,
   ecLimits,
   type Shard,
+  type ReconstructOptions,
   type EcKernelPathName,
   type CacheStats,
   type PathInfo,

@@ -13,6 +13,8 @@ export interface EcTask {
   readonly shards: readonly (Uint8Array | null)[] | null;
   /** encode: the parity shards; reconstruct: the present flags. */
   readonly extra: readonly (Uint8Array | null)[] | readonly (boolean | null)[] | null;
+  /** reconstruct: compute only the missing data shards. */
+  readonly dataOnly?: boolean;
 }
 
 export default function run(task: EcTask): number {
@@ -21,5 +23,5 @@ export default function run(task: EcTask): number {
   if (task.op === 'encode') {
     return addon.encode(task.k, task.m, task.shards as Uint8Array[], task.extra as Uint8Array[]);
   }
-  return addon.reconstruct(task.k, task.m, task.shards as Uint8Array[], task.extra as boolean[]);
+  return addon.reconstruct(task.k, task.m, task.shards as Uint8Array[], task.extra as boolean[], task.dataOnly);
 }

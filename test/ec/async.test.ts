@@ -102,6 +102,22 @@ describe('shards in ordinary memory', () => {
   });
 });
 
+describe('reconstructAsync with dataOnly', () => {
+  test.each([true, false])('rebuilds only the data shards (shared memory: %s)', async (shared) => {
+    const k = 4;
+    const m = 2;
+    const stripe = shared ? allocSharedStripe(k, m, 777) : Array.from({ length: k + m }, () => Buffer.alloc(777));
+    fillData(stripe, k, 9);
+    encode(k, m, stripe.slice(0, k), stripe.slice(k));
+    const original = stripe.map((s) => Buffer.from(s));
+    stripe[0].fill(3);
+    stripe[4].fill(3);
+    await reconstructAsync(k, m, stripe, [false, true, true, true, false, true], { dataOnly: true });
+    expect(stripe[0].equals(original[0])).toBe(true);
+    expect(stripe[4].every((b) => b === 3)).toBe(true);
+  });
+});
+
 describe('errors and pools', () => {
   test('bad input rejects with an EcError', async () => {
     const stripe = allocSharedStripe(4, 2, 64);

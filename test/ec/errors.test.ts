@@ -111,6 +111,11 @@ describe('reconstruct rejects', () => {
     expect(thrown(() => reconstruct(4, 2, bufs(6, 8), present as never)).code).toBe(EcErrorCode.PRESENT_TYPE);
   });
 
+  test('a dataOnly option that is not a boolean', () => {
+    const err = thrown(() => reconstruct(4, 2, bufs(6, 8), [true, true, true, true, true, false], { dataOnly: 'yes' } as never));
+    expect(err.code).toBe(EcErrorCode.ARG_TYPE);
+  });
+
   test('a wrong number of shards', () => {
     const err = thrown(() => reconstruct(4, 2, bufs(5, 8), [true, true, true, true, true, false]));
     expect(err.code).toBe(EcErrorCode.SHARD_COUNT);

@@ -54,6 +54,23 @@ describe.each([
   });
 });
 
+describe('reconstruct with dataOnly', () => {
+  test.each(supported)('fills the missing data shards and leaves missing parity alone on path %s', (path) => {
+    setEcKernelPath(path);
+    const k = 8;
+    const m = 3;
+    const s = makeStripe(rng(31), k, m, 4097, 'common');
+    encode(k, m, s.shards.slice(0, k), s.shards.slice(k));
+    const original = s.views.map((v) => Buffer.from(v));
+    const present = Array.from({ length: k + m }, (_, i) => i !== 2 && i !== 5 && i !== 9);
+    [2, 5, 9].forEach((i) => s.views[i].fill(0xee));
+    reconstruct(k, m, s.shards, present, { dataOnly: true });
+    expect(Buffer.from(s.views[2]).equals(original[2])).toBe(true);
+    expect(Buffer.from(s.views[5]).equals(original[5])).toBe(true);
+    expect(s.views[9].every((b) => b === 0xee)).toBe(true);
+  });
+});
+
 describe('decode-matrix cache', () => {
   test('a repeated erasure pattern is a cache hit and the cache stays bounded', () => {
     const k = 12;
