@@ -47,6 +47,10 @@ export const SETTINGS = {
   },
   segmentSizeBytes: { type: 'bytes', default: () => 256 * MiB, min: 1 * MiB, max: 4 * GiB, help: 'segment file size' },
   groupCommitMaxBytes: { type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
+  durableAck: {
+    type: 'enum', default: () => 'index', choices: ['index', 'log'],
+    help: 'acknowledge a store once its index commit is flushed (index), or once its segment record is fsynced and the index commit is visible (log; recovery replays the log past the last flushed checkpoint, DESIGN §3)',
+  },
   compactionLiveRatio: { type: 'int', default: () => 50, min: 1, max: 99, help: 'compact a sealed segment whose live bytes fall under this percentage' },
   compactionIntervalMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'how often compaction looks for work' },
 

@@ -48,6 +48,8 @@ export class Compactor {
         console.error(`blobstore: compaction: segment ${id} still holds live records; kept`);
         continue;
       }
+      // The relocations must be durable in the index before the originals go.
+      await index.flushed();
       await this.engine.reader.release(id);
       await store.remove(id);
       await index.dropSegment(id);

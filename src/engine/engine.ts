@@ -98,14 +98,17 @@ export class Engine {
       if (recovered.replay.length > 0) {
         const last = recovered.replay[recovered.replay.length - 1]!;
         const replayed = recovered.replay.map((s) => ({ ...s.header, labels: s.labels, segment: s.segment, offset: s.offset, length: s.length }));
-        await unlinkDeletedFiles(dataDir.path, index, replayed);
+        // A delete's file goes unless a later record of the replay stored the same id again.
+        const lastFilePut = new Map<string, number>();
+        replayed.forEach((r, i) => r.type === RecordType.PUT_FILE && lastFilePut.set(r.id.toString('hex'), i));
+        await unlinkDeletedFiles(dataDir.path, index, replayed.filter((r, i) => !((lastFilePut.get(r.id.toString('hex')) ?? -1) > i)));
         await index.commit(
           { segment: replayed[replayed.length - 1]!.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
           () => replayed.forEach((r) => applyRecord(index, r)),
-          true,
         );
+        await index.flushed();
       }
-      const log = new SegmentLog(store, index, hooks, { groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH },
+      const log = new SegmentLog(store, index, hooks, { groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH, ackAfterIndexFlush: config.durableAck === 'index' },
         recovered.active, recovered.offset, recovered.nextLsn);
       const engine = new Engine(config, dataDir, index, store, reader, log);
       engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs);

@@ -49,6 +49,8 @@ interface Batch {
 export interface LogOptions {
   groupCommitMaxBytes: number;
   pipelineDepth: number;
+  /** Acknowledge after the index flush (true) or once the index commit is visible (false). */
+  ackAfterIndexFlush: boolean;
 }
 
 export class SegmentLog {
@@ -144,26 +146,55 @@ export class SegmentLog {
       if (err) return this.fail(batch, err);
       fdatasync(batch.segment.fd, (syncErr) => {
         if (syncErr) return this.fail(batch, syncErr);
-        this.inflight--;
         batch.markSynced();
-        this.pump();
       });
     });
   }
 
+  /**
+   * A batch counts as in flight until its index commit is done: records arriving meanwhile queue
+   * up and form the next batch, so batches grow with the load instead of one commit per record.
+   */
   private async commit(batch: Batch): Promise<void> {
+    try {
+      await this.commitBatch(batch);
+    } finally {
+      this.inflight--;
+      this.pump();
+    }
+  }
+
+  /**
+   * Applies a batch in one index transaction (in log order), then acknowledges its records once
+   * the transaction is flushed. Only the transactions are serialised: with lmdb-js's
+   * overlappingSync the next batch commits while this one's flush is still under way.
+   */
+  private async commitBatch(batch: Batch): Promise<void> {
     if (this.failure) return this.reject(batch.records, this.failure);
     const checkpoint: Checkpoint = { segment: batch.segment.id, offset: batch.endOffset, nextLsn: batch.nextLsn };
     try {
       await this.hooks.beforeCommit(batch.records);
       await this.index.commit(checkpoint, () => {
         for (const r of batch.records) this.hooks.apply(r);
-      }, true);
+      });
     } catch (err) {
       this.failure = err as Error;
       return this.reject(batch.records, err as Error);
     }
-    for (const r of batch.records) r.callback(undefined, r);
+    if (!this.options.ackAfterIndexFlush) {
+      // The records are fsynced in the log; recovery replays them past the last flushed checkpoint.
+      for (const r of batch.records) r.callback(undefined, r);
+      return;
+    }
+    this.index.flushed().then(
+      () => {
+        for (const r of batch.records) r.callback(undefined, r);
+      },
+      (err: Error) => {
+        this.failure ??= err;
+        this.reject(batch.records, err);
+      },
+    );
   }
 
   /**
@@ -171,7 +202,6 @@ export class SegmentLog {
    * the backend unhealthy); recovery at the next start cuts the tail back to the last whole record.
    */
   private fail(batch: Batch, err: Error): void {
-    this.inflight--;
     this.failure ??= err;
     batch.markSynced();
     const queued = this.queue;

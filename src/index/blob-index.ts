@@ -90,9 +90,9 @@ export class BlobIndex {
 
   /**
    * Runs `apply` in one write transaction with the new checkpoint, counters and segment space,
-   * resolving once committed; `durable` also waits for the flush to disk.
+   * resolving once committed (visible to reads); flushed() tells when it is on disk.
    */
-  async commit(checkpoint: Checkpoint, apply: () => void, durable: boolean): Promise<void> {
+  async commit(checkpoint: Checkpoint, apply: () => void): Promise<void> {
     await this.root.transaction(() => {
       apply();
       this.checkpoint = checkpoint;
@@ -104,7 +104,11 @@ export class BlobIndex {
       }
       this.dirtySegments.clear();
     });
-    if (durable) await this.root.flushed;
+  }
+
+  /** Resolves once every transaction committed so far is flushed to disk. */
+  flushed(): Promise<unknown> {
+    return this.root.flushed;
   }
 
   /** Ids in byte order after `after` (exclusive) whose hex form starts with `prefix`. */
