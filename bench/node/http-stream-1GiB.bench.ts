@@ -1,0 +1,233 @@
+/**
+ * 1 GiB streamed PUT (chunked) and GET against what the disk does for the bench itself: a plain
+ * write of the same bytes in 1 MiB chunks plus one fsync, and a plain read of them. Also the node
+ * process's peak RSS growth during the PUT (VmHWM reset through clear_refs, and VmRSS sampled).
+ * Each round: baseline write+fsync, node PUT, then both files dropped from the page cache and read
+ * back (plain read, GET with curl), then again warm; figures are medians, ratios are per round.
+ */
+import { randomFillSync } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import { request, type IncomingMessage } from 'node:http';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import {
+  GiB, MiB, REPEATS, emit, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
+} from './lib.js';
+
+const BENCH = 'http-stream-1GiB';
+const TOTAL = envInt('BENCH_STREAM_BYTES', GiB);
+const CHUNK = MiB;
+const STALL_MS = 10_000;
+const execFileAsync = promisify(execFile);
+const pattern = randomFillSync(Buffer.allocUnsafe(CHUNK));
+
+/** Chunk i of the blob: the random pattern, stamped with the round's nonce and the index. */
+function chunk(nonce: string, i: number): Buffer {
+  const n = Math.min(CHUNK, TOTAL - i * CHUNK);
+  const b = Buffer.allocUnsafe(n);
+  pattern.copy(b, 0, 0, n);
+  b.write(`${nonce}:${i}:`, 0, 'latin1');
+  return b;
+}
+const chunkCount = Math.ceil(TOTAL / CHUNK);
+
+async function writeFsync(path: string, nonce: string): Promise<number> {
+  const t0 = performance.now();
+  const fh = await fsp.open(path, 'w');
+  for (let i = 0; i < chunkCount; i++) {
+    const b = chunk(nonce, i);
+    await fh.write(b, 0, b.length);
+  }
+  await fh.sync();
+  await fh.close();
+  return (performance.now() - t0) / 1000;
+}
+
+async function readAll(path: string): Promise<number> {
+  const t0 = performance.now();
+  const fh = await fsp.open(path, 'r');
+  const buf = Buffer.allocUnsafe(CHUNK);
+  let total = 0;
+  for (;;) {
+    const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
+    if (bytesRead === 0) break;
+    total += bytesRead;
+  }
+  await fh.close();
+  if (total !== TOTAL) throw new Error(`read ${total} of ${TOTAL} bytes`);
+  return (performance.now() - t0) / 1000;
+}
+
+function responseText(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let s = '';
+    res.setEncoding('utf8');
+    res.on('data', (d: string) => (s += d));
+    res.on('end', () => resolve(s));
+    res.on('error', reject);
+  });
+}
+
+async function put(port: number, nonce: string): Promise<{ seconds: number; id: string }> {
+  const t0 = performance.now();
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request({
+      host: '127.0.0.1', port, method: 'POST', path: '/v1/blobs',
+      headers: { 'Content-Type': 'application/octet-stream', 'Transfer-Encoding': 'chunked' },
+    }, resolve);
+    req.on('error', reject);
+    void (async () => {
+      for (let i = 0; i < chunkCount; i++) {
+        if (!req.write(chunk(nonce, i))) await new Promise((r) => req.once('drain', r));
+      }
+      req.end();
+    })().catch(reject);
+  });
+  const text = await responseText(res);
+  const seconds = (performance.now() - t0) / 1000;
+  if (res.statusCode !== 201) throw new Error(`PUT: HTTP ${res.statusCode}: ${text}`);
+  const body = JSON.parse(text) as { id: string; size: number };
+  if (body.size !== TOTAL) throw new Error(`PUT: size ${body.size}, sent ${TOTAL}`);
+  return { seconds, id: body.id };
+}
+
+/** GET with Node's http client; a body that makes no progress for STALL_MS counts as stalled. */
+async function getNode(port: number, id: string): Promise<{ seconds: number; stalledAt?: number }> {
+  const t0 = performance.now();
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method: 'GET', path: `/v1/blobs/${id}` }, resolve);
+    req.on('error', reject);
+    req.end();
+  });
+  if (res.statusCode !== 200) throw new Error(`GET: HTTP ${res.statusCode}: ${await responseText(res)}`);
+  let total = 0;
+  let last = Date.now();
+  const stalled = await new Promise<boolean>((resolve, reject) => {
+    const watch = setInterval(() => {
+      if (Date.now() - last < STALL_MS) return;
+      clearInterval(watch);
+      res.destroy();
+      resolve(true);
+    }, 500);
+    res.on('data', (d: Buffer) => {
+      total += d.length;
+      last = Date.now();
+    });
+    res.on('end', () => {
+      clearInterval(watch);
+      resolve(false);
+    });
+    res.on('error', (err) => {
+      clearInterval(watch);
+      reject(err);
+    });
+  });
+  if (stalled) return { seconds: NaN, stalledAt: total };
+  if (total !== TOTAL) throw new Error(`GET: ${total} of ${TOTAL} bytes`);
+  return { seconds: (performance.now() - t0) / 1000 };
+}
+
+/** GET with curl into /dev/null (the figure; curl reads as fast as the socket gives). */
+async function getCurl(port: number, id: string): Promise<number> {
+  const { stdout } = await execFileAsync('curl', [
+    '-sS', '-o', '/dev/null', '--max-time', '120', '-w', '%{http_code} %{size_download} %{time_total}', `http://127.0.0.1:${port}/v1/blobs/${id}`,
+  ]);
+  const [code, size, seconds] = stdout.trim().split(' ');
+  if (code !== '200' || Number(size) !== TOTAL) throw new Error(`curl GET: HTTP ${code}, ${size} of ${TOTAL} bytes`);
+  return Number(seconds);
+}
+
+/** Drops one file's pages from the page cache (dd's fadvise DONTNEED), leaving others' alone. */
+async function dropCache(path: string): Promise<void> {
+  await execFileAsync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
+}
+
+/** The node's file for a large blob (data/blobs/<2 hex>/<id>), found by name if the layout moved. */
+async function blobFile(dataDir: string, id: string): Promise<string> {
+  const guess = join(dataDir, 'blobs', id.slice(0, 2), id);
+  if (await fsp.stat(guess).then(() => true, () => false)) return guess;
+  for await (const entry of await fsp.opendir(dataDir, { recursive: true })) {
+    if (entry.name === id) return join(entry.parentPath ?? entry.path, entry.name);
+  }
+  throw new Error(`no file for blob ${id} under ${dataDir}`);
+}
+
+async function del(port: number, id: string): Promise<void> {
+  await fetch(`http://127.0.0.1:${port}/v1/blobs/${id}`, { method: 'DELETE' });
+}
+
+async function main(): Promise<void> {
+  const dir = tempDir('stream');
+  const dataDir = join(dir, 'data');
+  const node = await startNode(dataDir);
+  const nonce = runNonce();
+  const rounds: {
+    write: number; put: number; read: number; get: number; readWarm: number; getWarm: number; getNode: number; stalledAt?: number; rssGrowthKiB: number;
+  }[] = [];
+  try {
+    for (let r = 0; r < REPEATS; r++) {
+      const plain = join(dir, 'plain.bin');
+      const write = await writeFsync(plain, `${nonce}w${r}`);
+
+      const before = procStatus(node.pid);
+      const hwmReset = resetPeakRss(node.pid);
+      const base = hwmReset ? procStatus(node.pid).VmRSS! : before.VmRSS!;
+      let sampled = base;
+      const sampler = setInterval(() => {
+        try {
+          sampled = Math.max(sampled, procStatus(node.pid).VmRSS!);
+        } catch {
+          /* the process may be gone; the PUT reports that */
+        }
+      }, 20);
+      const { seconds: putS, id } = await put(node.port, `${nonce}p${r}`);
+      clearInterval(sampler);
+      const after = procStatus(node.pid);
+      const peak = Math.max(sampled, hwmReset ? after.VmHWM! : 0);
+      const rssGrowthKiB = peak - base;
+
+      // Cold: both files dropped from the page cache, so both reads come from the disk.
+      await dropCache(plain);
+      await dropCache(await blobFile(dataDir, id));
+      const read = await readAll(plain);
+      const getS = await getCurl(node.port, id);
+      const readWarm = await readAll(plain);
+      const getWarm = await getCurl(node.port, id);
+      const viaNode = await getNode(node.port, id);
+      if (viaNode.stalledAt !== undefined) log(`${BENCH}: GET with Node's http client stalled at ${viaNode.stalledAt} bytes (no progress for ${STALL_MS} ms)`);
+      rounds.push({ write, put: putS, read, get: getS, readWarm, getWarm, getNode: viaNode.seconds, stalledAt: viaNode.stalledAt, rssGrowthKiB });
+      log(`${BENCH} round ${r + 1}/${REPEATS}: write+fsync ${(TOTAL / write / 1e6).toFixed(0)} MB/s, PUT ${(TOTAL / putS / 1e6).toFixed(0)} MB/s, ` +
+        `read ${(TOTAL / read / 1e6).toFixed(0)} MB/s, GET ${(TOTAL / getS / 1e6).toFixed(0)} MB/s (cold), ` +
+        `read ${(TOTAL / readWarm / 1e6).toFixed(0)} MB/s, GET ${(TOTAL / getWarm / 1e6).toFixed(0)} MB/s (warm), RSS growth ${(rssGrowthKiB / 1024).toFixed(1)} MiB (base ${(base / 1024).toFixed(0)} MiB)`);
+      await del(node.port, id);
+      await fsp.rm(plain, { force: true });
+    }
+  } finally {
+    await node.stop();
+    removeDir(dir);
+  }
+  const mbps = (key: 'write' | 'put' | 'read' | 'get' | 'readWarm' | 'getWarm'): number => median(rounds.map((x) => TOTAL / x[key] / 1e6));
+  const common = { bytes: TOTAL, repeats: REPEATS };
+  emit({ bench: BENCH, metric: 'plain_write_fsync', value: round(mbps('write'), 1), unit: 'MB/s', ...common });
+  emit({ bench: BENCH, metric: 'put_chunked', value: round(mbps('put'), 1), unit: 'MB/s', ...common, runs: rounds.map((x) => round(TOTAL / x.put / 1e6, 1)) });
+  emit({ bench: BENCH, metric: 'plain_read', value: round(mbps('read'), 1), unit: 'MB/s', ...common, page_cache: 'cold' });
+  emit({ bench: BENCH, metric: 'get', value: round(mbps('get'), 1), unit: 'MB/s', ...common, client: 'curl', page_cache: 'cold', runs: rounds.map((x) => round(TOTAL / x.get / 1e6, 1)) });
+  emit({ bench: BENCH, metric: 'plain_read_warm', value: round(mbps('readWarm'), 1), unit: 'MB/s', ...common, page_cache: 'warm' });
+  emit({ bench: BENCH, metric: 'get_warm', value: round(mbps('getWarm'), 1), unit: 'MB/s', ...common, client: 'curl', page_cache: 'warm' });
+  const stalls = rounds.filter((x) => x.stalledAt !== undefined);
+  emit({
+    bench: BENCH, metric: 'get_node_client', value: stalls.length ? NaN : round(median(rounds.map((x) => TOTAL / x.getNode / 1e6)), 1), unit: 'MB/s', ...common,
+    client: 'node:http', stalled_rounds: stalls.length, stalled_at_bytes: stalls.map((x) => x.stalledAt),
+  });
+  const putRatio = median(rounds.map((x) => x.write / x.put));
+  const getRatio = median(rounds.map((x) => x.read / x.get));
+  emit({ bench: BENCH, metric: 'put_vs_write_fsync', value: round(putRatio), unit: 'ratio', target: '>= 0.85', pass: putRatio >= 0.85 });
+  emit({ bench: BENCH, metric: 'get_vs_read', value: round(getRatio), unit: 'ratio', target: '>= 0.85', pass: getRatio >= 0.85, page_cache: 'cold' });
+  const warmRatio = median(rounds.map((x) => x.readWarm / x.getWarm));
+  emit({ bench: BENCH, metric: 'get_vs_read_warm', value: round(warmRatio), unit: 'ratio', page_cache: 'warm', note: 'page-cache read is a memcpy; for reference only' });
+  const rss = Math.max(...rounds.map((x) => x.rssGrowthKiB)) / 1024;
+  emit({ bench: BENCH, metric: 'put_peak_rss_growth', value: round(rss, 1), unit: 'MiB', target: '<= 64', pass: rss <= 64, runs: rounds.map((x) => round(x.rssGrowthKiB / 1024, 1)), note: 'max over rounds' });
+}
+
+await main();
