@@ -7,7 +7,7 @@
  *   <dir>/tmp/        uploads in progress (removed at start)
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fsp } from "node:fs";
+import { promises as fsp, readFileSync } from "node:fs";
 import { join } from 'node:path';
 import { ConfigError } from '../config/load.js';
 import { fsyncDir } from './fs-util.js';
@@ -21,12 +21,18 @@ export interface DataDir {
   unlock(): Promise<void>;
 }
 
+/** A process that exists and is not a zombie (a killed node not yet reaped holds nothing). */
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true;
   }
 }
 
