@@ -36,6 +36,16 @@ export async function startNode(config: NodeConfig): Promise<RunningNode> {
   return { engine, server, port, stop };
 }
 
+/** Which Reed-Solomon code path this CPU runs (the EC policies need a cluster to be used). */
+async function ecPathName(): Promise<string> {
+  try {
+    const { ecKernelPath } = await import('./ec/index.js');
+    return ecKernelPath();
+  } catch (err) {
+    return `unavailable (${(err as Error).message.split('\n')[0]})`;
+  }
+}
+
 /** `blobstore serve`: runs until SIGTERM/SIGINT. */
 export async function runNode(config: NodeConfig): Promise<void> {
   const node = await startNode(config);
@@ -43,6 +53,7 @@ export async function runNode(config: NodeConfig): Promise<void> {
   console.log(`blobstore: node ${config.nodeId} listening on http://${host}:${node.port}`);
   console.log(`blobstore: data dir ${config.dataDir}`);
   console.log(`blobstore: hashing ${hashName()}; small blobs up to ${config.smallBlobMaxBytes} bytes go to segments`);
+  console.log(`blobstore: erasure-coding kernel ${await ecPathName()}`);
   const onSignal = (signal: NodeJS.Signals): void => {
     console.log(`blobstore: ${signal}: shutting down`);
     node.stop().then(

@@ -7,7 +7,7 @@
  *   <dir>/tmp/        uploads in progress (removed at start)
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fsp, readFileSync } from "node:fs";
+import { promises as fsp, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../config/load.js';
 import { fsyncDir } from './fs-util.js';
