@@ -9,7 +9,8 @@
  * ISA-L's own dispatch ("isal", AVX-512 here), its AVX2, SSE and base versions run too, so each
  * of our paths has a peer of about the same instruction set (ratioPeer).
  *
- *   harness [reps] [min_ms]        defaults: 7 repetitions of at least 30 ms each
+ *   harness [reps] [min_ms] [k+m/KiB]    defaults: 7 repetitions of at least 30 ms, every shape
+ *   (harness 15 40 4+2/16384 runs only 4+2 with 16 MiB shards)
  */
 #include <isa-l/erasure_code.h>
 #include <stdio.h>
@@ -182,10 +183,17 @@ static void run_job(int k, int m, size_t len, int reconstruct) {
 int main(int argc, char **argv) {
     if (argc > 1) reps = atoi(argv[1]) < 1 ? 1 : atoi(argv[1]) > REPS_MAX ? REPS_MAX : atoi(argv[1]);
     if (argc > 2) min_s = atof(argv[2]) / 1000.0;
+    int only_k = 0, only_m = 0;
+    size_t only_kib = 0;
+    if (argc > 3 && sscanf(argv[3], "%d+%d/%zu", &only_k, &only_m, &only_kib) != 3) {
+        fprintf(stderr, "bad shape %s (want k+m/KiB)\n", argv[3]);
+        return 2;
+    }
     const int shapes[][2] = {{4, 2}, {8, 2}};
     const size_t sizes[] = {64u << 10, 1u << 20, 16u << 20};
     for (size_t s = 0; s < 2; s++) {
         for (size_t z = 0; z < 3; z++) {
+            if (only_k && (shapes[s][0] != only_k || shapes[s][1] != only_m || sizes[z] != only_kib << 10)) continue;
             for (int op = 0; op < 2; op++) run_job(shapes[s][0], shapes[s][1], sizes[z], op);
         }
     }
