@@ -39,14 +39,16 @@ export function envInt(name: string, fallback: number): number {
 export interface Result {
   bench: string;
   metric: string;
-  value: number;
+  /** null when the figure could not be measured (the line says why). */
+  value: number | null;
   unit: string;
   [extra: string]: unknown;
 }
 
 /** One figure as a JSON line on stdout (run.sh collects them into bench/results/). */
 export function emit(result: Result): void {
-  const value = Number.isInteger(result.value) ? result.value : Number(result.value.toPrecision(6));
+  const v = result.value;
+  const value = v === null || !Number.isFinite(v) ? null : Number.isInteger(v) ? v : Number(v.toPrecision(6));
   process.stdout.write(JSON.stringify({ ...result, value }) + '\n');
 }
 

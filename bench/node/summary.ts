@@ -1,0 +1,142 @@
+/**
+ * The markdown summary of a `make bench` run: reads bench/results/*.jsonl, prints the table the
+ * README carries (figure, value, reference, ratio, target, pass) and writes bench/results/summary.md.
+ * Missing figures show as "-" (their step did not run or failed; see bench/results/<step>.log).
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './lib.js';
+
+interface Line {
+  bench: string;
+  metric: string;
+  value: number | null;
+  unit: string;
+  [k: string]: unknown;
+}
+
+const RESULTS = join(ROOT, 'bench/results');
+const OWN = ['hash', 'segment-append', 'lmdb-index-put', 'http-4KiB', 'http-stream-1GiB', 'startup', 'scale', 'profile'];
+/** Steps of bench/run.sh whose output it collects (others' timestamped files are theirs). */
+const STEPS = [...OWN, 'ec', 'orders'];
+
+function load(): Map<string, Line[]> {
+  const files = new Map<string, Line[]>();
+  if (!existsSync(RESULTS)) return files;
+  for (const f of STEPS.map((s) => `${s}.jsonl`).filter((n) => existsSync(join(RESULTS, n)))) {
+    const lines: Line[] = [];
+    for (const raw of readFileSync(join(RESULTS, f), 'utf8').split('\n')) {
+      if (!raw.startsWith('{')) continue;
+      try {
+        const l = JSON.parse(raw) as Line;
+        if (typeof l.bench === 'string' && typeof l.metric === 'string') lines.push(l);
+      } catch {
+        /* not one of ours */
+      }
+    }
+    files.set(f.replace(/\.jsonl$/, ''), lines);
+  }
+  return files;
+}
+
+const files = load();
+const all = [...files.values()].flat();
+const find = (bench: string, metric: string, where?: (l: Line) => boolean): Line | undefined =>
+  all.find((l) => l.bench === bench && l.metric === metric && (!where || where(l)));
+
+function num(n: number | null | undefined, digits = 0): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '-';
+  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+const fig = (l: Line | undefined, digits = 0): string => (l ? `${num(l.value, digits)} ${l.unit}` : '-');
+const pct = (l: Line | undefined): string => (l && l.value !== null ? `${num(l.value * 100, 0)}%` : '-');
+const pass = (l: Line | undefined): string => (l === undefined || l.pass === undefined ? '-' : l.pass ? 'pass' : '**MISS**');
+
+const out: string[] = [];
+const row = (cells: string[]): number => out.push(`| ${cells.join(' | ')} |`);
+
+const put4k = find('http-4KiB', 'put_rps');
+const conns = put4k ? `${String(put4k.connections)} conn, wrk -t${String(put4k.wrk_threads)}, median of ${String(put4k.repeats)} x ${String(put4k.seconds)} s` : '';
+out.push(`### Node figures (${new Date().toISOString().slice(0, 10)}, 2 cores, loopback; ${conns})`, '');
+row(['Figure', 'Node', 'Reference (same run)', 'Ratio', 'Target', 'Result']);
+row(['---', '---:', '---:', '---:', '---', '---']);
+{
+  const r = find('http-4KiB', 'put_vs_echo_post');
+  row(['4 KiB durable PUT', fig(put4k), `uWS echo POST ${fig(find('http-4KiB', 'echo_post_rps'))}`, pct(r), '>= 50%', pass(r)]);
+  const g = find('http-4KiB', 'get_vs_echo_get');
+  row(['4 KiB GET', fig(find('http-4KiB', 'get_rps')), `uWS 4 KiB GET ${fig(find('http-4KiB', 'echo_get_rps'))}`, pct(g), '>= 70%', pass(g)]);
+}
+{
+  const r = find('http-stream-1GiB', 'put_vs_write_fsync');
+  row(['1 GiB PUT (chunked)', fig(find('http-stream-1GiB', 'put_chunked'), 0), `write+fsync ${fig(find('http-stream-1GiB', 'plain_write_fsync'), 0)}`, pct(r), '>= 85%', pass(r)]);
+  const g = find('http-stream-1GiB', 'get_vs_read');
+  row(['1 GiB GET (cold cache, curl)', fig(find('http-stream-1GiB', 'get'), 0), `read ${fig(find('http-stream-1GiB', 'plain_read'), 0)}`, pct(g), '>= 85%', pass(g)]);
+  const w = find('http-stream-1GiB', 'get_vs_read_warm');
+  row(['1 GiB GET (warm cache, curl)', fig(find('http-stream-1GiB', 'get_warm'), 0), `read ${fig(find('http-stream-1GiB', 'plain_read_warm'), 0)}`, pct(w), '(reference)', '-']);
+  const rss = find('http-stream-1GiB', 'put_peak_rss_growth');
+  row(['Peak RSS growth during 1 GiB PUT', fig(rss, 1), '-', '-', '<= 64 MiB', pass(rss)]);
+}
+{
+  const s = find('startup', 'ready_ms');
+  const blobs = s ? num(s.blobs as number) : '1M';
+  row([`Start-up to /healthz 200, ${blobs} blobs`, fig(s), `empty data dir ${fig(find('startup', 'ready_ms_empty'))}`, '-', '<= 1000 ms', pass(s)]);
+}
+{
+  const r = find('scale', 'tiny_put_n_vs_0');
+  const n = find('scale', 'tiny_put_rps_at_n');
+  const blobs = n ? num(n.blobs as number) : 'N';
+  row([`100 B PUT at ${blobs} blobs`, fig(n), `at 0 blobs ${fig(find('scale', 'tiny_put_rps_at_0'))}`, pct(r), '>= 90%', pass(r)]);
+  const l = find('scale', 'list_1000_ms_worst_prefix');
+  const ready = find('scale', 'ready_ms_at_n');
+  row([`List 1000 ids at ${blobs} blobs (worst prefix median)`, fig(l, 2), `start-up at ${blobs}: ${fig(ready)}`, '-', '<= 5 ms', pass(l)]);
+}
+
+const micro: string[][] = [];
+for (const size of ['4KiB', '1MiB']) {
+  const inl = find('hash-blake3', `inline_${size}`);
+  const ser = find('hash-blake3', `pool_serial_copy_${size}`);
+  const pip = find('hash-blake3', `pool_x64_copy_${size}`);
+  const sh = find('hash-blake3', `pool_x64_shared_${size}`);
+  micro.push([`BLAKE3 ${size}: inline / pool serial / pool x64 copy / pool x64 shared`, [inl, ser, pip, sh].map((l) => num(l?.value, 1)).join(' / ') + ' µs/op']);
+}
+{
+  const pool = find('hash-blake3', 'pool_serial_shared_64B');
+  const be = find('hash-blake3', 'break_even_pool_x64_copy');
+  const bes = find('hash-blake3', 'break_even_pool_x64_shared');
+  micro.push(['Pool round trip (64 B, serial)', `${num(pool?.value, 1)} µs`]);
+  micro.push(['Break-even size, pool x64 vs inline (copy / shared buffer)', `${num(be?.value)} / ${num(bes?.value)} bytes`]);
+}
+{
+  const c = [1, 16, 256].map((k) => find('segment-append', `put_inline_4KiB_c${k}`));
+  micro.push(['Segment append + group commit, 4 KiB putInline at 1 / 16 / 256 in flight', c.map((l) => num(l?.value)).join(' / ') + ' ops/s (durable)']);
+}
+{
+  const m = ['batched_async', 'batched_async_flushed', 'awaited_single', 'awaited_single_flushed', 'putSync'].map((k) => find('lmdb-index-put', k));
+  micro.push(['LMDB put: batched async / batched + flushed / awaited single / awaited + flushed / putSync', m.map((l) => num(l?.value)).join(' / ') + ' puts/s']);
+}
+out.push('', '### Micro-benchmarks (tinybench)', '');
+row(['Benchmark', 'Result']);
+row(['---', '---']);
+for (const m of micro) row(m);
+
+const prof = all.filter((l) => l.bench === 'profile-put-4KiB' && l.metric === 'self_time').slice(0, 10);
+if (prof.length) {
+  const rps = find('profile-put-4KiB', 'put_rps_profiled');
+  out.push('', `### Node main thread during a 4 KiB PUT run (--cpu-prof, ${fig(rps)} under the profiler), top self time`, '');
+  row(['Function', 'Where', 'Self time']);
+  row(['---', '---', '---:']);
+  for (const p of prof) row([String(p.fn), String(p.where || '-'), `${num(p.value, 1)}%`]);
+}
+
+for (const [name, lines] of files) {
+  if (OWN.includes(name) || lines.length === 0) continue;
+  out.push('', `### ${name} (from bench/${name}/run.sh)`, '');
+  row(['Bench', 'Metric', 'Value']);
+  row(['---', '---', '---:']);
+  for (const l of lines.slice(0, 60)) row([l.bench, l.metric, `${num(l.value, 2)} ${l.unit ?? ''}`]);
+  if (lines.length > 60) out.push(`(${lines.length - 60} more lines in bench/results/${name}.jsonl)`);
+}
+
+const text = out.join('\n') + '\n';
+writeFileSync(join(RESULTS, 'summary.md'), text);
+process.stdout.write(text);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `make bench` (after `make build`): the node benches (bench/node), then bench/ec/run.sh and
+# bench/orders/run.sh when they exist. Each step's JSON lines go to bench/results/<step>.jsonl
+# (and to stdout), its progress to bench/results/<step>.log; a failed step is reported and the
+# others still run. Ends with the markdown table (also bench/results/summary.md).
+#
+#   make bench                                  # everything, scale step at 10M blobs
+#   BENCH_SCALE_BLOBS=1000000 make bench        # quicker scale step
+#   BENCH_ONLY=http-4KiB,profile bash bench/run.sh
+# Knobs: BENCH_RUN_SECONDS (10), BENCH_REPEATS (3), BENCH_CONNECTIONS (64), BENCH_WRK_THREADS (2),
+# BENCH_STARTUP_BLOBS (1M), BENCH_SCALE_BLOBS (10M), BENCH_SCALE_TIME_LIMIT_S (1800),
+# BENCH_STREAM_BYTES (1 GiB), BENCH_MICRO_MS (1000).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+RESULTS=bench/results
+mkdir -p "$RESULTS"
+export BENCH_SCALE_BLOBS="${BENCH_SCALE_BLOBS:-10000000}"
+ONLY=",${BENCH_ONLY:-},"
+
+# wrk from Debian is the one load client of every HTTP figure.
+if ! command -v wrk >/dev/null; then
+  echo "installing wrk" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq wrk; } >&2 || echo "wrk could not be installed: HTTP steps will fail" >&2
+fi
+[ -f dist/bench/node/lib.js ] || npm run --silent build
+
+failed=()
+wanted() { [ "$ONLY" = ",," ] || [[ "$ONLY" == *",$1,"* ]]; }
+
+# step NAME TIMEOUT_S COMMAND...: stdout JSON lines -> RESULTS/NAME.jsonl, stderr -> RESULTS/NAME.log
+step() {
+  local name=$1 limit=$2; shift 2
+  wanted "$name" || return 0
+  echo "== $name ($(date -u +%H:%M:%S) UTC)" >&2
+  local t0=$SECONDS
+  timeout --signal=TERM --kill-after=30 "$limit" "$@" 2> >(tee "$RESULTS/$name.log" >&2) > "$RESULTS/$name.out"
+  local rc=$?
+  grep '^{' "$RESULTS/$name.out" > "$RESULTS/$name.jsonl" || true
+  cat "$RESULTS/$name.jsonl"
+  rm -f "$RESULTS/$name.out"
+  if [ $rc -ne 0 ]; then
+    echo "!! $name failed (exit $rc after $((SECONDS - t0)) s; see $RESULTS/$name.log)" >&2
+    failed+=("$name")
+  else
+    echo "== $name done in $((SECONDS - t0)) s" >&2
+  fi
+}
+
+N=dist/bench/node
+step hash              300  node $N/hash-inline-vs-pool.bench.js
+step segment-append    300  node $N/segment-append-group-commit.bench.js
+step lmdb-index-put    300  node $N/lmdb-index-put.bench.js
+step http-4KiB         900  node $N/http-4KiB-put-get.bench.js
+step http-stream-1GiB  900  node $N/http-stream-1GiB.bench.js
+step startup           1200 node $N/startup-1M.bench.js
+step profile           300  node $N/profile-put-4KiB.js
+step scale             "$(( ${BENCH_SCALE_TIME_LIMIT_S:-1800} + 900 ))" node $N/scale-10M.bench.js
+[ -f bench/ec/run.sh ] && step ec 3600 bash bench/ec/run.sh
+[ -f bench/orders/run.sh ] && step orders 3600 bash bench/orders/run.sh
+
+echo >&2
+node $N/summary.js
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "failed steps: ${failed[*]}" >&2
+  exit 1
+fi
