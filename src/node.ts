@@ -49,11 +49,6 @@ async function ecPathName(): Promise<string> {
 /** `blobstore serve`: runs until SIGTERM/SIGINT. */
 export async function runNode(config: NodeConfig): Promise<void> {
   const node = await startNode(config);
-  const host = config.listen.replace(/:\d+$/, '');
-  console.log(`blobstore: node ${config.nodeId} listening on http://${host}:${node.port}`);
-  console.log(`blobstore: data dir ${config.dataDir}`);
-  console.log(`blobstore: hashing ${hashName()}; small blobs up to ${config.smallBlobMaxBytes} bytes go to segments`);
-  console.log(`blobstore: erasure-coding kernel ${await ecPathName()}`);
   const onSignal = (signal: NodeJS.Signals): void => {
     console.log(`blobstore: ${signal}: shutting down`);
     node.stop().then(
@@ -66,4 +61,10 @@ export async function runNode(config: NodeConfig): Promise<void> {
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
+  const ecPath = await ecPathName();
+  const host = config.listen.replace(/:\d+$/, '');
+  console.log(`blobstore: data dir ${config.dataDir}`);
+  console.log(`blobstore: hashing ${hashName()}; small blobs up to ${config.smallBlobMaxBytes} bytes go to segments`);
+  console.log(`blobstore: erasure-coding kernel ${ecPath}`);
+  console.log(`blobstore: node ${config.nodeId} listening on http://${host}:${node.port}`);
 }

@@ -3,7 +3,8 @@
  * and large blobs and delete some. After each restart every acknowledged blob reads back
  * byte-exact, acknowledged deletes stay deleted, and whatever else is visible is whole (an
  * unacknowledged store may or may not have landed, but never half).
- * CRASH_CYCLES sets the number of cycles (20 in `make test`, 100 in `make bench`).
+ * CRASH_CYCLES sets the number of cycles (20 in `make test`, 100 in `make bench`); the `log`
+ * acknowledgement mode runs half as many.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ import { type NodeProcess, startNode, tempDir } from './helpers/node-process.js'
 
 const CYCLES = Number(process.env.CRASH_CYCLES ?? 20);
 const WRITERS = 12;
-const ARGS = ['--segment-size-bytes', '4MiB', '--small-blob-max-bytes', '64KiB', '--compaction-interval-ms', '300', '--compaction-live-ratio', '60'];
+const BASE_ARGS = ['--segment-size-bytes', '4MiB', '--small-blob-max-bytes', '64KiB', '--compaction-interval-ms', '300', '--compaction-live-ratio', '60'];
 
 interface Blob {
   seed: number;
@@ -46,18 +47,22 @@ async function listAll(url: string): Promise<string[]> {
   }
 }
 
-describe('crash consistency under SIGKILL', () => {
+describe.each([
+  { mode: 'index', cycles: CYCLES },
+  { mode: 'log', cycles: Math.ceil(CYCLES / 2) },
+])('crash consistency under SIGKILL (durableAck $mode)', ({ mode, cycles }) => {
   const dataDir = tempDir();
+  const ARGS = [...BASE_ARGS, '--durable-ack', mode];
   let node: NodeProcess | undefined;
   afterAll(async () => {
     await node?.stop();
   });
 
-  it(`keeps every acknowledged write over ${CYCLES} kill/restart cycles`, async () => {
+  it(`keeps every acknowledged write over ${cycles} kill/restart cycles`, async () => {
     const acked = new Map<string, Blob>();
     const deleted = new Set<string>();
     let seed = 1;
-    for (let cycle = 0; cycle < CYCLES; cycle++) {
+    for (let cycle = 0; cycle < cycles; cycle++) {
       node = await startNode({ dataDir, args: ARGS });
       const url = node.url;
       const inflight = new Map<string, Blob>();
@@ -132,6 +137,6 @@ describe('crash consistency under SIGKILL', () => {
       expect(await node.stop()).toBe(0);
       node = undefined;
     }
-    expect(acked.size).toBeGreaterThan(CYCLES * 5);
+    expect(acked.size).toBeGreaterThan(cycles * 5);
   }, 600_000);
 });

@@ -73,7 +73,9 @@ export class BlobRoutes {
       if (this.storesInFlight >= this.config.maxConcurrentUploads) throw unavailable('too many uploads in progress; retry shortly', 1);
       upload = new Upload(x, this.engine, this.config, length, limit, kind === 'raw');
     } catch (err) {
-      return sendError(x, err, true);
+      // The body still comes: read and drop it so the client gets to read the answer.
+      res.onData(() => undefined);
+      return sendError(x, err, 'drain');
     }
     // Receiving bodies are swept when idle; stores count against the limit until answered.
     this.storesInFlight++;
@@ -100,7 +102,7 @@ export class BlobRoutes {
         x.onAbort = undefined;
         finish();
         void upload.discard();
-        return sendError(x, err, true);
+        return sendError(x, err, 'drain');
       }
       if (!isLast) return;
       this.uploads.delete(entry);
@@ -224,7 +226,7 @@ export class BlobRoutes {
       entry.finish();
       entry.x.onAbort = undefined;
       void entry.upload.discard();
-      sendError(entry.x, new BlobstoreError('request_timeout', `request body idle for over ${this.config.bodyIdleTimeoutMs} ms`), true);
+      sendError(entry.x, new BlobstoreError('request_timeout', `request body idle for over ${this.config.bodyIdleTimeoutMs} ms`), 'now');
     }
   }
 }

@@ -27,13 +27,21 @@ export function statusLine(status: number): string {
   return STATUS_LINE[status] ?? `${status} Status`;
 }
 
-export function sendJson(x: Exchange, status: number, body: string, headers?: Readonly<Record<string, string>>, close = false): void {
+/**
+ * How the connection ends after an answer given before the request body was read: `drain` says
+ * `Connection: close` and lets uWS read and discard the rest of the body (a client still writing
+ * then reads the answer instead of failing on a reset); `now` closes at once (a stalled body).
+ */
+export type Close = 'keep' | 'drain' | 'now';
+
+export function sendJson(x: Exchange, status: number, body: string, headers?: Readonly<Record<string, string>>, close: Close = 'keep'): void {
   if (x.aborted || x.done) return;
   x.done = true;
   x.res.cork(() => {
     x.res.writeStatus(statusLine(status)).writeHeader('Content-Type', 'application/json');
     if (headers) for (const key in headers) x.res.writeHeader(key, headers[key]!);
-    x.res.end(body, close);
+    if (close === 'drain') x.res.writeHeader('Connection', 'close');
+    x.res.end(body, close === 'now');
   });
 }
 
@@ -41,8 +49,8 @@ export function errorBody(err: BlobstoreError): string {
   return JSON.stringify({ code: err.status, error: err.short, message: err.message });
 }
 
-/** Answers with the error shape; `close` drops the connection (an unread body is still coming). */
-export function sendError(x: Exchange, error: unknown, close = false): void {
+/** Answers with the error shape. */
+export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): void {
   const err = toBlobstoreError(error);
   if (err.status >= 500 && err.kind !== 'unavailable') {
     console.error(`blobstore: ${err.message}${err.cause ? `: ${(err.cause as Error).message ?? String(err.cause)}` : ''}`);
