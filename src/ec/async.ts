@@ -23,7 +23,10 @@ import { native, repoRoot } from './native.js';
 import type { EcTask } from './worker.js';
 
 export interface EcAsyncOptions extends ReconstructOptions {
-  /** Run on this pool (its filename must be ecWorkerFilename()); default: a pool of our own. */
+  /**
+   * Run on this pool (a shared one, say); tasks name ecWorkerFilename() themselves, so the pool's
+   * own default worker file does not matter. Default: a pool of our own.
+   */
   readonly pool?: Piscina;
 }
 
@@ -92,7 +95,7 @@ function shareAll(xs: unknown, isOutput: (i: number) => boolean, copyBack: CopyB
 
 async function runTask(task: EcTask, copyBack: CopyBack, context: Omit<StatusContext, 'kMax' | 'mMax'>, options?: EcAsyncOptions): Promise<void> {
   const pool = options?.pool ?? defaultPool();
-  const status = (await pool.run(task)) as number;
+  const status = (await pool.run(task, { filename: ecWorkerFilename() })) as number;
   if (status !== 0) {
     const { kMax, mMax } = native().limits();
     checkStatus(status, { ...context, kMax, mMax });
