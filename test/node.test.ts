@@ -122,8 +122,8 @@ describe('corrupt large blobs over HTTP', () => {
     closeSync(fd);
   }
 
-  it('a bad first chunk answers 500; a bad later chunk cuts the body short; never wrong bytes', async () => {
-    const node = await startNode({ args: ['--small-blob-max-bytes', '64KiB'] });
+  it.each(['inline', 'pool'])('a bad first chunk answers 500; a bad later chunk cuts the body short; never wrong bytes (digests %s)', async (digests) => {
+    const node = await startNode({ args: ['--small-blob-max-bytes', '64KiB', '--chunk-digests', digests] });
     const data = patternBytes(3 * 1024 * 1024 + 5, 21);
     const { id } = (await (await putRaw(node.url, data)).json()) as { id: string };
     const path = join(node.dataDir, 'blobs', id.slice(0, 2), id);

@@ -13,7 +13,7 @@ import { promises as fsp, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { BlobstoreError } from '../errors/errors.js';
-import { type IncrementalHasher, blake3, createHasher, DIGEST_BYTES } from '../hash/blake3.js';
+import { type IncrementalHasher, createHasher, DIGEST_BYTES } from '../hash/blake3.js';
 import { CHUNK_BYTES } from './buffer-pool.js';
 
 const FILE_MAGIC = 0x31465342; // "BSF1"
@@ -24,17 +24,23 @@ export function blobFilePath(dataDir: string, idHex: string): string {
   return join(dataDir, 'blobs', idHex.slice(0, 2), idHex);
 }
 
+/** BLAKE3 of one chunk, inline or on a worker thread. */
+export type ChunkDigester = (chunk: Buffer) => Promise<Buffer>;
+
 /** Streams one upload into a temp file, hashing as it goes. Chunks must be written in order. */
 export class BlobFileWriter {
   readonly tmpPath: string;
   private handle: fsp.FileHandle | undefined;
   private readonly hasher: IncrementalHasher = createHasher();
-  private readonly digests: Buffer[] = [];
+  private readonly digests: Promise<Buffer>[] = [];
   private syncing: Promise<void> | undefined;
   private syncedUpTo = 0;
   size = 0;
 
-  constructor(dataDir: string) {
+  constructor(
+    dataDir: string,
+    private readonly digester: ChunkDigester,
+  ) {
     this.tmpPath = join(dataDir, 'tmp', `${Date.now()}-${randomBytes(6).toString('hex')}.part`);
   }
 
@@ -45,7 +51,8 @@ export class BlobFileWriter {
   /** Hashes and writes one chunk (a whole 1 MiB except the last); resolves when the buffer is free. */
   async write(chunk: Buffer): Promise<void> {
     this.hasher.update(chunk);
-    this.digests.push(blake3(chunk));
+    const digest = this.digester(chunk);
+    this.digests.push(digest);
     const at = this.size;
     this.size += chunk.length;
     let done = 0;
@@ -53,6 +60,7 @@ export class BlobFileWriter {
       const { bytesWritten } = await this.handle!.write(chunk, done, chunk.length - done, at + done);
       done += bytesWritten;
     }
+    await digest;
     this.startWriteback();
   }
 
@@ -74,7 +82,7 @@ export class BlobFileWriter {
 
   /** Writes the digest table and footer, fsyncs, and returns the content digest. */
   async finish(): Promise<Buffer> {
-    const table = Buffer.concat(this.digests);
+    const table = Buffer.concat(await Promise.all(this.digests));
     const footer = Buffer.alloc(FOOTER_BYTES);
     footer.writeUInt32LE(FILE_MAGIC, 0);
     footer.writeUInt32LE(1, 4);
@@ -124,7 +132,7 @@ export async function readLayout(handle: fsp.FileHandle, expectedSize: number): 
 }
 
 /** True when the chunk's digest matches the table entry `index`. */
-export function chunkIntact(layout: BlobFileLayout, index: number, chunk: Buffer): boolean {
+export async function chunkIntact(layout: BlobFileLayout, index: number, chunk: Buffer, digester: ChunkDigester): Promise<boolean> {
   const at = index * DIGEST_BYTES;
-  return blake3(chunk).equals(layout.digests.subarray(at, at + DIGEST_BYTES));
+  return (await digester(chunk)).equals(layout.digests.subarray(at, at + DIGEST_BYTES));
 }

@@ -1,7 +1,8 @@
 /**
  * A bounded pool of reusable 1 MiB chunk buffers. Bytes from the socket are copied once into one
- * of these and move by reference after that. When the pool is empty, callers wait (uploads pause
- * their socket) instead of allocating without bound.
+ * of these and move by reference after that, also to worker threads: the buffers live in shared
+ * memory. When the pool is empty, callers wait (uploads pause their socket) instead of
+ * allocating without bound.
  */
 export const CHUNK_BYTES = 1024 * 1024;
 
@@ -18,7 +19,7 @@ export class BufferPool {
     if (buf) return buf;
     if (this.created < this.maxBuffers) {
       this.created++;
-      return Buffer.allocUnsafeSlow(CHUNK_BYTES);
+      return Buffer.from(new SharedArrayBuffer(CHUNK_BYTES));
     }
     return undefined;
   }

@@ -13,7 +13,8 @@ import { BlobIndex } from '../index/blob-index.js';
 import { type IndexEntry, Location } from '../index/entry.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from './blob-id.js';
-import { blobFilePath, BlobFileWriter } from './blob-file.js';
+import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
+import { WorkerPool } from '../pool/pool.js';
 import { BufferPool } from './buffer-pool.js';
 import { Compactor } from './compactor.js';
 import { CursorCodec } from './cursor.js';
@@ -62,6 +63,9 @@ export class Engine {
   corruptionsDetected = 0;
   private compactor: Compactor | undefined;
   private closed = false;
+  private readonly workers: WorkerPool | undefined;
+  /** BLAKE3 of a 1 MiB chunk of a large blob: inline, or in the worker pool (setting chunkDigests). */
+  readonly digestChunk: ChunkDigester;
 
   private constructor(
     readonly config: NodeConfig,
@@ -73,6 +77,13 @@ export class Engine {
   ) {
     this.pool = new BufferPool(512);
     this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
+    if (config.chunkDigests === 'pool') {
+      const workers = new WorkerPool(config.poolThreads);
+      this.workers = workers;
+      this.digestChunk = (chunk) => workers.digest(chunk);
+    } else {
+      this.digestChunk = (chunk) => Promise.resolve(blake3(chunk));
+    }
   }
 
   static async open(config: NodeConfig): Promise<Engine> {
@@ -164,7 +175,7 @@ export class Engine {
 
   /** Starts a streamed upload to its own file; finish it with commitFile() or abort it. */
   async beginFile(): Promise<BlobFileWriter> {
-    const writer = new BlobFileWriter(this.dataDir.path);
+    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk);
     await writer.open();
     return writer;
   }
@@ -283,6 +294,7 @@ export class Engine {
     await this.log.close();
     this.reader.close();
     await this.index.close();
+    await this.workers?.close();
     await this.dataDir.unlock();
   }
 }

@@ -98,7 +98,7 @@ export async function sendBlobFile(x: Exchange, engine: Engine, meta: BlobMeta, 
         next = readChunk(handle, buffers[(i + 1) % 2]!, layout, i + 1);
         next.catch(() => undefined); // awaited next turn, or settled in finally
       }
-      if (!chunkIntact(layout, i, chunk)) {
+      if (!(await chunkIntact(layout, i, chunk, engine.digestChunk))) {
         const err = engine.corruption(meta);
         if (i === 0) throw err;
         if (!x.aborted) x.res.close();

@@ -16,6 +16,9 @@ import type { Exchange } from './reply.js';
 
 const WRITES_IN_FLIGHT = 8;
 
+/** Pool buffers live in shared memory; a stop-gap buffer taken when the pool ran dry does not. */
+const fromPool = (chunk: Buffer): boolean => chunk.buffer instanceof SharedArrayBuffer && chunk.length === CHUNK_BYTES;
+
 export interface UploadTarget {
   policy: Policy;
   labels: Buffer;
@@ -114,7 +117,7 @@ export class Upload {
 
   private written(chunk: Buffer): void {
     this.inflight--;
-    if (chunk.length === CHUNK_BYTES) this.engine.pool.release(chunk);
+    if (fromPool(chunk)) this.engine.pool.release(chunk);
     if (this.paused && this.inflight < WRITES_IN_FLIGHT && this.live()) {
       this.paused = false;
       this.x.res.resume();
@@ -168,8 +171,8 @@ export class Upload {
   }
 
   private releaseChunks(): void {
-    for (const c of this.chunks.splice(0)) if (c.length === CHUNK_BYTES) this.engine.pool.release(c);
-    if (this.current?.length === CHUNK_BYTES) this.engine.pool.release(this.current);
+    for (const c of this.chunks.splice(0)) if (fromPool(c)) this.engine.pool.release(c);
+    if (this.current && fromPool(this.current)) this.engine.pool.release(this.current);
     this.current = undefined;
   }
 
