@@ -31,6 +31,7 @@ test: build
 	@rm -f .vitest-report.json
 	@status=0; \
 	if [ -f native/Makefile ]; then $(MAKE) -C native test || status=1; fi; \
+	npx tsc -p test/tsconfig.json || status=1; \
 	npx vitest run --config test/vitest.config.ts --reporter=default --reporter=json --outputFile.json=.vitest-report.json || status=1; \
 	$(NODE) test/report.mjs .vitest-report.json || status=1; \
 	exit $$status

@@ -2,14 +2,14 @@
  * The engine's durability rules, in-process: torn segment tails are cut back, whole records past
  * the checkpoint are replayed, corrupt copies are never served, and compaction gives space back.
  */
-import { closeSync, openSync, readSync, statSync, writeSync, readdirSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, statSync, writeSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { blake3 } from '../src/hash/blake3.js';
 import { HEADER_BYTES, RecordType, recordLength, writeHeader } from '../src/engine/record.js';
 import { Location } from '../src/index/entry.js';
 import type { Engine } from '../src/engine/engine.js';
-import { patternBytes } from './helpers/blobs.js';
+import { flipByte, patternBytes } from './helpers/blobs.js';
 import { openEngine, testConfig } from './helpers/engine.js';
 
 const segmentPath = (engine: Engine, id: number): string => engine.store.path(id);
@@ -111,13 +111,7 @@ describe('corruption', () => {
     const { id } = await engine.putInline(data, 1, Buffer.alloc(0));
     const meta = engine.stat(id)!;
     const path = segmentPath(engine, meta.segment);
-    const at = meta.offset + HEADER_BYTES + 100;
-    const fd = openSync(path, 'r+');
-    const one = Buffer.alloc(1);
-    readSync(fd, one, 0, 1, at);
-    one[0]! ^= 0x40;
-    writeSync(fd, one, 0, 1, at);
-    closeSync(fd);
+    flipByte(path, meta.offset + HEADER_BYTES + 100, 0x40);
     await expect(engine.readInline(meta)).rejects.toMatchObject({ kind: 'corruption', status: 500 });
     expect(engine.corruptionsDetected).toBe(1);
     await engine.close();

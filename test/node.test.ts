@@ -2,12 +2,12 @@
  * The node as an operator runs it: configuration sources and validation, data dir refusals,
  * graceful shutdown, and corrupt large blobs over HTTP.
  */
-import { openSync, readSync, writeSync, closeSync, writeFileSync, readdirSync } from 'node:fs';
+import { writeFileSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, ConfigError } from '../src/config/load.js';
-import { patternBytes, putRaw } from './helpers/blobs.js';
+import { flipByte, patternBytes, putRaw } from './helpers/blobs.js';
 import { runCli, startNode, tempDir } from './helpers/node-process.js';
 
 describe('configuration', () => {
@@ -113,22 +113,13 @@ describe('graceful shutdown', () => {
 });
 
 describe('corrupt large blobs over HTTP', () => {
-  function flip(path: string, at: number): void {
-    const fd = openSync(path, 'r+');
-    const b = Buffer.alloc(1);
-    readSync(fd, b, 0, 1, at);
-    b[0]! ^= 1;
-    writeSync(fd, b, 0, 1, at);
-    closeSync(fd);
-  }
-
   it.each(['inline', 'pool'])('a bad first chunk answers 500; a bad later chunk cuts the body short; never wrong bytes (digests %s)', async (digests) => {
     const node = await startNode({ args: ['--small-blob-max-bytes', '64KiB', '--chunk-digests', digests] });
     const data = patternBytes(3 * 1024 * 1024 + 5, 21);
     const { id } = (await (await putRaw(node.url, data)).json()) as { id: string };
     const path = join(node.dataDir, 'blobs', id.slice(0, 2), id);
 
-    flip(path, 2 * 1024 * 1024 + 10);
+    flipByte(path, 2 * 1024 * 1024 + 10);
     const res = await fetch(`${node.url}/v1/blobs/${id}`);
     expect(res.status).toBe(200);
     const body = await res.arrayBuffer().then((b) => Buffer.from(b), () => undefined);
@@ -137,7 +128,7 @@ describe('corrupt large blobs over HTTP', () => {
       expect(body.equals(data.subarray(0, body.length))).toBe(true);
     }
 
-    flip(path, 10);
+    flipByte(path, 10);
     const first = await fetch(`${node.url}/v1/blobs/${id}`);
     expect(first.status).toBe(500);
     expect(((await first.json()) as { code: number }).code).toBe(500);

@@ -1,4 +1,5 @@
 /** Client-side helpers: an independent BLAKE3 (hash-wasm, not the server's native module) and requests. */
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { createBLAKE3 } from 'hash-wasm';
 
 export async function expectedId(data: Uint8Array): Promise<string> {
@@ -32,4 +33,17 @@ export function patternBytes(length: number, seed: number): Buffer {
   }
   for (; i < length; i++) buf[i] = (seed + i) & 0xff;
   return buf;
+}
+
+/** Flips bits of one byte of a file in place (simulated disk corruption). */
+export function flipByte(path: string, at: number, mask = 0x01): void {
+  const fd = openSync(path, 'r+');
+  try {
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, at);
+    b[0]! ^= mask;
+    writeSync(fd, b, 0, 1, at);
+  } finally {
+    closeSync(fd);
+  }
 }
