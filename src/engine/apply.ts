@@ -24,6 +24,15 @@ export interface ApplyInput {
 /** Applies one record; returns true when a put found its id already stored (a duplicate). */
 export function applyRecord(index: BlobIndex, r: ApplyInput): boolean {
   index.space(r.segment).totalBytes += r.length;
+  if (r.type !== RecordType.DELETE && r.relocatedFromSegment === 0) {
+    // A plain put: only whether the id exists matters (no decoding on the hot path).
+    if (index.has(r.id)) return true;
+    index.put(r.id, entryOf(r));
+    index.counters.blobCount++;
+    index.counters.storedBytes += r.size;
+    if (r.type === RecordType.PUT_INLINE) index.space(r.segment).liveBytes += r.length;
+    return false;
+  }
   const existing = index.get(r.id);
   if (r.type === RecordType.DELETE) {
     if (!existing) return false;
@@ -35,32 +44,26 @@ export function applyRecord(index: BlobIndex, r: ApplyInput): boolean {
     }
     return false;
   }
-  const entry: IndexEntry = {
-    location: r.type === RecordType.PUT_FILE ? Location.FILE : Location.SEGMENT,
+  // A relocation, compaction's copy: it counts only while the index still points at the original.
+  const current =
+    existing?.location === Location.SEGMENT && existing.segment === r.relocatedFromSegment && existing.offset === r.relocatedFromOffset;
+  if (!current) return false;
+  index.put(r.id, entryOf(r));
+  index.space(existing.segment).liveBytes -= r.length;
+  index.space(r.segment).liveBytes += r.length;
+  return false;
+}
+
+function entryOf(r: ApplyInput): IndexEntry {
+  const file = r.type === RecordType.PUT_FILE;
+  return {
+    location: file ? Location.FILE : Location.SEGMENT,
     policy: r.policy,
-    segment: r.type === RecordType.PUT_FILE ? 0 : r.segment,
-    offset: r.type === RecordType.PUT_FILE ? 0 : r.offset,
+    segment: file ? 0 : r.segment,
+    offset: file ? 0 : r.offset,
     size: r.size,
     createdAtNs: r.createdAtNs,
     checksum: r.checksum,
     labels: r.labels,
   };
-  if (r.relocatedFromSegment !== 0) {
-    // Compaction's copy counts only while the index still points at the original.
-    const current =
-      existing?.location === Location.SEGMENT &&
-      existing.segment === r.relocatedFromSegment &&
-      existing.offset === r.relocatedFromOffset;
-    if (!current) return false;
-    index.put(r.id, entry);
-    index.space(existing.segment).liveBytes -= r.length;
-    index.space(r.segment).liveBytes += r.length;
-    return false;
-  }
-  if (existing) return true;
-  index.put(r.id, entry);
-  index.counters.blobCount++;
-  index.counters.storedBytes += r.size;
-  if (entry.location === Location.SEGMENT) index.space(r.segment).liveBytes += r.length;
-  return false;
 }
