@@ -152,3 +152,24 @@ describe('compaction', () => {
   });
 });
 
+
+describe('space accounting', () => {
+  it('tracks blob count, stored bytes, disk use and capacity (statfs) across puts and deletes', async () => {
+    const engine = await openEngine(testConfig({ smallBlobMaxBytes: '64KiB' }));
+    const small = await engine.putInline(patternBytes(1000, 1), 1, Buffer.alloc(0));
+    await engine.putInline(patternBytes(2000, 2), 1, Buffer.alloc(0));
+    let stats = await engine.stats();
+    expect(stats).toMatchObject({ blobCount: 2, storedBytes: 3000 });
+    expect(stats.capacityBytes).toBeGreaterThan(stats.freeBytes);
+    expect(stats.usedBytes).toBeGreaterThanOrEqual(3000);
+    await engine.delete(small.id);
+    stats = await engine.stats();
+    expect(stats).toMatchObject({ blobCount: 1, storedBytes: 2000 });
+    const config = engine.config;
+    await engine.close();
+    // Counters are persisted with the index, not recounted at start.
+    const reopened = await openEngine(config);
+    expect(await reopened.stats()).toMatchObject({ blobCount: 1, storedBytes: 2000 });
+    await reopened.close();
+  });
+});
