@@ -121,6 +121,8 @@ static void job_init(job *j, int k, int m, size_t len) {
     j->lost[1] = k > 2 ? 3 : 0;
     j->present[j->lost[0]] = j->present[j->lost[1]] = 0;
     isal_decode_tables(j);
+    /* Real parity, and every page touched: untouched pages all map one zero page, free to read. */
+    ec_encode_data((int)len, k, m, j->enc_tables, j->shards, j->shards + k);
 }
 
 /* Our parity and ISA-L's must be the same bytes: the same Cauchy matrix. */
