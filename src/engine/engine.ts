@@ -24,7 +24,7 @@ import { type LogRecord, SegmentLog } from './log.js';
 import { checkPlacement, type Policy } from './policy.js';
 import { HEADER_BYTES, RecordType } from './record.js';
 import { recoverLog } from './recovery.js';
-import { SegmentReader } from './segment-reader.js';
+import { SegmentReader, SYNC_READ_MAX_BYTES } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
 import type { ScannedRecord } from './scan.js';
 
@@ -210,7 +210,16 @@ export class Engine {
 
   /** The bytes of an inline blob, verified against the checksum; corrupt copies are never returned. */
   async readInline(meta: BlobMeta): Promise<Buffer> {
-    const data = await this.reader.read(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
+    return this.verified(meta, await this.reader.read(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size));
+  }
+
+  /** readInline on the calling thread, for records small enough to read synchronously. */
+  readInlineSync(meta: BlobMeta): Buffer | undefined {
+    if (meta.size > SYNC_READ_MAX_BYTES) return undefined;
+    return this.verified(meta, this.reader.readSmall(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size));
+  }
+
+  private verified(meta: BlobMeta, data: Buffer): Buffer {
     if (!blake3(data).equals(meta.checksum)) throw this.corruption(meta);
     return data;
   }

@@ -6,7 +6,8 @@
 import { closeSync, openSync, read, readSync, constants as fsc } from 'node:fs';
 import type { SegmentStore } from './segment-store.js';
 
-const SYNC_READ_MAX_BYTES = 256 * 1024;
+/** Records up to this size are read synchronously. */
+export const SYNC_READ_MAX_BYTES = 256 * 1024;
 
 export class SegmentReader {
   private readonly fds = new Map<number, number>();
@@ -24,14 +25,18 @@ export class SegmentReader {
     return fd;
   }
 
+  /** A small read on the calling thread (at most SYNC_READ_MAX_BYTES). */
+  readSmall(segment: number, position: number, length: number): Buffer {
+    const buf = Buffer.allocUnsafe(length);
+    const n = length === 0 ? 0 : readSync(this.fd(segment), buf, 0, length, position);
+    if (n !== length) throw new Error(`short read in segment ${segment}`);
+    return buf;
+  }
+
   async read(segment: number, position: number, length: number): Promise<Buffer> {
+    if (length <= SYNC_READ_MAX_BYTES) return this.readSmall(segment, position, length);
     const buf = Buffer.allocUnsafe(length);
     const fd = this.fd(segment);
-    if (length <= SYNC_READ_MAX_BYTES) {
-      const n = length === 0 ? 0 : readSync(fd, buf, 0, length, position);
-      if (n !== length) throw new Error(`short read in segment ${segment}`);
-      return buf;
-    }
     this.pins.set(segment, (this.pins.get(segment) ?? 0) + 1);
     try {
       const n = await new Promise<number>((resolve, reject) =>

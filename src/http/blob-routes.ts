@@ -129,13 +129,20 @@ export class BlobRoutes {
   }
 
   readonly get = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res);
     let meta: BlobMeta;
     try {
       meta = this.lookup(req.getParameter(0));
+      // Small records are read, verified and answered right here: no await, no abort handler.
+      const data = meta.location === Location.SEGMENT ? this.engine.readInlineSync(meta) : undefined;
+      if (data) {
+        this.writeBlobHead(res, meta);
+        res.end(data);
+        return;
+      }
     } catch (err) {
-      return sendError(x, err);
+      return sendError(newExchange(res), err);
     }
+    const x = newExchange(res);
     this.track(x, this.send(x, meta));
   };
 
