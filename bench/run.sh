@@ -29,16 +29,17 @@ fi
 failed=()
 wanted() { [ "$ONLY" = ",," ] || [[ "$ONLY" == *",$1,"* ]]; }
 
-# step NAME TIMEOUT_S COMMAND...: stdout JSON lines -> RESULTS/NAME.jsonl, stderr -> RESULTS/NAME.log
+# step NAME TIMEOUT_S COMMAND...: stdout printed and its JSON lines kept in RESULTS/NAME.jsonl
+# (lines starting with "#" in RESULTS/NAME.table, for the summary); stderr -> RESULTS/NAME.log.
 step() {
   local name=$1 limit=$2; shift 2
   wanted "$name" || return 0
   echo "== $name ($(date -u +%H:%M:%S) UTC)" >&2
   local t0=$SECONDS
-  timeout --signal=TERM --kill-after=30 "$limit" "$@" 2> >(tee "$RESULTS/$name.log" >&2) > "$RESULTS/$name.out"
-  local rc=$?
+  timeout --signal=TERM --kill-after=30 "$limit" "$@" 2> >(tee "$RESULTS/$name.log" >&2) | tee "$RESULTS/$name.out"
+  local rc=${PIPESTATUS[0]}
   grep '^{' "$RESULTS/$name.out" > "$RESULTS/$name.jsonl" || true
-  cat "$RESULTS/$name.jsonl"
+  grep '^#' "$RESULTS/$name.out" > "$RESULTS/$name.table" || true
   rm -f "$RESULTS/$name.out"
   if [ $rc -ne 0 ]; then
     echo "!! $name failed (exit $rc after $((SECONDS - t0)) s; see $RESULTS/$name.log)" >&2

@@ -2,8 +2,12 @@
  * BLAKE3 inline on the event loop vs in a Piscina worker (@napi-rs/blake-hash both ways), at
  * 64 B (the pool's fixed cost), 4 KiB, 64 KiB and 1 MiB. The pool runs serially (one task, await)
  * and pipelined (64 in flight over POOL_THREADS workers), with the buffer copied to the worker
- * or shared (SharedArrayBuffer view, no copy). Break-even: the size where a line through the
- * 4 KiB and 1 MiB costs of the pipelined pool crosses the inline one.
+ * or shared (SharedArrayBuffer view, no copy). Two break-evens:
+ *   - wall time per op: where lines through the 4 KiB and 1 MiB costs of the pipelined pool and of
+ *     inline hashing cross (on 2 cores the pool can only win by running beside the main thread);
+ *   - main-thread time: the event loop's busy time per pipelined pool task (eventLoopUtilization)
+ *     against inline hashing's cost per byte; above that size handing the hash to the pool frees
+ *     the event loop, which is what a server saturating one core needs.
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
@@ -24,6 +28,18 @@ function filled(size: number, shared: boolean): Buffer {
   return b;
 }
 
+/** Event-loop busy microseconds and wall microseconds per task, IN_FLIGHT tasks outstanding. */
+async function mainThreadCost(pool: Piscina, data: Uint8Array, tasks: number): Promise<{ busyUs: number; wallUs: number }> {
+  const elu0 = performance.eventLoopUtilization();
+  const t0 = performance.now();
+  let next = 0;
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    while (next++ < tasks) await pool.run(data);
+  }));
+  const elu = performance.eventLoopUtilization(elu0);
+  return { busyUs: (elu.active * 1000) / tasks, wallUs: ((performance.now() - t0) * 1000) / tasks };
+}
+
 async function main(): Promise<void> {
   const pool = new Piscina({ filename: join(ROOT, 'bench/node/hash-worker.mjs'), minThreads: THREADS, maxThreads: THREADS, idleTimeout: 60_000 });
   const tasks: MicroTask[] = [];
@@ -37,6 +53,16 @@ async function main(): Promise<void> {
     tasks.push({ name: `pool x${IN_FLIGHT} shared ${label}`, opsPerIteration: IN_FLIGHT, fn: () => Promise.all(Array.from({ length: IN_FLIGHT }, () => pool.run(shared))) });
   }
   const results = await runMicro(tasks);
+  const busy = new Map<string, number>();
+  for (const [label, size] of SIZES) {
+    for (const mode of ['copy', 'shared'] as const) {
+      const data = mode === 'copy' ? filled(size, false) : new Uint8Array(filled(size, true).buffer);
+      await mainThreadCost(pool, data, 500);
+      const cost = await mainThreadCost(pool, data, size >= MiB ? 2000 : 10_000);
+      busy.set(`${mode} ${label}`, cost.busyUs);
+      emit({ bench: BENCH, metric: `pool_x${IN_FLIGHT}_${mode}_${label}_main_thread`, value: round(cost.busyUs, 2), unit: 'us/task', bytes: size, wall_us: round(cost.wallUs, 2), threads: THREADS, note: 'event-loop busy time per task' });
+    }
+  }
   await pool.destroy();
   const byName = new Map(results.map((r) => [r.name, r]));
   for (const r of results) {
@@ -61,6 +87,20 @@ async function main(): Promise<void> {
       bench: BENCH, metric: `break_even_${mode.replaceAll(' ', '_')}`, value: Number.isFinite(crossing) ? Math.max(0, Math.round(crossing)) : null,
       unit: 'bytes', pool_fixed_us: round(pool.a, 2), inline_fixed_us: round(inline.a, 2), threads: THREADS,
       note: Number.isFinite(crossing) ? 'pool is faster per op above this size' : 'pool never faster per op (no parallelism gain)',
+    });
+  }
+  // Main-thread break-even: busy(size) = a + b*size per pool task against inline c*size.
+  const inlineUsPerByte = byName.get('inline 1MiB')!.usPerOp / MiB;
+  for (const mode of ['copy', 'shared']) {
+    const small = busy.get(`${mode} 4KiB`)!;
+    const large = busy.get(`${mode} 1MiB`)!;
+    const b = Math.max(0, (large - small) / (MiB - 4 * KiB));
+    const a = small - b * 4 * KiB;
+    const crossing = b < inlineUsPerByte ? a / (inlineUsPerByte - b) : Infinity;
+    emit({
+      bench: BENCH, metric: `break_even_main_thread_${mode}`, value: Number.isFinite(crossing) ? Math.max(0, Math.round(crossing)) : null, unit: 'bytes',
+      pool_task_main_thread_us: round(a, 2), inline_ns_per_byte: round(inlineUsPerByte * 1000, 4), threads: THREADS,
+      note: 'above this size a pool task costs the event loop less than hashing inline',
     });
   }
 }

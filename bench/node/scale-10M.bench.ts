@@ -20,7 +20,7 @@ const TIME_LIMIT_S = envInt('BENCH_SCALE_TIME_LIMIT_S', 1800);
 const TINY = 100;
 const PREFIXES = ['', '0', '5a', 'c3', 'f', 'abc', '7e1', 'fffe'];
 const LIST_REQUESTS = 50;
-const WARMUP_SECONDS = 5;
+const WARMUP_SECONDS = RUN_SECONDS;
 
 async function listLatency(port: number, prefix: string): Promise<{ firstMs: number[]; nextMs: number[]; ids: number }> {
   const base = `http://127.0.0.1:${port}/v1/blobs?limit=1000&prefix=${prefix}`;

@@ -29,7 +29,7 @@ function load(): Map<string, Line[]> {
       if (!raw.startsWith('{')) continue;
       try {
         const l = JSON.parse(raw) as Line;
-        if (typeof l.bench === 'string' && typeof l.metric === 'string') lines.push(l);
+        if (typeof l.bench === 'string') lines.push(l);
       } catch {
         /* not one of ours */
       }
@@ -101,10 +101,16 @@ for (const size of ['4KiB', '1MiB']) {
 }
 {
   const pool = find('hash-blake3', 'pool_serial_shared_64B');
+  const never = (l: Line | undefined): string => (l === undefined ? '-' : l.value === null ? 'never' : `${num(l.value)} B`);
   const be = find('hash-blake3', 'break_even_pool_x64_copy');
   const bes = find('hash-blake3', 'break_even_pool_x64_shared');
-  micro.push(['Pool round trip (64 B, serial)', `${num(pool?.value, 1)} µs`]);
-  micro.push(['Break-even size, pool x64 vs inline (copy / shared buffer)', `${num(be?.value)} / ${num(bes?.value)} bytes`]);
+  const mt = find('hash-blake3', 'break_even_main_thread_copy');
+  const mts = find('hash-blake3', 'break_even_main_thread_shared');
+  const busy = (mode: string, size: string): string => num(find('hash-blake3', `pool_x64_${mode}_${size}_main_thread`)?.value, 1);
+  micro.push(['Pool round trip (64 B, serial, shared buffer)', `${num(pool?.value, 1)} µs`]);
+  micro.push(['Event-loop time per pool task, x64 copy 4KiB / 1MiB, shared 4KiB / 1MiB', `${busy('copy', '4KiB')} / ${busy('copy', '1MiB')}, ${busy('shared', '4KiB')} / ${busy('shared', '1MiB')} µs`]);
+  micro.push(['Break-even size, event-loop time: pool vs inline (copy / shared)', `${never(mt)} / ${never(mts)}`]);
+  micro.push(['Break-even size, wall time per op: pool x64 vs inline (copy / shared)', `${never(be)} / ${never(bes)}`]);
 }
 {
   const c = [1, 16, 256].map((k) => find('segment-append', `put_inline_4KiB_c${k}`));
@@ -129,11 +135,23 @@ if (prof.length) {
 }
 
 for (const [name, lines] of files) {
-  if (OWN.includes(name) || lines.length === 0) continue;
+  if (OWN.includes(name)) continue;
+  const tablePath = join(RESULTS, `${name}.table`);
+  const table = existsSync(tablePath) ? readFileSync(tablePath, 'utf8').trim() : '';
+  if (lines.length === 0 && !table) continue;
   out.push('', `### ${name} (from bench/${name}/run.sh)`, '');
-  row(['Bench', 'Metric', 'Value']);
-  row(['---', '---', '---:']);
-  for (const l of lines.slice(0, 60)) row([l.bench, l.metric, `${num(l.value, 2)} ${l.unit ?? ''}`]);
+  if (table) {
+    out.push('```', table, '```');
+    continue;
+  }
+  row(['Bench', 'Figure']);
+  row(['---', '---']);
+  for (const l of lines.slice(0, 60)) {
+    const { bench, metric, value, unit, ...rest } = l;
+    const head = typeof metric === 'string' ? `${metric} = ${num(value, 2)} ${unit ?? ''}` : '';
+    const tail = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === 'number' ? num(v, 3) : JSON.stringify(v)}`).join(', ');
+    row([bench, [head, tail].filter(Boolean).join('; ')]);
+  }
   if (lines.length > 60) out.push(`(${lines.length - 60} more lines in bench/results/${name}.jsonl)`);
 }
 
