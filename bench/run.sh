@@ -56,7 +56,7 @@ step lmdb-index-put    300  node $N/lmdb-index-put.bench.js
 step http-4KiB         900  node $N/http-4KiB-put-get.bench.js
 step http-stream-1GiB  900  node $N/http-stream-1GiB.bench.js
 step startup           1200 node $N/startup-1M.bench.js
-step profile           300  node $N/profile-put-4KiB.js
+step profile           600  node $N/profile.js
 step scale             "$(( ${BENCH_SCALE_TIME_LIMIT_S:-1800} + 900 ))" node $N/scale-10M.bench.js
 [ -f bench/ec/run.sh ] && step ec 3600 bash bench/ec/run.sh
 [ -f bench/orders/run.sh ] && step orders 3600 bash bench/orders/run.sh

@@ -5,32 +5,22 @@
  * Each round: baseline write+fsync, node PUT, then both files dropped from the page cache and read
  * back (plain read, GET with curl), then again warm; figures are medians, ratios are per round.
  */
-import { randomFillSync } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
-  GiB, MiB, REPEATS, emit, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
+  GiB, REPEATS, emit, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
 } from './lib.js';
+import { CHUNK_BYTES as CHUNK, chunk as chunkOf, chunkCount as chunkCountOf, putChunked, responseText } from './stream-client.js';
 
 const BENCH = 'http-stream-1GiB';
 const TOTAL = envInt('BENCH_STREAM_BYTES', GiB);
-const CHUNK = MiB;
 const STALL_MS = 10_000;
 const execFileAsync = promisify(execFile);
-const pattern = randomFillSync(Buffer.allocUnsafe(CHUNK));
-
-/** Chunk i of the blob: the random pattern, stamped with the round's nonce and the index. */
-function chunk(nonce: string, i: number): Buffer {
-  const n = Math.min(CHUNK, TOTAL - i * CHUNK);
-  const b = Buffer.allocUnsafe(n);
-  pattern.copy(b, 0, 0, n);
-  b.write(`${nonce}:${i}:`, 0, 'latin1');
-  return b;
-}
-const chunkCount = Math.ceil(TOTAL / CHUNK);
+const chunkCount = chunkCountOf(TOTAL);
+const chunk = (nonce: string, i: number): Buffer => chunkOf(TOTAL, nonce, i);
 
 async function writeFsync(path: string, nonce: string): Promise<number> {
   const t0 = performance.now();
@@ -57,39 +47,6 @@ async function readAll(path: string): Promise<number> {
   await fh.close();
   if (total !== TOTAL) throw new Error(`read ${total} of ${TOTAL} bytes`);
   return (performance.now() - t0) / 1000;
-}
-
-function responseText(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let s = '';
-    res.setEncoding('utf8');
-    res.on('data', (d: string) => (s += d));
-    res.on('end', () => resolve(s));
-    res.on('error', reject);
-  });
-}
-
-async function put(port: number, nonce: string): Promise<{ seconds: number; id: string }> {
-  const t0 = performance.now();
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    const req = request({
-      host: '127.0.0.1', port, method: 'POST', path: '/v1/blobs',
-      headers: { 'Content-Type': 'application/octet-stream', 'Transfer-Encoding': 'chunked' },
-    }, resolve);
-    req.on('error', reject);
-    void (async () => {
-      for (let i = 0; i < chunkCount; i++) {
-        if (!req.write(chunk(nonce, i))) await new Promise((r) => req.once('drain', r));
-      }
-      req.end();
-    })().catch(reject);
-  });
-  const text = await responseText(res);
-  const seconds = (performance.now() - t0) / 1000;
-  if (res.statusCode !== 201) throw new Error(`PUT: HTTP ${res.statusCode}: ${text}`);
-  const body = JSON.parse(text) as { id: string; size: number };
-  if (body.size !== TOTAL) throw new Error(`PUT: size ${body.size}, sent ${TOTAL}`);
-  return { seconds, id: body.id };
 }
 
 /** GET with Node's http client; a body that makes no progress for STALL_MS counts as stalled. */
@@ -181,7 +138,7 @@ async function main(): Promise<void> {
           /* the process may be gone; the PUT reports that */
         }
       }, 20);
-      const { seconds: putS, id } = await put(node.port, `${nonce}p${r}`);
+      const { seconds: putS, id } = await putChunked(node.port, TOTAL, `${nonce}p${r}`);
       clearInterval(sampler);
       const after = procStatus(node.pid);
       const peak = Math.max(sampled, hwmReset ? after.VmHWM! : 0);

@@ -125,10 +125,13 @@ row(['Benchmark', 'Result']);
 row(['---', '---']);
 for (const m of micro) row(m);
 
-const prof = all.filter((l) => l.bench === 'profile-put-4KiB' && l.metric === 'self_time').slice(0, 10);
-if (prof.length) {
-  const rps = find('profile-put-4KiB', 'put_rps_profiled');
-  out.push('', `### Node main thread during a 4 KiB PUT run (--cpu-prof, ${fig(rps)} under the profiler), top self time`, '');
+for (const name of ['put-4KiB', 'get-4KiB', 'put-1GiB']) {
+  const bench = `profile-${name}`;
+  const prof = all.filter((l) => l.bench === bench && l.metric === 'self_time').slice(0, 10);
+  if (!prof.length) continue;
+  const info = find(bench, 'load_under_profiler');
+  const rate = info?.rps !== undefined ? `${num(info.rps as number)} req/s` : info?.mbps !== undefined ? `${num(info.mbps as number)} MB/s` : '-';
+  out.push('', `### Node main thread, ${name} (--cpu-prof, ${rate} under the profiler): top self time`, '');
   row(['Function', 'Where', 'Self time']);
   row(['---', '---', '---:']);
   for (const p of prof) row([String(p.fn), String(p.where || '-'), `${num(p.value, 1)}%`]);
