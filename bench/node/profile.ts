@@ -94,4 +94,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (import.meta.url === `file://${process.argv[1]}`) await main();

@@ -78,8 +78,13 @@ async function main(): Promise<void> {
       log(`${BENCH} warm-up at ${stored.toLocaleString('en')}: ${warmN.rps.toFixed(0)} req/s`);
       const full = await repeatWrk(`${BENCH} tiny PUT at ${stored.toLocaleString('en')}`, { url: `http://127.0.0.1:${node.port}`, script: 'post-unique.lua', args: [String(TINY), `${nonce}n`] });
       emit({ bench: BENCH, metric: 'tiny_put_rps_at_n', value: round(full.rps, 0), unit: 'req/s', ...common, blobs: stored, runs: full.runs.map((r) => round(r.rps, 0)), p99_ms: round(full.p99Ms), errors: full.errors, warmup_rps: round(warmN.rps, 0) });
-      const ratio = full.rps / empty.rps;
-      emit({ bench: BENCH, metric: 'tiny_put_n_vs_0', value: round(ratio), unit: 'ratio', blobs: stored, target: '>= 0.90', pass: ratio >= 0.9 });
+      // Runs pair up by position (both series run the same schedule on a freshly started node).
+      const paired = full.runs.map((r, i) => r.rps / empty.runs[i]!.rps);
+      const ratio = median(paired);
+      emit({
+        bench: BENCH, metric: 'tiny_put_n_vs_0', value: round(ratio), unit: 'ratio', blobs: stored, target: '>= 0.90', pass: ratio >= 0.9,
+        runs: paired.map((r) => round(r)), ratio_of_medians: round(full.rps / empty.rps), note: 'median of per-run ratios',
+      });
 
       const medians: number[] = [];
       for (const prefix of PREFIXES) {
