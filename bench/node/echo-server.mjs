@@ -1,6 +1,7 @@
 // The ceiling of the HTTP figures: bare uWebSockets.js on the same host, driven by the same wrk.
 //   GET  /4k    -> a 4 KiB buffer
 //   POST /echo  -> the request body, copied out of uWS's buffers and sent back
+//   POST /sink  -> reads and drops the body (any length, chunked too), answers {"size":N}
 // usage: node bench/node/echo-server.mjs PORT   (answers /healthz 200; SIGTERM stops it)
 import uWS from 'uWebSockets.js';
 
@@ -19,6 +20,16 @@ app.post('/echo', (res) => {
     if (!isLast || aborted) return;
     const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
     res.cork(() => res.end(body));
+  });
+});
+
+app.post('/sink', (res) => {
+  let size = 0;
+  let aborted = false;
+  res.onAborted(() => (aborted = true));
+  res.onData((ab, isLast) => {
+    size += ab.byteLength;
+    if (isLast && !aborted) res.cork(() => res.end(JSON.stringify({ size })));
   });
 });
 

@@ -4,6 +4,8 @@
  * process's peak RSS growth during the PUT (VmHWM reset through clear_refs, and VmRSS sampled).
  * Each round: baseline write+fsync, node PUT, then both files dropped from the page cache and read
  * back (plain read, GET with curl), then again warm; figures are medians, ratios are per round.
+ * For reference, the same chunked POST into a bare uWS sink (/sink of the echo server): what the
+ * client and loopback alone allow.
  */
 import { promises as fsp } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
@@ -11,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
-  GiB, REPEATS, emit, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
+  GiB, REPEATS, emit, startEcho, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
 } from './lib.js';
 import { CHUNK_BYTES as CHUNK, chunk as chunkOf, chunkCount as chunkCountOf, putChunked, responseText } from './stream-client.js';
 
@@ -118,14 +120,16 @@ async function main(): Promise<void> {
   const dir = tempDir('stream');
   const dataDir = join(dir, 'data');
   const node = await startNode(dataDir);
+  const echo = await startEcho();
   const nonce = runNonce();
   const rounds: {
-    write: number; put: number; read: number; get: number; readWarm: number; getWarm: number; getNode: number; stalledAt?: number; rssGrowthKiB: number;
+    write: number; put: number; sink: number; read: number; get: number; readWarm: number; getWarm: number; getNode: number; stalledAt?: number; rssGrowthKiB: number;
   }[] = [];
   try {
     for (let r = 0; r < REPEATS; r++) {
       const plain = join(dir, 'plain.bin');
       const write = await writeFsync(plain, `${nonce}w${r}`);
+      const { seconds: sink } = await putChunked(echo.port, TOTAL, `${nonce}k${r}`, '/sink', 200);
 
       const before = procStatus(node.pid);
       const hwmReset = resetPeakRss(node.pid);
@@ -153,8 +157,8 @@ async function main(): Promise<void> {
       const getWarm = await getCurl(node.port, id);
       const viaNode = await getNode(node.port, id);
       if (viaNode.stalledAt !== undefined) log(`${BENCH}: GET with Node's http client stalled at ${viaNode.stalledAt} bytes (no progress for ${STALL_MS} ms)`);
-      rounds.push({ write, put: putS, read, get: getS, readWarm, getWarm, getNode: viaNode.seconds, stalledAt: viaNode.stalledAt, rssGrowthKiB });
-      log(`${BENCH} round ${r + 1}/${REPEATS}: write+fsync ${(TOTAL / write / 1e6).toFixed(0)} MB/s, PUT ${(TOTAL / putS / 1e6).toFixed(0)} MB/s, ` +
+      rounds.push({ write, put: putS, sink, read, get: getS, readWarm, getWarm, getNode: viaNode.seconds, stalledAt: viaNode.stalledAt, rssGrowthKiB });
+      log(`${BENCH} round ${r + 1}/${REPEATS}: write+fsync ${(TOTAL / write / 1e6).toFixed(0)} MB/s, uWS sink ${(TOTAL / sink / 1e6).toFixed(0)} MB/s, PUT ${(TOTAL / putS / 1e6).toFixed(0)} MB/s, ` +
         `read ${(TOTAL / read / 1e6).toFixed(0)} MB/s, GET ${(TOTAL / getS / 1e6).toFixed(0)} MB/s (cold), ` +
         `read ${(TOTAL / readWarm / 1e6).toFixed(0)} MB/s, GET ${(TOTAL / getWarm / 1e6).toFixed(0)} MB/s (warm), RSS growth ${(rssGrowthKiB / 1024).toFixed(1)} MiB (base ${(base / 1024).toFixed(0)} MiB)`);
       await del(node.port, id);
@@ -162,12 +166,16 @@ async function main(): Promise<void> {
     }
   } finally {
     await node.stop();
+    await echo.stop();
     removeDir(dir);
   }
-  const mbps = (key: 'write' | 'put' | 'read' | 'get' | 'readWarm' | 'getWarm'): number => median(rounds.map((x) => TOTAL / x[key] / 1e6));
+  const mbps = (key: 'write' | 'put' | 'sink' | 'read' | 'get' | 'readWarm' | 'getWarm'): number => median(rounds.map((x) => TOTAL / x[key] / 1e6));
   const common = { bytes: TOTAL, repeats: REPEATS };
   emit({ bench: BENCH, metric: 'plain_write_fsync', value: round(mbps('write'), 1), unit: 'MB/s', ...common });
   emit({ bench: BENCH, metric: 'put_chunked', value: round(mbps('put'), 1), unit: 'MB/s', ...common, runs: rounds.map((x) => round(TOTAL / x.put / 1e6, 1)) });
+  emit({ bench: BENCH, metric: 'uws_sink_chunked', value: round(mbps('sink'), 1), unit: 'MB/s', ...common, note: 'same client into a bare uWS handler that drops the body' });
+  const sinkRatio = median(rounds.map((x) => x.sink / x.put));
+  emit({ bench: BENCH, metric: 'put_vs_uws_sink', value: round(sinkRatio), unit: 'ratio', note: 'reference: how much of the client+loopback ceiling the PUT reaches' });
   emit({ bench: BENCH, metric: 'plain_read', value: round(mbps('read'), 1), unit: 'MB/s', ...common, page_cache: 'cold' });
   emit({ bench: BENCH, metric: 'get', value: round(mbps('get'), 1), unit: 'MB/s', ...common, client: 'curl', page_cache: 'cold', runs: rounds.map((x) => round(TOTAL / x.get / 1e6, 1)) });
   emit({ bench: BENCH, metric: 'plain_read_warm', value: round(mbps('readWarm'), 1), unit: 'MB/s', ...common, page_cache: 'warm' });

@@ -33,13 +33,16 @@ export function responseText(res: IncomingMessage): Promise<string> {
   });
 }
 
-/** POSTs the blob chunked; resolves with the seconds until the 201 body arrived, and the id. */
-export async function putChunked(port: number, total: number, nonce: string): Promise<{ seconds: number; id: string }> {
+/**
+ * POSTs the blob chunked; resolves with the seconds until the answer's body arrived, and the id.
+ * `path`/`status` default to the node's store (201); the echo server's /sink answers 200.
+ */
+export async function putChunked(port: number, total: number, nonce: string, path = '/v1/blobs', status = 201): Promise<{ seconds: number; id: string }> {
   const t0 = performance.now();
   const count = chunkCount(total);
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
     const req = request({
-      host: '127.0.0.1', port, method: 'POST', path: '/v1/blobs',
+      host: '127.0.0.1', port, method: 'POST', path,
       headers: { 'Content-Type': 'application/octet-stream', 'Transfer-Encoding': 'chunked' },
     }, resolve);
     req.on('error', reject);
@@ -52,8 +55,8 @@ export async function putChunked(port: number, total: number, nonce: string): Pr
   });
   const text = await responseText(res);
   const seconds = (performance.now() - t0) / 1000;
-  if (res.statusCode !== 201) throw new Error(`PUT: HTTP ${res.statusCode}: ${text}`);
-  const body = JSON.parse(text) as { id: string; size: number };
+  if (res.statusCode !== status) throw new Error(`PUT: HTTP ${res.statusCode}: ${text}`);
+  const body = JSON.parse(text) as { id?: string; size: number };
   if (body.size !== total) throw new Error(`PUT: size ${body.size}, sent ${total}`);
-  return { seconds, id: body.id };
+  return { seconds, id: body.id ?? '' };
 }

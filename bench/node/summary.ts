@@ -69,6 +69,8 @@ row(['---', '---:', '---:', '---:', '---', '---']);
 {
   const r = find('http-stream-1GiB', 'put_vs_write_fsync');
   row(['1 GiB PUT (chunked)', fig(find('http-stream-1GiB', 'put_chunked'), 0), `write+fsync ${fig(find('http-stream-1GiB', 'plain_write_fsync'), 0)}`, pct(r), '>= 85%', pass(r)]);
+  const sink = find('http-stream-1GiB', 'put_vs_uws_sink');
+  if (sink) row(['1 GiB PUT vs same client into a bare uWS sink', fig(find('http-stream-1GiB', 'put_chunked'), 0), `uWS sink ${fig(find('http-stream-1GiB', 'uws_sink_chunked'), 0)}`, pct(sink), '(reference)', '-']);
   const g = find('http-stream-1GiB', 'get_vs_read');
   row(['1 GiB GET (cold cache, curl)', fig(find('http-stream-1GiB', 'get'), 0), `read ${fig(find('http-stream-1GiB', 'plain_read'), 0)}`, pct(g), '>= 85%', pass(g)]);
   const w = find('http-stream-1GiB', 'get_vs_read_warm');
