@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   CONNECTIONS, KiB, REPEATS, RUN_SECONDS, WRK_THREADS, emit, listIds, log, median, removeDir, round, runNonce, runWrk,
-  startEcho, startNode, tempDir, type WrkResult,
+  settle, startEcho, startNode, tempDir, type WrkResult,
 } from './lib.js';
 
 const BENCH = 'http-4KiB';
@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     writeFileSync(idsFile, ids.join('\n') + '\n');
     log(`${BENCH}: warm-up stored ${warm.requests} blobs (${warm.errors} errors); GET set ${ids.length} ids`);
     await runWrk({ url: `${echoUrl}/4k`, script: 'get-static.lua', seconds: 2 });
+    await settle(BENCH);
 
     const runs: Record<'echoGet' | 'echoPost' | 'put' | 'get', WrkResult[]> = { echoGet: [], echoPost: [], put: [], get: [] };
     for (let i = 0; i < REPEATS; i++) {

@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
-  GiB, REPEATS, emit, startEcho, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
+  GiB, REPEATS, emit, settle, startEcho, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
 } from './lib.js';
 import { CHUNK_BYTES as CHUNK, chunk as chunkOf, chunkCount as chunkCountOf, putChunked, responseText } from './stream-client.js';
 
@@ -128,6 +128,7 @@ async function main(): Promise<void> {
   try {
     for (let r = 0; r < REPEATS; r++) {
       const plain = join(dir, 'plain.bin');
+      await settle(`${BENCH} round ${r + 1}`);
       const write = await writeFsync(plain, `${nonce}w${r}`);
       const { seconds: sink } = await putChunked(echo.port, TOTAL, `${nonce}k${r}`, '/sink', 200);
 

@@ -280,6 +280,25 @@ export async function repeatWrk(label: string, opts: Parameters<typeof runWrk>[0
   };
 }
 
+/** Dirty + Writeback page-cache bytes (KiB) from /proc/meminfo. */
+function dirtyKiB(): number {
+  const info = readFileSync('/proc/meminfo', 'utf8');
+  const field = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(info)?.[1] ?? 0);
+  return field('Dirty') + field('Writeback');
+}
+
+/**
+ * Lets the disk settle before a measured series: `sync`, then wait (at most `timeoutMs`) until
+ * less than 64 MiB is dirty or under writeback. Without it, writeback of an earlier step (a bulk
+ * load, a 1 GiB blob) competes with the first runs' fsyncs and skews them.
+ */
+export async function settle(label: string, timeoutMs = 30_000): Promise<void> {
+  const t0 = performance.now();
+  await execFileAsync('sync', [], { timeout: timeoutMs });
+  while (dirtyKiB() > 64 * 1024 && performance.now() - t0 < timeoutMs) await sleep(200);
+  log(`${label}: disk settled in ${((performance.now() - t0) / 1000).toFixed(1)} s (${(dirtyKiB() / 1024).toFixed(0)} MiB dirty)`);
+}
+
 /** A nonce that makes this process's bodies differ from every earlier run's. */
 export function runNonce(): string {
   return `${Date.now().toString(36)}${process.pid.toString(36)}`;

@@ -10,7 +10,7 @@
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  GiB, KiB, ROOT, RUN_SECONDS, emit, envInt, listIds, log, removeDir, round, runNonce, runWrk, startNode, tempDir, type RunningProcess,
+  GiB, KiB, ROOT, RUN_SECONDS, emit, envInt, listIds, log, removeDir, round, runNonce, runWrk, settle, startNode, tempDir, type RunningProcess,
 } from './lib.js';
 import { putChunked } from './stream-client.js';
 
@@ -47,6 +47,7 @@ export function selfTimes(profile: Profile): { fn: string; where: string; us: nu
 async function profiled(name: string, dataDir: string, profDir: string, load: (node: RunningProcess) => Promise<Record<string, unknown>>): Promise<void> {
   const bench = `profile-${name}`;
   rmSync(profDir, { recursive: true, force: true });
+  await settle(bench);
   const node = await startNode(dataDir, [], ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
   try {
     const info = await load(node);

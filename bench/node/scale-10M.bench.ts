@@ -11,7 +11,7 @@ import { statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { bulkLoad } from './bulk.js';
 import {
-  CONNECTIONS, REPEATS, RUN_SECONDS, emit, envInt, log, median, percentile, removeDir, repeatWrk, round, runNonce, runWrk, startNode, tempDir,
+  CONNECTIONS, REPEATS, RUN_SECONDS, emit, envInt, log, median, percentile, removeDir, repeatWrk, round, runNonce, runWrk, settle, startNode, tempDir,
 } from './lib.js';
 
 const BENCH = 'scale';
@@ -57,6 +57,7 @@ async function main(): Promise<void> {
     return (s.bavail * s.bsize) / 2 ** 30;
   };
   try {
+    await settle(`${BENCH} at 0`);
     let node = await startNode(dataDir);
     // Both points get the same warm-up run first (JIT, page cache); its rate is reported apart.
     const warm0 = await runWrk({ url: `http://127.0.0.1:${node.port}`, script: 'post-unique.lua', args: [String(TINY), `${nonce}y`], seconds: WARMUP_SECONDS });
@@ -71,6 +72,7 @@ async function main(): Promise<void> {
     log(`${BENCH}: loaded ${load.stored.toLocaleString('en')} in ${load.seconds.toFixed(0)} s (${load.ratePerS.toFixed(0)}/s)${load.timedOut ? ' (time limit)' : ''}; ${freeGiB().toFixed(0)} GiB free`);
     emit({ bench: BENCH, metric: 'bulk_load_rate', value: round(load.ratePerS, 0), unit: 'blobs/s', blobs: load.stored, seconds: round(load.seconds, 1), timed_out: load.timedOut, note: 'in-process engine.putInline, 512 in flight' });
 
+    await settle(`${BENCH} at ${stored.toLocaleString('en')}`, 120_000);
     node = await startNode(dataDir);
     emit({ bench: BENCH, metric: 'ready_ms_at_n', value: round(node.readyMs, 1), unit: 'ms', blobs: stored, note: 'one start, spawn to /healthz 200' });
     try {
