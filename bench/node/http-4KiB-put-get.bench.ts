@@ -42,6 +42,10 @@ async function main(): Promise<void> {
       log(`${BENCH} round ${i + 1}/${REPEATS}: echo GET ${runs.echoGet[i]!.rps.toFixed(0)}, echo POST ${runs.echoPost[i]!.rps.toFixed(0)}, ` +
         `node PUT ${runs.put[i]!.rps.toFixed(0)} (errors ${runs.put[i]!.errors}), node GET ${runs.get[i]!.rps.toFixed(0)} (errors ${runs.get[i]!.errors}) req/s`);
     }
+    const sent = warm.requests + runs.put.reduce((a, r) => a + r.requests, 0);
+    const listed = (await listIds(node.port, 10 * sent)).length;
+    log(`${BENCH}: ${sent} PUTs answered, ${listed} ids stored`);
+    if (listed < sent) throw new Error(`${BENCH}: ${sent} PUTs answered but only ${listed} ids stored (bodies repeated?)`);
     const common = { connections: CONNECTIONS, wrk_threads: WRK_THREADS, seconds: RUN_SECONDS, repeats: REPEATS, body_bytes: SIZE };
     const rate = (key: keyof typeof runs): number => median(runs[key].map((r) => r.rps));
     const report = (metric: string, key: keyof typeof runs): void => {

@@ -263,11 +263,15 @@ export async function runWrk(opts: { url: string; script: string; args?: string[
   };
 }
 
-/** Runs `repeats` wrk runs and returns each run plus the median rate. */
-export async function repeatWrk(label: string, opts: Parameters<typeof runWrk>[0], repeats = REPEATS): Promise<{ runs: WrkResult[]; rps: number; p50Ms: number; p99Ms: number; errors: number }> {
+/**
+ * Runs `repeats` wrk runs and returns each run plus the median rate. `optsFor(i)` gives run i's
+ * options: PUT runs must pass a different nonce each time, or later runs resend earlier bodies
+ * (content addressing answers those 200 without writing, and the rate looks better than it is).
+ */
+export async function repeatWrk(label: string, optsFor: (run: number) => Parameters<typeof runWrk>[0], repeats = REPEATS): Promise<{ runs: WrkResult[]; rps: number; p50Ms: number; p99Ms: number; errors: number }> {
   const runs: WrkResult[] = [];
   for (let i = 0; i < repeats; i++) {
-    const r = await runWrk(opts);
+    const r = await runWrk(optsFor(i));
     log(`${label} run ${i + 1}/${repeats}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, errors ${r.errors}`);
     runs.push(r);
   }

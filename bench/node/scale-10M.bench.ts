@@ -11,7 +11,7 @@ import { statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { bulkLoad } from './bulk.js';
 import {
-  CONNECTIONS, REPEATS, RUN_SECONDS, emit, envInt, log, median, percentile, removeDir, repeatWrk, round, runNonce, runWrk, settle, startNode, tempDir,
+  CONNECTIONS, REPEATS, RUN_SECONDS, emit, envInt, listIds, log, median, percentile, removeDir, repeatWrk, round, runNonce, runWrk, settle, startNode, tempDir,
 } from './lib.js';
 
 const BENCH = 'scale';
@@ -62,7 +62,12 @@ async function main(): Promise<void> {
     // Both points get the same warm-up run first (JIT, page cache); its rate is reported apart.
     const warm0 = await runWrk({ url: `http://127.0.0.1:${node.port}`, script: 'post-unique.lua', args: [String(TINY), `${nonce}y`], seconds: WARMUP_SECONDS });
     log(`${BENCH} warm-up at 0: ${warm0.rps.toFixed(0)} req/s`);
-    const empty = await repeatWrk(`${BENCH} tiny PUT at 0`, { url: `http://127.0.0.1:${node.port}`, script: 'post-unique.lua', args: [String(TINY), `${nonce}z`] });
+    const empty = await repeatWrk(`${BENCH} tiny PUT at 0`, (i) => ({ url: `http://127.0.0.1:${node.port}`, script: 'post-unique.lua', args: [String(TINY), `${nonce}z${i}`] }));
+    // Every PUT must have stored new bytes: the node holds at least as many ids as 2xx answers.
+    const sent = warm0.requests + empty.runs.reduce((a, r) => a + r.requests, 0);
+    const listed = (await listIds(node.port, 10 * sent)).length;
+    log(`${BENCH}: ${sent} PUTs answered, ${listed} ids stored`);
+    if (listed < sent) throw new Error(`${BENCH}: ${sent} PUTs answered but only ${listed} ids stored (bodies repeated?)`);
     await node.stop();
     emit({ bench: BENCH, metric: 'tiny_put_rps_at_0', value: round(empty.rps, 0), unit: 'req/s', ...common, runs: empty.runs.map((r) => round(r.rps, 0)), p99_ms: round(empty.p99Ms), errors: empty.errors, warmup_rps: round(warm0.rps, 0) });
 
@@ -78,7 +83,7 @@ async function main(): Promise<void> {
     try {
       const warmN = await runWrk({ url: `http://127.0.0.1:${node.port}`, script: 'post-unique.lua', args: [String(TINY), `${nonce}x`], seconds: WARMUP_SECONDS });
       log(`${BENCH} warm-up at ${stored.toLocaleString('en')}: ${warmN.rps.toFixed(0)} req/s`);
-      const full = await repeatWrk(`${BENCH} tiny PUT at ${stored.toLocaleString('en')}`, { url: `http://127.0.0.1:${node.port}`, script: 'post-unique.lua', args: [String(TINY), `${nonce}n`] });
+      const full = await repeatWrk(`${BENCH} tiny PUT at ${stored.toLocaleString('en')}`, (i) => ({ url: `http://127.0.0.1:${node.port}`, script: 'post-unique.lua', args: [String(TINY), `${nonce}n${i}`] }));
       emit({ bench: BENCH, metric: 'tiny_put_rps_at_n', value: round(full.rps, 0), unit: 'req/s', ...common, blobs: stored, runs: full.runs.map((r) => round(r.rps, 0)), p99_ms: round(full.p99Ms), errors: full.errors, warmup_rps: round(warmN.rps, 0) });
       // Runs pair up by position (both series run the same schedule on a freshly started node).
       const paired = full.runs.map((r, i) => r.rps / empty.runs[i]!.rps);
