@@ -308,7 +308,8 @@ export class Engine {
   }
 }
 
-const PIPELINE_DEPTH = 2;
+/** Batches written and synced at once; recovery zeroes the span they could have reached. */
+const PIPELINE_DEPTH = 4;
 const EMPTY = Buffer.alloc(0);
 const EMPTY_CHECKSUM = Buffer.alloc(32);
 
