@@ -213,10 +213,14 @@ export class Engine {
     return this.verified(meta, await this.reader.read(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size));
   }
 
-  /** readInline on the calling thread, for records small enough to read synchronously. */
+  /**
+   * readInline on the calling thread, for records small enough to read synchronously. The bytes
+   * are a view of a scratch buffer, valid until the next call: copy them out at once (uWS's end()
+   * does), so no buffer is allocated per read.
+   */
   readInlineSync(meta: BlobMeta): Buffer | undefined {
     if (meta.size > SYNC_READ_MAX_BYTES) return undefined;
-    return this.verified(meta, this.reader.readSmall(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size));
+    return this.verified(meta, this.reader.readSmallScratch(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size));
   }
 
   private verified(meta: BlobMeta, data: Buffer): Buffer {

@@ -25,12 +25,20 @@ export class SegmentReader {
     return fd;
   }
 
-  /** A small read on the calling thread (at most SYNC_READ_MAX_BYTES). */
-  readSmall(segment: number, position: number, length: number): Buffer {
-    const buf = Buffer.allocUnsafe(length);
+  /** One buffer for every synchronous read whose bytes are copied out before the next one. */
+  private readonly scratch = Buffer.allocUnsafeSlow(SYNC_READ_MAX_BYTES);
+
+  /** A small read on the calling thread (at most SYNC_READ_MAX_BYTES), into `into` or a new buffer. */
+  readSmall(segment: number, position: number, length: number, into?: Buffer): Buffer {
+    const buf = into ?? Buffer.allocUnsafe(length);
     const n = length === 0 ? 0 : readSync(this.fd(segment), buf, 0, length, position);
     if (n !== length) throw new Error(`short read in segment ${segment}`);
-    return buf;
+    return buf.subarray(0, length);
+  }
+
+  /** readSmall into the shared scratch buffer: valid only until the next call. */
+  readSmallScratch(segment: number, position: number, length: number): Buffer {
+    return this.readSmall(segment, position, length, this.scratch);
   }
 
   async read(segment: number, position: number, length: number): Promise<Buffer> {
