@@ -11,6 +11,9 @@ import { type Exchange } from './reply.js';
 
 type Writer = (x: Exchange) => void;
 
+/** Chunks read ahead of the one being sent (1 MiB each, from the buffer pool). */
+const READ_AHEAD = 4;
+
 /**
  * Sends a body of `total` bytes chunk by chunk with backpressure. This uWS build keeps the first
  * onWritable handler a response registers, so one handler per response serves every chunk from
@@ -75,6 +78,11 @@ async function readChunk(handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLa
 }
 
 /** Streams a file blob; `head` writes the status line and headers before the first byte. */
+/**
+ * Streams a file blob; `head` writes the status line and headers before the first byte. Up to
+ * READ_AHEAD chunks are read while earlier ones are verified and sent, so a cold read keeps
+ * several requests at the disk.
+ */
 export async function sendBlobFile(x: Exchange, engine: Engine, meta: BlobMeta, head: Writer): Promise<void> {
   let handle: fsp.FileHandle;
   try {
@@ -83,21 +91,23 @@ export async function sendBlobFile(x: Exchange, engine: Engine, meta: BlobMeta, 
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw engine.corruption(meta);
     throw err;
   }
-  const buffers = [await engine.pool.acquire(), await engine.pool.acquire()];
-  let next: Promise<Buffer> | undefined;
+  const buffers: Buffer[] = [];
+  const reads: Promise<Buffer>[] = [];
   try {
     const layout = await readLayout(handle, meta.size).catch((err: unknown) => {
       throw err instanceof BlobstoreError ? engine.corruption(meta) : err;
     });
     const count = Math.ceil(layout.size / layout.chunkBytes);
+    for (let i = 0; i < Math.min(READ_AHEAD, count); i++) buffers.push(await engine.pool.acquire());
     const sender = new BodySender(x, layout.size);
-    next = readChunk(handle, buffers[0]!, layout, 0);
+    const startRead = (i: number): void => {
+      const read = readChunk(handle, buffers[i % buffers.length]!, layout, i);
+      read.catch(() => undefined); // awaited in turn, or settled in finally
+      reads[i % buffers.length] = read;
+    };
+    for (let i = 0; i < buffers.length; i++) startRead(i);
     for (let i = 0; i < count; i++) {
-      const chunk = await next;
-      if (i + 1 < count) {
-        next = readChunk(handle, buffers[(i + 1) % 2]!, layout, i + 1);
-        next.catch(() => undefined); // awaited next turn, or settled in finally
-      }
+      const chunk = await reads[i % buffers.length]!;
       if (!(await chunkIntact(layout, i, chunk, engine.digestChunk))) {
         const err = engine.corruption(meta);
         if (i === 0) throw err;
@@ -106,11 +116,13 @@ export async function sendBlobFile(x: Exchange, engine: Engine, meta: BlobMeta, 
       }
       if (x.aborted) return;
       await sender.send(chunk, i === 0 ? head : undefined);
+      // This chunk's buffer is free again: read the one READ_AHEAD chunks on into it.
+      if (i + buffers.length < count) startRead(i + buffers.length);
     }
     x.done = true;
   } finally {
-    // A read ahead may still be filling a buffer: let it settle before the buffer goes back.
-    await next?.catch(() => undefined);
+    // Reads ahead may still be filling buffers: let them settle before the buffers go back.
+    await Promise.allSettled(reads);
     await handle.close();
     for (const b of buffers) engine.pool.release(b);
   }
