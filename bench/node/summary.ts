@@ -153,7 +153,7 @@ for (const [name, lines] of files) {
   row(['---', '---']);
   for (const l of lines.slice(0, 60)) {
     const { bench, metric, value, unit, ...rest } = l;
-    const head = typeof metric === 'string' ? `${metric} = ${num(value, 2)} ${unit ?? ''}` : '';
+    const head = typeof metric === 'string' ? `${metric} = ${num(value, Number.isInteger(value) ? 0 : 2)} ${unit ?? ''}` : '';
     const tail = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === 'number' ? num(v, Number.isInteger(v) ? 0 : 3) : JSON.stringify(v)}`).join(', ');
     row([bench, [head, tail].filter(Boolean).join('; ')]);
   }
