@@ -79,9 +79,7 @@ export class SegmentLog {
     private active: OpenSegment,
     private offset: number,
     private nextLsn: number,
-  ) {
-    store.prepare(active.id + 1);
-  }
+  ) {}
 
   get activeSegment(): number {
     return this.active.id;
@@ -251,7 +249,6 @@ export class SegmentLog {
         this.active = next;
         this.offset = 0;
         this.rolling = false;
-        this.store.prepare(next.id + 1);
         this.closeSealed();
         this.pump();
       })
@@ -288,7 +285,6 @@ export class SegmentLog {
 
   async close(): Promise<void> {
     await this.drain();
-    await this.store.settle();
     this.closeSealed();
     await this.active.handle.close().catch(() => undefined);
   }

@@ -41,7 +41,6 @@ async function zeroRange(handle: FileHandle, from: number, to: number): Promise<
 }
 
 export async function recoverLog(store: SegmentStore, index: BlobIndex, options: RecoveryOptions): Promise<RecoveredLog> {
-  await store.removeStrayPreparations();
   const { checkpoint } = index;
   const present = (await store.list()).filter((id) => id >= checkpoint.segment);
   if (!present.includes(checkpoint.segment)) {
