@@ -9,7 +9,7 @@
 #   BENCH_ONLY=http-4KiB,profile bash bench/run.sh
 # Knobs: BENCH_RUN_SECONDS (10), BENCH_REPEATS (3), BENCH_CONNECTIONS (64), BENCH_WRK_THREADS (2),
 # BENCH_STARTUP_BLOBS (1M), BENCH_SCALE_BLOBS (10M), BENCH_SCALE_TIME_LIMIT_S (1800),
-# BENCH_STREAM_BYTES (1 GiB), BENCH_MICRO_MS (1000).
+# BENCH_STREAM_BYTES (1 GiB), BENCH_MICRO_MS (1000), CRASH_CYCLES (100).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,6 +58,8 @@ step http-stream-1GiB  900  node $N/http-stream-1GiB.bench.js
 step startup           1200 node $N/startup-1M.bench.js
 step profile           600  node $N/profile.js
 step scale             "$(( ${BENCH_SCALE_TIME_LIMIT_S:-1800} + 900 ))" node $N/scale-10M.bench.js
+# The crash-consistency test at full length: 100 SIGKILL cycles (make test runs 20).
+step crash-100         3600 env CRASH_CYCLES="${CRASH_CYCLES:-100}" npx vitest run --config test/vitest.config.ts test/crash.test.ts
 [ -f bench/ec/run.sh ] && step ec 3600 bash bench/ec/run.sh
 [ -f bench/orders/run.sh ] && step orders 3600 bash bench/orders/run.sh
 
