@@ -1,4 +1,4 @@
-import { promises as fsp, constants as fsc, openSync, fsyncSync, closeSync } from 'node:fs';
+import { promises as fsp, constants as fsc } from 'node:fs';
 
 /** Makes a rename or unlink in `dir` durable. */
 export async function fsyncDir(dir: string): Promise<void> {
@@ -7,14 +7,5 @@ export async function fsyncDir(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-export function fsyncDirSync(dir: string): void {
-  const fd = openSync(dir, fsc.O_RDONLY | fsc.O_DIRECTORY);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }

@@ -42,7 +42,7 @@ export class Upload {
     private readonly x: Exchange,
     private readonly engine: Engine,
     private readonly config: NodeConfig,
-    private readonly contentLength: number | undefined,
+    contentLength: number | undefined,
     private readonly limit: number,
     /** Stream to a file once the body outgrows memory (raw bodies); JSON bodies stay in memory. */
     private readonly spill: boolean,
