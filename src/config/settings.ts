@@ -64,6 +64,10 @@ export const SETTINGS = {
   maxConcurrentUploads: { type: 'int', default: () => 1024, min: 1, help: 'stores in flight; more get 503 + Retry-After' },
   bodyIdleTimeoutMs: { type: 'durationMs', default: () => 30_000, min: 100, help: 'a request body that sends nothing for this long is aborted' },
   shutdownTimeoutMs: { type: 'durationMs', default: () => 10_000, min: 0, help: 'how long shutdown waits for in-flight requests' },
+  chunkPoolBytes: {
+    type: 'bytes', default: () => 512 * MiB, min: 8 * MiB,
+    help: 'memory for the 1 MiB chunk buffers of large uploads and downloads; when it runs out, uploads pause',
+  },
   chunkDigests: {
     type: 'enum', default: () => 'inline', choices: ['inline', 'pool'],
     help: 'where the BLAKE3 digests of 1 MiB chunks of large blobs are computed: on the main thread, or in the worker pool',

@@ -15,7 +15,7 @@ import { applyRecord } from './apply.js';
 import { idOfDigest } from './blob-id.js';
 import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
 import { WorkerPool } from '../pool/pool.js';
-import { BufferPool } from './buffer-pool.js';
+import { BufferPool, CHUNK_BYTES } from './buffer-pool.js';
 import { Compactor } from './compactor.js';
 import { CursorCodec } from './cursor.js';
 import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
@@ -75,7 +75,7 @@ export class Engine {
     readonly reader: SegmentReader,
     private readonly log: SegmentLog,
   ) {
-    this.pool = new BufferPool(512);
+    this.pool = new BufferPool(Math.floor(config.chunkPoolBytes / CHUNK_BYTES));
     this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
     if (config.chunkDigests === 'pool') {
       const workers = new WorkerPool(config.poolThreads);
