@@ -5,10 +5,9 @@
 import { readdirSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { createBLAKE3 } from 'hash-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { patternBytes, putRaw } from './helpers/blobs.js';
+import { patternBytes, postStream, putRaw } from './helpers/blobs.js';
 import { type NodeProcess, startNode } from './helpers/node-process.js';
 
 const MiB = 1024 * 1024;
@@ -75,13 +74,9 @@ describe('limits and hostile uploads', () => {
   });
 
   it('answers 413 when a chunked body grows past maxBlobBytes, and leaves no temp file', async () => {
-    const body = Readable.from((function* () {
+    const res = await postStream(node.url, (function* () {
       for (let i = 0; i < 10; i++) yield patternBytes(MiB, i + 1);
-    })());
-    const res = await fetch(`${node.url}/v1/blobs`, {
-      method: 'POST', body: Readable.toWeb(body) as ReadableStream, duplex: 'half',
-      headers: { 'Content-Type': 'application/octet-stream' },
-    } as RequestInit).catch((err: Error) => err);
+    })()).catch((err: Error) => err);
     if (!(res instanceof Error)) expect(res.status).toBe(413);
     await eventually(() => tmpFiles(node).length === 0);
   });
@@ -141,13 +136,9 @@ describe('large streamed blobs', () => {
     for (let i = 0; i < total / MiB; i++) hasher.update(chunk(i));
     const digest = hasher.digest('hex');
     const rssBefore = node.rssBytes();
-    const body = Readable.from((function* () {
+    const res = await postStream(node.url, (function* () {
       for (let i = 0; i < total / MiB; i++) yield chunk(i);
     })());
-    const res = await fetch(`${node.url}/v1/blobs`, {
-      method: 'POST', body: Readable.toWeb(body) as ReadableStream, duplex: 'half',
-      headers: { 'Content-Type': 'application/octet-stream' },
-    } as RequestInit);
     expect(res.status).toBe(201);
     const { id, size } = (await res.json()) as { id: string; size: number };
     expect(size).toBe(total);
@@ -173,17 +164,13 @@ describe('large streamed blobs', () => {
     const chunk = patternBytes(MiB, 77);
     const parts = Math.ceil(total / MiB);
     const hasher = await createBLAKE3(256);
-    const body = Readable.from((function* () {
+    const res = await postStream(node.url, (function* () {
       for (let i = 0; i < parts; i++) {
         const part = i === parts - 1 ? chunk.subarray(0, total - i * MiB) : chunk;
         hasher.update(part);
         yield part;
       }
     })());
-    const res = await fetch(`${node.url}/v1/blobs`, {
-      method: 'POST', body: Readable.toWeb(body) as ReadableStream, duplex: 'half',
-      headers: { 'Content-Type': 'application/octet-stream' },
-    } as RequestInit);
     expect(res.status).toBe(201);
     const { id, size } = (await res.json()) as { id: string; size: number };
     expect(size).toBe(total);

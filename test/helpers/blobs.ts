@@ -1,5 +1,6 @@
 /** Client-side helpers: an independent BLAKE3 (hash-wasm, not the server's native module) and requests. */
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { createBLAKE3 } from 'hash-wasm';
 
 export async function expectedId(data: Uint8Array): Promise<string> {
@@ -14,6 +15,16 @@ export function putRaw(url: string, data: Uint8Array, headers: Record<string, st
     body: data,
     headers: { 'Content-Type': 'application/octet-stream', ...headers },
   });
+}
+
+/** Stores a raw body streamed from `parts` (chunked transfer encoding: no Content-Length). */
+export function postStream(url: string, parts: Iterable<Uint8Array>): Promise<Response> {
+  return fetch(`${url}/v1/blobs`, {
+    method: 'POST',
+    body: Readable.toWeb(Readable.from(parts)) as ReadableStream,
+    duplex: 'half',
+    headers: { 'Content-Type': 'application/octet-stream' },
+  } as RequestInit);
 }
 
 export function putJson(url: string, body: unknown, method = 'POST'): Promise<Response> {
