@@ -1,18 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type OrdersProcess, call, removeDir, startOrders } from './helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type OrdersProcess, call, useOrdersService } from './helpers.js';
 
 /**
  * POST /orders against the real service: the 200 shape, pydantic's lax coercions, and every 422
  * item compared field by field with what FastAPI + pydantic v2 answer for the same body.
  */
 
+const service = useOrdersService();
 let svc: OrdersProcess;
-beforeAll(async () => {
-  svc = await startOrders();
-});
-afterAll(async () => {
-  await svc.stop();
-  removeDir(svc.dataDir);
+beforeAll(() => {
+  svc = service();
 });
 
 const post = (body: string | Uint8Array, contentType?: string | null) => call(svc.url, 'POST', '/orders', { body, contentType });

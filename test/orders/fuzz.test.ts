@@ -1,15 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type OrdersProcess, call, removeDir, startOrders } from './helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type OrdersProcess, call, useOrdersService } from './helpers.js';
 
 /** Seeded random mutations of valid requests: every answer is a 2xx/4xx with a JSON `detail`, never 500. */
 
+const service = useOrdersService();
 let svc: OrdersProcess;
-beforeAll(async () => {
-  svc = await startOrders();
-});
-afterAll(async () => {
-  await svc.stop();
-  removeDir(svc.dataDir);
+beforeAll(() => {
+  svc = service();
 });
 
 /** mulberry32: a small seeded PRNG, so a failure replays. */

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -89,4 +90,17 @@ export async function call(
     json = undefined;
   }
   return { status: res.status, headers: res.headers, text, json };
+}
+
+/** Starts one orders service for the file's tests (beforeAll) and stops it, data removed (afterAll). */
+export function useOrdersService(): () => OrdersProcess {
+  let svc: OrdersProcess | undefined;
+  beforeAll(async () => {
+    svc = await startOrders();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    if (svc) removeDir(svc.dataDir);
+  });
+  return () => svc!;
 }

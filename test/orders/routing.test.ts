@@ -1,15 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type OrdersProcess, call, removeDir, startOrders } from './helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type OrdersProcess, call, useOrdersService } from './helpers.js';
 
 /** Routes the service does not have, methods it does not allow, HEAD and trailing slashes. */
 
+const service = useOrdersService();
 let svc: OrdersProcess;
-beforeAll(async () => {
-  svc = await startOrders();
-});
-afterAll(async () => {
-  await svc.stop();
-  removeDir(svc.dataDir);
+beforeAll(() => {
+  svc = service();
 });
 
 describe('unknown routes', () => {
