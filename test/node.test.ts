@@ -62,7 +62,7 @@ describe('configuration', () => {
 describe('data dir', () => {
   it('a second node on a data dir in use is refused with exit 2', async () => {
     const node = await startNode();
-    const second = await runCli(['serve', '--data-dir', node.dataDir, '--listen', '127.0.0.1:0', '--node-id', 'test-node']);
+    const second = await runCli(['serve', '--data-dir', node.dataDir, '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--node-id', 'test-node']);
     expect(second.code).toBe(2);
     expect(second.stderr).toMatch(/in use by another blobstore process/);
     expect(await node.stop()).toBe(0);

@@ -199,7 +199,7 @@ export async function startProcess(argv: string[], port: number, opts: { nodeArg
 /** Starts `blobstore serve` on a free port with the given data dir and extra flags. */
 export async function startNode(dataDir: string, flags: string[] = [], nodeArgs: string[] = []): Promise<RunningProcess> {
   const port = await freePort();
-  return startProcess([CLI, 'serve', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`, '--metrics-addr', '', ...flags], port, {
+  return startProcess([CLI, 'serve', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`, '--metrics-addr', '', '--grpc-addr', '', ...flags], port, {
     nodeArgs,
     env: { BLOBSTORE_CONFIG: '/nonexistent/blobstore-bench.json' },
   });

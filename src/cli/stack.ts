@@ -87,7 +87,7 @@ export function desiredServices(stack: StackDefinition, region: Region, inputs: 
     const dataDir = join(dir, id);
     const own = [
       CLI_ENTRY, 'serve', '--data-dir', dataDir, '--listen', addrs[i]!, '--node-id', id, '--region', region,
-      '--metrics-addr', '',
+      '--metrics-addr', '', '--grpc-addr', '',
       ...(stack.policy && nodeTakesPolicy() ? ['--default-policy', stack.policy] : []),
     ];
     const seeds = addrs.filter((_, j) => j !== i).join(',');

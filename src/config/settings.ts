@@ -34,12 +34,27 @@ export const SETTINGS = {
   nodeId: { type: 'string', default: () => hostname(), specName: 'NodeID', help: 'unique node ID (default: hostname)' },
   metricsAddr: {
     type: 'addr', default: () => ':9090', specName: 'MetricsAddr', allowEmpty: true, allowSame: true,
-    help: 'metrics/health listener; "same" = API port, "" = off (served from the metrics issue on)',
+    help: 'metrics, health and web UI listener; "same" = the API port, "" = off',
+  },
+  grpcAddr: {
+    type: 'addr', default: () => '127.0.0.1:50051', specName: 'GrpcAddr', allowEmpty: true,
+    help: 'gRPC listener (BlobService, ClusterService, InternalService) host:port; "" = off',
+  },
+  grpcMaxMessageBytes: {
+    type: 'bytes', default: () => 65 * MiB, min: 64 * KiB,
+    help: 'largest gRPC message received or sent (a unary put carries the whole blob)',
+  },
+  authTokensFile: {
+    type: 'string', default: () => '', specName: 'AuthTokensFile',
+    help: 'bearer token file (scopes read, write, admin); empty = authentication off; re-read on SIGHUP',
   },
   heartbeatIntervalMs: { type: 'durationMs', default: () => 5000, specName: 'HeartbeatInterval', min: 10, help: 'cluster heartbeat interval' },
   seedNodes: { type: 'list', default: () => [], specName: 'SeedNodes', help: 'peer addresses (comma separated)' },
   region: { type: 'string', default: () => '', help: 'region label of this node' },
-  apiVariant: { type: 'enum', default: () => 'b', choices: ['b'], help: 'HTTP API variant (a comes with the full-API issue)' },
+  apiVariant: {
+    type: 'enum', default: () => 'b', choices: ['a', 'b'], specName: 'ApiVariant',
+    help: 'HTTP API variant: b (hex ids, numeric policies, 201 on create, raw bytes) or a (gRPC-gateway JSON)',
+  },
 
   smallBlobMaxBytes: {
     type: 'bytes', default: () => 1 * MiB, min: 0, max: 16 * MiB,

@@ -71,6 +71,7 @@ describe('config set round trip', () => {
     const port = await freePort();
     run(box, ['config', 'set', 'node.listen', '--value', `127.0.0.1:${port}`]);
     run(box, ['config', 'set', 'node.metricsAddr', '--value', '']);
+    run(box, ['config', 'set', 'node.grpcAddr', '--value', '']);
     const node = spawn(process.execPath, [BIN, 'serve', '--data-dir', join(box.home, 'd')], { env: box.env, stdio: 'ignore' });
     try {
       let status = 0;

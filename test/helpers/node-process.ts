@@ -62,7 +62,7 @@ export async function startNode(options: StartOptions = {}): Promise<NodeProcess
   const home = tempDir('blobstore-home-');
   const child = spawn(
     process.execPath,
-    [MAIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--metrics-addr', '', '--node-id', 'test-node', ...(options.args ?? [])],
+    [MAIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--node-id', 'test-node', ...(options.args ?? [])],
     {
       env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data'), ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,24 @@
+/**
+ * What the request path reports to metrics. Transports and the blob service call a Recorder;
+ * src/metrics implements it with prom-client. Calls take a start time from performance.now()
+ * and must not allocate: they run once or more per request on the hot path.
+ */
+import type { BlobstoreError } from '../errors/errors.js';
+
+export const OPERATIONS = ['put', 'get', 'delete', 'stat', 'list'] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** Stages of a request, each with its own latency histogram (the spec's buckets). */
+export const STAGES = ['receive', 'hash', 'write', 'fsync', 'index', 'read', 'verify', 'respond'] as const;
+export type Stage = (typeof STAGES)[number];
+
+export interface Recorder {
+  /** A request that succeeded: latency since `startMs`; `bytes` read or written (0 for none). */
+  done(op: Operation, startMs: number, bytes: number): void;
+  /** A request that failed with `err` (counted in request_failures_total and errors_total). */
+  failed(op: Operation, err: BlobstoreError): void;
+  /** One stage of a request took from `startMs` until now. */
+  stage(stage: Stage, startMs: number): void;
+}
+
+export const NO_RECORDER: Recorder = { done() {}, failed() {}, stage() {} };
