@@ -26,9 +26,14 @@ export class ApiServer {
   private readonly sweeper: NodeJS.Timeout;
   ready = false;
 
+  /**
+   * `mount` adds routes of other listeners to this one (the `same` metrics layout); they are
+   * registered before the catch-all 404.
+   */
   constructor(
     private readonly engine: Engine,
     private readonly config: NodeConfig,
+    mount?: (app: TemplatedApp) => void,
   ) {
     this.routes = new BlobRoutes(engine, config);
     const r = this.routes;
@@ -46,7 +51,9 @@ export class ApiServer {
       .any('/v1/blobs/:id/stream', methodNotAllowed)
       .any('/v1/blobs/:id/stat', methodNotAllowed)
       .any('/v1/cluster/*', methodNotAllowed)
-      .get('/healthz', (res) => this.healthz(res))
+      .get('/healthz', (res) => this.healthz(res));
+    mount?.(this.app);
+    this.app
       .any('/*', (res, req) => answer(res, notFound(`no route for ${req.getCaseSensitiveMethod()} ${req.getUrl().slice(0, 200)}`)));
     this.sweeper = setInterval(() => this.routes.sweepIdle(Date.now()), 1000);
     this.sweeper.unref();
