@@ -20,3 +20,36 @@ export function formatBlobId(id: Uint8Array): string {
 export function idOfDigest(digest: Buffer): Buffer {
   return digest.subarray(0, ID_BYTES);
 }
+
+/** A blob id given as bytes (gRPC, variant A JSON): exactly 16 of them. */
+export function blobIdFromBytes(bytes: Uint8Array | undefined | null): Buffer {
+  if (!bytes || bytes.length === 0) throw invalidArgument('invalid blob ID: missing or empty');
+  if (bytes.length !== ID_BYTES) throw invalidArgument(`invalid blob ID: ${bytes.length} bytes, expected 16`);
+  return Buffer.from(bytes);
+}
+
+const BASE64_ID = /^[A-Za-z0-9+/_-]{22}(==)?$/;
+
+/**
+ * A variant-A path id: 32 hex characters, or the 16 bytes in base64 (standard or URL-safe,
+ * padded or not; `%2B`, `%2F` and `%3D` arrive percent-decoded).
+ */
+export function parseBlobIdLiberal(text: string | undefined): Buffer {
+  if (text === undefined || text === '') throw invalidArgument('invalid blob ID: missing or empty');
+  let decoded = text;
+  if (text.includes('%')) {
+    try {
+      decoded = decodeURIComponent(text);
+    } catch {
+      throw invalidArgument('invalid blob ID: bad percent-encoding');
+    }
+  }
+  if (/^[0-9a-fA-F]{32}$/.test(decoded)) return Buffer.from(decoded, 'hex');
+  if (BASE64_ID.test(decoded)) {
+    const bytes = Buffer.from(decoded, 'base64');
+    if (bytes.length === ID_BYTES) return bytes;
+  }
+  throw invalidArgument(
+    `invalid blob ID ${JSON.stringify(decoded.slice(0, 80))}: expected 16 bytes as 32 hex characters or base64`,
+  );
+}

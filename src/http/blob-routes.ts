@@ -11,8 +11,8 @@ import { parseLabelsHeader } from '../engine/labels.js';
 import { checkPlacement, parsePolicy } from '../engine/policy.js';
 import { sendBlobFile } from './download.js';
 import { parseStoreJson } from './json-body.js';
-import { type Exchange, newExchange, sendError, sendJson } from './reply.js';
-import { Upload } from './upload.js';
+import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
+import { BlobWriter } from '../service/blob-writer.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 
 type BodyKind = 'raw' | 'json';
@@ -34,7 +34,7 @@ function contentLengthOf(header: string): number | undefined {
 }
 
 interface Receiving {
-  upload: Upload;
+  upload: BlobWriter;
   x: Exchange;
   finish(): void;
 }
@@ -58,7 +58,7 @@ export class BlobRoutes {
   readonly store = (res: HttpResponse, req: HttpRequest): void => {
     const x = newExchange(res);
     let kind: BodyKind;
-    let upload: Upload;
+    let upload: BlobWriter;
     let policyHeader: string;
     let labels: Buffer;
     try {
@@ -71,7 +71,7 @@ export class BlobRoutes {
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
       if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
       if (this.storesInFlight >= this.config.maxConcurrentUploads) throw unavailable('too many uploads in progress; retry shortly', 1);
-      upload = new Upload(x, this.engine, this.config, length, limit, kind === 'raw');
+      upload = new BlobWriter(flowOf(x), this.engine, this.config, length, limit, kind === 'raw');
     } catch (err) {
       // The body still comes: read and drop it so the client gets to read the answer.
       res.onData(() => undefined);
@@ -97,7 +97,7 @@ export class BlobRoutes {
     res.onData((ab, isLast) => {
       if (x.done || x.aborted) return;
       try {
-        upload.onData(ab);
+        upload.write(new Uint8Array(ab));
       } catch (err) {
         x.onAbort = undefined;
         finish();
@@ -111,15 +111,15 @@ export class BlobRoutes {
     });
   };
 
-  private async complete(x: Exchange, upload: Upload, kind: BodyKind, policyHeader: string, labels: Buffer): Promise<void> {
+  private async complete(x: Exchange, upload: BlobWriter, kind: BodyKind, policyHeader: string, labels: Buffer): Promise<void> {
     try {
       let result: PutResult;
       if (kind === 'raw') {
-        result = await upload.store({ policy: parsePolicy(policyHeader), labels });
+        result = await upload.finish({ policy: parsePolicy(policyHeader), labels });
       } else {
         const request = parseStoreJson(upload.inMemory()!, policyHeader, this.config);
         checkPlacement(request.policy, 1);
-        result = await Upload.storeBuffer(this.engine, request.data, request);
+        result = await BlobWriter.storeBuffer(this.engine, request.data, request);
       }
       sendJson(x, result.created ? 201 : 200, `{"id":"${formatBlobId(result.id)}","size":${result.size}}`);
     } catch (err) {

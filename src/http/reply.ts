@@ -58,6 +58,18 @@ export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): v
   sendJson(x, err.status, errorBody(err), err.headers, close);
 }
 
+/** Pauses and resumes the request body while the response is still open. */
+export function flowOf(x: Exchange): { pause(): void; resume(): void } {
+  return {
+    pause: () => {
+      if (!x.aborted && !x.done) x.res.pause();
+    },
+    resume: () => {
+      if (!x.aborted && !x.done) x.res.resume();
+    },
+  };
+}
+
 export function newExchange(res: HttpResponse): Exchange {
   const x: Exchange = { res, aborted: false, done: false, onAbort: undefined };
   res.onAborted(() => {

@@ -1,10 +1,11 @@
 /**
- * Receiving a store body. Raw bodies up to smallBlobMaxBytes are collected in memory and go to the
- * segment log; larger ones (or chunked bodies that grow past it) stream to their own file in
- * 1 MiB chunks from the buffer pool, hashed as they arrive, never held whole. At most
- * WRITES_IN_FLIGHT chunks per upload wait for the disk; beyond that the socket is paused.
+ * Receiving the bytes of a blob, whatever the transport (raw HTTP body, NDJSON or gRPC stream).
+ * Bodies up to smallBlobMaxBytes are collected in memory and go to the segment log; larger ones
+ * (or streams that grow past it) go to their own file in 1 MiB chunks from the buffer pool,
+ * hashed as they arrive, never held whole. At most WRITES_IN_FLIGHT chunks per blob wait for the
+ * disk; beyond that the sender is paused through its FlowControl.
  *
- *   onData -> copy once into a pooled 1 MiB chunk -> BlobFileWriter.write (hash + pwrite) -> release
+ *   write -> copy once into a pooled 1 MiB chunk -> BlobFileWriter.write (hash + pwrite) -> release
  */
 import type { NodeConfig } from '../config/settings.js';
 import { payloadTooLarge } from '../errors/errors.js';
@@ -12,20 +13,28 @@ import type { BlobFileWriter } from '../engine/blob-file.js';
 import { CHUNK_BYTES } from '../engine/buffer-pool.js';
 import type { Engine, PutResult } from '../engine/engine.js';
 import type { Policy } from '../engine/policy.js';
-import type { Exchange } from './reply.js';
+import { toBlobstoreError } from '../errors/errors.js';
+import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 
 const WRITES_IN_FLIGHT = 8;
 
 /** Pool buffers live in shared memory; a stop-gap buffer taken when the pool ran dry does not. */
 const fromPool = (chunk: Buffer): boolean => chunk.buffer instanceof SharedArrayBuffer && chunk.length === CHUNK_BYTES;
 
-export interface UploadTarget {
+export interface StoreOptions {
   policy: Policy;
+  /** Encoded labels (encodeLabels). */
   labels: Buffer;
 }
 
-/** Collects a body of known or unknown length; `limit` bounds it (413 beyond). */
-export class Upload {
+/** How a writer slows its sender down while the disk is behind. */
+export interface FlowControl {
+  pause(): void;
+  resume(): void;
+}
+
+/** Collects a blob of known or unknown length; `limit` bounds it (413 beyond). */
+export class BlobWriter {
   lastActivityMs = Date.now();
   received = 0;
   private small: Buffer | undefined;
@@ -38,14 +47,18 @@ export class Upload {
   private paused = false;
   private failed: unknown;
 
+  private closed = false;
+
   constructor(
-    private readonly x: Exchange,
+    private readonly flow: FlowControl | undefined,
     private readonly engine: Engine,
     private readonly config: NodeConfig,
     contentLength: number | undefined,
     private readonly limit: number,
     /** Stream to a file once the body outgrows memory (raw bodies); JSON bodies stay in memory. */
     private readonly spill: boolean,
+    private readonly recorder: Recorder = NO_RECORDER,
+    private readonly startMs = performance.now(),
   ) {
     if (contentLength !== undefined && (contentLength <= config.smallBlobMaxBytes || !spill)) {
       this.small = Buffer.allocUnsafe(contentLength);
@@ -60,10 +73,9 @@ export class Upload {
     return writer;
   }
 
-  /** Copies one uWS chunk (valid only during this call); throws a BlobstoreError on overflow. */
-  onData(ab: ArrayBuffer): void {
+  /** Copies `bytes` (which may be reused after this call); throws a BlobstoreError on overflow. */
+  write(bytes: Uint8Array): void {
     this.lastActivityMs = Date.now();
-    const bytes = new Uint8Array(ab);
     if (this.received + bytes.length > this.limit) throw payloadTooLarge(`body larger than ${this.limit} bytes`);
     if (this.small) {
       this.small.set(bytes, this.received);
@@ -111,7 +123,7 @@ export class Upload {
     this.writes.push(write);
     if (this.inflight >= WRITES_IN_FLIGHT && !this.paused && this.live()) {
       this.paused = true;
-      this.x.res.pause();
+      this.flow!.pause();
     }
   }
 
@@ -120,13 +132,18 @@ export class Upload {
     if (fromPool(chunk)) this.engine.pool.release(chunk);
     if (this.paused && this.inflight < WRITES_IN_FLIGHT && this.live()) {
       this.paused = false;
-      this.x.res.resume();
+      this.flow!.resume();
     }
   }
 
-  /** The response object may be used only until it is answered or aborted. */
+  /** The sender may be paused or resumed only until it is answered or gone. */
   private live(): boolean {
-    return !this.x.aborted && !this.x.done;
+    return this.flow !== undefined && !this.closed;
+  }
+
+  /** The sender is answered or gone: no more pause/resume calls reach it. */
+  detach(): void {
+    this.closed = true;
   }
 
   /** The whole body in memory (JSON bodies, and raw bodies that stayed small). */
@@ -140,8 +157,19 @@ export class Upload {
     return body;
   }
 
-  /** After the last chunk: stores the body (inline or file) and returns the result. */
-  async store(target: UploadTarget): Promise<PutResult> {
+  /** After the last chunk: stores the blob (inline or file) and returns the result. */
+  async finish(target: StoreOptions): Promise<PutResult> {
+    try {
+      const result = await this.store(target);
+      this.recorder.done('put', this.startMs, this.received);
+      return result;
+    } catch (err) {
+      this.recorder.failed('put', toBlobstoreError(err));
+      throw err;
+    }
+  }
+
+  private async store(target: StoreOptions): Promise<PutResult> {
     const body = this.inMemory();
     if (body) return this.engine.putInline(body, target.policy, target.labels);
     if (this.current) {
@@ -157,7 +185,7 @@ export class Upload {
   }
 
   /** Stores bytes decoded from a JSON body, streaming them to a file when they are large. */
-  static async storeBuffer(engine: Engine, data: Buffer, target: UploadTarget): Promise<PutResult> {
+  static async storeBuffer(engine: Engine, data: Buffer, target: StoreOptions): Promise<PutResult> {
     if (data.length <= engine.config.smallBlobMaxBytes) return engine.putInline(data, target.policy, target.labels);
     const writer = await engine.beginFile();
     try {
@@ -178,6 +206,7 @@ export class Upload {
 
   /** Drops everything received: temp file removed, buffers back in the pool. */
   async discard(): Promise<void> {
+    this.closed = true;
     this.releaseChunks();
     await Promise.allSettled(this.writes);
     const writer = await this.writer?.catch(() => undefined);

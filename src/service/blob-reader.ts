@@ -1,0 +1,92 @@
+/**
+ * Reading a stored blob, whatever the transport: verified chunks of at most 1 MiB, in order.
+ * File blobs are read READ_AHEAD chunks ahead from pooled buffers, each chunk checked against its
+ * digest before any of it is handed on; segment blobs are read whole and checked against the
+ * checksum. A chunk that fails its check throws the corruption error: a caller that has already
+ * sent bytes must cut its response (the client sees a short body, never wrong bytes).
+ */
+import { promises as fsp } from 'node:fs';
+import { BlobstoreError } from '../errors/errors.js';
+import { type BlobFileLayout, chunkIntact, readLayout } from '../engine/blob-file.js';
+import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import type { BlobMeta, Engine } from '../engine/engine.js';
+import { Location } from '../index/entry.js';
+
+/** Chunks read ahead of the one being handed on (1 MiB each, from the buffer pool). */
+const READ_AHEAD = 4;
+
+/** Bytes [start, end) of a blob. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * Takes one chunk; the buffer is valid until the returned promise settles. `index` counts from 0,
+ * so a sink knows when it writes its headers.
+ */
+export type ChunkSink = (chunk: Buffer, index: number) => Promise<void> | void;
+
+async function readChunk(handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number): Promise<Buffer> {
+  const at = index * layout.chunkBytes;
+  const length = Math.min(layout.chunkBytes, layout.size - at);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await handle.read(buf, done, length - done, at + done);
+    if (bytesRead === 0) throw new BlobstoreError('corruption', 'blob file is shorter than its footer says');
+    done += bytesRead;
+  }
+  return buf.subarray(0, length);
+}
+
+/** Hands `range` (default: all) of the blob to `sink` in verified chunks of at most 1 MiB. */
+export async function readBlob(engine: Engine, meta: BlobMeta, sink: ChunkSink, range: ByteRange = { start: 0, end: meta.size }): Promise<void> {
+  if (meta.location === Location.FILE) return readFileBlob(engine, meta, sink, range);
+  const data = (await engine.readInline(meta)).subarray(range.start, range.end);
+  if (data.length === 0) return sink(data, 0);
+  for (let at = 0, i = 0; at < data.length; at += CHUNK_BYTES, i++) await sink(data.subarray(at, at + CHUNK_BYTES), i);
+}
+
+async function readFileBlob(engine: Engine, meta: BlobMeta, sink: ChunkSink, range: ByteRange): Promise<void> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(engine.filePath(meta), 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw engine.corruption(meta);
+    throw err;
+  }
+  const buffers: Buffer[] = [];
+  const reads: Promise<Buffer>[] = [];
+  try {
+    const layout = await readLayout(handle, meta.size).catch((err: unknown) => {
+      throw err instanceof BlobstoreError ? engine.corruption(meta) : err;
+    });
+    if (range.end <= range.start) return await sink(Buffer.alloc(0), 0);
+    // Whole chunks are read and verified; the range's ends are cut from the first and last.
+    const first = Math.floor(range.start / layout.chunkBytes);
+    const last = Math.floor((range.end - 1) / layout.chunkBytes);
+    const count = last - first + 1;
+    for (let i = 0; i < Math.min(READ_AHEAD, count); i++) buffers.push(await engine.pool.acquire());
+    const startRead = (i: number): void => {
+      const read = readChunk(handle, buffers[i % buffers.length]!, layout, first + i);
+      read.catch(() => undefined); // awaited in turn, or settled in finally
+      reads[i % buffers.length] = read;
+    };
+    for (let i = 0; i < buffers.length; i++) startRead(i);
+    for (let i = 0; i < count; i++) {
+      const chunk = await reads[i % buffers.length]!;
+      if (!(await chunkIntact(layout, first + i, chunk, engine.digestChunk))) throw engine.corruption(meta);
+      const base = (first + i) * layout.chunkBytes;
+      const from = Math.max(range.start - base, 0);
+      const to = Math.min(range.end - base, chunk.length);
+      await sink(from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to), i);
+      // This chunk's buffer is free again: read the one READ_AHEAD chunks on into it.
+      if (i + buffers.length < count) startRead(i + buffers.length);
+    }
+  } finally {
+    // Reads ahead may still be filling buffers: let them settle before the buffers go back.
+    await Promise.allSettled(reads);
+    await handle.close();
+    for (const b of buffers) engine.pool.release(b);
+  }
+}
