@@ -3,6 +3,8 @@
  * accepting, let requests in progress finish (at most shutdownTimeoutMs), flush, close LMDB and
  * exit 0.
  */
+import type { Gate } from './auth/gate.js';
+import { startAuth } from './auth/tokens.js';
 import type { NodeConfig } from './config/settings.js';
 import { Engine } from './engine/engine.js';
 import { hashName, initHashing } from './hash/blake3.js';
@@ -12,10 +14,15 @@ export interface RunningNode {
   readonly engine: Engine;
   readonly server: ApiServer;
   readonly port: number;
+  /** Bearer authentication (OPEN_GATE when AuthTokensFile is empty); pass it to every listener. */
+  readonly gate: Gate;
   stop(): Promise<void>;
 }
 
 export async function startNode(config: NodeConfig): Promise<RunningNode> {
+  // First: a bad token file stops the start (ConfigError, exit 2) before the data dir is touched.
+  const auth = startAuth(config);
+  const gate = auth.gate;
   await initHashing();
   const engine = await Engine.open(config);
   const server = new ApiServer(engine, config);
@@ -24,6 +31,7 @@ export async function startNode(config: NodeConfig): Promise<RunningNode> {
     port = await server.listen();
   } catch (err) {
     await engine.close();
+    auth.close();
     throw err;
   }
   let stopping: Promise<void> | undefined;
@@ -32,8 +40,9 @@ export async function startNode(config: NodeConfig): Promise<RunningNode> {
       const drained = await server.close(config.shutdownTimeoutMs);
       if (!drained) console.error('blobstore: shutdown timeout: requests still in progress were cut off');
       await engine.close();
+      auth.close();
     })());
-  return { engine, server, port, stop };
+  return { engine, server, port, gate, stop };
 }
 
 /** Which Reed-Solomon code path this CPU runs (the EC policies need a cluster to be used). */

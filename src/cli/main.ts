@@ -10,6 +10,7 @@ import { registerConfigSet } from './config-set.js';
 import { registerDeploy } from './deploy.js';
 import { registerStatus } from './status.js';
 import { registerDown } from './down.js';
+import { registerAuth } from './auth.js';
 
 export function buildProgram(): Command {
   const program = new Command('blobstore')
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerDeploy(program);
   registerStatus(program);
   registerDown(program);
+  registerAuth(program);
   return program;
 }
 
