@@ -27,7 +27,17 @@ export function parsePolicy(value: unknown): Policy {
     const index = POLICIES.findIndex((p) => p === name || p === `REPLICATION_POLICY_${name}`);
     if (index >= 0) return index as Policy;
   }
-  throw invalidArgument(`invalid replication policy ${JSON.stringify(value)}: expected 0-5 or one of ${POLICIES.join(', ')}`);
+  throw invalidArgument(`invalid replication policy ${describe(value)}: expected 0-5 or one of ${POLICIES.join(', ')}`);
+}
+
+/**
+ * A short rendering of a rejected value for an error message: JSON.stringify of a client's value
+ * can be megabytes long, or overflow the stack on deep nesting (a 500 instead of a 400).
+ */
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return Array.isArray(value) ? 'an array' : typeof value;
 }
 
 /**
