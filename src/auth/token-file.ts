@@ -16,6 +16,7 @@
  * digest: not even JSON.parse's message, which quotes the text around the error.
  */
 import { createHash } from 'node:crypto';
+import { BodyParseError, JsonDecodeError, parsePyJson } from '../orders/json-parse.js';
 import type { Scope } from './gate.js';
 import { TOKEN_CHARS } from './bearer.js';
 
@@ -47,9 +48,10 @@ const FIELDS = new Set(['name', 'sha256', 'token', 'scopes']);
 export function parseTokenFile(text: string): TokenEntry[] {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw new TokenFileError(`not valid JSON (${jsonErrorPlace(text, (err as Error).message)})`);
+    // A byte order mark some editors write is not part of the document.
+    parsed = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  } catch {
+    throw new TokenFileError(`not valid JSON: ${jsonProblem(text)}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new TokenFileError('expected a JSON object {"tokens": [...]}');
@@ -120,16 +122,23 @@ function checkUnique(entries: readonly TokenEntry[]): void {
 }
 
 /**
- * Where JSON.parse failed, as line and column, from the position V8 reports. V8's messages without
- * a position quote the text around the error, which may be a token: those are not repeated.
+ * What is wrong with text JSON.parse refused, with line and column. V8's own messages quote the
+ * text around the error, which may be a token, so the orders service's CPython-style reader (whose
+ * messages hold no input) describes the error instead.
  */
-function jsonErrorPlace(text: string, message: string): string {
-  if (/Unexpected end of JSON input/.test(message)) return 'unexpected end of the file';
-  const m = /at position (\d+)/.exec(message);
-  if (!m) return 'unexpected character';
-  const pos = Number(m[1]);
-  const before = text.slice(0, pos);
-  const line = before.split('\n').length;
-  const column = pos - before.lastIndexOf('\n');
-  return `line ${line}, column ${column}`;
+function jsonProblem(text: string): string {
+  try {
+    parsePyJson(text);
+  } catch (err) {
+    if (err instanceof JsonDecodeError) {
+      // Positions count code points, as Python's do.
+      const before = Array.from(text).slice(0, err.pos);
+      const line = before.filter((c) => c === '\n').length + 1;
+      const column = err.pos - before.lastIndexOf('\n');
+      return `${err.message} (line ${line}, column ${column})`;
+    }
+    if (err instanceof BodyParseError) return err.message;
+  }
+  // CPython accepts NaN and Infinity, JSON.parse does not.
+  return 'NaN or Infinity is not JSON';
 }
