@@ -35,6 +35,7 @@ export type ErrorKind =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'request_timeout'
+  | 'range_not_satisfiable'
   | 'unavailable'
   | 'unimplemented'
   | 'internal'
@@ -56,6 +57,7 @@ const KINDS: Record<ErrorKind, KindInfo> = {
   failed_precondition: { status: 412, grpc: GrpcCode.FAILED_PRECONDITION, short: 'Precondition Failed' },
   payload_too_large: { status: 413, grpc: GrpcCode.RESOURCE_EXHAUSTED, short: 'Payload Too Large' },
   unsupported_media_type: { status: 415, grpc: GrpcCode.INVALID_ARGUMENT, short: 'Unsupported Media Type' },
+  range_not_satisfiable: { status: 416, grpc: GrpcCode.OUT_OF_RANGE, short: 'Range Not Satisfiable' },
   request_timeout: { status: 408, grpc: GrpcCode.DEADLINE_EXCEEDED, short: 'Request Timeout' },
   unavailable: { status: 503, grpc: GrpcCode.UNAVAILABLE, short: 'Service Unavailable' },
   unimplemented: { status: 501, grpc: GrpcCode.UNIMPLEMENTED, short: 'Not Implemented' },

@@ -1,19 +1,23 @@
 /**
- * Variant B blob routes: decode the request, call the engine, encode the answer. No storage rule
- * lives here.
+ * Blob routes of both variants: decode the request, call the BlobService, encode the answer with
+ * the node's Wire. No storage rule lives here. Every route asks the auth gate first.
  */
+import type { Scope, Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
-import { BlobstoreError, notFound, payloadTooLarge, unavailable, invalidArgument } from '../errors/errors.js';
-import { formatBlobId, parseBlobId } from '../engine/blob-id.js';
-import type { BlobMeta, Engine, PutResult } from '../engine/engine.js';
+import { BlobstoreError, invalidArgument, payloadTooLarge, toBlobstoreError } from '../errors/errors.js';
+import type { BlobMeta, PutResult } from '../engine/engine.js';
 import { Location } from '../index/entry.js';
 import { parseLabelsHeader } from '../engine/labels.js';
-import { checkPlacement, parsePolicy } from '../engine/policy.js';
-import { sendBlobFile } from './download.js';
+import { parsePolicy } from '../engine/policy.js';
+import type { BlobService } from '../service/blob-service.js';
+import { type BlobWriter } from '../service/blob-writer.js';
+import { BodySender } from './download.js';
+import { type Intake } from './intake.js';
 import { parseStoreJson } from './json-body.js';
-import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
-import { BlobWriter } from '../service/blob-writer.js';
+import { type ByteRange, parseRange } from './range.js';
+import { type Exchange, flowOf, newExchange, sendError, sendJson, statusLine } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
+import type { Wire } from './wire.js';
 
 type BodyKind = 'raw' | 'json';
 
@@ -27,150 +31,193 @@ function bodyKind(contentType: string): BodyKind {
   );
 }
 
-function contentLengthOf(header: string): number | undefined {
+export function contentLengthOf(header: string): number | undefined {
   if (header === '') return undefined;
   if (!/^\d{1,16}$/.test(header)) throw invalidArgument('invalid Content-Length');
   return Number(header);
 }
 
-interface Receiving {
-  upload: BlobWriter;
-  x: Exchange;
-  finish(): void;
+/** The strong validator of a blob: its content checksum in hex. */
+const etagOf = (meta: BlobMeta): string => `"${meta.checksum.toString('hex')}"`;
+
+/** If-None-Match: `*` or a list of (possibly weak) entity tags. */
+function matchesEtag(header: string, etag: string): boolean {
+  if (header === '') return false;
+  for (const part of header.split(',')) {
+    const tag = part.trim().replace(/^W\//, '');
+    if (tag === '*' || tag === etag) return true;
+  }
+  return false;
 }
 
 export class BlobRoutes {
-  readonly uploads = new Set<Receiving>();
-  /** Requests being worked on (graceful shutdown waits for them). */
-  inflight = 0;
-  private storesInFlight = 0;
+  readonly wire: Wire;
 
   constructor(
-    private readonly engine: Engine,
+    private readonly service: BlobService,
     private readonly config: NodeConfig,
-  ) {}
+    private readonly gate: Gate,
+    private readonly intake: Intake,
+    wire: Wire,
+  ) {
+    this.wire = wire;
+  }
 
-  private track(x: Exchange, work: Promise<void>): void {
-    this.inflight++;
-    work.catch((err: unknown) => sendError(x, err)).finally(() => this.inflight--);
+  /** The gate, in every route before anything else. */
+  authorize(req: HttpRequest, scope: Scope): void {
+    if (this.gate.enabled) this.gate.check(req.getHeader('authorization'), scope);
   }
 
   readonly store = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res);
+    const start = performance.now();
+    const x = newExchange(res, this.wire);
     let kind: BodyKind;
-    let upload: BlobWriter;
+    let writer: BlobWriter;
     let policyHeader: string;
     let labels: Buffer;
     try {
+      this.authorize(req, 'write');
       kind = bodyKind(req.getHeader('content-type'));
       policyHeader = req.getHeader('x-blobstore-policy');
       const policy = parsePolicy(policyHeader);
       labels = kind === 'raw' ? parseLabelsHeader(req.getHeader('x-blobstore-labels'), this.config) : Buffer.alloc(0);
-      if (kind === 'raw') checkPlacement(policy, 1);
+      if (kind === 'raw') this.service.checkPlacement({ policy, labels });
       const length = contentLengthOf(req.getHeader('content-length'));
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
       if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
-      if (this.storesInFlight >= this.config.maxConcurrentUploads) throw unavailable('too many uploads in progress; retry shortly', 1);
-      upload = new BlobWriter(flowOf(x), this.engine, this.config, length, limit, kind === 'raw');
+      this.intake.admit();
+      writer = kind === 'raw' ? this.service.openWriter(flowOf(x), limit, length) : this.service.openBodyReader(flowOf(x), limit, length);
     } catch (err) {
+      this.service.recordFailure('put', err);
       // The body still comes: read and drop it so the client gets to read the answer.
       res.onData(() => undefined);
       return sendError(x, err, 'drain');
     }
-    // Receiving bodies are swept when idle; stores count against the limit until answered.
-    this.storesInFlight++;
-    this.inflight++;
-    let finished = false;
-    const finish = (): void => {
-      if (finished) return;
-      finished = true;
-      this.uploads.delete(entry);
-      this.storesInFlight--;
-      this.inflight--;
-    };
-    const entry: Receiving = { upload, x, finish };
-    this.uploads.add(entry);
-    x.onAbort = () => {
+    const entry = { x, lastActivityMs: () => writer.lastActivityMs, discard: () => cut() };
+    const finish = this.intake.begin(entry);
+    const cut = (): void => {
       finish();
-      void upload.discard();
+      void writer.discard();
     };
+    x.onAbort = cut;
     res.onData((ab, isLast) => {
       if (x.done || x.aborted) return;
       try {
-        upload.write(new Uint8Array(ab));
+        writer.write(new Uint8Array(ab));
       } catch (err) {
         x.onAbort = undefined;
-        finish();
-        void upload.discard();
+        cut();
+        this.service.recordFailure('put', err);
         return sendError(x, err, 'drain');
       }
       if (!isLast) return;
-      this.uploads.delete(entry);
-      x.onAbort = () => void upload.discard();
-      void this.complete(x, upload, kind, policyHeader, labels).finally(finish);
+      this.intake.received(entry);
+      this.service.recorder.stage('receive', start);
+      x.onAbort = () => void writer.discard();
+      void this.complete(x, writer, kind, policyHeader, labels).finally(finish);
     });
   };
 
-  private async complete(x: Exchange, upload: BlobWriter, kind: BodyKind, policyHeader: string, labels: Buffer): Promise<void> {
+  private async complete(x: Exchange, writer: BlobWriter, kind: BodyKind, policyHeader: string, labels: Buffer): Promise<void> {
     try {
       let result: PutResult;
       if (kind === 'raw') {
-        result = await upload.finish({ policy: parsePolicy(policyHeader), labels });
+        result = await writer.finish({ policy: parsePolicy(policyHeader), labels });
       } else {
-        const request = parseStoreJson(upload.inMemory()!, policyHeader, this.config);
-        checkPlacement(request.policy, 1);
-        result = await BlobWriter.storeBuffer(this.engine, request.data, request);
+        const request = parseStoreJson(writer.inMemory()!, policyHeader, this.config);
+        result = await this.service.put(request.data, request);
       }
-      sendJson(x, result.created ? 201 : 200, `{"id":"${formatBlobId(result.id)}","size":${result.size}}`);
+      const start = performance.now();
+      sendJson(x, this.wire.putStatus(result), this.wire.putBody(result));
+      this.service.recorder.stage('respond', start);
     } catch (err) {
-      await upload.discard();
+      await writer.discard();
+      if (kind === 'json') this.service.recordFailure('put', err);
       sendError(x, err);
     }
   }
 
   readonly get = (res: HttpResponse, req: HttpRequest): void => {
+    const start = performance.now();
     let meta: BlobMeta;
+    let range: ByteRange | undefined;
     try {
-      meta = this.lookup(req.getParameter(0));
-      // Small records are read, verified and answered right here: no await, no abort handler.
-      const data = meta.location === Location.SEGMENT ? this.engine.readInlineSync(meta) : undefined;
-      if (data) {
-        this.writeBlobHead(res, meta);
-        res.end(data);
-        return;
+      this.authorize(req, 'read');
+      meta = this.service.lookup(this.wire.parseId(req.getParameter(0)));
+      if (matchesEtag(req.getHeader('if-none-match'), etagOf(meta))) return this.notModified(res, meta);
+      if (this.wire.variant === 'b') {
+        range = parseRange(req.getHeader('range'), req.getHeader('if-range'), etagOf(meta), meta.size);
+        // Small records are read, verified and answered right here: no await, no abort handler.
+        const data = range === undefined && meta.location === Location.SEGMENT ? this.service.engine.readInlineSync(meta) : undefined;
+        if (data) {
+          res.cork(() => {
+            this.writeBlobHead(res, meta, '200 OK');
+            res.end(data);
+          });
+          this.service.recordGet(start, meta.size);
+          return;
+        }
       }
     } catch (err) {
-      return sendError(newExchange(res), err);
+      this.service.recordFailure('get', err);
+      return sendError(newExchange(res, this.wire), err);
     }
-    const x = newExchange(res);
-    this.track(x, this.send(x, meta));
+    const x = newExchange(res, this.wire);
+    this.intake.track(x, this.wire.variant === 'b' ? this.sendRaw(x, meta, range) : this.sendJsonBlob(x, meta));
   };
 
-  private async send(x: Exchange, meta: BlobMeta): Promise<void> {
-    if (meta.location === Location.FILE) return sendBlobFile(x, this.engine, meta, (ex) => this.writeBlobHead(ex.res, meta));
-    const data = await this.engine.readInline(meta);
-    if (x.aborted) return;
-    x.done = true;
-    x.res.cork(() => {
-      this.writeBlobHead(x.res, meta);
-      x.res.end(data);
-    });
+  private notModified(res: HttpResponse, meta: BlobMeta): void {
+    res.cork(() => res.writeStatus('304 Not Modified').writeHeader('ETag', etagOf(meta)).endWithoutBody());
   }
 
-  private writeBlobHead(res: HttpResponse, meta: BlobMeta): void {
+  /** Variant B: the bytes (or a range of them), chunk by chunk with backpressure. */
+  private async sendRaw(x: Exchange, meta: BlobMeta, range: ByteRange | undefined): Promise<void> {
+    const total = range ? range.end - range.start : meta.size;
+    const sender = new BodySender(x, total);
+    const head = (ex: Exchange): void => {
+      this.writeBlobHead(ex.res, meta, range ? '206 Partial Content' : '200 OK');
+      if (range) ex.res.writeHeader('Content-Range', `bytes ${range.start}-${range.end - 1}/${meta.size}`);
+    };
+    let sent = false;
+    try {
+      await this.service.stream(
+        meta,
+        async (chunk, i) => {
+          if (x.aborted) throw new Error('client went away');
+          await sender.send(chunk, i === 0 ? head : undefined);
+          sent = true;
+        },
+        range,
+      );
+    } catch (err) {
+      // After the first byte the status is gone: cut the body short rather than send wrong bytes.
+      if (sent && !x.aborted && !x.done) {
+        x.done = true;
+        x.res.close();
+        return;
+      }
+      throw err;
+    }
+  }
+
+  /** Variant A: {data, meta} as JSON; blobs larger than a JSON body go through the stream. */
+  private async sendJsonBlob(x: Exchange, meta: BlobMeta): Promise<void> {
+    const { data } = await this.service.read(meta.id, this.config.maxJsonBodyBytes);
+    if (x.aborted) return;
+    x.done = true;
+    const body = `{"data":"${data.toString('base64')}","meta":${this.wire.metaJson(meta)}}`;
+    x.res.cork(() => x.res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('ETag', etagOf(meta)).end(body));
+  }
+
+  private writeBlobHead(res: HttpResponse, meta: BlobMeta, status: string): void {
     res
-      .writeStatus('200 OK')
+      .writeStatus(status)
       .writeHeader('Content-Type', 'application/octet-stream')
+      .writeHeader('Accept-Ranges', 'bytes')
+      .writeHeader('ETag', etagOf(meta))
       .writeHeader('X-Blobstore-Blob-Size', String(meta.size))
       .writeHeader('X-Blobstore-Created-At', meta.createdAtNs.toString())
       .writeHeader('X-Blobstore-Policy', String(meta.policy));
-  }
-
-  private lookup(idText: string): BlobMeta {
-    const id = parseBlobId(idText);
-    const meta = this.engine.stat(id);
-    if (!meta) throw notFound(`blob ${idText} not found`);
-    return meta;
   }
 
   /**
@@ -179,61 +226,71 @@ export class BlobRoutes {
    */
   readonly head = (res: HttpResponse, req: HttpRequest): void => {
     let meta: BlobMeta | undefined;
-    let status = '404 Not Found';
+    let failure: BlobstoreError | undefined;
     try {
-      meta = this.lookup(req.getParameter(0));
+      this.authorize(req, 'read');
+      meta = this.service.stat(this.wire.parseId(req.getParameter(0)));
     } catch (err) {
-      if (err instanceof BlobstoreError && err.status === 400) status = '400 Bad Request';
+      failure = toBlobstoreError(err);
+      this.service.recordFailure('stat', failure);
     }
-    if (meta) {
-      this.writeBlobHead(res, meta);
-      res.writeHeader('Content-Length', String(meta.size)).endWithoutBody();
-    } else res.writeStatus(status).writeHeader('Content-Length', '0').endWithoutBody();
+    res.cork(() => {
+      if (meta) {
+        this.writeBlobHead(res, meta, '200 OK');
+        res.writeHeader('Content-Length', String(meta.size)).endWithoutBody();
+        return;
+      }
+      res.writeStatus(failure ? statusLine(failure.status) : '404 Not Found');
+      if (failure?.headers) for (const key in failure.headers) res.writeHeader(key, failure.headers[key]!);
+      res.writeHeader('Content-Length', '0').endWithoutBody();
+    });
+  };
+
+  /** GET /v1/blobs/{id}/stat: 200 with exists false for a missing blob. */
+  readonly stat = (res: HttpResponse, req: HttpRequest): void => {
+    const x = newExchange(res, this.wire);
+    try {
+      this.authorize(req, 'read');
+      const meta = this.service.stat(this.wire.parseId(req.getParameter(0)));
+      sendJson(x, 200, meta ? `{"exists":true,"meta":${this.wire.metaJson(meta)}}` : '{"exists":false}');
+    } catch (err) {
+      this.service.recordFailure('stat', err);
+      sendError(x, err);
+    }
   };
 
   readonly delete = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res);
+    const x = newExchange(res, this.wire);
     let id: Buffer;
     try {
-      id = parseBlobId(req.getParameter(0));
+      this.authorize(req, 'write');
+      id = this.wire.parseId(req.getParameter(0));
     } catch (err) {
+      this.service.recordFailure('delete', err);
       return sendError(x, err);
     }
-    this.track(x, this.engine.delete(id).then(() => sendJson(x, 200, '{"deleted":true}')));
+    this.intake.track(x, this.service.delete(id).then(() => sendJson(x, 200, '{"deleted":true}')));
   };
 
   readonly list = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res);
+    const x = newExchange(res, this.wire);
     try {
+      this.authorize(req, 'read');
       const limit = this.pageSize(req.getQuery('limit') ?? '');
       const cursor = req.getQuery('cursor') ?? '';
-      const page = this.engine.list(req.getQuery('prefix') ?? '', cursor === '' ? undefined : cursor, limit);
-      let body = '{"ids":[';
-      for (let i = 0; i < page.ids.length; i++) body += (i ? ',"' : '"') + formatBlobId(page.ids[i]!) + '"';
-      body += page.hasMore ? `],"next_cursor":"${page.nextCursor}","has_more":true}` : '],"has_more":false}';
-      sendJson(x, 200, body);
+      const page = this.service.list(req.getQuery('prefix') ?? '', cursor === '' ? undefined : cursor, limit);
+      sendJson(x, 200, this.wire.listBody(page));
     } catch (err) {
+      this.service.recordFailure('list', err);
       sendError(x, err);
     }
   };
 
   private pageSize(text: string): number {
-    if (text === '') return this.config.listDefaultLimit;
+    if (text === '') return 0;
     if (!/^[-+]?\d{1,10}$/.test(text.trim())) throw invalidArgument(`invalid limit ${JSON.stringify(text.slice(0, 40))}: expected an integer`);
     const n = Number(text);
     if (n > 2 ** 31 - 1 || n < -(2 ** 31)) throw invalidArgument('invalid limit: out of int32 range');
-    if (n <= 0) return this.config.listDefaultLimit;
-    return Math.min(n, this.config.listMaxLimit);
-  }
-
-  /** Aborts uploads that sent nothing for bodyIdleTimeoutMs (slow or stalled clients). */
-  sweepIdle(nowMs: number): void {
-    for (const entry of this.uploads) {
-      if (nowMs - entry.upload.lastActivityMs < this.config.bodyIdleTimeoutMs) continue;
-      entry.finish();
-      entry.x.onAbort = undefined;
-      void entry.upload.discard();
-      sendError(entry.x, new BlobstoreError('request_timeout', `request body idle for over ${this.config.bodyIdleTimeoutMs} ms`), 'now');
-    }
+    return n;
   }
 }

@@ -1,10 +1,11 @@
 /**
  * Writing responses on uWS. A response may be written only while it is not aborted, and outside
- * the route callback only inside cork(); these helpers do both. The error shape is variant B's:
- * {code: <HTTP status>, error: <short>, message}.
+ * the route callback only inside cork(); these helpers do both. Error bodies take the shape of the
+ * node's variant (wire.ts).
  */
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
 import type { HttpResponse } from './uws.js';
+import { type Variant, type Wire, WIRE_B, wireOf } from './wire.js';
 
 /** Per-request state uWS lets us attach to the response object. */
 export interface Exchange {
@@ -13,13 +14,15 @@ export interface Exchange {
   done: boolean;
   /** Called once if the client goes away before the response is complete. */
   onAbort: (() => void) | undefined;
+  /** The encoding of the node's API variant. */
+  wire: Wire;
 }
 
 const STATUS_LINE: Record<number, string> = {
-  200: '200 OK', 201: '201 Created', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden',
+  200: '200 OK', 201: '201 Created', 206: '206 Partial Content', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden',
   404: '404 Not Found', 405: '405 Method Not Allowed', 408: '408 Request Timeout', 409: '409 Conflict',
   411: '411 Length Required', 412: '412 Precondition Failed', 413: '413 Payload Too Large',
-  415: '415 Unsupported Media Type', 500: '500 Internal Server Error', 501: '501 Not Implemented',
+  415: '415 Unsupported Media Type', 416: '416 Range Not Satisfiable', 500: '500 Internal Server Error', 501: '501 Not Implemented',
   503: '503 Service Unavailable',
 };
 
@@ -45,8 +48,9 @@ export function sendJson(x: Exchange, status: number, body: string, headers?: Re
   });
 }
 
-export function errorBody(err: BlobstoreError): string {
-  return JSON.stringify({ code: err.status, error: err.short, message: err.message });
+/** The error body of a variant (`'a'`, `'b'` or its Wire); variant B when not given. */
+export function errorBody(err: BlobstoreError, variant: Variant | Wire = WIRE_B): string {
+  return (typeof variant === 'string' ? wireOf(variant) : variant).errorBody(err);
 }
 
 /** Answers with the error shape. */
@@ -55,7 +59,7 @@ export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): v
   if (err.status >= 500 && err.kind !== 'unavailable') {
     console.error(`blobstore: ${err.message}${err.cause ? `: ${(err.cause as Error).message ?? String(err.cause)}` : ''}`);
   }
-  sendJson(x, err.status, errorBody(err), err.headers, close);
+  sendJson(x, err.status, x.wire.errorBody(err), err.headers, close);
 }
 
 /** Pauses and resumes the request body while the response is still open. */
@@ -70,8 +74,8 @@ export function flowOf(x: Exchange): { pause(): void; resume(): void } {
   };
 }
 
-export function newExchange(res: HttpResponse): Exchange {
-  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined };
+export function newExchange(res: HttpResponse, wire: Wire = WIRE_B): Exchange {
+  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire };
   res.onAborted(() => {
     x.aborted = true;
     x.onAbort?.();

@@ -1,66 +1,100 @@
 /**
  * The API listener (uWebSockets.js): the route table and graceful close. As grpc-gateway does, a
- * known /v1 path with a method it lacks answers 501 and an unknown path 404.
+ * known /v1 path with a method it lacks answers 501 and an unknown path 404. Every /v1 route
+ * asks the auth gate first; /healthz stays open.
  */
+import { type Gate, OPEN_GATE } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
 import { parseHostPort } from '../config/units.js';
 import { BlobstoreError, notFound } from '../errors/errors.js';
-import type { Engine } from '../engine/engine.js';
+import type { BlobService } from '../service/blob-service.js';
 import { BlobRoutes } from './blob-routes.js';
-import { errorBody, statusLine } from './reply.js';
-import { type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from './uws.js';
+import { Intake } from './intake.js';
+import { statusLine } from './reply.js';
+import { StreamRoutes } from './stream-routes.js';
+import { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from './uws.js';
+import { type Wire, wireOf } from './wire.js';
 
 const uws = loadUws();
 
-function answer(res: HttpResponse, err: BlobstoreError): void {
-  res.cork(() => res.writeStatus(statusLine(err.status)).writeHeader('Content-Type', 'application/json').end(errorBody(err)));
+export interface ApiServerOptions {
+  gate?: Gate;
+  /**
+   * Adds routes of other listeners to this one (the `same` metrics layout); they are registered
+   * before the catch-all 404.
+   */
+  mount?: (app: TemplatedApp) => void;
 }
-
-const methodNotAllowed = (res: HttpResponse): void =>
-  answer(res, new BlobstoreError('unimplemented', 'Method Not Allowed'));
 
 export class ApiServer {
   readonly routes: BlobRoutes;
+  readonly intake: Intake;
   private readonly app: TemplatedApp;
+  private readonly wire: Wire;
+  private readonly gate: Gate;
   private listenSocket: us_listen_socket | undefined;
   private readonly sweeper: NodeJS.Timeout;
   ready = false;
 
-  /**
-   * `mount` adds routes of other listeners to this one (the `same` metrics layout); they are
-   * registered before the catch-all 404.
-   */
   constructor(
-    private readonly engine: Engine,
+    private readonly service: BlobService,
     private readonly config: NodeConfig,
-    mount?: (app: TemplatedApp) => void,
+    options: ApiServerOptions = {},
   ) {
-    this.routes = new BlobRoutes(engine, config);
+    this.wire = wireOf(config.apiVariant);
+    this.gate = options.gate ?? OPEN_GATE;
+    this.intake = new Intake(config);
+    this.routes = new BlobRoutes(service, config, this.gate, this.intake, this.wire);
     const r = this.routes;
+    const s = new StreamRoutes(service, config, r, this.intake);
+    // grpc-gateway's answer for a method a known path lacks: 501 "Method Not Allowed".
+    const unimplemented = (scope: 'read' | 'admin', message = 'Method Not Allowed') => (res: HttpResponse, req: HttpRequest) =>
+      this.unimplemented(res, req, scope, message);
     this.app = uws
       .App()
       .post('/v1/blobs', r.store)
       .put('/v1/blobs', r.store)
       .get('/v1/blobs', r.list)
-      .any('/v1/blobs', methodNotAllowed)
+      .any('/v1/blobs', unimplemented('read'))
+      .post('/v1/blobs/stream', s.putStream)
+      .any('/v1/blobs/stream', unimplemented('read'))
       .get('/v1/blobs/:id', r.get)
       .head('/v1/blobs/:id', r.head)
       .del('/v1/blobs/:id', r.delete)
-      .any('/v1/blobs/:id', methodNotAllowed)
-      // Streams and stat (variant A) come with the full-API issue; cluster with the cluster issue.
-      .any('/v1/blobs/:id/stream', methodNotAllowed)
-      .any('/v1/blobs/:id/stat', methodNotAllowed)
-      .any('/v1/cluster/*', methodNotAllowed)
+      .any('/v1/blobs/:id', unimplemented('read'))
+      .get('/v1/blobs/:id/stream', s.getStream)
+      .any('/v1/blobs/:id/stream', unimplemented('read'))
+      .get('/v1/blobs/:id/stat', r.stat)
+      .any('/v1/blobs/:id/stat', unimplemented('read'))
+      // ClusterService comes with the cluster issue; its routes already need the admin scope.
+      .any('/v1/cluster/*', unimplemented('admin', 'ClusterService has no handler on this node yet (single node)'))
       .get('/healthz', (res) => this.healthz(res));
-    mount?.(this.app);
-    this.app
-      .any('/*', (res, req) => answer(res, notFound(`no route for ${req.getCaseSensitiveMethod()} ${req.getUrl().slice(0, 200)}`)));
-    this.sweeper = setInterval(() => this.routes.sweepIdle(Date.now()), 1000);
+    options.mount?.(this.app);
+    this.app.any('/*', (res, req) => this.answer(res, notFound(`no route for ${req.getCaseSensitiveMethod()} ${req.getUrl().slice(0, 200)}`)));
+    this.sweeper = setInterval(() => this.intake.sweepIdle(Date.now()), 1000);
     this.sweeper.unref();
   }
 
+  private answer(res: HttpResponse, err: BlobstoreError): void {
+    res.cork(() => {
+      res.writeStatus(statusLine(err.status)).writeHeader('Content-Type', 'application/json');
+      if (err.headers) for (const key in err.headers) res.writeHeader(key, err.headers[key]!);
+      res.end(this.wire.errorBody(err));
+    });
+  }
+
+  private unimplemented(res: HttpResponse, req: HttpRequest, scope: 'read' | 'admin', message: string): void {
+    try {
+      if (this.gate.enabled) this.gate.check(req.getHeader('authorization'), scope);
+    } catch (err) {
+      if (err instanceof BlobstoreError) return this.answer(res, err);
+      throw err;
+    }
+    this.answer(res, new BlobstoreError('unimplemented', message));
+  }
+
   private healthz(res: HttpResponse): void {
-    const ok = this.ready && !this.engine.failure;
+    const ok = this.ready && !this.service.engine.failure;
     res.cork(() => res.writeStatus(ok ? '200 OK' : '503 Service Unavailable').writeHeader('Content-Type', 'text/plain').end(ok ? 'OK' : 'UNAVAILABLE'));
   }
 
@@ -84,7 +118,7 @@ export class ApiServer {
     if (this.listenSocket) uws.us_listen_socket_close(this.listenSocket);
     this.listenSocket = undefined;
     const deadline = Date.now() + timeoutMs;
-    while (this.routes.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    return this.routes.inflight === 0;
+    while (this.intake.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    return this.intake.inflight === 0;
   }
 }

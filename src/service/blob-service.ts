@@ -59,6 +59,11 @@ export class BlobService {
     return new BlobWriter(flow, this.engine, this.config, contentLength, limit, true, this.recorder);
   }
 
+  /** Collects a request body (a JSON store) in memory, bounded by `limit` (413 beyond). */
+  openBodyReader(flow?: FlowControl, limit = this.config.maxJsonBodyBytes, contentLength?: number): BlobWriter {
+    return new BlobWriter(flow, this.engine, this.config, contentLength, limit, false);
+  }
+
   /** The metadata of a stored blob; 404 when it is not on this node. */
   lookup(id: Buffer): BlobMeta {
     const meta = this.engine.stat(id);

@@ -1,0 +1,150 @@
+/**
+ * The HTTP form of the two streams, framed as grpc-gateway frames them: POST /v1/blobs/stream
+ * takes newline-delimited PutChunk messages, each chunk written to disk as it arrives;
+ * GET /v1/blobs/{id}/stream answers newline-delimited {"result": GetChunk} objects of at most
+ * 1 MiB of data each, written as the socket drains, and {"error": ...} on a failure mid-stream.
+ */
+import type { NodeConfig } from '../config/settings.js';
+import { invalidArgument, payloadTooLarge, toBlobstoreError as toError } from '../errors/errors.js';
+import { blobIdFromBytes } from '../engine/blob-id.js';
+import type { BlobMeta } from '../engine/engine.js';
+import type { BlobService } from '../service/blob-service.js';
+import { PutStream } from '../service/put-stream.js';
+import type { BlobRoutes } from './blob-routes.js';
+import { contentLengthOf } from './blob-routes.js';
+import { ChunkedSender } from './download.js';
+import type { Intake } from './intake.js';
+import { decodeBase64 } from './json-body.js';
+import { LineSplitter, isBlank, parseMessage } from './ndjson.js';
+import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
+import type { HttpRequest, HttpResponse } from './uws.js';
+import type { Wire } from './wire.js';
+
+const NDJSON = 'application/x-ndjson';
+
+export class StreamRoutes {
+  private readonly wire: Wire;
+
+  constructor(
+    private readonly service: BlobService,
+    private readonly config: NodeConfig,
+    private readonly blobs: BlobRoutes,
+    private readonly intake: Intake,
+  ) {
+    this.wire = blobs.wire;
+  }
+
+  /** A chunk's id: variant A's {id: base64} object, or a string (hex or base64). */
+  private chunkId(value: unknown): Buffer | undefined {
+    if (value === undefined || value === null || value === '') return undefined;
+    if (typeof value === 'object' && !Array.isArray(value)) {
+      const inner = (value as Record<string, unknown>).id;
+      if (inner === undefined || inner === null || inner === '') return undefined;
+      if (typeof inner !== 'string') throw invalidArgument('invalid blob ID: "id.id" must be a base64 string');
+      return blobIdFromBytes(decodeBase64(inner, '"id.id"'));
+    }
+    if (typeof value !== 'string') throw invalidArgument('invalid blob ID: "id" must be a string or {"id": base64}');
+    return /^[0-9a-fA-F]{32}$/.test(value) ? Buffer.from(value, 'hex') : blobIdFromBytes(decodeBase64(value, '"id"'));
+  }
+
+  private applyLine(stream: PutStream, line: Uint8Array): void {
+    if (isBlank(line)) return;
+    const msg = parseMessage(line, 'put stream message');
+    const data = msg.data ?? '';
+    if (typeof data !== 'string') throw invalidArgument('"data" must be a base64 string');
+    const final = msg.final ?? false;
+    if (typeof final !== 'boolean') throw invalidArgument('"final" must be true or false');
+    stream.chunk({ id: this.chunkId(msg.id), data: decodeBase64(data, '"data"'), final, policy: msg.policy, labels: msg.labels });
+  }
+
+  readonly putStream = (res: HttpResponse, req: HttpRequest): void => {
+    const start = performance.now();
+    const x = newExchange(res, this.wire);
+    let stream: PutStream;
+    try {
+      this.blobs.authorize(req, 'write');
+      const length = contentLengthOf(req.getHeader('content-length'));
+      // base64 carries 3 bytes in 4 characters, plus a little framing per message.
+      const limit = Math.ceil(this.config.maxBlobBytes / 3) * 4 + 64 * 1024 * 1024;
+      if (length !== undefined && length > limit) throw payloadTooLarge(`stream body of ${length} bytes exceeds the limit of ${limit} bytes`);
+      this.intake.admit();
+      stream = new PutStream(this.service, flowOf(x));
+    } catch (err) {
+      this.service.recordFailure('put', err);
+      res.onData(() => undefined);
+      return sendError(x, err, 'drain');
+    }
+    const lines = new LineSplitter(this.config.maxJsonBodyBytes);
+    const onLine = (line: Uint8Array): void => this.applyLine(stream, line);
+    const entry = { x, lastActivityMs: () => stream.lastActivityMs, discard: () => cut() };
+    const finish = this.intake.begin(entry);
+    const cut = (): void => {
+      finish();
+      void stream.discard();
+    };
+    x.onAbort = cut;
+    res.onData((ab, isLast) => {
+      if (x.done || x.aborted) return;
+      try {
+        lines.push(new Uint8Array(ab), onLine);
+        if (isLast) lines.end(onLine);
+      } catch (err) {
+        x.onAbort = undefined;
+        cut();
+        this.service.recordFailure('put', err);
+        return sendError(x, err, 'drain');
+      }
+      if (!isLast) return;
+      this.intake.received(entry);
+      this.service.recorder.stage('receive', start);
+      x.onAbort = () => void stream.discard();
+      void this.complete(x, stream).finally(finish);
+    });
+  };
+
+  private async complete(x: Exchange, stream: PutStream): Promise<void> {
+    try {
+      const result = await stream.end();
+      sendJson(x, this.wire.putStatus(result), this.wire.putBody(result));
+    } catch (err) {
+      await stream.discard();
+      this.service.recordFailure('put', err);
+      sendError(x, err);
+    }
+  }
+
+  readonly getStream = (res: HttpResponse, req: HttpRequest): void => {
+    let meta: BlobMeta;
+    try {
+      this.blobs.authorize(req, 'read');
+      meta = this.service.lookup(this.wire.parseId(req.getParameter(0)));
+    } catch (err) {
+      this.service.recordFailure('get', err);
+      return sendError(newExchange(res, this.wire), err);
+    }
+    const x = newExchange(res, this.wire);
+    this.intake.track(x, this.sendStream(x, meta));
+  };
+
+  private async sendStream(x: Exchange, meta: BlobMeta): Promise<void> {
+    const sender = new ChunkedSender(x);
+    const head = (ex: Exchange): void => void ex.res.writeStatus('200 OK').writeHeader('Content-Type', NDJSON);
+    let at = 0;
+    let started = false;
+    try {
+      await this.service.stream(meta, async (chunk, i) => {
+        at += chunk.length;
+        const final = at === meta.size;
+        const line = `{"result":{"data":"${chunk.toString('base64')}","final":${final}}}\n`;
+        started = true;
+        if (final) sender.end(line, i === 0 ? head : undefined);
+        else await sender.write(line, i === 0 ? head : undefined);
+      });
+    } catch (err) {
+      if (!started) throw err;
+      // The status line is gone: the failure travels in the stream, as grpc-gateway sends it.
+      const error = this.wire.errorBody(toError(err));
+      sender.end(`{"error":${error}}\n`);
+    }
+  }
+}
