@@ -9,10 +9,13 @@ import type { NodeConfig } from './config/settings.js';
 import { Engine } from './engine/engine.js';
 import { hashName, initHashing } from './hash/blake3.js';
 import { ApiServer } from './http/server.js';
+import { BlobService } from './service/blob-service.js';
 
 export interface RunningNode {
   readonly engine: Engine;
   readonly server: ApiServer;
+  /** The blob operations every transport serves. */
+  readonly service: BlobService;
   readonly port: number;
   /** Bearer authentication (OPEN_GATE when AuthTokensFile is empty); pass it to every listener. */
   readonly gate: Gate;
@@ -25,7 +28,8 @@ export async function startNode(config: NodeConfig): Promise<RunningNode> {
   const gate = auth.gate;
   await initHashing();
   const engine = await Engine.open(config);
-  const server = new ApiServer(engine, config);
+  const service = new BlobService(engine, config);
+  const server = new ApiServer(service, config, { gate });
   let port: number;
   try {
     port = await server.listen();
@@ -42,7 +46,7 @@ export async function startNode(config: NodeConfig): Promise<RunningNode> {
       await engine.close();
       auth.close();
     })());
-  return { engine, server, port, gate, stop };
+  return { engine, server, service, port, gate, stop };
 }
 
 /** Which Reed-Solomon code path this CPU runs (the EC policies need a cluster to be used). */
