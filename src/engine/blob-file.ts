@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { BlobstoreError } from '../errors/errors.js';
 import { type IncrementalHasher, createHasher, DIGEST_BYTES } from '../hash/blake3.js';
+import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { CHUNK_BYTES } from './buffer-pool.js';
 
 const FILE_MAGIC = 0x31465342; // "BSF1"
@@ -40,6 +41,8 @@ export class BlobFileWriter {
   constructor(
     dataDir: string,
     private readonly digester: ChunkDigester,
+    /** Per chunk: `hash` (the content hash, inline) and `write`; `fsync` once at the end. */
+    private readonly recorder: Recorder = NO_RECORDER,
   ) {
     this.tmpPath = join(dataDir, 'tmp', `${Date.now()}-${randomBytes(6).toString('hex')}.part`);
   }
@@ -50,16 +53,20 @@ export class BlobFileWriter {
 
   /** Hashes and writes one chunk (a whole 1 MiB except the last); resolves when the buffer is free. */
   async write(chunk: Buffer): Promise<void> {
+    const hashStart = performance.now();
     this.hasher.update(chunk);
+    this.recorder.stage('hash', hashStart);
     const digest = this.digester(chunk);
     this.digests.push(digest);
     const at = this.size;
     this.size += chunk.length;
     let done = 0;
+    const writeStart = performance.now();
     while (done < chunk.length) {
       const { bytesWritten } = await this.handle!.write(chunk, done, chunk.length - done, at + done);
       done += bytesWritten;
     }
+    this.recorder.stage('write', writeStart);
     await digest;
     this.startWriteback();
   }
@@ -92,7 +99,9 @@ export class BlobFileWriter {
     footer.writeUInt32LE(crc32(table), 24);
     await this.handle!.write(Buffer.concat([table, footer]), 0, table.length + FOOTER_BYTES, this.size);
     await this.syncing;
+    const syncStart = performance.now();
     await this.handle!.sync();
+    this.recorder.stage('fsync', syncStart);
     await this.handle!.close();
     this.handle = undefined;
     return this.hasher.digest();

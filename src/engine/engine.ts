@@ -14,6 +14,7 @@ import { type IndexEntry, Location } from '../index/entry.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from './blob-id.js';
 import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
+import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { WorkerPool } from '../pool/pool.js';
 import { BufferPool, CHUNK_BYTES } from './buffer-pool.js';
 import { Compactor } from './compactor.js';
@@ -74,6 +75,8 @@ export class Engine {
     readonly store: SegmentStore,
     readonly reader: SegmentReader,
     private readonly log: SegmentLog,
+    /** Stage timings (hash, write, fsync, index, read, verify) go here. */
+    readonly recorder: Recorder,
   ) {
     this.pool = new BufferPool(Math.floor(config.chunkPoolBytes / CHUNK_BYTES));
     this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
@@ -86,7 +89,7 @@ export class Engine {
     }
   }
 
-  static async open(config: NodeConfig): Promise<Engine> {
+  static async open(config: NodeConfig, recorder: Recorder = NO_RECORDER): Promise<Engine> {
     const dataDir = await openDataDir(config.dataDir, config.nodeId);
     try {
       await removeStrayTemps(dataDir.path);
@@ -119,9 +122,9 @@ export class Engine {
         );
         await index.flushed();
       }
-      const log = new SegmentLog(store, index, hooks, { groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH, ackAfterIndexFlush: config.durableAck === 'index' },
+      const log = new SegmentLog(store, index, hooks, { groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH, ackAfterIndexFlush: config.durableAck === 'index', recorder },
         recovered.active, recovered.offset, recovered.nextLsn);
-      const engine = new Engine(config, dataDir, index, store, reader, log);
+      const engine = new Engine(config, dataDir, index, store, reader, log, recorder);
       engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs);
       return engine;
     } catch (err) {
@@ -143,9 +146,11 @@ export class Engine {
     return run;
   }
 
-  private appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'lsn'>): Promise<LogRecord> {
+  /** Appends to the log; `timed` records report the log's stages (compaction's relocations do not). */
+  private appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'lsn' | 'appendedMs'>, timed = true): Promise<LogRecord> {
     return new Promise((resolve, reject) => {
       const r = record as LogRecord;
+      r.appendedMs = timed ? performance.now() : -1;
       r.segment = 0;
       r.offset = 0;
       r.length = 0;
@@ -160,7 +165,9 @@ export class Engine {
   putInline(data: Buffer, policy: Policy, labels: Buffer): Promise<PutResult> {
     checkPlacement(policy, 1);
     if (data.length > this.config.smallBlobMaxBytes) throw payloadTooLarge('inline blob over smallBlobMaxBytes');
+    const hashStart = performance.now();
     const checksum = blake3(data);
+    this.recorder.stage('hash', hashStart);
     const id = idOfDigest(checksum);
     const size = data.length;
     return this.exclusive(id, async () => {
@@ -175,7 +182,7 @@ export class Engine {
 
   /** Starts a streamed upload to its own file; finish it with commitFile() or abort it. */
   async beginFile(): Promise<BlobFileWriter> {
-    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk);
+    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk, this.recorder);
     await writer.open();
     return writer;
   }
@@ -210,7 +217,10 @@ export class Engine {
 
   /** The bytes of an inline blob, verified against the checksum; corrupt copies are never returned. */
   async readInline(meta: BlobMeta): Promise<Buffer> {
-    return this.verified(meta, await this.reader.read(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size));
+    const readStart = performance.now();
+    const data = await this.reader.read(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
+    this.recorder.stage('read', readStart);
+    return this.verified(meta, data);
   }
 
   /**
@@ -220,11 +230,17 @@ export class Engine {
    */
   readInlineSync(meta: BlobMeta): Buffer | undefined {
     if (meta.size > SYNC_READ_MAX_BYTES) return undefined;
-    return this.verified(meta, this.reader.readSmallScratch(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size));
+    const readStart = performance.now();
+    const data = this.reader.readSmallScratch(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
+    this.recorder.stage('read', readStart);
+    return this.verified(meta, data);
   }
 
   private verified(meta: BlobMeta, data: Buffer): Buffer {
-    if (!blake3(data).equals(meta.checksum)) throw this.corruption(meta);
+    const verifyStart = performance.now();
+    const intact = blake3(data).equals(meta.checksum);
+    this.recorder.stage('verify', verifyStart);
+    if (!intact) throw this.corruption(meta);
     return data;
   }
 
@@ -254,7 +270,7 @@ export class Engine {
     const h = rec.header;
     return this.appendRecord({
       ...h, labels: rec.labels, data: Buffer.from(rec.data!), relocatedFromSegment: segment, relocatedFromOffset: rec.offset,
-    });
+    }, false);
   }
 
   list(prefix: string, cursor: string | undefined, limit: number): ListResult {
@@ -288,6 +304,11 @@ export class Engine {
 
   get activeSegment(): number {
     return this.log.activeSegment;
+  }
+
+  /** The worker pool (setting chunkDigests=pool), for its metrics; undefined when hashing inline. */
+  get workerPool(): WorkerPool | undefined {
+    return this.workers;
   }
 
   /** The log failed a write or sync: the backend is unhealthy until restart. */

@@ -13,6 +13,7 @@
  */
 import { writev, fdatasync } from 'node:fs';
 import { assert } from '../util/assert.js';
+import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import type { BlobIndex, Checkpoint } from '../index/blob-index.js';
 import { HEADER_BYTES, RECORD_ALIGN, type RecordHeader, recordLength, writeHeader } from './record.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
@@ -33,6 +34,8 @@ export interface LogRecord extends RecordHeader {
   length: number;
   /** Set by the engine's applier: the id already existed. */
   existed: boolean;
+  /** performance.now() at append, for the stage metrics; -1 = not timed (compaction). */
+  appendedMs: number;
   callback: (err: Error | undefined, record: LogRecord) => void;
 }
 
@@ -49,6 +52,9 @@ interface Batch {
   endOffset: number;
   nextLsn: number;
   state: 'writing' | 'synced' | 'failed';
+  /** performance.now() when the writev ended and when the fdatasync ended (stage metrics). */
+  writtenMs: number;
+  syncedMs: number;
 }
 
 export interface LogOptions {
@@ -56,6 +62,11 @@ export interface LogOptions {
   pipelineDepth: number;
   /** Acknowledge after the index flush (true) or once the index commit is visible (false). */
   ackAfterIndexFlush: boolean;
+  /**
+   * Per record: `write` from append to the end of its batch's writev (queueing included),
+   * `fsync` the batch's fdatasync, `index` from then until acknowledged (commit and flush).
+   */
+  recorder?: Recorder;
 }
 
 export class SegmentLog {
@@ -70,6 +81,7 @@ export class SegmentLog {
   private failure: Error | undefined;
   /** Write handles of sealed segments, closed once no uncommitted batch uses them. */
   private readonly sealed: OpenSegment[] = [];
+  private readonly recorder: Recorder;
 
   constructor(
     private readonly store: SegmentStore,
@@ -79,7 +91,9 @@ export class SegmentLog {
     private active: OpenSegment,
     private offset: number,
     private nextLsn: number,
-  ) {}
+  ) {
+    this.recorder = options.recorder ?? NO_RECORDER;
+  }
 
   get activeSegment(): number {
     return this.active.id;
@@ -137,7 +151,7 @@ export class SegmentLog {
       this.rollOver();
       return undefined;
     }
-    const batch: Batch = { segment: this.active, records, endOffset: this.offset, nextLsn: this.nextLsn, state: 'writing' };
+    const batch: Batch = { segment: this.active, records, endOffset: this.offset, nextLsn: this.nextLsn, state: 'writing', writtenMs: 0, syncedMs: 0 };
     this.uncommitted.push(batch);
     return batch;
   }
@@ -165,14 +179,28 @@ export class SegmentLog {
         this.reject(queued, err);
       } else {
         batch.state = 'synced';
+        this.timeStage(batch.records, 'fsync', batch.writtenMs);
+        batch.syncedMs = performance.now();
       }
       this.pump();
       void this.commitSynced();
     };
     writev(batch.segment.fd, iov, batch.records[0]!.offset, (err) => {
       if (err) return done(err);
+      for (const r of batch.records) if (r.appendedMs >= 0) this.recorder.stage('write', r.appendedMs);
+      batch.writtenMs = performance.now();
       fdatasync(batch.segment.fd, done);
     });
+  }
+
+  /** Records `stage` from `startMs` until now for each timed record. */
+  private timeStage(records: readonly LogRecord[], stage: 'fsync' | 'index', startMs: number): void {
+    for (const r of records) if (r.appendedMs >= 0) this.recorder.stage(stage, startMs);
+  }
+
+  private acknowledge(group: readonly Batch[]): void {
+    for (const b of group) this.timeStage(b.records, 'index', b.syncedMs);
+    for (const b of group) for (const r of b.records) r.callback(undefined, r);
   }
 
   /**
@@ -217,13 +245,11 @@ export class SegmentLog {
     }
     if (!this.options.ackAfterIndexFlush) {
       // The records are fsynced in the log; recovery replays them past the last flushed checkpoint.
-      for (const r of records) r.callback(undefined, r);
+      this.acknowledge(group);
       return;
     }
     this.index.flushed().then(
-      () => {
-        for (const r of records) r.callback(undefined, r);
-      },
+      () => this.acknowledge(group),
       (err: Error) => {
         this.failure ??= err;
         this.reject(records, err);

@@ -37,6 +37,12 @@ export class WorkerPool {
     return this.piscina.run(task).then((d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength));
   }
 
+  /** For metrics: threads, tasks waiting, and the share of thread time spent on tasks since start. */
+  stats(): { threads: number; queueDepth: number; utilisation: number } {
+    const p = this.piscina;
+    return { threads: p.threads.length, queueDepth: p.queueSize, utilisation: p.utilization };
+  }
+
   close(): Promise<void> {
     return this.piscina.destroy();
   }
