@@ -36,6 +36,10 @@ export const SETTINGS = {
     type: 'addr', default: () => ':9090', specName: 'MetricsAddr', allowEmpty: true, allowSame: true,
     help: 'metrics, health and web UI listener; "same" = the API port, "" = off',
   },
+  healthCheckTimeoutMs: {
+    type: 'durationMs', default: () => 2000, min: 10,
+    help: '/health: a storage backend check (statfs and a small write + fsync in the data dir) slower than this fails',
+  },
   grpcAddr: {
     type: 'addr', default: () => '127.0.0.1:50051', specName: 'GrpcAddr', allowEmpty: true,
     help: 'gRPC listener (BlobService, ClusterService, InternalService) host:port; "" = off',

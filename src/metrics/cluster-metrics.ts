@@ -1,0 +1,88 @@
+/**
+ * The series only a cluster moves (membership, ring, peers, replication, erasure coding), with
+ * their true values on a single node until a cluster module drives them through this API:
+ * one node in total and active (itself), none offline, ring version 0, no peer_health series
+ * until a peer's heartbeat is observed, no gRPC connections, an empty replication queue.
+ */
+import { CounterFamily, HistogramFamily } from './series.js';
+
+/** The spec's cluster-side latency histograms (blobstore_<kind>_latency_seconds). */
+export const CLUSTER_LATENCIES = ['ec_encode', 'ec_decode', 'shard_fetch', 'shard_store', 'replicate'] as const;
+export type ClusterLatency = (typeof CLUSTER_LATENCIES)[number];
+
+export class ClusterMetrics {
+  nodesTotal = 1;
+  nodesActive = 1;
+  nodesOffline = 0;
+  ringVersion = 0;
+  grpcConnectionsActive = 0;
+  replicationQueueDepth = 0;
+  replicationLagSeconds = 0;
+  shardCount = 0;
+  /** Unix ms of the last successful outbound heartbeat; 0 = never. */
+  lastHeartbeatMs = 0;
+  /** Peers whose heartbeat was observed at least once: node_id -> online. */
+  readonly peers = new Map<string, boolean>();
+
+  readonly heartbeatFailures = new CounterFamily('blobstore_heartbeat_failures_total', 'Failed outbound heartbeats.', '', []);
+  readonly ecReconstructions = new CounterFamily('blobstore_ec_reconstruction_total', 'Erasure-coding reconstructions.', '', []);
+  readonly shardsMissing = new CounterFamily('blobstore_shards_missing_total', 'Missing shards detected.', '', []);
+  readonly latencies: readonly HistogramFamily[] = CLUSTER_LATENCIES.map(
+    (kind) => new HistogramFamily(`blobstore_${kind}_latency_seconds`, `Latency of ${kind.replace('_', ' ')} operations in seconds.`, '', []),
+  );
+
+  /** Member counts as this node sees them (active includes itself). */
+  setMembers(total: number, active: number, offline: number): void {
+    this.nodesTotal = total;
+    this.nodesActive = active;
+    this.nodesOffline = offline;
+  }
+
+  setRingVersion(version: number): void {
+    this.ringVersion = version;
+  }
+
+  /** A peer's state after a heartbeat from it was observed (its series appears with the first call). */
+  setPeerHealth(peer: string, online: boolean): void {
+    this.peers.set(peer, online);
+  }
+
+  /** A peer left the cluster: its series goes. */
+  forgetPeer(peer: string): void {
+    this.peers.delete(peer);
+  }
+
+  heartbeatSucceeded(atMs = Date.now()): void {
+    this.lastHeartbeatMs = atMs;
+  }
+
+  heartbeatFailed(): void {
+    this.heartbeatFailures.add(0, 1);
+  }
+
+  setGrpcConnections(active: number): void {
+    this.grpcConnectionsActive = active;
+  }
+
+  setReplication(queueDepth: number, lagSeconds: number): void {
+    this.replicationQueueDepth = queueDepth;
+    this.replicationLagSeconds = lagSeconds;
+  }
+
+  setShardCount(shards: number): void {
+    this.shardCount = shards;
+  }
+
+  ecReconstructed(count = 1): void {
+    this.ecReconstructions.add(0, count);
+  }
+
+  shardsMissingDetected(count = 1): void {
+    this.shardsMissing.add(0, count);
+  }
+
+  /** One cluster operation took `startMs` (performance.now()) until now. */
+  observe(kind: ClusterLatency, startMs: number): void {
+    this.latencies[CLUSTER_LATENCIES.indexOf(kind)]!.observe(0, (performance.now() - startMs) / 1000);
+  }
+}

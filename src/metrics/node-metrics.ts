@@ -1,0 +1,293 @@
+/**
+ * A node's metrics: the Recorder the request path calls, every series of the spec (plus per-stage
+ * latency, worker pool and event-loop series), the text exposition (prom-client's Registry) and
+ * the JSON snapshots. src/metrics/README.md lists the series.
+ *
+ *   request path ──done/failed/stage──▶ typed arrays (series.ts)   ─┐
+ *   cluster module ──ClusterMetrics──▶ numbers, typed arrays        ─┼─▶ scrape: refresh() -> Registry.metrics()
+ *   engine, statfs, backend probe, pool, event loop ──refresh()──▶  ─┘          snapshot(), detail()
+ */
+import { Gauge, Registry } from 'prom-client';
+import type { BlobstoreError } from '../errors/errors.js';
+import type { Engine, EngineStats } from '../engine/engine.js';
+import { BackendCheck } from './backend-check.js';
+import { ClusterMetrics } from './cluster-metrics.js';
+import { ERROR_TYPES, errorTypeIndex } from './error-types.js';
+import { EventLoopLag } from './event-loop.js';
+import { type Operation, OPERATIONS, type Recorder, type Stage, STAGES } from './recorder.js';
+import { type Collected, type CollectedMetric, CounterFamily, HistogramFamily } from './series.js';
+
+const OP_INDEX: Readonly<Record<Operation, number>> = { put: 0, get: 1, delete: 2, stat: 3, list: 4 };
+const STAGE_INDEX = Object.freeze(Object.fromEntries(STAGES.map((s, i) => [s, i]))) as Readonly<Record<Stage, number>>;
+
+/** The spec's JSON snapshot (GET /api/v1/metrics), field for field. */
+export interface MetricsSnapshot {
+  nodeId: string;
+  uptime: number;
+  storage: { totalBytes: number; usedBytes: number; blobCount: number; shardCount: number };
+  throughput: { bytesReadTotal: number; bytesWrittenTotal: number; operations: Record<Operation, number> };
+  cluster: { nodesTotal: number; nodesActive: number; nodesOffline: number; ringVersion: number };
+  health: { nodeUp: boolean; backendHealthy: boolean; peerHealth: Record<string, boolean> };
+}
+
+export interface LatencySummary {
+  count: number;
+  p50: number;
+  p95: number;
+  p99: number;
+}
+
+/** Extra JSON for the web UI (GET /api/v1/metrics/detail); not part of the spec's shape. */
+export interface MetricsDetail {
+  nodeId: string;
+  uptime: number;
+  stages: Record<Stage, LatencySummary>;
+  operations: Record<Operation, LatencySummary>;
+  pool: PoolStats;
+  eventLoopLagSeconds: { p50: number; p99: number };
+}
+
+export interface PoolStats {
+  threads: number;
+  queueDepth: number;
+  /** 0..1: the share of the pool's thread time spent running tasks. */
+  utilisation: number;
+}
+
+export interface NodeMetricsOptions {
+  nodeId: string;
+  dataDir: string;
+  healthCheckTimeoutMs: number;
+}
+
+const NO_STATS: EngineStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, corruptionsDetected: 0 };
+
+export class NodeMetrics implements Recorder {
+  readonly registry = new Registry();
+  readonly cluster = new ClusterMetrics();
+  readonly backend: BackendCheck;
+  private readonly startedMs = performance.now();
+  private readonly eventLoop = new EventLoopLag();
+  private engine: Engine | undefined;
+  /** Set at shutdown: node_up goes to 0. */
+  stopping = false;
+  private stats: EngineStats = NO_STATS;
+
+  readonly operations = new CounterFamily('blobstore_operations_total', 'Requests answered (successful or not), by operation.', 'operation', OPERATIONS);
+  readonly requestFailures = new CounterFamily('blobstore_request_failures_total', 'Requests that failed, by operation.', 'operation', OPERATIONS);
+  readonly errors = new CounterFamily('blobstore_errors_total', 'Errors by type (src/metrics/README.md lists the types).', 'type', ERROR_TYPES);
+  readonly bytesRead = new CounterFamily('blobstore_bytes_read_total', 'Blob bytes served.', '', []);
+  readonly bytesWritten = new CounterFamily('blobstore_bytes_written_total', 'Blob bytes stored.', '', []);
+  readonly latency: readonly HistogramFamily[] = OPERATIONS.map(
+    (op) => new HistogramFamily(`blobstore_${op}_latency_seconds`, `Latency of successful ${op} requests in seconds.`, '', []),
+  );
+  readonly stages = new HistogramFamily('blobstore_stage_latency_seconds', 'Latency of each stage of a request in seconds.', 'stage', STAGES);
+
+  constructor(readonly options: NodeMetricsOptions) {
+    this.backend = new BackendCheck(options.dataDir, options.healthCheckTimeoutMs, () => this.engine?.failure);
+    this.registry.setDefaultLabels({ node: options.nodeId });
+    this.register();
+  }
+
+  /** The engine whose storage the gauges report (it is opened with this recorder, so after it). */
+  attach(engine: Engine): void {
+    this.engine = engine;
+  }
+
+  // ---- Recorder: called on the hot path; each call updates a few typed-array slots. ----
+
+  done(op: Operation, startMs: number, bytes: number): void {
+    const i = OP_INDEX[op];
+    this.operations.values[i]! += 1;
+    this.latency[i]!.observe(0, (performance.now() - startMs) / 1000);
+    if (bytes > 0) (i === OP_INDEX.put ? this.bytesWritten : this.bytesRead).values[0]! += bytes;
+  }
+
+  failed(op: Operation, err: BlobstoreError): void {
+    const i = OP_INDEX[op];
+    this.operations.values[i]! += 1;
+    this.requestFailures.values[i]! += 1;
+    this.errors.values[errorTypeIndex(err)]! += 1;
+  }
+
+  stage(stage: Stage, startMs: number): void {
+    this.stages.observe(STAGE_INDEX[stage], (performance.now() - startMs) / 1000);
+  }
+
+  /** An error outside any request (a failed replication, a corrupt copy found by a scrub). */
+  countError(err: BlobstoreError): void {
+    this.errors.values[errorTypeIndex(err)]! += 1;
+  }
+
+  // ---- Scrape time ----
+
+  uptimeSeconds(): number {
+    return (performance.now() - this.startedMs) / 1000;
+  }
+
+  /** Checks the backend and reads storage figures; the gauges and snapshots report what it found. */
+  async refresh(): Promise<void> {
+    const status = await this.backend.check();
+    if (!this.engine) return;
+    try {
+      this.stats = await this.engine.stats();
+    } catch {
+      // The backend is failing (the check says so); the last figures stand meanwhile.
+      if (status.capacity) this.stats = { ...this.stats, ...status.capacity };
+    }
+  }
+
+  get backendHealthy(): boolean {
+    return this.backend.last.healthy;
+  }
+
+  get nodeUp(): boolean {
+    return this.backendHealthy && !this.stopping && this.engine !== undefined;
+  }
+
+  pool(): PoolStats {
+    return this.engine?.workerPool?.stats() ?? { threads: 0, queueDepth: 0, utilisation: 0 };
+  }
+
+  /** The text exposition (content type Registry.PROMETHEUS_CONTENT_TYPE). */
+  async exposition(): Promise<string> {
+    await this.refresh();
+    return this.registry.metrics();
+  }
+
+  async snapshot(): Promise<MetricsSnapshot> {
+    await this.refresh();
+    const c = this.cluster;
+    const operations = {} as Record<Operation, number>;
+    for (const op of OPERATIONS) operations[op] = this.operations.value(OP_INDEX[op]);
+    return {
+      nodeId: this.options.nodeId,
+      uptime: Math.floor(this.uptimeSeconds()),
+      storage: { totalBytes: this.stats.capacityBytes, usedBytes: this.stats.usedBytes, blobCount: this.stats.blobCount, shardCount: c.shardCount },
+      throughput: { bytesReadTotal: this.bytesRead.value(0), bytesWrittenTotal: this.bytesWritten.value(0), operations },
+      cluster: { nodesTotal: c.nodesTotal, nodesActive: c.nodesActive, nodesOffline: c.nodesOffline, ringVersion: c.ringVersion },
+      health: { nodeUp: this.nodeUp, backendHealthy: this.backendHealthy, peerHealth: Object.fromEntries(c.peers) },
+    };
+  }
+
+  /** Percentiles estimated from the histogram buckets (see HistogramFamily.quantile), in seconds. */
+  detail(): MetricsDetail {
+    const summary = (h: HistogramFamily, series: number): LatencySummary => ({
+      count: h.count(series), p50: h.quantile(series, 0.5), p95: h.quantile(series, 0.95), p99: h.quantile(series, 0.99),
+    });
+    const stages = {} as Record<Stage, LatencySummary>;
+    for (const s of STAGES) stages[s] = summary(this.stages, STAGE_INDEX[s]);
+    const operations = {} as Record<Operation, LatencySummary>;
+    for (const op of OPERATIONS) operations[op] = summary(this.latency[OP_INDEX[op]]!, 0);
+    const lag = this.eventLoop.quantiles();
+    return {
+      nodeId: this.options.nodeId,
+      uptime: Math.floor(this.uptimeSeconds()),
+      stages,
+      operations,
+      pool: this.pool(),
+      eventLoopLagSeconds: { p50: lag.p50, p99: lag.p99 },
+    };
+  }
+
+  close(): void {
+    this.stopping = true;
+    this.eventLoop.close();
+  }
+
+  // ---- Registration (the order of the exposition) ----
+
+  private gauge(name: string, help: string, read: () => number): void {
+    new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
+  }
+
+  private add(metric: CollectedMetric): void {
+    // prom-client's Registry formats any object with a name and get(); its .d.ts admits only its own classes.
+    this.registry.registerMetric(metric as unknown as Gauge);
+  }
+
+  private register(): void {
+    const c = this.cluster;
+    this.gauge('blobstore_node_up', '1 while the node serves and its storage backend is healthy, else 0.', () => +this.nodeUp);
+    this.gauge('blobstore_uptime_seconds', 'Seconds since the process started (recomputed on each scrape).', () => this.uptimeSeconds());
+    this.gauge('blobstore_last_heartbeat_timestamp', 'Unix time (seconds) of the last successful outbound heartbeat; 0 = never.', () => c.lastHeartbeatMs / 1000);
+    this.gauge('blobstore_backend_healthy', '1 when the storage backend check passes, else 0.', () => +this.backendHealthy);
+    this.gauge('blobstore_grpc_connections_active', 'Live outbound gRPC connections to peers.', () => c.grpcConnectionsActive);
+    new Gauge({
+      name: 'blobstore_peer_health', help: '1 peer online, 0 offline; a peer appears after its first observed heartbeat.', labelNames: ['peer'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [peer, online] of c.peers) this.set({ peer }, +online);
+      },
+    });
+    // The spec names this gauge with a _total suffix; exposed untyped so that promtool's lint
+    // (no _total on non-counters) passes. Prometheus stores and queries it like a gauge.
+    this.add(new ScalarMetric('blobstore_capacity_bytes_total', 'Capacity of the data dir file system in bytes.', 'untyped', () => this.stats.capacityBytes));
+    this.gauge('blobstore_capacity_bytes_used', 'Bytes the node uses on disk (segments and blob files).', () => this.stats.usedBytes);
+    this.gauge('blobstore_blob_count', 'Blobs stored on the node.', () => this.stats.blobCount);
+    this.gauge('blobstore_shard_count', 'Erasure-coded shards stored on the node.', () => c.shardCount);
+    this.add(this.bytesRead);
+    this.add(this.bytesWritten);
+    this.add(this.operations);
+    for (const h of this.latency) this.add(h);
+    for (const h of c.latencies) this.add(h);
+    this.gauge('blobstore_nodes_total', 'Cluster members as seen by this node.', () => c.nodesTotal);
+    this.gauge('blobstore_nodes_active', 'Active members (including this node).', () => c.nodesActive);
+    this.gauge('blobstore_nodes_offline', 'Offline members.', () => c.nodesOffline);
+    this.add(c.heartbeatFailures);
+    this.gauge('blobstore_ring_version', 'Current consistent-hash ring version.', () => c.ringVersion);
+    this.gauge('blobstore_replication_queue_depth', 'Pending replication operations.', () => c.replicationQueueDepth);
+    this.gauge('blobstore_replication_lag_seconds', 'Estimated replication lag in seconds.', () => c.replicationLagSeconds);
+    this.add(c.ecReconstructions);
+    this.add(c.shardsMissing);
+    this.add(this.errors);
+    this.add(this.requestFailures);
+    // Beyond the spec: where the time goes.
+    this.add(this.stages);
+    this.gauge('blobstore_pool_threads', 'Worker pool threads (0 when the node runs no pool).', () => this.pool().threads);
+    this.gauge('blobstore_pool_queue_depth', 'Tasks waiting for a worker thread.', () => this.pool().queueDepth);
+    this.gauge('blobstore_pool_utilisation_ratio', 'Share of the worker threads\' time spent running tasks (0..1).', () => this.pool().utilisation);
+    this.add(new EventLoopSummary(this.eventLoop));
+  }
+}
+
+/** One unlabelled value read at scrape time, of a type prom-client's Gauge cannot declare. */
+class ScalarMetric implements CollectedMetric {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly type: Collected['type'],
+    private readonly read: () => number,
+  ) {}
+
+  async get(): Promise<Collected> {
+    return { name: this.name, help: this.help, type: this.type, values: [{ labels: {}, value: this.read() }], aggregator: 'sum' };
+  }
+
+  reset(): void {}
+}
+
+/** blobstore_event_loop_lag_seconds: quantiles of the last window, sum and count over the run. */
+class EventLoopSummary implements CollectedMetric {
+  readonly name = 'blobstore_event_loop_lag_seconds';
+  readonly help = 'Event-loop delay in seconds (quantiles over the last 10 s window).';
+
+  constructor(private readonly lag: EventLoopLag) {}
+
+  async get(): Promise<Collected> {
+    const q = this.lag.quantiles();
+    const t = this.lag.totals();
+    return {
+      name: this.name, help: this.help, type: 'summary', aggregator: 'sum',
+      values: [
+        { labels: { quantile: 0.5 }, value: q.p50 },
+        { labels: { quantile: 0.99 }, value: q.p99 },
+        { metricName: `${this.name}_sum`, labels: {}, value: t.sumSeconds },
+        { metricName: `${this.name}_count`, labels: {}, value: t.count },
+      ],
+    };
+  }
+
+  reset(): void {}
+}
