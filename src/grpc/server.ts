@@ -1,0 +1,86 @@
+/**
+ * The gRPC listener (@grpc/grpc-js, insecure credentials: TLS belongs in front): BlobService in
+ * full, ClusterService and InternalService answering UNIMPLEMENTED until the cluster issue.
+ * Messages above grpcMaxMessageBytes are refused by grpc-js itself (RESOURCE_EXHAUSTED).
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { Gate } from '../auth/gate.js';
+import type { NodeConfig } from '../config/settings.js';
+import { parseHostPort } from '../config/units.js';
+import { unimplemented } from '../errors/errors.js';
+import type { BlobService } from '../service/blob-service.js';
+import { blobServiceHandlers } from './blob-handlers.js';
+import { serverDefinition } from './proto.js';
+import { authorization, toStatus } from './status.js';
+
+/** Answers every rpc of a service UNIMPLEMENTED; `admin` first when the service needs the scope. */
+function unimplementedHandlers(definition: grpc.ServiceDefinition, service: string, gate: Gate | undefined): grpc.UntypedServiceImplementation {
+  const handlers: grpc.UntypedServiceImplementation = {};
+  for (const [name, method] of Object.entries(definition)) {
+    const fail = (metadata: grpc.Metadata): grpc.ServerErrorResponse => {
+      try {
+        gate?.check(authorization(metadata), 'admin');
+        throw unimplemented(`${service}.${name} is not implemented yet: it comes with cluster support`);
+      } catch (err) {
+        return toStatus(err, `${service}.${name}`);
+      }
+    };
+    if (method.responseStream) {
+      handlers[name] = (call: grpc.ServerWritableStream<unknown, unknown>) => call.emit('error', fail(call.metadata));
+    } else {
+      handlers[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => callback(fail(call.metadata));
+    }
+  }
+  return handlers;
+}
+
+export class GrpcServer {
+  private readonly server: grpc.Server;
+
+  constructor(
+    private readonly config: NodeConfig,
+    service: BlobService,
+    gate: Gate,
+  ) {
+    this.server = new grpc.Server({
+      'grpc.max_receive_message_length': config.grpcMaxMessageBytes,
+      'grpc.max_send_message_length': config.grpcMaxMessageBytes,
+    });
+    this.server.addService(serverDefinition('BlobService'), blobServiceHandlers(service, gate));
+    const cluster = serverDefinition('ClusterService');
+    this.server.addService(cluster, unimplementedHandlers(cluster, 'ClusterService', gate));
+    // InternalService carries no user credentials (the cluster secret comes with the cluster issue).
+    const internalService = serverDefinition('InternalService');
+    this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined));
+  }
+
+  /** Listens on grpcAddr (port 0: a free port) and returns the bound port. */
+  listen(): Promise<number> {
+    const addr = parseHostPort(this.config.grpcAddr);
+    if (!addr) return Promise.reject(new Error(`invalid gRPC address ${JSON.stringify(this.config.grpcAddr)}`));
+    const target = addr.host.includes(':') ? `[${addr.host}]:${addr.port}` : `${addr.host}:${addr.port}`;
+    return new Promise((resolve, reject) => {
+      this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, port) => {
+        if (err) reject(new Error(`cannot listen for gRPC on ${this.config.grpcAddr}: ${err.message}`));
+        else resolve(port);
+      });
+    });
+  }
+
+  /**
+   * Stops accepting calls and waits for those in progress, at most `timeoutMs`; then cuts the rest
+   * (their partial put streams are discarded). Resolves true when everything finished in time.
+   */
+  close(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve(false);
+      }, timeoutMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * BlobService over real gRPC (grpc-js client from the repo's .proto files) against a real node:
+ * byte-exact round trips, dedup, stat, delete, list paging, and the spec's status codes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type GrpcNode, client, failure, patterned, startGrpcNode, Status, unary } from './helpers.js';
+
+let n: GrpcNode;
+
+beforeAll(async () => {
+  // A small message limit so RESOURCE_EXHAUSTED is cheap to reach (unary get and put).
+  n = await startGrpcNode({ args: ['--grpc-max-message-bytes', '2MiB'] });
+});
+
+afterAll(async () => {
+  await n?.stop();
+});
+
+const NONE = 1;
+
+describe('Put and Get', () => {
+  for (const size of [0, 4096, 1024 * 1024 + 7]) {
+    it(`round-trips ${size} bytes exactly, with meta`, async () => {
+      const data = patterned(size, size + 1);
+      const put = await unary(n.blobs, 'Put', { data, policy: NONE, labels: { team: 'ingest', 'k.v/x-1': 'é' } });
+      expect(put.id.id).toHaveLength(16);
+      expect(Number(put.size)).toBe(size);
+      const got = await unary(n.blobs, 'Get', { id: put.id });
+      expect(Buffer.compare(got.data ?? Buffer.alloc(0), data)).toBe(0);
+      expect(Number(got.meta.size)).toBe(size);
+      expect(got.meta.labels).toEqual({ team: 'ingest', 'k.v/x-1': 'é' });
+      expect(got.meta.policy).toBe(NONE);
+      expect(got.meta.checksum).toHaveLength(32);
+      expect(got.meta.checksum.subarray(0, 16).equals(put.id.id)).toBe(true);
+      expect(BigInt(got.meta.created_at)).toBeGreaterThan(1_600_000_000_000_000_000n);
+      expect(got.meta.modified_at).toBe(got.meta.created_at);
+    });
+  }
+
+  it('stores the same bytes once: the second put answers the same id and keeps the first labels', async () => {
+    const data = patterned(5000, 77);
+    const first = await unary(n.blobs, 'Put', { data, labels: { first: 'yes' } });
+    const second = await unary(n.blobs, 'Put', { data, labels: { second: 'yes' } });
+    expect(second.id.id.equals(first.id.id)).toBe(true);
+    const stat = await unary(n.blobs, 'Stat', { id: first.id });
+    expect(stat.meta.labels).toEqual({ first: 'yes' });
+  });
+
+  it('a put without a policy is stored as REPLICA3 (UNSPECIFIED is treated as REPLICA3)', async () => {
+    const put = await unary(n.blobs, 'Put', { data: patterned(10, 3) });
+    const stat = await unary(n.blobs, 'Stat', { id: put.id });
+    expect(stat.meta.policy).toBe(3);
+  });
+
+  it('Get of a missing blob answers NOT_FOUND', async () => {
+    const err = await failure(unary(n.blobs, 'Get', { id: { id: Buffer.alloc(16, 0xab) } }));
+    expect(err.code).toBe(Status.NOT_FOUND);
+  });
+
+  it('a unary Get of a blob larger than the message limit answers RESOURCE_EXHAUSTED (use the stream)', async () => {
+    const data = patterned(2 * 1024 * 1024 - 1000, 9);
+    const put = await unary(n.blobs, 'Put', { data, policy: NONE });
+    const err = await failure(unary(n.blobs, 'Get', { id: put.id }));
+    expect(err.code).toBe(Status.RESOURCE_EXHAUSTED);
+    expect(err.details).toMatch(/stream/);
+  });
+
+  it('a unary Put over the message limit answers RESOURCE_EXHAUSTED', async () => {
+    const err = await failure(unary(n.blobs, 'Put', { data: Buffer.alloc(3 * 1024 * 1024, 1) }));
+    expect(err.code).toBe(Status.RESOURCE_EXHAUSTED);
+  });
+});
+
+describe('Stat and Delete', () => {
+  it('Stat of a missing blob answers exists false without meta', async () => {
+    const stat = await unary(n.blobs, 'Stat', { id: { id: Buffer.alloc(16, 0xcd) } });
+    expect(stat.exists ?? false).toBe(false);
+    expect(stat.meta).toBeUndefined();
+  });
+
+  it('Delete answers deleted true, whether or not the blob existed; the blob is gone', async () => {
+    const put = await unary(n.blobs, 'Put', { data: patterned(300, 12), policy: NONE });
+    expect((await unary(n.blobs, 'Delete', { id: put.id })).deleted).toBe(true);
+    expect((await unary(n.blobs, 'Delete', { id: put.id })).deleted).toBe(true);
+    expect((await unary(n.blobs, 'Stat', { id: put.id })).exists ?? false).toBe(false);
+    expect((await failure(unary(n.blobs, 'Get', { id: put.id }))).code).toBe(Status.NOT_FOUND);
+  });
+});
+
+describe('List', () => {
+  it('pages through every id with cursors; next_cursor only while has_more', async () => {
+    const fresh = await startGrpcNode();
+    try {
+      const ids = new Set<string>();
+      for (let i = 0; i < 25; i++) {
+        const put = await unary(fresh.blobs, 'Put', { data: patterned(64, 1000 + i), policy: NONE });
+        ids.add(put.id.id.toString('hex'));
+      }
+      const seen: string[] = [];
+      let cursor: Buffer | undefined;
+      let pages = 0;
+      for (;;) {
+        const page = await unary(fresh.blobs, 'List', { limit: 10, cursor });
+        pages++;
+        for (const id of page.ids ?? []) seen.push(id.id.toString('hex'));
+        if (!page.has_more) {
+          expect(page.next_cursor).toBeUndefined();
+          break;
+        }
+        expect(page.next_cursor.length).toBeGreaterThan(0);
+        cursor = page.next_cursor;
+      }
+      expect(pages).toBe(3);
+      expect(seen).toEqual([...ids].sort());
+      // limit <= 0 means the default page size (100).
+      expect((await unary(fresh.blobs, 'List', { limit: 0 })).ids).toHaveLength(25);
+      const prefix = seen[0]!.slice(0, 2);
+      const filtered = await unary(fresh.blobs, 'List', { prefix });
+      expect((filtered.ids ?? []).map((i: { id: Buffer }) => i.id.toString('hex'))).toEqual(seen.filter((s) => s.startsWith(prefix)));
+    } finally {
+      await fresh.stop();
+    }
+  });
+
+  it('a tampered cursor answers INVALID_ARGUMENT', async () => {
+    const err = await failure(unary(n.blobs, 'List', { cursor: Buffer.alloc(32, 7) }));
+    expect(err.code).toBe(Status.INVALID_ARGUMENT);
+    expect(err.details).toMatch(/cursor/);
+  });
+});
+
+describe('status codes', () => {
+  for (const [name, id] of [
+    ['missing', undefined],
+    ['empty', { id: Buffer.alloc(0) }],
+    ['15 bytes', { id: Buffer.alloc(15) }],
+    ['17 bytes', { id: Buffer.alloc(17) }],
+  ] as const) {
+    it(`a blob id that is ${name} answers INVALID_ARGUMENT naming an invalid blob ID (Get, Stat, Delete, GetStream)`, async () => {
+      for (const method of ['Get', 'Stat', 'Delete']) {
+        const err = await failure(unary(n.blobs, method, { id }));
+        expect(err.code, method).toBe(Status.INVALID_ARGUMENT);
+        expect(err.details, method).toMatch(/invalid blob ID/);
+      }
+    });
+  }
+
+  it('an unknown policy number answers INVALID_ARGUMENT', async () => {
+    const err = await failure(unary(n.blobs, 'Put', { data: Buffer.from('x'), policy: 42 }));
+    expect(err.code).toBe(Status.INVALID_ARGUMENT);
+    expect(err.details).toMatch(/policy/);
+  });
+
+  it('EC on one node answers FAILED_PRECONDITION with the counts', async () => {
+    const err = await failure(unary(n.blobs, 'Put', { data: Buffer.from('x'), policy: 5 }));
+    expect(err.code).toBe(Status.FAILED_PRECONDITION);
+    expect(err.details).toBe('not enough nodes for EC: have 1, need 10');
+  });
+
+  it('bad labels answer INVALID_ARGUMENT (key characters, too many)', async () => {
+    const bad = await failure(unary(n.blobs, 'Put', { data: Buffer.from('x'), labels: { 'sp ace': 'v' } }));
+    expect(bad.code).toBe(Status.INVALID_ARGUMENT);
+    expect(bad.details).toMatch(/label key/);
+    const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v']));
+    const tooMany = await failure(unary(n.blobs, 'Put', { data: Buffer.from('x'), labels: many }));
+    expect(tooMany.code).toBe(Status.INVALID_ARGUMENT);
+  });
+
+  it('every ClusterService and InternalService rpc answers UNIMPLEMENTED', async () => {
+    const cluster = client('ClusterService', n.target);
+    const internal = client('InternalService', n.target);
+    try {
+      for (const method of ['Join', 'Leave', 'Heartbeat', 'GetState', 'SyncRing']) {
+        const err = await failure(unary(cluster, method, {}));
+        expect(err.code, method).toBe(Status.UNIMPLEMENTED);
+        expect(err.details).toMatch(/not implemented/);
+      }
+      for (const method of ['Replicate', 'DeleteInternal', 'FetchShard', 'StoreShard']) {
+        expect((await failure(unary(internal, method, {}))).code, method).toBe(Status.UNIMPLEMENTED);
+      }
+      for (const method of ['ReplicateStream', 'Migrate']) {
+        const err = await failure(
+          new Promise((resolve, reject) => {
+            const call = internal[method]!((e: unknown, r: unknown) => (e ? reject(e) : resolve(r)));
+            call.end();
+          }),
+        );
+        expect((err as { code: number }).code, method).toBe(Status.UNIMPLEMENTED);
+      }
+    } finally {
+      cluster.close();
+      internal.close();
+    }
+  });
+});
