@@ -7,8 +7,12 @@ import type { Gate } from './auth/gate.js';
 import { startAuth } from './auth/tokens.js';
 import type { NodeConfig } from './config/settings.js';
 import { Engine } from './engine/engine.js';
+import { GrpcServer } from './grpc/server.js';
 import { hashName, initHashing } from './hash/blake3.js';
 import { ApiServer } from './http/server.js';
+import { NO_RECORDER } from './metrics/recorder.js';
+import { NodeMetrics } from './metrics/node-metrics.js';
+import { OpsServer, opsLayout, opsMount } from './ops/ops-server.js';
 import { BlobService } from './service/blob-service.js';
 
 export interface RunningNode {
@@ -19,6 +23,12 @@ export interface RunningNode {
   readonly port: number;
   /** Bearer authentication (OPEN_GATE when AuthTokensFile is empty); pass it to every listener. */
   readonly gate: Gate;
+  /** Metrics (undefined when MetricsAddr is empty) and the metrics listener's port (separate layout). */
+  readonly metrics: NodeMetrics | undefined;
+  readonly metricsPort: number | undefined;
+  /** The gRPC listener and its bound port; undefined when GrpcAddr is empty. */
+  readonly grpc: GrpcServer | undefined;
+  readonly grpcPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -27,13 +37,26 @@ export async function startNode(config: NodeConfig): Promise<RunningNode> {
   const auth = startAuth(config);
   const gate = auth.gate;
   await initHashing();
-  const engine = await Engine.open(config);
-  const service = new BlobService(engine, config);
-  const server = new ApiServer(service, config, { gate });
+  const layout = opsLayout(config.metricsAddr);
+  const metrics = layout.kind === 'off' ? undefined : new NodeMetrics({ nodeId: config.nodeId, dataDir: config.dataDir, healthCheckTimeoutMs: config.healthCheckTimeoutMs });
+  const engine = await Engine.open(config, metrics ?? NO_RECORDER);
+  metrics?.attach(engine);
+  const service = new BlobService(engine, config, metrics ?? NO_RECORDER);
+  const ops = metrics && { metrics, gate, variant: config.apiVariant };
+  const server = new ApiServer(service, config, { gate, mount: ops && layout.kind === 'same' ? opsMount(ops) : undefined });
+  const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops) : undefined;
+  let metricsPort: number | undefined;
+  const grpc = config.grpcAddr === '' ? undefined : new GrpcServer(config, service, gate);
   let port: number;
+  let grpcPort: number | undefined;
   try {
     port = await server.listen();
+    metricsPort = layout.kind === 'separate' ? await opsServer?.listen(layout.host, layout.port) : layout.kind === 'same' ? port : undefined;
+    grpcPort = await grpc?.listen();
   } catch (err) {
+    await Promise.all([server.close(0), grpc?.close(0)]);
+    opsServer?.close();
+    metrics?.close();
     await engine.close();
     auth.close();
     throw err;
@@ -41,12 +64,16 @@ export async function startNode(config: NodeConfig): Promise<RunningNode> {
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      const drained = await server.close(config.shutdownTimeoutMs);
+      if (metrics) metrics.stopping = true;
+      opsServer?.close();
+      const [httpDrained, grpcDrained] = await Promise.all([server.close(config.shutdownTimeoutMs), grpc?.close(config.shutdownTimeoutMs)]);
+      const drained = httpDrained && grpcDrained !== false;
       if (!drained) console.error('blobstore: shutdown timeout: requests still in progress were cut off');
       await engine.close();
+      metrics?.close();
       auth.close();
     })());
-  return { engine, server, service, port, gate, stop };
+  return { engine, server, service, port, gate, metrics, metricsPort, grpc, grpcPort, stop };
 }
 
 /** Which Reed-Solomon code path this CPU runs (the EC policies need a cluster to be used). */
@@ -79,5 +106,11 @@ export async function runNode(config: NodeConfig): Promise<void> {
   console.log(`blobstore: data dir ${config.dataDir}`);
   console.log(`blobstore: hashing ${hashName()}; small blobs up to ${config.smallBlobMaxBytes} bytes go to segments`);
   console.log(`blobstore: erasure-coding kernel ${ecPath}`);
+  if (node.grpcPort !== undefined) console.log(`blobstore: gRPC listening on ${config.grpcAddr.replace(/:\d+$/, '')}:${node.grpcPort}`);
+  if (node.metricsPort !== undefined) {
+    const layout = opsLayout(config.metricsAddr);
+    const metricsHost = layout.kind === 'separate' ? layout.host : host;
+    console.log(`blobstore: metrics on http://${metricsHost}:${node.metricsPort}`);
+  }
   console.log(`blobstore: node ${config.nodeId} listening on http://${host}:${node.port}`);
 }
