@@ -2,12 +2,12 @@
 import { rmSync } from 'node:fs';
 import { expect } from 'vitest';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
-import { TOKENS, sha256Hex, tokenFile } from './helpers.js';
+import { TOKENS, type TokenName, sha256Hex, tokenFile } from './helpers.js';
 
 export type Cred = 'none' | 'wrong' | 'read' | 'write' | 'admin';
 export const CREDS: readonly Cred[] = ['none', 'wrong', 'read', 'write', 'admin'];
 
-export function authorization(cred: Cred): Record<string, string> {
+export function authorization(cred: Cred | TokenName): Record<string, string> {
   return cred === 'none' ? {} : { authorization: `Bearer ${TOKENS[cred]}` };
 }
 
