@@ -39,7 +39,7 @@ export async function startAuthNode(options: { metrics?: boolean; grpc?: boolean
   if (options.grpc) args.push('--grpc-addr', '127.0.0.1:0');
   const node = await startNode({ args });
   const metricsPort = options.metrics ? await portIn(node, /metrics[^\n]*?http:\/\/[^\s/]*:(\d+)/i) : undefined;
-  const grpcPort = options.grpc ? await portIn(node, /grpc[^\n]*?:(\d+)\b/i) : undefined;
+  const grpcPort = options.grpc ? await portIn(node, /gRPC listening on \S*:(\d+)/) : undefined;
   return {
     node,
     tokensPath: path,
