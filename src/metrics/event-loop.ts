@@ -1,7 +1,8 @@
 /**
  * Event-loop lag, sampled by perf_hooks.monitorEventLoopDelay, published as a summary: quantiles
  * of the last full window (WINDOW_MS; the window in progress until the first one ends), and
- * _sum/_count over the whole run.
+ * _sum/_count over the whole run. The monitor records the time between its timer's runs, which
+ * includes the timer's own interval: the lag is what exceeds it.
  */
 import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -17,6 +18,10 @@ export interface LagQuantiles {
 }
 
 const NS_PER_S = 1e9;
+const RESOLUTION_NS = RESOLUTION_MS * 1e6;
+
+/** Seconds by which a recorded interval (ns) overran the timer's own interval. */
+const lagSeconds = (ns: number): number => Math.max(0, ns - RESOLUTION_NS) / NS_PER_S;
 
 export class EventLoopLag {
   private readonly histogram: IntervalHistogram;
@@ -36,14 +41,14 @@ export class EventLoopLag {
   private current(): LagQuantiles {
     const h = this.histogram;
     if (h.count === 0) return { p50: 0, p99: 0, max: 0 };
-    return { p50: h.percentile(50) / NS_PER_S, p99: h.percentile(99) / NS_PER_S, max: h.max / NS_PER_S };
+    return { p50: lagSeconds(h.percentile(50)), p99: lagSeconds(h.percentile(99)), max: lagSeconds(h.max) };
   }
 
   private roll(): void {
     const h = this.histogram;
     this.window = this.current();
     this.count += h.count;
-    this.sumSeconds += (h.mean * h.count) / NS_PER_S;
+    this.sumSeconds += h.count === 0 ? 0 : lagSeconds(h.mean) * h.count;
     h.reset();
   }
 
@@ -54,7 +59,7 @@ export class EventLoopLag {
   /** Lifetime sample count and sum, including the window in progress. */
   totals(): { count: number; sumSeconds: number } {
     const h = this.histogram;
-    return { count: this.count + h.count, sumSeconds: this.sumSeconds + (h.count === 0 ? 0 : (h.mean * h.count) / NS_PER_S) };
+    return { count: this.count + h.count, sumSeconds: this.sumSeconds + (h.count === 0 ? 0 : lagSeconds(h.mean) * h.count) };
   }
 
   close(): void {

@@ -1,0 +1,135 @@
+/**
+ * The operations routes: metrics (text and JSON), health and the web UI. One function registers
+ * them on a uWS app, so the same handlers serve the separate metrics listener (MetricsAddr
+ * host:port) and the API port (MetricsAddr `same`).
+ *
+ *   GET /metrics                 text exposition              gate: read
+ *   GET /api/v1/metrics          the spec's JSON snapshot     gate: read
+ *   GET /api/v1/metrics/detail   percentiles etc. for the UI  gate: read
+ *   GET /health                  200 OK / 503 UNHEALTHY       open
+ *   GET /                        the web UI page              open (its requests carry the token)
+ *
+ * Any other method on these paths answers 405 with `Allow: GET`; `/metrics/` is an unknown path.
+ */
+import { Registry } from 'prom-client';
+import type { Gate } from '../auth/gate.js';
+import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
+import { errorBody, statusLine } from '../http/reply.js';
+import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js';
+import type { NodeMetrics } from '../metrics/node-metrics.js';
+import { UI_PAGE } from './ui-page.js';
+
+export type ApiVariant = 'a' | 'b';
+
+export interface OpsContext {
+  readonly metrics: NodeMetrics;
+  /** Bearer authentication: /metrics and /api/v1/metrics need the `read` scope. */
+  readonly gate: Gate;
+  /** The node's API variant (setting apiVariant, 'a' or 'b'): the shape of error bodies. */
+  readonly variant: string;
+}
+
+export const OPS_PATHS = ['/metrics', '/api/v1/metrics', '/api/v1/metrics/detail', '/health', '/'] as const;
+
+const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json';
+
+interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+  headers?: Readonly<Record<string, string>>;
+}
+
+function write(res: HttpResponse, a: Answer): void {
+  res.cork(() => {
+    res.writeStatus(statusLine(a.status)).writeHeader('Content-Type', a.contentType);
+    if (a.headers) for (const key in a.headers) res.writeHeader(key, a.headers[key]!);
+    res.end(a.body);
+  });
+}
+
+function errorAnswer(err: BlobstoreError, variant: ApiVariant): Answer {
+  return { status: err.status, contentType: JSON_TYPE, body: errorBody(err, variant), headers: err.headers };
+}
+
+/** Answers with what `work` resolves to, unless the client went away meanwhile. */
+function later(res: HttpResponse, work: () => Promise<Answer>, variant: ApiVariant): void {
+  let aborted = false;
+  res.onAborted(() => {
+    aborted = true;
+  });
+  work()
+    .catch((err: unknown): Answer => {
+      const e = toBlobstoreError(err);
+      console.error(`blobstore: metrics: ${(err as Error).message ?? String(err)}`);
+      return errorAnswer(e, variant);
+    })
+    .then((answer) => {
+      if (!aborted) write(res, answer);
+    });
+}
+
+/**
+ * 405 body: variant B's shape with code 405; variant A's {code, message} with gRPC code 12
+ * (UNIMPLEMENTED), which grpc-gateway gives a method a path lacks.
+ */
+function methodNotAllowedBody(variant: ApiVariant, path: string): string {
+  const message = `${path} answers GET only`;
+  return variant === 'a'
+    ? errorBody(new BlobstoreError('unimplemented', message), 'a')
+    : JSON.stringify({ code: 405, error: 'Method Not Allowed', message });
+}
+
+export function registerOpsRoutes(app: TemplatedApp, ctx: OpsContext): TemplatedApp {
+  const { metrics, gate } = ctx;
+  const variant: ApiVariant = ctx.variant === 'a' ? 'a' : 'b';
+
+  /** The gate's verdict: undefined to go on, else the 401/403 answer already sent. */
+  const denied = (res: HttpResponse, req: HttpRequest): boolean => {
+    try {
+      gate.check(req.getHeader('authorization'), 'read');
+      return false;
+    } catch (err) {
+      write(res, errorAnswer(toBlobstoreError(err), variant));
+      return true;
+    }
+  };
+
+  const routes: Record<(typeof OPS_PATHS)[number], (res: HttpResponse, req: HttpRequest) => void> = {
+    '/metrics': (res, req) => {
+      if (denied(res, req)) return;
+      later(res, async () => ({ status: 200, contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await metrics.exposition() }), variant);
+    },
+    '/api/v1/metrics': (res, req) => {
+      if (denied(res, req)) return;
+      later(res, async () => ({
+        status: 200, contentType: JSON_TYPE, body: JSON.stringify(await metrics.snapshot()), headers: { 'Cache-Control': 'no-cache' },
+      }), variant);
+    },
+    '/api/v1/metrics/detail': (res, req) => {
+      if (denied(res, req)) return;
+      write(res, { status: 200, contentType: JSON_TYPE, body: JSON.stringify(metrics.detail()), headers: { 'Cache-Control': 'no-cache' } });
+    },
+    '/health': (res) => {
+      later(res, async () => {
+        const status = await metrics.backend.check();
+        const ok = status.healthy && !metrics.stopping;
+        return ok
+          ? { status: 200, contentType: TEXT, body: 'OK', headers: { 'Cache-Control': 'no-cache' } }
+          : { status: 503, contentType: TEXT, body: 'UNHEALTHY: backend error', headers: { 'Cache-Control': 'no-cache' } };
+      }, variant);
+    },
+    '/': (res) => {
+      write(res, { status: 200, contentType: 'text/html; charset=utf-8', body: UI_PAGE, headers: { 'Cache-Control': 'no-cache' } });
+    },
+  };
+
+  for (const path of OPS_PATHS) {
+    const body = methodNotAllowedBody(variant, path);
+    app.get(path, routes[path]).any(path, (res) => {
+      write(res, { status: 405, contentType: JSON_TYPE, body, headers: { Allow: 'GET' } });
+    });
+  }
+  return app;
+}

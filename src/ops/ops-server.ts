@@ -1,0 +1,59 @@
+/**
+ * The separate metrics listener (MetricsAddr host:port, default `:9090`): the operations routes
+ * and a 404 for every other path. With MetricsAddr `same` the API server mounts the same routes
+ * instead (opsMount), and with an empty MetricsAddr neither runs.
+ */
+import { parseHostPort } from '../config/units.js';
+import { notFound } from '../errors/errors.js';
+import { errorBody, statusLine } from '../http/reply.js';
+import { type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
+import { type OpsContext, registerOpsRoutes } from './ops-routes.js';
+
+const uws = loadUws();
+
+/** How the operations routes are served, from MetricsAddr. */
+export type OpsLayout = { kind: 'off' } | { kind: 'same' } | { kind: 'separate'; host: string; port: number };
+
+export function opsLayout(metricsAddr: string): OpsLayout {
+  const value = metricsAddr.trim();
+  if (value === '') return { kind: 'off' };
+  if (value.toLowerCase() === 'same') return { kind: 'same' };
+  const addr = parseHostPort(value);
+  if (!addr) throw new Error(`MetricsAddr ${JSON.stringify(metricsAddr)}: expected host:port, "same" or ""`);
+  return { kind: 'separate', host: addr.host, port: addr.port };
+}
+
+/** For ApiServer's `mount` hook (the `same` layout). */
+export function opsMount(ctx: OpsContext): (app: TemplatedApp) => void {
+  return (app) => void registerOpsRoutes(app, ctx);
+}
+
+export class OpsServer {
+  private readonly app: TemplatedApp;
+  private socket: us_listen_socket | undefined;
+
+  constructor(ctx: OpsContext) {
+    this.app = registerOpsRoutes(uws.App(), ctx);
+    this.app.any('/*', (res, req) => {
+      const body = errorBody(notFound(`no route for ${req.getCaseSensitiveMethod()} ${req.getUrl().slice(0, 200)}`), ctx.variant === 'a' ? 'a' : 'b');
+      res.cork(() => res.writeStatus(statusLine(404)).writeHeader('Content-Type', 'application/json').end(body));
+    });
+  }
+
+  /** Listens on host:port (port 0 picks a free one) and returns the bound port. */
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (socket) => {
+        if (!socket) return reject(new Error(`cannot listen for metrics on ${host}:${port}`));
+        this.socket = socket;
+        resolve(uws.us_socket_local_port(socket));
+      });
+    });
+  }
+
+  /** Stops accepting connections (scrapes are short; open keep-alive connections end with the process). */
+  close(): void {
+    if (this.socket) uws.us_listen_socket_close(this.socket);
+    this.socket = undefined;
+  }
+}
