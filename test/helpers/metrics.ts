@@ -1,0 +1,118 @@
+/**
+ * Metrics test helpers: a node with its metrics listener on a free port, scrapes, a small parser
+ * of the text exposition, and the spec's series table.
+ */
+import { spawn } from 'node:child_process';
+import { type NodeProcess, type StartOptions, startNode } from './node-process.js';
+
+export const NODE_ID = 'test-node';
+
+/** The spec's buckets, as the exposition writes them in `le`. */
+export const SPEC_LE = ['0.0001', '0.0005', '0.001', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '30', '60', '+Inf'];
+
+/**
+ * Every series of the spec's table (after the blobstore_ prefix) and its exposition type. The
+ * spec's gauges named *_total or *_count are exposed untyped: promtool rejects those suffixes on a
+ * gauge (Prometheus treats untyped like a gauge).
+ */
+export const SPEC_SERIES: Readonly<Record<string, string>> = {
+  node_up: 'gauge', uptime_seconds: 'gauge', last_heartbeat_timestamp: 'gauge', backend_healthy: 'gauge',
+  grpc_connections_active: 'gauge', peer_health: 'gauge', capacity_bytes_total: 'untyped', capacity_bytes_used: 'gauge',
+  blob_count: 'untyped', shard_count: 'untyped', bytes_read_total: 'counter', bytes_written_total: 'counter',
+  operations_total: 'counter', put_latency_seconds: 'histogram', get_latency_seconds: 'histogram',
+  delete_latency_seconds: 'histogram', stat_latency_seconds: 'histogram', list_latency_seconds: 'histogram',
+  ec_encode_latency_seconds: 'histogram', ec_decode_latency_seconds: 'histogram', shard_fetch_latency_seconds: 'histogram',
+  shard_store_latency_seconds: 'histogram', replicate_latency_seconds: 'histogram', nodes_total: 'untyped',
+  nodes_active: 'gauge', nodes_offline: 'gauge', heartbeat_failures_total: 'counter', ring_version: 'gauge',
+  replication_queue_depth: 'gauge', replication_lag_seconds: 'gauge', ec_reconstruction_total: 'counter',
+  shards_missing_total: 'counter', errors_total: 'counter', request_failures_total: 'counter',
+};
+
+export interface MetricsNode {
+  readonly node: NodeProcess;
+  /** Base URL of the metrics listener (or of the API port in the `same` layout). */
+  readonly metricsUrl: string;
+  readonly metricsPort: number;
+}
+
+/** The port the node printed on its `blobstore: metrics on http://host:port` line. */
+export function metricsPortOf(node: NodeProcess): number | undefined {
+  const m = /blobstore: metrics on http:\/\/[^\s]*:(\d+)/.exec(node.output());
+  return m ? Number(m[1]) : undefined;
+}
+
+/** A node with its metrics listener on a free loopback port (or `metricsAddr` as given). */
+export async function startMetricsNode(options: StartOptions & { metricsAddr?: string } = {}): Promise<MetricsNode> {
+  const node = await startNode({ ...options, args: ['--metrics-addr', options.metricsAddr ?? '127.0.0.1:0', ...(options.args ?? [])] });
+  const port = metricsPortOf(node);
+  if (port === undefined) {
+    await node.stop();
+    throw new Error(`node printed no metrics line:\n${node.output()}`);
+  }
+  return { node, metricsUrl: `http://127.0.0.1:${port}`, metricsPort: port };
+}
+
+export interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+export interface Family {
+  type: string;
+  help: string;
+  samples: Sample[];
+}
+
+/** Parses the text exposition (format 0.0.4) into families by name; samples go to their family. */
+export function parseExposition(text: string): Map<string, Family> {
+  const families = new Map<string, Family>();
+  let current: Family | undefined;
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const meta = /^# (HELP|TYPE) (\S+) ?(.*)$/.exec(line);
+    if (meta) {
+      const [, kind, name, rest] = meta;
+      current = families.get(name!) ?? { type: '', help: '', samples: [] };
+      families.set(name!, current);
+      if (kind === 'TYPE') current.type = rest!;
+      else current.help = rest!;
+      continue;
+    }
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) throw new Error(`unparsable exposition line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
+    const value = m[3] === '+Inf' ? Infinity : m[3] === '-Inf' ? -Infinity : Number(m[3]);
+    if (!current) throw new Error(`sample before any family: ${line}`);
+    current.samples.push({ name: m[1]!, labels, value });
+  }
+  return families;
+}
+
+/** The value of the one sample `name` with these labels (besides node); undefined when absent. */
+export function sampleValue(families: Map<string, Family>, family: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  const f = families.get(family);
+  const s = f?.samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
+  return s?.value;
+}
+
+export async function scrape(metricsUrl: string, headers: Record<string, string> = {}): Promise<Map<string, Family>> {
+  const res = await fetch(`${metricsUrl}/metrics`, { headers });
+  if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}: ${await res.text()}`);
+  return parseExposition(await res.text());
+}
+
+/** Runs a command with `input` on stdin; resolves with its exit code and output. */
+export function runWithInput(command: string, args: string[], input: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
