@@ -72,9 +72,7 @@ function parseEntry(item: unknown, index: number): TokenEntry {
   if (typeof entry.name !== 'string' || entry.name.trim() === '') throw new TokenFileError(`${where}: "name" must be a non-empty string`);
   where += ` (${JSON.stringify(entry.name)})`;
   const unknown = Object.keys(entry).find((k) => !FIELDS.has(k));
-  if (unknown !== undefined) {
-    throw new TokenFileError(`${where}: unknown field ${JSON.stringify(unknown.slice(0, 40))} (expected name, sha256 or token, scopes)`);
-  }
+  if (unknown !== undefined) throw new TokenFileError(`${where}: unknown field ${quoteWord(unknown)} (expected name, sha256 or token, scopes)`);
   const hasHash = 'sha256' in entry;
   const hasToken = 'token' in entry;
   if (hasHash === hasToken) throw new TokenFileError(`${where}: give exactly one of "sha256" and "token"`);
@@ -96,9 +94,9 @@ function parseEntry(item: unknown, index: number): TokenEntry {
 function parseScopes(raw: unknown, where: string): number {
   if (!Array.isArray(raw) || raw.length === 0) throw new TokenFileError(`${where}: "scopes" must be a non-empty array of "read", "write", "admin"`);
   let scopes = 0;
-  for (const scope of raw) {
+  for (const [i, scope] of raw.entries()) {
     if (typeof scope !== 'string' || !Object.hasOwn(GRANTS, scope)) {
-      throw new TokenFileError(`${where}: unknown scope ${JSON.stringify(typeof scope === 'string' ? scope.slice(0, 40) : scope)} (expected read, write, admin)`);
+      throw new TokenFileError(`${where}: unknown scope ${typeof scope === 'string' ? quoteWord(scope) : `at scopes[${i}]`} (expected read, write, admin)`);
     }
     scopes |= GRANTS[scope as Scope];
   }
@@ -119,6 +117,14 @@ function checkUnique(entries: readonly TokenEntry[]): void {
     }
     digests.set(key, i);
   });
+}
+
+/**
+ * A misspelt word from the file, quoted; anything that is not a short word (a token pasted into
+ * the wrong place, say) is not repeated.
+ */
+function quoteWord(text: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]{0,15}$/.test(text) ? JSON.stringify(text) : '(not shown: not a short word)';
 }
 
 /**

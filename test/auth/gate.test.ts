@@ -197,6 +197,9 @@ describe('token file', () => {
     ['no scopes', { tokens: [{ name: 'e', token: TOKENS.read }] }, '"scopes" must be a non-empty array'],
     ['empty scopes', entry({ token: TOKENS.read, scopes: [] }), '"scopes" must be a non-empty array'],
     ['an unknown scope', entry({ token: TOKENS.read, scopes: ['read', 'delete'] }), 'unknown scope "delete"'],
+    ['a token pasted as a scope', entry({ token: TOKENS.read, scopes: [TOKENS.admin] }), 'unknown scope (not shown: not a short word) (expected read, write, admin)'],
+    ['a number as a scope', entry({ token: TOKENS.read, scopes: ['read', 7] }), 'unknown scope at scopes[1]'],
+    ['a token pasted as a field name', { tokens: [{ name: 'e', token: TOKENS.read, scopes: ['read'], [TOKENS.admin]: true }] }, 'unknown field (not shown: not a short word)'],
     ['a duplicate name', { tokens: [{ name: 'a', token: TOKENS.read, scopes: ['read'] }, { name: 'a', token: TOKENS.write, scopes: ['read'] }] }, 'tokens[1]: name "a" is already used by tokens[0]'],
     ['the same token twice', { tokens: [{ name: 'a', token: TOKENS.read, scopes: ['read'] }, { name: 'b', sha256: sha256Hex(TOKENS.read), scopes: ['admin'] }] }, 'tokens[1] ("b"): same token as tokens[0] ("a")'],
   ])('rejects %s with a message naming the problem and no token', (_name, input, message) => {
