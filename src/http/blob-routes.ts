@@ -145,18 +145,18 @@ export class BlobRoutes {
       this.authorize(req, 'read');
       meta = this.service.lookup(this.wire.parseId(req.getParameter(0)));
       if (matchesEtag(req.getHeader('if-none-match'), etagOf(meta))) return this.notModified(res, meta);
-      if (this.wire.variant === 'b') {
-        range = parseRange(req.getHeader('range'), req.getHeader('if-range'), etagOf(meta), meta.size);
-        // Small records are read, verified and answered right here: no await, no abort handler.
-        const data = range === undefined && meta.location === Location.SEGMENT ? this.service.engine.readInlineSync(meta) : undefined;
-        if (data) {
-          res.cork(() => {
+      if (this.wire.variant === 'b') range = parseRange(req.getHeader('range'), req.getHeader('if-range'), etagOf(meta), meta.size);
+      // Small records are read, verified and answered right here: no await, no abort handler.
+      const data = range === undefined && meta.location === Location.SEGMENT ? this.service.engine.readInlineSync(meta) : undefined;
+      if (data) {
+        res.cork(() => {
+          if (this.wire.variant === 'b') {
             this.writeBlobHead(res, meta, '200 OK');
             res.end(data);
-          });
-          this.service.recordGet(start, meta.size);
-          return;
-        }
+          } else this.writeJsonBlob(res, meta, data);
+        });
+        this.service.recordGet(start, meta.size);
+        return;
       }
     } catch (err) {
       this.service.recordFailure('get', err);
@@ -205,8 +205,12 @@ export class BlobRoutes {
     const { data } = await this.service.read(meta.id, this.config.maxJsonBodyBytes);
     if (x.aborted) return;
     x.done = true;
+    x.res.cork(() => this.writeJsonBlob(x.res, meta, data));
+  }
+
+  private writeJsonBlob(res: HttpResponse, meta: BlobMeta, data: Buffer): void {
     const body = `{"data":"${data.toString('base64')}","meta":${this.wire.metaJson(meta)}}`;
-    x.res.cork(() => x.res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('ETag', etagOf(meta)).end(body));
+    res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('ETag', etagOf(meta)).end(body);
   }
 
   private writeBlobHead(res: HttpResponse, meta: BlobMeta, status: string): void {
