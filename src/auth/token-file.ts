@@ -47,10 +47,11 @@ const FIELDS = new Set(['name', 'sha256', 'token', 'scopes']);
 
 /** Parses the text of a token file; throws TokenFileError with a message that holds no token material. */
 export function parseTokenFile(text: string): TokenEntry[] {
+  // A byte order mark some editors write is not part of the document.
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let parsed: unknown;
   try {
-    // A byte order mark some editors write is not part of the document.
-    parsed = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    parsed = JSON.parse(text);
   } catch {
     throw new TokenFileError(`not valid JSON: ${jsonProblem(text)}`);
   }
@@ -58,7 +59,7 @@ export function parseTokenFile(text: string): TokenEntry[] {
     throw new TokenFileError('expected a JSON object {"tokens": [...]}');
   }
   const extra = Object.keys(parsed).filter((k) => k !== 'tokens');
-  if (extra.length > 0) throw new TokenFileError(`unknown top-level field ${JSON.stringify(extra[0])} (expected only "tokens")`);
+  if (extra.length > 0) throw new TokenFileError(`unknown top-level field ${quoteWord(extra[0]!)} (expected only "tokens")`);
   const list = (parsed as { tokens?: unknown }).tokens;
   if (!Array.isArray(list)) throw new TokenFileError('"tokens" must be an array of {"name", "sha256" or "token", "scopes"}');
   const entries = list.map((item, i) => parseEntry(item, i));

@@ -166,6 +166,7 @@ describe('token file', () => {
 
   it('ignores a byte order mark', () => {
     expect(parseTokenFile(`\ufeff${JSON.stringify({ tokens: standardEntries() })}`)).toHaveLength(5);
+    expect(bad('\ufeff{"tokens": [}')).toBe('not valid JSON: Expecting value (line 1, column 13)');
   });
 
   it('accepts hashed entries (either case of hex) and plain entries', () => {
