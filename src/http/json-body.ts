@@ -5,21 +5,16 @@
 import { invalidArgument } from '../errors/errors.js';
 import { type LabelLimits, encodeLabels } from '../engine/labels.js';
 import { type Policy, parsePolicy } from '../engine/policy.js';
+import { decodeBase64 } from './base64.js';
 
-const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+export { decodeBase64 } from './base64.js';
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export interface StoreRequest {
   data: Buffer;
   policy: Policy;
   labels: Buffer;
-}
-
-export function decodeBase64(text: string, field: string): Buffer {
-  if (!BASE64.test(text) || text.replace(/=+$/, '').length % 4 === 1) {
-    throw invalidArgument(`${field} is not valid base64`);
-  }
-  return Buffer.from(text, 'base64');
 }
 
 export function parseStoreJson(body: Buffer, fallbackPolicy: unknown, limits: LabelLimits): StoreRequest {

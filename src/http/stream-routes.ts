@@ -7,6 +7,7 @@
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument, payloadTooLarge, toBlobstoreError as toError } from '../errors/errors.js';
 import { blobIdFromBytes } from '../engine/blob-id.js';
+import { CHUNK_BYTES } from '../engine/buffer-pool.js';
 import type { BlobMeta } from '../engine/engine.js';
 import type { BlobService } from '../service/blob-service.js';
 import { PutStream } from '../service/put-stream.js';
@@ -15,12 +16,16 @@ import { contentLengthOf } from './blob-routes.js';
 import { ChunkedSender } from './download.js';
 import type { Intake } from './intake.js';
 import { decodeBase64 } from './json-body.js';
-import { LineSplitter, isBlank, parseMessage } from './ndjson.js';
+import { LineSplitter, isBlank } from './ndjson.js';
+import { PutChunkParser } from './put-chunk.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
 
 const NDJSON = 'application/x-ndjson';
+const LINE_HEAD = '{"result":{"data":"';
+const LINE_TAIL = '","final":false}}\n';
+const LINE_TAIL_FINAL = '","final":true}}\n';
 
 export class StreamRoutes {
   private readonly wire: Wire;
@@ -47,14 +52,12 @@ export class StreamRoutes {
     return /^[0-9a-fA-F]{32}$/.test(value) ? Buffer.from(value, 'hex') : blobIdFromBytes(decodeBase64(value, '"id"'));
   }
 
-  private applyLine(stream: PutStream, line: Uint8Array): void {
+  private applyLine(stream: PutStream, parser: PutChunkParser, line: Uint8Array): void {
     if (isBlank(line)) return;
-    const msg = parseMessage(line, 'put stream message');
-    const data = msg.data ?? '';
-    if (typeof data !== 'string') throw invalidArgument('"data" must be a base64 string');
-    const final = msg.final ?? false;
+    const { fields, data } = parser.parse(line);
+    const final = fields.final ?? false;
     if (typeof final !== 'boolean') throw invalidArgument('"final" must be true or false');
-    stream.chunk({ id: this.chunkId(msg.id), data: decodeBase64(data, '"data"'), final, policy: msg.policy, labels: msg.labels });
+    stream.chunk({ id: this.chunkId(fields.id), data, final, policy: fields.policy, labels: fields.labels });
   }
 
   readonly putStream = (res: HttpResponse, req: HttpRequest): void => {
@@ -75,7 +78,8 @@ export class StreamRoutes {
       return sendError(x, err, 'drain');
     }
     const lines = new LineSplitter(this.config.maxJsonBodyBytes);
-    const onLine = (line: Uint8Array): void => this.applyLine(stream, line);
+    const parser = new PutChunkParser();
+    const onLine = (line: Uint8Array): void => this.applyLine(stream, parser, line);
     const entry = { x, lastActivityMs: () => stream.lastActivityMs, discard: () => cut() };
     const finish = this.intake.begin(entry);
     const cut = (): void => {
@@ -129,22 +133,25 @@ export class StreamRoutes {
   private async sendStream(x: Exchange, meta: BlobMeta): Promise<void> {
     const sender = new ChunkedSender(x);
     const head = (ex: Exchange): void => void ex.res.writeStatus('200 OK').writeHeader('Content-Type', NDJSON);
+    // One line buffer per stream: uWS copies what it cannot send at once, so it is reused.
+    const out = Buffer.allocUnsafe(LINE_HEAD.length + Math.ceil(Math.min(meta.size, CHUNK_BYTES) / 3) * 4 + LINE_TAIL.length);
     let at = 0;
     let started = false;
     try {
       await this.service.stream(meta, async (chunk, i) => {
         at += chunk.length;
         const final = at === meta.size;
-        const line = `{"result":{"data":"${chunk.toString('base64')}","final":${final}}}\n`;
+        let n = out.write(LINE_HEAD, 0, 'latin1');
+        n += out.write(chunk.toString('base64'), n, 'latin1');
+        n += out.write(final ? LINE_TAIL_FINAL : LINE_TAIL, n, 'latin1');
         started = true;
-        if (final) sender.end(line, i === 0 ? head : undefined);
-        else await sender.write(line, i === 0 ? head : undefined);
+        if (final) sender.end(out.subarray(0, n), i === 0 ? head : undefined);
+        else await sender.write(out.subarray(0, n), i === 0 ? head : undefined);
       });
     } catch (err) {
       if (!started) throw err;
       // The status line is gone: the failure travels in the stream, as grpc-gateway sends it.
-      const error = this.wire.errorBody(toError(err));
-      sender.end(`{"error":${error}}\n`);
+      sender.end(`{"error":${this.wire.errorBody(toError(err))}}\n`);
     }
   }
 }
