@@ -55,6 +55,9 @@ step segment-append    300  node $N/segment-append-group-commit.bench.js
 step lmdb-index-put    300  node $N/lmdb-index-put.bench.js
 step http-4KiB         900  node $N/http-4KiB-put-get.bench.js
 step http-stream-1GiB  900  node $N/http-stream-1GiB.bench.js
+step http-ndjson-1GiB  900  node $N/ndjson-1GiB.bench.js
+step auth-gate         300  node dist/bench/auth/gate-check.bench.js
+step auth-http         900  node dist/bench/auth/http-get-auth.bench.js
 step startup           1200 node $N/startup-1M.bench.js
 step profile           600  node $N/profile.js
 step scale             "$(( ${BENCH_SCALE_TIME_LIMIT_S:-1800} + 900 ))" node $N/scale-10M.bench.js
