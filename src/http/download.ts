@@ -59,16 +59,26 @@ export class BodySender {
 }
 
 /**
- * A body of unknown length (chunked transfer encoding), for streams. uWS buffers all of a write;
- * when it reports backpressure the next write waits for the socket to drain.
+ * A body of unknown length (chunked transfer encoding), for streams. uWS copies whatever the
+ * socket does not take at once into its backpressure buffer and shifts that buffer as it drains,
+ * which costs more than the send itself for megabyte writes; so data goes out in slices of
+ * SLICE_BYTES, each only once the previous one has left.
  */
+const SLICE_BYTES = 64 * 1024;
+
 export class ChunkedSender {
   private waiting: { resolve: () => void; reject: (e: Error) => void } | undefined;
   private registered = false;
 
   constructor(private readonly x: Exchange) {}
 
-  write(data: Buffer | string, head?: Writer): Promise<void> {
+  async write(data: Buffer, head?: Writer): Promise<void> {
+    for (let at = 0; at < data.length; at += SLICE_BYTES) {
+      await this.writeSlice(data.subarray(at, at + SLICE_BYTES), at === 0 ? head : undefined);
+    }
+  }
+
+  private writeSlice(data: Buffer, head?: Writer): Promise<void> {
     const { x } = this;
     if (x.aborted) return Promise.reject(gone());
     let ok = false;

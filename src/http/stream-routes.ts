@@ -145,8 +145,10 @@ export class StreamRoutes {
         n += out.write(chunk.toString('base64'), n, 'latin1');
         n += out.write(final ? LINE_TAIL_FINAL : LINE_TAIL, n, 'latin1');
         started = true;
-        if (final) sender.end(out.subarray(0, n), i === 0 ? head : undefined);
-        else await sender.write(out.subarray(0, n), i === 0 ? head : undefined);
+        if (final) {
+          // The last line goes out whole with end(): nothing follows it to wait for.
+          sender.end(out.subarray(0, n), i === 0 ? head : undefined);
+        } else await sender.write(out.subarray(0, n), i === 0 ? head : undefined);
       });
     } catch (err) {
       if (!started) throw err;
