@@ -55,6 +55,9 @@ step segment-append    300  node $N/segment-append-group-commit.bench.js
 step lmdb-index-put    300  node $N/lmdb-index-put.bench.js
 step http-4KiB         900  node $N/http-4KiB-put-get.bench.js
 step http-stream-1GiB  900  node $N/http-stream-1GiB.bench.js
+# Metrics: the Recorder's cost per call against prom-client's; metrics + auth on vs off (4 KiB).
+step metrics-recorder  300  node dist/bench/metrics/recorder.bench.js
+step metrics-overhead  1800 node dist/bench/metrics/overhead.bench.js
 step http-ndjson-1GiB  900  node $N/ndjson-1GiB.bench.js
 step auth-gate         300  node dist/bench/auth/gate-check.bench.js
 step auth-http         900  node dist/bench/auth/http-get-auth.bench.js
