@@ -51,6 +51,7 @@ main { display:grid; grid-template-columns:repeat(6, 1fr); gap:.8rem; padding:.8
 main.stale section { opacity:.55; }
 section { background:var(--card); border:1px solid var(--line); border-radius:.7rem; padding:.75rem 1.1rem; min-width:0; }
 #cluster-summary { margin:0 0 .2rem; }
+#lat-ops, #lat-stages { overflow-x:auto; }
 .c2 { grid-column:span 2; } .c3 { grid-column:span 3; } .c4 { grid-column:span 4; }
 @media (max-width: 1100px) { main { grid-template-columns:1fr 1fr; } .c2 { grid-column:span 1; } .c3, .c4 { grid-column:span 2; } }
 @media (max-width: 700px) { main { grid-template-columns:1fr; } .c2, .c3, .c4 { grid-column:auto; } }
@@ -89,7 +90,7 @@ svg.spark polygon { fill:var(--accent); opacity:.12; }
   <h1><span aria-hidden="true">&#9679;</span> blobstore</h1>
   <div class="ident"><span class="muted">node</span> <span id="node-id">&hellip;</span> <span id="node-state" class="pill warn">loading</span></div>
   <div class="muted">up <span id="uptime">&ndash;</span></div>
-  <div class="status"><span id="live-dot" class="dot"></span><span id="status" role="status" aria-live="polite">connecting&hellip;</span></div>
+  <div class="status"><span id="live-dot" class="dot"></span><span id="status" role="status" aria-live="polite">connecting&hellip;</span><span id="updated"></span></div>
 </header>
 <div id="banner" role="alert" hidden></div>
 <form id="auth" hidden>
@@ -139,16 +140,18 @@ svg.spark polygon { fill:var(--accent); opacity:.12; }
   function text(id, value) { var e = $(id); if (e.textContent !== value) e.textContent = value; }
   function fmtInt(n) { return Math.round(n).toLocaleString('en-US'); }
   function count(n, noun) { return fmtInt(n) + ' ' + noun + (Math.round(n) === 1 ? '' : 's'); }
-  function fmtRate(r) { return r === null ? '\u2013' : r >= 100 ? fmtInt(r) : r.toFixed(1); }
+  function fmtRate(r) { return r === null ? '\u2013' : r >= 100 || r === 0 ? fmtInt(r) : r.toFixed(1); }
+  function percent(f) { return f > 0 && f < 0.001 ? '<0.1%' : (f * 100).toFixed(1) + '%'; }
   function fmtBytes(n) {
     var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'], i = 0;
     while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
     return (i === 0 ? String(Math.round(n)) : n.toFixed(n >= 100 ? 0 : 1)) + ' ' + units[i];
   }
+  // Thresholds sit just below each unit so that rounding never prints "1000 \u00b5s".
   function fmtSeconds(s) {
     if (!(s > 0)) return '\u2013';
-    if (s < 1e-3) return (s * 1e6).toFixed(0) + ' \u00b5s';
-    if (s < 1) return (s * 1e3).toFixed(s < 0.01 ? 2 : 1) + ' ms';
+    if (s < 0.0009995) return Math.round(s * 1e6) + ' \u00b5s';
+    if (s < 0.9995) return (s * 1e3).toFixed(s < 0.0099995 ? 2 : s < 0.099995 ? 1 : 0) + ' ms';
     return s.toFixed(2) + ' s';
   }
   function fmtUptime(s) {
@@ -163,6 +166,7 @@ svg.spark polygon { fill:var(--accent); opacity:.12; }
   function bar(fraction, label) {
     var b = el('div', 'bar'), i = el('i', fraction > 0.9 ? 'bad' : fraction > 0.75 ? 'warn' : '');
     i.style.width = (Math.min(1, Math.max(0, fraction)) * 100).toFixed(1) + '%';
+    if (fraction > 0) i.style.minWidth = '3px';
     b.setAttribute('role', 'meter');
     b.setAttribute('aria-label', label);
     b.setAttribute('aria-valuemin', '0');
@@ -209,7 +213,7 @@ svg.spark polygon { fill:var(--accent); opacity:.12; }
       row.appendChild(pill(state, tone(state)));
       if (n.address) row.appendChild(el('span', 'muted', n.address));
       row.appendChild(el('span', 'right', fmtBytes(used) + ' of ' + fmtBytes(total) +
-        (total ? ' (' + (used / total * 100).toFixed(1) + '%)' : '') + ' \u00b7 ' + count(num(n.blob_count), 'blob')));
+        (total ? ' (' + percent(used / total) + ')' : '') + ' \u00b7 ' + count(num(n.blob_count), 'blob')));
       d.appendChild(row);
       d.appendChild(bar(total ? used / total : 0, 'capacity used on ' + n.node_id));
       return d;
@@ -317,7 +321,9 @@ svg.spark polygon { fill:var(--accent); opacity:.12; }
   function setStatus(ok, message) {
     var when = lastOk ? lastOk.toLocaleTimeString('en-GB') : 'never';
     $('live-dot').className = 'dot ' + (ok ? 'ok' : 'bad');
-    text('status', ok ? 'live \u00b7 updated ' + when : 'not updating \u00b7 last update ' + when);
+    // Only the word is live (announced when it changes); the time beside it changes every poll.
+    text('status', ok ? 'live' : 'not updating');
+    text('updated', (ok ? '\u00b7 updated ' : '\u00b7 last update ') + when);
     $('banner').hidden = ok;
     if (!ok) text('banner', message);
     $('main').classList.toggle('stale', !ok);
