@@ -11,6 +11,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { startNode, type NodeProcess } from '../helpers/node-process.js';
+import { TOKENS } from '../auth/helpers.js';
+import { startAuthNode, type AuthNode } from '../auth/node.js';
 import { startMockMetrics, type MockMetrics } from './mock-metrics.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -118,6 +120,36 @@ describe.skipIf(!HAVE_CHROMIUM)('web UI on a real node', () => {
     running = false;
     await load;
     expect(problems).toEqual([]);
+    await page.context().close();
+  });
+});
+
+describe.skipIf(!HAVE_CHROMIUM)('web UI on a real node with bearer auth', () => {
+  let auth: AuthNode;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    [auth, browser] = await Promise.all([startAuthNode({ metrics: true }), launch()]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await auth?.stop();
+  });
+
+  it('asks for a token, says when it lacks the read scope, and shows the node with a read token', async () => {
+    expect(auth.metricsUrl).toBeDefined();
+    const { page, problems } = await open(browser, `${auth.metricsUrl}/`);
+    await expect.poll(() => page.isVisible('#token'), POLL).toBe(true);
+    expect(await page.textContent('#banner')).toContain('401');
+    await page.getByLabel('This node needs a bearer token').fill(TOKENS.write);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await expect.poll(() => page.textContent('#banner'), POLL).toContain('403');
+    await page.getByLabel('This node needs a bearer token').fill(TOKENS.read);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await expect.poll(() => page.textContent('#node-id'), POLL).toBe('test-node');
+    expect(await page.isVisible('#banner')).toBe(false);
+    // The browser logs the 401 and 403 answers; nothing else may appear.
+    expect(problems.filter((p) => !/status of 40[13]/.test(p))).toEqual([]);
     await page.context().close();
   });
 });
