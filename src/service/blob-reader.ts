@@ -74,8 +74,12 @@ async function readFileBlob(engine: Engine, meta: BlobMeta, sink: ChunkSink, ran
     };
     for (let i = 0; i < buffers.length; i++) startRead(i);
     for (let i = 0; i < count; i++) {
+      const readStart = performance.now();
       const chunk = await reads[i % buffers.length]!;
+      engine.recorder.stage('read', readStart);
+      const verifyStart = performance.now();
       if (!(await chunkIntact(layout, first + i, chunk, engine.digestChunk))) throw engine.corruption(meta);
+      engine.recorder.stage('verify', verifyStart);
       const base = (first + i) * layout.chunkBytes;
       const from = Math.max(range.start - base, 0);
       const to = Math.min(range.end - base, chunk.length);
