@@ -8,7 +8,7 @@
  *   FUZZ_SHRINK   1: shrink a failing case (slow: every shrink step talks to the node)
  *   FUZZ_SUMMARY  a file to append one JSON line per property to (bench/fuzz/run.sh)
  *   FUZZ_KNOWN    comma-separated tags of known bugs to tolerate while looking for others
- *                 (`head-body`); by default nothing is tolerated
+ *                 (`head-body`, `spill-413`); by default nothing is tolerated
  *   FUZZ_DEBUG    1: log requests that took over 3 s
  */
 import { appendFileSync, readdirSync } from 'node:fs';
@@ -31,6 +31,8 @@ export const testTimeout = (ms: number): number => ms + 60_000;
 export type Variant = 'a' | 'b';
 
 const KNOWN = new Set((process.env.FUZZ_KNOWN ?? '').split(',').filter(Boolean));
+/** Whether the known bug `tag` is to be tolerated (FUZZ_KNOWN). */
+export const known = (tag: string): boolean => KNOWN.has(tag);
 
 export interface Stats {
   runs: number;
