@@ -12,6 +12,7 @@ import type {
 } from '@grpc/grpc-js';
 import type { Gate, Scope } from '../auth/gate.js';
 import { blobIdFromBytes } from '../engine/blob-id.js';
+import { CHUNK_BYTES } from '../engine/buffer-pool.js';
 import type { BlobMeta } from '../engine/engine.js';
 import { encodeLabels } from '../engine/labels.js';
 import { parsePolicy } from '../engine/policy.js';
@@ -29,7 +30,7 @@ import type {
   PutResponse,
   StatResponse,
 } from './messages.js';
-import { encodeGetChunk } from './messages.js';
+import { OutgoingChunk } from './messages.js';
 import type { MalformedMessage } from './proto.js';
 import { handlePutStream } from './put-stream.js';
 import { authorization, toStatus, wellFormed } from './status.js';
@@ -47,23 +48,37 @@ function metaReserveBytes(service: BlobService): number {
   return c.maxLabels * (c.labelKeyMaxBytes + c.labelValueMaxBytes + 8) + 256;
 }
 
-/** Resolves once the stream can take more (or is cancelled: then nothing more is written). */
-function drained(call: ServerWritableStream<unknown, unknown>): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      call.off('drain', done);
-      call.off('cancelled', done);
-      call.off('close', done);
-      resolve();
-    };
-    call.on('drain', done);
-    call.on('cancelled', done);
-    call.on('close', done);
-  });
-}
-
 /** Thrown into the reader to stop it when the client has gone. */
 class CallCancelled extends Error {}
+
+/**
+ * Hands GetStream chunks to grpc-js one at a time: each waits until grpc-js has encoded it (the
+ * reader's buffer is free again then) or the call is gone. grpc-js encodes a message when the one
+ * before it has been written to the HTTP/2 stream, so a slow client holds the node to about one
+ * message in grpc-js plus the reader's read-ahead, never the whole blob.
+ */
+class ChunkSender {
+  private wake: (() => void) | undefined;
+  gone = false;
+
+  constructor(private readonly call: ServerWritableStream<unknown, unknown>) {
+    const stop = (): void => {
+      this.gone = true;
+      this.wake?.();
+    };
+    call.once('cancelled', stop);
+    call.once('close', stop);
+    call.once('error', stop);
+  }
+
+  send(data: Buffer, final: boolean): Promise<void> {
+    if (this.gone || this.call.cancelled) return Promise.reject(new CallCancelled());
+    return new Promise((resolve) => {
+      this.wake = resolve;
+      this.call.write(new OutgoingChunk(data, final, resolve));
+    });
+  }
+}
 
 export function blobServiceHandlers(service: BlobService, gate: Gate): UntypedServiceImplementation {
   const unary = <Req, Res>(method: string, scope: Scope, fn: (request: Req) => Res | Promise<Res>): handleUnaryCall<Req | MalformedMessage, Res> =>
@@ -117,7 +132,7 @@ export function blobServiceHandlers(service: BlobService, gate: Gate): UntypedSe
   const putStream: handleClientStreamingCall<PutChunk | MalformedMessage, PutResponse> = (call, callback) =>
     handlePutStream(service, gate, call, callback);
 
-  const getStream: handleServerStreamingCall<IdRequest | MalformedMessage, Buffer> = (call) => {
+  const getStream: handleServerStreamingCall<IdRequest | MalformedMessage, unknown> = (call) => {
     void streamBlob(service, gate, call);
   };
 
@@ -133,23 +148,27 @@ export function blobServiceHandlers(service: BlobService, gate: Gate): UntypedSe
 }
 
 /**
- * GetStream: verified chunks of at most 1 MiB, each encoded (copied) at once because the reader
- * reuses its buffer; when grpc-js's queue is full (16 messages) the reader waits for 'drain', so
- * a slow client holds the node to about 16 MiB per stream, never the whole blob.
+ * GetStream: verified chunks of at most 1 MiB (less when GrpcMaxMessageBytes is smaller), in
+ * order, `final` on the last; the reader waits for each to be taken (ChunkSender).
  */
-async function streamBlob(service: BlobService, gate: Gate, call: ServerWritableStream<IdRequest | MalformedMessage, Buffer>): Promise<void> {
+async function streamBlob(service: BlobService, gate: Gate, call: ServerWritableStream<IdRequest | MalformedMessage, unknown>): Promise<void> {
+  const sender = new ChunkSender(call);
+  const maxData = Math.min(CHUNK_BYTES, service.config.grpcMaxMessageBytes - 16);
   try {
     gate.check(authorization(call.metadata), 'read');
     const meta = service.lookup(blobIdFromBytes(wellFormed(call.request).id?.id));
     let sent = 0;
     await service.stream(meta, async (chunk) => {
-      if (call.cancelled) throw new CallCancelled();
-      sent += chunk.length;
-      if (!call.write(encodeGetChunk(chunk, sent === meta.size))) await drained(call);
+      if (chunk.length === 0) return sender.send(chunk, true); // the empty blob: one empty final chunk
+      for (let at = 0; at < chunk.length; at += maxData) {
+        const part = at === 0 && chunk.length <= maxData ? chunk : chunk.subarray(at, at + maxData);
+        sent += part.length;
+        await sender.send(part, sent === meta.size);
+      }
     });
-    if (!call.cancelled) call.end();
+    if (!sender.gone) call.end();
   } catch (err) {
-    if (call.cancelled || err instanceof CallCancelled) return;
+    if (sender.gone || call.cancelled || err instanceof CallCancelled) return;
     call.emit('error', toStatus(err, 'GetStream'));
   }
 }

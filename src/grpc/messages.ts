@@ -68,27 +68,58 @@ export interface PutChunk {
 }
 
 /**
- * GetChunk {bytes data = 1; bool final = 2}, encoded by hand: the chunk buffer is reused once the
- * reader moves on, so it is copied here, once, into the message grpc-js frames.
+ * A response message that encodes itself when grpc-js frames it (proto.ts's serializer calls
+ * encode()). grpc-js copies the encoded bytes into its frame at once, so encode() may return a
+ * view of a scratch buffer that the next encode() overwrites.
  */
-export function encodeGetChunk(data: Buffer, final: boolean): Buffer {
-  const length = data.length;
-  let lengthBytes = 1;
-  for (let v = length; v >= 0x80; v = Math.floor(v / 128)) lengthBytes++;
-  const out = Buffer.allocUnsafe(1 + lengthBytes + length + (final ? 2 : 0));
-  let at = 0;
-  out[at++] = 0x0a; // field 1, wire type 2
-  let v = length;
-  while (v >= 0x80) {
-    out[at++] = (v & 0x7f) | 0x80;
-    v = Math.floor(v / 128);
+export abstract class DeferredMessage {
+  abstract encode(): Buffer;
+}
+
+let scratch = Buffer.allocUnsafeSlow(0);
+
+/**
+ * GetChunk {bytes data = 1; bool final = 2}, encoded by hand when grpc-js takes it: the chunk is a
+ * view of the reader's buffer, valid until `taken` runs, so it is copied once, into the scratch
+ * buffer, and grpc-js's frame copy is the only allocation per chunk.
+ */
+export class OutgoingChunk extends DeferredMessage {
+  constructor(
+    private readonly data: Buffer,
+    private readonly final: boolean,
+    private readonly taken: () => void,
+  ) {
+    super();
   }
-  out[at++] = v;
-  data.copy(out, at);
-  at += length;
-  if (final) {
-    out[at++] = 0x10; // field 2, wire type 0
-    out[at++] = 1;
+
+  encode(): Buffer {
+    const length = this.data.length;
+    const size = 1 + varintBytes(length) + length + (this.final ? 2 : 0);
+    if (scratch.length < size) scratch = Buffer.allocUnsafeSlow(Math.max(size, 1024 * 1024 + 64));
+    let at = 0;
+    scratch[at++] = 0x0a; // field 1 (data), wire type 2
+    for (let v = length; ; v = Math.floor(v / 128)) {
+      if (v < 0x80) {
+        scratch[at++] = v;
+        break;
+      }
+      scratch[at++] = (v & 0x7f) | 0x80;
+    }
+    // fill() copies with one native memcpy; copy()/set() from a SharedArrayBuffer (the reader's
+    // pooled chunks) run ~14x slower in V8 (275 vs 19 us per MiB on Node 20 here).
+    if (length > 0) scratch.fill(this.data, at, at + length);
+    at += length;
+    if (this.final) {
+      scratch[at++] = 0x10; // field 2 (final), wire type 0
+      scratch[at++] = 1;
+    }
+    this.taken();
+    return scratch.subarray(0, at);
   }
-  return out;
+}
+
+function varintBytes(value: number): number {
+  let bytes = 1;
+  for (let v = value; v >= 0x80; v = Math.floor(v / 128)) bytes++;
+  return bytes;
 }

@@ -8,12 +8,13 @@
  * The server's definitions differ from proto-loader's in two ways: a request that is not a
  * well-formed message (wrong wire types, truncation, invalid UTF-8) decodes to a
  * MalformedMessage instead of throwing, so the handler answers INVALID_ARGUMENT where grpc-js
- * would answer INTERNAL; and a response that is already an encoded Buffer is sent as it is.
+ * would answer INTERNAL; and a DeferredMessage response encodes itself when grpc-js frames it.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { type Options, type PackageDefinition, loadSync } from '@grpc/proto-loader';
+import { DeferredMessage } from './messages.js';
 import { type MessageDescriptor, WireRules } from './wire-check.js';
 
 export const PROTO_PACKAGE = 'blobstore.v1';
@@ -93,7 +94,7 @@ export function serverDefinition(service: ServiceName): ServiceDefinition {
           return new MalformedMessage(`malformed ${typeName}: ${(err as Error).message}`);
         }
       },
-      responseSerialize: (value: unknown): Buffer => (Buffer.isBuffer(value) ? value : encode(value)),
+      responseSerialize: (value: unknown): Buffer => (value instanceof DeferredMessage ? value.encode() : encode(value)),
     };
   }
   return hardened;
