@@ -85,6 +85,21 @@ describe('PutStream and GetStream', () => {
     expect(Number(put.size)).toBe(3000);
   });
 
+  it('with GrpcMaxMessageBytes below 1 MiB, GetStream sends smaller chunks that fit', async () => {
+    const small = await startGrpcNode({ args: ['--grpc-max-message-bytes', '128KiB'] });
+    try {
+      const data = patterned(MiB + 7, 99);
+      const put = await putStream(small.blobs, chunksOf(data, 100_000, { policy: NONE }));
+      const got = await getStream(small.blobs, put.id.id);
+      expect(got.data.equals(data)).toBe(true);
+      expect(Math.max(...got.sizes)).toBeLessThanOrEqual(128 * 1024 - 16);
+      expect(got.finals.filter((f) => f)).toHaveLength(1);
+      expect(got.finals.at(-1)).toBe(true);
+    } finally {
+      await small.stop();
+    }
+  });
+
   it('GetStream of a missing blob answers NOT_FOUND; a bad id INVALID_ARGUMENT', async () => {
     expect((await failure(getStream(n.blobs, Buffer.alloc(16, 0xee)))).code).toBe(Status.NOT_FOUND);
     const bad = await failure(getStream(n.blobs, Buffer.alloc(5)));
