@@ -59,6 +59,8 @@ step http-stream-1GiB  900  node $N/http-stream-1GiB.bench.js
 step metrics-recorder  300  node dist/bench/metrics/recorder.bench.js
 step metrics-overhead  1800 node dist/bench/metrics/overhead.bench.js
 step http-ndjson-1GiB  900  node $N/ndjson-1GiB.bench.js
+# gRPC against the raw HTTP path of the same node: unary 4 KiB Put/s, 1 GiB PutStream/GetStream.
+step grpc              1200 node dist/bench/grpc/grpc-vs-http.bench.js
 step auth-gate         300  node dist/bench/auth/gate-check.bench.js
 step auth-http         900  node dist/bench/auth/http-get-auth.bench.js
 step startup           1200 node $N/startup-1M.bench.js
