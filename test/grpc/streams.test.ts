@@ -216,6 +216,26 @@ describe('deadlines and cancellation', () => {
   });
 });
 
+describe('shutdown', () => {
+  it('SIGTERM with a put stream in progress: the stream is cut after ShutdownTimeoutMs, the node exits 0, nothing is stored', async () => {
+    const own = await startGrpcNode({ args: ['--shutdown-timeout-ms', '500'] });
+    const call = own.blobs.PutStream!(() => undefined) as grpc.ClientWritableStream<unknown>;
+    call.on('error', () => undefined);
+    call.write({ data: patterned(2 * MiB, 77), policy: NONE });
+    await new Promise((r) => setTimeout(r, 200));
+    own.blobs.close();
+    expect(await own.node.stop()).toBe(0);
+    expect(tempFiles(own.node.dataDir)).toEqual([]);
+    // The data dir reopens with nothing stored.
+    const again = await startGrpcNode({ dataDir: own.node.dataDir });
+    try {
+      expect((await unary(again.blobs, 'List', {})).ids ?? []).toEqual([]);
+    } finally {
+      await again.stop();
+    }
+  });
+});
+
 describe('flow control', () => {
   it('a paused GetStream reader keeps the node from buffering the blob (300 MiB, RSS bounded)', async () => {
     const size = 300 * MiB;
