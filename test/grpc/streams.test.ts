@@ -216,6 +216,26 @@ describe('deadlines and cancellation', () => {
   });
 });
 
+describe('idle streams', () => {
+  it('a put stream that sends nothing for BodyIdleTimeoutMs is cut with DEADLINE_EXCEEDED and stores nothing', async () => {
+    const own = await startGrpcNode({ args: ['--body-idle-timeout-ms', '300'] });
+    try {
+      const err = await failure(
+        new Promise((resolve, reject) => {
+          const call = own.blobs.PutStream!((e: grpc.ServiceError | null, r: unknown) => (e ? reject({ code: e.code, details: e.details }) : resolve(r)));
+          call.write({ data: patterned(2 * MiB, 5), policy: NONE }); // and then nothing, without half-closing
+        }),
+      );
+      expect(err.code).toBe(Status.DEADLINE_EXCEEDED);
+      expect(err.details).toMatch(/sent nothing/);
+      expect((await unary(own.blobs, 'List', {})).ids ?? []).toEqual([]);
+      await eventually(() => tempFiles(own.node.dataDir).length === 0);
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
 describe('shutdown', () => {
   it('SIGTERM with a put stream in progress: the stream is cut after ShutdownTimeoutMs, the node exits 0, nothing is stored', async () => {
     const own = await startGrpcNode({ args: ['--shutdown-timeout-ms', '500'] });
