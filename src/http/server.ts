@@ -68,18 +68,26 @@ export class ApiServer {
       .any('/v1/blobs/:id/stat', unimplemented('read'))
       // ClusterService comes with the cluster issue; its routes already need the admin scope.
       .any('/v1/cluster/*', unimplemented('admin', 'ClusterService has no handler on this node yet (single node)'))
-      .get('/healthz', (res) => this.healthz(res));
+      .get('/healthz', (res) => this.healthz(res, false))
+      .head('/healthz', (res) => this.healthz(res, true));
     options.mount?.(this.app);
-    this.app.any('/*', (res, req) => this.answer(res, notFound(`no route for ${req.getCaseSensitiveMethod()} ${req.getUrl().slice(0, 200)}`)));
+    this.app.any('/*', (res, req) =>
+      this.answer(res, notFound(`no route for ${req.getCaseSensitiveMethod()} ${req.getUrl().slice(0, 200)}`), req.getMethod() === 'head'));
     this.sweeper = setInterval(() => this.intake.sweepIdle(Date.now()), 1000);
     this.sweeper.unref();
   }
 
-  private answer(res: HttpResponse, err: BlobstoreError): void {
+  /**
+   * The error answer; to HEAD without the body (with the Content-Length GET would have: this uWS
+   * build sends a body on HEAD if end() gets one, which the client would read as the next answer).
+   */
+  private answer(res: HttpResponse, err: BlobstoreError, head: boolean): void {
+    const body = this.wire.errorBody(err);
     res.cork(() => {
       res.writeStatus(statusLine(err.status)).writeHeader('Content-Type', 'application/json');
       if (err.headers) for (const key in err.headers) res.writeHeader(key, err.headers[key]!);
-      res.end(this.wire.errorBody(err));
+      if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(body))).endWithoutBody();
+      else res.end(body);
     });
   }
 
@@ -87,15 +95,20 @@ export class ApiServer {
     try {
       if (this.gate.enabled) this.gate.check(req.getHeader('authorization'), scope);
     } catch (err) {
-      if (err instanceof BlobstoreError) return this.answer(res, err);
+      if (err instanceof BlobstoreError) return this.answer(res, err, req.getMethod() === 'head');
       throw err;
     }
-    this.answer(res, new BlobstoreError('unimplemented', message));
+    this.answer(res, new BlobstoreError('unimplemented', message), req.getMethod() === 'head');
   }
 
-  private healthz(res: HttpResponse): void {
+  private healthz(res: HttpResponse, head: boolean): void {
     const ok = this.ready && !this.service.engine.failure;
-    res.cork(() => res.writeStatus(ok ? '200 OK' : '503 Service Unavailable').writeHeader('Content-Type', 'text/plain').end(ok ? 'OK' : 'UNAVAILABLE'));
+    const body = ok ? 'OK' : 'UNAVAILABLE';
+    res.cork(() => {
+      res.writeStatus(ok ? '200 OK' : '503 Service Unavailable').writeHeader('Content-Type', 'text/plain');
+      if (head) res.writeHeader('Content-Length', String(body.length)).endWithoutBody();
+      else res.end(body);
+    });
   }
 
   /** Listens on `listen` (host:port; port 0 picks a free one) and returns the bound port. */

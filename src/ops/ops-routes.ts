@@ -41,11 +41,16 @@ interface Answer {
   headers?: Readonly<Record<string, string>>;
 }
 
-function write(res: HttpResponse, a: Answer): void {
+/**
+ * Writes an answer; to HEAD without the body but with its Content-Length (this uWS build sends a
+ * body on HEAD if end() gets one, which the client would read as the next answer).
+ */
+export function write(res: HttpResponse, a: Answer, head = false): void {
   res.cork(() => {
     res.writeStatus(statusLine(a.status)).writeHeader('Content-Type', a.contentType);
     if (a.headers) for (const key in a.headers) res.writeHeader(key, a.headers[key]!);
-    res.end(a.body);
+    if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(a.body))).endWithoutBody();
+    else res.end(a.body);
   });
 }
 
@@ -127,8 +132,8 @@ export function registerOpsRoutes(app: TemplatedApp, ctx: OpsContext): Templated
 
   for (const path of OPS_PATHS) {
     const body = methodNotAllowedBody(variant, path);
-    app.get(path, routes[path]).any(path, (res) => {
-      write(res, { status: 405, contentType: JSON_TYPE, body, headers: { Allow: 'GET' } });
+    app.get(path, routes[path]).any(path, (res, req) => {
+      write(res, { status: 405, contentType: JSON_TYPE, body, headers: { Allow: 'GET' } }, req.getMethod() === 'head');
     });
   }
   return app;

@@ -103,12 +103,16 @@ export class BlobWriter {
     if (!this.writer) {
       this.chunks.push(chunk);
       if (!this.spill || this.received <= this.config.smallBlobMaxBytes) return;
-      // Outgrew memory: everything so far goes to a file.
-      this.writer = this.openWriter();
-      for (const c of this.chunks.splice(0)) this.submit(c, CHUNK_BYTES);
+      this.spillToFile();
       return;
     }
     this.submit(chunk, CHUNK_BYTES);
+  }
+
+  /** Outgrew memory: everything so far goes to a file. */
+  private spillToFile(): void {
+    this.writer = this.openWriter();
+    for (const c of this.chunks.splice(0)) this.submit(c, CHUNK_BYTES);
   }
 
   private submit(chunk: Buffer, length: number): void {
@@ -170,6 +174,9 @@ export class BlobWriter {
   }
 
   private async store(target: StoreOptions): Promise<PutResult> {
+    // A body of unknown length that outgrew the segment limit without filling a chunk past it
+    // (the limit is below 1 MiB, or the last bytes came after a chunk that ended on it).
+    if (!this.writer && this.spill && this.received > this.config.smallBlobMaxBytes) this.spillToFile();
     const body = this.inMemory();
     if (body) return this.engine.putInline(body, target.policy, target.labels);
     if (this.current) {
