@@ -3,6 +3,7 @@
  * headers, JSON and raw bodies, and the framing they travel in (honest or lying Content-Length,
  * chunked good or broken). A request is sent through fetch when fetch can express it, else raw.
  */
+import './fc-config.js';
 import fc from 'fast-check';
 import { patternBytes } from '../helpers/blobs.js';
 
