@@ -18,7 +18,7 @@ interface Line {
 const RESULTS = join(ROOT, 'bench/results');
 const OWN = ['hash', 'segment-append', 'lmdb-index-put', 'http-4KiB', 'http-stream-1GiB', 'startup', 'scale', 'profile'];
 /** Steps of bench/run.sh whose output it collects (others' timestamped files are theirs). */
-const STEPS = [...OWN, 'ec', 'orders'];
+const STEPS = [...OWN, 'http-ndjson-1GiB', 'grpc', 'metrics-recorder', 'metrics-overhead', 'auth-gate', 'auth-http', 'ec', 'orders'];
 
 function load(): Map<string, Line[]> {
   const files = new Map<string, Line[]>();
@@ -77,6 +77,22 @@ row(['---', '---:', '---:', '---:', '---', '---']);
   row(['1 GiB GET (warm cache, curl)', fig(find('http-stream-1GiB', 'get_warm'), 0), `read ${fig(find('http-stream-1GiB', 'plain_read_warm'), 0)}`, pct(w), '(reference)', '-']);
   const rss = find('http-stream-1GiB', 'put_peak_rss_growth');
   row(['Peak RSS growth during 1 GiB PUT', fig(rss, 1), '-', '-', '<= 64 MiB', pass(rss)]);
+}
+{
+  const put = find('http-ndjson-1GiB', 'put_ndjson_vs_raw');
+  row(['1 GiB NDJSON put stream', fig(find('http-ndjson-1GiB', 'put_ndjson'), 0), `raw chunked PUT ${fig(find('http-ndjson-1GiB', 'put_raw'), 0)}`, pct(put), '>= 70%', pass(put)]);
+  const get = find('http-ndjson-1GiB', 'get_ndjson_vs_raw');
+  row(['1 GiB NDJSON get stream (warm, curl)', fig(find('http-ndjson-1GiB', 'get_ndjson_warm'), 0), `raw GET ${fig(find('http-ndjson-1GiB', 'get_raw_warm'), 0)}`, pct(get), '>= 70%', pass(get)]);
+  const gput = find('grpc', 'put_stream_vs_raw');
+  row(['1 GiB gRPC PutStream', fig(find('grpc', 'put_stream_grpc'), 0), `raw chunked PUT ${fig(find('grpc', 'put_raw'), 0)}`, pct(gput), '>= 70%', pass(gput)]);
+  const gget = find('grpc', 'get_stream_vs_raw');
+  row(['1 GiB gRPC GetStream (warm)', fig(find('grpc', 'get_stream_grpc_warm'), 0), `raw GET ${fig(find('grpc', 'get_raw_warm'), 0)}`, pct(gget), '>= 70%', pass(gget)]);
+  const unary = find('grpc', 'grpc_unary_vs_http_raw');
+  row(['4 KiB gRPC unary Put', fig(find('grpc', 'grpc_unary_put_4KiB')), `HTTP raw PUT ${fig(find('grpc', 'http_raw_put_4KiB'))}`, pct(unary), '>= 60%', pass(unary)]);
+  for (const op of ['put', 'get']) {
+    const r = find('metrics-auth-overhead', `${op}_metrics_auth_vs_off`);
+    row([`4 KiB ${op.toUpperCase()}, metrics + auth on`, fig(find('metrics-auth-overhead', `${op}_metrics_auth_rps`)), `both off ${fig(find('metrics-auth-overhead', `${op}_off_rps`))}`, pct(r), '>= 95%', pass(r)]);
+  }
 }
 {
   const s = find('startup', 'ready_ms');
