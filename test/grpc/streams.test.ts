@@ -85,11 +85,11 @@ describe('PutStream and GetStream', () => {
     expect(Number(put.size)).toBe(3000);
   });
 
-  it('with GrpcMaxMessageBytes below 1 MiB, GetStream sends smaller chunks that fit', async () => {
+  it('with GrpcMaxMessageBytes below 1 MiB, GetStream sends smaller chunks that fit (put in 64 KiB chunks that fill exactly 1 MiB, then 7 bytes)', async () => {
     const small = await startGrpcNode({ args: ['--grpc-max-message-bytes', '128KiB'] });
     try {
       const data = patterned(MiB + 7, 99);
-      const put = await putStream(small.blobs, chunksOf(data, 100_000, { policy: NONE }));
+      const put = await putStream(small.blobs, chunksOf(data, 64 * 1024, { policy: NONE })); // 16 chunks fill exactly 1 MiB
       const got = await getStream(small.blobs, put.id.id);
       expect(got.data.equals(data)).toBe(true);
       expect(Math.max(...got.sizes)).toBeLessThanOrEqual(128 * 1024 - 16);
