@@ -1,5 +1,6 @@
 /**
- * PutStream: a client stream of PutChunk messages stored as one blob (the spec's rules):
+ * PutStream: a client stream of PutChunk messages stored as one blob. The rules are the
+ * service's (src/service/put-stream.ts), shared with the HTTP stream:
  *
  *   first chunk   policy and labels (checked at once, so a bad one fails before the bytes flow)
  *   every chunk   data, in order; an id when given must be 16 bytes and the same on every chunk
@@ -14,16 +15,17 @@
  */
 import type { sendUnaryData, ServerReadableStream } from '@grpc/grpc-js';
 import type { Gate } from '../auth/gate.js';
-import { BlobstoreError, internal, invalidArgument } from '../errors/errors.js';
+import { BlobstoreError } from '../errors/errors.js';
 import { blobIdFromBytes } from '../engine/blob-id.js';
-import { encodeLabels } from '../engine/labels.js';
-import { parsePolicy } from '../engine/policy.js';
-import type { BlobService, BlobWriter, StoreOptions } from '../service/blob-service.js';
-import type { BlobIdMessage, PutChunk, PutResponse } from './messages.js';
+import type { BlobService } from '../service/blob-service.js';
+import { PutStream } from '../service/put-stream.js';
+import type { PutChunk, PutResponse } from './messages.js';
 import type { MalformedMessage } from './proto.js';
 import { authorization, toStatus, wellFormed } from './status.js';
 
 type PutCall = ServerReadableStream<PutChunk | MalformedMessage, PutResponse>;
+
+const EMPTY = Buffer.alloc(0);
 
 export function handlePutStream(service: BlobService, gate: Gate, call: PutCall, callback: sendUnaryData<PutResponse>): void {
   try {
@@ -32,15 +34,12 @@ export function handlePutStream(service: BlobService, gate: Gate, call: PutCall,
     callback(toStatus(err, 'PutStream'));
     return;
   }
-  new PutStream(service, call, callback).start();
+  new PutStreamCall(service, call, callback).start();
 }
 
-class PutStream {
-  private writer: BlobWriter | undefined;
-  private options: StoreOptions | undefined;
-  private streamId: Buffer | undefined;
-  private chunks = 0;
-  private finalSeen = false;
+/** One PutStream call: the service's PutStream keeps the rules, this adapts grpc-js events. */
+class PutStreamCall {
+  private readonly stream: PutStream;
   /** Answered, failed or cancelled: later events are ignored. */
   private settled = false;
   private paused = false;
@@ -51,7 +50,19 @@ class PutStream {
     private readonly service: BlobService,
     private readonly call: PutCall,
     private readonly callback: sendUnaryData<PutResponse>,
-  ) {}
+  ) {
+    this.stream = new PutStream(service, {
+      pause: () => {
+        this.paused = true;
+        call.pause();
+      },
+      resume: () => {
+        this.paused = false;
+        this.lastDataMs = Date.now();
+        call.resume();
+      },
+    });
+  }
 
   start(): void {
     this.call.on('data', (message: PutChunk | MalformedMessage) => this.onData(message));
@@ -68,63 +79,26 @@ class PutStream {
     this.lastDataMs = Date.now();
     try {
       const chunk = wellFormed(message);
-      if (this.finalSeen) throw invalidArgument('put stream: a chunk after the final chunk');
-      this.checkId(chunk.id);
-      const writer = this.chunks === 0 ? this.open(chunk) : this.writer!;
-      if (this.chunks > 0 && (chunk.policy || chunk.labels)) {
-        throw invalidArgument('put stream: policy and labels are set on the first chunk only');
-      }
-      this.chunks++;
-      if (chunk.data && chunk.data.length > 0) writer.write(chunk.data);
-      if (chunk.final) this.finalSeen = true;
+      this.stream.chunk({
+        id: chunk.id === undefined ? undefined : blobIdFromBytes(chunk.id.id),
+        data: chunk.data ?? EMPTY,
+        final: chunk.final === true,
+        // proto3 leaves an unset enum at 0 (UNSPECIFIED, which means REPLICA3) and unset maps empty.
+        policy: chunk.policy || undefined,
+        labels: chunk.labels && Object.keys(chunk.labels).length > 0 ? chunk.labels : undefined,
+      });
     } catch (err) {
       this.fail(err);
     }
   }
 
-  /** The first chunk: its policy and labels are checked before any bytes are taken. */
-  private open(chunk: PutChunk): BlobWriter {
-    this.options = { policy: parsePolicy(chunk.policy), labels: encodeLabels(chunk.labels, this.service.config) };
-    this.service.checkPlacement(this.options);
-    const call = this.call;
-    this.writer = this.service.openWriter({
-      pause: () => {
-        this.paused = true;
-        call.pause();
-      },
-      resume: () => {
-        this.paused = false;
-        this.lastDataMs = Date.now();
-        call.resume();
-      },
-    });
-    return this.writer;
-  }
-
-  private checkId(id: BlobIdMessage | undefined): void {
-    if (id === undefined) return;
-    const given = blobIdFromBytes(id.id);
-    if (this.streamId === undefined) this.streamId = given;
-    else if (!given.equals(this.streamId)) {
-      throw invalidArgument(`put stream: chunk for blob ${given.toString('hex')} in the stream of ${this.streamId.toString('hex')}: blobs must not be interleaved`);
-    }
-  }
-
   private onEnd(): void {
     if (this.settled) return;
-    if (!this.finalSeen) {
-      this.fail(internal('put stream ended before the final chunk'));
-      return;
-    }
     this.settle();
-    const writer = this.writer!;
-    writer.finish(this.options!).then(
-      (result) => {
-        writer.detach();
-        this.callback(null, { id: { id: result.id }, size: result.size });
-      },
+    this.stream.end().then(
+      (result) => this.callback(null, { id: { id: result.id }, size: result.size }),
       (err: unknown) => {
-        void writer.discard();
+        void this.stream.discard();
         this.callback(toStatus(err, 'PutStream'));
       },
     );
@@ -142,7 +116,7 @@ class PutStream {
 
   private fail(err: unknown): void {
     this.settle();
-    void this.writer?.discard();
+    void this.stream.discard();
     this.callback(toStatus(err, 'PutStream'));
   }
 
@@ -150,6 +124,6 @@ class PutStream {
   private abandon(): void {
     if (this.settled) return;
     this.settle();
-    void this.writer?.discard();
+    void this.stream.discard();
   }
 }

@@ -1,8 +1,9 @@
 /**
  * The rules of a put stream (PutChunk messages), for every transport: chunks in order, the
- * policy and labels on the first, `final` true on the last, one blob per stream. A stream that
- * ends before a chunk, or before its final chunk, is INTERNAL (the spec's 500) and leaves
- * nothing behind; a chunk after the final one, or with another blob's id, is INVALID_ARGUMENT.
+ * policy and labels on the first (later chunks may repeat them, not change them), `final` true
+ * on the last, one blob per stream. A stream that ends before a chunk, or before its final
+ * chunk, is INTERNAL (the spec's 500) and leaves nothing behind; a chunk after the final one, or
+ * with another blob's id, policy or labels, is INVALID_ARGUMENT.
  */
 import { internal, invalidArgument } from '../errors/errors.js';
 import type { PutResult } from '../engine/engine.js';
@@ -52,8 +53,14 @@ export class PutStream {
       this.policy = parsePolicy(msg.policy);
       this.labels = encodeLabels(msg.labels, this.service.config);
       this.service.checkPlacement({ policy: this.policy, labels: this.labels });
-    } else if (msg.policy !== undefined && msg.policy !== null && msg.policy !== '' && parsePolicy(msg.policy) !== this.policy) {
-      throw invalidArgument('put stream: the policy is set on the first chunk and cannot change');
+    } else {
+      // Later chunks may repeat the first chunk's policy and labels, not change them.
+      if (msg.policy !== undefined && msg.policy !== null && msg.policy !== '' && parsePolicy(msg.policy) !== this.policy) {
+        throw invalidArgument('put stream: the policy is set on the first chunk and cannot change');
+      }
+      if (msg.labels !== undefined && msg.labels !== null && !encodeLabels(msg.labels, this.service.config).equals(this.labels)) {
+        throw invalidArgument('put stream: labels are set on the first chunk and cannot change');
+      }
     }
     if (msg.id && msg.id.length > 0) {
       if (this.id && !this.id.equals(msg.id)) throw invalidArgument('put stream: chunks of different blobs interleaved (the id changed)');
