@@ -47,6 +47,7 @@ function blobClient(target: string): Client {
     'grpc.max_receive_message_length': -1,
     'grpc.max_send_message_length': -1,
     'grpc-node.flow_control_window': 16 * 1024 * 1024,
+    'grpc.enable_channelz': 0,
   }) as unknown as Client;
 }
 
