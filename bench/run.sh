@@ -68,6 +68,8 @@ step profile           600  node $N/profile.js
 step scale             "$(( ${BENCH_SCALE_TIME_LIMIT_S:-1800} + 900 ))" node $N/scale-10M.bench.js
 # The crash-consistency test at full length: 100 SIGKILL cycles (make test runs 20).
 step crash-100         3600 env CRASH_CYCLES="${CRASH_CYCLES:-100}" npx vitest run --config test/vitest.config.ts test/crash.test.ts
+# Hostile input at length: the fuzz suites for FUZZ_SECONDS (600) with a fresh seed, slowloris, overload.
+step fuzz              3600 bash bench/fuzz/run.sh
 [ -f bench/ec/run.sh ] && step ec 3600 bash bench/ec/run.sh
 [ -f bench/orders/run.sh ] && step orders 3600 bash bench/orders/run.sh
 

@@ -12,7 +12,7 @@ import { putRaw } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { eventually, type Held, open, sleep } from '../load/connections.js';
 import { FUZZ_NODE_ARGS } from './exchange.js';
-import { checkNode, FUZZ_SECONDS, FUZZ_SEED, probeSurface, type Surface, verdict } from './harness.js';
+import { checkNode, FUZZ_SECONDS, FUZZ_SEED, probeSurface, report, type Surface, verdict } from './harness.js';
 
 /** uWS's fixed 10 s idle timeout plus its 4 s timer granularity, with a margin. */
 const UWS_CLOSE_MS = 16_000;
@@ -81,6 +81,7 @@ describe('malformed request heads', () => {
     `${PER_ROUND} malformed heads at once (x${ROUNDS}): each answered in the error shape or closed within ~10 s; ordinary requests still served`,
     async () => {
       const heads = fc.sample(headArb, { seed: FUZZ_SEED, numRuns: PER_ROUND * ROUNDS });
+      let totalAnswered = 0;
       for (let round = 0; round < ROUNDS; round++) {
         const batch = heads.slice(round * PER_ROUND, (round + 1) * PER_ROUND);
         const conns: Held[] = await Promise.all(batch.map((h) => open(node.port, render(h))));
@@ -107,7 +108,9 @@ describe('malformed request heads', () => {
         for (const c of conns) c.close();
         const answered = conns.filter((c) => c.answer()).length;
         console.log(`framing round ${round + 1}/${ROUNDS}: ${answered} answered, ${conns.length - answered} closed without an answer`);
+        totalAnswered += answered;
       }
+      report({ suite: 'framing', seed: FUZZ_SEED, rounds: ROUNDS, connections: heads.length, answered: totalAnswered, closedWithoutAnswer: heads.length - totalAnswered });
       await checkNode(node);
     },
     ROUNDS * (UWS_CLOSE_MS + 10_000) + 30_000,

@@ -20,6 +20,11 @@ import type { Answer, Outcome } from './http-client.js';
 export const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 export const FUZZ_SECONDS = Number(process.env.FUZZ_SECONDS ?? 45);
 
+/** Appends one JSON line to FUZZ_SUMMARY (bench/fuzz/run.sh collects them), when it is set. */
+export function report(line: Record<string, unknown>): void {
+  if (process.env.FUZZ_SUMMARY) appendFileSync(process.env.FUZZ_SUMMARY, JSON.stringify(line) + '\n');
+}
+
 /** This property's share of the budget, in ms (`share` of FUZZ_SECONDS). */
 export function budgetMs(share: number): number {
   return Math.max(1000, Math.round(FUZZ_SECONDS * share * 1000));
@@ -93,7 +98,7 @@ export async function fuzz<T>(name: string, arb: fc.Arbitrary<T>, property: (val
   }
   const seconds = (Date.now() - started) / 1000;
   const summary = { suite: name, seed: FUZZ_SEED, seconds, runs: stats.runs, requests: stats.requests, failed: problem !== undefined, statuses: stats.statuses, msByKind: stats.msByKind };
-  if (process.env.FUZZ_SUMMARY) appendFileSync(process.env.FUZZ_SUMMARY, JSON.stringify(summary) + '\n');
+  report(summary);
   if (problem) throw new Error(problem);
   if (stats.runs === 0) throw new Error(`${name}: no run completed within ${ms} ms`);
 }

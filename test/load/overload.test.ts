@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { type GrpcNode, startGrpcNode } from '../grpc/helpers.js';
-import { errorShapeProblem, tmpFiles } from '../fuzz/harness.js';
+import { errorShapeProblem, report, tmpFiles } from '../fuzz/harness.js';
 import { eventually, type Held, open, settleAll, sleep, storeHead } from './connections.js';
 
 const MiB = 1024 * 1024;
@@ -70,6 +70,7 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
     expect(extra.headers.get('retry-after')).toMatch(/^\d+$/);
     const growth = n.node.peakRssBytes() - rssBefore;
     console.log(`raw overload: RSS ${(rssBefore / MiB).toFixed(0)} MiB before, peak growth ${(growth / MiB).toFixed(1)} MiB`);
+    report({ suite: 'overload-raw-held', uploads: LOAD, slots: SLOTS, refused: refused.length, rssGrowthMiB: growth / MiB });
     expect(growth).toBeLessThan(RSS_GROWTH_MAX);
     await expectHealthyAfter(conns);
   });
@@ -97,6 +98,7 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
     for (const [i, id] of ids.entries()) expect(id).toBe(await expectedId(blobs[i]!));
     const growth = n.node.peakRssBytes() - rssBefore;
     console.log(`fast overload: ${refusals} refusals (503) before all ${LOAD} stored; RSS peak growth ${(growth / MiB).toFixed(1)} MiB`);
+    report({ suite: 'overload-raw-retry', uploads: LOAD, slots: SLOTS, refusals, rssGrowthMiB: growth / MiB });
     expect(growth).toBeLessThan(RSS_GROWTH_MAX);
   });
 
@@ -142,6 +144,7 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
     const growth = n.node.peakRssBytes() - rssBefore;
     const unavailable = results.filter((e) => e?.code === grpc.status.UNAVAILABLE).length;
     console.log(`gRPC overload: ${unavailable} UNAVAILABLE of ${LOAD} after 1.5 s; RSS peak growth ${(growth / MiB).toFixed(1)} MiB`);
+    report({ suite: 'overload-grpc-stalled', streams: LOAD, slots: SLOTS, unavailable, rssGrowthMiB: growth / MiB });
     for (const c of calls) c.cancel();
     await eventually(() => tmpFiles(n.node).length === 0, 5000, 'temp files of the cancelled streams removed');
     expect(unavailable).toBe(LOAD - SLOTS);

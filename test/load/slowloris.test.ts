@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
-import { errorShapeProblem, tmpFiles } from '../fuzz/harness.js';
+import { errorShapeProblem, report, tmpFiles } from '../fuzz/harness.js';
 import { eventually, type Held, open, sleep, storeHead } from './connections.js';
 
 const MiB = 1024 * 1024;
@@ -46,12 +46,13 @@ describe('slowloris', () => {
     const head = 'POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nX-Slow: ' + 'z'.repeat(200);
     const conns: Held[] = await Promise.all(Array.from({ length: 300 }, () => open(node.port, head.slice(0, 10))));
     let sent = 10;
+    let served = 0;
     const trickle = setInterval(() => {
       for (const c of conns) if (!c.closed()) c.socket.write(head[sent % head.length]!);
       sent++;
     }, 1000);
     try {
-      const served = await probe(Date.now() + 6000);
+      served = await probe(Date.now() + 6000);
       expect(served).toBeGreaterThan(5);
       await eventually(() => conns.every((c) => c.closed()), UWS_CLOSE_MS, 'every trickling connection closed');
     } finally {
@@ -59,7 +60,9 @@ describe('slowloris', () => {
       for (const c of conns) c.close();
     }
     const lifetimes = conns.map((c) => c.closedAtMs! - c.openedAtMs).sort((a, b) => a - b);
-    console.log(`head trickle: closed after ${lifetimes[0]}-${lifetimes.at(-1)} ms; RSS growth ${((node.peakRssBytes() - rssBefore) / MiB).toFixed(1)} MiB`);
+    const growth = node.peakRssBytes() - rssBefore;
+    console.log(`head trickle: closed after ${lifetimes[0]}-${lifetimes.at(-1)} ms; RSS growth ${(growth / MiB).toFixed(1)} MiB`);
+    report({ suite: 'slowloris-heads', connections: conns.length, closedAfterMs: [lifetimes[0], lifetimes.at(-1)], servedMeanwhile: served, rssGrowthMiB: growth / MiB });
     expect(conns.filter((c) => c.answer()).map((c) => c.answer()!.status)).toEqual([]);
     expect(node.peakRssBytes() - rssBefore).toBeLessThan(RSS_GROWTH_MAX);
   });
@@ -95,7 +98,9 @@ describe('slowloris', () => {
     // Every slot is free again: 64 uploads at once are all admitted.
     const results = await Promise.all(Array.from({ length: 64 }, (_, i) => putRaw(node.url, patternBytes(1000, 500 + i))));
     expect(results.map((r) => r.status).filter((s) => s !== 201)).toEqual([]);
-    console.log(`body trickle: RSS growth ${((node.peakRssBytes() - rssBefore) / MiB).toFixed(1)} MiB`);
+    const growth = node.peakRssBytes() - rssBefore;
+    console.log(`body trickle: RSS growth ${(growth / MiB).toFixed(1)} MiB`);
+    report({ suite: 'slowloris-bodies', connections: conns.length, rssGrowthMiB: growth / MiB });
     expect(node.peakRssBytes() - rssBefore).toBeLessThan(RSS_GROWTH_MAX);
   });
 });
