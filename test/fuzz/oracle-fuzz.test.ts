@@ -25,6 +25,16 @@ async function get(url: string, headers: Record<string, string>): Promise<Answer
   return { status: res.status, headers: map, body: Buffer.from(await res.arrayBuffer()) };
 }
 
+/** Reads the head and the first body chunk, then drops the connection. */
+async function getAndAbort(url: string, headers: Record<string, string>): Promise<Answer> {
+  const ctl = new AbortController();
+  const res = await fetch(url, { headers, signal: ctl.signal });
+  const reader = res.body?.getReader();
+  await reader?.read().catch(() => undefined);
+  ctl.abort();
+  return { status: res.status, headers: new Map(), body: Buffer.alloc(0) };
+}
+
 // ---- ranges ----
 
 interface Blob {
@@ -33,7 +43,7 @@ interface Blob {
   etag: string;
 }
 
-type RangeCase = { blob: number; range: string | undefined; ifRange: string | undefined; ifNoneMatch: string | undefined };
+type RangeCase = { blob: number; range: string | undefined; ifRange: string | undefined; ifNoneMatch: string | undefined; abort: boolean };
 
 /** What RFC 9110 says of a strict single range `bytes=a-b` / `a-` / `-n` (undefined: not one). */
 function reference(header: string, size: number): { start: number; end: number } | 'unsatisfiable' | 'ignored' | undefined {
@@ -69,6 +79,8 @@ const rangeCase = (blobs: number): fc.Arbitrary<RangeCase> =>
       ),
       ifRange: rarely(fc.constantFrom('ETAG', 'W/ETAG', '"other"', 'Mon, 23 Nov 2026 00:00:00 GMT', '')),
       ifNoneMatch: rarely(fc.constantFrom('ETAG', 'W/ETAG', '*', '"other"', '"other", ETAG', '')),
+      // The client goes away after the first bytes of the body.
+      abort: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))).chain((b) => (b ? fc.boolean() : fc.constant(false))),
     }),
   );
 
@@ -195,12 +207,13 @@ describe.each([
               if (c.range !== undefined) headers.Range = c.range;
               if (c.ifRange !== undefined) headers['If-Range'] = c.ifRange.replace('ETAG', blob.etag);
               if (c.ifNoneMatch !== undefined) headers['If-None-Match'] = c.ifNoneMatch.replace('ETAG', blob.etag);
-              return get(`${node.url}/v1/blobs/${blob.id}`, headers);
+              return c.abort ? getAndAbort(`${node.url}/v1/blobs/${blob.id}`, headers) : get(`${node.url}/v1/blobs/${blob.id}`, headers);
             }),
           );
           for (const [i, a] of answers.entries()) {
             const c = cases[i]!;
-            count(stats, a.status);
+            count(stats, c.abort ? 'aborted' : a.status);
+            if (c.abort) continue;
             const problem = judgeRange(c, blobs[c.blob]!, a);
             if (problem) throw new Error(`${problem}\nblob of ${blobs[c.blob]!.data.length} bytes; Range ${c.range}; If-Range ${c.ifRange}; If-None-Match ${c.ifNoneMatch}`);
           }
@@ -264,5 +277,106 @@ describe.each([
       console.log(`list-${variant}: ${stats.runs} walks, ${stats.requests} pages, statuses ${JSON.stringify(stats.statuses)}`);
     },
     testTimeout(budgetMs(SHARE)),
+  );
+});
+
+describe('variant A: every spelling of an id, and labels, come back as stored', () => {
+  let node: NodeProcess;
+  let served = true;
+  const blobs: { id: Buffer; data: Buffer }[] = [];
+
+  beforeAll(async () => {
+    node = await startNode({ args: [...FUZZ_NODE_ARGS, '--api-variant', 'a'] });
+    served = await servesVariantA(node.url);
+    if (!served) return;
+    // Ids with +, / and = in their base64 forms, found by trying contents.
+    for (let i = 0; blobs.length < 12; i++) {
+      const data = Buffer.from(`variant A id ${i}`);
+      const res = await fetch(`${node.url}/v1/blobs`, { method: 'PUT', body: JSON.stringify({ data: data.toString('base64') }), headers: { 'Content-Type': 'application/json' } });
+      const id = Buffer.from(hexIdOf((await res.json()) as { id?: unknown }), 'hex');
+      if (blobs.length < 6 || /[+/]/.test(id.toString('base64'))) blobs.push({ id, data });
+    }
+  });
+  afterAll(async () => {
+    expect(await node.stop()).toBe(0);
+  });
+
+  const forms: [string, (id: Buffer) => string, boolean][] = [
+    ['hex', (id) => id.toString('hex'), true],
+    ['base64', (id) => encodeURIComponent(id.toString('base64')), true],
+    ['base64 unpadded', (id) => encodeURIComponent(id.toString('base64').replace(/=+$/, '')), true],
+    ['base64url', (id) => id.toString('base64url'), true],
+    ['base64url padded', (id) => `${id.toString('base64url')}%3D%3D`, true],
+    ['base64 with a raw +', (id) => id.toString('base64').replace(/\//g, '%2F').replace(/=/g, '%3D'), true],
+    ['hex, upper case', (id) => id.toString('hex').toUpperCase(), false],
+    ['base64 of 15 bytes', (id) => encodeURIComponent(id.subarray(1).toString('base64')), false],
+    ['base64 of 17 bytes', (id) => encodeURIComponent(Buffer.concat([id, Buffer.from([0])]).toString('base64')), false],
+  ];
+
+  it(
+    'GET, /stat and /stream resolve every valid spelling of an id to the blob; invalid spellings are 400 or 404',
+    async (ctx) => {
+      if (!served) return ctx.skip('variant A is not served yet');
+      const stats = newStats();
+      await fuzz(
+        'ids-a',
+        fc.record({ blob: fc.nat(blobs.length - 1), form: fc.nat(forms.length - 1), route: fc.constantFrom('', '/stat', '/stream') }),
+        async ({ blob, form, route }) => {
+          const { id, data } = blobs[blob]!;
+          const [name, spell, valid] = forms[form]!;
+          const a = await get(`${node.url}/v1/blobs/${spell(id)}${route}`, {});
+          count(stats, `${name}${route}: ${a.status}`);
+          const where = `${name} ${spell(id)}${route}`;
+          if (!valid) {
+            if (a.status !== 400 && a.status !== 404 && !(a.status === 200 && name === 'hex, upper case')) throw new Error(`${where}: ${a.status}`);
+            return;
+          }
+          if (a.status !== 200) throw new Error(`${where}: ${a.status} ${a.body.toString('utf8', 0, 200)}`);
+          const text = a.body.toString('utf8');
+          if (route === '') expect(Buffer.from((JSON.parse(text) as { data: string }).data, 'base64').equals(data), where).toBe(true);
+          if (route === '/stat') expect((JSON.parse(text) as { exists: boolean }).exists, where).toBe(true);
+          if (route === '/stream') {
+            const parts = text.split('\n').filter(Boolean).map((l) => Buffer.from((JSON.parse(l) as { result: { data: string } }).result.data, 'base64'));
+            expect(Buffer.concat(parts).equals(data), where).toBe(true);
+          }
+        },
+        budgetMs(SHARE / 2),
+        stats,
+      );
+    },
+    testTimeout(budgetMs(SHARE / 2)),
+  );
+
+  it(
+    'labels stored with a blob come back as given in GET and /stat',
+    async (ctx) => {
+      if (!served) return ctx.skip('variant A is not served yet');
+      const stats = newStats();
+      const labelsArb = fc.dictionary(
+        fc.string({ unit: fc.constantFrom(...'abcXYZ019._/-'), minLength: 1, maxLength: 128 }),
+        fc.string({ unit: 'grapheme', maxLength: 60 }).filter((v) => Buffer.byteLength(v) <= 1024),
+        { maxKeys: 64 },
+      );
+      await fuzz(
+        'labels-a',
+        fc.tuple(labelsArb, fc.uint8Array({ minLength: 1, maxLength: 64 })),
+        async ([labels, bytes]) => {
+          const data = Buffer.concat([Buffer.from('labels '), Buffer.from(bytes), Buffer.from(String(Math.random()))]);
+          const res = await fetch(`${node.url}/v1/blobs`, { method: 'PUT', body: JSON.stringify({ data: data.toString('base64'), labels }), headers: { 'Content-Type': 'application/json' } });
+          const text = await res.text();
+          count(stats, res.status);
+          if (res.status !== 200) throw new Error(`store with labels ${JSON.stringify(labels).slice(0, 300)}: ${res.status} ${text.slice(0, 300)}`);
+          const id = encodeURIComponent(Buffer.from(hexIdOf(JSON.parse(text) as { id?: unknown }), 'hex').toString('base64'));
+          const got = JSON.parse((await get(`${node.url}/v1/blobs/${id}`, {})).body.toString('utf8')) as { meta: { labels: Record<string, string> } };
+          expect(got.meta.labels).toEqual(labels);
+          const stat = JSON.parse((await get(`${node.url}/v1/blobs/${id}/stat`, {})).body.toString('utf8')) as { meta: { labels: Record<string, string> } };
+          expect(stat.meta.labels).toEqual(labels);
+        },
+        budgetMs(SHARE / 2),
+        stats,
+      );
+      await checkNode(node);
+    },
+    testTimeout(budgetMs(SHARE / 2)),
   );
 });
