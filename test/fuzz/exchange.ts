@@ -5,7 +5,6 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { NodeProcess } from '../helpers/node-process.js';
 import { describeRequest, fetchable, type FuzzRequest, MALFORMED_FRAMINGS, malformedTarget, serialize, UWS_METHODS } from './generators.js';
 import { type Surface, verdict } from './harness.js';
 import { fetchExchange, type Outcome, rawExchange } from './http-client.js';
@@ -38,7 +37,13 @@ const MALFORMED_WAIT_MS = 1500;
 const isMalformed = (req: FuzzRequest): boolean =>
   MALFORMED_FRAMINGS.has(req.framing) || !UWS_METHODS.includes(req.method) || malformedTarget(req.target);
 
-export async function send(node: NodeProcess, req: FuzzRequest): Promise<Outcome> {
+/** Where requests go: a node's API port, or another listener of it. */
+export interface Listener {
+  readonly url: string;
+  readonly port: number;
+}
+
+export async function send(node: Listener, req: FuzzRequest): Promise<Outcome> {
   if (fetchable(req, node.url)) {
     const init = { method: req.method, headers: req.headers, body: req.body.length > 0 ? req.body : undefined };
     return fetchExchange(node.url + req.target, init, ANSWER_TIMEOUT_MS);

@@ -321,9 +321,23 @@ const lineArb: fc.Arbitrary<{ method: string; target: string }> = fc.oneof(
   { weight: 8, arbitrary: fc.record({ method: methodArb, target: targetArb }) },
 );
 
-export const requestArb: fc.Arbitrary<FuzzRequest> = fc
+/** The operations listener's paths (metrics, health, UI), their near misses, and anything. */
+const opsLineArb: fc.Arbitrary<{ method: string; target: string }> = fc.record({
+  method: fc.oneof({ weight: 3, arbitrary: fc.constant('GET') }, { weight: 2, arbitrary: methodArb }),
+  target: fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc
+        .tuple(fc.constantFrom('/metrics', '/api/v1/metrics', '/api/v1/metrics/detail', '/health', '/', '/metrics/', '/api/v1', '/api/v1/metrics/x', '/healthz', '/v1/blobs', '//metrics', '/METRICS', '/health/'), queryArb)
+        .map(([p, q]) => p + q),
+    },
+    { weight: 1, arbitrary: targetArb },
+  ),
+});
+
+const requestArbWith = (lines: fc.Arbitrary<{ method: string; target: string }>): fc.Arbitrary<FuzzRequest> => fc
   .record({
-    line: lineArb,
+    line: lines,
     contentType: fc.option(fc.constantFrom(...CONTENT_TYPES), { nil: undefined, freq: 5 }),
     policy: fc.option(policyHeader, { nil: undefined, freq: 2 }),
     labels: fc.option(jsonishText, { nil: undefined, freq: 3 }),
@@ -348,6 +362,9 @@ export const requestArb: fc.Arbitrary<FuzzRequest> = fc
     headers.push(...r.extra);
     return { method: r.line.method, target: r.line.target, headers, body, framing: r.framing, cuts: r.cuts, connectionClose: r.connectionClose, preferRaw: r.preferRaw };
   });
+
+export const requestArb = requestArbWith(lineArb);
+export const opsRequestArb = requestArbWith(opsLineArb);
 
 // ---- putting a request on the wire ----
 

@@ -184,8 +184,11 @@ export function errorShapeProblem(variant: Variant, a: Answer): string | undefin
   return undefined;
 }
 
-/** Longer than any wait a well-formed request may see (body idle timeout 1 s + the 1 s sweep). */
-export const SLOW_MS = 5000;
+/**
+ * A hang detector, not a speed test: far longer than any wait a well-formed request may see
+ * (body idle timeout 1 s + the 1 s sweep), even on a busy machine.
+ */
+export const SLOW_MS = 10_000;
 
 export interface Judged {
   method: string;

@@ -63,8 +63,8 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
       expect(errorShapeProblem('b', c.answer()!)).toBeUndefined();
     }
     // Reads and health are not uploads: they are served while every slot is taken.
-    expect((await fetch(`${url()}/v1/blobs/${smallId}`, { signal: AbortSignal.timeout(2000) })).status).toBe(200);
-    expect((await fetch(`${url()}/healthz`, { signal: AbortSignal.timeout(2000) })).status).toBe(200);
+    expect((await fetch(`${url()}/v1/blobs/${smallId}`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
+    expect((await fetch(`${url()}/healthz`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
     const extra = await putRaw(url(), Buffer.from('one more'));
     expect(extra.status).toBe(503);
     expect(extra.headers.get('retry-after')).toMatch(/^\d+$/);

@@ -24,17 +24,20 @@ describe('slowloris', () => {
     expect(await node.stop()).toBe(0);
   });
 
-  /** Ordinary requests while the slow ones hang on: each answered well within `ms`. */
-  async function probe(untilMs: number, ms = 2000): Promise<number> {
+  /**
+   * Ordinary puts and gets while the slow connections hang on; each must be answered while most
+   * of them are still open (served alongside them, not after uWS closed them).
+   */
+  async function probe(untilMs: number, conns: Held[]): Promise<number> {
     let served = 0;
     for (let i = 0; Date.now() < untilMs; i++) {
-      const started = Date.now();
-      const data = Buffer.from(`served during slowloris ${i} ${started}`);
+      const data = Buffer.from(`served during slowloris ${i} ${Date.now()}`);
       const res = await putRaw(node.url, data, {});
       expect(res.status).toBe(201);
       const id = ((await res.json()) as { id: string }).id;
       expect((await fetch(`${node.url}/v1/blobs/${id}`)).status).toBe(200);
-      expect(Date.now() - started, 'an ordinary put + get during the attack').toBeLessThan(ms);
+      const open = conns.filter((c) => !c.closed()).length;
+      expect(open, 'slow connections still open when an ordinary put + get was answered').toBeGreaterThan(conns.length * 0.9);
       served++;
       await sleep(200);
     }
@@ -52,7 +55,7 @@ describe('slowloris', () => {
       sent++;
     }, 1000);
     try {
-      served = await probe(Date.now() + 6000);
+      served = await probe(Date.now() + 6000, conns);
       expect(served).toBeGreaterThan(5);
       await eventually(() => conns.every((c) => c.closed()), UWS_CLOSE_MS, 'every trickling connection closed');
     } finally {
@@ -87,7 +90,7 @@ describe('slowloris', () => {
       for (const c of conns) if (!c.closed()) c.socket.write('x');
     }, 300);
     try {
-      const served = await probe(Date.now() + 4000);
+      const served = await probe(Date.now() + 4000, conns);
       expect(served).toBeGreaterThan(3);
       await eventually(() => conns.every((c) => c.closed()), UWS_CLOSE_MS, 'every trickled body closed');
     } finally {
