@@ -13,7 +13,7 @@ import { isUtf8 } from 'node:buffer';
 import { expectedId } from '../helpers/blobs.js';
 import { type GrpcNode, startGrpcNode } from '../grpc/helpers.js';
 import { FUZZ_NODE_ARGS } from './exchange.js';
-import { budgetMs, checkNode, count, fuzz, known, newStats, testTimeout } from './harness.js';
+import { budgetMs, checkNode, count, fuzz, newStats, testTimeout } from './harness.js';
 import { damage, damageArb, decodeTop, encode, knownIdBytes, type PbField, requests } from './protobuf.js';
 
 const SHARE = 0.15;
@@ -198,7 +198,6 @@ function judge(call: Call, r: Result): string | undefined {
 
 async function checkClean(call: Call, r: Result): Promise<string | undefined> {
   if (!('clean' in call) || !call.clean) return undefined;
-  if (call.kind === 'put-stream' && r.code === grpc.status.RESOURCE_EXHAUSTED && known('spill-413') && /inline blob over/.test(r.details)) return undefined;
   if (r.code !== 0) return `a clean ${call.kind} answered ${grpc.status[r.code]}: ${r.details}`;
   const data = call.kind === 'put-stream' ? call.data : ((call as { fields: PbField[] }).fields.find((f) => f.n === 1)?.v as Buffer);
   const id = decodeTop(decodeTop(r.response!).get(1) as Buffer).get(1) as Buffer;
