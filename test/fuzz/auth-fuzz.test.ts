@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { failure, FUZZ_NODE_ARGS, judge, send } from './exchange.js';
 import { type FuzzRequest, MALFORMED_FRAMINGS, malformedTarget, requestArb } from './generators.js';
-import { budgetMs, checkNode, count, fuzz, newStats, probeSurface, type Surface, testTimeout } from './harness.js';
+import { budgetMs, checkNode, count, fuzz, newStats, probeSurface, type Surface, testTimeout, stopAndClean } from './harness.js';
 
 const SHARE = 0.05;
 type Scope = 'read' | 'write' | 'admin';
@@ -66,7 +66,7 @@ describe('bearer authentication under hostile requests and credentials', () => {
     surface = await probeSurface(node.url, 'b');
   });
   afterAll(async () => {
-    expect(await node.stop()).toBe(0);
+    expect(await stopAndClean(node)).toBe(0);
     rmSync(dir, { recursive: true, force: true });
   });
 

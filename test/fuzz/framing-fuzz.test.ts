@@ -12,7 +12,7 @@ import { putRaw } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { eventually, type Held, open, sleep } from '../load/connections.js';
 import { FUZZ_NODE_ARGS } from './exchange.js';
-import { checkNode, FUZZ_SECONDS, FUZZ_SEED, probeSurface, report, type Surface, verdict } from './harness.js';
+import { checkNode, FUZZ_SECONDS, FUZZ_SEED, probeSurface, report, type Surface, verdict, stopAndClean } from './harness.js';
 
 /** uWS's fixed 10 s idle timeout plus its 4 s timer granularity, with a margin. */
 const UWS_CLOSE_MS = 16_000;
@@ -74,7 +74,7 @@ describe('malformed request heads', () => {
     surface = await probeSurface(node.url, 'b');
   });
   afterAll(async () => {
-    expect(await node.stop()).toBe(0);
+    expect(await stopAndClean(node)).toBe(0);
   });
 
   it(

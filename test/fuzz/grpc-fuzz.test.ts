@@ -13,7 +13,7 @@ import { isUtf8 } from 'node:buffer';
 import { expectedId } from '../helpers/blobs.js';
 import { type GrpcNode, startGrpcNode } from '../grpc/helpers.js';
 import { FUZZ_NODE_ARGS } from './exchange.js';
-import { budgetMs, checkNode, count, fuzz, newStats, testTimeout } from './harness.js';
+import { budgetMs, checkNode, count, fuzz, newStats, testTimeout, stopAndClean } from './harness.js';
 import { damage, damageArb, decodeTop, encode, knownIdBytes, type PbField, requests } from './protobuf.js';
 
 const SHARE = 0.15;
@@ -221,7 +221,7 @@ describe('gRPC BlobService under hostile messages', () => {
 
   afterAll(async () => {
     client?.close();
-    expect(await n.stop()).toBe(0);
+    expect(await stopAndClean(n)).toBe(0);
   });
 
   it(

@@ -11,7 +11,7 @@
  *                 (a check that tolerates one asks known(tag)); by default nothing is tolerated
  *   FUZZ_DEBUG    1: log requests that took over 3 s
  */
-import { appendFileSync, readdirSync } from 'node:fs';
+import { appendFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { NodeProcess } from '../helpers/node-process.js';
@@ -260,4 +260,11 @@ export async function checkNode(node: NodeProcess, settleMs = 5000): Promise<voi
 export function crashSigns(output: string): string | undefined {
   const m = /(Unhandled|uncaught|TypeError|RangeError|ReferenceError|FATAL|Segmentation|Assertion)[^\n]*/i.exec(output);
   return m ? m[0] : undefined;
+}
+
+/** Stops a node (SIGTERM) and removes its data dir; resolves with the exit code. */
+export async function stopAndClean(node: { stop(): Promise<number | null>; dataDir: string } | { stop(): Promise<number | null>; node: NodeProcess }): Promise<number | null> {
+  const code = await node.stop();
+  rmSync('dataDir' in node ? node.dataDir : node.node.dataDir, { recursive: true, force: true });
+  return code;
 }

@@ -15,7 +15,7 @@ import { patternBytes } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { failure, FUZZ_NODE_ARGS, hexIdOf, judge, type Listener, send, servesVariantA } from './exchange.js';
 import { describeRequest, type FuzzRequest, knownIds, opsRequestArb, requestArb } from './generators.js';
-import { budgetMs, checkNode, count, fuzz, newStats, probeSurface, type Surface, testTimeout, type Variant } from './harness.js';
+import { budgetMs, checkNode, count, fuzz, newStats, probeSurface, type Surface, testTimeout, type Variant, stopAndClean } from './harness.js';
 
 const SHARE = 0.225;
 const OPS_SHARE = 0.05;
@@ -75,7 +75,7 @@ describe.each([
   }
 
   afterAll(async () => {
-    expect(await node.stop()).toBe(0);
+    expect(await stopAndClean(node)).toBe(0);
   });
 
   it(

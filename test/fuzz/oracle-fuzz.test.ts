@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { FUZZ_NODE_ARGS, hexIdOf, servesVariantA } from './exchange.js';
-import { budgetMs, checkNode, count, errorShapeProblem, fuzz, newStats, testTimeout, type Variant } from './harness.js';
+import { budgetMs, checkNode, count, errorShapeProblem, fuzz, newStats, testTimeout, type Variant, stopAndClean } from './harness.js';
 import type { Answer } from './http-client.js';
 
 const SHARE = 0.05;
@@ -180,7 +180,7 @@ describe.each([
     all = [...all];
   });
   afterAll(async () => {
-    expect(await node.stop()).toBe(0);
+    expect(await stopAndClean(node)).toBe(0);
   });
 
   it('the full listing is sorted, without duplicates, and holds every stored blob', (ctx) => {
@@ -298,7 +298,7 @@ describe('variant A: every spelling of an id, and labels, come back as stored', 
     }
   });
   afterAll(async () => {
-    expect(await node.stop()).toBe(0);
+    expect(await stopAndClean(node)).toBe(0);
   });
 
   const forms: [string, (id: Buffer) => string, boolean][] = [

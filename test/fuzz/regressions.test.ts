@@ -2,6 +2,7 @@
  * Minimal reproducers of what the fuzz suites found, one test each, so a fix can be checked
  * without a fuzz run (and stays fixed).
  */
+import { stopAndClean } from './harness.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, postStream } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
@@ -18,7 +19,7 @@ describe('fuzz findings, default settings', () => {
     node = await startNode();
   });
   afterAll(async () => {
-    expect(await node.stop()).toBe(0);
+    expect(await stopAndClean(node)).toBe(0);
   });
 
   it('a deeply nested JSON policy answers 400, not 500 (JSON.stringify overflowed in the message)', async () => {
@@ -52,7 +53,7 @@ describe('fuzz findings, smallBlobMaxBytes below the 1 MiB chunk', () => {
     node = await startNode({ args: ['--small-blob-max-bytes', '16KiB'] });
   });
   afterAll(async () => {
-    expect(await node.stop()).toBe(0);
+    expect(await stopAndClean(node)).toBe(0);
   });
 
   it('a chunked raw upload of 100 KB is stored (was 413 "inline blob over smallBlobMaxBytes")', async () => {

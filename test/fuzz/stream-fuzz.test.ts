@@ -11,7 +11,7 @@ import { expectedId } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { ANSWER_TIMEOUT_MS, FUZZ_NODE_ARGS, hexIdOf, servesVariantA } from './exchange.js';
 import { dataField, RawJson, toJson } from './generators.js';
-import { budgetMs, checkNode, count, fuzz, newStats, probeSurface, type Surface, testTimeout, type Variant, verdict } from './harness.js';
+import { budgetMs, checkNode, count, fuzz, newStats, probeSurface, type Surface, testTimeout, type Variant, verdict, stopAndClean } from './harness.js';
 import { type Outcome, rawExchange } from './http-client.js';
 
 const SHARE = 0.075;
@@ -191,7 +191,7 @@ describe.each([
     surface = await probeSurface(node.url, variant);
   });
   afterAll(async () => {
-    expect(await node.stop()).toBe(0);
+    expect(await stopAndClean(node)).toBe(0);
   });
 
   it(

@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { type GrpcNode, startGrpcNode } from '../grpc/helpers.js';
-import { errorShapeProblem, report, tmpFiles } from '../fuzz/harness.js';
+import { errorShapeProblem, report, tmpFiles, stopAndClean } from '../fuzz/harness.js';
 import { eventually, type Held, open, settleAll, sleep, storeHead } from './connections.js';
 
 const MiB = 1024 * 1024;
@@ -27,7 +27,7 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
     smallId = ((await res.json()) as { id: string }).id;
   });
   afterAll(async () => {
-    expect(await n.stop()).toBe(0);
+    expect(await stopAndClean(n)).toBe(0);
   });
 
   const url = (): string => n.node.url;

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
-import { errorShapeProblem, report, tmpFiles } from '../fuzz/harness.js';
+import { errorShapeProblem, report, tmpFiles, stopAndClean } from '../fuzz/harness.js';
 import { eventually, type Held, open, sleep, storeHead } from './connections.js';
 
 const MiB = 1024 * 1024;
@@ -21,7 +21,7 @@ describe('slowloris', () => {
     node = await startNode({ args: ['--body-idle-timeout-ms', '1000', '--max-concurrent-uploads', '64', '--small-blob-max-bytes', '64KiB'] });
   });
   afterAll(async () => {
-    expect(await node.stop()).toBe(0);
+    expect(await stopAndClean(node)).toBe(0);
   });
 
   /**
