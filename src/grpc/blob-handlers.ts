@@ -99,9 +99,14 @@ export function blobServiceHandlers(service: BlobService, gate: Gate): UntypedSe
   const maxGetBytes = Math.max(0, config.grpcMaxMessageBytes - metaReserveBytes(service));
 
   const put = unary('Put', 'write', async (request: PutRequest): Promise<PutResponse> => {
-    const options = { policy: parsePolicy(request.policy), labels: encodeLabels(request.labels, config) };
-    const result = await service.put(request.data ?? EMPTY, options);
-    return { id: { id: result.id }, size: result.size };
+    const release = service.admitUpload();
+    try {
+      const options = { policy: parsePolicy(request.policy), labels: encodeLabels(request.labels, config) };
+      const result = await service.put(request.data ?? EMPTY, options);
+      return { id: { id: result.id }, size: result.size };
+    } finally {
+      release();
+    }
   });
 
   const get = unary('Get', 'read', async (request: IdRequest): Promise<GetResponse> => {

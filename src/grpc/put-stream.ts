@@ -34,7 +34,14 @@ export function handlePutStream(service: BlobService, gate: Gate, call: PutCall,
     callback(toStatus(err, 'PutStream'));
     return;
   }
-  new PutStreamCall(service, call, callback).start();
+  let release: () => void;
+  try {
+    release = service.admitUpload();
+  } catch (err) {
+    callback(toStatus(err, 'PutStream'));
+    return;
+  }
+  new PutStreamCall(service, call, callback, release).start();
 }
 
 /** One PutStream call: the service's PutStream keeps the rules, this adapts grpc-js events. */
@@ -50,6 +57,8 @@ class PutStreamCall {
     private readonly service: BlobService,
     private readonly call: PutCall,
     private readonly callback: sendUnaryData<PutResponse>,
+    /** The upload slot, held until the call is answered or dropped. */
+    private readonly release: () => void,
   ) {
     this.stream = new PutStream(service, {
       pause: () => {
@@ -94,10 +103,15 @@ class PutStreamCall {
 
   private onEnd(): void {
     if (this.settled) return;
-    this.settle();
+    this.settled = true;
+    clearInterval(this.idleTimer);
     this.stream.end().then(
-      (result) => this.callback(null, { id: { id: result.id }, size: result.size }),
+      (result) => {
+        this.release();
+        this.callback(null, { id: { id: result.id }, size: result.size });
+      },
       (err: unknown) => {
+        this.release();
         void this.stream.discard();
         this.callback(toStatus(err, 'PutStream'));
       },
@@ -109,9 +123,11 @@ class PutStreamCall {
     this.fail(new BlobstoreError('request_timeout', `put stream sent nothing for ${idleMs} ms`));
   }
 
+  /** Answered or dropped: the slot goes back. */
   private settle(): void {
     this.settled = true;
     clearInterval(this.idleTimer);
+    this.release();
   }
 
   private fail(err: unknown): void {

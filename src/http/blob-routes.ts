@@ -73,6 +73,7 @@ export class BlobRoutes {
     const x = newExchange(res, this.wire);
     let kind: BodyKind;
     let writer: BlobWriter;
+    let release = (): void => undefined;
     let policyHeader: string;
     let labels: Buffer;
     try {
@@ -85,16 +86,17 @@ export class BlobRoutes {
       const length = contentLengthOf(req.getHeader('content-length'));
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
       if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
-      this.intake.admit();
+      release = this.intake.admit();
       writer = kind === 'raw' ? this.service.openWriter(flowOf(x), limit, length) : this.service.openBodyReader(flowOf(x), limit, length);
     } catch (err) {
+      release();
       this.service.recordFailure('put', err);
       // The body still comes: read and drop it so the client gets to read the answer.
       res.onData(() => undefined);
       return sendError(x, err, 'drain');
     }
     const entry = { x, lastActivityMs: () => writer.lastActivityMs, discard: () => cut() };
-    const finish = this.intake.begin(entry);
+    const finish = this.intake.begin(entry, release);
     const cut = (): void => {
       finish();
       void writer.discard();

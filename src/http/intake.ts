@@ -1,10 +1,12 @@
 /**
- * Admission and bookkeeping of request bodies: stores in flight are bounded (503 + Retry-After
- * beyond maxConcurrentUploads rather than unbounded memory), bodies that go quiet for
+ * Admission and bookkeeping of request bodies: stores in flight are bounded by the service's
+ * upload slots, shared with gRPC (503 + Retry-After beyond maxConcurrentUploads rather than
+ * unbounded memory), bodies that go quiet for
  * bodyIdleTimeoutMs are cut (408), and graceful shutdown waits for every request being worked on.
  */
 import type { NodeConfig } from '../config/settings.js';
-import { BlobstoreError, unavailable } from '../errors/errors.js';
+import { BlobstoreError } from '../errors/errors.js';
+import type { BlobService } from '../service/blob-service.js';
 import { type Exchange, sendError } from './reply.js';
 
 /** A body being received. */
@@ -19,22 +21,23 @@ export interface Receiving {
 export class Intake {
   /** Requests being worked on (graceful shutdown waits for them). */
   inflight = 0;
-  private stores = 0;
   private readonly receiving = new Set<Receiving>();
 
-  constructor(private readonly config: NodeConfig) {}
+  constructor(
+    private readonly config: NodeConfig,
+    private readonly service: BlobService,
+  ) {}
 
-  /** Throws 503 when the store limit is reached. */
-  admit(): void {
-    if (this.stores >= this.config.maxConcurrentUploads) throw unavailable('too many uploads in progress; retry shortly', 1);
+  /** Takes an upload slot; throws 503 when none is free. Hand the release to begin(). */
+  admit(): () => void {
+    return this.service.admitUpload();
   }
 
   /**
-   * Starts receiving `entry`: it counts against the limit until the returned finish() runs, and
-   * is swept when idle until received() is called.
+   * Starts receiving `entry`: it holds its upload slot until the returned finish() runs, and is
+   * swept when idle until received() is called.
    */
-  begin(entry: Receiving): () => void {
-    this.stores++;
+  begin(entry: Receiving, release: () => void): () => void {
     this.inflight++;
     this.receiving.add(entry);
     let finished = false;
@@ -42,7 +45,7 @@ export class Intake {
       if (finished) return;
       finished = true;
       this.receiving.delete(entry);
-      this.stores--;
+      release();
       this.inflight--;
     };
   }

@@ -43,7 +43,7 @@ export class ApiServer {
   ) {
     this.wire = wireOf(config.apiVariant);
     this.gate = options.gate ?? OPEN_GATE;
-    this.intake = new Intake(config);
+    this.intake = new Intake(config, service);
     this.routes = new BlobRoutes(service, config, this.gate, this.intake, this.wire);
     const r = this.routes;
     const s = new StreamRoutes(service, config, r, this.intake);

@@ -64,15 +64,17 @@ export class StreamRoutes {
     const start = performance.now();
     const x = newExchange(res, this.wire);
     let stream: PutStream;
+    let release = (): void => undefined;
     try {
       this.blobs.authorize(req, 'write');
       const length = contentLengthOf(req.getHeader('content-length'));
       // base64 carries 3 bytes in 4 characters, plus a little framing per message.
       const limit = Math.ceil(this.config.maxBlobBytes / 3) * 4 + 64 * 1024 * 1024;
       if (length !== undefined && length > limit) throw payloadTooLarge(`stream body of ${length} bytes exceeds the limit of ${limit} bytes`);
-      this.intake.admit();
+      release = this.intake.admit();
       stream = new PutStream(this.service, flowOf(x));
     } catch (err) {
+      release();
       this.service.recordFailure('put', err);
       res.onData(() => undefined);
       return sendError(x, err, 'drain');
@@ -81,7 +83,7 @@ export class StreamRoutes {
     const parser = new PutChunkParser();
     const onLine = (line: Uint8Array): void => this.applyLine(stream, parser, line);
     const entry = { x, lastActivityMs: () => stream.lastActivityMs, discard: () => cut() };
-    const finish = this.intake.begin(entry);
+    const finish = this.intake.begin(entry, release);
     const cut = (): void => {
       finish();
       void stream.discard();

@@ -5,7 +5,7 @@
  * every operation are recorded here.
  */
 import type { NodeConfig } from '../config/settings.js';
-import { notFound, payloadTooLarge, toBlobstoreError } from '../errors/errors.js';
+import { notFound, payloadTooLarge, toBlobstoreError, unavailable } from '../errors/errors.js';
 import type { BlobMeta, Engine, ListResult, PutResult } from '../engine/engine.js';
 import { checkPlacement } from '../engine/policy.js';
 import { NO_RECORDER, type Operation, type Recorder } from '../metrics/recorder.js';
@@ -19,6 +19,9 @@ export { BlobWriter, type FlowControl, type StoreOptions } from './blob-writer.j
 const NODES_AVAILABLE = 1;
 
 export class BlobService {
+  /** Stores in flight on every transport (DESIGN §5: 503/UNAVAILABLE beyond the limit). */
+  private uploads = 0;
+
   constructor(
     readonly engine: Engine,
     readonly config: NodeConfig,
@@ -36,6 +39,22 @@ export class BlobService {
       this.recorder.failed(op, toBlobstoreError(err));
       throw err;
     }
+  }
+
+  /**
+   * Takes one of maxConcurrentUploads slots for a store, whatever its transport, or throws 503
+   * (UNAVAILABLE) with Retry-After rather than queueing without bound. Call the returned release
+   * once, when the store is answered or dropped.
+   */
+  admitUpload(): () => void {
+    if (this.uploads >= this.config.maxConcurrentUploads) throw unavailable('too many uploads in progress; retry shortly', 1);
+    this.uploads++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.uploads--;
+    };
   }
 
   /** Fails a store up front when its policy cannot be placed (412 for EC on too few nodes). */
