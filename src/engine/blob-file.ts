@@ -43,12 +43,20 @@ export class BlobFileWriter {
     private readonly digester: ChunkDigester,
     /** Per chunk: `hash` (the content hash, inline) and `write`; `fsync` once at the end. */
     private readonly recorder: Recorder = NO_RECORDER,
+    /** Writers whose temp file may still exist (the engine aborts them when it closes). */
+    private readonly unfinished: Set<BlobFileWriter> = new Set(),
   ) {
     this.tmpPath = join(dataDir, 'tmp', `${Date.now()}-${randomBytes(6).toString('hex')}.part`);
   }
 
   async open(): Promise<void> {
+    this.unfinished.add(this);
     this.handle = await fsp.open(this.tmpPath, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644);
+  }
+
+  /** The temp file was renamed into place: nothing is left to clean up. */
+  committed(): void {
+    this.unfinished.delete(this);
   }
 
   /** Hashes and writes one chunk (a whole 1 MiB except the last); resolves when the buffer is free. */
@@ -112,6 +120,7 @@ export class BlobFileWriter {
     await this.handle?.close().catch(() => undefined);
     this.handle = undefined;
     await fsp.rm(this.tmpPath, { force: true });
+    this.unfinished.delete(this);
   }
 }
 

@@ -59,6 +59,8 @@ const nowNs = (): bigint => BigInt(Date.now()) * 1_000_000n;
 
 export class Engine {
   readonly pool: BufferPool;
+  /** Large uploads whose temp file may still exist. */
+  private readonly uploads = new Set<BlobFileWriter>();
   readonly cursors: CursorCodec;
   private readonly busy = new Map<string, Promise<unknown>>();
   corruptionsDetected = 0;
@@ -182,7 +184,7 @@ export class Engine {
 
   /** Starts a streamed upload to its own file; finish it with commitFile() or abort it. */
   async beginFile(): Promise<BlobFileWriter> {
-    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk, this.recorder);
+    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk, this.recorder, this.uploads);
     await writer.open();
     return writer;
   }
@@ -201,6 +203,7 @@ export class Engine {
       const target = blobFilePath(this.dataDir.path, idHex);
       await fsp.mkdir(join(target, '..'), { recursive: true });
       await fsp.rename(writer.tmpPath, target);
+      writer.committed();
       await fsyncDir(join(target, '..'));
       const done = await this.appendRecord({
         type: RecordType.PUT_FILE, policy, labelsLength: labels.length, dataLength: 0,
@@ -325,6 +328,8 @@ export class Engine {
     this.closed = true;
     await this.compactor?.stop();
     await Promise.allSettled([...this.busy.values()]);
+    // Uploads cut by the shutdown may still be removing their temp files: finish that here.
+    await Promise.allSettled([...this.uploads].map((w) => w.abort()));
     await this.log.close();
     this.reader.close();
     await this.index.close();
