@@ -48,6 +48,10 @@ export const SETTINGS = {
     type: 'bytes', default: () => 65 * MiB, min: 64 * KiB,
     help: 'largest gRPC message received or sent (a unary put carries the whole blob)',
   },
+  grpcWindowBytes: {
+    type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, max: 2 * GiB - 1,
+    help: 'HTTP/2 flow-control window the gRPC server announces, per stream and per connection',
+  },
   authTokensFile: {
     type: 'string', default: () => '', specName: 'AuthTokensFile',
     help: 'bearer token file (scopes read, write, admin); empty = authentication off; re-read on SIGHUP',

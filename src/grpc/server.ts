@@ -4,6 +4,7 @@
  * Messages above grpcMaxMessageBytes are refused by grpc-js itself (RESOURCE_EXHAUSTED).
  */
 import * as grpc from '@grpc/grpc-js';
+import http2 from 'node:http2';
 import type { Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
 import { parseHostPort } from '../config/units.js';
@@ -34,6 +35,25 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
   return handlers;
 }
 
+/**
+ * grpc-js gives its HTTP/2 server no flow-control setting, so every stream receives through
+ * Node's default 64 KiB window: a put stream then waits for a WINDOW_UPDATE round trip through
+ * the event loop every 64 KiB. Until bindAsync has created its server, http2.createServer is
+ * wrapped to announce `windowBytes` per stream and per connection; then the original is back.
+ */
+function widenHttp2Windows(windowBytes: number): () => void {
+  const original = http2.createServer;
+  const widened = (options: http2.ServerOptions, handler?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) => {
+    const server = original({ ...options, settings: { ...options.settings, initialWindowSize: windowBytes } }, handler);
+    server.on('session', (session) => session.setLocalWindowSize(windowBytes));
+    return server;
+  };
+  (http2 as { createServer: unknown }).createServer = widened;
+  return () => {
+    (http2 as { createServer: unknown }).createServer = original;
+  };
+}
+
 export class GrpcServer {
   private readonly server: grpc.Server;
 
@@ -62,7 +82,9 @@ export class GrpcServer {
     if (!addr) return Promise.reject(new Error(`invalid gRPC address ${JSON.stringify(this.config.grpcAddr)}`));
     const target = addr.host.includes(':') ? `[${addr.host}]:${addr.port}` : `${addr.host}:${addr.port}`;
     return new Promise((resolve, reject) => {
+      const restore = widenHttp2Windows(this.config.grpcWindowBytes);
       this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, port) => {
+        restore();
         if (err) reject(new Error(`cannot listen for gRPC on ${this.config.grpcAddr}: ${err.message}`));
         else resolve(port);
       });
