@@ -182,12 +182,19 @@ describe('PutStream rules', () => {
 describe('deadlines and cancellation', () => {
   it('a tiny deadline on a big put stream answers DEADLINE_EXCEEDED and leaves nothing behind', async () => {
     const before = await listAll();
-    // 64 MiB sent as fast as the stream takes it; 150 ms are not enough to get it all stored.
+    // 8 MiB sent a chunk per 100 ms: the 150 ms deadline passes while the stream is still open.
     const data = patterned(MiB, 31);
-    function* many(): Generator<Record<string, unknown>> {
-      for (let i = 0; i < 64; i++) yield { data, final: i === 63 };
-    }
-    const err = await failure(putStream(n.blobs, many(), { deadlineMs: 150 }));
+    let call: grpc.ClientWritableStream<unknown>;
+    const err = await new Promise<{ code: number }>((resolve) => {
+      call = n.blobs.PutStream!({ deadline: Date.now() + 150 }, (e: grpc.ServiceError | null) => resolve({ code: e ? e.code : Status.OK })) as grpc.ClientWritableStream<unknown>;
+      call.on('error', () => undefined);
+      void (async () => {
+        for (let i = 0; i < 8 && !call.destroyed; i++) {
+          call.write({ data, final: i === 7 });
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
+    });
     expect(err.code).toBe(Status.DEADLINE_EXCEEDED);
     await new Promise((r) => setTimeout(r, 300));
     expect(await listAll()).toEqual(before);
