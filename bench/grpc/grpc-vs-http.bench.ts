@@ -120,6 +120,48 @@ async function curlGetStream(grpcPort: number, id: Buffer, dir: string): Promise
   return Number(seconds);
 }
 
+/**
+ * The PutStream request body, gRPC-framed: one PutChunk {data = 2, final = 3} per 1 MiB, written
+ * once to a file that curl streams (a C client, as wrk and curl are for the HTTP figures; the
+ * grpc-js client costs the node's 2 cores more than the server does).
+ */
+async function writePutStreamBody(path: string, nonce: string): Promise<void> {
+  const fh = await fsp.open(path, 'w');
+  const count = chunkCount(TOTAL);
+  for (let i = 0; i < count; i++) {
+    const data = chunk(TOTAL, nonce, i);
+    const last = i === count - 1;
+    const len = varint(data.length);
+    const messageBytes = 1 + len.length + data.length + (last ? 2 : 0);
+    const head = Buffer.alloc(5);
+    head.writeUInt32BE(messageBytes, 1);
+    await fh.write(Buffer.concat([head, Buffer.from([0x12]), len, data, last ? Buffer.from([0x18, 0x01]) : Buffer.alloc(0)]));
+  }
+  await fh.close();
+}
+
+function varint(n: number): Buffer {
+  const out: number[] = [];
+  while (n >= 0x80) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return Buffer.from(out);
+}
+
+/** PutStream sent by curl over h2c from `body`; resolves with the seconds after grpc-status 0. */
+async function curlPutStream(grpcPort: number, body: string, dir: string): Promise<number> {
+  const headers = join(dir, 'put-stream-headers.txt');
+  const { stdout } = await execFileAsync('curl', [
+    '-sS', '--http2-prior-knowledge', '--max-time', '300', '-X', 'POST', '-H', 'content-type: application/grpc', '-H', 'te: trailers',
+    '-T', body, '-o', '/dev/null', '-D', headers, '-w', '%{time_total}', `http://127.0.0.1:${grpcPort}/blobstore.v1.BlobService/PutStream`,
+  ]);
+  const status = /grpc-status: *(\d+)/.exec(await fsp.readFile(headers, 'utf8'))?.[1];
+  if (status !== '0') throw new Error(`curl PutStream: grpc-status ${status}: ${await fsp.readFile(headers, 'utf8')}`);
+  return Number(stdout.trim());
+}
+
 async function curlSeconds(url: string): Promise<number> {
   const { stdout } = await execFileAsync('curl', ['-sS', '-o', '/dev/null', '--max-time', '300', '-w', '%{http_code} %{size_download} %{time_total}', url]);
   const [code, size, seconds] = stdout.trim().split(' ');
@@ -136,7 +178,7 @@ async function main(): Promise<void> {
   const nonce = runNonce();
   const url = `http://127.0.0.1:${node.port}`;
   const small: { http: number; grpc: number; httpErrors: number; grpcErrors: number; clientCpu: number }[] = [];
-  const big: { rawPut: number; grpcPut: number; rawGet: number; grpcGet: number; grpcJsGet: number }[] = [];
+  const big: { rawPut: number; grpcPut: number; grpcJsPut: number; rawGet: number; grpcGet: number; grpcJsGet: number }[] = [];
   try {
     log(`${BENCH}: warm-up (2 s each)`);
     await runWrk({ url, script: 'post-unique.lua', args: [String(SIZE), `${nonce}w`], seconds: 2 });
@@ -152,15 +194,20 @@ async function main(): Promise<void> {
     for (let r = 0; r < REPEATS; r++) {
       await settle(`${BENCH} 1 GiB round ${r + 1}`);
       const raw = await putChunked(node.port, TOTAL, `${nonce}R${r}`);
+      const body = join(dir, 'put-stream-body.bin');
+      await writePutStreamBody(body, `${nonce}C${r}`);
       await settle(`${BENCH} 1 GiB round ${r + 1} (gRPC)`);
+      const grpcPutCurl = await curlPutStream(grpcPort, body, dir);
+      await fsp.rm(body);
+      await settle(`${BENCH} 1 GiB round ${r + 1} (gRPC, grpc-js)`);
       const gp = await putStream(client, `${nonce}G${r}`);
       await curlSeconds(`${url}/v1/blobs/${raw.id}`); // warm the page cache for both reads
       const rawGet = await curlSeconds(`${url}/v1/blobs/${raw.id}`);
       const grpcGet = await curlGetStream(grpcPort, Buffer.from(raw.id, 'hex'), dir);
       const grpcJsGet = await getStream(client, Buffer.from(raw.id, 'hex'));
-      big.push({ rawPut: raw.seconds, grpcPut: gp.seconds, rawGet, grpcGet, grpcJsGet });
+      big.push({ rawPut: raw.seconds, grpcPut: grpcPutCurl, grpcJsPut: gp.seconds, rawGet, grpcGet, grpcJsGet });
       const mbs = (s: number): string => (TOTAL / s / 1e6).toFixed(0);
-      log(`${BENCH} 1 GiB round ${r + 1}/${REPEATS}: PUT raw ${mbs(raw.seconds)} MB/s, PutStream ${mbs(gp.seconds)} MB/s; ` +
+      log(`${BENCH} 1 GiB round ${r + 1}/${REPEATS}: PUT raw ${mbs(raw.seconds)} MB/s, PutStream ${mbs(grpcPutCurl)} MB/s (curl), ${mbs(gp.seconds)} MB/s (grpc-js); ` +
         `GET raw ${mbs(rawGet)} MB/s, GetStream ${mbs(grpcGet)} MB/s (curl), ${mbs(grpcJsGet)} MB/s (grpc-js)`);
       for (const id of [raw.id, gp.id.toString('hex')]) await fetch(`${url}/v1/blobs/${id}`, { method: 'DELETE' });
     }
@@ -177,7 +224,8 @@ async function main(): Promise<void> {
   const bigCommon = { bytes: TOTAL, repeats: REPEATS };
   const mbps = (k: keyof (typeof big)[number]): number => round(median(big.map((x) => TOTAL / x[k] / 1e6)), 1);
   emit({ bench: BENCH, metric: 'put_raw', value: mbps('rawPut'), unit: 'MB/s', ...bigCommon });
-  emit({ bench: BENCH, metric: 'put_stream_grpc', value: mbps('grpcPut'), unit: 'MB/s', ...bigCommon, message_bytes: 1024 * 1024 });
+  emit({ bench: BENCH, metric: 'put_stream_grpc', value: mbps('grpcPut'), unit: 'MB/s', ...bigCommon, message_bytes: 1024 * 1024, client: 'curl' });
+  emit({ bench: BENCH, metric: 'put_stream_grpc_js', value: mbps('grpcJsPut'), unit: 'MB/s', ...bigCommon, message_bytes: 1024 * 1024, client: 'grpc-js' });
   emit({ bench: BENCH, metric: 'get_raw_warm', value: mbps('rawGet'), unit: 'MB/s', ...bigCommon, client: 'curl' });
   emit({ bench: BENCH, metric: 'get_stream_grpc_warm', value: mbps('grpcGet'), unit: 'MB/s', ...bigCommon, client: 'curl' });
   emit({ bench: BENCH, metric: 'get_stream_grpc_js_warm', value: mbps('grpcJsGet'), unit: 'MB/s', ...bigCommon, client: 'grpc-js' });
