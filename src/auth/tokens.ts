@@ -1,13 +1,12 @@
 /**
  * Bearer authentication from a token file (setting AuthTokensFile; format in token-file.ts and
  * README.md). The gate hashes the presented token with SHA-256 and compares the digest with every
- * entry's in constant time, without stopping at a match, so the answer time does not depend on
+ * entry's in constant time (XOR of all words, no branch on the data), without stopping at a match, so the answer time does not depend on
  * which entry (if any) matched or how much of a digest agreed. Tokens are kept only as digests.
  *
  * The file is read at start (a bad file stops the start: ConfigError, exit 2) and again on SIGHUP
  * (a bad file then keeps the tokens loaded before and logs why).
  */
-import { timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../config/load.js';
 import { BlobstoreError } from '../errors/errors.js';
@@ -40,12 +39,30 @@ export function readTokenFile(path: string): TokenEntry[] {
   return parseTokenFile(text);
 }
 
+/** Digests packed as 8 little-endian 32-bit words each, with their scope bits beside them. */
+interface Packed {
+  readonly words: Uint32Array;
+  readonly scopes: Int32Array;
+}
+
+function pack(entries: readonly TokenEntry[]): Packed {
+  const words = new Uint32Array(entries.length * 8);
+  const scopes = new Int32Array(entries.length);
+  entries.forEach((e, i) => {
+    for (let w = 0; w < 8; w++) words[i * 8 + w] = e.digest.readUInt32LE(w * 4);
+    scopes[i] = e.scopes;
+  });
+  return { words, scopes };
+}
+
 export class TokenGate implements Gate {
   readonly enabled = true;
   private entries: readonly TokenEntry[];
+  private packed: Packed;
 
   constructor(entries: readonly TokenEntry[]) {
     this.entries = entries;
+    this.packed = pack(entries);
   }
 
   /** How many tokens are loaded. */
@@ -60,6 +77,7 @@ export class TokenGate implements Gate {
 
   /** Replaces the tokens (a reload); requests already checked are not affected. */
   replace(entries: readonly TokenEntry[]): void {
+    this.packed = pack(entries);
     this.entries = entries;
   }
 
@@ -67,13 +85,19 @@ export class TokenGate implements Gate {
     const token = bearerToken(authorization);
     if (token === undefined) throw unauthenticated();
     const digest = sha256(token);
-    // Every entry is compared, and the result folded in without a branch on it.
-    const entries = this.entries;
+    const d0 = digest.readUInt32LE(0), d1 = digest.readUInt32LE(4), d2 = digest.readUInt32LE(8), d3 = digest.readUInt32LE(12);
+    const d4 = digest.readUInt32LE(16), d5 = digest.readUInt32LE(20), d6 = digest.readUInt32LE(24), d7 = digest.readUInt32LE(28);
+    // Every entry is compared word by word, and the result folded in without a branch on it
+    // (one loop in place of a timingSafeEqual call per entry, which costs ~40 ns of call overhead).
+    const { words, scopes } = this.packed;
     let granted = 0;
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!;
-      const same = timingSafeEqual(entry.digest, digest) ? -1 : 0;
-      granted |= entry.scopes & same;
+    for (let i = 0, w = 0; i < scopes.length; i++, w += 8) {
+      const diff =
+        (words[w]! ^ d0) | (words[w + 1]! ^ d1) | (words[w + 2]! ^ d2) | (words[w + 3]! ^ d3) |
+        (words[w + 4]! ^ d4) | (words[w + 5]! ^ d5) | (words[w + 6]! ^ d6) | (words[w + 7]! ^ d7);
+      // 0 when the digests agree; otherwise diff or -diff has the sign bit set.
+      const differs = ((diff | -diff) >>> 31) & 1;
+      granted |= scopes[i]! & (differs - 1);
     }
     if (granted === 0) throw unauthenticated();
     if ((granted & SCOPE_BITS[scope]) === 0) throw permissionDenied(scope);

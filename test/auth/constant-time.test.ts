@@ -1,33 +1,35 @@
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { TokenGate } from '../../src/auth/tokens.js';
+import { parseTokenFile } from '../../src/auth/token-file.js';
 import { sha256Hex } from './helpers.js';
 
 /**
- * The comparison path: the gate hashes the presented token and runs crypto.timingSafeEqual against
- * every entry's digest, whichever entry matches and also when none does (no early exit).
+ * The comparison path: the gate hashes the presented token and folds a word-by-word comparison
+ * with every entry's digest into the result, whichever entry matches and also when none does (no
+ * early exit). The packed digests are watched through proxies that record every word read.
  */
-
-const compared = vi.hoisted(() => ({ calls: [] as [Buffer, Buffer][] }));
-vi.mock('node:crypto', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('node:crypto')>();
-  return {
-    ...actual,
-    timingSafeEqual: (a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView): boolean => {
-      compared.calls.push([Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)]);
-      return actual.timingSafeEqual(a, b);
-    },
-  };
-});
-
-const { TokenGate } = await import('../../src/auth/tokens.js');
-const { parseTokenFile } = await import('../../src/auth/token-file.js');
 
 const tokens = ['first-token-aaaaaaaa', 'second-token-bbbbbbbb', 'third-token-cccccccc', 'fourth-token-dddddddd', 'fifth-token-eeeeeeee'];
 const gate = new TokenGate(parseTokenFile(JSON.stringify({
   tokens: tokens.map((t, i) => ({ name: `t${i}`, sha256: sha256Hex(t), scopes: i === 4 ? ['admin'] : ['read'] })),
 })));
 
+const read = { words: new Set<number>(), scopes: new Set<number>() };
+function watched<T extends Uint32Array | Int32Array>(array: T, seen: Set<number>): T {
+  return new Proxy(array, {
+    get(target, key) {
+      if (typeof key === 'string' && /^\d+$/.test(key)) seen.add(Number(key));
+      const value = Reflect.get(target, key, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+const internals = gate as unknown as { packed: { words: Uint32Array; scopes: Int32Array } };
+internals.packed = { words: watched(internals.packed.words, read.words), scopes: watched(internals.packed.scopes, read.scopes) };
+
 beforeEach(() => {
-  compared.calls.length = 0;
+  read.words.clear();
+  read.scopes.clear();
 });
 
 describe('constant-time comparison', () => {
@@ -36,21 +38,31 @@ describe('constant-time comparison', () => {
     ['the last entry matches', tokens[4]!, 'read', true],
     ['a middle entry matches but lacks the scope', tokens[2]!, 'write', false],
     ['no entry matches', 'unknown-token-ffffffff', 'read', false],
-  ] as const)('compares the SHA-256 digest with all 5 entries when %s', (_name, token, scope, passes) => {
+  ] as const)('reads every word of all 5 digests when %s', (_name, token, scope, passes) => {
     const check = (): void => gate.check(`Bearer ${token}`, scope);
     if (passes) expect(check).not.toThrow();
     else expect(check).toThrow();
-    expect(compared.calls).toHaveLength(5);
-    const presented = sha256Hex(token);
-    for (const [entry, digest] of compared.calls) {
-      expect(entry).toHaveLength(32);
-      expect(digest.toString('hex')).toBe(presented);
-    }
-    expect(compared.calls.map(([entry]) => entry.toString('hex'))).toStrictEqual(tokens.map(sha256Hex));
+    expect([...read.words].sort((a, b) => a - b)).toStrictEqual(Array.from({ length: 40 }, (_, i) => i));
+    expect([...read.scopes].sort((a, b) => a - b)).toStrictEqual([0, 1, 2, 3, 4]);
   });
 
   it('compares nothing for a header that carries no bearer token', () => {
     expect(() => gate.check('Basic abc', 'read')).toThrow('missing or invalid bearer token');
-    expect(compared.calls).toHaveLength(0);
+    expect(read.words.size).toBe(0);
+  });
+
+  it('accepts no digest that differs from an entry in a single bit, in any word', () => {
+    // Entries built from digests one bit away from a known token's digest: none may let it in.
+    const digest = Buffer.from(sha256Hex('near-miss-token'), 'hex');
+    const near = Array.from({ length: 256 }, (_, bit) => {
+      const d = Buffer.from(digest);
+      d[bit >> 3]! ^= 1 << (bit & 7);
+      return { name: `n${bit}`, sha256: d.toString('hex'), scopes: ['admin'] };
+    });
+    const nearGate = new TokenGate(parseTokenFile(JSON.stringify({ tokens: near })));
+    expect(() => nearGate.check('Bearer near-miss-token', 'read')).toThrow('missing or invalid bearer token');
+    const exact = new TokenGate(parseTokenFile(JSON.stringify({ tokens: [...near, { name: 'x', sha256: digest.toString('hex'), scopes: ['read'] }] })));
+    expect(() => exact.check('Bearer near-miss-token', 'read')).not.toThrow();
+    expect(() => exact.check('Bearer near-miss-token', 'write')).toThrow('token lacks the write scope');
   });
 });
