@@ -64,7 +64,7 @@ export class BodySender {
  * which costs more than the send itself for megabyte writes; so data goes out in slices of
  * SLICE_BYTES, each only once the previous one has left.
  */
-const SLICE_BYTES = 64 * 1024;
+const SLICE_BYTES = 256 * 1024;
 
 export class ChunkedSender {
   private waiting: { resolve: () => void; reject: (e: Error) => void } | undefined;

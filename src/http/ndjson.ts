@@ -15,7 +15,9 @@ export class LineSplitter {
   constructor(private readonly maxLineBytes: number) {}
 
   /** Calls `onLine` for every whole line in `bytes` (valid only during the call). */
-  push(bytes: Uint8Array, onLine: (line: Uint8Array) => void): void {
+  push(input: Uint8Array, onLine: (line: Uint8Array) => void): void {
+    // Buffer's indexOf is memchr; Uint8Array's is an element-by-element loop.
+    const bytes = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
     let at = 0;
     while (at < bytes.length) {
       const nl = bytes.indexOf(NEWLINE, at);
