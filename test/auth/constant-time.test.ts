@@ -66,3 +66,37 @@ describe('constant-time comparison', () => {
     expect(() => exact.check('Bearer near-miss-token', 'write')).toThrow('token lacks the write scope');
   });
 });
+
+describe('the cache of accepted tokens', () => {
+  const file = (names: string[]): ReturnType<typeof parseTokenFile> =>
+    parseTokenFile(JSON.stringify({ tokens: names.map((t, i) => ({ name: `c${i}`, sha256: sha256Hex(t), scopes: ['read'] })) }));
+
+  it('answers a token accepted before without hashing and comparing again', () => {
+    const cached = new TokenGate(file(['cache-token-1', 'cache-token-2']));
+    const words = new Set<number>();
+    const inner = cached as unknown as { packed: { words: Uint32Array; scopes: Int32Array } };
+    inner.packed = { words: watched(inner.packed.words, words), scopes: inner.packed.scopes };
+    cached.check('Bearer cache-token-2', 'read');
+    expect(words.size).toBe(16);
+    words.clear();
+    cached.check('Bearer cache-token-2', 'read');
+    expect(words.size).toBe(0);
+    expect(() => cached.check('Bearer cache-token-2', 'write')).toThrow('token lacks the write scope');
+  });
+
+  it('never keeps a refused token, nor one that differs from a kept one in its last character', () => {
+    const cached = new TokenGate(file(['cache-token-1']));
+    cached.check('Bearer cache-token-1', 'read');
+    for (let i = 0; i < 3; i++) expect(() => cached.check('Bearer cache-token-X', 'read')).toThrow('missing or invalid bearer token');
+    expect(() => cached.check('Bearer cache-token-', 'read')).toThrow('missing or invalid bearer token');
+    expect(() => cached.check('Bearer cache-token-11', 'read')).toThrow('missing or invalid bearer token');
+  });
+
+  it('forgets everything on a reload: a removed token stops working at once', () => {
+    const cached = new TokenGate(file(['cache-token-1', 'cache-token-2']));
+    cached.check('Bearer cache-token-1', 'read');
+    cached.replace(file(['cache-token-2']));
+    expect(() => cached.check('Bearer cache-token-1', 'read')).toThrow('missing or invalid bearer token');
+    expect(() => cached.check('Bearer cache-token-2', 'read')).not.toThrow();
+  });
+});
