@@ -34,10 +34,19 @@ export class BackendCheck {
     private readonly engineFailure: () => Error | undefined,
   ) {}
 
-  /** Runs a check (or joins the one running) and resolves with its outcome; never rejects. */
-  check(): Promise<BackendStatus> {
+  /** When the last check finished (performance.now()). */
+  private lastAtMs = -Infinity;
+
+  /**
+   * Runs a check (or joins the one running) and resolves with its outcome; never rejects. With
+   * `maxAgeMs`, a check that finished less than that long ago answers instead (scrapes: the probe
+   * writes and fsyncs a file, which a scrape every second should not add to the disk's queue).
+   */
+  check(maxAgeMs = 0): Promise<BackendStatus> {
+    if (maxAgeMs > 0 && this.running === undefined && performance.now() - this.lastAtMs < maxAgeMs) return Promise.resolve(this.last);
     this.running ??= this.run().then((status) => {
       this.running = undefined;
+      this.lastAtMs = performance.now();
       if (status.healthy !== this.last.healthy) {
         console.error(status.healthy ? 'blobstore: storage backend healthy again' : `blobstore: storage backend unhealthy: ${status.reason}`);
       }

@@ -21,6 +21,9 @@ const OP_INDEX: Readonly<Record<Operation, number>> = { put: 0, get: 1, delete: 
 const STAGE_INDEX = Object.freeze(Object.fromEntries(STAGES.map((s, i) => [s, i]))) as Readonly<Record<Stage, number>>;
 
 /** The spec's JSON snapshot (GET /api/v1/metrics), field for field. */
+
+/** How old a backend probe a scrape may report (it still reads the statfs figures each time). */
+const SCRAPE_PROBE_MAX_AGE_MS = 10_000;
 export interface MetricsSnapshot {
   nodeId: string;
   uptime: number;
@@ -125,9 +128,12 @@ export class NodeMetrics implements Recorder {
     return (performance.now() - this.startedMs) / 1000;
   }
 
-  /** Checks the backend and reads storage figures; the gauges and snapshots report what it found. */
+  /**
+   * Checks the backend (a probe at most every SCRAPE_PROBE_MAX_AGE_MS; /health always probes) and
+   * reads storage figures; the gauges and snapshots report what it found.
+   */
   async refresh(): Promise<void> {
-    const status = await this.backend.check();
+    const status = await this.backend.check(SCRAPE_PROBE_MAX_AGE_MS);
     if (!this.engine) return;
     try {
       this.stats = await this.engine.stats();

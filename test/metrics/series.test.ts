@@ -165,9 +165,11 @@ describe('NodeMetrics', () => {
     // A young generation large enough that no scavenge runs while measuring, so heap growth is
     // what was allocated. prom-client's calls allocate (label hash strings, closures); ours only
     // pay performance.now()'s boxed double (the clock read every timing pays).
+    // Any object allocated per call is at least 16 bytes; a few bytes per call on average is the
+    // noise of the node's own timers (event-loop monitor) allocating during the measurement.
     expect(r.promObserve).toBeGreaterThan(64);
-    expect(r.failed).toBeLessThan(1);
-    expect(r.done - r.clock).toBeLessThan(1);
-    expect(r.stage - r.clock).toBeLessThan(1);
+    expect(r.failed).toBeLessThan(4);
+    expect(r.done - r.clock).toBeLessThan(4);
+    expect(r.stage - r.clock).toBeLessThan(4);
   });
 });
