@@ -142,20 +142,23 @@ export class BlobRoutes {
   readonly get = (res: HttpResponse, req: HttpRequest): void => {
     const start = performance.now();
     let meta: BlobMeta;
+    let etag: string;
     let range: ByteRange | undefined;
     try {
       this.authorize(req, 'read');
       meta = this.service.lookup(this.wire.parseId(req.getParameter(0)));
-      if (matchesEtag(req.getHeader('if-none-match'), etagOf(meta))) return this.notModified(res, meta);
-      if (this.wire.variant === 'b') range = parseRange(req.getHeader('range'), req.getHeader('if-range'), etagOf(meta), meta.size);
+      etag = etagOf(meta);
+      if (matchesEtag(req.getHeader('if-none-match'), etag)) return this.notModified(res, etag);
+      const rangeHeader = this.wire.variant === 'b' ? req.getHeader('range') : '';
+      if (rangeHeader !== '') range = parseRange(rangeHeader, req.getHeader('if-range'), etag, meta.size);
       // Small records are read, verified and answered right here: no await, no abort handler.
       const data = range === undefined && meta.location === Location.SEGMENT ? this.service.engine.readInlineSync(meta) : undefined;
       if (data) {
         res.cork(() => {
           if (this.wire.variant === 'b') {
-            this.writeBlobHead(res, meta, '200 OK');
+            this.writeBlobHead(res, meta, '200 OK', etag);
             res.end(data);
-          } else this.writeJsonBlob(res, meta, data);
+          } else this.writeJsonBlob(res, meta, data, etag);
         });
         this.service.recordGet(start, meta.size);
         return;
@@ -168,8 +171,8 @@ export class BlobRoutes {
     this.intake.track(x, this.wire.variant === 'b' ? this.sendRaw(x, meta, range) : this.sendJsonBlob(x, meta));
   };
 
-  private notModified(res: HttpResponse, meta: BlobMeta): void {
-    res.cork(() => res.writeStatus('304 Not Modified').writeHeader('ETag', etagOf(meta)).endWithoutBody());
+  private notModified(res: HttpResponse, etag: string): void {
+    res.cork(() => res.writeStatus('304 Not Modified').writeHeader('ETag', etag).endWithoutBody());
   }
 
   /** Variant B: the bytes (or a range of them), chunk by chunk with backpressure. */
@@ -210,17 +213,17 @@ export class BlobRoutes {
     x.res.cork(() => this.writeJsonBlob(x.res, meta, data));
   }
 
-  private writeJsonBlob(res: HttpResponse, meta: BlobMeta, data: Buffer): void {
+  private writeJsonBlob(res: HttpResponse, meta: BlobMeta, data: Buffer, etag = etagOf(meta)): void {
     const body = `{"data":"${data.toString('base64')}","meta":${this.wire.metaJson(meta)}}`;
-    res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('ETag', etagOf(meta)).end(body);
+    res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('ETag', etag).end(body);
   }
 
-  private writeBlobHead(res: HttpResponse, meta: BlobMeta, status: string): void {
+  private writeBlobHead(res: HttpResponse, meta: BlobMeta, status: string, etag = etagOf(meta)): void {
     res
       .writeStatus(status)
       .writeHeader('Content-Type', 'application/octet-stream')
       .writeHeader('Accept-Ranges', 'bytes')
-      .writeHeader('ETag', etagOf(meta))
+      .writeHeader('ETag', etag)
       .writeHeader('X-Blobstore-Blob-Size', String(meta.size))
       .writeHeader('X-Blobstore-Created-At', meta.createdAtNs.toString())
       .writeHeader('X-Blobstore-Policy', String(meta.policy));
