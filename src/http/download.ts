@@ -60,9 +60,9 @@ export class BodySender {
 
 /**
  * A body of unknown length (chunked transfer encoding), for streams. uWS copies whatever the
- * socket does not take at once into its backpressure buffer and shifts that buffer as it drains,
- * which costs more than the send itself for megabyte writes; so data goes out in slices of
- * SLICE_BYTES, each only once the previous one has left.
+ * socket does not take at once into its per-connection backpressure buffer; data goes out in
+ * slices of SLICE_BYTES, each only once the previous one has left, so that buffer stays under one
+ * slice per slow reader (64 KiB to 2 MiB slices measured the same throughput).
  */
 const SLICE_BYTES = 256 * 1024;
 
