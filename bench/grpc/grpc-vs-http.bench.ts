@@ -25,7 +25,7 @@ import { Worker } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import { loadProtos } from '../../src/grpc/proto.js';
 import {
-  CONNECTIONS, GiB, KiB, REPEATS, RUN_SECONDS, emit, envInt, freePort, log, median, removeDir, round, runNonce, runWrk, settle, startNode, tempDir,
+  CONNECTIONS, GiB, KiB, REPEATS, RUN_SECONDS, emit, envInt, freePort, log, median, memoryDir, removeDir, round, runNonce, runWrk, settle, startNode, tempDir,
 } from '../node/lib.js';
 import { chunk, chunkCount, putChunked } from '../node/stream-client.js';
 import type { UnaryLoadJob, UnaryLoadResult } from './unary-load.js';
@@ -171,6 +171,7 @@ async function curlSeconds(url: string): Promise<number> {
 
 async function main(): Promise<void> {
   const dir = tempDir('grpc');
+  const bodies = memoryDir('grpc-bodies');
   const grpcPort = await freePort();
   const node = await startNode(join(dir, 'data'), ['--grpc-addr', `127.0.0.1:${grpcPort}`]);
   const target = `127.0.0.1:${grpcPort}`;
@@ -194,7 +195,7 @@ async function main(): Promise<void> {
     for (let r = 0; r < REPEATS; r++) {
       await settle(`${BENCH} 1 GiB round ${r + 1}`);
       const raw = await putChunked(node.port, TOTAL, `${nonce}R${r}`);
-      const body = join(dir, 'put-stream-body.bin');
+      const body = join(bodies, 'put-stream-body.bin');
       await writePutStreamBody(body, `${nonce}C${r}`);
       await settle(`${BENCH} 1 GiB round ${r + 1} (gRPC)`);
       const grpcPutCurl = await curlPutStream(grpcPort, body, dir);
@@ -215,6 +216,7 @@ async function main(): Promise<void> {
     client.close();
     await node.stop();
     removeDir(dir);
+    removeDir(bodies);
   }
   const smallCommon = { body_bytes: SIZE, seconds: RUN_SECONDS, repeats: REPEATS };
   emit({ bench: BENCH, metric: 'http_raw_put_4KiB', value: round(median(small.map((s) => s.http)), 0), unit: 'req/s', ...smallCommon, connections: CONNECTIONS, runs: small.map((s) => round(s.http, 0)), errors: small.reduce((a, s) => a + s.httpErrors, 0) });

@@ -4,7 +4,7 @@
  * in-process engine. Benches print JSON lines on stdout and progress on stderr.
  */
 import { type ChildProcess, spawn, execFile } from 'node:child_process';
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,6 +75,17 @@ export function round(n: number, digits = 3): number {
 
 export function tempDir(tag: string): string {
   const path = mkdtempSync(join(tmpdir(), `blobstore-bench-${tag}-`));
+  temps.add(path);
+  return path;
+}
+
+/**
+ * A directory in memory (/dev/shm) for request bodies a client streams from a file: writing them
+ * to the disk under test would leave writeback competing with the figure that follows.
+ */
+export function memoryDir(tag: string): string {
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  const path = mkdtempSync(join(base, `blobstore-bench-${tag}-`));
   temps.add(path);
   return path;
 }

@@ -2,13 +2,14 @@
  * The HTTP streams against the raw body path, 1 GiB each way, in the same run (issue target:
  * streams >= 70% of raw). Per round: raw chunked PUT, NDJSON PutChunk stream PUT (1 MiB of data
  * per message), then warm GETs of the stored blob: raw with curl and the NDJSON GetChunk stream
- * with curl, both into /dev/null. Both PUT bodies are written to files first and streamed by curl
- * (-T, chunked), so the client costs the node's 2 cores little and the same either way.
+ * with curl, both into /dev/null. Both PUT bodies are written to files in memory (/dev/shm) first
+ * and streamed by curl (-T, chunked), so the client costs the node's 2 cores little and the same
+ * either way, and no writeback of those files competes with the stores.
  */
 import { execFile } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { promisify } from 'node:util';
-import { GiB, REPEATS, emit, envInt, log, median, removeDir, round, runNonce, settle, startNode, tempDir } from './lib.js';
+import { GiB, REPEATS, emit, envInt, log, median, memoryDir, removeDir, round, runNonce, settle, startNode, tempDir } from './lib.js';
 import { chunk, chunkCount } from './stream-client.js';
 
 const BENCH = 'http-ndjson-1GiB';
@@ -57,13 +58,14 @@ async function curlSeconds(url: string, minBytes: number): Promise<number> {
 
 async function main(): Promise<void> {
   const dir = tempDir('ndjson');
+  const bodies = memoryDir('ndjson-bodies');
   const node = await startNode(`${dir}/data`);
   const nonce = runNonce();
   const rounds: { rawPut: number; ndPut: number; rawGet: number; ndGet: number }[] = [];
   try {
     for (let r = 0; r < REPEATS; r++) {
-      const rawFile = `${dir}/raw.bin`;
-      const ndFile = `${dir}/body.ndjson`;
+      const rawFile = `${bodies}/raw.bin`;
+      const ndFile = `${bodies}/body.ndjson`;
       await writeBodies(rawFile, ndFile, `${nonce}r${r}`);
       await settle(`${BENCH} round ${r + 1}`);
       const raw = await curlPost(`http://127.0.0.1:${node.port}/v1/blobs`, rawFile);
@@ -86,6 +88,7 @@ async function main(): Promise<void> {
   } finally {
     await node.stop();
     removeDir(dir);
+    removeDir(bodies);
   }
   const common = { bytes: TOTAL, repeats: REPEATS };
   const mbps = (k: keyof (typeof rounds)[number]): number => round(median(rounds.map((x) => TOTAL / x[k] / 1e6)), 1);
