@@ -192,6 +192,9 @@ async function main(): Promise<void> {
       log(`${BENCH} 4 KiB round ${r + 1}/${REPEATS}: HTTP raw ${http.rps.toFixed(0)} PUT/s, gRPC ${g.rps.toFixed(0)} Put/s ` +
         `(errors ${http.errors} / ${g.errors}; the gRPC client threads used ${(g.clientCpu * 100).toFixed(0)}% of a core)`);
     }
+    // Warm-up (not counted): the node's first large upload after start is much slower than the next.
+    const warm = await putChunked(node.port, TOTAL, `${nonce}warm`);
+    await fetch(`${url}/v1/blobs/${warm.id}`, { method: 'DELETE' });
     for (let r = 0; r < REPEATS; r++) {
       await settle(`${BENCH} 1 GiB round ${r + 1}`);
       const raw = await putChunked(node.port, TOTAL, `${nonce}R${r}`);
