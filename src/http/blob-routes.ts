@@ -95,29 +95,7 @@ export class BlobRoutes {
       res.onData(() => undefined);
       return sendError(x, err, 'drain');
     }
-    const entry = { x, lastActivityMs: () => writer.lastActivityMs, discard: () => cut() };
-    const finish = this.intake.begin(entry, release);
-    const cut = (): void => {
-      finish();
-      void writer.discard();
-    };
-    x.onAbort = cut;
-    res.onData((ab, isLast) => {
-      if (x.done || x.aborted) return;
-      try {
-        writer.write(new Uint8Array(ab));
-      } catch (err) {
-        x.onAbort = undefined;
-        cut();
-        this.service.recordFailure('put', err);
-        return sendError(x, err, 'drain');
-      }
-      if (!isLast) return;
-      this.intake.received(entry);
-      this.service.recorder.stage('receive', start);
-      x.onAbort = () => void writer.discard();
-      void this.complete(x, writer, kind, policyHeader, labels).finally(finish);
-    });
+    this.intake.receive(x, writer, release, start, () => this.complete(x, writer, kind, policyHeader, labels));
   };
 
   private async complete(x: Exchange, writer: BlobWriter, kind: BodyKind, policyHeader: string, labels: Buffer): Promise<void> {

@@ -9,6 +9,16 @@ import { BlobstoreError } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
 import { type Exchange, sendError } from './reply.js';
 
+/** Where a store's body goes as it arrives (a BlobWriter, or a stream's message reader). */
+export interface BodySink {
+  /** Date.now() of the last bytes taken. */
+  readonly lastActivityMs: number;
+  /** Takes one piece of the body (valid only during the call); throws a BlobstoreError to refuse it. */
+  write(bytes: Uint8Array, isLast: boolean): void;
+  /** Drops what was taken (temp files, buffers). */
+  discard(): Promise<void>;
+}
+
 /** A body being received. */
 export interface Receiving {
   readonly x: Exchange;
@@ -34,10 +44,42 @@ export class Intake {
   }
 
   /**
-   * Starts receiving `entry`: it holds its upload slot until the returned finish() runs, and is
-   * swept when idle until received() is called.
+   * Receives a store's body into `sink` while it holds its upload slot (`release`): a refused
+   * piece answers the error (the rest is drained, Connection: close) and drops what came, as do an
+   * abort and an idle body. Once the last byte is in, `complete` answers; the slot goes back when
+   * it settles. `startMs` (performance.now() at the request) times the receive stage.
    */
-  begin(entry: Receiving, release: () => void): () => void {
+  receive(x: Exchange, sink: BodySink, release: () => void, startMs: number, complete: () => Promise<void>): void {
+    const entry: Receiving = { x, lastActivityMs: () => sink.lastActivityMs, discard: () => cut() };
+    const finish = this.begin(entry, release);
+    const cut = (): void => {
+      finish();
+      void sink.discard();
+    };
+    x.onAbort = cut;
+    x.res.onData((ab, isLast) => {
+      if (x.done || x.aborted) return;
+      try {
+        sink.write(new Uint8Array(ab), isLast);
+      } catch (err) {
+        x.onAbort = undefined;
+        cut();
+        this.service.recordFailure('put', err);
+        return sendError(x, err, 'drain');
+      }
+      if (!isLast) return;
+      this.receiving.delete(entry);
+      this.service.recorder.stage('receive', startMs);
+      x.onAbort = () => void sink.discard();
+      void complete().finally(finish);
+    });
+  }
+
+  /**
+   * Starts receiving `entry`: it holds its upload slot until the returned finish() runs, and is
+   * swept when idle until the whole body is in.
+   */
+  private begin(entry: Receiving, release: () => void): () => void {
     this.inflight++;
     this.receiving.add(entry);
     let finished = false;
@@ -48,11 +90,6 @@ export class Intake {
       release();
       this.inflight--;
     };
-  }
-
-  /** The whole body is in: no more idle sweeps for it. */
-  received(entry: Receiving): void {
-    this.receiving.delete(entry);
   }
 
   /** Counts `work` as in flight and answers its failure in the error shape. */

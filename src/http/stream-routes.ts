@@ -82,30 +82,17 @@ export class StreamRoutes {
     const lines = new LineSplitter(this.config.maxJsonBodyBytes);
     const parser = new PutChunkParser();
     const onLine = (line: Uint8Array): void => this.applyLine(stream, parser, line);
-    const entry = { x, lastActivityMs: () => stream.lastActivityMs, discard: () => cut() };
-    const finish = this.intake.begin(entry, release);
-    const cut = (): void => {
-      finish();
-      void stream.discard();
-    };
-    x.onAbort = cut;
-    res.onData((ab, isLast) => {
-      if (x.done || x.aborted) return;
-      try {
-        lines.push(new Uint8Array(ab), onLine);
+    const sink = {
+      get lastActivityMs(): number {
+        return stream.lastActivityMs;
+      },
+      write(bytes: Uint8Array, isLast: boolean): void {
+        lines.push(bytes, onLine);
         if (isLast) lines.end(onLine);
-      } catch (err) {
-        x.onAbort = undefined;
-        cut();
-        this.service.recordFailure('put', err);
-        return sendError(x, err, 'drain');
-      }
-      if (!isLast) return;
-      this.intake.received(entry);
-      this.service.recorder.stage('receive', start);
-      x.onAbort = () => void stream.discard();
-      void this.complete(x, stream).finally(finish);
-    });
+      },
+      discard: () => stream.discard(),
+    };
+    this.intake.receive(x, sink, release, start, () => this.complete(x, stream));
   };
 
   private async complete(x: Exchange, stream: PutStream): Promise<void> {
