@@ -16,7 +16,7 @@ const SIZE = 4 * KiB;
 const BLOBS = 20_000;
 const TOKENS = envInt('BENCH_AUTH_TOKENS', 10);
 /** wrk's scripts live in bench/node/lua; ours is one folder over. */
-const SCRIPT = '../../auth/lua/get-ids-bearer.lua';
+const SCRIPT = 'get-ids.lua';
 
 /** Stores BLOBS random 4 KiB blobs, 32 at a time; returns their ids. */
 async function populate(port: number, headers: Record<string, string>): Promise<string[]> {

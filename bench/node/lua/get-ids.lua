@@ -1,5 +1,6 @@
--- GET /v1/blobs/<id> over a list of ids (one per line), each thread from its own offset.
--- usage: wrk ... -s get-ids.lua URL -- IDS_FILE
+-- GET /v1/blobs/<id> over a list of ids (one per line), each thread from its own offset; with a
+-- token, every request carries `Authorization: Bearer <token>`.
+-- usage: wrk ... -s get-ids.lua URL -- IDS_FILE [TOKEN]
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 dofile(dir .. "summary.lua")
 
@@ -13,10 +14,12 @@ function setup(thread)
 end
 
 function init(args)
+  local headers = {}
+  if args[2] and #args[2] > 0 then headers["Authorization"] = "Bearer " .. args[2] end
   for line in io.lines(args[1]) do
     if #line > 0 then
       n = n + 1
-      reqs[n] = wrk.format("GET", "/v1/blobs/" .. line)
+      reqs[n] = wrk.format("GET", "/v1/blobs/" .. line, headers)
     end
   end
   if n == 0 then error("no ids in " .. args[1]) end
