@@ -25,7 +25,7 @@ import { Worker } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import { loadProtos } from '../../src/grpc/proto.js';
 import {
-  CONNECTIONS, GiB, KiB, REPEATS, RUN_SECONDS, emit, envInt, freePort, log, median, memoryDir, removeDir, round, runNonce, runWrk, settle, startNode, tempDir,
+  CONNECTIONS, GiB, KiB, REPEATS, RUN_SECONDS, curlGetSeconds, emit, envInt, freePort, log, median, memoryDir, removeDir, round, runNonce, runWrk, settle, startNode, tempDir,
 } from '../node/lib.js';
 import { chunk, chunkCount, putChunked } from '../node/stream-client.js';
 import type { UnaryLoadJob, UnaryLoadResult } from './unary-load.js';
@@ -162,13 +162,6 @@ async function curlPutStream(grpcPort: number, body: string, dir: string): Promi
   return Number(stdout.trim());
 }
 
-async function curlSeconds(url: string): Promise<number> {
-  const { stdout } = await execFileAsync('curl', ['-sS', '-o', '/dev/null', '--max-time', '300', '-w', '%{http_code} %{size_download} %{time_total}', url]);
-  const [code, size, seconds] = stdout.trim().split(' ');
-  if (code !== '200' || Number(size) !== TOTAL) throw new Error(`curl ${url}: HTTP ${code}, ${size} bytes`);
-  return Number(seconds);
-}
-
 async function main(): Promise<void> {
   const dir = tempDir('grpc');
   const bodies = memoryDir('grpc-bodies');
@@ -205,8 +198,8 @@ async function main(): Promise<void> {
       await fsp.rm(body);
       await settle(`${BENCH} 1 GiB round ${r + 1} (gRPC, grpc-js)`);
       const gp = await putStream(client, `${nonce}G${r}`);
-      await curlSeconds(`${url}/v1/blobs/${raw.id}`); // warm the page cache for both reads
-      const rawGet = await curlSeconds(`${url}/v1/blobs/${raw.id}`);
+      await curlGetSeconds(`${url}/v1/blobs/${raw.id}`, TOTAL); // warm the page cache for both reads
+      const rawGet = await curlGetSeconds(`${url}/v1/blobs/${raw.id}`, TOTAL);
       const grpcGet = await curlGetStream(grpcPort, Buffer.from(raw.id, 'hex'), dir);
       const grpcJsGet = await getStream(client, Buffer.from(raw.id, 'hex'));
       big.push({ rawPut: raw.seconds, grpcPut: grpcPutCurl, grpcJsPut: gp.seconds, rawGet, grpcGet, grpcJsGet });

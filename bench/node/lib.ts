@@ -253,6 +253,14 @@ export interface WrkResult {
 }
 
 /** Runs wrk with one of bench/node/lua/*.lua; the script's done() prints one WRKJSON line. */
+/** GET `url` with curl into /dev/null; the seconds, after checking 200 and at least `minBytes`. */
+export async function curlGetSeconds(url: string, minBytes: number): Promise<number> {
+  const { stdout } = await execFileAsync('curl', ['-sS', '-o', '/dev/null', '--max-time', '300', '-w', '%{http_code} %{size_download} %{time_total}', url]);
+  const [code, size, seconds] = stdout.trim().split(' ');
+  if (code !== '200' || Number(size) < minBytes) throw new Error(`curl ${url}: HTTP ${code}, ${size} bytes`);
+  return Number(seconds);
+}
+
 export async function runWrk(opts: { url: string; script: string; args?: string[]; seconds?: number; connections?: number; threads?: number }): Promise<WrkResult> {
   const seconds = opts.seconds ?? RUN_SECONDS;
   const argv = [

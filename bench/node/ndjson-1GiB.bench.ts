@@ -9,7 +9,7 @@
 import { execFile } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { promisify } from 'node:util';
-import { GiB, REPEATS, emit, envInt, log, median, memoryDir, removeDir, round, runNonce, settle, startNode, tempDir } from './lib.js';
+import { GiB, REPEATS, curlGetSeconds, emit, envInt, log, median, memoryDir, removeDir, round, runNonce, settle, startNode, tempDir } from './lib.js';
 import { chunk, chunkCount } from './stream-client.js';
 
 const BENCH = 'http-ndjson-1GiB';
@@ -49,13 +49,6 @@ async function curlPost(url: string, file: string): Promise<{ seconds: number; i
   return { seconds: Number(seconds), id: parsed.id };
 }
 
-async function curlSeconds(url: string, minBytes: number): Promise<number> {
-  const { stdout } = await execFileAsync('curl', ['-sS', '-o', '/dev/null', '--max-time', '300', '-w', '%{http_code} %{size_download} %{time_total}', url]);
-  const [code, size, seconds] = stdout.trim().split(' ');
-  if (code !== '200' || Number(size) < minBytes) throw new Error(`curl ${url}: HTTP ${code}, ${size} bytes`);
-  return Number(seconds);
-}
-
 async function main(): Promise<void> {
   const dir = tempDir('ndjson');
   const bodies = memoryDir('ndjson-bodies');
@@ -84,9 +77,9 @@ async function main(): Promise<void> {
       await fsp.rm(rawFile);
       await fsp.rm(ndFile);
       const base = `http://127.0.0.1:${node.port}/v1/blobs/${raw.id}`;
-      await curlSeconds(base, TOTAL); // warm the page cache for both reads
-      const rawGet = await curlSeconds(base, TOTAL);
-      const ndGet = await curlSeconds(`${base}/stream`, TOTAL);
+      await curlGetSeconds(base, TOTAL); // warm the page cache for both reads
+      const rawGet = await curlGetSeconds(base, TOTAL);
+      const ndGet = await curlGetSeconds(`${base}/stream`, TOTAL);
       rounds.push({ rawPut: raw.seconds, ndPut: nd.seconds, rawGet, ndGet });
       log(`${BENCH} round ${r + 1}/${REPEATS}: PUT raw ${(TOTAL / raw.seconds / 1e6).toFixed(0)} MB/s, NDJSON ${(TOTAL / nd.seconds / 1e6).toFixed(0)} MB/s; ` +
         `GET raw ${(TOTAL / rawGet / 1e6).toFixed(0)} MB/s, NDJSON ${(TOTAL / ndGet / 1e6).toFixed(0)} MB/s (MB of blob data per second)`);
