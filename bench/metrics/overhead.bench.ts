@@ -14,7 +14,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  CONNECTIONS, KiB, REPEATS, RUN_SECONDS, WRK_THREADS, emit, envInt, freePort, log, median, removeDir, round, runNonce, runWrk,
+  CONNECTIONS, KiB, REPEATS, RUN_SECONDS, WRK_THREADS, emit, envInt, freePort, listIds, log, median, removeDir, round, runNonce, runWrk,
   settle, startNode, tempDir, type RunningProcess, type WrkResult,
 } from '../node/lib.js';
 
@@ -60,22 +60,6 @@ async function measured(side: Side, opts: Parameters<typeof runWrk>[0]): Promise
 
 function scripts(side: Side): { put: string; get: string } {
   return side.token ? { put: `${AUTH_LUA}/auth-post-unique.lua`, get: `${AUTH_LUA}/auth-get-ids.lua` } : { put: 'post-unique.lua', get: 'get-ids.lua' };
-}
-
-/** Every id on a node, with a bearer token when given. */
-async function listIds(port: number, max: number, token: string | undefined): Promise<string[]> {
-  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-  const ids: string[] = [];
-  let cursor: string | undefined;
-  while (ids.length < max) {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/blobs?limit=10000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers });
-    if (res.status !== 200) throw new Error(`list: HTTP ${res.status}: ${await res.text()}`);
-    const page = (await res.json()) as { ids: string[]; next_cursor?: string; has_more: boolean };
-    ids.push(...page.ids);
-    if (!page.has_more || !page.next_cursor) break;
-    cursor = page.next_cursor;
-  }
-  return ids.slice(0, max);
 }
 
 /** Warm-up PUTs, then the GET set from the node's own ids. */

@@ -327,13 +327,14 @@ export function runNonce(): string {
   return `${Date.now().toString(36)}${process.pid.toString(36)}`;
 }
 
-/** Every id in the node, page by page (up to `max`). */
-export async function listIds(port: number, max: number): Promise<string[]> {
+/** Every id in the node, page by page (up to `max`); with a bearer token when given. */
+export async function listIds(port: number, max: number, token?: string): Promise<string[]> {
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   const ids: string[] = [];
   let cursor: string | undefined;
   while (ids.length < max) {
     const url = `http://127.0.0.1:${port}/v1/blobs?limit=10000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const res = await fetch(url);
+    const res = await fetch(url, { headers });
     if (res.status !== 200) throw new Error(`list: HTTP ${res.status}: ${await res.text()}`);
     const page = (await res.json()) as { ids: string[]; next_cursor?: string; has_more: boolean };
     ids.push(...page.ids);
