@@ -268,7 +268,7 @@ export class BlobRoutes {
     const x = newExchange(res, this.wire);
     try {
       this.authorize(req, 'read');
-      const limit = this.pageSize(req.getQuery('limit') ?? '');
+      const limit = this.parseLimit(req.getQuery('limit') ?? '');
       const cursor = req.getQuery('cursor') ?? '';
       const page = this.service.list(req.getQuery('prefix') ?? '', cursor === '' ? undefined : cursor, limit);
       sendJson(x, 200, this.wire.listBody(page));
@@ -278,7 +278,8 @@ export class BlobRoutes {
     }
   };
 
-  private pageSize(text: string): number {
+  /** The `limit` query as an int32 (0 when absent); the service turns it into a page size. */
+  private parseLimit(text: string): number {
     if (text === '') return 0;
     if (!/^[-+]?\d{1,10}$/.test(text.trim())) throw invalidArgument(`invalid limit ${JSON.stringify(text.slice(0, 40))}: expected an integer`);
     const n = Number(text);

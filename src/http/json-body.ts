@@ -7,8 +7,6 @@ import { type LabelLimits, encodeLabels } from '../engine/labels.js';
 import { type Policy, parsePolicy } from '../engine/policy.js';
 import { decodeBase64 } from './base64.js';
 
-export { decodeBase64 } from './base64.js';
-
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export interface StoreRequest {

@@ -30,6 +30,27 @@ export function statusLine(status: number): string {
   return STATUS_LINE[status] ?? `${status} Status`;
 }
 
+/** A whole answer of a known body (not an Exchange's: written at once, no abort handling). */
+export interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+  headers?: Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * Writes an answer; to HEAD without the body but with its Content-Length (this uWS build sends a
+ * body on HEAD if end() gets one, which the client would read as the next answer).
+ */
+export function writeAnswer(res: HttpResponse, a: Answer, head = false): void {
+  res.cork(() => {
+    res.writeStatus(statusLine(a.status)).writeHeader('Content-Type', a.contentType);
+    if (a.headers) for (const key in a.headers) res.writeHeader(key, a.headers[key]!);
+    if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(a.body))).endWithoutBody();
+    else res.end(a.body);
+  });
+}
+
 /**
  * How the connection ends after an answer given before the request body was read: `drain` says
  * `Connection: close` and lets uWS read and discard the rest of the body (a client still writing

@@ -10,7 +10,7 @@ import { BlobstoreError, notFound } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
 import { BlobRoutes } from './blob-routes.js';
 import { Intake } from './intake.js';
-import { statusLine } from './reply.js';
+import { writeAnswer } from './reply.js';
 import { StreamRoutes } from './stream-routes.js';
 import { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from './uws.js';
 import { type Wire, wireOf } from './wire.js';
@@ -77,18 +77,9 @@ export class ApiServer {
     this.sweeper.unref();
   }
 
-  /**
-   * The error answer; to HEAD without the body (with the Content-Length GET would have: this uWS
-   * build sends a body on HEAD if end() gets one, which the client would read as the next answer).
-   */
+  /** The error answer (to HEAD without its body). */
   private answer(res: HttpResponse, err: BlobstoreError, head: boolean): void {
-    const body = this.wire.errorBody(err);
-    res.cork(() => {
-      res.writeStatus(statusLine(err.status)).writeHeader('Content-Type', 'application/json');
-      if (err.headers) for (const key in err.headers) res.writeHeader(key, err.headers[key]!);
-      if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(body))).endWithoutBody();
-      else res.end(body);
-    });
+    writeAnswer(res, { status: err.status, contentType: 'application/json', body: this.wire.errorBody(err), headers: err.headers }, head);
   }
 
   private unimplemented(res: HttpResponse, req: HttpRequest, scope: 'read' | 'admin', message: string): void {
@@ -103,12 +94,7 @@ export class ApiServer {
 
   private healthz(res: HttpResponse, head: boolean): void {
     const ok = this.ready && !this.service.engine.failure;
-    const body = ok ? 'OK' : 'UNAVAILABLE';
-    res.cork(() => {
-      res.writeStatus(ok ? '200 OK' : '503 Service Unavailable').writeHeader('Content-Type', 'text/plain');
-      if (head) res.writeHeader('Content-Length', String(body.length)).endWithoutBody();
-      else res.end(body);
-    });
+    writeAnswer(res, { status: ok ? 200 : 503, contentType: 'text/plain', body: ok ? 'OK' : 'UNAVAILABLE' }, head);
   }
 
   /** Listens on `listen` (host:port; port 0 picks a free one) and returns the bound port. */

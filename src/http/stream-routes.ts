@@ -15,7 +15,7 @@ import type { BlobRoutes } from './blob-routes.js';
 import { contentLengthOf } from './blob-routes.js';
 import { ChunkedSender } from './download.js';
 import type { Intake } from './intake.js';
-import { decodeBase64 } from './json-body.js';
+import { decodeBase64 } from './base64.js';
 import { LineSplitter, isBlank } from './ndjson.js';
 import { PutChunkParser } from './put-chunk.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';

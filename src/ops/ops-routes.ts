@@ -14,7 +14,7 @@
 import { Registry } from 'prom-client';
 import type { Gate } from '../auth/gate.js';
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
-import { errorBody, statusLine } from '../http/reply.js';
+import { type Answer, errorBody, writeAnswer as write } from '../http/reply.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { UI_PAGE } from './ui-page.js';
@@ -33,26 +33,6 @@ export const OPS_PATHS = ['/metrics', '/api/v1/metrics', '/api/v1/metrics/detail
 
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json';
-
-interface Answer {
-  status: number;
-  contentType: string;
-  body: string;
-  headers?: Readonly<Record<string, string>>;
-}
-
-/**
- * Writes an answer; to HEAD without the body but with its Content-Length (this uWS build sends a
- * body on HEAD if end() gets one, which the client would read as the next answer).
- */
-export function write(res: HttpResponse, a: Answer, head = false): void {
-  res.cork(() => {
-    res.writeStatus(statusLine(a.status)).writeHeader('Content-Type', a.contentType);
-    if (a.headers) for (const key in a.headers) res.writeHeader(key, a.headers[key]!);
-    if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(a.body))).endWithoutBody();
-    else res.end(a.body);
-  });
-}
 
 function errorAnswer(err: BlobstoreError, variant: ApiVariant): Answer {
   return { status: err.status, contentType: JSON_TYPE, body: errorBody(err, variant), headers: err.headers };

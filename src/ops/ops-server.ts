@@ -5,9 +5,9 @@
  */
 import { parseHostPort } from '../config/units.js';
 import { notFound } from '../errors/errors.js';
-import { errorBody } from '../http/reply.js';
+import { errorBody, writeAnswer } from '../http/reply.js';
 import { type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
-import { type OpsContext, registerOpsRoutes, write } from './ops-routes.js';
+import { type OpsContext, registerOpsRoutes } from './ops-routes.js';
 
 const uws = loadUws();
 
@@ -36,7 +36,7 @@ export class OpsServer {
     this.app = registerOpsRoutes(uws.App(), ctx);
     this.app.any('/*', (res, req) => {
       const body = errorBody(notFound(`no route for ${req.getCaseSensitiveMethod()} ${req.getUrl().slice(0, 200)}`), ctx.variant === 'a' ? 'a' : 'b');
-      write(res, { status: 404, contentType: 'application/json', body }, req.getMethod() === 'head');
+      writeAnswer(res, { status: 404, contentType: 'application/json', body }, req.getMethod() === 'head');
     });
   }
 
