@@ -8,6 +8,7 @@ import type { NodeConfig } from '../config/settings.js';
 import { notFound, payloadTooLarge, toBlobstoreError, unavailable } from '../errors/errors.js';
 import type { BlobMeta, Engine, ListResult, PutResult } from '../engine/engine.js';
 import { checkPlacement } from '../engine/policy.js';
+import { Location } from '../index/entry.js';
 import { NO_RECORDER, type Operation, type Recorder } from '../metrics/recorder.js';
 import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
 import { BlobWriter, type FlowControl, type StoreOptions } from './blob-writer.js';
@@ -104,10 +105,12 @@ export class BlobService {
       if (meta.size > maxBytes) {
         throw payloadTooLarge(`blob of ${meta.size} bytes is larger than ${maxBytes} bytes for one message: use the stream`);
       }
+      // A segment record is read whole and verified already; a file blob is gathered chunk by chunk.
+      if (meta.location === Location.SEGMENT) return { meta, data: await this.engine.readInline(meta) };
       const data = Buffer.allocUnsafe(meta.size);
       let at = 0;
       await readBlob(this.engine, meta, (chunk) => {
-        chunk.copy(data, at);
+        data.fill(chunk, at, at + chunk.length);
         at += chunk.length;
       });
       return { meta, data };
