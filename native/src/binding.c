@@ -201,6 +201,8 @@ static napi_value init(napi_env env, napi_value exports) {
         {"paths", NULL, js_paths, NULL, NULL, NULL, napi_default, NULL},
         {"cacheStats", NULL, js_cache_stats, NULL, NULL, NULL, napi_default, NULL},
         {"limits", NULL, js_limits, NULL, NULL, NULL, napi_default, NULL},
+        {"fallocate", NULL, js_fallocate, NULL, NULL, NULL, napi_default, NULL},
+        {"fallocateModes", NULL, js_fallocate_modes, NULL, NULL, NULL, napi_default, NULL},
     };
     if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
     /* Each worker thread has its own plan cache; free it when the thread's environment ends. */

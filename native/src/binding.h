@@ -12,6 +12,10 @@ napi_value js_paths(napi_env env, napi_callback_info info);
 napi_value js_cache_stats(napi_env env, napi_callback_info info);
 /* limits() -> { formatVersion, kMax, mMax } */
 napi_value js_limits(napi_env env, napi_callback_info info);
+/* fallocate(fd, mode, offset, length) -> Promise<errno> (binding_fs.c) */
+napi_value js_fallocate(napi_env env, napi_callback_info info);
+/* fallocateModes() -> { KEEP_SIZE, PUNCH_HOLE } */
+napi_value js_fallocate_modes(napi_env env, napi_callback_info info);
 /* Environment cleanup hook: frees the calling thread's plan cache. */
 void cleanup_cache(void *arg);
 

@@ -38,6 +38,9 @@ export interface EcAddon {
   paths(): PathInfo[];
   cacheStats(): CacheStats;
   limits(): { formatVersion: number; kMax: number; mMax: number };
+  /** fallocate(2) on libuv's thread pool (native/src/binding_fs.c): resolves 0 or an errno. */
+  fallocate(fd: number, mode: number, offset: number, length: number): Promise<number>;
+  fallocateModes(): { KEEP_SIZE: number; PUNCH_HOLE: number };
 }
 
 export const ADDON_RELATIVE_PATH = 'native/build/Release/blobstore_ec.node';
