@@ -1,4 +1,5 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync, fchmodSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, fchmodSync } from 'node:fs';
+import { writeAllSync } from '../util/write-all.js';
 import { randomBytes } from 'node:crypto';
 import { dirname } from 'node:path';
 
@@ -16,7 +17,7 @@ export function writeFileAtomic(path: string, text: string, mode = 0o600): void 
   const fd = openSync(temp, 'wx', mode);
   try {
     fchmodSync(fd, mode); // the umask may have narrowed it; never widened
-    writeSync(fd, text);
+    writeAllSync(fd, text);
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
@@ -59,7 +60,7 @@ export async function withFileLock<T>(path: string, fn: () => T | Promise<T>): P
   for (;;) {
     try {
       const fd = openSync(lock, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
+      writeAllSync(fd, String(process.pid));
       closeSync(fd);
       break;
     } catch (err) {

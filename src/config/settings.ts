@@ -69,6 +69,14 @@ export const SETTINGS = {
     help: 'blobs up to this size go to segment files (group commit); larger ones stream to their own files',
   },
   segmentSizeBytes: { type: 'bytes', default: () => 256 * MiB, min: 1 * MiB, max: 4 * GiB, help: 'segment file size' },
+  segmentAllocBytes: {
+    type: 'bytes', default: () => 4 * MiB, min: 64 * KiB, max: 1 * GiB,
+    help: 'segment space is allocated (fallocate) this much at a time ahead of the log, so a full disk refuses a store instead of tearing it',
+  },
+  diskReserveBytes: {
+    type: 'bytes', default: () => 256 * MiB, min: 0,
+    help: 'disk space stores may not use (at most 5% of the file system): deletes, index commits, compaction and restarts still work on a full disk',
+  },
   groupCommitMaxBytes: { type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
   durableAck: {
     type: 'enum', default: () => 'index', choices: ['index', 'log'],

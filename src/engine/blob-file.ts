@@ -16,6 +16,8 @@ import { BlobstoreError } from '../errors/errors.js';
 import { type IncrementalHasher, createHasher, DIGEST_BYTES } from '../hash/blake3.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { CHUNK_BYTES } from './buffer-pool.js';
+import type { DiskSpace } from './disk-space.js';
+import { writeAll } from './fs-util.js';
 
 const FILE_MAGIC = 0x31465342; // "BSF1"
 const FOOTER_BYTES = 32;
@@ -41,6 +43,8 @@ export class BlobFileWriter {
   constructor(
     dataDir: string,
     private readonly digester: ChunkDigester,
+    /** Every chunk takes its space for data first: a full disk refuses it (507), not a write. */
+    private readonly space: DiskSpace,
     /** Per chunk: `hash` (the content hash, inline) and `write`; `fsync` once at the end. */
     private readonly recorder: Recorder = NO_RECORDER,
     /** Writers whose temp file may still exist (the engine aborts them when it closes). */
@@ -68,15 +72,21 @@ export class BlobFileWriter {
     this.digests.push(digest);
     const at = this.size;
     this.size += chunk.length;
-    let done = 0;
     const writeStart = performance.now();
-    while (done < chunk.length) {
-      const { bytesWritten } = await this.handle!.write(chunk, done, chunk.length - done, at + done);
-      done += bytesWritten;
-    }
+    await this.writeData(chunk, at);
     this.recorder.stage('write', writeStart);
     await digest;
     this.startWriteback();
+  }
+
+  /** Writes bytes of the file at `at` once the disk has room for them above its reserve. */
+  private async writeData(bytes: Buffer, at: number): Promise<void> {
+    const taken = this.space.takeForData(bytes.length);
+    try {
+      await writeAll(this.handle!, bytes, at);
+    } finally {
+      this.space.written(taken);
+    }
   }
 
   /**
@@ -105,7 +115,7 @@ export class BlobFileWriter {
     footer.writeUInt32LE(this.digests.length, 12);
     footer.writeBigUInt64LE(BigInt(this.size), 16);
     footer.writeUInt32LE(crc32(table), 24);
-    await this.handle!.write(Buffer.concat([table, footer]), 0, table.length + FOOTER_BYTES, this.size);
+    await this.writeData(Buffer.concat([table, footer]), this.size);
     await this.syncing;
     const syncStart = performance.now();
     await this.handle!.sync();

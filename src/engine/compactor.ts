@@ -4,6 +4,11 @@
  * points at the original, so a delete racing the copy wins); once the index no longer points into
  * the segment, its file is removed. A crash at any step leaves either the original or the copy
  * current, never neither.
+ *
+ * On a full disk the head segment may be all that is left to reclaim (a small disk holds one
+ * segment): when the disk is full and the head is mostly dead, it is sealed first. Deletes on a
+ * full disk ask for a run soon instead of at the next interval. Relocations may use the disk's
+ * reserve, but a segment whose live bytes would not fit in the free space is left for later.
  */
 import { Location } from '../index/entry.js';
 import type { Engine } from './engine.js';
@@ -13,9 +18,13 @@ import { scanSegment } from './scan.js';
 /** Relocated bytes allowed in flight before compaction waits for their commit. */
 const RELOCATE_WINDOW_BYTES = 8 * 1024 * 1024;
 
+/** How long a run asked for by soon() waits, so that a burst of deletes makes one run. */
+const SOON_DELAY_MS = 50;
+
 export class Compactor {
   private readonly timer: NodeJS.Timeout;
   private running: Promise<number> | undefined;
+  private soonTimer: NodeJS.Timeout | undefined;
   private stopped = false;
 
   constructor(
@@ -27,6 +36,16 @@ export class Compactor {
     this.timer.unref();
   }
 
+  /** Asks for a run shortly (deletes on a full disk), one for a burst of calls. */
+  soon(): void {
+    if (this.soonTimer || this.stopped) return;
+    this.soonTimer = setTimeout(() => {
+      this.soonTimer = undefined;
+      void this.runOnce().catch((err: Error) => console.error(`blobstore: compaction: ${err.message}`));
+    }, SOON_DELAY_MS);
+    this.soonTimer.unref();
+  }
+
   /** Compacts every eligible segment; resolves with the number of segment files removed. */
   runOnce(): Promise<number> {
     this.running ??= this.run().finally(() => (this.running = undefined));
@@ -34,15 +53,18 @@ export class Compactor {
   }
 
   private async run(): Promise<number> {
-    const { index, store } = this.engine;
+    const { index, store, space } = this.engine;
+    const head = index.segments.get(this.engine.activeSegment);
+    if (space.full() && head && head.totalBytes > 0 && this.deadEnough(this.engine.activeSegment)) await this.engine.sealActiveSegment();
     // Only sealed segments wholly before the checkpoint: recovery may still need the rest.
     const limit = Math.min(this.engine.activeSegment, index.checkpoint.segment);
     let removed = 0;
     for (const id of await store.list()) {
       if (this.stopped || id >= limit) break;
-      const space = index.segments.get(id) ?? { totalBytes: 0, liveBytes: 0 };
-      if (space.totalBytes > 0 && space.liveBytes / space.totalBytes >= this.liveRatio) continue;
-      if (space.liveBytes > 0) await this.relocateLive(id);
+      if (!this.deadEnough(id)) continue;
+      const liveBytes = index.segments.get(id)?.liveBytes ?? 0;
+      if (liveBytes > 0 && liveBytes + RELOCATE_WINDOW_BYTES > space.freeBytes()) continue;
+      if (liveBytes > 0) await this.relocateLive(id);
       if (this.stopped) break;
       if ((index.segments.get(id)?.liveBytes ?? 0) > 0) {
         console.error(`blobstore: compaction: segment ${id} still holds live records; kept`);
@@ -55,7 +77,14 @@ export class Compactor {
       await index.dropSegment(id);
       removed++;
     }
+    await space.restoreBallast();
     return removed;
+  }
+
+  /** The segment's live bytes are under the ratio (or nothing was ever appended to it). */
+  private deadEnough(segment: number): boolean {
+    const s = this.engine.index.segments.get(segment);
+    return !s || s.totalBytes === 0 || s.liveBytes / s.totalBytes < this.liveRatio;
   }
 
   private async relocateLive(segment: number): Promise<void> {
@@ -85,6 +114,7 @@ export class Compactor {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.soonTimer);
     await this.running?.catch(() => undefined);
   }
 }

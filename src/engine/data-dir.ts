@@ -1,7 +1,7 @@
 /**
  * The data directory: its format version, node ID, cursor secret and single-process lock.
  *
- *   <dir>/FORMAT      {"format":1,"nodeId":...}   <dir>/LOCK     pid of the process using it
+ *   <dir>/FORMAT      {"format":1,"nodeId":...}   <dir>/LOCK     symlink to the pid of the process using it
  *   <dir>/secret      32 random bytes (list cursors)  <dir>/index/  LMDB
  *   <dir>/segments/   segment files               <dir>/blobs/xx/  large blobs, one file each
  *   <dir>/tmp/        uploads in progress (removed at start)
@@ -36,29 +36,36 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Takes the lock with an atomic link(2); a lock left by a dead process is taken over. */
+/**
+ * The pid holding the lock: the target of the LOCK symlink, or the content of a LOCK file left by
+ * an older version; 0 when unreadable.
+ */
+async function lockHolder(lockPath: string): Promise<number> {
+  const text = await fsp.readlink(lockPath).catch(() => fsp.readFile(lockPath, 'utf8').catch(() => ''));
+  return Number(text.trim()) || 0;
+}
+
+/**
+ * Takes the lock: LOCK is a symlink whose target is our pid, made by one atomic symlink(2). A
+ * short symlink lives in its inode and needs no data block, so the lock is taken even on a disk
+ * filled to the last byte. A lock left by a dead process is taken over.
+ */
 async function lock(dir: string): Promise<void> {
   const lockPath = join(dir, 'LOCK');
-  const mine = join(dir, `LOCK.${process.pid}`);
-  await fsp.writeFile(mine, `${process.pid}\n`);
-  try {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        await fsp.link(mine, lockPath);
-        return;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      }
-      const holder = Number((await fsp.readFile(lockPath, 'utf8').catch(() => '')).trim());
-      if (holder > 0 && (holder === process.pid || isAlive(holder))) {
-        throw new ConfigError(`data dir ${dir} is in use by another blobstore process (pid ${holder})`);
-      }
-      await fsp.rm(lockPath, { force: true });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await fsp.symlink(String(process.pid), lockPath);
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    throw new ConfigError(`data dir ${dir}: could not take the lock`);
-  } finally {
-    await fsp.rm(mine, { force: true });
+    const holder = await lockHolder(lockPath);
+    if (holder > 0 && (holder === process.pid || isAlive(holder))) {
+      throw new ConfigError(`data dir ${dir} is in use by another blobstore process (pid ${holder})`);
+    }
+    await fsp.rm(lockPath, { force: true });
   }
+  throw new ConfigError(`data dir ${dir}: could not take the lock`);
 }
 
 async function writeAtomic(path: string, data: string | Buffer, mode: number): Promise<void> {

@@ -19,6 +19,7 @@ import { WorkerPool } from '../pool/pool.js';
 import { BufferPool, CHUNK_BYTES } from './buffer-pool.js';
 import { Compactor } from './compactor.js';
 import { CursorCodec } from './cursor.js';
+import { DiskSpace } from './disk-space.js';
 import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { fsyncDir } from './fs-util.js';
 import { type LogRecord, SegmentLog } from './log.js';
@@ -79,6 +80,8 @@ export class Engine {
     private readonly log: SegmentLog,
     /** Stage timings (hash, write, fsync, index, read, verify) go here. */
     readonly recorder: Recorder,
+    /** Free space and the reserve kept for deletes, compaction and restarts. */
+    readonly space: DiskSpace,
   ) {
     this.pool = new BufferPool(Math.floor(config.chunkPoolBytes / CHUNK_BYTES));
     this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
@@ -95,6 +98,7 @@ export class Engine {
     const dataDir = await openDataDir(config.dataDir, config.nodeId);
     try {
       await removeStrayTemps(dataDir.path);
+      const space = await DiskSpace.open(dataDir.path, config.diskReserveBytes);
       const index = new BlobIndex(join(dataDir.path, 'index'));
       const store = new SegmentStore(dataDir.path, config.segmentSizeBytes);
       const largestRecord = config.smallBlobMaxBytes + 128 * 1024;
@@ -124,9 +128,11 @@ export class Engine {
         );
         await index.flushed();
       }
-      const log = new SegmentLog(store, index, hooks, { groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH, ackAfterIndexFlush: config.durableAck === 'index', recorder },
-        recovered.active, recovered.offset, recovered.nextLsn);
-      const engine = new Engine(config, dataDir, index, store, reader, log, recorder);
+      const log = new SegmentLog(store, index, hooks, {
+        groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH, ackAfterIndexFlush: config.durableAck === 'index',
+        allocBytes: config.segmentAllocBytes, space, recorder,
+      }, recovered.active, recovered.offset, recovered.nextLsn);
+      const engine = new Engine(config, dataDir, index, store, reader, log, recorder, space);
       engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs);
       return engine;
     } catch (err) {
@@ -148,11 +154,15 @@ export class Engine {
     return run;
   }
 
-  /** Appends to the log; `timed` records report the log's stages (compaction's relocations do not). */
-  private appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'lsn' | 'appendedMs'>, timed = true): Promise<LogRecord> {
+  /**
+   * Appends to the log. Stores are `timed` (they report the log's stages); compaction's
+   * relocations are not. Tombstones and relocations are maintenance: they may use the reserve.
+   */
+  private appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'lsn' | 'appendedMs' | 'maintenance'>, timed = true): Promise<LogRecord> {
     return new Promise((resolve, reject) => {
       const r = record as LogRecord;
       r.appendedMs = timed ? performance.now() : -1;
+      r.maintenance = record.type === RecordType.DELETE || record.relocatedFromSegment !== 0;
       r.segment = 0;
       r.offset = 0;
       r.length = 0;
@@ -182,9 +192,17 @@ export class Engine {
     });
   }
 
+  /**
+   * Refuses (507) a store of `bytes` the disk cannot hold above its reserve, before any of it is
+   * received; the space is checked again as the bytes are written.
+   */
+  checkSpace(bytes: number): void {
+    this.space.written(this.space.takeForData(bytes));
+  }
+
   /** Starts a streamed upload to its own file; finish it with commitFile() or abort it. */
   async beginFile(): Promise<BlobFileWriter> {
-    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk, this.recorder, this.uploads);
+    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk, this.space, this.recorder, this.uploads);
     await writer.open();
     return writer;
   }
@@ -257,7 +275,10 @@ export class Engine {
     return new BlobstoreError('corruption', `stored copy of blob ${meta.id.toString('hex')} failed its checksum`);
   }
 
-  /** Deletes locally: a tombstone in the log, then the index record goes. Idempotent. */
+  /**
+   * Deletes locally: a tombstone in the log, then the index record goes. Idempotent. Works on a
+   * full disk (the tombstone may use the reserve); there, compaction is asked to run soon.
+   */
   delete(id: Buffer): Promise<void> {
     return this.exclusive(id, async () => {
       if (!this.index.has(id)) return;
@@ -265,6 +286,7 @@ export class Engine {
         type: RecordType.DELETE, policy: 0, labelsLength: 0, dataLength: 0, relocatedFromSegment: 0, relocatedFromOffset: 0,
         size: 0, createdAtNs: nowNs(), id, checksum: EMPTY_CHECKSUM, labels: EMPTY, data: undefined,
       });
+      if (this.failure) this.compactor?.soon();
     });
   }
 
@@ -314,13 +336,27 @@ export class Engine {
     return this.workers;
   }
 
-  /** The log failed a write or sync: the backend is unhealthy until restart. */
+  /**
+   * Why the backend cannot take stores now, if it cannot: a failed log write or sync (until
+   * restart), or a disk full up to its reserve (until space comes back). Reads still work.
+   */
   get failure(): Error | undefined {
-    return this.log.failed;
+    if (this.log.failed) return this.log.failed;
+    try {
+      if (this.space.full()) return new Error(`disk full: less than 1 MiB free above the ${this.space.reserveBytes}-byte reserve`);
+    } catch (err) {
+      return err as Error; // statfs failed: the data dir is gone or unreadable
+    }
+    return undefined;
   }
 
   compactNow(): Promise<number> {
     return this.compactor!.runOnce();
+  }
+
+  /** Ends the active segment so compaction can take it; resolves once it is sealed. */
+  sealActiveSegment(): Promise<void> {
+    return this.log.seal();
   }
 
   async close(): Promise<void> {

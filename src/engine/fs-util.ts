@@ -1,4 +1,13 @@
-import { promises as fsp, constants as fsc } from 'node:fs';
+/**
+ * File-system calls of the engine: directory fsync, and space allocated for real (fallocate)
+ * before the bytes that need it are acknowledged anywhere, so a full disk shows up as a refused
+ * allocation, never as a hole in a record. Writes go through util/write-all.ts (short writes).
+ */
+import { promises as fsp, constants as fsc, writev } from 'node:fs';
+import { native } from '../ec/native.js';
+import { errnoError, writeAll } from '../util/write-all.js';
+
+export { errnoError, writeAll } from '../util/write-all.js';
 
 /** Makes a rename or unlink in `dir` durable. */
 export async function fsyncDir(dir: string): Promise<void> {
@@ -8,4 +17,80 @@ export async function fsyncDir(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * writev that finishes what a short write left (POSIX allows fewer bytes than asked, without an
+ * error, for example on a filling disk); a call that writes nothing fails with EIO.
+ */
+export function writevFully(fd: number, iov: Buffer[], position: number, callback: (err: Error | null) => void): void {
+  writev(fd, iov, position, (err, written) => {
+    if (err) return callback(err);
+    let left = written;
+    let rest = 0;
+    while (rest < iov.length && left >= iov[rest]!.length) left -= iov[rest++]!.length;
+    if (rest === iov.length) return callback(null);
+    if (written === 0) return callback(errnoError('EIO', 'writev', 'EIO: write made no progress'));
+    writevFully(fd, [iov[rest]!.subarray(left), ...iov.slice(rest + 1)], position + written, callback);
+  });
+}
+
+/** How errno numbers of the addon map to Node's codes (the few fallocate can return). */
+const ERRNO_CODES: Record<number, string> = { 5: 'EIO', 9: 'EBADF', 22: 'EINVAL', 27: 'EFBIG', 28: 'ENOSPC', 95: 'EOPNOTSUPP', 122: 'EDQUOT' };
+
+interface Fallocate {
+  call(fd: number, mode: number, offset: number, length: number): Promise<number>;
+  keepSize: number;
+  punchHole: number;
+}
+
+let fallocateFn: Fallocate | null | undefined;
+
+/** The addon's fallocate, or null when the addon is not built (writes of zeros stand in). */
+function fallocate(): Fallocate | null {
+  if (fallocateFn !== undefined) return fallocateFn;
+  try {
+    const addon = native();
+    const modes = addon.fallocateModes();
+    fallocateFn = { call: (fd, mode, offset, length) => addon.fallocate(fd, mode, offset, length), keepSize: modes.KEEP_SIZE, punchHole: modes.PUNCH_HOLE };
+  } catch {
+    fallocateFn = null;
+  }
+  return fallocateFn;
+}
+
+const ZEROS = Buffer.alloc(1024 * 1024);
+
+async function writeZeros(handle: fsp.FileHandle, offset: number, length: number): Promise<void> {
+  for (let at = offset; at < offset + length; at += ZEROS.length) {
+    await writeAll(handle, ZEROS.subarray(0, Math.min(ZEROS.length, offset + length - at)), at);
+  }
+}
+
+/**
+ * Gives [offset, offset + length) of the file real blocks, so later writes there cannot fail for
+ * space. Throws ENOSPC (or EDQUOT) when the disk cannot hold it. Where fallocate is not supported,
+ * zeros are written instead: the same guarantee at the cost of writing the bytes.
+ */
+export async function allocate(handle: fsp.FileHandle, offset: number, length: number): Promise<void> {
+  const f = fallocate();
+  const errno = f ? await f.call(handle.fd, 0, offset, length) : 95;
+  if (errno === 0) return;
+  const code = ERRNO_CODES[errno] ?? `E${errno}`;
+  if (code !== 'EOPNOTSUPP') throw errnoError(code, 'fallocate');
+  await writeZeros(handle, offset, length);
+}
+
+/**
+ * Gives the blocks of [offset, offset + length) back (reads there return zeros). Needs no space,
+ * so it works on a full disk; false where the file system cannot punch holes.
+ */
+export async function punchHole(handle: fsp.FileHandle, offset: number, length: number): Promise<boolean> {
+  const f = fallocate();
+  if (!f || length <= 0) return false;
+  const errno = await f.call(handle.fd, f.punchHole | f.keepSize, offset, length);
+  if (errno === 0) return true;
+  const code = ERRNO_CODES[errno] ?? `E${errno}`;
+  if (code === 'EOPNOTSUPP') return false;
+  throw errnoError(code, 'fallocate');
 }

@@ -11,15 +11,21 @@
  *                        batch: writev -> fdatasync ─┼─> committer: [txn: records + checkpoint] -> flush -> callbacks
  *                        ...                          ┘
  */
-import { writev, fdatasync } from 'node:fs';
+import { fdatasync } from 'node:fs';
+import { toBlobstoreError } from '../errors/errors.js';
 import { assert } from '../util/assert.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import type { BlobIndex, Checkpoint } from '../index/blob-index.js';
 import { HEADER_BYTES, RECORD_ALIGN, type RecordHeader, recordLength, writeHeader } from './record.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
+import { punchHole, writevFully } from './fs-util.js';
+import type { DiskSpace } from './disk-space.js';
 
 const PADDING = Array.from({ length: RECORD_ALIGN }, (_, n) => Buffer.alloc(n));
 
+/** Allocation steps are whole multiples of this (file systems allocate in pages or blocks). */
+const ALLOC_ALIGN_BYTES = 64 * 1024;
+const alignUp = (n: number, to: number): number => Math.ceil(n / to) * to;
 /** Batches formed but not yet committed, at most; beyond it records wait in the queue. */
 const UNCOMMITTED_BATCHES_MAX = 32;
 
@@ -36,6 +42,8 @@ export interface LogRecord extends RecordHeader {
   existed: boolean;
   /** performance.now() at append, for the stage metrics; -1 = not timed (compaction). */
   appendedMs: number;
+  /** A tombstone or a relocation: frees space, so it may use the disk's reserve. */
+  maintenance: boolean;
   callback: (err: Error | undefined, record: LogRecord) => void;
 }
 
@@ -62,6 +70,9 @@ export interface LogOptions {
   pipelineDepth: number;
   /** Acknowledge after the index flush (true) or once the index commit is visible (false). */
   ackAfterIndexFlush: boolean;
+  /** Segment space allocated ahead of the tail at a time. */
+  allocBytes: number;
+  space: DiskSpace;
   /**
    * Per record: `write` from append to the end of its batch's writev (queueing included),
    * `fsync` the batch's fdatasync, `index` from then until acknowledged (commit and flush).
@@ -78,6 +89,11 @@ export class SegmentLog {
   private committing = false;
   private scheduled = false;
   private rolling = false;
+  /** The active segment has real blocks up to here (fallocate); records go in only below it. */
+  private allocatedEnd: number;
+  private allocating = false;
+  /** seal() callers, resolved once the checkpoint names the segment after the sealed one. */
+  private sealWaiters: (() => void)[] = [];
   private failure: Error | undefined;
   /** Write handles of sealed segments, closed once no uncommitted batch uses them. */
   private readonly sealed: OpenSegment[] = [];
@@ -93,6 +109,8 @@ export class SegmentLog {
     private nextLsn: number,
   ) {
     this.recorder = options.recorder ?? NO_RECORDER;
+    // What lies past the tail at start is unknown (recovery gave it back): allocate from the tail.
+    this.allocatedEnd = offset;
   }
 
   get activeSegment(): number {
@@ -115,11 +133,16 @@ export class SegmentLog {
 
   private readonly pump = (): void => {
     this.scheduled = false;
+    if (this.sealWaiters.length > 0 && !this.rolling && !this.allocating && !this.failure) {
+      if (this.offset > 0) this.rollOver();
+      else void this.commitCheckpoint();
+    }
     while (
       this.writing < this.options.pipelineDepth &&
       this.uncommitted.length < UNCOMMITTED_BATCHES_MAX &&
       this.queue.length > 0 &&
       !this.rolling &&
+      !this.allocating &&
       !this.failure
     ) {
       const batch = this.takeBatch();
@@ -136,7 +159,7 @@ export class SegmentLog {
     for (; taken < this.queue.length; taken++) {
       const r = this.queue[taken]!;
       const length = recordLength(r.labels.length, r.dataLength);
-      if (this.offset + length > this.active.sizeBytes) break;
+      if (this.offset + length > this.allocatedEnd) break;
       if (records.length > 0 && bytes + length > this.options.groupCommitMaxBytes) break;
       r.segment = this.active.id;
       r.offset = this.offset;
@@ -148,7 +171,10 @@ export class SegmentLog {
     }
     this.queue = taken === this.queue.length ? [] : this.queue.slice(taken);
     if (records.length === 0) {
-      this.rollOver();
+      const head = this.queue[0]!;
+      const length = recordLength(head.labels.length, head.dataLength);
+      if (this.offset + length > this.active.sizeBytes) this.rollOver();
+      else this.extend(head, length);
       return undefined;
     }
     const batch: Batch = { segment: this.active, records, endOffset: this.offset, nextLsn: this.nextLsn, state: 'writing', writtenMs: 0, syncedMs: 0 };
@@ -185,12 +211,52 @@ export class SegmentLog {
       this.pump();
       void this.commitSynced();
     };
-    writev(batch.segment.fd, iov, batch.records[0]!.offset, (err) => {
+    writevFully(batch.segment.fd, iov, batch.records[0]!.offset, (err) => {
       if (err) return done(err);
       for (const r of batch.records) if (r.appendedMs >= 0) this.recorder.stage('write', r.appendedMs);
       batch.writtenMs = performance.now();
       fdatasync(batch.segment.fd, done);
     });
+  }
+
+  /**
+   * Allocates segment space for `head` (and a step beyond it), then takes records again. A store
+   * at the head may not take the reserve: when the disk cannot give it, every store waiting is
+   * refused (507) and the maintenance records behind them get their turn.
+   */
+  private extend(head: LogRecord, length: number): void {
+    this.allocating = true;
+    const segment = this.active;
+    const from = this.allocatedEnd;
+    const room = segment.sizeBytes - from;
+    const minBytes = Math.min(room, alignUp(this.offset + length - from, ALLOC_ALIGN_BYTES));
+    const wantBytes = Math.max(minBytes, Math.min(room, this.options.allocBytes));
+    this.store.allocateTail(segment, from, minBytes, wantBytes, head.maintenance, this.options.space).then(
+      (got) => {
+        if (this.active === segment) this.allocatedEnd = from + got;
+      },
+      (err: unknown) => this.refuse(err, !head.maintenance),
+    ).finally(() => {
+      this.allocating = false;
+      this.pump();
+    });
+  }
+
+  /**
+   * Space for the head of the queue could not be had: the records waiting for it are refused
+   * (507), except maintenance records when `keepMaintenance` (they may take the reserve next).
+   */
+  private refuse(err: unknown, keepMaintenance: boolean): void {
+    const error = toBlobstoreError(err);
+    if (error.kind !== 'insufficient_storage') {
+      // Not a full disk (an I/O error): the log stops as it does on a failed write.
+      this.failure ??= err instanceof Error ? err : error;
+      this.reject(this.queue.splice(0), this.failure);
+      return;
+    }
+    const queued = this.queue;
+    this.queue = keepMaintenance ? queued.filter((r) => r.maintenance) : [];
+    this.reject(keepMaintenance ? queued.filter((r) => !r.maintenance) : queued, error);
   }
 
   /** Records `stage` from `startMs` until now for each timed record. */
@@ -236,6 +302,8 @@ export class SegmentLog {
     const checkpoint: Checkpoint = { segment: last.segment.id, offset: last.endOffset, nextLsn: last.nextLsn };
     try {
       await this.hooks.beforeCommit(records);
+      // An index commit needs free pages: on a disk someone else filled, the ballast goes first.
+      await this.options.space.makeRoom();
       await this.index.commit(checkpoint, () => {
         for (const r of records) this.hooks.apply(r);
       });
@@ -268,23 +336,64 @@ export class SegmentLog {
   private rollOver(): void {
     assert(!this.rolling, 'roll over while rolling');
     this.rolling = true;
-    this.sealed.push(this.active);
-    this.store
-      .create(this.active.id + 1)
+    const sealed = this.active;
+    const unused = this.allocatedEnd - this.offset;
+    // The allocated space past the last record goes back first (batches in flight write below it).
+    punchHole(sealed.handle, this.offset, unused)
+      .catch(() => false)
+      .then(() => this.store.create(sealed.id + 1))
       .then((next) => {
+        this.sealed.push(sealed);
         this.active = next;
         this.offset = 0;
+        this.allocatedEnd = 0;
         this.rolling = false;
         this.closeSealed();
+        if (this.sealWaiters.length > 0) void this.commitCheckpoint();
         this.pump();
       })
-      .catch((err: Error) => {
+      .catch((err: unknown) => {
         this.rolling = false;
-        this.failure ??= err;
-        const queued = this.queue;
-        this.queue = [];
-        this.reject(queued, err);
+        // No room for a new segment file: the waiting records are refused, the log goes on.
+        this.refuse(err, false);
+        this.pump();
       });
+  }
+
+  /**
+   * Ends the active segment so compaction may take it (a mostly dead head on a full disk);
+   * resolves once the index checkpoint names the next segment.
+   */
+  seal(): Promise<void> {
+    return new Promise((resolve) => {
+      this.sealWaiters.push(resolve);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.pump);
+      }
+    });
+  }
+
+  /**
+   * Once every formed batch is committed, commits a checkpoint at the tail of the active segment
+   * (so a sealed segment nothing else was written after is no longer the checkpoint's), then
+   * resolves the seal() callers.
+   */
+  private async commitCheckpoint(): Promise<void> {
+    while (this.uncommitted.length > 0 || this.committing || this.rolling) await new Promise((r) => setTimeout(r, 2));
+    if (this.rolling || this.failure) return;
+    if (this.index.checkpoint.segment !== this.active.id) {
+      this.committing = true;
+      try {
+        await this.index.commit({ segment: this.active.id, offset: this.offset, nextLsn: this.nextLsn }, () => undefined);
+      } catch (err) {
+        this.failure ??= err as Error;
+      } finally {
+        this.committing = false;
+      }
+      void this.commitSynced();
+    }
+    for (const resolve of this.sealWaiters.splice(0)) resolve();
   }
 
   private closeSealed(): void {

@@ -6,6 +6,7 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import type { BlobIndex } from '../index/blob-index.js';
+import { punchHole, writeAll } from './fs-util.js';
 import { RecordType } from './record.js';
 import { type ScannedRecord, scanSegment } from './scan.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
@@ -32,10 +33,20 @@ export interface RecoveryOptions {
   fileIntact(record: ScannedRecord): Promise<boolean>;
 }
 
-async function zeroRange(handle: FileHandle, from: number, to: number): Promise<void> {
-  const zeros = Buffer.alloc(Math.min(4 * 1024 * 1024, Math.max(0, to - from)));
-  for (let at = from; at < to; at += zeros.length) {
-    await handle.write(zeros, 0, Math.min(zeros.length, to - at), at);
+/**
+ * Clears the log past its end: a hole punched to the end of the segment, or where the file system
+ * cannot punch holes, zeros written over the span in-flight batches could have reached. Stale
+ * bytes there could never parse anyway (sequence numbers), so a disk too full for the zeros only
+ * skips them.
+ */
+async function clearTail(handle: FileHandle, from: number, tornEnd: number, sizeBytes: number): Promise<void> {
+  if (!(await punchHole(handle, from, sizeBytes - from))) {
+    const zeros = Buffer.alloc(Math.min(4 * 1024 * 1024, Math.max(0, tornEnd - from)));
+    try {
+      for (let at = from; at < tornEnd; at += zeros.length) await writeAll(handle, zeros.subarray(0, Math.min(zeros.length, tornEnd - at)), at);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+    }
   }
   await handle.datasync();
 }
@@ -81,6 +92,6 @@ export async function recoverLog(store: SegmentStore, index: BlobIndex, options:
     offset = end.endOffset;
     if (end.lastLsn > 0) nextLsn = end.lastLsn + 1;
   }
-  await zeroRange(active!.handle, offset, Math.min(active!.sizeBytes, offset + options.tornSpanBytes));
+  await clearTail(active!.handle, offset, Math.min(active!.sizeBytes, offset + options.tornSpanBytes), active!.sizeBytes);
   return { active: active!, offset, nextLsn, replay, removedSegments };
 }

@@ -37,6 +37,7 @@ export type ErrorKind =
   | 'request_timeout'
   | 'range_not_satisfiable'
   | 'unavailable'
+  | 'insufficient_storage'
   | 'unimplemented'
   | 'internal'
   | 'corruption';
@@ -60,6 +61,8 @@ const KINDS: Record<ErrorKind, KindInfo> = {
   range_not_satisfiable: { status: 416, grpc: GrpcCode.OUT_OF_RANGE, short: 'Range Not Satisfiable' },
   request_timeout: { status: 408, grpc: GrpcCode.DEADLINE_EXCEEDED, short: 'Request Timeout' },
   unavailable: { status: 503, grpc: GrpcCode.UNAVAILABLE, short: 'Service Unavailable' },
+  // The disk cannot hold the store (RFC 4918 §11.5); nothing of it is written or visible.
+  insufficient_storage: { status: 507, grpc: GrpcCode.RESOURCE_EXHAUSTED, short: 'Insufficient Storage' },
   unimplemented: { status: 501, grpc: GrpcCode.UNIMPLEMENTED, short: 'Not Implemented' },
   internal: { status: 500, grpc: GrpcCode.INTERNAL, short: 'Internal Server Error' },
   // A stored copy that fails its checksum: never served, answered as an internal error.
@@ -78,6 +81,15 @@ export class BlobstoreError extends Error {
   readonly grpcCode: number;
   readonly short: string;
   readonly headers: Readonly<Record<string, string>> | undefined;
+
+  /**
+   * Whether each occurrence deserves a log line: a fault of this node (500: a failing backend, a
+   * corrupt copy). Overload, a full disk (the engine logs when it fills and when it has room
+   * again) and client mistakes are counted in metrics instead of flooding the log.
+   */
+  get logged(): boolean {
+    return this.kind === 'internal' || this.kind === 'corruption';
+  }
 
   constructor(kind: ErrorKind, message: string, options: ErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -105,7 +117,7 @@ export function toBlobstoreError(err: unknown): BlobstoreError {
   if (err instanceof BlobstoreError) return err;
   const code = (err as NodeJS.ErrnoException | null)?.code;
   if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new BlobstoreError('unavailable', 'storage backend is full', { cause: err, headers: { 'Retry-After': '30' } });
+    return new BlobstoreError('insufficient_storage', 'not enough disk space: the storage backend is full', { cause: err });
   }
   return new BlobstoreError('internal', 'storage backend failure', { cause: err });
 }

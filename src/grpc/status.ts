@@ -8,7 +8,7 @@ import { MalformedMessage } from './proto.js';
 
 export function toStatus(error: unknown, method: string): ServerErrorResponse {
   const err = toBlobstoreError(error);
-  if (err.status >= 500 && err.kind !== 'unavailable' && err.kind !== 'unimplemented') {
+  if (err.logged) {
     const cause = err.cause === undefined ? '' : `: ${(err.cause as Error).message ?? String(err.cause)}`;
     console.error(`blobstore: gRPC ${method}: ${err.message}${cause}`);
   }

@@ -23,7 +23,7 @@ const STATUS_LINE: Record<number, string> = {
   404: '404 Not Found', 405: '405 Method Not Allowed', 408: '408 Request Timeout', 409: '409 Conflict',
   411: '411 Length Required', 412: '412 Precondition Failed', 413: '413 Payload Too Large',
   415: '415 Unsupported Media Type', 416: '416 Range Not Satisfiable', 500: '500 Internal Server Error', 501: '501 Not Implemented',
-  503: '503 Service Unavailable',
+  503: '503 Service Unavailable', 507: '507 Insufficient Storage',
 };
 
 export function statusLine(status: number): string {
@@ -77,7 +77,7 @@ export function errorBody(err: BlobstoreError, variant: Variant | Wire = WIRE_B)
 /** Answers with the error shape. */
 export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): void {
   const err = toBlobstoreError(error);
-  if (err.status >= 500 && err.kind !== 'unavailable') {
+  if (err.logged) {
     console.error(`blobstore: ${err.message}${err.cause ? `: ${(err.cause as Error).message ?? String(err.cause)}` : ''}`);
   }
   sendJson(x, err.status, x.wire.errorBody(err), err.headers, close);

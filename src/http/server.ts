@@ -92,8 +92,12 @@ export class ApiServer {
     this.answer(res, new BlobstoreError('unimplemented', message), req.getMethod() === 'head');
   }
 
+  /**
+   * Ready to serve: 200 from start until shutdown. A backend that cannot take stores (a full
+   * disk, a failed log write) still serves reads, so it stays ready here; /health reports it.
+   */
   private healthz(res: HttpResponse, head: boolean): void {
-    const ok = this.ready && !this.service.engine.failure;
+    const ok = this.ready;
     writeAnswer(res, { status: ok ? 200 : 503, contentType: 'text/plain', body: ok ? 'OK' : 'UNAVAILABLE' }, head);
   }
 

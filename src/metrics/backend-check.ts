@@ -7,6 +7,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { writeAll } from '../util/write-all.js';
 
 export interface BackendCapacity {
   capacityBytes: number;
@@ -78,7 +79,7 @@ export class BackendCheck {
     const path = join(this.dataDir, 'tmp', `health-probe-${process.pid}`);
     const handle = await fsp.open(path, 'w', 0o600);
     try {
-      await handle.write(PROBE_BYTES, 0, PROBE_BYTES.length, 0);
+      await writeAll(handle, PROBE_BYTES, 0);
       await handle.datasync();
     } finally {
       await handle.close();

@@ -3,7 +3,7 @@
  * points at. The spec names `storage` and `network`; the rest split what a user of the metrics
  * would want to tell apart (an alert on `storage` must not fire on clients sending bad ids).
  *
- *   storage     the local backend failed (I/O error, disk full, index failure): 500, or 503 disk full
+ *   storage     the local backend failed (I/O error, index failure): 500; or the disk is full: 507
  *   network     a peer or a connection failed (refused, reset, timed out at the socket)
  *   corruption  a stored copy failed its checksum (never served)
  *   client      the request was wrong: 400, 404, 409, 412, 413, 415, 501
@@ -39,6 +39,8 @@ export function errorTypeIndex(err: BlobstoreError): number {
       return ErrorTypeIndex.auth;
     case 'request_timeout':
       return ErrorTypeIndex.timeout;
+    case 'insufficient_storage':
+      return ErrorTypeIndex.storage;
     case 'internal': {
       const code = causeCode(err);
       return code !== undefined && NETWORK_CODES.has(code) ? ErrorTypeIndex.network : ErrorTypeIndex.storage;

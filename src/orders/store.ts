@@ -1,4 +1,5 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { writeAllSync } from '../util/write-all.js';
 import { join } from 'node:path';
 import { type Database, type RootDatabase, open } from 'lmdb';
 import { assert } from '../util/assert.js';
@@ -127,7 +128,7 @@ function lockDataDir(dataDir: string): string {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(lockPath, 'wx', 0o600);
-      writeSync(fd, `${process.pid}\n`);
+      writeAllSync(fd, `${process.pid}\n`);
       closeSync(fd);
       return lockPath;
     } catch (err) {

@@ -63,6 +63,8 @@ export class BlobWriter {
     if (contentLength !== undefined && (contentLength <= config.smallBlobMaxBytes || !spill)) {
       this.small = Buffer.allocUnsafe(contentLength);
     } else if (spill && contentLength !== undefined) {
+      // A body the disk cannot hold is refused (507) before a byte of it is read.
+      engine.checkSpace(contentLength);
       this.writer = this.openWriter();
     }
   }
