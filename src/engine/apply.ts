@@ -4,7 +4,7 @@
  */
 import type { BlobIndex } from '../index/blob-index.js';
 import { type IndexEntry, Location } from '../index/entry.js';
-import { RecordType, recordLength } from './record.js';
+import { RecordFlag, RecordType, recordLength } from './record.js';
 
 export interface ApplyInput {
   type: number;
@@ -19,6 +19,7 @@ export interface ApplyInput {
   segment: number;
   offset: number;
   length: number;
+  flags: number;
 }
 
 /** Applies one record; returns true when a put found its id already stored (a duplicate). */
@@ -31,11 +32,15 @@ export function applyRecord(index: BlobIndex, r: ApplyInput): boolean {
     index.counters.blobCount++;
     index.counters.storedBytes += r.size;
     if (r.type === RecordType.PUT_INLINE) index.space(r.segment).liveBytes += r.length;
+    index.clearDeleted(r.id);
+    // The intent to copy it to the owners is as durable as the blob: same transaction, and replay queues it again.
+    if (r.flags & RecordFlag.REPLICATE) index.enqueue(r.id, Date.now());
     return false;
   }
   const existing = index.get(r.id);
   if (r.type === RecordType.DELETE) {
     if (!existing) return false;
+    if (!(r.flags & RecordFlag.HANDOFF)) index.markDeleted(r.id, Date.now());
     index.remove(r.id);
     index.counters.blobCount--;
     index.counters.storedBytes -= existing.size;

@@ -24,7 +24,7 @@ import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { fsyncDir } from './fs-util.js';
 import { type LogRecord, SegmentLog } from './log.js';
 import { checkPlacement, type Policy } from './policy.js';
-import { HEADER_BYTES, RecordType } from './record.js';
+import { HEADER_BYTES, RecordFlag, RecordType } from './record.js';
 import { recoverLog } from './recovery.js';
 import { SegmentReader, SYNC_READ_MAX_BYTES } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
@@ -46,6 +46,17 @@ export interface ListResult {
   nextCursor: string | undefined;
   hasMore: boolean;
 }
+
+/** Where a store comes from, for the cluster. */
+export interface StoreOrigin {
+  /** A client's store in a cluster: the index commit queues copies for the ring's owners. */
+  readonly replicate: boolean;
+  /** The original write's time (a replica keeps the sender's metadata); now when absent. */
+  readonly createdAtNs?: bigint;
+}
+
+/** A client's store on a node alone: nothing to copy anywhere. */
+export const LOCAL_STORE: StoreOrigin = { replicate: false };
 
 export interface EngineStats {
   capacityBytes: number;
@@ -174,7 +185,7 @@ export class Engine {
   }
 
   /** Stores a blob held in memory (at most smallBlobMaxBytes) as a segment record. */
-  putInline(data: Buffer, policy: Policy, labels: Buffer): Promise<PutResult> {
+  putInline(data: Buffer, policy: Policy, labels: Buffer, origin: StoreOrigin = LOCAL_STORE): Promise<PutResult> {
     checkPlacement(policy, 1);
     if (data.length > this.config.smallBlobMaxBytes) throw payloadTooLarge('inline blob over smallBlobMaxBytes');
     const hashStart = performance.now();
@@ -185,8 +196,8 @@ export class Engine {
     return this.exclusive(id, async () => {
       if (this.index.has(id)) return { id, size, created: false };
       const done = await this.appendRecord({
-        type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: size,
-        relocatedFromSegment: 0, relocatedFromOffset: 0, size, createdAtNs: nowNs(), id, checksum, labels, data,
+        type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: size, relocatedFromSegment: 0, relocatedFromOffset: 0,
+        size, createdAtNs: origin.createdAtNs ?? nowNs(), id, checksum, labels, data, flags: flagsOf(origin),
       });
       return { id, size, created: !done.existed };
     });
@@ -208,7 +219,7 @@ export class Engine {
   }
 
   /** Moves a finished upload into place and records it; deduplicates against stored bytes. */
-  commitFile(writer: BlobFileWriter, checksum: Buffer, policy: Policy, labels: Buffer): Promise<PutResult> {
+  commitFile(writer: BlobFileWriter, checksum: Buffer, policy: Policy, labels: Buffer, origin: StoreOrigin = LOCAL_STORE): Promise<PutResult> {
     checkPlacement(policy, 1);
     const id = idOfDigest(checksum);
     const size = writer.size;
@@ -224,8 +235,8 @@ export class Engine {
       writer.committed();
       await fsyncDir(join(target, '..'));
       const done = await this.appendRecord({
-        type: RecordType.PUT_FILE, policy, labelsLength: labels.length, dataLength: 0,
-        relocatedFromSegment: 0, relocatedFromOffset: 0, size, createdAtNs: nowNs(), id, checksum, labels, data: undefined,
+        type: RecordType.PUT_FILE, policy, labelsLength: labels.length, dataLength: 0, relocatedFromSegment: 0, relocatedFromOffset: 0,
+        size, createdAtNs: origin.createdAtNs ?? nowNs(), id, checksum, labels, data: undefined, flags: flagsOf(origin),
       });
       return { id, size, created: !done.existed };
     });
@@ -277,14 +288,16 @@ export class Engine {
 
   /**
    * Deletes locally: a tombstone in the log, then the index record goes. Idempotent. Works on a
-   * full disk (the tombstone may use the reserve); there, compaction is asked to run soon.
+   * full disk (the tombstone may use the reserve); there, compaction is asked to run soon. A
+   * user's delete is remembered (repair does not copy the blob back here); a `handoff` delete
+   * drops a copy the owners hold and is not.
    */
-  delete(id: Buffer): Promise<void> {
+  delete(id: Buffer, handoff = false): Promise<void> {
     return this.exclusive(id, async () => {
       if (!this.index.has(id)) return;
       await this.appendRecord({
         type: RecordType.DELETE, policy: 0, labelsLength: 0, dataLength: 0, relocatedFromSegment: 0, relocatedFromOffset: 0,
-        size: 0, createdAtNs: nowNs(), id, checksum: EMPTY_CHECKSUM, labels: EMPTY, data: undefined,
+        size: 0, createdAtNs: nowNs(), id, checksum: EMPTY_CHECKSUM, labels: EMPTY, data: undefined, flags: handoff ? RecordFlag.HANDOFF : 0,
       });
       if (this.failure) this.compactor?.soon();
     });
@@ -378,6 +391,7 @@ export class Engine {
 const PIPELINE_DEPTH = 4;
 const EMPTY = Buffer.alloc(0);
 const EMPTY_CHECKSUM = Buffer.alloc(32);
+const flagsOf = (origin: StoreOrigin): number => (origin.replicate ? RecordFlag.REPLICATE : 0);
 
 async function fileIntact(dataDir: string, record: ScannedRecord): Promise<boolean> {
   try {

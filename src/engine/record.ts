@@ -7,12 +7,18 @@
  *  16  u64 relocatedFromOffset   24 u64 size       32 u64 createdAtNs
  *  40  16  id                    56 32  checksum (BLAKE3-256 of the content)
  *  88  u64 lsn (log sequence number: consecutive, so stale bytes past a cut tail never parse)
- *  96  u32 crc32 of bytes 0..96 and the labels      100 u32 reserved (0)
+ *  96  u32 crc32 of bytes 0..96 and the labels      100 u32 flags
  * 104  labels (UTF-8 JSON)  ·  data (inline blobs only)  ·  zero padding to 8 bytes
  *
  * Types: PUT_INLINE carries the bytes; PUT_FILE names a blob stored in its own file
  * (blobs/xx/<id>); DELETE is a tombstone. A relocation (compaction) is a PUT_INLINE that applies
  * only while the index still points at its source.
+ *
+ * Flags (written as 0 before the cluster, so old records read as "no flags"): REPLICATE on a put
+ * that this node took from a client in a cluster (its index commit queues the copies for the
+ * owners, and replay queues them again); HANDOFF on a delete that drops a copy the owners hold
+ * (not a user's delete: repair may bring the blob back here later). The flags sit outside the
+ * CRC: a flipped bit costs at most a needless or a missing queue entry, which anti-entropy covers.
  */
 import { crc32 } from 'node:zlib';
 
@@ -21,6 +27,7 @@ export const HEADER_BYTES = 104;
 export const RECORD_ALIGN = 8;
 
 export const RecordType = { PUT_INLINE: 1, PUT_FILE: 2, DELETE: 3 } as const;
+export const RecordFlag = { REPLICATE: 1, HANDOFF: 2 } as const;
 export type RecordTypeValue = (typeof RecordType)[keyof typeof RecordType];
 
 export interface RecordHeader {
@@ -35,6 +42,8 @@ export interface RecordHeader {
   id: Buffer;
   checksum: Buffer;
   lsn: number;
+  /** RecordFlag bits. */
+  flags: number;
 }
 
 export function alignRecord(n: number): number {
@@ -67,7 +76,7 @@ export function writeHeader(buf: Buffer, at: number, h: RecordHeader, labels: Bu
   buf.writeBigUInt64LE(BigInt(h.lsn), at + 88);
   labels.copy(buf, at + HEADER_BYTES);
   buf.writeUInt32LE(headerCrc(buf, at, h.labelsLength), at + 96);
-  buf.writeUInt32LE(0, at + 100);
+  buf.writeUInt32LE(h.flags, at + 100);
 }
 
 /** Parses and checks a header at `at`; undefined when the bytes are not a whole, valid header. */
@@ -91,5 +100,6 @@ export function readHeader(buf: Buffer, at: number, available: number): RecordHe
     id: Buffer.from(buf.subarray(at + 40, at + 56)),
     checksum: Buffer.from(buf.subarray(at + 56, at + 88)),
     lsn: Number(buf.readBigUInt64LE(at + 88)),
+    flags: buf.readUInt32LE(at + 100),
   };
 }

@@ -3,6 +3,10 @@
  * small metadata (`meta`): the log checkpoint and the node's counters. Start-up reads only `meta`
  * and `segments`, never the blob records, so it does not grow with the number of blobs.
  * Writes go through `commit()`: one asynchronous LMDB transaction per group commit of the log.
+ *
+ * For the cluster: `replq`, the replication queue (an entry per blob this node took from a client
+ * whose copies are not all on the owners yet, written in the same transaction as the blob's
+ * record), and `deleted`, the ids a user deleted here (repair never copies those back).
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { type IndexEntry, decodeEntry, encodeEntry } from './entry.js';
@@ -33,11 +37,22 @@ export interface ListPage {
   hasMore: boolean;
 }
 
+/** A replication queue entry: when the blob was queued, and the owners that have it already. */
+export interface QueueEntry {
+  queuedAtMs: number;
+  done: string[];
+}
+
 export class BlobIndex {
   private readonly root: RootDatabase;
   private readonly blobs: Database<Buffer, Buffer>;
   private readonly meta: Database<unknown, string>;
   private readonly segmentDb: Database<SegmentSpace, number>;
+  private readonly queueDb: Database<QueueEntry, Buffer>;
+  private readonly deletedDb: Database<number, Buffer>;
+  /** Entries in the replication queue and in `deleted` (counted at open, kept up to date). */
+  queueDepth: number;
+  private deletedCount: number;
   readonly segments = new Map<number, SegmentSpace>();
   private readonly dirtySegments = new Set<number>();
   counters: Counters;
@@ -49,6 +64,10 @@ export class BlobIndex {
     this.blobs = this.root.openDB<Buffer, Buffer>({ name: 'blobs', keyEncoding: 'binary', encoding: 'binary' });
     this.meta = this.root.openDB<unknown, string>({ name: 'meta' });
     this.segmentDb = this.root.openDB<SegmentSpace, number>({ name: 'segments', keyEncoding: 'uint32' });
+    this.queueDb = this.root.openDB<QueueEntry, Buffer>({ name: 'replq', keyEncoding: 'binary' });
+    this.deletedDb = this.root.openDB<number, Buffer>({ name: 'deleted', keyEncoding: 'binary' });
+    this.queueDepth = this.queueDb.getCount();
+    this.deletedCount = this.deletedDb.getCount();
     this.counters = (this.meta.get('counters') as Counters | undefined) ?? { blobCount: 0, storedBytes: 0 };
     this.checkpoint = (this.meta.get('checkpoint') as Checkpoint | undefined) ?? { segment: 1, offset: 0, nextLsn: 1 };
     for (const { key, value } of this.segmentDb.getRange()) this.segments.set(key, { ...value });
@@ -70,6 +89,79 @@ export class BlobIndex {
 
   remove(id: Buffer): void {
     this.blobs.removeSync(id);
+  }
+
+  /** Inside commit(): queues the blob's copies for the owners. */
+  enqueue(id: Buffer, queuedAtMs: number): void {
+    if (!this.queueDb.doesExist(id)) this.queueDepth++;
+    this.queueDb.putSync(id, { queuedAtMs, done: [] });
+  }
+
+  /** The oldest-first page of the replication queue is not kept in order: entries by id, from `after`. */
+  queued(limit: number, after?: Buffer): { id: Buffer; entry: QueueEntry }[] {
+    const out: { id: Buffer; entry: QueueEntry }[] = [];
+    for (const { key, value } of this.queueDb.getRange({ start: after, limit: limit + 1 })) {
+      if (after && key.equals(after)) continue;
+      if (out.length === limit) break;
+      out.push({ id: Buffer.from(key), entry: value });
+    }
+    return out;
+  }
+
+  queueEntry(id: Buffer): QueueEntry | undefined {
+    return this.queueDb.get(id);
+  }
+
+  /** Records owners that confirmed a copy (its own transaction, batched by lmdb-js). */
+  updateQueued(id: Buffer, entry: QueueEntry): Promise<boolean> {
+    return this.queueDb.put(id, entry);
+  }
+
+  /** Every owner has the blob: the entry goes. */
+  async dequeue(id: Buffer): Promise<void> {
+    if (await this.queueDb.remove(id)) this.queueDepth--;
+  }
+
+  /** Inside commit(): a user deleted the blob here (repair must not copy it back). */
+  markDeleted(id: Buffer, atMs: number): void {
+    if (!this.deletedDb.doesExist(id)) this.deletedCount++;
+    this.deletedDb.putSync(id, atMs);
+  }
+
+  /** Inside commit(): the blob is stored here again (nothing to look up while no delete is kept). */
+  clearDeleted(id: Buffer): void {
+    if (this.deletedCount > 0 && this.deletedDb.removeSync(id)) this.deletedCount--;
+  }
+
+  /** When a user deleted the blob here, if one did. */
+  deletedAt(id: Buffer): number | undefined {
+    return this.deletedDb.get(id);
+  }
+
+  /** Forgets deletes older than `beforeMs` (repair may bring those blobs back); how many went. */
+  async pruneDeleted(beforeMs: number): Promise<number> {
+    const old: Buffer[] = [];
+    for (const { key, value } of this.deletedDb.getRange()) if (value < beforeMs) old.push(Buffer.from(key));
+    const removed = await Promise.all(old.map((id) => this.deletedDb.remove(id)));
+    this.deletedCount -= removed.filter(Boolean).length;
+    return old.length;
+  }
+
+  /**
+   * Calls `visit` with every stored id from `start` (inclusive) in byte order, with its policy and
+   * size, until it returns false. The id is valid only during the call (copy it to keep it).
+   */
+  scan(start: Buffer | undefined, visit: (id: Buffer, policy: number, size: number) => boolean): void {
+    for (const { key, value } of this.blobs.getRange({ start })) {
+      const raw = value as Uint8Array;
+      const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+      if (!visit(key, b[1]!, Number(b.readBigUInt64LE(16)))) return;
+    }
+  }
+
+  /** Ids a user deleted here, from `start` in byte order, until `visit` returns false. */
+  scanDeleted(start: Buffer | undefined, visit: (id: Buffer) => boolean): void {
+    for (const key of this.deletedDb.getKeys({ start })) if (!visit(key)) return;
   }
 
   space(segment: number): SegmentSpace {
