@@ -4,6 +4,7 @@ import { configFilePath } from '../config/paths.js';
 import { readFileIfExists, withFileLock, writeFileAtomic } from './atomic-file.js';
 import { isTypedSection, knownKey } from './config-schema.js';
 import { failure, usageError } from './errors.js';
+import { print, printError } from './output.js';
 
 /**
  * `blobstore config set <key> --value <v>`: one key of the config file the node, the orders service
@@ -37,7 +38,7 @@ Examples:
         assign(file, segments, value);
         writeFileAtomic(path, JSON.stringify(file, null, 2) + '\n');
       });
-      console.log(`${key} = ${JSON.stringify(value)} (${path})`);
+      print(`${key} = ${JSON.stringify(value)} (${path})`);
     });
 }
 
@@ -51,7 +52,7 @@ export function parseAssignment(key: string, raw: string): { segments: string[];
   if (reserved) throw usageError(`invalid key "${key}": "${reserved}" is reserved`);
   const known = knownKey(segments);
   if (!known) {
-    if (isTypedSection(segments)) console.error(`blobstore: note: ${key} is not a known ${segments[0]} setting; stored as a string`);
+    if (isTypedSection(segments)) printError(`note: ${key} is not a known ${segments[0]} setting; stored as a string`);
     return { segments, value: raw };
   }
   try {

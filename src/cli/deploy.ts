@@ -10,6 +10,7 @@ import { isOurProcess, portFree, startService, stopService, waitReaped } from '.
 import { type ServiceSpec, LOOPBACK, regionDir, serviceEnv, stateFile } from './stack.js';
 import { loadStack, parseRegion, progressPrinter, logTail } from './stack-cli.js';
 import { formatTable } from './table.js';
+import { print } from './output.js';
 
 /**
  * `blobstore deploy <stack> --region <r> [--dry-run]`: brings the stack up on this machine, one
@@ -51,16 +52,16 @@ export function registerDeploy(program: Command): void {
       const base = baseUrl ?? (ordersService ? new URL(`http://${ordersService.addr}`) : undefined);
       if (base) {
         await checkOrdersApi(base, process.env.ORDERS_API_KEY || undefined);
-        console.log(`orders API check passed (${base.origin})`);
+        print(`orders API check passed (${base.origin})`);
       }
     });
 }
 
 function printPlan(stack: string, region: Region, steps: readonly Step[]): void {
-  console.log(`deploy ${stack} to ${region}: dry run, nothing is started, stopped or written`);
+  print(`deploy ${stack} to ${region}: dry run, nothing is started, stopped or written`);
   const rows = steps.map((s) => [s.name, s.spec?.addr ?? s.current?.addr ?? '-', s.current ? String(s.current.pid) : '-', `${s.action}${s.reason ? ` (${s.reason})` : ''}`]);
-  console.log(formatTable(['SERVICE', 'ADDRESS', 'PID', 'PLAN'], rows));
-  console.log(`data, logs and state: ${regionDir(stack, region)}`);
+  print(formatTable(['SERVICE', 'ADDRESS', 'PID', 'PLAN'], rows));
+  print(`data, logs and state: ${regionDir(stack, region)}`);
 }
 
 async function applyPlan(stack: string, region: Region, services: readonly ServiceSpec[], steps: readonly Step[], timeoutMs: number): Promise<void> {
@@ -94,8 +95,8 @@ async function applyPlan(stack: string, region: Region, services: readonly Servi
     const record = records.get(name) ?? step.current!;
     return [name, record.addr, String(record.pid), STATE_WORD[step.action]];
   });
-  console.log(formatTable(['SERVICE', 'ADDRESS', 'PID', 'STATE'], rows));
-  console.log(`stack ${stack} (${region}) is up: ${ordered.length} services healthy in ${((Date.now() - started) / 1000).toFixed(2)} s`);
+  print(formatTable(['SERVICE', 'ADDRESS', 'PID', 'STATE'], rows));
+  print(`stack ${stack} (${region}) is up: ${ordered.length} services healthy in ${((Date.now() - started) / 1000).toFixed(2)} s`);
 }
 
 const STATE_WORD: Record<Step['action'], string> = { start: 'started', restart: 'restarted', keep: 'unchanged', stop: 'stopped' };

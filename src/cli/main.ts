@@ -11,6 +11,7 @@ import { registerDeploy } from './deploy.js';
 import { registerStatus } from './status.js';
 import { registerDown } from './down.js';
 import { registerAuth } from './auth.js';
+import { printError } from './output.js';
 
 export function buildProgram(): Command {
   const program = new Command('blobstore')
@@ -41,6 +42,6 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv).catch((err: unknown) => {
-  console.error(`blobstore: ${err instanceof Error ? err.message : String(err)}`);
+  printError(`${err instanceof Error ? err.message : String(err)}`);
   process.exit(typeof (err as { exitCode?: unknown })?.exitCode === 'number' ? (err as { exitCode: number }).exitCode : 1);
 });

@@ -2,6 +2,9 @@ import type { Command } from 'commander';
 import { ConfigError } from '../config/load.js';
 import { ORDERS_SETTINGS, type OrdersSettingKey, loadOrdersConfig } from '../config/orders-settings.js';
 import { type SettingSpec, flagName } from '../config/settings.js';
+import { createLogger } from '../log/logger.js';
+import { usageError } from './errors.js';
+import { exitOnStartFailure } from './serve.js';
 
 /** `blobstore orders serve`: runs the orders HTTP service alone until SIGTERM/SIGINT. */
 export function registerOrders(program: Command): void {
@@ -20,15 +23,15 @@ export function registerOrders(program: Command): void {
       const value = opts[key] ?? (spec.specName ? opts[spec.specName] : undefined);
       if (value !== undefined) flags[key] = value;
     }
-    const { runOrders } = await import('../orders/run.js');
+    let config;
     try {
-      await runOrders(loadOrdersConfig({ flags, file: opts.config as string | undefined }));
+      config = loadOrdersConfig({ flags, file: opts.config as string | undefined });
     } catch (err) {
-      if (err instanceof ConfigError) {
-        console.error(`blobstore: ${err.message}`);
-        process.exit(2);
-      }
+      if (err instanceof ConfigError) throw usageError(err.message);
       throw err;
     }
+    const log = createLogger({ level: config.logLevel, format: config.logFormat, name: 'orders' });
+    const { runOrders } = await import('../orders/run.js');
+    await runOrders(config, log).catch((err: unknown) => exitOnStartFailure(log, err));
   });
 }

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { SETTINGS, type SettingKey, flagName } from '../config/settings.js';
+import { createLogger, type Logger } from '../log/logger.js';
+import { usageError } from './errors.js';
 
 const LARGE_BODY_NOTE = `
 Raw bodies of 1,000,000,000 bytes or more must be sent with chunked transfer encoding
@@ -28,22 +30,22 @@ export function registerServe(program: Command): void {
     try {
       config = loadConfig({ flags, file: opts.config as string | undefined });
     } catch (err) {
-      if (err instanceof ConfigError) {
-        console.error(`blobstore: ${err.message}`);
-        process.exit(2);
-      }
+      // Before the logger exists (its settings are among these): a usage error like any command's.
+      if (err instanceof ConfigError) throw usageError(err.message);
       throw err;
     }
+    const log = createLogger({ level: config.logLevel, format: config.logFormat, name: 'blobstore', node: config.nodeId });
     const { runNode } = await import('../node.js');
-    try {
-      await runNode(config);
-    } catch (err) {
-      // A data dir of another format or node, or one in use, is a configuration problem.
-      if (err instanceof ConfigError) {
-        console.error(`blobstore: ${err.message}`);
-        process.exit(2);
-      }
-      throw err;
-    }
+    await runNode(config, log).catch((err: unknown) => exitOnStartFailure(log, err));
   });
+}
+
+/**
+ * A start that failed once the logger exists is logged (fatal) in the log's format, so a deployed
+ * node's log file stays one format. A data dir of another format or node, one in use, or a bad
+ * token file is a configuration problem: exit 2; anything else exit 1.
+ */
+export function exitOnStartFailure(log: Logger, err: unknown): never {
+  log.fatal({ err }, `cannot start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(err instanceof ConfigError ? 2 : 1);
 }

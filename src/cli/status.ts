@@ -6,6 +6,7 @@ import { probe } from './health.js';
 import { isOurProcess } from './processes.js';
 import { parseRegion, parseStackName } from './stack-cli.js';
 import { formatTable } from './table.js';
+import { print } from './output.js';
 
 /** `blobstore status <stack> [--region r]`: every deployed service, its pid and whether it is healthy. */
 export function registerStatus(program: Command): void {
@@ -36,8 +37,8 @@ export function registerStatus(program: Command): void {
           if (states[i] === 'healthy') healthyCount++;
         });
       }
-      console.log(formatTable(['REGION', 'SERVICE', 'ADDRESS', 'PID', 'STATE'], rows));
-      console.log(`stack ${stack}: ${healthyCount}/${total} services healthy`);
+      print(formatTable(['REGION', 'SERVICE', 'ADDRESS', 'PID', 'STATE'], rows));
+      print(`stack ${stack}: ${healthyCount}/${total} services healthy`);
       if (healthyCount !== total) process.exitCode = 1;
     });
 }

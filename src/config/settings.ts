@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { LOG_FORMATS, LOG_LEVELS } from '../log/logger.js';
 import { defaultDataDir } from './paths.js';
 
 /**
@@ -27,6 +28,18 @@ export interface SettingSpec {
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
+
+/** The log settings every long-running process has (the node and the orders service). */
+export const LOG_SETTINGS = {
+  logLevel: {
+    type: 'enum', default: () => 'info', choices: LOG_LEVELS,
+    help: 'lowest level logged: trace, debug, info, warn, error, fatal, or silent',
+  },
+  logFormat: {
+    type: 'enum', default: () => 'auto', choices: LOG_FORMATS,
+    help: 'log lines: json (one JSON object a line), pretty (for people), auto (pretty on a terminal, else json)',
+  },
+} as const satisfies Record<string, SettingSpec>;
 
 export const SETTINGS = {
   dataDir: { type: 'string', default: defaultDataDir, help: 'data directory (blobs, segments, index)' },
@@ -96,6 +109,7 @@ export const SETTINGS = {
     help: 'where the BLAKE3 digests of 1 MiB chunks of large blobs are computed: on the main thread, or in the worker pool',
   },
   poolThreads: { type: 'int', default: () => 2, min: 1, max: 64, help: 'worker threads (hashing, erasure coding)' },
+  ...LOG_SETTINGS,
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingKey = keyof typeof SETTINGS;

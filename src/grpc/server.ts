@@ -9,13 +9,14 @@ import type { Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
 import { parseHostPort } from '../config/units.js';
 import { unimplemented } from '../errors/errors.js';
+import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { blobServiceHandlers } from './blob-handlers.js';
 import { serverDefinition } from './proto.js';
 import { authorization, toStatus } from './status.js';
 
 /** Answers every rpc of a service UNIMPLEMENTED; `admin` first when the service needs the scope. */
-function unimplementedHandlers(definition: grpc.ServiceDefinition, service: string, gate: Gate | undefined): grpc.UntypedServiceImplementation {
+function unimplementedHandlers(definition: grpc.ServiceDefinition, service: string, gate: Gate | undefined, log: Logger): grpc.UntypedServiceImplementation {
   const handlers: grpc.UntypedServiceImplementation = {};
   for (const [name, method] of Object.entries(definition)) {
     const fail = (metadata: grpc.Metadata): grpc.ServerErrorResponse => {
@@ -23,7 +24,7 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
         gate?.check(authorization(metadata), 'admin');
         throw unimplemented(`${service}.${name} is not implemented yet: it comes with cluster support`);
       } catch (err) {
-        return toStatus(err, `${service}.${name}`);
+        return toStatus(err, `${service}.${name}`, log, metadata);
       }
     };
     if (method.responseStream) {
@@ -61,6 +62,7 @@ export class GrpcServer {
     private readonly config: NodeConfig,
     service: BlobService,
     gate: Gate,
+    log: Logger,
   ) {
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': config.grpcMaxMessageBytes,
@@ -68,12 +70,12 @@ export class GrpcServer {
       // channelz keeps per-call bookkeeping (trace events, counters) that nothing here reads.
       'grpc.enable_channelz': 0,
     });
-    this.server.addService(serverDefinition('BlobService'), blobServiceHandlers(service, gate));
+    this.server.addService(serverDefinition('BlobService'), blobServiceHandlers(service, gate, log));
     const cluster = serverDefinition('ClusterService');
-    this.server.addService(cluster, unimplementedHandlers(cluster, 'ClusterService', gate));
+    this.server.addService(cluster, unimplementedHandlers(cluster, 'ClusterService', gate, log));
     // InternalService carries no user credentials (the cluster secret comes with the cluster issue).
     const internalService = serverDefinition('InternalService');
-    this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined));
+    this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined, log));
   }
 
   /** Listens on grpcAddr (port 0: a free port) and returns the bound port. */

@@ -10,6 +10,7 @@
 import { Gauge, Registry } from 'prom-client';
 import type { BlobstoreError } from '../errors/errors.js';
 import type { Engine, EngineStats } from '../engine/engine.js';
+import type { Logger } from '../log/logger.js';
 import { BackendCheck } from './backend-check.js';
 import { ClusterMetrics } from './cluster-metrics.js';
 import { ERROR_TYPES, errorTypeIndex } from './error-types.js';
@@ -61,6 +62,8 @@ export interface NodeMetricsOptions {
   nodeId: string;
   dataDir: string;
   healthCheckTimeoutMs: number;
+  /** Backend health changes are logged here. */
+  log: Logger;
 }
 
 const NO_STATS: EngineStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, corruptionsDetected: 0 };
@@ -87,7 +90,7 @@ export class NodeMetrics implements Recorder {
   readonly stages = new HistogramFamily('blobstore_stage_latency_seconds', 'Latency of each stage of a request in seconds.', 'stage', STAGES);
 
   constructor(readonly options: NodeMetricsOptions) {
-    this.backend = new BackendCheck(options.dataDir, options.healthCheckTimeoutMs, () => this.engine?.failure);
+    this.backend = new BackendCheck(options.dataDir, options.healthCheckTimeoutMs, () => this.engine?.failure, options.log);
     this.registry.setDefaultLabels({ node: options.nodeId });
     this.register();
   }

@@ -1,3 +1,5 @@
+import type { Logger } from '../log/logger.js';
+import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
 import type { ApiKeys } from './auth.js';
 import { OrdersHttpError, RequestValidationError, bodyParseFailed, notFound } from './errors.js';
 import { BodyParseError, JsonDecodeError, decodeJsonBytes, parsePyJson } from './json-parse.js';
@@ -37,6 +39,8 @@ export interface OrdersServiceOptions {
   readonly listLimitMax: number;
   /** Undefined: no keys configured, the API is open. */
   readonly keys: ApiKeys | undefined;
+  /** Unexpected failures (500) are logged here with a request id. */
+  readonly log: Logger;
 }
 
 const HEALTHY: OrdersResponse = { status: 200, body: '{"status":"ok"}' };
@@ -46,6 +50,9 @@ export class OrdersService {
     private readonly store: OrderStore,
     private readonly options: OrdersServiceOptions,
   ) {}
+
+  /** The answer to a failure (errorResponse with this service's logger). */
+  readonly failed = (err: unknown): OrdersResponse => errorResponse(err, this.options.log);
 
   prepare(req: OrdersRequest): Prepared {
     try {
@@ -61,7 +68,7 @@ export class OrdersService {
       }
       return { kind: 'route', name: match.name, orderId: match.orderId, needsBody: match.name === 'create' };
     } catch (err) {
-      return { kind: 'done', response: errorResponse(err) };
+      return { kind: 'done', response: this.failed(err) };
     }
   }
 
@@ -71,11 +78,11 @@ export class OrdersService {
         case 'health': return HEALTHY;
         case 'list': return this.list(req.query);
         case 'get': return this.get(route.orderId);
-        case 'create': return this.create(readBody(body, req.contentType)).catch(errorResponse);
-        case 'cancel': return this.cancel(route.orderId).catch(errorResponse);
+        case 'create': return this.create(readBody(body, req.contentType)).catch(this.failed);
+        case 'cancel': return this.cancel(route.orderId).catch(this.failed);
       }
     } catch (err) {
-      return errorResponse(err);
+      return this.failed(err);
     }
   }
 
@@ -151,14 +158,18 @@ function isJsonContentType(header: string | undefined): boolean {
   return parts[1] === 'json' || parts[1]!.endsWith('+json');
 }
 
-/** The one place errors become responses; anything unexpected is a 500 without details. */
-export function errorResponse(err: unknown): OrdersResponse {
+/**
+ * The one place errors become responses; anything unexpected is a 500 without details, logged with
+ * a request id that the answer carries in X-Request-Id.
+ */
+export function errorResponse(err: unknown, log: Logger): OrdersResponse {
   if (err instanceof RequestValidationError) {
     return { status: 422, body: `{"detail":${writePyJson(err.errors)}}` };
   }
   if (err instanceof OrdersHttpError) {
     return { status: err.status, body: `{"detail":${JSON.stringify(err.detail)}}`, headers: err.headers };
   }
-  console.error('orders: unexpected error:', err);
-  return { status: 500, body: '{"detail":"Internal Server Error"}' };
+  const reqId = requestId();
+  log.error({ reqId, err }, `unexpected error: ${(err as Error)?.message ?? String(err)}`);
+  return { status: 500, body: '{"detail":"Internal Server Error"}', headers: { [REQUEST_ID_HEADER]: reqId } };
 }
