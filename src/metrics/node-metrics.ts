@@ -16,6 +16,7 @@ import { ClusterMetrics } from './cluster-metrics.js';
 import { ERROR_TYPES, errorTypeIndex } from './error-types.js';
 import { EventLoopLag } from './event-loop.js';
 import { type Operation, OPERATIONS, type Recorder, type Stage, STAGES } from './recorder.js';
+import { registerRuntimeMetrics } from './runtime.js';
 import { type Collected, type CollectedMetric, CounterFamily, HistogramFamily } from './series.js';
 
 const OP_INDEX: Readonly<Record<Operation, number>> = { put: 0, get: 1, delete: 2, stat: 3, list: 4 };
@@ -266,6 +267,8 @@ export class NodeMetrics implements Recorder {
     this.gauge('blobstore_pool_queue_depth', 'Tasks waiting for a worker thread.', () => this.pool().queueDepth);
     this.gauge('blobstore_pool_utilisation_ratio', 'Share of the worker threads\' time spent running tasks (0..1).', () => this.pool().utilisation);
     this.add(new EventLoopSummary(this.eventLoop));
+    // The standard process_* and nodejs_* series (runtime.ts).
+    registerRuntimeMetrics(this.registry);
   }
 }
 
