@@ -1,6 +1,7 @@
 /**
  * The gRPC listener (@grpc/grpc-js, insecure credentials: TLS belongs in front): BlobService in
- * full, ClusterService and InternalService answering UNIMPLEMENTED until the cluster issue.
+ * full, ClusterService and InternalService answering UNIMPLEMENTED until the cluster issue, and
+ * the standard health and reflection services (standard-services.ts).
  * Messages above grpcMaxMessageBytes are refused by grpc-js itself (RESOURCE_EXHAUSTED).
  */
 import * as grpc from '@grpc/grpc-js';
@@ -13,6 +14,7 @@ import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { blobServiceHandlers } from './blob-handlers.js';
 import { serverDefinition } from './proto.js';
+import { StandardServices } from './standard-services.js';
 import { authorization, toStatus } from './status.js';
 
 /** Answers every rpc of a service UNIMPLEMENTED; `admin` first when the service needs the scope. */
@@ -57,6 +59,8 @@ function widenHttp2Windows(windowBytes: number): () => void {
 
 export class GrpcServer {
   private readonly server: grpc.Server;
+  /** grpc.health.v1 and server reflection. */
+  private readonly standard: StandardServices;
 
   constructor(
     private readonly config: NodeConfig,
@@ -76,6 +80,7 @@ export class GrpcServer {
     // InternalService carries no user credentials (the cluster secret comes with the cluster issue).
     const internalService = serverDefinition('InternalService');
     this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined, log));
+    this.standard = new StandardServices(this.server, () => !service.engine.failure);
   }
 
   /** Listens on grpcAddr (port 0: a free port) and returns the bound port. */
@@ -87,8 +92,9 @@ export class GrpcServer {
       const restore = widenHttp2Windows(this.config.grpcWindowBytes);
       this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, port) => {
         restore();
-        if (err) reject(new Error(`cannot listen for gRPC on ${this.config.grpcAddr}: ${err.message}`));
-        else resolve(port);
+        if (err) return reject(new Error(`cannot listen for gRPC on ${this.config.grpcAddr}: ${err.message}`));
+        this.standard.serving();
+        resolve(port);
       });
     });
   }
@@ -98,6 +104,7 @@ export class GrpcServer {
    * (their partial put streams are discarded). Resolves true when everything finished in time.
    */
   close(timeoutMs: number): Promise<boolean> {
+    this.standard.stopping();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.server.forceShutdown();
