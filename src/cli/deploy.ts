@@ -35,7 +35,7 @@ export function registerDeploy(program: Command): void {
     .command('deploy')
     .description('bring a stack (blob nodes + orders service) up on this machine and wait until it is healthy')
     .argument('<stack>', 'stack name: dev (built in) or one defined under stacks.<name> in the config file')
-    .addOption(new Option('--region <region>', `region to deploy to (required): ${REGIONS.join(', ')}`).choices(REGIONS))
+    .addOption(new Option('--region <region>', 'region to deploy to (required)').choices(REGIONS))
     .option('--dry-run', 'print the plan (what would start, stop or change) and touch nothing')
     .option('--timeout <seconds>', 'how long to wait for every service to become healthy', '30')
     .addHelpText('after', HELP)

@@ -18,7 +18,7 @@ export function registerDown(program: Command): void {
     .command('down')
     .description('stop every process of a deployed stack in one region')
     .argument('<stack>', 'stack name')
-    .addOption(new Option('--region <region>', `region (required): ${REGIONS.join(', ')}`).choices(REGIONS))
+    .addOption(new Option('--region <region>', 'region (required)').choices(REGIONS))
     .option('--purge', 'also delete the data dirs and logs of the stack in that region')
     .action(async (stackName: string, opts: { region?: string; purge?: boolean }) => {
       const stack = parseStackName(stackName);
