@@ -6,7 +6,7 @@ import { probe } from './health.js';
 import { print } from './output.js';
 import { isOurProcess } from './processes.js';
 import { parseRegion, parseStackName } from './stack-cli.js';
-import { formatTable } from './table.js';
+import { SERVICE_HEADER, formatTable, serviceCells } from './table.js';
 
 /** One deployed service as `status` reports it. */
 export interface ServiceStatus {
@@ -14,6 +14,10 @@ export interface ServiceStatus {
   readonly service: string;
   readonly kind: 'node' | 'orders';
   readonly address: string;
+  /** A node's metrics listener (metrics, /health, the web UI at /) and gRPC listener, host:port. */
+  readonly metrics?: string;
+  readonly ui?: string;
+  readonly grpc?: string;
   readonly pid: number;
   readonly state: 'healthy' | 'unhealthy' | 'down';
 }
@@ -27,7 +31,8 @@ export function registerStatus(program: Command): void {
     .addOption(new Option('--region <region>', 'only this region (default: every region deployed)').choices(REGIONS))
     .addOption(new Option('-o, --output <format>', 'table for people, json for scripts').choices(['table', 'json']).default('table'))
     .addHelpText('after', `
-JSON: {"stack", "healthy", "total", "services": [{"region", "service", "kind", "address", "pid", "state"}]}.
+JSON: {"stack", "healthy", "total", "services": [{"region", "service", "kind", "address",
+"metrics", "ui", "grpc" (nodes), "pid", "state"}]}.
 Exit status: 0 when every service is healthy, 1 otherwise (or when the stack is not deployed), 2 usage error.`)
     .action(async (stackName: string, opts: { region?: string; output: 'table' | 'json' }) => {
       const stack = parseStackName(stackName);
@@ -43,14 +48,20 @@ Exit status: 0 when every service is healthy, 1 otherwise (or when the stack is 
           return (await probe(s.healthUrl)) ? 'healthy' : 'unhealthy';
         }));
         state.services.forEach((s, i) => {
-          services.push({ region: state.region, service: s.name, kind: s.kind, address: s.addr, pid: s.pid, state: probed[i]! });
+          services.push({
+            region: state.region, service: s.name, kind: s.kind, address: s.addr,
+            ...(s.metricsAddr ? { metrics: s.metricsAddr, ui: `http://${s.metricsAddr}/` } : {}),
+            ...(s.grpcAddr ? { grpc: s.grpcAddr } : {}),
+            pid: s.pid, state: probed[i]!,
+          });
         });
       }
       const healthy = services.filter((s) => s.state === 'healthy').length;
       if (opts.output === 'json') {
         print(JSON.stringify({ stack, healthy, total: services.length, services }, null, 2));
       } else {
-        print(formatTable(['REGION', 'SERVICE', 'ADDRESS', 'PID', 'STATE'], services.map((s) => [s.region, s.service, s.address, String(s.pid), s.state])));
+        const rows = services.map((s) => [s.region, ...serviceCells({ name: s.service, addr: s.address, metricsAddr: s.metrics, grpcAddr: s.grpc }), String(s.pid), s.state]);
+        print(formatTable(['REGION', ...SERVICE_HEADER, 'PID', 'STATE'], rows));
         print(`stack ${stack}: ${healthy}/${services.length} services healthy`);
       }
       if (healthy !== services.length) process.exitCode = 1;
