@@ -10,11 +10,15 @@ import { Engine } from './engine/engine.js';
 import { GrpcServer } from './grpc/server.js';
 import { hashName, initHashing } from './hash/blake3.js';
 import { ApiServer } from './http/server.js';
+import type { TemplatedApp } from './http/uws.js';
 import type { Logger } from './log/logger.js';
 import { NO_RECORDER } from './metrics/recorder.js';
 import { NodeMetrics } from './metrics/node-metrics.js';
+import { registerOpenApiRoute } from './openapi/api-routes.js';
+import { blobApiDocument } from './openapi/blob-api.js';
 import { OpsServer, opsLayout, opsMount } from './ops/ops-server.js';
 import { BlobService } from './service/blob-service.js';
+import { packageVersion } from './version.js';
 
 export interface RunningNode {
   readonly engine: Engine;
@@ -44,7 +48,15 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   metrics?.attach(engine);
   const service = new BlobService(engine, config, metrics ?? NO_RECORDER);
   const ops = metrics && { metrics, gate, variant: config.apiVariant, log };
-  const server = new ApiServer(service, config, log, { gate, mount: ops && layout.kind === 'same' ? opsMount(ops) : undefined });
+  const apiDocument = blobApiDocument({
+    variant: config.apiVariant === 'a' ? 'a' : 'b', opsOnApiPort: ops !== undefined && layout.kind === 'same', uiOnApiPort: false, version: packageVersion(),
+  });
+  // Routes beside the blob API on its port: the OpenAPI document, and the operations routes in the `same` layout.
+  const mount = (app: TemplatedApp): void => {
+    registerOpenApiRoute(app, apiDocument);
+    if (ops && layout.kind === 'same') opsMount(ops)(app);
+  };
+  const server = new ApiServer(service, config, log, { gate, mount });
   const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops) : undefined;
   let metricsPort: number | undefined;
   const grpc = config.grpcAddr === '' ? undefined : new GrpcServer(config, service, gate, log);

@@ -12,7 +12,7 @@ import { registerStatus } from './status.js';
 import { registerDown } from './down.js';
 import { registerAuth } from './auth.js';
 import { printError } from './output.js';
-import { packageVersion } from './version.js';
+import { packageVersion } from '../version.js';
 
 export function buildProgram(): Command {
   const program = new Command('blobstore')

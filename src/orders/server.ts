@@ -132,7 +132,7 @@ function send(reply: Reply, response: OrdersResponse, close = false): void {
   const { res } = reply;
   res.cork(() => {
     res.writeStatus(STATUS_TEXT[response.status] ?? String(response.status));
-    if (response.status !== 307) res.writeHeader('content-type', 'application/json');
+    if (response.status !== 307) res.writeHeader('content-type', response.contentType ?? 'application/json');
     if (response.headers) for (const [name, value] of Object.entries(response.headers)) res.writeHeader(name, value);
     if (reply.head) {
       // This uWS build aborts on endWithoutBody(length) and writes a body with end() on HEAD.

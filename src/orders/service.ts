@@ -1,11 +1,14 @@
 import type { Logger } from '../log/logger.js';
 import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
+import { docsPage } from '../openapi/docs-page.js';
+import { ordersApiDocument } from '../openapi/orders-api.js';
+import { packageVersion } from '../version.js';
 import type { ApiKeys } from './auth.js';
 import { OrdersHttpError, RequestValidationError, bodyParseFailed, notFound } from './errors.js';
 import { BodyParseError, JsonDecodeError, decodeJsonBytes, parsePyJson } from './json-parse.js';
 import { writePyJson } from './json-write.js';
 import { type RequestBody, validateCreateOrder, validateListQuery, validateOrderId } from './model.js';
-import { type RouteName, matchRoute, parseQuery, percentDecode } from './routes.js';
+import { OPEN_ROUTES, type RouteName, matchRoute, parseQuery, percentDecode } from './routes.js';
 import type { Order, OrderStore } from './store.js';
 
 /**
@@ -28,6 +31,8 @@ export interface OrdersRequest {
 export interface OrdersResponse {
   readonly status: number;
   readonly body: string;
+  /** application/json unless given. */
+  readonly contentType?: string;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -49,7 +54,16 @@ export class OrdersService {
   constructor(
     private readonly store: OrderStore,
     private readonly options: OrdersServiceOptions,
-  ) {}
+  ) {
+    const doc = ordersApiDocument({ auth: options.keys !== undefined, version: packageVersion() });
+    this.docs = {
+      json: { status: 200, body: JSON.stringify(doc) },
+      page: { status: 200, body: docsPage(doc), contentType: 'text/html; charset=utf-8' },
+    };
+  }
+
+  /** The OpenAPI document (/openapi.json) and its page (/docs), rendered once. */
+  private readonly docs: { json: OrdersResponse; page: OrdersResponse };
 
   /** The answer to a failure (errorResponse with this service's logger). */
   readonly failed = (err: unknown): OrdersResponse => errorResponse(err, this.options.log);
@@ -62,7 +76,7 @@ export class OrdersService {
         const location = `http://${req.host}${match.path}${query}`;
         return { kind: 'done', response: { status: 307, body: '', headers: { Location: location } } };
       }
-      if (match.name !== 'health' && this.options.keys) {
+      if (!OPEN_ROUTES.has(match.name) && this.options.keys) {
         const writes = match.name === 'create' || match.name === 'cancel';
         this.options.keys.authorize(req.authorization, writes, Date.now());
       }
@@ -76,6 +90,8 @@ export class OrdersService {
     try {
       switch (route.name) {
         case 'health': return HEALTHY;
+        case 'openapi': return this.docs.json;
+        case 'docs': return this.docs.page;
         case 'list': return this.list(req.query);
         case 'get': return this.get(route.orderId);
         case 'create': return this.create(readBody(body, req.contentType)).catch(this.failed);
