@@ -16,7 +16,7 @@ import { NO_RECORDER } from './metrics/recorder.js';
 import { NodeMetrics } from './metrics/node-metrics.js';
 import { registerOpenApiRoute } from './openapi/api-routes.js';
 import { blobApiDocument } from './openapi/blob-api.js';
-import { OpsServer, opsLayout, opsMount } from './ops/ops-server.js';
+import { OpsServer, opsLayout, opsMount, registerUiOnApiPort } from './ops/ops-server.js';
 import { BlobService } from './service/blob-service.js';
 import { packageVersion } from './version.js';
 
@@ -47,20 +47,27 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const engine = await Engine.open(config, metrics ?? NO_RECORDER);
   metrics?.attach(engine);
   const service = new BlobService(engine, config, metrics ?? NO_RECORDER);
-  const ops = metrics && { metrics, gate, variant: config.apiVariant, log };
+  // Ports are known once the listeners are bound (before any request for the UI page).
+  let port = 0;
+  let metricsPort: number | undefined;
+  const ops = metrics && {
+    metrics, gate, variant: config.apiVariant, log,
+    ui: () => ({ metricsHere: true, apiHere: layout.kind === 'same', apiPort: port, metricsPort }),
+  };
   const apiDocument = blobApiDocument({
-    variant: config.apiVariant === 'a' ? 'a' : 'b', opsOnApiPort: ops !== undefined && layout.kind === 'same', uiOnApiPort: false, version: packageVersion(),
+    variant: config.apiVariant === 'a' ? 'a' : 'b', opsOnApiPort: ops !== undefined && layout.kind === 'same', uiOnApiPort: ops !== undefined, version: packageVersion(),
   });
-  // Routes beside the blob API on its port: the OpenAPI document, and the operations routes in the `same` layout.
+  // Routes beside the blob API on its port: the OpenAPI document, the UI page with the blob browser
+  // at /ui/ (monitoring links to the metrics listener), and the operations routes in `same`.
   const mount = (app: TemplatedApp): void => {
     registerOpenApiRoute(app, apiDocument);
-    if (ops && layout.kind === 'same') opsMount(ops)(app);
+    if (!ops) return;
+    registerUiOnApiPort(app, () => ({ metricsHere: layout.kind === 'same', apiHere: true, apiPort: port, metricsPort }));
+    if (layout.kind === 'same') opsMount(ops)(app);
   };
   const server = new ApiServer(service, config, log, { gate, mount });
   const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops) : undefined;
-  let metricsPort: number | undefined;
   const grpc = config.grpcAddr === '' ? undefined : new GrpcServer(config, service, gate, log);
-  let port: number;
   let grpcPort: number | undefined;
   try {
     port = await server.listen();

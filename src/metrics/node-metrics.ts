@@ -48,6 +48,8 @@ export interface MetricsDetail {
   uptime: number;
   stages: Record<Stage, LatencySummary>;
   operations: Record<Operation, LatencySummary>;
+  /** Requests that failed, by operation (the snapshot's operation counters count both). */
+  failures: Record<Operation, number>;
   pool: PoolStats;
   eventLoopLagSeconds: { p50: number; p99: number };
 }
@@ -189,12 +191,15 @@ export class NodeMetrics implements Recorder {
     for (const s of STAGES) stages[s] = summary(this.stages, STAGE_INDEX[s]);
     const operations = {} as Record<Operation, LatencySummary>;
     for (const op of OPERATIONS) operations[op] = summary(this.latency[OP_INDEX[op]]!, 0);
+    const failures = {} as Record<Operation, number>;
+    for (const op of OPERATIONS) failures[op] = this.requestFailures.value(OP_INDEX[op]);
     const lag = this.eventLoop.quantiles();
     return {
       nodeId: this.options.nodeId,
       uptime: Math.floor(this.uptimeSeconds()),
       stages,
       operations,
+      failures,
       pool: this.pool(),
       eventLoopLagSeconds: { p50: lag.p50, p99: lag.p99 },
     };

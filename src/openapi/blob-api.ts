@@ -204,7 +204,7 @@ function opsPaths(): Record<string, Record<string, Operation>> {
 
 export function blobApiDocument(options: { variant: Variant; opsOnApiPort: boolean; uiOnApiPort: boolean; version: string }): object {
   const paths = { ...blobPaths(options.variant), ...(options.opsOnApiPort ? opsPaths() : {}) };
-  if (options.uiOnApiPort && !options.opsOnApiPort) {
+  if (options.uiOnApiPort) {
     (paths as Record<string, Record<string, Operation>>)['/ui/'] = {
       get: { operationId: 'uiOnApiPort', tags: ['operations'], summary: 'The web UI with the blob browser, beside the API it calls (open)', security: [], responses: { 200: { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } } } },
     };

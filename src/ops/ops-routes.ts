@@ -19,7 +19,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js';
 import type { Logger } from '../log/logger.js';
 import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
-import { UI_PAGE } from './ui-page.js';
+import { type UiConfig, uiPage } from './ui-page.js';
 
 export type ApiVariant = 'a' | 'b';
 
@@ -30,6 +30,8 @@ export interface OpsContext {
   /** The node's API variant (setting apiVariant, 'a' or 'b'): the shape of error bodies. */
   readonly variant: string;
   readonly log: Logger;
+  /** What the UI page served here may do; read at the first request (ports are bound by then). */
+  readonly ui: () => UiConfig;
 }
 
 export const OPS_PATHS = ['/metrics', '/api/v1/metrics', '/api/v1/metrics/detail', '/health', '/'] as const;
@@ -76,6 +78,7 @@ function methodNotAllowedBody(variant: ApiVariant, path: string): string {
 
 export function registerOpsRoutes(app: TemplatedApp, ctx: OpsContext): TemplatedApp {
   const { metrics, gate, log } = ctx;
+  let page: string | undefined;
   const variant: ApiVariant = ctx.variant === 'a' ? 'a' : 'b';
 
   /** The gate's verdict: undefined to go on, else the 401/403 answer already sent. */
@@ -114,7 +117,8 @@ export function registerOpsRoutes(app: TemplatedApp, ctx: OpsContext): Templated
       }, variant, log);
     },
     '/': (res) => {
-      write(res, { status: 200, contentType: 'text/html; charset=utf-8', body: UI_PAGE, headers: { 'Cache-Control': 'no-cache' } });
+      page ??= uiPage(ctx.ui());
+      write(res, { status: 200, contentType: 'text/html; charset=utf-8', body: page, headers: { 'Cache-Control': 'no-cache' } });
     },
   };
 
