@@ -10,10 +10,15 @@ import { Engine } from './engine/engine.js';
 import { GrpcServer } from './grpc/server.js';
 import { hashName, initHashing } from './hash/blake3.js';
 import { ApiServer } from './http/server.js';
+import type { TemplatedApp } from './http/uws.js';
+import type { Logger } from './log/logger.js';
 import { NO_RECORDER } from './metrics/recorder.js';
 import { NodeMetrics } from './metrics/node-metrics.js';
-import { OpsServer, opsLayout, opsMount } from './ops/ops-server.js';
+import { registerOpenApiRoute } from './openapi/api-routes.js';
+import { blobApiDocument } from './openapi/blob-api.js';
+import { OpsServer, opsLayout, opsMount, registerUiOnApiPort } from './ops/ops-server.js';
 import { BlobService } from './service/blob-service.js';
+import { packageVersion } from './version.js';
 
 export interface RunningNode {
   readonly engine: Engine;
@@ -32,22 +37,37 @@ export interface RunningNode {
   stop(): Promise<void>;
 }
 
-export async function startNode(config: NodeConfig): Promise<RunningNode> {
+export async function startNode(config: NodeConfig, log: Logger): Promise<RunningNode> {
   // First: a bad token file stops the start (ConfigError, exit 2) before the data dir is touched.
-  const auth = startAuth(config);
+  const auth = startAuth(config, log);
   const gate = auth.gate;
   await initHashing();
   const layout = opsLayout(config.metricsAddr);
-  const metrics = layout.kind === 'off' ? undefined : new NodeMetrics({ nodeId: config.nodeId, dataDir: config.dataDir, healthCheckTimeoutMs: config.healthCheckTimeoutMs });
-  const engine = await Engine.open(config, metrics ?? NO_RECORDER);
+  const metrics = layout.kind === 'off' ? undefined : new NodeMetrics({ nodeId: config.nodeId, dataDir: config.dataDir, healthCheckTimeoutMs: config.healthCheckTimeoutMs, log });
+  const engine = await Engine.open(config, metrics ?? NO_RECORDER, log);
   metrics?.attach(engine);
   const service = new BlobService(engine, config, metrics ?? NO_RECORDER);
-  const ops = metrics && { metrics, gate, variant: config.apiVariant };
-  const server = new ApiServer(service, config, { gate, mount: ops && layout.kind === 'same' ? opsMount(ops) : undefined });
-  const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops) : undefined;
+  // Ports are known once the listeners are bound (before any request for the UI page).
+  let port = 0;
   let metricsPort: number | undefined;
-  const grpc = config.grpcAddr === '' ? undefined : new GrpcServer(config, service, gate);
-  let port: number;
+  const ops = metrics && {
+    metrics, gate, variant: config.apiVariant, log,
+    ui: () => ({ metricsHere: true, apiHere: layout.kind === 'same', apiPort: port, metricsPort }),
+  };
+  const apiDocument = blobApiDocument({
+    variant: config.apiVariant === 'a' ? 'a' : 'b', opsOnApiPort: ops !== undefined && layout.kind === 'same', uiOnApiPort: ops !== undefined, version: packageVersion(),
+  });
+  // Routes beside the blob API on its port: the OpenAPI document, the UI page with the blob browser
+  // at /ui/ (monitoring links to the metrics listener), and the operations routes in `same`.
+  const mount = (app: TemplatedApp): void => {
+    registerOpenApiRoute(app, apiDocument);
+    if (!ops) return;
+    registerUiOnApiPort(app, () => ({ metricsHere: layout.kind === 'same', apiHere: true, apiPort: port, metricsPort }));
+    if (layout.kind === 'same') opsMount(ops)(app);
+  };
+  const server = new ApiServer(service, config, log, { gate, mount });
+  const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops) : undefined;
+  const grpc = config.grpcAddr === '' ? undefined : new GrpcServer(config, service, gate, log);
   let grpcPort: number | undefined;
   try {
     port = await server.listen();
@@ -68,7 +88,7 @@ export async function startNode(config: NodeConfig): Promise<RunningNode> {
       opsServer?.close();
       const [httpDrained, grpcDrained] = await Promise.all([server.close(config.shutdownTimeoutMs), grpc?.close(config.shutdownTimeoutMs)]);
       const drained = httpDrained && grpcDrained !== false;
-      if (!drained) console.error('blobstore: shutdown timeout: requests still in progress were cut off');
+      if (!drained) log.warn({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutdown timeout: requests still in progress were cut off');
       await engine.close();
       metrics?.close();
       auth.close();
@@ -87,14 +107,17 @@ async function ecPathName(): Promise<string> {
 }
 
 /** `blobstore serve`: runs until SIGTERM/SIGINT. */
-export async function runNode(config: NodeConfig): Promise<void> {
-  const node = await startNode(config);
+export async function runNode(config: NodeConfig, log: Logger): Promise<void> {
+  const node = await startNode(config, log);
   const onSignal = (signal: NodeJS.Signals): void => {
-    console.log(`blobstore: ${signal}: shutting down`);
+    log.info({ signal }, `${signal}: shutting down`);
     node.stop().then(
-      () => process.exit(0),
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
       (err: Error) => {
-        console.error(`blobstore: shutdown failed: ${err.message}`);
+        log.fatal({ err }, `shutdown failed: ${err.message}`);
         process.exit(1);
       },
     );
@@ -103,14 +126,18 @@ export async function runNode(config: NodeConfig): Promise<void> {
   process.once('SIGINT', onSignal);
   const ecPath = await ecPathName();
   const host = config.listen.replace(/:\d+$/, '');
-  console.log(`blobstore: data dir ${config.dataDir}`);
-  console.log(`blobstore: hashing ${hashName()}; small blobs up to ${config.smallBlobMaxBytes} bytes go to segments`);
-  console.log(`blobstore: erasure-coding kernel ${ecPath}`);
-  if (node.grpcPort !== undefined) console.log(`blobstore: gRPC listening on ${config.grpcAddr.replace(/:\d+$/, '')}:${node.grpcPort}`);
+  log.info({ dataDir: config.dataDir }, `data dir ${config.dataDir}`);
+  log.info({ hashing: hashName(), smallBlobMaxBytes: config.smallBlobMaxBytes }, `hashing ${hashName()}; small blobs up to ${config.smallBlobMaxBytes} bytes go to segments`);
+  log.info({ ecKernel: ecPath }, `erasure-coding kernel ${ecPath}`);
+  if (node.grpcPort !== undefined) {
+    const grpcAddress = `${config.grpcAddr.replace(/:\d+$/, '')}:${node.grpcPort}`;
+    log.info({ listener: 'grpc', address: grpcAddress }, `gRPC listening on ${grpcAddress}`);
+  }
   if (node.metricsPort !== undefined) {
     const layout = opsLayout(config.metricsAddr);
-    const metricsHost = layout.kind === 'separate' ? layout.host : host;
-    console.log(`blobstore: metrics on http://${metricsHost}:${node.metricsPort}`);
+    const url = `http://${layout.kind === 'separate' ? layout.host : host}:${node.metricsPort}`;
+    log.info({ listener: 'metrics', url }, `metrics on ${url}`);
   }
-  console.log(`blobstore: node ${config.nodeId} listening on http://${host}:${node.port}`);
+  const url = `http://${host}:${node.port}`;
+  log.info({ listener: 'api', url }, `node ${config.nodeId} listening on ${url}`);
 }

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig, ConfigError } from '../src/config/load.js';
 import { flipByte, patternBytes, putRaw } from './helpers/blobs.js';
 import { runCli, startNode, tempDir } from './helpers/node-process.js';
+import { logLines } from './helpers/log.js';
 
 describe('configuration', () => {
   const file = (content: unknown): string => {
@@ -64,7 +65,8 @@ describe('data dir', () => {
     const node = await startNode();
     const second = await runCli(['serve', '--data-dir', node.dataDir, '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--node-id', 'test-node']);
     expect(second.code).toBe(2);
-    expect(second.stderr).toMatch(/in use by another blobstore process/);
+    // Logged at fatal in the node's log format (JSON here: stdout is not a terminal).
+    expect(logLines(second.stdout).find((l) => l.level === 'fatal')?.msg).toMatch(/in use by another blobstore process/);
     expect(await node.stop()).toBe(0);
   });
 

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { BlobstoreError } from '../../src/errors/errors.js';
 import { NodeMetrics } from '../../src/metrics/node-metrics.js';
+import { silentLogger } from '../../src/log/logger.js';
 import { HistogramFamily, SPEC_BUCKETS } from '../../src/metrics/series.js';
 import { emit, round } from '../node/lib.js';
 import { runMicro, type MicroTask } from '../node/micro.js';
@@ -49,7 +50,7 @@ async function bytesPerCall(fn: () => unknown): Promise<number | null> {
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'blobstore-bench-metrics-'));
   mkdirSync(join(dir, 'tmp'));
-  const metrics = new NodeMetrics({ nodeId: 'bench', dataDir: dir, healthCheckTimeoutMs: 1000 });
+  const metrics = new NodeMetrics({ nodeId: 'bench', dataDir: dir, healthCheckTimeoutMs: 1000, log: silentLogger() });
   const registry = new Registry();
   const buckets = [...SPEC_BUCKETS];
   const promHist = new Histogram({ name: 'p_latency_seconds', help: 'x', labelNames: ['operation'], buckets, registers: [registry] });

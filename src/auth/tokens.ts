@@ -13,6 +13,7 @@ import { randomInt } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../config/load.js';
 import { BlobstoreError } from '../errors/errors.js';
+import type { Logger } from '../log/logger.js';
 import { bearerToken } from './bearer.js';
 import { type Gate, OPEN_GATE, type Scope } from './gate.js';
 import { SCOPE_BITS, type TokenEntry, TokenFileError, parseTokenFile, sha256 } from './token-file.js';
@@ -160,16 +161,11 @@ export interface NodeAuth {
   close(): void;
 }
 
-export interface AuthLog {
-  log(line: string): void;
-  error(line: string): void;
-}
-
 /**
  * The gate a node uses: OPEN_GATE without a token file; otherwise a TokenGate loaded now and
  * re-read on SIGHUP. Logs one line per load with the number of tokens, never the tokens.
  */
-export function startAuth(config: { readonly authTokensFile: string }, out: AuthLog = console): NodeAuth {
+export function startAuth(config: { readonly authTokensFile: string }, logger: Logger): NodeAuth {
   const path = config.authTokensFile;
   if (path === '') return { gate: OPEN_GATE, close() {} };
   let gate: TokenGate;
@@ -179,18 +175,19 @@ export function startAuth(config: { readonly authTokensFile: string }, out: Auth
     if (err instanceof TokenFileError) throw new ConfigError(`AuthTokensFile ${path}: ${err.message}`);
     throw err;
   }
-  out.log(`blobstore: auth: bearer tokens required; ${describe(gate.size)} loaded from ${path}`);
-  warnIfReadable(path, gate, out);
+  const log = logger.child({ component: 'auth' });
+  log.info({ tokens: gate.size, file: path }, `bearer tokens required; ${describe(gate.size)} loaded from ${path}`);
+  warnIfReadable(path, gate, log);
   const onHangup = (): void => {
     try {
       gate.replace(readTokenFile(path));
     } catch (err) {
       const problem = err instanceof TokenFileError ? err.message : 'unexpected failure';
-      out.error(`blobstore: auth: SIGHUP: AuthTokensFile ${path}: ${problem}; keeping the ${describe(gate.size)} loaded before`);
+      log.error({ signal: 'SIGHUP', tokens: gate.size, file: path }, `SIGHUP: AuthTokensFile ${path}: ${problem}; keeping the ${describe(gate.size)} loaded before`);
       return;
     }
-    out.log(`blobstore: auth: SIGHUP: ${describe(gate.size)} loaded from ${path}`);
-    warnIfReadable(path, gate, out);
+    log.info({ signal: 'SIGHUP', tokens: gate.size, file: path }, `SIGHUP: ${describe(gate.size)} loaded from ${path}`);
+    warnIfReadable(path, gate, log);
   };
   process.on('SIGHUP', onHangup);
   return { gate, close: () => void process.off('SIGHUP', onHangup) };
@@ -199,7 +196,7 @@ export function startAuth(config: { readonly authTokensFile: string }, out: Auth
 const describe = (n: number): string => (n === 1 ? '1 token' : `${n} tokens`);
 
 /** Plain tokens in a file others can read are worth a warning (hashed entries are not secret). */
-function warnIfReadable(path: string, gate: TokenGate, out: AuthLog): void {
+function warnIfReadable(path: string, gate: TokenGate, log: Logger): void {
   const plain = gate.plainCount;
   if (plain === 0) return;
   let mode: number;
@@ -209,6 +206,6 @@ function warnIfReadable(path: string, gate: TokenGate, out: AuthLog): void {
     return;
   }
   if ((mode & 0o044) !== 0) {
-    out.error(`blobstore: auth: warning: ${path} holds ${plain} plain token(s) and is readable by group or others (mode ${(mode & 0o777).toString(8)}); prefer sha256 entries (blobstore auth hash-token) or chmod 600`);
+    log.warn({ file: path, plainTokens: plain }, `${path} holds ${plain} plain token(s) and is readable by group or others (mode ${(mode & 0o777).toString(8)}); prefer sha256 entries (blobstore auth hash-token) or chmod 600`);
   }
 }

@@ -4,6 +4,7 @@ import type { Scope } from '../auth/gate.js';
 import { TokenFileError, sha256 } from '../auth/token-file.js';
 import { readTokenFile } from '../auth/tokens.js';
 import { usageError } from './errors.js';
+import { print, printError } from './output.js';
 
 /**
  * `blobstore auth hash-token`: reads a token on stdin and prints the token-file entry that holds
@@ -32,7 +33,7 @@ Example:
       if (!TOKEN_CHARS.test(token)) {
         throw usageError('the token on stdin must be one line of visible ASCII characters without spaces (a trailing newline is ignored)');
       }
-      console.log(JSON.stringify({ name: opts.name, sha256: sha256(token).toString('hex'), scopes }));
+      print(JSON.stringify({ name: opts.name, sha256: sha256(token).toString('hex'), scopes }));
     });
   auth
     .command('check')
@@ -42,7 +43,7 @@ Example:
       try {
         const entries = readTokenFile(file);
         const plain = entries.filter((e) => e.plain).length;
-        console.log(`${file}: ${entries.length} token(s) OK${plain > 0 ? ` (${plain} plain; sha256 entries are recommended)` : ''}`);
+        print(`${file}: ${entries.length} token(s) OK${plain > 0 ? ` (${plain} plain; sha256 entries are recommended)` : ''}`);
       } catch (err) {
         if (err instanceof TokenFileError) throw usageError(`${file}: ${err.message}`);
         throw err;
@@ -60,7 +61,7 @@ function parseScopeList(list: string): Scope[] {
 }
 
 async function readStdin(): Promise<string> {
-  if (process.stdin.isTTY) console.error('blobstore: type the token, then Enter and Ctrl-D (it is echoed: prefer a pipe)');
+  if (process.stdin.isTTY) printError('type the token, then Enter and Ctrl-D (it is echoed: prefer a pipe)');
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');

@@ -3,45 +3,54 @@ import { SETTINGS, type SettingSpec } from '../config/settings.js';
 import { STACK_SETTINGS } from '../config/stacks.js';
 
 /**
- * Which config file keys have a known type, so that `config set` stores numbers and booleans as
- * such and refuses invalid values before the node or deploy would:
+ * The config file keys `config set` accepts, each with its type, so that numbers and booleans are
+ * stored as such and invalid values are refused before the node or deploy would see them:
  *
  *   node.<setting>            the node's settings (camelCase key or spec name: node.NodeID)
  *   orders.<setting>          the orders service's settings (orders.ordersAddr, orders.OrdersAddr)
  *   stacks.<stack>.<key>      deploy's stack definitions (nodes, basePort, policy, orders, ...)
  *
- * Every other key is free-form and stored as a string.
+ * Any other key is refused (a typo would otherwise sit in the file, read by nothing).
  */
 
 export interface KnownKey {
   readonly spec: SettingSpec;
-  readonly section: string;
+  readonly section: 'node' | 'orders' | 'stacks';
+  /** The setting's camelCase name (a spec name given in the key resolves to it). */
+  readonly name: string;
 }
 
-function lookup(table: Record<string, SettingSpec>, key: string): SettingSpec | undefined {
-  if (Object.hasOwn(table, key)) return table[key];
-  return Object.values(table).find((spec) => spec.specName === key);
+const TABLES = { node: SETTINGS, orders: ORDERS_SETTINGS, stacks: STACK_SETTINGS } as const satisfies Record<KnownKey['section'], Record<string, SettingSpec>>;
+
+function lookup(section: KnownKey['section'], key: string): KnownKey | undefined {
+  const table: Record<string, SettingSpec> = TABLES[section];
+  if (Object.hasOwn(table, key)) return { spec: table[key]!, section, name: key };
+  const found = Object.entries(table).find(([, spec]) => spec.specName === key);
+  return found && { spec: found[1], section, name: found[0] };
 }
 
 export function knownKey(segments: readonly string[]): KnownKey | undefined {
   const [section, a, b] = segments;
-  if (segments.length === 2 && section === 'node') {
-    const spec = lookup(SETTINGS, a!);
-    return spec && { spec, section: 'node' };
-  }
-  if (segments.length === 2 && section === 'orders') {
-    const spec = lookup(ORDERS_SETTINGS, a!);
-    return spec && { spec, section: 'orders' };
-  }
-  if (segments.length === 3 && section === 'stacks') {
-    const spec = lookup(STACK_SETTINGS, b!);
-    return spec && { spec, section: 'stacks' };
-  }
+  if (segments.length === 2 && (section === 'node' || section === 'orders')) return lookup(section, a!);
+  if (segments.length === 3 && section === 'stacks') return lookup('stacks', b!);
   return undefined;
 }
 
-/** True for a section whose keys are all known, so an unknown key there is probably a typo. */
-export function isTypedSection(segments: readonly string[]): boolean {
-  return (segments[0] === 'node' || segments[0] === 'orders') && segments.length === 2
-    || (segments[0] === 'stacks' && segments.length === 3);
+/** The keys of a section, for messages and `config list --all`. */
+export function sectionKeys(section: KnownKey['section']): string[] {
+  return Object.keys(TABLES[section]);
+}
+
+/** What `config set` accepts, as the lines of its refusal message. */
+export function knownKeysText(): string {
+  const names = (section: KnownKey['section']): string => {
+    const table: Record<string, SettingSpec> = TABLES[section];
+    return Object.entries(table).map(([key, spec]) => (spec.specName ? `${key} (${spec.specName})` : key)).join(', ');
+  };
+  return [
+    'known keys:',
+    `  node.<setting>        ${names('node')}`,
+    `  orders.<setting>      ${names('orders')}`,
+    `  stacks.<name>.<key>   ${names('stacks')}`,
+  ].join('\n');
 }

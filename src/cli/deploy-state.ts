@@ -12,6 +12,9 @@ export interface ServiceState {
   readonly name: string;
   readonly kind: 'node' | 'orders';
   readonly addr: string;
+  /** A node's metrics listener and gRPC listener (absent in state files of older versions). */
+  readonly metricsAddr?: string;
+  readonly grpcAddr?: string;
   readonly pid: number;
   readonly configHash: string;
   readonly dataDir: string;

@@ -9,7 +9,8 @@ import { type Step, planDeploy } from './plan.js';
 import { isOurProcess, portFree, startService, stopService, waitReaped } from './processes.js';
 import { type ServiceSpec, LOOPBACK, regionDir, serviceEnv, stateFile } from './stack.js';
 import { loadStack, parseRegion, progressPrinter, logTail } from './stack-cli.js';
-import { formatTable } from './table.js';
+import { SERVICE_HEADER, formatTable, serviceCells } from './table.js';
+import { print } from './output.js';
 
 /**
  * `blobstore deploy <stack> --region <r> [--dry-run]`: brings the stack up on this machine, one
@@ -23,7 +24,8 @@ Stacks: "dev" is built in (3 nodes + the orders service). Define others in the c
   blobstore config set stacks.prod.basePort --value 7300
 Keys of stacks.<name>: nodes, basePort, policy, orders (true/false), ordersPort, ordersApiKeysFile.
 Ports: block = basePort + 100 * region index (us-east-1 0, us-west-2 1, eu-central-1 2);
-node i listens on block + i, the orders service on ordersPort or block + 99.
+node i: HTTP API on block + i, metrics + web UI on block + 32 + i, gRPC on block + 64 + i;
+the orders service on ordersPort or block + 99. All on 127.0.0.1; the plan shows each.
 Data, logs and state: $XDG_STATE_HOME/blobstore/<stack>/<region>/ (default ~/.local/state/...).
 After deploy, the orders API is checked through ORDERS_API_BASE_URL (default: the deployed
 service; https required except for loopback http) with ORDERS_API_KEY as bearer credential.
@@ -34,7 +36,7 @@ export function registerDeploy(program: Command): void {
     .command('deploy')
     .description('bring a stack (blob nodes + orders service) up on this machine and wait until it is healthy')
     .argument('<stack>', 'stack name: dev (built in) or one defined under stacks.<name> in the config file')
-    .addOption(new Option('--region <region>', `region to deploy to (required): ${REGIONS.join(', ')}`).choices(REGIONS))
+    .addOption(new Option('--region <region>', 'region to deploy to (required)').choices(REGIONS))
     .option('--dry-run', 'print the plan (what would start, stop or change) and touch nothing')
     .option('--timeout <seconds>', 'how long to wait for every service to become healthy', '30')
     .addHelpText('after', HELP)
@@ -51,16 +53,18 @@ export function registerDeploy(program: Command): void {
       const base = baseUrl ?? (ordersService ? new URL(`http://${ordersService.addr}`) : undefined);
       if (base) {
         await checkOrdersApi(base, process.env.ORDERS_API_KEY || undefined);
-        console.log(`orders API check passed (${base.origin})`);
+        print(`orders API check passed (${base.origin})`);
       }
     });
 }
 
 function printPlan(stack: string, region: Region, steps: readonly Step[]): void {
-  console.log(`deploy ${stack} to ${region}: dry run, nothing is started, stopped or written`);
-  const rows = steps.map((s) => [s.name, s.spec?.addr ?? s.current?.addr ?? '-', s.current ? String(s.current.pid) : '-', `${s.action}${s.reason ? ` (${s.reason})` : ''}`]);
-  console.log(formatTable(['SERVICE', 'ADDRESS', 'PID', 'PLAN'], rows));
-  console.log(`data, logs and state: ${regionDir(stack, region)}`);
+  print(`deploy ${stack} to ${region}: dry run, nothing is started, stopped or written`);
+  const rows = steps.map((s) => [
+    ...serviceCells(s.spec ?? s.current!), s.current ? String(s.current.pid) : '-', `${s.action}${s.reason ? ` (${s.reason})` : ''}`,
+  ]);
+  print(formatTable([...SERVICE_HEADER, 'PID', 'PLAN'], rows));
+  print(`data, logs and state: ${regionDir(stack, region)}`);
 }
 
 async function applyPlan(stack: string, region: Region, services: readonly ServiceSpec[], steps: readonly Step[], timeoutMs: number): Promise<void> {
@@ -71,8 +75,10 @@ async function applyPlan(stack: string, region: Region, services: readonly Servi
   const toStart = steps.filter((s) => s.action === 'start' || s.action === 'restart');
   await Promise.all(toStart.map((s) => (s.current ? waitReaped(s.current.pid) : undefined)));
   for (const step of toStart) {
-    if (!(await portFree(step.spec!.port, LOOPBACK))) {
-      throw failure(`port ${step.spec!.port} of ${step.name} is in use by another process; change stacks.${stack}.basePort or stop that process`);
+    for (const port of step.spec!.ports) {
+      if (!(await portFree(port, LOOPBACK))) {
+        throw failure(`port ${port} of ${step.name} is in use by another process; change stacks.${stack}.basePort or stop that process`);
+      }
     }
   }
   const records = new Map<string, ServiceState>();
@@ -81,7 +87,7 @@ async function applyPlan(stack: string, region: Region, services: readonly Servi
     const spec = step.spec!;
     const pid = startService(spec, serviceEnv(process.env));
     records.set(spec.name, {
-      name: spec.name, kind: spec.kind, addr: spec.addr, pid, configHash: spec.configHash, dataDir: spec.dataDir,
+      name: spec.name, kind: spec.kind, addr: spec.addr, metricsAddr: spec.metricsAddr, grpcAddr: spec.grpcAddr, pid, configHash: spec.configHash, dataDir: spec.dataDir,
       logFile: spec.logFile, healthUrl: spec.healthUrl, argv: spec.argv, startedAt: new Date().toISOString(),
     });
   }
@@ -92,10 +98,10 @@ async function applyPlan(stack: string, region: Region, services: readonly Servi
   const rows = shown.map((name) => {
     const step = steps.find((s) => s.name === name)!;
     const record = records.get(name) ?? step.current!;
-    return [name, record.addr, String(record.pid), STATE_WORD[step.action]];
+    return [...serviceCells(record), String(record.pid), STATE_WORD[step.action]];
   });
-  console.log(formatTable(['SERVICE', 'ADDRESS', 'PID', 'STATE'], rows));
-  console.log(`stack ${stack} (${region}) is up: ${ordered.length} services healthy in ${((Date.now() - started) / 1000).toFixed(2)} s`);
+  print(formatTable([...SERVICE_HEADER, 'PID', 'STATE'], rows));
+  print(`stack ${stack} (${region}) is up: ${ordered.length} services healthy in ${((Date.now() - started) / 1000).toFixed(2)} s`);
 }
 
 const STATE_WORD: Record<Step['action'], string> = { start: 'started', restart: 'restarted', keep: 'unchanged', stop: 'stopped' };

@@ -7,6 +7,7 @@ import { stopService } from './processes.js';
 import { regionDir, stateFile } from './stack.js';
 import { parseRegion, parseStackName } from './stack-cli.js';
 import { formatTable } from './table.js';
+import { print } from './output.js';
 
 /**
  * `blobstore down <stack> --region r [--purge]`: stops every process of a deployed stack (SIGTERM,
@@ -17,7 +18,7 @@ export function registerDown(program: Command): void {
     .command('down')
     .description('stop every process of a deployed stack in one region')
     .argument('<stack>', 'stack name')
-    .addOption(new Option('--region <region>', `region (required): ${REGIONS.join(', ')}`).choices(REGIONS))
+    .addOption(new Option('--region <region>', 'region (required)').choices(REGIONS))
     .option('--purge', 'also delete the data dirs and logs of the stack in that region')
     .action(async (stackName: string, opts: { region?: string; purge?: boolean }) => {
       const stack = parseStackName(stackName);
@@ -25,7 +26,7 @@ export function registerDown(program: Command): void {
       const dir = regionDir(stack, region);
       const state = readState(stack, region);
       if (!state) {
-        console.log(`stack ${stack} is not deployed in ${region}; nothing to stop`);
+        print(`stack ${stack} is not deployed in ${region}; nothing to stop`);
         if (opts.purge) rmSync(dir, { recursive: true, force: true });
         return;
       }
@@ -35,8 +36,8 @@ export function registerDown(program: Command): void {
         return outcome;
       });
       const words = { stopped: 'stopped', killed: 'killed (did not stop in time)', gone: 'was not running' };
-      console.log(formatTable(['SERVICE', 'ADDRESS', 'PID', 'STATE'], state.services.map((s, i) => [s.name, s.addr, String(s.pid), words[results[i]!]])));
+      print(formatTable(['SERVICE', 'ADDRESS', 'PID', 'STATE'], state.services.map((s, i) => [s.name, s.addr, String(s.pid), words[results[i]!]])));
       if (opts.purge) rmSync(dir, { recursive: true, force: true });
-      console.log(`stack ${stack} (${region}) is down${opts.purge ? `; removed ${dir}` : `; data and logs kept in ${dir}`}`);
+      print(`stack ${stack} (${region}) is down${opts.purge ? `; removed ${dir}` : `; data and logs kept in ${dir}`}`);
     });
 }

@@ -6,20 +6,23 @@
 import { Command, CommanderError } from 'commander';
 import { registerServe } from './serve.js';
 import { registerOrders } from './orders.js';
-import { registerConfigSet } from './config-set.js';
+import { registerConfig } from './config.js';
 import { registerDeploy } from './deploy.js';
 import { registerStatus } from './status.js';
 import { registerDown } from './down.js';
 import { registerAuth } from './auth.js';
+import { printError } from './output.js';
+import { packageVersion } from '../version.js';
 
 export function buildProgram(): Command {
   const program = new Command('blobstore')
     .description('blobstore: a distributed, content-addressed blob store')
+    .version(`blobstore ${packageVersion()} (Node.js ${process.version})`, '-V, --version', 'print the version and exit')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerServe(program);
   registerOrders(program);
-  registerConfigSet(program);
+  registerConfig(program);
   registerDeploy(program);
   registerStatus(program);
   registerDown(program);
@@ -41,6 +44,6 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv).catch((err: unknown) => {
-  console.error(`blobstore: ${err instanceof Error ? err.message : String(err)}`);
+  printError(`${err instanceof Error ? err.message : String(err)}`);
   process.exit(typeof (err as { exitCode?: unknown })?.exitCode === 'number' ? (err as { exitCode: number }).exitCode : 1);
 });

@@ -1,49 +1,33 @@
 import type { Command } from 'commander';
-import { ConfigError, loadConfig } from '../config/load.js';
-import { SETTINGS, type SettingKey, flagName } from '../config/settings.js';
+import { loadConfig } from '../config/load.js';
+import { SETTINGS } from '../config/settings.js';
+import { createLogger } from '../log/logger.js';
+import { exitOnStartFailure, loadSettingsOrUsageError } from './service-start.js';
+import { addSettingOptions, settingFlags } from './setting-options.js';
 
 const LARGE_BODY_NOTE = `
 Raw bodies of 1,000,000,000 bytes or more must be sent with chunked transfer encoding
 (or through the stream API): the HTTP front end resets a connection whose Content-Length
 has ten digits.`;
 
+const PRECEDENCE_NOTE = `
+Each setting comes from, last wins: its default, the config file's "node" section
+(blobstore config set node.<setting> --value ...), its environment variable, the flag.
+Sizes take units (64KiB, 5GiB), durations too (500ms, 5s, 2m).`;
+
 /** `blobstore serve`: runs one node until SIGTERM/SIGINT. */
 export function registerServe(program: Command): void {
   const cmd = program
     .command('serve')
-    .description('run a blobstore node (HTTP API, durable local engine)')
-    .option('--config <file>', 'config file (default: $BLOBSTORE_CONFIG or $XDG_CONFIG_HOME/blobstore/config.json)')
-    .addHelpText('after', LARGE_BODY_NOTE);
-  for (const [key, spec] of Object.entries(SETTINGS)) {
-    cmd.option(`--${flagName(key)} <value>`, spec.help);
-    if ('specName' in spec) cmd.option(`--${spec.specName} <value>`, `same as --${flagName(key)}`);
-  }
+    .description('run a blobstore node (HTTP API, gRPC, metrics and web UI; durable local engine)')
+    .option('--config <file>', 'config file (default: $BLOBSTORE_CONFIG or $XDG_CONFIG_HOME/blobstore/config.json)');
+  addSettingOptions(cmd, SETTINGS);
+  cmd.addHelpText('after', PRECEDENCE_NOTE).addHelpText('after', LARGE_BODY_NOTE);
   cmd.action(async (opts: Record<string, unknown>) => {
-    const flags: Partial<Record<SettingKey, unknown>> = {};
-    for (const [key, spec] of Object.entries(SETTINGS) as [SettingKey, (typeof SETTINGS)[SettingKey]][]) {
-      const value = opts[key] ?? ('specName' in spec ? opts[spec.specName] : undefined);
-      if (value !== undefined) flags[key] = value;
-    }
-    let config;
-    try {
-      config = loadConfig({ flags, file: opts.config as string | undefined });
-    } catch (err) {
-      if (err instanceof ConfigError) {
-        console.error(`blobstore: ${err.message}`);
-        process.exit(2);
-      }
-      throw err;
-    }
+    const flags = settingFlags(opts, SETTINGS);
+    const config = loadSettingsOrUsageError(() => loadConfig({ flags, file: opts.config as string | undefined }));
+    const log = createLogger({ level: config.logLevel, format: config.logFormat, name: 'blobstore', node: config.nodeId });
     const { runNode } = await import('../node.js');
-    try {
-      await runNode(config);
-    } catch (err) {
-      // A data dir of another format or node, or one in use, is a configuration problem.
-      if (err instanceof ConfigError) {
-        console.error(`blobstore: ${err.message}`);
-        process.exit(2);
-      }
-      throw err;
-    }
+    await runNode(config, log).catch((err: unknown) => exitOnStartFailure(log, err));
   });
 }

@@ -14,7 +14,10 @@ import { type Region, type StackDefinition, stackLayout } from '../config/stacks
  *     deploy.json            state: pids, ports, config hashes (status, down, re-deploy)
  *     <stack>-<region>-<i>/  data dir of node i
  *     orders/                data dir of the orders service
- *     logs/<service>.log     stdout and stderr of each service
+ *     logs/<service>.log     stdout and stderr of each service (JSON log lines)
+ *
+ * Every node runs its metrics listener (metrics, /health, the web UI) and gRPC on loopback ports of
+ * the stack's block (config/stacks.ts has the layout).
  */
 
 export interface ServiceSpec {
@@ -22,6 +25,11 @@ export interface ServiceSpec {
   readonly kind: 'node' | 'orders';
   readonly addr: string;
   readonly port: number;
+  /** A node's metrics listener (metrics, /health, the web UI at /) and gRPC listener, host:port. */
+  readonly metricsAddr?: string;
+  readonly grpcAddr?: string;
+  /** Every port the service listens on (checked free before it starts). */
+  readonly ports: readonly number[];
   readonly dataDir: string;
   readonly logFile: string;
   /** Arguments after `node`: the CLI entry point and its flags. */
@@ -81,18 +89,21 @@ export function desiredServices(stack: StackDefinition, region: Region, inputs: 
   const dir = regionDir(stack.name, region);
   const envSettings = settingsEnv(inputs.env);
   const layout = stackLayout(stack, region);
-  const addrs = layout.nodePorts.map((port) => `${LOOPBACK}:${port}`);
-  const services: ServiceSpec[] = layout.nodePorts.map((port, i) => {
+  const addrs = layout.nodes.map((ports) => `${LOOPBACK}:${ports.api}`);
+  const services: ServiceSpec[] = layout.nodes.map((ports, i) => {
     const id = nodeId(stack.name, region, i);
     const dataDir = join(dir, id);
+    const metricsAddr = `${LOOPBACK}:${ports.metrics}`;
+    const grpcAddr = `${LOOPBACK}:${ports.grpc}`;
     const own = [
       CLI_ENTRY, 'serve', '--data-dir', dataDir, '--listen', addrs[i]!, '--node-id', id, '--region', region,
-      '--metrics-addr', '', '--grpc-addr', '',
+      '--metrics-addr', metricsAddr, '--grpc-addr', grpcAddr,
       ...(stack.policy && nodeTakesPolicy() ? ['--default-policy', stack.policy] : []),
     ];
     const seeds = addrs.filter((_, j) => j !== i).join(',');
     return {
-      name: `node-${i}`, kind: 'node', addr: addrs[i]!, port, dataDir, logFile: join(dir, 'logs', `node-${i}.log`),
+      name: `node-${i}`, kind: 'node', addr: addrs[i]!, port: ports.api, metricsAddr, grpcAddr, ports: [ports.api, ports.metrics, ports.grpc],
+      dataDir, logFile: join(dir, 'logs', `node-${i}.log`),
       argv: seeds ? [...own, '--seed-nodes', seeds] : own,
       configHash: hash([own, inputs.file.node ?? null, envSettings]),
       healthUrl: `http://${addrs[i]}/healthz`,
@@ -106,7 +117,7 @@ export function desiredServices(stack: StackDefinition, region: Region, inputs: 
       ...(stack.ordersApiKeysFile ? ['--orders-api-keys-file', stack.ordersApiKeysFile] : []),
     ];
     services.push({
-      name: 'orders', kind: 'orders', addr, port: layout.ordersPort, dataDir, logFile: join(dir, 'logs', 'orders.log'),
+      name: 'orders', kind: 'orders', addr, port: layout.ordersPort, ports: [layout.ordersPort], dataDir, logFile: join(dir, 'logs', 'orders.log'),
       argv, configHash: hash([argv, inputs.file.orders ?? null, envSettings]), healthUrl: `http://${addr}/healthz`,
     });
   }

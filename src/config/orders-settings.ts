@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { ConfigError, type LoadOptions, loadSettings } from './load.js';
 import { xdgDataHome } from './paths.js';
-import type { SettingSpec } from './settings.js';
+import { LOG_SETTINGS, type SettingSpec } from './settings.js';
 
 /**
  * Every setting of the orders service, declared once (file section `orders`, env BLOBSTORE_ORDERS_*,
@@ -27,6 +27,7 @@ export const ORDERS_SETTINGS = {
     type: 'int', default: () => 10_000, min: 1, max: 1_000_000,
     help: 'list limits above this are clamped (the applied limit is echoed)',
   },
+  ...LOG_SETTINGS,
 } as const satisfies Record<string, SettingSpec>;
 
 export type OrdersSettingKey = keyof typeof ORDERS_SETTINGS;
@@ -37,6 +38,8 @@ export interface OrdersConfig {
   ordersApiKeysFile: string;
   ordersMaxBodyBytes: number;
   ordersListMaxLimit: number;
+  logLevel: string;
+  logFormat: string;
 }
 
 /** The orders service's configuration: ORDERS_SETTINGS under the file's `orders` section. */

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { LOG_FORMATS, LOG_LEVELS } from '../log/logger.js';
 import { defaultDataDir } from './paths.js';
 
 /**
@@ -16,6 +17,7 @@ export interface SettingSpec {
   readonly help: string;
   /** Spec spelling, accepted as flag, env variable and file key. */
   readonly specName?: string;
+  /** The values an enum takes; its help names each of them (help shows no separate list). */
   readonly choices?: readonly string[];
   readonly min?: number;
   readonly max?: number;
@@ -28,10 +30,22 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
 
+/** The log settings every long-running process has (the node and the orders service). */
+export const LOG_SETTINGS = {
+  logLevel: {
+    type: 'enum', default: () => 'info', choices: LOG_LEVELS,
+    help: 'lowest level logged: trace, debug, info, warn, error, fatal, or silent',
+  },
+  logFormat: {
+    type: 'enum', default: () => 'auto', choices: LOG_FORMATS,
+    help: 'log lines: json (one JSON object a line), pretty (for people), auto (pretty on a terminal, else json)',
+  },
+} as const satisfies Record<string, SettingSpec>;
+
 export const SETTINGS = {
   dataDir: { type: 'string', default: defaultDataDir, help: 'data directory (blobs, segments, index)' },
   listen: { type: 'addr', default: () => '127.0.0.1:8080', help: 'HTTP API address host:port' },
-  nodeId: { type: 'string', default: () => hostname(), specName: 'NodeID', help: 'unique node ID (default: hostname)' },
+  nodeId: { type: 'string', default: () => hostname(), specName: 'NodeID', help: 'unique node ID; the hostname unless set' },
   metricsAddr: {
     type: 'addr', default: () => ':9090', specName: 'MetricsAddr', allowEmpty: true, allowSame: true,
     help: 'metrics, health and web UI listener; "same" = the API port, "" = off',
@@ -80,7 +94,7 @@ export const SETTINGS = {
   groupCommitMaxBytes: { type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
   durableAck: {
     type: 'enum', default: () => 'index', choices: ['index', 'log'],
-    help: 'acknowledge a store once its index commit is flushed (index), or once its segment record is fsynced and the index commit is visible (log; recovery replays the log past the last flushed checkpoint, DESIGN §3)',
+    help: 'index: acknowledge a store once its index commit is flushed; log: once its segment record is fsynced and the index commit is visible (recovery replays the log past the last flushed checkpoint, DESIGN §3)',
   },
   compactionLiveRatio: { type: 'int', default: () => 50, min: 1, max: 99, help: 'compact a sealed segment whose live bytes fall under this percentage' },
   compactionIntervalMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'how often compaction looks for work' },
@@ -101,9 +115,10 @@ export const SETTINGS = {
   },
   chunkDigests: {
     type: 'enum', default: () => 'inline', choices: ['inline', 'pool'],
-    help: 'where the BLAKE3 digests of 1 MiB chunks of large blobs are computed: on the main thread, or in the worker pool',
+    help: 'where the BLAKE3 digests of 1 MiB chunks of large blobs are computed: inline (on the main thread) or pool (in the worker pool)',
   },
   poolThreads: { type: 'int', default: () => 2, min: 1, max: 64, help: 'worker threads (hashing, erasure coding)' },
+  ...LOG_SETTINGS,
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingKey = keyof typeof SETTINGS;

@@ -7,11 +7,14 @@ import type { SettingSpec } from './settings.js';
  * without any config: 3 nodes + the orders service.
  *
  * Ports: each region gets a block of 100 ports from basePort, so one stack can run in several
- * regions side by side:
+ * regions side by side; each node has its HTTP API, its metrics listener (metrics, /health and the
+ * web UI) and its gRPC listener:
  *
  *   block = basePort + 100 * regionIndex   (us-east-1: 0, us-west-2: 1, eu-central-1: 2)
- *   node i  -> block + i                   (i = 0 .. nodes-1, nodes <= 32)
- *   orders  -> ordersPort, or block + 99
+ *   node i API      -> block + i           (i = 0 .. nodes-1, nodes <= 32)
+ *   node i metrics  -> block + 32 + i
+ *   node i gRPC     -> block + 64 + i
+ *   orders          -> ordersPort, or block + 99
  */
 
 export const REGIONS = ['us-east-1', 'us-west-2', 'eu-central-1'] as const;
@@ -64,18 +67,28 @@ export function resolveStack(name: string, file: Record<string, unknown>, config
   return values as unknown as StackDefinition;
 }
 
+/** Where a node's offsets start in its region's block (see the layout above). */
+const METRICS_OFFSET = 32;
+const GRPC_OFFSET = 64;
+
+export interface NodePorts {
+  readonly api: number;
+  readonly metrics: number;
+  readonly grpc: number;
+}
+
 export interface StackLayout {
-  readonly nodePorts: readonly number[];
+  readonly nodes: readonly NodePorts[];
   /** Undefined when the stack runs without the orders service. */
   readonly ordersPort: number | undefined;
 }
 
 export function stackLayout(stack: StackDefinition, region: Region): StackLayout {
   const block = stack.basePort + 100 * REGIONS.indexOf(region);
-  const nodePorts = Array.from({ length: stack.nodes }, (_, i) => block + i);
+  const nodes = Array.from({ length: stack.nodes }, (_, i) => ({ api: block + i, metrics: block + METRICS_OFFSET + i, grpc: block + GRPC_OFFSET + i }));
   const ordersPort = stack.orders ? stack.ordersPort || block + 99 : undefined;
-  if (ordersPort !== undefined && nodePorts.includes(ordersPort)) {
+  if (ordersPort !== undefined && nodes.some((n) => n.api === ordersPort || n.metrics === ordersPort || n.grpc === ordersPort)) {
     throw new ConfigError(`stack ${stack.name}: ordersPort ${ordersPort} collides with a node port`);
   }
-  return { nodePorts, ordersPort };
+  return { nodes, ordersPort };
 }

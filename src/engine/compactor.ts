@@ -32,8 +32,12 @@ export class Compactor {
     private readonly liveRatio: number,
     intervalMs: number,
   ) {
-    this.timer = setInterval(() => void this.runOnce().catch((err: Error) => console.error(`blobstore: compaction: ${err.message}`)), intervalMs);
+    this.timer = setInterval(() => void this.runOnce().catch((err: Error) => this.failed(err)), intervalMs);
     this.timer.unref();
+  }
+
+  private failed(err: Error): void {
+    this.engine.log.error({ err }, `compaction: ${err.message}`);
   }
 
   /** Asks for a run shortly (deletes on a full disk), one for a burst of calls. */
@@ -41,7 +45,7 @@ export class Compactor {
     if (this.soonTimer || this.stopped) return;
     this.soonTimer = setTimeout(() => {
       this.soonTimer = undefined;
-      void this.runOnce().catch((err: Error) => console.error(`blobstore: compaction: ${err.message}`));
+      void this.runOnce().catch((err: Error) => this.failed(err));
     }, SOON_DELAY_MS);
     this.soonTimer.unref();
   }
@@ -67,7 +71,7 @@ export class Compactor {
       if (liveBytes > 0) await this.relocateLive(id);
       if (this.stopped) break;
       if ((index.segments.get(id)?.liveBytes ?? 0) > 0) {
-        console.error(`blobstore: compaction: segment ${id} still holds live records; kept`);
+        this.engine.log.warn({ segment: id }, `compaction: segment ${id} still holds live records; kept`);
         continue;
       }
       // The relocations must be durable in the index before the originals go.

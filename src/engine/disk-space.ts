@@ -20,6 +20,7 @@
 import { promises as fsp, constants as fsc, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { BlobstoreError } from '../errors/errors.js';
+import type { Logger } from '../log/logger.js';
 import { allocate } from './fs-util.js';
 
 /** The reserve never takes more than this share of the file system (a small disk stays usable). */
@@ -62,6 +63,7 @@ export class DiskSpace {
   private constructor(
     private readonly dir: string,
     reserveSettingBytes: number,
+    private readonly log: Logger,
   ) {
     const fs = statfsSync(dir);
     this.capacityBytes = fs.blocks * fs.bsize;
@@ -75,8 +77,8 @@ export class DiskSpace {
    * Opens the accounting of a data dir. On a disk with almost nothing free the ballast is
    * released first, so that recovery's index commit and the first deletes have room.
    */
-  static async open(dir: string, reserveSettingBytes: number): Promise<DiskSpace> {
-    const space = new DiskSpace(dir, reserveSettingBytes);
+  static async open(dir: string, reserveSettingBytes: number, log: Logger): Promise<DiskSpace> {
+    const space = new DiskSpace(dir, reserveSettingBytes, log);
     space.ballastBytes = await fsp.stat(space.ballastPath).then((st) => st.size, () => 0);
     const tooLarge = space.ballastBytes > space.ballastTargetBytes; // the reserve setting went down
     if (tooLarge || space.physicalFreeBytes() < space.releaseBelowBytes) await space.releaseBallast();
@@ -110,11 +112,11 @@ export class DiskSpace {
     if (headroom < minBytes) {
       this.refusals++;
       const message = `not enough disk space: ${Math.max(0, headroom)} bytes free above the ${this.reserveBytes}-byte reserve, ${minBytes} needed`;
-      if (!this.refusing) console.error(`blobstore: disk full: stores are refused (507) until space is freed; ${message}`);
+      if (!this.refusing) this.log.error({ headroomBytes: headroom, reserveBytes: this.reserveBytes }, `disk full: stores are refused (507) until space is freed; ${message}`);
       this.refusing = true;
       throw insufficientStorage(message);
     }
-    if (this.refusing) console.error(`blobstore: disk has room again: ${headroom} bytes free above the reserve; stores are accepted`);
+    if (this.refusing) this.log.info({ headroomBytes: headroom }, `disk has room again: ${headroom} bytes free above the reserve; stores are accepted`);
     this.refusing = false;
     const taken = Math.min(wantBytes, headroom);
     this.pendingBytes += taken;
@@ -146,7 +148,7 @@ export class DiskSpace {
     await this.ballastChanging;
     if (this.ballastBytes === 0) return;
     this.ballastChanging = fsp.rm(this.ballastPath, { force: true }).then(() => {
-      console.error(`blobstore: disk nearly full: released the ${this.ballastBytes}-byte ballast of the reserve (${this.ballastPath})`);
+      this.log.warn({ ballastBytes: this.ballastBytes, path: this.ballastPath }, `disk nearly full: released the ${this.ballastBytes}-byte ballast of the reserve`);
       this.ballastBytes = 0;
     });
     await this.ballastChanging.finally(() => (this.ballastChanging = undefined));

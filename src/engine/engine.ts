@@ -14,6 +14,7 @@ import { type IndexEntry, Location } from '../index/entry.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from './blob-id.js';
 import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
+import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { WorkerPool } from '../pool/pool.js';
 import { BufferPool, CHUNK_BYTES } from './buffer-pool.js';
@@ -88,11 +89,12 @@ export class Engine {
     readonly index: BlobIndex,
     readonly store: SegmentStore,
     readonly reader: SegmentReader,
-    private readonly log: SegmentLog,
+    private readonly segmentLog: SegmentLog,
     /** Stage timings (hash, write, fsync, index, read, verify) go here. */
     readonly recorder: Recorder,
     /** Free space and the reserve kept for deletes, compaction and restarts. */
     readonly space: DiskSpace,
+    readonly log: Logger,
   ) {
     this.pool = new BufferPool(Math.floor(config.chunkPoolBytes / CHUNK_BYTES));
     this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
@@ -105,11 +107,11 @@ export class Engine {
     }
   }
 
-  static async open(config: NodeConfig, recorder: Recorder = NO_RECORDER): Promise<Engine> {
+  static async open(config: NodeConfig, recorder: Recorder = NO_RECORDER, log: Logger = silentLogger()): Promise<Engine> {
     const dataDir = await openDataDir(config.dataDir, config.nodeId);
     try {
       await removeStrayTemps(dataDir.path);
-      const space = await DiskSpace.open(dataDir.path, config.diskReserveBytes);
+      const space = await DiskSpace.open(dataDir.path, config.diskReserveBytes, log);
       const index = new BlobIndex(join(dataDir.path, 'index'));
       const store = new SegmentStore(dataDir.path, config.segmentSizeBytes);
       const largestRecord = config.smallBlobMaxBytes + 128 * 1024;
@@ -139,11 +141,11 @@ export class Engine {
         );
         await index.flushed();
       }
-      const log = new SegmentLog(store, index, hooks, {
+      const segmentLog = new SegmentLog(store, index, hooks, {
         groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH, ackAfterIndexFlush: config.durableAck === 'index',
         allocBytes: config.segmentAllocBytes, space, recorder,
       }, recovered.active, recovered.offset, recovered.nextLsn);
-      const engine = new Engine(config, dataDir, index, store, reader, log, recorder, space);
+      const engine = new Engine(config, dataDir, index, store, reader, segmentLog, recorder, space, log);
       engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs);
       return engine;
     } catch (err) {
@@ -180,7 +182,7 @@ export class Engine {
       r.lsn = 0;
       r.existed = false;
       r.callback = (err, done) => (err ? reject(err) : resolve(done));
-      this.log.append(r);
+      this.segmentLog.append(r);
     });
   }
 
@@ -282,7 +284,7 @@ export class Engine {
 
   corruption(meta: BlobMeta): BlobstoreError {
     this.corruptionsDetected++;
-    console.error(`blobstore: corrupt copy of blob ${meta.id.toString('hex')} detected; not served`);
+    this.log.error({ blob: meta.id.toString('hex') }, `corrupt copy of blob ${meta.id.toString('hex')} detected; not served`);
     return new BlobstoreError('corruption', `stored copy of blob ${meta.id.toString('hex')} failed its checksum`);
   }
 
@@ -341,7 +343,7 @@ export class Engine {
   }
 
   get activeSegment(): number {
-    return this.log.activeSegment;
+    return this.segmentLog.activeSegment;
   }
 
   /** The worker pool (setting chunkDigests=pool), for its metrics; undefined when hashing inline. */
@@ -354,7 +356,7 @@ export class Engine {
    * restart), or a disk full up to its reserve (until space comes back). Reads still work.
    */
   get failure(): Error | undefined {
-    if (this.log.failed) return this.log.failed;
+    if (this.segmentLog.failed) return this.segmentLog.failed;
     try {
       if (this.space.full()) return new Error(`disk full: less than 1 MiB free above the ${this.space.reserveBytes}-byte reserve`);
     } catch (err) {
@@ -369,7 +371,7 @@ export class Engine {
 
   /** Ends the active segment so compaction can take it; resolves once it is sealed. */
   sealActiveSegment(): Promise<void> {
-    return this.log.seal();
+    return this.segmentLog.seal();
   }
 
   async close(): Promise<void> {
@@ -379,7 +381,7 @@ export class Engine {
     await Promise.allSettled([...this.busy.values()]);
     // Uploads cut by the shutdown may still be removing their temp files: finish that here.
     await Promise.allSettled([...this.uploads].map((w) => w.abort()));
-    await this.log.close();
+    await this.segmentLog.close();
     this.reader.close();
     await this.index.close();
     await this.workers?.close();

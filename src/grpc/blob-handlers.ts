@@ -33,6 +33,7 @@ import type {
 import { OutgoingChunk } from './messages.js';
 import type { MalformedMessage } from './proto.js';
 import { handlePutStream } from './put-stream.js';
+import type { Logger } from '../log/logger.js';
 import { authorization, toStatus, wellFormed } from './status.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -80,7 +81,7 @@ class ChunkSender {
   }
 }
 
-export function blobServiceHandlers(service: BlobService, gate: Gate): UntypedServiceImplementation {
+export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logger): UntypedServiceImplementation {
   const unary = <Req, Res>(method: string, scope: Scope, fn: (request: Req) => Res | Promise<Res>): handleUnaryCall<Req | MalformedMessage, Res> =>
     (call, callback) => {
       let result: Res | Promise<Res>;
@@ -88,10 +89,10 @@ export function blobServiceHandlers(service: BlobService, gate: Gate): UntypedSe
         gate.check(authorization(call.metadata), scope);
         result = fn(wellFormed(call.request));
       } catch (err) {
-        callback(toStatus(err, method));
+        callback(toStatus(err, method, log, call.metadata));
         return;
       }
-      if (result instanceof Promise) result.then((response) => callback(null, response), (err: unknown) => callback(toStatus(err, method)));
+      if (result instanceof Promise) result.then((response) => callback(null, response), (err: unknown) => callback(toStatus(err, method, log, call.metadata)));
       else callback(null, result);
     };
 
@@ -135,10 +136,10 @@ export function blobServiceHandlers(service: BlobService, gate: Gate): UntypedSe
   });
 
   const putStream: handleClientStreamingCall<PutChunk | MalformedMessage, PutResponse> = (call, callback) =>
-    handlePutStream(service, gate, call, callback);
+    handlePutStream(service, gate, log, call, callback);
 
   const getStream: handleServerStreamingCall<IdRequest | MalformedMessage, unknown> = (call) => {
-    void streamBlob(service, gate, call);
+    void streamBlob(service, gate, log, call);
   };
 
   return {
@@ -156,7 +157,7 @@ export function blobServiceHandlers(service: BlobService, gate: Gate): UntypedSe
  * GetStream: verified chunks of at most 1 MiB (less when GrpcMaxMessageBytes is smaller), in
  * order, `final` on the last; the reader waits for each to be taken (ChunkSender).
  */
-async function streamBlob(service: BlobService, gate: Gate, call: ServerWritableStream<IdRequest | MalformedMessage, unknown>): Promise<void> {
+async function streamBlob(service: BlobService, gate: Gate, log: Logger, call: ServerWritableStream<IdRequest | MalformedMessage, unknown>): Promise<void> {
   const sender = new ChunkSender(call);
   const maxData = Math.min(CHUNK_BYTES, service.config.grpcMaxMessageBytes - 16);
   try {
@@ -174,6 +175,6 @@ async function streamBlob(service: BlobService, gate: Gate, call: ServerWritable
     if (!sender.gone) call.end();
   } catch (err) {
     if (sender.gone || call.cancelled || err instanceof CallCancelled) return;
-    call.emit('error', toStatus(err, 'GetStream'));
+    call.emit('error', toStatus(err, 'GetStream', log, call.metadata));
   }
 }

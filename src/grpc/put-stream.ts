@@ -21,27 +21,28 @@ import type { BlobService } from '../service/blob-service.js';
 import { PutStream } from '../service/put-stream.js';
 import type { PutChunk, PutResponse } from './messages.js';
 import type { MalformedMessage } from './proto.js';
+import type { Logger } from '../log/logger.js';
 import { authorization, toStatus, wellFormed } from './status.js';
 
 type PutCall = ServerReadableStream<PutChunk | MalformedMessage, PutResponse>;
 
 const EMPTY = Buffer.alloc(0);
 
-export function handlePutStream(service: BlobService, gate: Gate, call: PutCall, callback: sendUnaryData<PutResponse>): void {
+export function handlePutStream(service: BlobService, gate: Gate, log: Logger, call: PutCall, callback: sendUnaryData<PutResponse>): void {
   try {
     gate.check(authorization(call.metadata), 'write');
   } catch (err) {
-    callback(toStatus(err, 'PutStream'));
+    callback(toStatus(err, 'PutStream', log, call.metadata));
     return;
   }
   let release: () => void;
   try {
     release = service.admitUpload();
   } catch (err) {
-    callback(toStatus(err, 'PutStream'));
+    callback(toStatus(err, 'PutStream', log, call.metadata));
     return;
   }
-  new PutStreamCall(service, call, callback, release).start();
+  new PutStreamCall(service, call, callback, release, log).start();
 }
 
 /** One PutStream call: the service's PutStream keeps the rules, this adapts grpc-js events. */
@@ -59,6 +60,7 @@ class PutStreamCall {
     private readonly callback: sendUnaryData<PutResponse>,
     /** The upload slot, held until the call is answered or dropped. */
     private readonly release: () => void,
+    private readonly log: Logger,
   ) {
     this.stream = new PutStream(service, {
       pause: () => {
@@ -113,7 +115,7 @@ class PutStreamCall {
       (err: unknown) => {
         this.release();
         void this.stream.discard();
-        this.callback(toStatus(err, 'PutStream'));
+        this.callback(toStatus(err, 'PutStream', this.log, this.call.metadata));
       },
     );
   }
@@ -133,7 +135,7 @@ class PutStreamCall {
   private fail(err: unknown): void {
     this.settle();
     void this.stream.discard();
-    this.callback(toStatus(err, 'PutStream'));
+    this.callback(toStatus(err, 'PutStream', this.log, this.call.metadata));
   }
 
   /** The client cancelled or its deadline passed: drop what arrived; no answer is possible. */

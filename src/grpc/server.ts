@@ -1,6 +1,7 @@
 /**
  * The gRPC listener (@grpc/grpc-js, insecure credentials: TLS belongs in front): BlobService in
- * full, ClusterService and InternalService answering UNIMPLEMENTED until the cluster issue.
+ * full, ClusterService and InternalService answering UNIMPLEMENTED until the cluster issue, and
+ * the standard health and reflection services (standard-services.ts).
  * Messages above grpcMaxMessageBytes are refused by grpc-js itself (RESOURCE_EXHAUSTED).
  */
 import * as grpc from '@grpc/grpc-js';
@@ -9,13 +10,15 @@ import type { Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
 import { parseHostPort } from '../config/units.js';
 import { unimplemented } from '../errors/errors.js';
+import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { blobServiceHandlers } from './blob-handlers.js';
 import { serverDefinition } from './proto.js';
+import { StandardServices } from './standard-services.js';
 import { authorization, toStatus } from './status.js';
 
 /** Answers every rpc of a service UNIMPLEMENTED; `admin` first when the service needs the scope. */
-function unimplementedHandlers(definition: grpc.ServiceDefinition, service: string, gate: Gate | undefined): grpc.UntypedServiceImplementation {
+function unimplementedHandlers(definition: grpc.ServiceDefinition, service: string, gate: Gate | undefined, log: Logger): grpc.UntypedServiceImplementation {
   const handlers: grpc.UntypedServiceImplementation = {};
   for (const [name, method] of Object.entries(definition)) {
     const fail = (metadata: grpc.Metadata): grpc.ServerErrorResponse => {
@@ -23,7 +26,7 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
         gate?.check(authorization(metadata), 'admin');
         throw unimplemented(`${service}.${name} is not implemented yet: it comes with cluster support`);
       } catch (err) {
-        return toStatus(err, `${service}.${name}`);
+        return toStatus(err, `${service}.${name}`, log, metadata);
       }
     };
     if (method.responseStream) {
@@ -56,11 +59,14 @@ function widenHttp2Windows(windowBytes: number): () => void {
 
 export class GrpcServer {
   private readonly server: grpc.Server;
+  /** grpc.health.v1 and server reflection. */
+  private readonly standard: StandardServices;
 
   constructor(
     private readonly config: NodeConfig,
     service: BlobService,
     gate: Gate,
+    log: Logger,
   ) {
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': config.grpcMaxMessageBytes,
@@ -68,12 +74,13 @@ export class GrpcServer {
       // channelz keeps per-call bookkeeping (trace events, counters) that nothing here reads.
       'grpc.enable_channelz': 0,
     });
-    this.server.addService(serverDefinition('BlobService'), blobServiceHandlers(service, gate));
+    this.server.addService(serverDefinition('BlobService'), blobServiceHandlers(service, gate, log));
     const cluster = serverDefinition('ClusterService');
-    this.server.addService(cluster, unimplementedHandlers(cluster, 'ClusterService', gate));
+    this.server.addService(cluster, unimplementedHandlers(cluster, 'ClusterService', gate, log));
     // InternalService carries no user credentials (the cluster secret comes with the cluster issue).
     const internalService = serverDefinition('InternalService');
-    this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined));
+    this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined, log));
+    this.standard = new StandardServices(this.server, () => !service.engine.failure);
   }
 
   /** Listens on grpcAddr (port 0: a free port) and returns the bound port. */
@@ -85,8 +92,9 @@ export class GrpcServer {
       const restore = widenHttp2Windows(this.config.grpcWindowBytes);
       this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, port) => {
         restore();
-        if (err) reject(new Error(`cannot listen for gRPC on ${this.config.grpcAddr}: ${err.message}`));
-        else resolve(port);
+        if (err) return reject(new Error(`cannot listen for gRPC on ${this.config.grpcAddr}: ${err.message}`));
+        this.standard.serving();
+        resolve(port);
       });
     });
   }
@@ -96,6 +104,7 @@ export class GrpcServer {
    * (their partial put streams are discarded). Resolves true when everything finished in time.
    */
   close(timeoutMs: number): Promise<boolean> {
+    this.standard.stopping();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.server.forceShutdown();

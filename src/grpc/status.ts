@@ -4,18 +4,28 @@
  */
 import { Metadata, type ServerErrorResponse } from '@grpc/grpc-js';
 import { invalidArgument, toBlobstoreError } from '../errors/errors.js';
+import type { Logger } from '../log/logger.js';
+import { requestId } from '../log/request-id.js';
 import { MalformedMessage } from './proto.js';
 
-export function toStatus(error: unknown, method: string): ServerErrorResponse {
+/**
+ * The status of a failed call. A server failure is logged with a request id (the caller's
+ * `x-request-id` metadata, or a new one), which travels back as trailing metadata `x-request-id`.
+ */
+export function toStatus(error: unknown, method: string, log: Logger, request?: Metadata): ServerErrorResponse {
   const err = toBlobstoreError(error);
+  let metadata: Metadata | undefined;
   if (err.logged) {
     const cause = err.cause === undefined ? '' : `: ${(err.cause as Error).message ?? String(err.cause)}`;
-    console.error(`blobstore: gRPC ${method}: ${err.message}${cause}`);
+    const sent = request?.get('x-request-id')[0];
+    const reqId = requestId(typeof sent === 'string' ? sent : undefined);
+    log.error({ reqId, method, grpcCode: err.grpcCode, err: err.cause ?? err }, `gRPC ${method}: ${err.message}${cause}`);
+    metadata = new Metadata();
+    metadata.set('x-request-id', reqId);
   }
-  let metadata: Metadata | undefined;
   if (err.headers) {
     // Retry-After (503) travels as trailing metadata `retry-after`.
-    metadata = new Metadata();
+    metadata ??= new Metadata();
     for (const [key, value] of Object.entries(err.headers)) metadata.set(key.toLowerCase(), value);
   }
   return Object.assign(new Error(err.message), { code: err.grpcCode, details: err.message, metadata });

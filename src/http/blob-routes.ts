@@ -9,6 +9,7 @@ import type { BlobMeta, PutResult } from '../engine/engine.js';
 import { Location } from '../index/entry.js';
 import { parseLabelsHeader } from '../engine/labels.js';
 import { parsePolicy } from '../engine/policy.js';
+import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { type BlobWriter } from '../service/blob-writer.js';
 import { BodySender } from './download.js';
@@ -59,6 +60,7 @@ export class BlobRoutes {
     private readonly gate: Gate,
     private readonly intake: Intake,
     wire: Wire,
+    readonly log: Logger,
   ) {
     this.wire = wire;
   }
@@ -70,7 +72,7 @@ export class BlobRoutes {
 
   readonly store = (res: HttpResponse, req: HttpRequest): void => {
     const start = performance.now();
-    const x = newExchange(res, this.wire);
+    const x = newExchange(res, this.wire, this.log);
     let kind: BodyKind;
     let writer: BlobWriter;
     let release = (): void => undefined;
@@ -143,9 +145,9 @@ export class BlobRoutes {
       }
     } catch (err) {
       this.service.recordFailure('get', err);
-      return sendError(newExchange(res, this.wire), err);
+      return sendError(newExchange(res, this.wire, this.log), err);
     }
-    const x = newExchange(res, this.wire);
+    const x = newExchange(res, this.wire, this.log);
     this.intake.track(x, this.wire.variant === 'b' ? this.sendRaw(x, meta, range) : this.sendJsonBlob(x, meta));
   };
 
@@ -240,7 +242,7 @@ export class BlobRoutes {
 
   /** GET /v1/blobs/{id}/stat: 200 with exists false for a missing blob. */
   readonly stat = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res, this.wire);
+    const x = newExchange(res, this.wire, this.log);
     try {
       this.authorize(req, 'read');
       const meta = this.service.stat(this.wire.parseId(req.getParameter(0)));
@@ -252,7 +254,7 @@ export class BlobRoutes {
   };
 
   readonly delete = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res, this.wire);
+    const x = newExchange(res, this.wire, this.log);
     let id: Buffer;
     try {
       this.authorize(req, 'write');
@@ -265,7 +267,7 @@ export class BlobRoutes {
   };
 
   readonly list = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res, this.wire);
+    const x = newExchange(res, this.wire, this.log);
     try {
       this.authorize(req, 'read');
       const limit = this.parseLimit(req.getQuery('limit') ?? '');

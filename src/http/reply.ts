@@ -4,6 +4,8 @@
  * node's variant (wire.ts).
  */
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
+import type { Logger } from '../log/logger.js';
+import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
 import type { HttpResponse } from './uws.js';
 import { type Variant, type Wire, WIRE_B, wireOf } from './wire.js';
 
@@ -16,6 +18,8 @@ export interface Exchange {
   onAbort: (() => void) | undefined;
   /** The encoding of the node's API variant. */
   wire: Wire;
+  /** The node's logger (server failures are logged with a request id). */
+  log: Logger;
 }
 
 const STATUS_LINE: Record<number, string> = {
@@ -74,13 +78,19 @@ export function errorBody(err: BlobstoreError, variant: Variant | Wire = WIRE_B)
   return (typeof variant === 'string' ? wireOf(variant) : variant).errorBody(err);
 }
 
-/** Answers with the error shape. */
+/**
+ * Answers with the error shape. A server failure (5xx other than 503) is logged with a new request
+ * id, which the answer carries in X-Request-Id.
+ */
 export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): void {
   const err = toBlobstoreError(error);
+  let headers = err.headers;
   if (err.logged) {
-    console.error(`blobstore: ${err.message}${err.cause ? `: ${(err.cause as Error).message ?? String(err.cause)}` : ''}`);
+    const reqId = requestId();
+    x.log.error({ reqId, status: err.status, err: err.cause ?? err }, `${err.message}${err.cause ? `: ${(err.cause as Error).message ?? String(err.cause)}` : ''}`);
+    headers = { ...headers, [REQUEST_ID_HEADER]: reqId };
   }
-  sendJson(x, err.status, x.wire.errorBody(err), err.headers, close);
+  sendJson(x, err.status, x.wire.errorBody(err), headers, close);
 }
 
 /** Pauses and resumes the request body while the response is still open. */
@@ -95,8 +105,8 @@ export function flowOf(x: Exchange): { pause(): void; resume(): void } {
   };
 }
 
-export function newExchange(res: HttpResponse, wire: Wire = WIRE_B): Exchange {
-  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire };
+export function newExchange(res: HttpResponse, wire: Wire, log: Logger): Exchange {
+  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire, log };
   res.onAborted(() => {
     x.aborted = true;
     x.onAbort?.();

@@ -5,6 +5,7 @@
  */
 import { type Gate, OPEN_GATE } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
+import type { Logger } from '../log/logger.js';
 import { parseHostPort } from '../config/units.js';
 import { BlobstoreError, notFound } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
@@ -39,12 +40,13 @@ export class ApiServer {
   constructor(
     private readonly service: BlobService,
     private readonly config: NodeConfig,
+    log: Logger,
     options: ApiServerOptions = {},
   ) {
     this.wire = wireOf(config.apiVariant);
     this.gate = options.gate ?? OPEN_GATE;
     this.intake = new Intake(config, service);
-    this.routes = new BlobRoutes(service, config, this.gate, this.intake, this.wire);
+    this.routes = new BlobRoutes(service, config, this.gate, this.intake, this.wire, log);
     const r = this.routes;
     const s = new StreamRoutes(service, config, r, this.intake);
     // grpc-gateway's answer for a method a known path lacks: 501 "Method Not Allowed".

@@ -9,6 +9,7 @@ import { invalidArgument, payloadTooLarge, toBlobstoreError as toError } from '.
 import { blobIdFromBytes } from '../engine/blob-id.js';
 import { CHUNK_BYTES } from '../engine/buffer-pool.js';
 import type { BlobMeta } from '../engine/engine.js';
+import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { PutStream } from '../service/put-stream.js';
 import type { BlobRoutes } from './blob-routes.js';
@@ -29,6 +30,7 @@ const LINE_TAIL_FINAL = '","final":true}}\n';
 
 export class StreamRoutes {
   private readonly wire: Wire;
+  private readonly log: Logger;
 
   constructor(
     private readonly service: BlobService,
@@ -37,6 +39,7 @@ export class StreamRoutes {
     private readonly intake: Intake,
   ) {
     this.wire = blobs.wire;
+    this.log = blobs.log;
   }
 
   /** A chunk's id: variant A's {id: base64} object, or a string (hex or base64). */
@@ -62,7 +65,7 @@ export class StreamRoutes {
 
   readonly putStream = (res: HttpResponse, req: HttpRequest): void => {
     const start = performance.now();
-    const x = newExchange(res, this.wire);
+    const x = newExchange(res, this.wire, this.log);
     let stream: PutStream;
     let release = (): void => undefined;
     try {
@@ -113,9 +116,9 @@ export class StreamRoutes {
       meta = this.service.lookup(this.wire.parseId(req.getParameter(0)));
     } catch (err) {
       this.service.recordFailure('get', err);
-      return sendError(newExchange(res, this.wire), err);
+      return sendError(newExchange(res, this.wire, this.log), err);
     }
-    const x = newExchange(res, this.wire);
+    const x = newExchange(res, this.wire, this.log);
     this.intake.track(x, this.sendStream(x, meta));
   };
 

@@ -10,19 +10,20 @@ export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 export function loadUws(): typeof UWS {
   const require = createRequire(import.meta.url);
   const previous = process.env.UWS_USE_FALLBACK;
+  // The package says it fell back through console.warn: caught here and put in our error instead.
   const warn = console.warn;
-  let fellBack = false;
+  let fellBack: string | undefined;
   console.warn = (...args: unknown[]) => {
-    fellBack = true;
-    warn('blobstore:', ...args);
+    fellBack = args.map(String).join(' ');
   };
   try {
     const uws = require('uWebSockets.js') as typeof UWS & { getParts?: unknown };
     // Only the native binding exports getParts; the fallback does not.
-    if (fellBack || previous === '1' || previous === 'true' || typeof uws.getParts !== 'function') {
+    if (fellBack !== undefined || previous === '1' || previous === 'true' || typeof uws.getParts !== 'function') {
       throw new Error(
         `uWebSockets.js native binary did not load for Node ${process.version} (ABI ${process.versions.modules}, ` +
-          `${process.platform}-${process.arch}); refusing to run on its slow fallback. Use Node 16, 18 or 20 on linux/darwin x64/arm64.`,
+          `${process.platform}-${process.arch}); refusing to run on its slow fallback. Use Node 16, 18 or 20 on linux/darwin x64/arm64.` +
+          (fellBack ? ` (uWebSockets.js said: ${fellBack})` : ''),
       );
     }
     return uws;

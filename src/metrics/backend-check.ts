@@ -8,6 +8,7 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { writeAll } from '../util/write-all.js';
+import type { Logger } from '../log/logger.js';
 
 export interface BackendCapacity {
   capacityBytes: number;
@@ -33,6 +34,7 @@ export class BackendCheck {
     private readonly timeoutMs: number,
     /** A failure the engine already knows of (a failed log write): unhealthy without probing. */
     private readonly engineFailure: () => Error | undefined,
+    private readonly log: Logger,
   ) {}
 
   /** When the last check finished (performance.now()). */
@@ -49,7 +51,8 @@ export class BackendCheck {
       this.running = undefined;
       this.lastAtMs = performance.now();
       if (status.healthy !== this.last.healthy) {
-        console.error(status.healthy ? 'blobstore: storage backend healthy again' : `blobstore: storage backend unhealthy: ${status.reason}`);
+        if (status.healthy) this.log.info({ backendHealthy: true }, 'storage backend healthy again');
+        else this.log.error({ backendHealthy: false, reason: status.reason }, `storage backend unhealthy: ${status.reason}`);
       }
       this.last = status;
       return status;

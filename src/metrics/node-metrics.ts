@@ -10,11 +10,13 @@
 import { Gauge, Registry } from 'prom-client';
 import type { BlobstoreError } from '../errors/errors.js';
 import type { Engine, EngineStats } from '../engine/engine.js';
+import type { Logger } from '../log/logger.js';
 import { BackendCheck } from './backend-check.js';
 import { ClusterMetrics } from './cluster-metrics.js';
 import { ERROR_TYPES, errorTypeIndex } from './error-types.js';
 import { EventLoopLag } from './event-loop.js';
 import { type Operation, OPERATIONS, type Recorder, type Stage, STAGES } from './recorder.js';
+import { registerRuntimeMetrics } from './runtime.js';
 import { type Collected, type CollectedMetric, CounterFamily, HistogramFamily } from './series.js';
 
 const OP_INDEX: Readonly<Record<Operation, number>> = { put: 0, get: 1, delete: 2, stat: 3, list: 4 };
@@ -46,6 +48,8 @@ export interface MetricsDetail {
   uptime: number;
   stages: Record<Stage, LatencySummary>;
   operations: Record<Operation, LatencySummary>;
+  /** Requests that failed, by operation (the snapshot's operation counters count both). */
+  failures: Record<Operation, number>;
   pool: PoolStats;
   eventLoopLagSeconds: { p50: number; p99: number };
 }
@@ -61,6 +65,8 @@ export interface NodeMetricsOptions {
   nodeId: string;
   dataDir: string;
   healthCheckTimeoutMs: number;
+  /** Backend health changes are logged here. */
+  log: Logger;
 }
 
 const NO_STATS: EngineStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, corruptionsDetected: 0 };
@@ -87,7 +93,7 @@ export class NodeMetrics implements Recorder {
   readonly stages = new HistogramFamily('blobstore_stage_latency_seconds', 'Latency of each stage of a request in seconds.', 'stage', STAGES);
 
   constructor(readonly options: NodeMetricsOptions) {
-    this.backend = new BackendCheck(options.dataDir, options.healthCheckTimeoutMs, () => this.engine?.failure);
+    this.backend = new BackendCheck(options.dataDir, options.healthCheckTimeoutMs, () => this.engine?.failure, options.log);
     this.registry.setDefaultLabels({ node: options.nodeId });
     this.register();
   }
@@ -185,12 +191,15 @@ export class NodeMetrics implements Recorder {
     for (const s of STAGES) stages[s] = summary(this.stages, STAGE_INDEX[s]);
     const operations = {} as Record<Operation, LatencySummary>;
     for (const op of OPERATIONS) operations[op] = summary(this.latency[OP_INDEX[op]]!, 0);
+    const failures = {} as Record<Operation, number>;
+    for (const op of OPERATIONS) failures[op] = this.requestFailures.value(OP_INDEX[op]);
     const lag = this.eventLoop.quantiles();
     return {
       nodeId: this.options.nodeId,
       uptime: Math.floor(this.uptimeSeconds()),
       stages,
       operations,
+      failures,
       pool: this.pool(),
       eventLoopLagSeconds: { p50: lag.p50, p99: lag.p99 },
     };
@@ -263,6 +272,8 @@ export class NodeMetrics implements Recorder {
     this.gauge('blobstore_pool_queue_depth', 'Tasks waiting for a worker thread.', () => this.pool().queueDepth);
     this.gauge('blobstore_pool_utilisation_ratio', 'Share of the worker threads\' time spent running tasks (0..1).', () => this.pool().utilisation);
     this.add(new EventLoopSummary(this.eventLoop));
+    // The standard process_* and nodejs_* series (runtime.ts).
+    registerRuntimeMetrics(this.registry);
   }
 }
 

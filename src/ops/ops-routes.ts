@@ -16,8 +16,10 @@ import type { Gate } from '../auth/gate.js';
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
 import { type Answer, errorBody, writeAnswer as write } from '../http/reply.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js';
+import type { Logger } from '../log/logger.js';
+import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
-import { UI_PAGE } from './ui-page.js';
+import { type UiConfig, uiPage } from './ui-page.js';
 
 export type ApiVariant = 'a' | 'b';
 
@@ -27,6 +29,9 @@ export interface OpsContext {
   readonly gate: Gate;
   /** The node's API variant (setting apiVariant, 'a' or 'b'): the shape of error bodies. */
   readonly variant: string;
+  readonly log: Logger;
+  /** What the UI page served here may do; read at the first request (ports are bound by then). */
+  readonly ui: () => UiConfig;
 }
 
 export const OPS_PATHS = ['/metrics', '/api/v1/metrics', '/api/v1/metrics/detail', '/health', '/'] as const;
@@ -38,8 +43,11 @@ function errorAnswer(err: BlobstoreError, variant: ApiVariant): Answer {
   return { status: err.status, contentType: JSON_TYPE, body: errorBody(err, variant), headers: err.headers };
 }
 
-/** Answers with what `work` resolves to, unless the client went away meanwhile. */
-function later(res: HttpResponse, work: () => Promise<Answer>, variant: ApiVariant): void {
+/**
+ * Answers with what `work` resolves to, unless the client went away meanwhile. A failure is logged
+ * with a request id, which the error answer carries in X-Request-Id.
+ */
+function later(res: HttpResponse, work: () => Promise<Answer>, variant: ApiVariant, log: Logger): void {
   let aborted = false;
   res.onAborted(() => {
     aborted = true;
@@ -47,8 +55,10 @@ function later(res: HttpResponse, work: () => Promise<Answer>, variant: ApiVaria
   work()
     .catch((err: unknown): Answer => {
       const e = toBlobstoreError(err);
-      console.error(`blobstore: metrics: ${(err as Error).message ?? String(err)}`);
-      return errorAnswer(e, variant);
+      const reqId = requestId();
+      log.error({ reqId, err }, `metrics: ${(err as Error).message ?? String(err)}`);
+      const answer = errorAnswer(e, variant);
+      return { ...answer, headers: { ...answer.headers, [REQUEST_ID_HEADER]: reqId } };
     })
     .then((answer) => {
       if (!aborted) write(res, answer);
@@ -67,7 +77,8 @@ function methodNotAllowedBody(variant: ApiVariant, path: string): string {
 }
 
 export function registerOpsRoutes(app: TemplatedApp, ctx: OpsContext): TemplatedApp {
-  const { metrics, gate } = ctx;
+  const { metrics, gate, log } = ctx;
+  let page: string | undefined;
   const variant: ApiVariant = ctx.variant === 'a' ? 'a' : 'b';
 
   /** The gate's verdict: undefined to go on, else the 401/403 answer already sent. */
@@ -84,13 +95,13 @@ export function registerOpsRoutes(app: TemplatedApp, ctx: OpsContext): Templated
   const routes: Record<(typeof OPS_PATHS)[number], (res: HttpResponse, req: HttpRequest) => void> = {
     '/metrics': (res, req) => {
       if (denied(res, req)) return;
-      later(res, async () => ({ status: 200, contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await metrics.exposition() }), variant);
+      later(res, async () => ({ status: 200, contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await metrics.exposition() }), variant, log);
     },
     '/api/v1/metrics': (res, req) => {
       if (denied(res, req)) return;
       later(res, async () => ({
         status: 200, contentType: JSON_TYPE, body: JSON.stringify(await metrics.snapshot()), headers: { 'Cache-Control': 'no-cache' },
-      }), variant);
+      }), variant, log);
     },
     '/api/v1/metrics/detail': (res, req) => {
       if (denied(res, req)) return;
@@ -103,10 +114,11 @@ export function registerOpsRoutes(app: TemplatedApp, ctx: OpsContext): Templated
         return ok
           ? { status: 200, contentType: TEXT, body: 'OK', headers: { 'Cache-Control': 'no-cache' } }
           : { status: 503, contentType: TEXT, body: 'UNHEALTHY: backend error', headers: { 'Cache-Control': 'no-cache' } };
-      }, variant);
+      }, variant, log);
     },
     '/': (res) => {
-      write(res, { status: 200, contentType: 'text/html; charset=utf-8', body: UI_PAGE, headers: { 'Cache-Control': 'no-cache' } });
+      page ??= uiPage(ctx.ui());
+      write(res, { status: 200, contentType: 'text/html; charset=utf-8', body: page, headers: { 'Cache-Control': 'no-cache' } });
     },
   };
 

@@ -6,8 +6,9 @@
 import { parseHostPort } from '../config/units.js';
 import { notFound } from '../errors/errors.js';
 import { errorBody, writeAnswer } from '../http/reply.js';
-import { type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
+import { type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
 import { type OpsContext, registerOpsRoutes } from './ops-routes.js';
+import { type UiConfig, uiPage } from './ui-page.js';
 
 const uws = loadUws();
 
@@ -21,6 +22,19 @@ export function opsLayout(metricsAddr: string): OpsLayout {
   const addr = parseHostPort(value);
   if (!addr) throw new Error(`MetricsAddr ${JSON.stringify(metricsAddr)}: expected host:port, "same" or ""`);
   return { kind: 'separate', host: addr.host, port: addr.port };
+}
+
+/**
+ * GET /ui/ (and /ui) on the API port: the UI page beside the blob API it browses. Open, like the
+ * page on the metrics listener (its requests carry the token).
+ */
+export function registerUiOnApiPort(app: TemplatedApp, config: () => UiConfig): void {
+  let page: string | undefined;
+  const serve = (res: HttpResponse): void => {
+    page ??= uiPage(config());
+    writeAnswer(res, { status: 200, contentType: 'text/html; charset=utf-8', body: page, headers: { 'Cache-Control': 'no-cache' } });
+  };
+  app.get('/ui/', serve).get('/ui', serve);
 }
 
 /** For ApiServer's `mount` hook (the `same` layout). */

@@ -11,13 +11,15 @@ import { methodNotAllowed, notFound } from './errors.js';
  * 10.2.1), where Starlette names only the methods of the first route that matched the path.
  */
 
-export type RouteName = 'list' | 'create' | 'get' | 'cancel' | 'health';
+export type RouteName = 'list' | 'create' | 'get' | 'cancel' | 'health' | 'openapi' | 'docs';
 
 export type RouteMatch =
   | { readonly kind: 'route'; readonly name: RouteName; readonly orderId: string }
   | { readonly kind: 'redirect'; readonly path: string };
 
 interface PathRoute {
+  /** The path as the OpenAPI document writes it (test/openapi checks the two agree). */
+  readonly template: string;
   /** Method -> route; HEAD is implied by GET. */
   readonly methods: Readonly<Record<string, RouteName>>;
   readonly allow: readonly string[];
@@ -25,12 +27,14 @@ interface PathRoute {
 }
 
 const ORDERS: PathRoute = {
+  template: '/orders',
   methods: { GET: 'list', POST: 'create' },
   allow: ['GET', 'HEAD', 'POST'],
   match: (path) => (path === '/orders' ? '' : undefined),
 };
 
 const ORDER: PathRoute = {
+  template: '/orders/{order_id}',
   methods: { GET: 'get', DELETE: 'cancel' },
   allow: ['DELETE', 'GET', 'HEAD'],
   match: (path) => {
@@ -42,12 +46,35 @@ const ORDER: PathRoute = {
 
 /** Not part of the reference API: the readiness probe `deploy` waits on. Never authenticated. */
 const HEALTH: PathRoute = {
+  template: '/healthz',
   methods: { GET: 'health' },
   allow: ['GET', 'HEAD'],
   match: (path) => (path === '/healthz' ? '' : undefined),
 };
 
-const ROUTES: readonly PathRoute[] = [ORDERS, ORDER, HEALTH];
+/** The OpenAPI document and its readable page, as FastAPI serves them by default. Never authenticated. */
+const OPENAPI: PathRoute = {
+  template: '/openapi.json',
+  methods: { GET: 'openapi' },
+  allow: ['GET', 'HEAD'],
+  match: (path) => (path === '/openapi.json' ? '' : undefined),
+};
+
+const DOCS: PathRoute = {
+  template: '/docs',
+  methods: { GET: 'docs' },
+  allow: ['GET', 'HEAD'],
+  match: (path) => (path === '/docs' ? '' : undefined),
+};
+
+const ROUTES: readonly PathRoute[] = [ORDERS, ORDER, HEALTH, OPENAPI, DOCS];
+
+/** Every route's path template and methods (HEAD implied by GET left out), for test/openapi. */
+export const ROUTE_TABLE: readonly { readonly path: string; readonly methods: readonly string[] }[] =
+  ROUTES.map((r) => ({ path: r.template, methods: Object.keys(r.methods) }));
+
+/** Routes that never ask for a credential. */
+export const OPEN_ROUTES: ReadonlySet<RouteName> = new Set(['health', 'openapi', 'docs']);
 
 /** Resolves a request or throws the 404/405 answer. `path` is already percent-decoded. */
 export function matchRoute(method: string, path: string): RouteMatch {

@@ -1,4 +1,5 @@
 import type { OrdersConfig } from '../config/orders-settings.js';
+import type { Logger } from '../log/logger.js';
 import { ApiKeys } from './auth.js';
 import { startOrdersServer } from './server.js';
 import { OrdersService } from './service.js';
@@ -8,25 +9,29 @@ import { OrderStore } from './store.js';
 const SHUTDOWN_TIMEOUT_MS = 5000;
 
 /** Runs the orders service until SIGTERM/SIGINT, then stops listening, flushes and exits 0. */
-export async function runOrders(config: OrdersConfig): Promise<void> {
+export async function runOrders(config: OrdersConfig, log: Logger): Promise<void> {
   const keys = config.ordersApiKeysFile ? ApiKeys.fromFile(config.ordersApiKeysFile) : undefined;
   const store = OrderStore.open(config.ordersDataDir);
-  const service = new OrdersService(store, { listLimitMax: config.ordersListMaxLimit, keys });
+  const service = new OrdersService(store, { listLimitMax: config.ordersListMaxLimit, keys, log });
   const server = startOrdersServer(service, config.ordersAddr, config.ordersMaxBodyBytes);
   const host = config.ordersAddr.slice(0, config.ordersAddr.lastIndexOf(':')) || '0.0.0.0';
-  console.log(`orders: listening on http://${host}:${server.port} (data ${config.ordersDataDir}, auth ${keys ? 'on' : 'off'})`);
+  const url = `http://${host}:${server.port}`;
+  log.info({ listener: 'orders', url, dataDir: config.ordersDataDir, auth: keys !== undefined }, `listening on ${url} (data ${config.ordersDataDir}, auth ${keys ? 'on' : 'off'})`);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    console.log(`orders: ${signal}, stopping`);
+    log.info({ signal }, `${signal}: stopping`);
     server
       .close(SHUTDOWN_TIMEOUT_MS)
       .then(() => store.close())
       .then(
-        () => process.exit(0),
+        () => {
+          log.info('stopped');
+          process.exit(0);
+        },
         (err: unknown) => {
-          console.error('orders: close failed:', err);
+          log.fatal({ err }, `close failed: ${(err as Error)?.message ?? String(err)}`);
           process.exit(1);
         },
       );

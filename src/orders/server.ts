@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { parseHostPort } from '../config/units.js';
 import { bodyTooLarge } from './errors.js';
-import { type OrdersRequest, type OrdersResponse, type OrdersService, errorResponse } from './service.js';
+import type { OrdersRequest, OrdersResponse, OrdersService } from './service.js';
 
 /**
  * The orders API's HTTP transport on uWebSockets.js: decode the request while uWS' HttpRequest is
@@ -74,13 +74,13 @@ function handle(service: OrdersService, res: HttpResponse, req: HttpRequest, max
   const reply: Reply = { res, head: request.method === 'HEAD', aborted: false, pending };
   const prepared = service.prepare(request);
   if (prepared.kind === 'done') return send(reply, prepared.response);
-  if (!prepared.needsBody) return finish(reply, service.respond(prepared, request, undefined));
+  if (!prepared.needsBody) return finish(reply, service.respond(prepared, request, undefined), service);
   const declared = Number(req.getHeader('content-length') || '0');
-  if (declared > maxBodyBytes) return send(reply, errorResponse(bodyTooLarge(maxBodyBytes)), true);
+  if (declared > maxBodyBytes) return send(reply, service.failed(bodyTooLarge(maxBodyBytes)), true);
   watchAbort(reply);
   readBody(res, maxBodyBytes, (body) => {
-    if (body === undefined) return send(reply, errorResponse(bodyTooLarge(maxBodyBytes)), true);
-    finish(reply, service.respond(prepared, request, body));
+    if (body === undefined) return send(reply, service.failed(bodyTooLarge(maxBodyBytes)), true);
+    finish(reply, service.respond(prepared, request, body), service);
   });
 }
 
@@ -118,12 +118,12 @@ function readBody(res: HttpResponse, maxBytes: number, done: (body: Uint8Array |
   });
 }
 
-function finish(reply: Reply, response: OrdersResponse | Promise<OrdersResponse>): void {
+function finish(reply: Reply, response: OrdersResponse | Promise<OrdersResponse>, service: OrdersService): void {
   if (!(response instanceof Promise)) return send(reply, response);
   watchAbort(reply);
   reply.pending.count++;
   response
-    .then((r) => send(reply, r), (err: unknown) => send(reply, errorResponse(err)))
+    .then((r) => send(reply, r), (err: unknown) => send(reply, service.failed(err)))
     .finally(() => reply.pending.count--);
 }
 
@@ -132,7 +132,7 @@ function send(reply: Reply, response: OrdersResponse, close = false): void {
   const { res } = reply;
   res.cork(() => {
     res.writeStatus(STATUS_TEXT[response.status] ?? String(response.status));
-    if (response.status !== 307) res.writeHeader('content-type', 'application/json');
+    if (response.status !== 307) res.writeHeader('content-type', response.contentType ?? 'application/json');
     if (response.headers) for (const [name, value] of Object.entries(response.headers)) res.writeHeader(name, value);
     if (reply.head) {
       // This uWS build aborts on endWithoutBody(length) and writes a body with end() on HEAD.

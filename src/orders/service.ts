@@ -1,9 +1,14 @@
+import type { Logger } from '../log/logger.js';
+import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
+import { docsPage } from '../openapi/docs-page.js';
+import { ordersApiDocument } from '../openapi/orders-api.js';
+import { packageVersion } from '../version.js';
 import type { ApiKeys } from './auth.js';
 import { OrdersHttpError, RequestValidationError, bodyParseFailed, notFound } from './errors.js';
 import { BodyParseError, JsonDecodeError, decodeJsonBytes, parsePyJson } from './json-parse.js';
 import { writePyJson } from './json-write.js';
 import { type RequestBody, validateCreateOrder, validateListQuery, validateOrderId } from './model.js';
-import { type RouteName, matchRoute, parseQuery, percentDecode } from './routes.js';
+import { OPEN_ROUTES, type RouteName, matchRoute, parseQuery, percentDecode } from './routes.js';
 import type { Order, OrderStore } from './store.js';
 
 /**
@@ -26,6 +31,8 @@ export interface OrdersRequest {
 export interface OrdersResponse {
   readonly status: number;
   readonly body: string;
+  /** application/json unless given. */
+  readonly contentType?: string;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -37,6 +44,8 @@ export interface OrdersServiceOptions {
   readonly listLimitMax: number;
   /** Undefined: no keys configured, the API is open. */
   readonly keys: ApiKeys | undefined;
+  /** Unexpected failures (500) are logged here with a request id. */
+  readonly log: Logger;
 }
 
 const HEALTHY: OrdersResponse = { status: 200, body: '{"status":"ok"}' };
@@ -45,7 +54,19 @@ export class OrdersService {
   constructor(
     private readonly store: OrderStore,
     private readonly options: OrdersServiceOptions,
-  ) {}
+  ) {
+    const doc = ordersApiDocument({ auth: options.keys !== undefined, version: packageVersion() });
+    this.docs = {
+      json: { status: 200, body: JSON.stringify(doc) },
+      page: { status: 200, body: docsPage(doc), contentType: 'text/html; charset=utf-8' },
+    };
+  }
+
+  /** The OpenAPI document (/openapi.json) and its page (/docs), rendered once. */
+  private readonly docs: { json: OrdersResponse; page: OrdersResponse };
+
+  /** The answer to a failure (errorResponse with this service's logger). */
+  readonly failed = (err: unknown): OrdersResponse => errorResponse(err, this.options.log);
 
   prepare(req: OrdersRequest): Prepared {
     try {
@@ -55,13 +76,13 @@ export class OrdersService {
         const location = `http://${req.host}${match.path}${query}`;
         return { kind: 'done', response: { status: 307, body: '', headers: { Location: location } } };
       }
-      if (match.name !== 'health' && this.options.keys) {
+      if (!OPEN_ROUTES.has(match.name) && this.options.keys) {
         const writes = match.name === 'create' || match.name === 'cancel';
         this.options.keys.authorize(req.authorization, writes, Date.now());
       }
       return { kind: 'route', name: match.name, orderId: match.orderId, needsBody: match.name === 'create' };
     } catch (err) {
-      return { kind: 'done', response: errorResponse(err) };
+      return { kind: 'done', response: this.failed(err) };
     }
   }
 
@@ -69,13 +90,15 @@ export class OrdersService {
     try {
       switch (route.name) {
         case 'health': return HEALTHY;
+        case 'openapi': return this.docs.json;
+        case 'docs': return this.docs.page;
         case 'list': return this.list(req.query);
         case 'get': return this.get(route.orderId);
-        case 'create': return this.create(readBody(body, req.contentType)).catch(errorResponse);
-        case 'cancel': return this.cancel(route.orderId).catch(errorResponse);
+        case 'create': return this.create(readBody(body, req.contentType)).catch(this.failed);
+        case 'cancel': return this.cancel(route.orderId).catch(this.failed);
       }
     } catch (err) {
-      return errorResponse(err);
+      return this.failed(err);
     }
   }
 
@@ -151,14 +174,18 @@ function isJsonContentType(header: string | undefined): boolean {
   return parts[1] === 'json' || parts[1]!.endsWith('+json');
 }
 
-/** The one place errors become responses; anything unexpected is a 500 without details. */
-export function errorResponse(err: unknown): OrdersResponse {
+/**
+ * The one place errors become responses; anything unexpected is a 500 without details, logged with
+ * a request id that the answer carries in X-Request-Id.
+ */
+export function errorResponse(err: unknown, log: Logger): OrdersResponse {
   if (err instanceof RequestValidationError) {
     return { status: 422, body: `{"detail":${writePyJson(err.errors)}}` };
   }
   if (err instanceof OrdersHttpError) {
     return { status: err.status, body: `{"detail":${JSON.stringify(err.detail)}}`, headers: err.headers };
   }
-  console.error('orders: unexpected error:', err);
-  return { status: 500, body: '{"detail":"Internal Server Error"}' };
+  const reqId = requestId();
+  log.error({ reqId, err }, `unexpected error: ${(err as Error)?.message ?? String(err)}`);
+  return { status: 500, body: '{"detail":"Internal Server Error"}', headers: { [REQUEST_ID_HEADER]: reqId } };
 }

@@ -8,6 +8,7 @@ import { TokenGate, readTokenFile, startAuth } from '../../src/auth/tokens.js';
 import { ConfigError } from '../../src/config/load.js';
 import { BlobstoreError } from '../../src/errors/errors.js';
 import { TOKENS, type TokenName, secrets, sha256Hex, standardEntries, tokenFile, writeTokenFile } from './helpers.js';
+import { captureLogger } from '../helpers/log.js';
 
 /** The gate on its own: token file format, scopes, Authorization parsing, reload (src/auth). */
 
@@ -215,14 +216,15 @@ describe('token file', () => {
 });
 
 describe('startAuth (what a node does)', () => {
+  /** A capturing logger; `lines` are "<level>: <msg>" and `text()` the whole JSON output. */
   const capture = () => {
-    const lines: string[] = [];
-    return { lines, out: { log: (l: string) => lines.push(l), error: (l: string) => lines.push(l) } };
+    const c = captureLogger();
+    return { out: c.log, text: c.text, get lines() { return c.lines.map((l) => `${l.level}: ${l.msg}`); }, records: c.lines };
   };
 
   it('is the open gate without a token file, and does not listen for SIGHUP', () => {
     const before = process.listenerCount('SIGHUP');
-    const auth = startAuth({ authTokensFile: '' });
+    const auth = startAuth({ authTokensFile: '' }, capture().out);
     expect(auth.gate).toBe(OPEN_GATE);
     expect(process.listenerCount('SIGHUP')).toBe(before);
   });
@@ -245,36 +247,37 @@ describe('startAuth (what a node does)', () => {
   it('logs the number of tokens, reloads on SIGHUP, keeps the old tokens when the new file is bad', () => {
     const { dir, path } = tokenFile([{ name: 'r', sha256: sha256Hex(TOKENS.read), scopes: ['read'] }]);
     files.push(dir);
-    const { lines, out } = capture();
-    const auth = startAuth({ authTokensFile: path }, out);
+    const c = capture();
+    const auth = startAuth({ authTokensFile: path }, c.out);
     try {
-      expect(lines).toStrictEqual([`blobstore: auth: bearer tokens required; 1 token loaded from ${path}`]);
+      expect(c.lines).toStrictEqual([`info: bearer tokens required; 1 token loaded from ${path}`]);
+      expect(c.records[0]).toMatchObject({ component: 'auth', tokens: 1, file: path });
       expect(() => auth.gate.check(`Bearer ${TOKENS.read}`, 'read')).not.toThrow();
       expect(() => auth.gate.check(`Bearer ${TOKENS.admin}`, 'read')).toThrow('missing or invalid');
 
       writeTokenFile(path, [{ name: 'a', sha256: sha256Hex(TOKENS.admin), scopes: ['admin'] }, { name: 'w', token: TOKENS.write, scopes: ['write'] }]);
       process.emit('SIGHUP', 'SIGHUP');
-      expect(lines[1]).toBe(`blobstore: auth: SIGHUP: 2 tokens loaded from ${path}`);
+      expect(c.lines[1]).toBe(`info: SIGHUP: 2 tokens loaded from ${path}`);
       expect(() => auth.gate.check(`Bearer ${TOKENS.admin}`, 'admin')).not.toThrow();
       expect(() => auth.gate.check(`Bearer ${TOKENS.write}`, 'write')).not.toThrow();
       expect(() => auth.gate.check(`Bearer ${TOKENS.read}`, 'read')).toThrow('missing or invalid');
 
       writeFileSync(path, `{"tokens": [{"name": "x", "token": "${TOKENS.plain}", "scopes": ["read"]},]}`);
       process.emit('SIGHUP', 'SIGHUP');
-      expect(lines[2]).toMatch(/^blobstore: auth: SIGHUP: AuthTokensFile .*: not valid JSON: Illegal trailing comma before end of array \(line 1, column \d+\); keeping the 2 tokens loaded before$/);
+      expect(c.lines[2]).toMatch(/^error: SIGHUP: AuthTokensFile .*: not valid JSON: Illegal trailing comma before end of array \(line 1, column \d+\); keeping the 2 tokens loaded before$/);
       expect(() => auth.gate.check(`Bearer ${TOKENS.admin}`, 'admin')).not.toThrow();
       expect(() => auth.gate.check(`Bearer ${TOKENS.plain}`, 'read')).toThrow('missing or invalid');
 
       rmSync(path);
       process.emit('SIGHUP', 'SIGHUP');
-      expect(lines[3]).toContain('cannot read it (ENOENT');
+      expect(c.lines[3]).toContain('cannot read it (ENOENT');
       expect(() => auth.gate.check(`Bearer ${TOKENS.admin}`, 'admin')).not.toThrow();
-      expectNoSecret(lines.join('\n'));
+      expectNoSecret(c.text());
     } finally {
       auth.close();
     }
     process.emit('SIGHUP', 'SIGHUP');
-    expect(lines).toHaveLength(4);
+    expect(c.lines).toHaveLength(4);
   });
 
   it('warns when plain tokens sit in a file others can read', () => {
@@ -282,9 +285,9 @@ describe('startAuth (what a node does)', () => {
     files.push(dir);
     const path = join(dir, 'open.json');
     writeFileSync(path, JSON.stringify({ tokens: standardEntries() }), { mode: 0o644 });
-    const { lines, out } = capture();
-    startAuth({ authTokensFile: path }, out).close();
-    expect(lines[1]).toContain('holds 1 plain token(s) and is readable by group or others (mode 644)');
-    expectNoSecret(lines.join('\n'));
+    const c = capture();
+    startAuth({ authTokensFile: path }, c.out).close();
+    expect(c.lines[1]).toMatch(/^warn: .*holds 1 plain token\(s\) and is readable by group or others \(mode 644\)/);
+    expectNoSecret(c.text());
   });
 });

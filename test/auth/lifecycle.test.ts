@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAIN, runCli, tempDir } from '../helpers/node-process.js';
 import { TOKENS, sha256Hex, writeTokenFile } from './helpers.js';
 import { type AuthNode, authorization, call, expectDenied, expectNoTokenIn, startAuthNode } from './node.js';
+import { logLines } from '../helpers/log.js';
 
 /**
  * The token file over a node's life: a bad file stops the start (exit 2), SIGHUP re-reads it
@@ -23,6 +24,13 @@ function scratch(): string {
   return dir;
 }
 
+/** The message of the one fatal log line a failed start writes (in the log's JSON format). */
+function fatalLine(stdout: string): string {
+  const fatal = logLines(stdout).filter((l) => l.level === 'fatal');
+  expect(fatal, stdout).toHaveLength(1);
+  return fatal[0]!.msg;
+}
+
 describe('a bad token file at start', () => {
   it.each([
     ['malformed JSON', `{"tokens": [{"name": "a", "token": "${TOKENS.plain}", "scopes": ["read"]},]}`, 'not valid JSON: Illegal trailing comma before end of array (line 1, column'],
@@ -34,7 +42,7 @@ describe('a bad token file at start', () => {
     writeFileSync(path, text);
     const r = await runCli(['serve', '--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--auth-tokens-file', path]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`blobstore: AuthTokensFile ${path}: ${problem}`);
+    expect(fatalLine(r.stdout)).toContain(`cannot start: AuthTokensFile ${path}: ${problem}`);
     expect(r.stdout).not.toContain('listening');
     expectNoTokenIn(r.stdout + r.stderr);
   });
@@ -44,7 +52,7 @@ describe('a bad token file at start', () => {
     const path = join(dir, 'missing.json');
     const r = await runCli(['serve', '--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--auth-tokens-file', path]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`blobstore: AuthTokensFile ${path}: cannot read it (ENOENT: no such file or directory)`);
+    expect(fatalLine(r.stdout)).toContain(`cannot start: AuthTokensFile ${path}: cannot read it (ENOENT: no such file or directory)`);
   });
 });
 
@@ -60,10 +68,11 @@ describe('SIGHUP re-reads the token file', () => {
   const list = () => `${n.node.url}/v1/blobs`;
   /** Sends SIGHUP and waits for the node's next auth line. */
   async function hangup(): Promise<string> {
-    const seen = n.node.output().split('\n').filter((l) => l.includes('auth: SIGHUP')).length;
+    const reloads = (): string[] => logLines(n.node.output()).filter((l) => l.component === 'auth' && l.signal === 'SIGHUP').map((l) => `${l.level}: ${l.msg}`);
+    const seen = reloads().length;
     n.node.child.kill('SIGHUP');
     for (let i = 0; i < 200; i++) {
-      const lines = n.node.output().split('\n').filter((l) => l.includes('auth: SIGHUP'));
+      const lines = reloads();
       if (lines.length > seen) return lines[lines.length - 1]!;
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -76,14 +85,14 @@ describe('SIGHUP re-reads the token file', () => {
       { name: 'reader', sha256: sha256Hex(TOKENS.read), scopes: ['read'] },
       { name: 'admin', sha256: sha256Hex(TOKENS.admin), scopes: ['admin'] },
     ]);
-    expect(await hangup()).toBe(`blobstore: auth: SIGHUP: 2 tokens loaded from ${n.tokensPath}`);
+    expect(await hangup()).toBe(`info: SIGHUP: 2 tokens loaded from ${n.tokensPath}`);
     expect((await call(list(), 'GET', authorization('admin'))).status).toBe(200);
     expect((await call(list(), 'GET', authorization('read'))).status).toBe(200);
   });
 
   it('removes a token and changes scopes without a restart', async () => {
     writeTokenFile(n.tokensPath, [{ name: 'admin', sha256: sha256Hex(TOKENS.admin), scopes: ['write'] }]);
-    expect(await hangup()).toBe(`blobstore: auth: SIGHUP: 1 token loaded from ${n.tokensPath}`);
+    expect(await hangup()).toBe(`info: SIGHUP: 1 token loaded from ${n.tokensPath}`);
     expectDenied(await call(list(), 'GET', authorization('read')), 401, 'read', 'b', 'GET');
     expectDenied(await call(list(), 'GET', authorization('admin')), 403, 'read', 'b', 'GET');
   });
@@ -91,7 +100,7 @@ describe('SIGHUP re-reads the token file', () => {
   it('keeps the tokens loaded before when the new file is malformed, and says why', async () => {
     writeFileSync(n.tokensPath, `{"tokens": [{"name": "p", "token": "${TOKENS.plain}", "scopes": ["read"]}`);
     const line = await hangup();
-    expect(line).toBe(`blobstore: auth: SIGHUP: AuthTokensFile ${n.tokensPath}: not valid JSON: Expecting ',' delimiter (line 1, column 89); keeping the 1 token loaded before`);
+    expect(line).toBe(`error: SIGHUP: AuthTokensFile ${n.tokensPath}: not valid JSON: Expecting ',' delimiter (line 1, column 89); keeping the 1 token loaded before`);
     expectDenied(await call(list(), 'GET', authorization('plain')), 401, 'read', 'b', 'GET');
     expectDenied(await call(list(), 'GET', authorization('admin')), 403, 'read', 'b', 'GET');
     expect((await call(`${n.node.url}/healthz`, 'GET')).status).toBe(200);

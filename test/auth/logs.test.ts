@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { REPO } from '../helpers/node-process.js';
 import { TOKENS, sha256Hex, standardEntries, writeTokenFile } from './helpers.js';
 import { type AuthNode, CREDS, authorization, call, expectNoTokenIn, required, startAuthNode } from './node.js';
+import { logLines } from '../helpers/log.js';
 
 /**
  * One node with every listener (API, metrics, gRPC), its whole stdout and stderr captured from
@@ -31,8 +32,9 @@ function grpcCall(client: grpc.Client, method: string, request: unknown, value: 
 
 async function hangup(node: AuthNode, count: number): Promise<void> {
   node.node.child.kill('SIGHUP');
-  for (let i = 0; i < 200 && node.node.output().split('auth: SIGHUP').length - 1 < count; i++) await new Promise((r) => setTimeout(r, 25));
-  expect(node.node.output().split('auth: SIGHUP').length - 1).toBe(count);
+  const reloads = (): number => logLines(node.node.output()).filter((l) => l.component === 'auth' && l.signal === 'SIGHUP').length;
+  for (let i = 0; i < 200 && reloads() < count; i++) await new Promise((r) => setTimeout(r, 25));
+  expect(reloads()).toBe(count);
 }
 
 describe('the node\'s output', () => {
@@ -82,9 +84,14 @@ describe('the node\'s output', () => {
     }
     expect(await node.node.stop()).toBe(0);
     const output = node.node.output();
-    expect(output).toContain('blobstore: auth: bearer tokens required; 5 tokens loaded from');
-    expect(output).toContain('keeping the 5 tokens loaded before');
-    expect(output).toContain('holds 1 plain token(s) and is readable by group or others (mode 644)');
+    const lines = logLines(output);
+    // Every line the node wrote is a JSON log line (none bypasses the logger) with time, level and node.
+    expect(output.trimEnd().split('\n')).toHaveLength(lines.length);
+    for (const line of lines) expect(line).toMatchObject({ name: 'blobstore', node: 'test-node', time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    const messages = lines.map((l) => `${l.level}: ${l.msg}`);
+    expect(messages.some((m) => m.startsWith('info: bearer tokens required; 5 tokens loaded from'))).toBe(true);
+    expect(messages.some((m) => m.startsWith('error: SIGHUP: AuthTokensFile') && m.endsWith('keeping the 5 tokens loaded before'))).toBe(true);
+    expect(messages.some((m) => m.startsWith('warn: ') && m.includes('holds 1 plain token(s) and is readable by group or others (mode 644)'))).toBe(true);
     expectNoTokenIn(output);
   });
 });

@@ -1,7 +1,23 @@
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as grpc from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { protoPath as healthProto } from 'grpc-health-check';
+import { logLines } from '../helpers/log.js';
 import { type Sandbox, alive, freeBasePort, portsFree, run, runAsync, sandbox } from './helpers.js';
+
+const Health = (grpc.loadPackageDefinition(loadSync(healthProto, { enums: String })) as unknown as {
+  grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
+}).grpc.health.v1.Health;
+
+/** The grpc.health.v1 status of the whole server at `target`. */
+function grpcHealth(target: string): Promise<string> {
+  const client = new Health(target, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+    Check(req: object, cb: (err: Error | null, res?: { status: string }) => void): void;
+  };
+  return new Promise<string>((resolve, reject) => client.Check({ service: '' }, (err, res) => (err ? reject(err) : resolve(res!.status)))).finally(() => client.close());
+}
 
 /**
  * `blobstore deploy`, `status` and `down` with the real bin and real processes: a 3-node stack plus
@@ -29,6 +45,8 @@ afterAll(async () => {
 });
 
 const nodePorts = () => [base, base + 1, base + 2];
+const metricsPorts = () => nodePorts().map((p) => p + 32);
+const grpcPorts = () => nodePorts().map((p) => p + 64);
 const ordersUrl = () => `http://127.0.0.1:${base + 99}`;
 
 describe('deploy --dry-run', () => {
@@ -36,9 +54,13 @@ describe('deploy --dry-run', () => {
     const r = run(box, ['deploy', 'dev', '--region', REGION, '--dry-run']);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain('dry run');
-    for (const name of ['node-0', 'node-1', 'node-2', 'orders']) expect(r.stdout).toMatch(new RegExp(`${name}\\s+127\\.0\\.0\\.1:\\d+\\s+-\\s+start`));
+    expect(r.stdout).toMatch(/SERVICE\s+ADDRESS\s+METRICS \+ UI\s+GRPC\s+PID\s+PLAN/);
+    for (const i of [0, 1, 2]) {
+      expect(r.stdout).toContain(`node-${i}   127.0.0.1:${base + i}  http://127.0.0.1:${base + 32 + i}/  127.0.0.1:${base + 64 + i}  -    start`);
+    }
+    expect(r.stdout).toMatch(new RegExp(`orders +127\\.0\\.0\\.1:${base + 99} +- +- +- +start`));
     expect(existsSync(box.stateHome)).toBe(false);
-    expect(await portsFree([...nodePorts(), base + 99])).toBe(true);
+    expect(await portsFree([...nodePorts(), ...metricsPorts(), ...grpcPorts(), base + 99])).toBe(true);
   });
 });
 
@@ -47,13 +69,27 @@ describe('deploy', () => {
     const r = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
     expect(r.status, r.stderr + r.stdout).toBe(0);
     for (const pid of recordedPids()) seen.add(pid);
-    expect(r.stdout).toMatch(/SERVICE\s+ADDRESS\s+PID\s+STATE/);
+    expect(r.stdout).toMatch(/SERVICE\s+ADDRESS\s+METRICS \+ UI\s+GRPC\s+PID\s+STATE/);
     expect(r.stdout.match(/started/g)).toHaveLength(4);
     expect(r.stdout).toContain('orders API check passed');
     expect(r.stderr).toContain('4/4 healthy');
     for (const port of nodePorts()) expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
     const created = await fetch(`${ordersUrl()}/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount": 5, "currency": "USD"}' });
     expect(created.status).toBe(200);
+  });
+
+  it('gives each node its metrics listener with the web UI and its gRPC listener, on the ports the plan showed', async () => {
+    for (const [i, port] of metricsPorts().entries()) {
+      expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+      const ui = await fetch(`http://127.0.0.1:${port}/`);
+      expect(ui.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      const snapshot = (await (await fetch(`http://127.0.0.1:${port}/api/v1/metrics`)).json()) as { nodeId: string };
+      expect(snapshot.nodeId).toBe(`dev-us-east-1-${i}`);
+    }
+    for (const port of grpcPorts()) expect(await grpcHealth(`127.0.0.1:${port}`)).toBe('SERVING');
+    // The logs are JSON lines with the node's id.
+    const log = readFileSync(join(box.stateHome, 'blobstore', 'dev', REGION, 'logs', 'node-2.log'), 'utf8');
+    expect(logLines(log).find((l) => l.listener === 'grpc')).toMatchObject({ node: 'dev-us-east-1-2', address: `127.0.0.1:${base + 66}` });
   });
 
   it('gives each node its own data dir under $XDG_STATE_HOME/blobstore/<stack>/<region>/, its id and region', () => {
@@ -72,11 +108,26 @@ describe('deploy', () => {
     expect(recordedPids()).toStrictEqual(before);
   });
 
-  it('status shows every service healthy (exit 0)', () => {
+  it('status shows every service healthy (exit 0), with the metrics, UI and gRPC addresses', () => {
     const r = run(box, ['status', 'dev']);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.match(/healthy/g)!.length).toBeGreaterThanOrEqual(4);
     expect(r.stdout).toContain('4/4 services healthy');
+    expect(r.stdout).toMatch(/REGION\s+SERVICE\s+ADDRESS\s+METRICS \+ UI\s+GRPC\s+PID\s+STATE/);
+    expect(r.stdout).toMatch(new RegExp(`node-1 +127\\.0\\.0\\.1:${base + 1} +http://127\\.0\\.0\\.1:${base + 33}/ +127\\.0\\.0\\.1:${base + 65} +\\d+ +healthy`));
+  });
+
+  it('status --output json says the same for scripts', () => {
+    const r = run(box, ['status', 'dev', '--output', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const status = JSON.parse(r.stdout) as { stack: string; healthy: number; total: number; services: Record<string, unknown>[] };
+    expect(status).toMatchObject({ stack: 'dev', healthy: 4, total: 4 });
+    expect(status.services[1]).toStrictEqual({
+      region: REGION, service: 'node-1', kind: 'node', address: `127.0.0.1:${base + 1}`, metrics: `127.0.0.1:${base + 33}`,
+      ui: `http://127.0.0.1:${base + 33}/`, grpc: `127.0.0.1:${base + 65}`, pid: expect.any(Number), state: 'healthy',
+    });
+    expect(status.services[3]).toStrictEqual({ region: REGION, service: 'orders', kind: 'orders', address: `127.0.0.1:${base + 99}`, pid: expect.any(Number), state: 'healthy' });
+    expect(run(box, ['status', 'dev', '--output', 'yaml']).status).toBe(2);
   });
 
   it('restarts a service that died, and only that one', async () => {
@@ -85,7 +136,7 @@ describe('deploy', () => {
     await new Promise((r) => setTimeout(r, 200));
     const status = run(box, ['status', 'dev', '--region', REGION]);
     expect(status.status).toBe(1);
-    expect(status.stdout).toMatch(/node-1\s+\S+\s+\d+\s+down/);
+    expect(status.stdout).toMatch(/node-1\s+\S+\s+\S+\s+\S+\s+\d+\s+down/);
     const r = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
     expect(r.status, r.stderr).toBe(0);
     const after = recordedPids();
@@ -97,11 +148,11 @@ describe('deploy', () => {
   it('restarts what changed and stops what was removed (nodes 3 -> 2)', async () => {
     run(box, ['config', 'set', 'stacks.dev.nodes', '--value', '2']);
     const dry = run(box, ['deploy', 'dev', '--region', REGION, '--dry-run']);
-    expect(dry.stdout).toMatch(/node-2\s+\S+\s+\d+\s+stop/);
+    expect(dry.stdout).toMatch(/node-2\s+\S+\s+\S+\s+\S+\s+\d+\s+stop/);
     const before = recordedPids();
     const r = await runAsync(box, ['deploy', 'dev', '--region', REGION]);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/node-2\s+\S+\s+\d+\s+stopped/);
+    expect(r.stdout).toMatch(/node-2\s+\S+\s+\S+\s+\S+\s+\d+\s+stopped/);
     expect(alive(before[2]!)).toBe(false);
     expect(recordedPids()).toHaveLength(3);
   });

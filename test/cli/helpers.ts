@@ -73,7 +73,8 @@ export async function portsFree(ports: readonly number[]): Promise<boolean> {
 export async function freeBasePort(nodes: number): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const base = 20_000 + Math.floor(Math.random() * 400) * 100;
-    const ports = [...Array.from({ length: nodes }, (_, i) => base + i), base + 99];
+    // API, metrics (block + 32 + i) and gRPC (block + 64 + i) of each node, and the orders service.
+    const ports = [...Array.from({ length: nodes }, (_, i) => [base + i, base + 32 + i, base + 64 + i]).flat(), base + 99];
     if (await portsFree(ports)) return base;
   }
   throw new Error('no free port block found');

@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { type NodeProcess, type StartOptions, startNode } from './node-process.js';
+import { listenerPort } from './log.js';
 
 export const NODE_ID = 'test-node';
 
@@ -35,10 +36,9 @@ export interface MetricsNode {
   readonly metricsPort: number;
 }
 
-/** The port the node printed on its `blobstore: metrics on http://host:port` line. */
+/** The port of the metrics listener the node logged at start. */
 export function metricsPortOf(node: NodeProcess): number | undefined {
-  const m = /blobstore: metrics on http:\/\/[^\s]*:(\d+)/.exec(node.output());
-  return m ? Number(m[1]) : undefined;
+  return listenerPort(node.output(), 'metrics');
 }
 
 /** A node with its metrics listener on a free loopback port (or `metricsAddr` as given). */

@@ -55,7 +55,7 @@ describe('GET /metrics', () => {
       if (name !== 'peer_health') expect(f!.samples.length, `blobstore_${name}`).toBeGreaterThan(0);
     }
     for (const [name, f] of families) {
-      expect(name.startsWith('blobstore_'), name).toBe(true);
+      expect(/^(blobstore|process|nodejs)_/.test(name), name).toBe(true);
       for (const s of f.samples) expect(s.labels.node, `${s.name} ${JSON.stringify(s.labels)}`).toBe(NODE_ID);
     }
   });
@@ -63,10 +63,12 @@ describe('GET /metrics', () => {
   it('every histogram has exactly the spec buckets (and +Inf), _sum and _count, per series', async () => {
     const families = await scrape(m.metricsUrl);
     const histograms = [...families].filter(([, f]) => f.type === 'histogram');
-    expect(histograms.length).toBe(11);
+    expect(histograms.filter(([name]) => name.startsWith('blobstore_')).length).toBe(11);
     for (const [name, f] of histograms) {
       const seriesLabel = name === 'blobstore_stage_latency_seconds' ? 'stage' : undefined;
-      const series = seriesLabel ? STAGES.map((s) => ({ [seriesLabel]: s })) : [{}];
+      // The runtime's GC histogram has one series per GC kind seen so far.
+      const gcKinds = name === 'nodejs_gc_duration_seconds' ? [...new Set(f.samples.map((s) => s.labels.kind!))] : undefined;
+      const series = seriesLabel ? STAGES.map((s) => ({ [seriesLabel]: s })) : gcKinds ? gcKinds.map((kind) => ({ kind })) : [{}];
       for (const labels of series) {
         expect(bucketsOf(f, name, labels), `${name} ${JSON.stringify(labels)}`).toEqual(SPEC_LE);
         const count = sampleValue(families, name, `${name}_count`, labels);
@@ -119,6 +121,24 @@ describe('GET /metrics', () => {
     for (const stage of ['hash', 'write', 'fsync', 'index', 'read', 'verify']) {
       expect(sampleValue(f, 'blobstore_stage_latency_seconds', 'blobstore_stage_latency_seconds_count', { stage }), stage).toBeGreaterThanOrEqual(1);
     }
+  });
+
+  it('has the standard process and Node.js runtime series (prom-client default collectors) with the node label', async () => {
+    const f = await scrape(m.metricsUrl);
+    const expected: Record<string, string> = {
+      process_cpu_seconds_total: 'counter', process_cpu_user_seconds_total: 'counter', process_start_time_seconds: 'gauge',
+      process_resident_memory_bytes: 'gauge', process_open_fds: 'gauge', process_max_fds: 'gauge',
+      nodejs_eventloop_lag_seconds: 'gauge', nodejs_heap_size_used_bytes: 'gauge', nodejs_heap_space_size_used_bytes: 'gauge',
+      nodejs_external_memory_bytes: 'gauge', nodejs_gc_duration_seconds: 'histogram', nodejs_version_info: 'gauge',
+      nodejs_active_handles: 'gauge', nodejs_active_handles_total: 'untyped', nodejs_active_requests_total: 'untyped',
+      nodejs_active_resources_total: 'untyped',
+    };
+    for (const [name, type] of Object.entries(expected)) {
+      expect(f.get(name)?.type, name).toBe(type);
+    }
+    expect(sampleValue(f, 'process_resident_memory_bytes', 'process_resident_memory_bytes')).toBeGreaterThan(10 * 2 ** 20);
+    expect(sampleValue(f, 'process_start_time_seconds', 'process_start_time_seconds')).toBeGreaterThan(Date.now() / 1000 - 600);
+    expect(f.get('nodejs_version_info')!.samples[0]!.labels).toMatchObject({ version: process.version, node: NODE_ID });
   });
 
   it('worker pool and event-loop series are there', async () => {

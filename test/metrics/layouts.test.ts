@@ -11,6 +11,7 @@ import { opsLayout } from '../../src/ops/ops-server.js';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { metricsPortOf, scrape, startMetricsNode } from '../helpers/metrics.js';
 import { startNode } from '../helpers/node-process.js';
+import { listenerAddress } from '../helpers/log.js';
 
 describe('MetricsAddr parsing', () => {
   it('":9090" (the default) is a separate listener on all interfaces, port 9090', () => {
@@ -25,7 +26,7 @@ describe('separate listener (MetricsAddr host:port)', () => {
   it('serves metrics, health, JSON and the UI; the API port serves none of them', async () => {
     const m = await startMetricsNode({ metricsAddr: ':0' });
     try {
-      expect(m.node.output()).toMatch(/blobstore: metrics on http:\/\/0\.0\.0\.0:\d+/);
+      expect(listenerAddress(m.node.output(), 'metrics')).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
       expect(m.metricsPort).not.toBe(m.node.port);
       for (const path of ['/metrics', '/api/v1/metrics', '/health', '/']) {
         expect((await fetch(`${m.metricsUrl}${path}`)).status, path).toBe(200);

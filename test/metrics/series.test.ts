@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BlobstoreError } from '../../src/errors/errors.js';
 import { ERROR_TYPES, errorTypeIndex } from '../../src/metrics/error-types.js';
+import { silentLogger } from '../../src/log/logger.js';
 import { NodeMetrics } from '../../src/metrics/node-metrics.js';
 import { HistogramFamily, SLOTS, SPEC_BUCKETS } from '../../src/metrics/series.js';
 import { parseExposition, runWithInput, sampleValue } from '../helpers/metrics.js';
@@ -24,7 +25,8 @@ async function measureAllocation(): Promise<Record<'promObserve' | 'failed' | 'd
     const { NodeMetrics } = await import(${JSON.stringify(join(REPO, 'dist/src/metrics/node-metrics.js'))});
     const { BlobstoreError } = await import(${JSON.stringify(join(REPO, 'dist/src/errors/errors.js'))});
     const dir = mkdtempSync('/tmp/blobstore-alloc-'); mkdirSync(dir + '/tmp');
-    const m = new NodeMetrics({ nodeId: 'a', dataDir: dir, healthCheckTimeoutMs: 1000 });
+    const { silentLogger } = await import(${JSON.stringify(join(REPO, 'dist/src/log/logger.js'))});
+    const m = new NodeMetrics({ nodeId: 'a', dataDir: dir, healthCheckTimeoutMs: 1000, log: silentLogger() });
     const h = new Histogram({ name: 'x_seconds', help: 'x', labelNames: ['operation'], buckets: [0.001, 0.01, 0.1, 1], registers: [new Registry()] });
     const err = new BlobstoreError('not_found', 'x');
     const labels = { operation: 'put' };
@@ -59,7 +61,7 @@ function metricsFor(nodeId: string): NodeMetrics {
   const dir = mkdtempSync(join(tmpdir(), 'blobstore-metrics-unit-'));
   mkdirSync(join(dir, 'tmp'));
   dirs.push(dir);
-  return new NodeMetrics({ nodeId, dataDir: dir, healthCheckTimeoutMs: 2000 });
+  return new NodeMetrics({ nodeId, dataDir: dir, healthCheckTimeoutMs: 2000, log: silentLogger() });
 }
 const opened: NodeMetrics[] = [];
 afterAll(() => {

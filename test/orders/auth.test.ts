@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, type OrdersProcess, call, removeDir, startOrders, tempDir } from './helpers.js';
+import { logLines } from '../helpers/log.js';
 
 /** Bearer authentication, on because OrdersApiKeysFile is configured (DESIGN §9). */
 
@@ -85,6 +86,6 @@ describe('keys file validation', () => {
     writeFileSync(bad, JSON.stringify([{ key: 'k', scope: 'admin' }]));
     const r = spawnSync(process.execPath, [BIN, 'orders', 'serve', '--orders-addr', '127.0.0.1:0', '--orders-data-dir', join(dir, 'd'), '--orders-api-keys-file', bad], { encoding: 'utf8' });
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('"scope" must be "read" or "read-write"');
+    expect(logLines(r.stdout).find((l) => l.level === 'fatal')?.msg).toContain('"scope" must be "read" or "read-write"');
   });
 });

@@ -43,7 +43,7 @@ export async function startOrders(options: { dataDir?: string; args?: string[]; 
       if (m) resolve(m[1]!);
     });
     proc.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    void exited.then((code) => reject(new Error(`orders exited (${code}) before listening: ${err}`)));
+    void exited.then((code) => reject(new Error(`orders exited (${code}) before listening: ${out}${err}`)));
     setTimeout(() => {
       proc.kill('SIGKILL');
       reject(new Error(`orders did not start in time: ${out} ${err}`));

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { UI_PAGE } from '../../src/ops/ui-page.js';
+import { uiPage } from '../../src/ops/ui-page.js';
 import { OPERATIONS, STAGES } from '../../src/metrics/recorder.js';
 
 export interface ClusterNode {
@@ -24,6 +24,8 @@ export interface MockState {
   /** When true, /api/v1/metrics answers 500. */
   failing: boolean;
   operations: Record<string, number>;
+  /** Failed requests by operation (counted in `operations` too). */
+  failures: Record<string, number>;
   bytesReadTotal: number;
   bytesWrittenTotal: number;
   peerHealth: Record<string, boolean>;
@@ -65,6 +67,7 @@ function detail(s: MockState): unknown {
     uptime: 3725,
     stages: Object.fromEntries(STAGES.map((stage, i) => [stage, percentiles(20e-6 * (i + 1), 1000)])),
     operations: Object.fromEntries(OPERATIONS.map((op, i) => [op, percentiles(150e-6 * (i + 1), s.operations[op] ?? 0)])),
+    failures: { ...s.failures },
     pool: { threads: 2, queueDepth: 0, utilisation: 0.18 },
     eventLoopLagSeconds: { p50: 0.0004, p99: 0.003 },
   };
@@ -74,7 +77,7 @@ function route(s: MockState, req: IncomingMessage, res: ServerResponse): void {
   const path = new URL(req.url ?? '/', 'http://x').pathname;
   if (path === '/') {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(UI_PAGE);
+    res.end(uiPage({ metricsHere: true, apiHere: false, apiPort: 8080, metricsPort: 9090 }));
     return;
   }
   const auth = req.headers.authorization ?? '';
@@ -93,6 +96,7 @@ export async function startMockMetrics(initial: Partial<MockState> = {}): Promis
     token: null,
     failing: false,
     operations: { put: 0, get: 0, delete: 0, stat: 0, list: 0 },
+    failures: { put: 0, get: 0, delete: 0, stat: 0, list: 0 },
     bytesReadTotal: 0,
     bytesWrittenTotal: 0,
     peerHealth: {},

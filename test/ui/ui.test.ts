@@ -6,47 +6,14 @@
  * UI_SCREENSHOT=<path.png> also saves a 1280x800 screenshot of the page on a real node after
  * some puts and gets (the README's picture: UI_SCREENSHOT=src/ops/ui.png).
  */
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { startNode, type NodeProcess } from '../helpers/node-process.js';
 import { TOKENS } from '../auth/helpers.js';
 import { startAuthNode, type AuthNode } from '../auth/node.js';
 import { startMockMetrics, type MockMetrics } from './mock-metrics.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) console.warn(`test/ui: ${CHROMIUM} is missing; the web UI tests are skipped (apt-get install chromium)`);
-
-const POLL = { timeout: 10_000, interval: 100 };
-
-async function launch(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-}
-
-interface Watched {
-  page: Page;
-  /** Console errors, page errors and requests to another origin, as text. */
-  problems: string[];
-}
-
-/** Opens `url` in a fresh context and records everything that should not happen. */
-async function open(browser: Browser, url: string, viewport = { width: 1280, height: 800 }): Promise<Watched> {
-  const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  const origin = new URL(url).origin;
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('request', (r) => { if (new URL(r.url()).origin !== origin) problems.push(`request to another origin: ${r.url()}`); });
-  await page.goto(url);
-  return { page, problems };
-}
+import { HAVE_CHROMIUM, POLL, launch, open } from './browser.js';
 
 const count = async (page: Page, selector: string): Promise<number> => Number(((await page.textContent(selector)) ?? '').replace(/,/g, ''));
 
@@ -90,10 +57,11 @@ describe.skipIf(!HAVE_CHROMIUM)('web UI on a real node', () => {
   it('the put counter on the page moves after a put', async () => {
     const { page, problems } = await open(browser, uiUrl);
     await expect.poll(() => page.textContent('#node-id'), POLL).toBe('test-node');
-    const before = await count(page, '#op-put-total');
+    await expect.poll(() => page.textContent('#op-put-ok'), POLL).not.toBe('–');
+    const before = await count(page, '#op-put-ok');
     const res = await putRaw(node.url, patternBytes(4096, 71));
     expect(res.status).toBe(201);
-    await expect.poll(() => count(page, '#op-put-total'), POLL).toBe(before + 1);
+    await expect.poll(() => count(page, '#op-put-ok'), POLL).toBe(before + 1);
     expect(problems).toEqual([]);
     await page.context().close();
   });
@@ -224,7 +192,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web UI against a mock metrics listener', () => 
     expect(await page.locator('#peers li').allTextContents()).toEqual(['node-bonline', 'node-coffline']);
     expect(await page.textContent('#cluster-summary')).toBe('3 nodes · 2 active · 1 offline · ring version 7');
     m.state.operations.get += 5000;
-    const read = async (): Promise<number[]> => [await count(page, '#op-get-total'), await count(page, '#op-get-rate')];
+    const read = async (): Promise<number[]> => [await count(page, '#op-get-ok'), await count(page, '#op-get-rate')];
     await expect.poll(async () => (await read())[0], POLL).toBe(5000);
     // A rate is the difference of two polls over the time between them: at least 2 s apart.
     const [, rate] = await read();

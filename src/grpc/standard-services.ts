@@ -1,0 +1,82 @@
+/**
+ * The standard gRPC services beside blobstore's own, from maintained npm packages:
+ *
+ * - grpc.health.v1.Health (grpc-health-check): Check and Watch for "" (the whole server) and for
+ *   blobstore.v1.BlobService, so Kubernetes gRPC probes and grpc_health_probe work. A service is
+ *   SERVING while the node serves and its engine has not failed (what /healthz answers 200 for),
+ *   NOT_SERVING before listening, after an engine failure and from the start of shutdown.
+ *   ClusterService and InternalService are not listed (NOT_FOUND) until the cluster exists.
+ * - grpc.reflection.v1 and v1alpha ServerReflection (@grpc/reflection), describing the blobstore
+ *   protos and the health service, so `grpcurl list` and `grpcurl describe` work without .proto
+ *   files.
+ *
+ * Both are open like /healthz: probes carry no token, and the schema is the repository's .proto.
+ */
+import type { Server, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, type ServingStatus, protoPath as healthProtoPath } from 'grpc-health-check';
+import { LOADER_OPTIONS, PROTO_PACKAGE, loadProtos } from './proto.js';
+
+/** The services health answers for: the whole server ('') and the one implemented service. */
+export const HEALTH_SERVICES = ['', `${PROTO_PACKAGE}.BlobService`] as const;
+
+/** How often the engine's state is carried into the health statuses (and Watch streams). */
+const HEALTH_POLL_MS = 1000;
+
+export class StandardServices {
+  private readonly health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((s) => [s, 'NOT_SERVING'])));
+  private status: ServingStatus = 'NOT_SERVING';
+  private timer: NodeJS.Timeout | undefined;
+  /** Open Watch calls: ended at shutdown, which would otherwise wait for them until its timeout. */
+  private readonly watches = new Set<ServerWritableStream<unknown, unknown>>();
+
+  /** `healthy` says whether the node can serve (its engine has not failed). */
+  constructor(server: Pick<Server, 'addService'>, private readonly healthy: () => boolean) {
+    this.health.addToServer({
+      addService: (definition, implementation: UntypedServiceImplementation) => {
+        const watch = implementation.watch as (call: ServerWritableStream<unknown, unknown>) => void;
+        server.addService(definition, {
+          ...implementation,
+          watch: (call: ServerWritableStream<unknown, unknown>) => {
+            this.watches.add(call);
+            const forget = (): void => void this.watches.delete(call);
+            call.once('cancelled', forget);
+            call.once('finish', forget);
+            watch(call);
+          },
+        });
+      },
+    });
+    const health = loadSync(healthProtoPath, LOADER_OPTIONS);
+    new ReflectionService({ ...loadProtos(), ...health }).addToServer(server);
+  }
+
+  /** Listening: SERVING while healthy() holds. */
+  serving(): void {
+    this.update();
+    this.timer = setInterval(() => this.update(), HEALTH_POLL_MS);
+    this.timer.unref();
+  }
+
+  /**
+   * Shutdown begins: NOT_SERVING from now on (probes take the node out before it stops); Watch
+   * streams get that status, then end (OK), so they do not hold the shutdown.
+   */
+  stopping(): void {
+    clearInterval(this.timer);
+    this.set('NOT_SERVING');
+    for (const call of this.watches) call.end();
+    this.watches.clear();
+  }
+
+  private update(): void {
+    this.set(this.healthy() ? 'SERVING' : 'NOT_SERVING');
+  }
+
+  private set(status: ServingStatus): void {
+    if (status === this.status) return;
+    this.status = status;
+    for (const service of HEALTH_SERVICES) this.health.setStatus(service, status);
+  }
+}
