@@ -21,7 +21,7 @@ function recordBytes(data: Buffer, lsn: number): Buffer {
   const buf = Buffer.alloc(length);
   writeHeader(buf, 0, {
     type: RecordType.PUT_INLINE, policy: 1, labelsLength: 0, dataLength: data.length, relocatedFromSegment: 0, relocatedFromOffset: 0,
-    size: data.length, createdAtNs: 1n, id: checksum.subarray(0, 16), checksum, lsn,
+    size: data.length, createdAtNs: 1n, id: checksum.subarray(0, 16), checksum, lsn, flags: 0,
   }, Buffer.alloc(0));
   data.copy(buf, HEADER_BYTES);
   return buf;
