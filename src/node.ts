@@ -5,7 +5,12 @@
  */
 import type { Gate } from './auth/gate.js';
 import { startAuth } from './auth/tokens.js';
-import type { NodeConfig } from './config/settings.js';
+import { ConfigError } from './config/load.js';
+import { SETTINGS, type NodeConfig } from './config/settings.js';
+import { advertisedApi, advertisedGrpc } from './cluster/addresses.js';
+import { ClusterApi } from './cluster/cluster-api.js';
+import { Cluster } from './cluster/cluster.js';
+import { ClusterMetrics } from './metrics/cluster-metrics.js';
 import { Engine } from './engine/engine.js';
 import { GrpcServer } from './grpc/server.js';
 import { hashName, initHashing } from './hash/blake3.js';
@@ -34,6 +39,8 @@ export interface RunningNode {
   /** The gRPC listener and its bound port; undefined when GrpcAddr is empty. */
   readonly grpc: GrpcServer | undefined;
   readonly grpcPort: number | undefined;
+  /** The cluster side (membership, replication, repair); undefined without gRPC. */
+  readonly cluster: Cluster | undefined;
   stop(): Promise<void>;
 }
 
@@ -65,23 +72,48 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     registerUiOnApiPort(app, () => ({ metricsHere: layout.kind === 'same', apiHere: true, apiPort: port, metricsPort }));
     if (layout.kind === 'same') opsMount(ops)(app);
   };
-  const server = new ApiServer(service, config, log, { gate, mount });
+  // Nodes talk over gRPC: without it a node runs alone (and cannot join anything).
+  const clusterEnabled = config.grpcAddr !== '';
+  if (!clusterEnabled && config.seedNodes.length > 0) {
+    await engine.close();
+    auth.close();
+    throw new ConfigError('SeedNodes needs the gRPC listener (GrpcAddr): cluster nodes talk to each other over gRPC');
+  }
+  let cluster: Cluster | undefined;
+  const clusterApi = new ClusterApi(() => cluster, clusterEnabled);
+  const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi });
   const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops) : undefined;
-  const grpc = config.grpcAddr === '' ? undefined : new GrpcServer(config, service, gate, log);
+  const grpc = clusterEnabled ? new GrpcServer(config, service, gate, log, { api: clusterApi, internal: () => cluster }) : undefined;
   let grpcPort: number | undefined;
   try {
     port = await server.listen();
-    metricsPort = layout.kind === 'separate' ? await opsServer?.listen(layout.host, layout.port) : layout.kind === 'same' ? port : undefined;
-    grpcPort = await grpc?.listen();
+    // The default metrics and gRPC ports may be taken by another node on this host: a free port
+    // then (peers learn the gRPC one from the member state). An address set by hand must bind.
+    metricsPort = layout.kind === 'separate'
+      ? await orFreePort(config.metricsAddr === SETTINGS.metricsAddr.default(), 'metrics', log, (p) => opsServer!.listen(layout.host, p ?? layout.port))
+      : layout.kind === 'same' ? port : undefined;
+    if (grpc) grpcPort = await orFreePort(config.grpcAddr === SETTINGS.grpcAddr.default(), 'gRPC', log, (p) => grpc.listen(p));
+    if (clusterEnabled) {
+      const address = advertisedApi(config.advertiseAddr, config.listen, port);
+      cluster = new Cluster(engine, engine.index, config, {
+        nodeId: config.nodeId, address, grpcAddress: advertisedGrpc(config.grpcAddr, address, grpcPort!), region: config.region,
+        capacityBytes: engine.space.capacityBytes,
+      }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({ usedBytes: engine.index.counters.storedBytes, blobCount: engine.index.counters.blobCount }));
+      service.usePlacement(cluster);
+      await cluster.start();
+    }
   } catch (err) {
     await Promise.all([server.close(0), grpc?.close(0)]);
     opsServer?.close();
+    await cluster?.stop();
     metrics?.close();
     await engine.close();
     auth.close();
     throw err;
   }
   let stopping: Promise<void> | undefined;
+  // Shutdown in the reverse order of the start: listeners drain, then the cluster's background
+  // work (heartbeats, replication, handoff, anti-entropy) stops, then the engine closes.
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       if (metrics) metrics.stopping = true;
@@ -89,11 +121,24 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       const [httpDrained, grpcDrained] = await Promise.all([server.close(config.shutdownTimeoutMs), grpc?.close(config.shutdownTimeoutMs)]);
       const drained = httpDrained && grpcDrained !== false;
       if (!drained) log.warn({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutdown timeout: requests still in progress were cut off');
+      await cluster?.stop();
       await engine.close();
       metrics?.close();
       auth.close();
     })());
-  return { engine, server, service, port, gate, metrics, metricsPort, grpc, grpcPort, stop };
+  return { engine, server, service, port, gate, metrics, metricsPort, grpc, grpcPort, cluster, stop };
+}
+
+/** Binds with `bind()`; a default address that is taken falls back to a free port (logged). */
+async function orFreePort(isDefault: boolean, what: string, log: Logger, bind: (port?: number) => Promise<number>): Promise<number> {
+  try {
+    return await bind();
+  } catch (err) {
+    if (!isDefault) throw err;
+    const port = await bind(0);
+    log.warn({ listener: what, port }, `the default ${what} port is taken (another node on this host?): listening on free port ${port}`);
+    return port;
+  }
 }
 
 /** Which Reed-Solomon code path this CPU runs (the EC policies need a cluster to be used). */

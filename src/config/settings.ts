@@ -71,8 +71,36 @@ export const SETTINGS = {
     help: 'bearer token file (scopes read, write, admin); empty = authentication off; re-read on SIGHUP',
   },
   heartbeatIntervalMs: { type: 'durationMs', default: () => 5000, specName: 'HeartbeatInterval', min: 10, help: 'cluster heartbeat interval' },
-  seedNodes: { type: 'list', default: () => [], specName: 'SeedNodes', help: 'peer addresses (comma separated)' },
-  region: { type: 'string', default: () => '', help: 'region label of this node' },
+  seedNodes: {
+    type: 'list', default: () => [], specName: 'SeedNodes',
+    help: 'HTTP API addresses (host:port, comma separated) of cluster members to join through; empty: this node forms a cluster others join',
+  },
+  region: { type: 'string', default: () => '', help: 'region label of this node (copies go to distinct regions first)' },
+  advertiseAddr: {
+    type: 'string', default: () => '',
+    help: 'the API address (host:port) peers and clients are told; empty: the bound --listen address (a wildcard host is replaced by this host\'s first non-loopback IPv4)',
+  },
+  clusterSecret: {
+    type: 'string', default: () => '', specName: 'ClusterSecret',
+    help: 'shared secret of the cluster\'s nodes (node-to-node calls carry it; calls without it are refused); empty: not checked',
+  },
+  offlineAfterMs: { type: 'durationMs', default: () => 15_000, min: 10, help: 'a peer not heard from for this long is offline (the spec: 15 s)' },
+  vnodesPerNode: { type: 'int', default: () => 128, min: 1, max: 4096, help: 'virtual nodes per member on the consistent-hash ring' },
+  peerCallTimeoutMs: { type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch)' },
+  replicationAcks: {
+    type: 'int', default: () => 0, min: 0, max: 2,
+    help: 'owners besides this node that must hold a new blob before the store is answered; 0: best effort, as the spec says',
+  },
+  replicationAckTimeoutMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'with replicationAcks > 0: a store not confirmed this long answers 503' },
+  replicationBatchBytes: { type: 'bytes', default: () => 4 * MiB, min: 64 * KiB, help: 'bytes of small blobs sent to a peer in one call' },
+  replicationRetryMaxMs: { type: 'durationMs', default: () => 30_000, min: 10, help: 'longest back-off between attempts to copy a blob to an owner' },
+  repairIntervalMs: { type: 'durationMs', default: () => 60_000, min: 10, help: 'how often anti-entropy compares id digests with every owner' },
+  repairBytesPerSecond: { type: 'bytes', default: () => 64 * MiB, min: 0, help: 'bandwidth cap of repair and handoff copies (per second); 0: none' },
+  handoffIntervalMs: { type: 'durationMs', default: () => 30_000, min: 10, help: 'how often copies this node holds but does not own are handed to their owners' },
+  deleteRetentionMs: {
+    type: 'durationMs', default: () => 30 * 24 * 3_600_000, min: 0,
+    help: 'how long a local delete keeps repair from copying the blob back to this node',
+  },
   apiVariant: {
     type: 'enum', default: () => 'b', choices: ['a', 'b'], specName: 'ApiVariant',
     help: 'HTTP API variant: b (hex ids, numeric policies, 201 on create, raw bytes) or a (gRPC-gateway JSON)',

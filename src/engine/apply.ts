@@ -40,7 +40,7 @@ export function applyRecord(index: BlobIndex, r: ApplyInput): boolean {
   const existing = index.get(r.id);
   if (r.type === RecordType.DELETE) {
     if (!existing) return false;
-    if (!(r.flags & RecordFlag.HANDOFF)) index.markDeleted(r.id, Date.now());
+    if (!(r.flags & RecordFlag.HANDOFF)) index.markDeleted(r.id, Date.now(), existing.policy);
     index.remove(r.id);
     index.counters.blobCount--;
     index.counters.storedBytes -= existing.size;

@@ -14,6 +14,8 @@ import { type IndexEntry, Location } from '../index/entry.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from './blob-id.js';
 import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
+import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
+import type { ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { WorkerPool } from '../pool/pool.js';
@@ -24,7 +26,7 @@ import { DiskSpace } from './disk-space.js';
 import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { fsyncDir } from './fs-util.js';
 import { type LogRecord, SegmentLog } from './log.js';
-import { checkPlacement, type Policy } from './policy.js';
+import type { Policy } from './policy.js';
 import { HEADER_BYTES, RecordFlag, RecordType } from './record.js';
 import { recoverLog } from './recovery.js';
 import { SegmentReader, SYNC_READ_MAX_BYTES } from './segment-reader.js';
@@ -188,7 +190,6 @@ export class Engine {
 
   /** Stores a blob held in memory (at most smallBlobMaxBytes) as a segment record. */
   putInline(data: Buffer, policy: Policy, labels: Buffer, origin: StoreOrigin = LOCAL_STORE): Promise<PutResult> {
-    checkPlacement(policy, 1);
     if (data.length > this.config.smallBlobMaxBytes) throw payloadTooLarge('inline blob over smallBlobMaxBytes');
     const hashStart = performance.now();
     const checksum = blake3(data);
@@ -222,7 +223,6 @@ export class Engine {
 
   /** Moves a finished upload into place and records it; deduplicates against stored bytes. */
   commitFile(writer: BlobFileWriter, checksum: Buffer, policy: Policy, labels: Buffer, origin: StoreOrigin = LOCAL_STORE): Promise<PutResult> {
-    checkPlacement(policy, 1);
     const id = idOfDigest(checksum);
     const size = writer.size;
     return this.exclusive(id, async () => {
@@ -242,6 +242,28 @@ export class Engine {
       });
       return { id, size, created: !done.existed };
     });
+  }
+
+  /** The blob (or `range` of it) in verified chunks of at most 1 MiB. */
+  read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange): Promise<void> {
+    return readBlob(this, meta, sink, range);
+  }
+
+  deletedAt(id: Buffer): number | undefined {
+    return this.index.deletedAt(id);
+  }
+
+  scan(start: Buffer | undefined, visit: (id: Buffer, policy: number, size: number) => boolean): void {
+    this.index.scan(start, visit);
+  }
+
+  scanDeleted(start: Buffer | undefined, visit: (id: Buffer, policy: number) => boolean): void {
+    this.index.scanDeleted(start, visit);
+  }
+
+  /** The replication queue (written by stores that ask for copies, in their index transaction). */
+  get replication(): ReplicationQueue {
+    return this.index.replication;
   }
 
   stat(id: Buffer): BlobMeta | undefined {

@@ -51,3 +51,18 @@ export function checkPlacement(policy: Policy, nodesAvailable: number): void {
     throw new BlobstoreError('failed_precondition', `not enough nodes for EC: have ${nodesAvailable}, need ${need}`);
   }
 }
+
+/** Full copies a replica policy asks for (NONE 1, REPLICA2 2, REPLICA3 and UNSPECIFIED 3); 0 for EC. */
+export function replicaCount(policy: number): number {
+  switch (policy) {
+    case 1:
+      return 1;
+    case 2:
+      return 2;
+    case 0:
+    case 3:
+      return 3;
+    default:
+      return 0;
+  }
+}

@@ -115,8 +115,8 @@ export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logge
     return { data, meta: blobMeta(meta) };
   });
 
-  const stat = unary('Stat', 'read', (request: IdRequest): StatResponse => {
-    const meta = service.stat(blobIdFromBytes(request.id?.id));
+  const stat = unary('Stat', 'read', async (request: IdRequest): Promise<StatResponse> => {
+    const meta = await service.stat(blobIdFromBytes(request.id?.id));
     return meta ? { exists: true, meta: blobMeta(meta) } : { exists: false };
   });
 
@@ -162,7 +162,7 @@ async function streamBlob(service: BlobService, gate: Gate, log: Logger, call: S
   const maxData = Math.min(CHUNK_BYTES, service.config.grpcMaxMessageBytes - 16);
   try {
     gate.check(authorization(call.metadata), 'read');
-    const meta = service.lookup(blobIdFromBytes(wellFormed(call.request).id?.id));
+    const meta = await service.find(blobIdFromBytes(wellFormed(call.request).id?.id));
     let sent = 0;
     await service.stream(meta, async (chunk) => {
       if (chunk.length === 0) return sender.send(chunk, true); // the empty blob: one empty final chunk

@@ -13,6 +13,10 @@ import { unimplemented } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { blobServiceHandlers } from './blob-handlers.js';
+import type { ClusterApi } from '../cluster/cluster-api.js';
+import type { Cluster } from '../cluster/cluster.js';
+import { clusterServiceHandlers } from './cluster-handlers.js';
+import { internalServiceHandlers } from './internal-handlers.js';
 import { serverDefinition } from './proto.js';
 import { StandardServices } from './standard-services.js';
 import { authorization, toStatus } from './status.js';
@@ -67,6 +71,8 @@ export class GrpcServer {
     service: BlobService,
     gate: Gate,
     log: Logger,
+    /** ClusterService and InternalService; UNIMPLEMENTED without them (a node without a cluster). */
+    cluster?: { api: ClusterApi; internal: () => Cluster | undefined },
   ) {
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': config.grpcMaxMessageBytes,
@@ -75,26 +81,32 @@ export class GrpcServer {
       'grpc.enable_channelz': 0,
     });
     this.server.addService(serverDefinition('BlobService'), blobServiceHandlers(service, gate, log));
-    const cluster = serverDefinition('ClusterService');
-    this.server.addService(cluster, unimplementedHandlers(cluster, 'ClusterService', gate, log));
-    // InternalService carries no user credentials (the cluster secret comes with the cluster issue).
+    const clusterService = serverDefinition('ClusterService');
     const internalService = serverDefinition('InternalService');
-    this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined, log));
-    this.standard = new StandardServices(this.server, () => !service.engine.failure);
+    if (cluster) {
+      this.server.addService(clusterService, clusterServiceHandlers(cluster.api, gate, log));
+      // InternalService carries no user credentials: peers present the cluster secret.
+      this.server.addService(internalService, internalServiceHandlers(cluster.internal, log));
+    } else {
+      this.server.addService(clusterService, unimplementedHandlers(clusterService, 'ClusterService', gate, log));
+      this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined, log));
+    }
+    this.standard = new StandardServices(this.server, () => !service.failure);
   }
 
-  /** Listens on grpcAddr (port 0: a free port) and returns the bound port. */
-  listen(): Promise<number> {
+  /** Listens on grpcAddr (port 0: a free port; `port` overrides the setting's) and returns the bound port. */
+  listen(port?: number): Promise<number> {
     const addr = parseHostPort(this.config.grpcAddr);
     if (!addr) return Promise.reject(new Error(`invalid gRPC address ${JSON.stringify(this.config.grpcAddr)}`));
-    const target = addr.host.includes(':') ? `[${addr.host}]:${addr.port}` : `${addr.host}:${addr.port}`;
+    const p = port ?? addr.port;
+    const target = addr.host.includes(':') ? `[${addr.host}]:${p}` : `${addr.host}:${p}`;
     return new Promise((resolve, reject) => {
       const restore = widenHttp2Windows(this.config.grpcWindowBytes);
-      this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, port) => {
+      this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, bound) => {
         restore();
-        if (err) return reject(new Error(`cannot listen for gRPC on ${this.config.grpcAddr}: ${err.message}`));
+        if (err) return reject(new Error(`cannot listen for gRPC on ${target}: ${err.message}`));
         this.standard.serving();
-        resolve(port);
+        resolve(bound);
       });
     });
   }

@@ -12,6 +12,7 @@ import { parsePolicy } from '../engine/policy.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { type BlobWriter } from '../service/blob-writer.js';
+import type { Located } from '../service/blob-service.js';
 import { BodySender } from './download.js';
 import { type Intake } from './intake.js';
 import { parseStoreJson } from './json-body.js';
@@ -121,42 +122,70 @@ export class BlobRoutes {
 
   readonly get = (res: HttpResponse, req: HttpRequest): void => {
     const start = performance.now();
-    let meta: BlobMeta;
-    let etag: string;
-    let range: ByteRange | undefined;
+    let found: Located | Promise<Located>;
     try {
       this.authorize(req, 'read');
-      meta = this.service.lookup(this.wire.parseId(req.getParameter(0)));
-      etag = etagOf(meta);
-      if (matchesEtag(req.getHeader('if-none-match'), etag)) return this.notModified(res, etag);
-      const rangeHeader = this.wire.variant === 'b' ? req.getHeader('range') : '';
-      if (rangeHeader !== '') range = parseRange(rangeHeader, req.getHeader('if-range'), etag, meta.size);
-      // Small records are read, verified and answered right here: no await, no abort handler.
-      const data = range === undefined && meta.location === Location.SEGMENT ? this.service.engine.readInlineSync(meta) : undefined;
-      if (data) {
-        res.cork(() => {
-          if (this.wire.variant === 'b') {
-            this.writeBlobHead(res, meta, '200 OK', etag);
-            res.end(data);
-          } else this.writeJsonBlob(res, meta, data, etag);
-        });
-        this.service.recordGet(start, meta.size);
-        return;
-      }
+      found = this.service.locate(this.wire.parseId(req.getParameter(0)));
+      // A small blob stored here is read, verified and answered right here: no await, no abort handler.
+      if (!(found instanceof Promise) && this.answerAtOnce(res, req, found, start)) return;
     } catch (err) {
       this.service.recordFailure('get', err);
       return sendError(newExchange(res, this.wire, this.log), err);
     }
+    // Headers are read now: the request object is gone once this handler returns.
+    const conditions = { ifNoneMatch: req.getHeader('if-none-match'), range: this.wire.variant === 'b' ? req.getHeader('range') : '', ifRange: req.getHeader('if-range') };
     const x = newExchange(res, this.wire, this.log);
-    this.intake.track(x, this.wire.variant === 'b' ? this.sendRaw(x, meta, range) : this.sendJsonBlob(x, meta));
+    this.intake.track(x, (async () => {
+      let meta: Located;
+      try {
+        meta = await found;
+      } catch (err) {
+        this.service.recordFailure('get', err);
+        throw err;
+      }
+      if (x.aborted) return;
+      const etag = etagOf(meta);
+      if (matchesEtag(conditions.ifNoneMatch, etag)) {
+        x.done = true;
+        x.res.cork(() => this.notModified(x.res, etag));
+        return;
+      }
+      const range = conditions.range === '' ? undefined : parseRange(conditions.range, conditions.ifRange, etag, meta.size);
+      await (this.wire.variant === 'b' ? this.sendRaw(x, meta, range) : this.sendJsonBlob(x, meta));
+    })());
   };
+
+  /**
+   * The fast path of a GET of a blob stored here: 304, or a small blob answered at once. Returns
+   * false when the answer must wait (a range or a large blob read from its file, or a corrupt copy
+   * a replica stands in for).
+   */
+  private answerAtOnce(res: HttpResponse, req: HttpRequest, meta: Located, start: number): boolean {
+    const etag = etagOf(meta);
+    if (matchesEtag(req.getHeader('if-none-match'), etag)) {
+      this.notModified(res, etag);
+      return true;
+    }
+    const rangeHeader = this.wire.variant === 'b' ? req.getHeader('range') : '';
+    if (rangeHeader !== '' && parseRange(rangeHeader, req.getHeader('if-range'), etag, meta.size) !== undefined) return false;
+    const data = this.service.readSmallSync(meta);
+    if (!data) return false;
+    res.cork(() => {
+      if (this.wire.variant === 'b') {
+        this.writeBlobHead(res, meta, '200 OK', etag);
+        res.end(data);
+      } else this.writeJsonBlob(res, meta, data, etag);
+    });
+    this.service.recordGet(start, meta.size);
+    return true;
+  }
 
   private notModified(res: HttpResponse, etag: string): void {
     res.cork(() => res.writeStatus('304 Not Modified').writeHeader('ETag', etag).endWithoutBody());
   }
 
   /** Variant B: the bytes (or a range of them), chunk by chunk with backpressure. */
-  private async sendRaw(x: Exchange, meta: BlobMeta, range: ByteRange | undefined): Promise<void> {
+  private async sendRaw(x: Exchange, meta: Located, range: ByteRange | undefined): Promise<void> {
     const total = range ? range.end - range.start : meta.size;
     const sender = new BodySender(x, total);
     const head = (ex: Exchange): void => {
@@ -186,7 +215,7 @@ export class BlobRoutes {
   }
 
   /** Variant A: {data, meta} as JSON; blobs larger than a JSON body go through the stream. */
-  private async sendJsonBlob(x: Exchange, meta: BlobMeta): Promise<void> {
+  private async sendJsonBlob(x: Exchange, meta: Located): Promise<void> {
     const { data } = await this.service.read(meta.id, this.config.maxJsonBodyBytes);
     if (x.aborted) return;
     x.done = true;
@@ -219,15 +248,28 @@ export class BlobRoutes {
    * given one and crashes on endWithoutBody(length), so Content-Length is written by hand.
    */
   readonly head = (res: HttpResponse, req: HttpRequest): void => {
-    let meta: BlobMeta | undefined;
-    let failure: BlobstoreError | undefined;
+    let found: Located | Promise<Located | undefined> | undefined;
     try {
       this.authorize(req, 'read');
-      meta = this.service.stat(this.wire.parseId(req.getParameter(0)));
+      const id = this.wire.parseId(req.getParameter(0));
+      found = this.service.statLocal(id) ?? this.service.stat(id);
     } catch (err) {
-      failure = toBlobstoreError(err);
-      this.service.recordFailure('stat', failure);
+      this.service.recordFailure('stat', err);
+      return this.headAnswer(res, undefined, toBlobstoreError(err));
     }
+    if (!(found instanceof Promise)) return this.headAnswer(res, found, undefined);
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    found.then(
+      (meta) => !aborted && this.headAnswer(res, meta, undefined),
+      (err: unknown) => {
+        this.service.recordFailure('stat', err);
+        if (!aborted) this.headAnswer(res, undefined, toBlobstoreError(err));
+      },
+    );
+  };
+
+  private headAnswer(res: HttpResponse, meta: Located | undefined, failure: BlobstoreError | undefined): void {
     res.cork(() => {
       if (meta) {
         this.writeBlobHead(res, meta, '200 OK');
@@ -238,19 +280,26 @@ export class BlobRoutes {
       if (failure?.headers) for (const key in failure.headers) res.writeHeader(key, failure.headers[key]!);
       res.writeHeader('Content-Length', '0').endWithoutBody();
     });
-  };
+  }
 
   /** GET /v1/blobs/{id}/stat: 200 with exists false for a missing blob. */
   readonly stat = (res: HttpResponse, req: HttpRequest): void => {
     const x = newExchange(res, this.wire, this.log);
+    let id: Buffer;
     try {
       this.authorize(req, 'read');
-      const meta = this.service.stat(this.wire.parseId(req.getParameter(0)));
-      sendJson(x, 200, meta ? `{"exists":true,"meta":${this.wire.metaJson(meta)}}` : '{"exists":false}');
+      id = this.wire.parseId(req.getParameter(0));
     } catch (err) {
       this.service.recordFailure('stat', err);
-      sendError(x, err);
+      return sendError(x, err);
     }
+    const answer = (meta: Located | undefined): void => sendJson(x, 200, meta ? `{"exists":true,"meta":${this.wire.metaJson(meta)}}` : '{"exists":false}');
+    const here = this.service.statLocal(id);
+    if (here) return answer(here);
+    this.intake.track(x, this.service.stat(id).then(answer, (err: unknown) => {
+      this.service.recordFailure('stat', err);
+      throw err;
+    }));
   };
 
   readonly delete = (res: HttpResponse, req: HttpRequest): void => {

@@ -5,9 +5,9 @@
  * with another entity tag also sends the whole blob.
  */
 import { BlobstoreError } from '../errors/errors.js';
-import type { ByteRange } from '../service/blob-reader.js';
+import type { ByteRange } from '../service/local-store.js';
 
-export type { ByteRange } from '../service/blob-reader.js';
+export type { ByteRange } from '../service/local-store.js';
 
 const SINGLE = /^bytes=(\d{0,16})-(\d{0,16})$/;
 

@@ -10,6 +10,8 @@ import { parseHostPort } from '../config/units.js';
 import { BlobstoreError, notFound } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
 import { BlobRoutes } from './blob-routes.js';
+import { ClusterApi } from '../cluster/cluster-api.js';
+import { ClusterRoutes } from './cluster-routes.js';
 import { Intake } from './intake.js';
 import { writeAnswer } from './reply.js';
 import { StreamRoutes } from './stream-routes.js';
@@ -25,6 +27,8 @@ export interface ApiServerOptions {
    * before the catch-all 404.
    */
   mount?: (app: TemplatedApp) => void;
+  /** The cluster endpoints (/v1/cluster/*). */
+  cluster?: ClusterApi;
 }
 
 export class ApiServer {
@@ -49,6 +53,7 @@ export class ApiServer {
     this.routes = new BlobRoutes(service, config, this.gate, this.intake, this.wire, log);
     const r = this.routes;
     const s = new StreamRoutes(service, config, r, this.intake);
+    const c = new ClusterRoutes(options.cluster ?? new ClusterApi(() => undefined, false), this.gate, this.wire, log);
     // grpc-gateway's answer for a method a known path lacks: 501 "Method Not Allowed".
     const unimplemented = (scope: 'read' | 'admin', message = 'Method Not Allowed') => (res: HttpResponse, req: HttpRequest) =>
       this.unimplemented(res, req, scope, message);
@@ -68,8 +73,13 @@ export class ApiServer {
       .any('/v1/blobs/:id/stream', unimplemented('read'))
       .get('/v1/blobs/:id/stat', r.stat)
       .any('/v1/blobs/:id/stat', unimplemented('read'))
-      // ClusterService comes with the cluster issue; its routes already need the admin scope.
-      .any('/v1/cluster/*', unimplemented('admin', 'ClusterService has no handler on this node yet (single node)'))
+      .post('/v1/cluster/join', c.join)
+      .post('/v1/cluster/leave', c.leave)
+      .post('/v1/cluster/heartbeat', c.heartbeat)
+      .post('/v1/cluster/sync-ring', c.syncRing)
+      .get('/v1/cluster/state', c.state)
+      .head('/v1/cluster/state', c.state)
+      .any('/v1/cluster/*', unimplemented('admin'))
       .get('/healthz', (res) => this.healthz(res, false))
       .head('/healthz', (res) => this.healthz(res, true));
     options.mount?.(this.app);

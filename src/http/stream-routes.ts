@@ -8,7 +8,7 @@ import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument, payloadTooLarge, toBlobstoreError as toError } from '../errors/errors.js';
 import { blobIdFromBytes } from '../engine/blob-id.js';
 import { CHUNK_BYTES } from '../engine/buffer-pool.js';
-import type { BlobMeta } from '../engine/engine.js';
+import type { Located } from '../service/blob-service.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { PutStream } from '../service/put-stream.js';
@@ -110,19 +110,22 @@ export class StreamRoutes {
   }
 
   readonly getStream = (res: HttpResponse, req: HttpRequest): void => {
-    let meta: BlobMeta;
+    let found: Promise<Located>;
     try {
       this.blobs.authorize(req, 'read');
-      meta = this.service.lookup(this.wire.parseId(req.getParameter(0)));
+      found = this.service.find(this.wire.parseId(req.getParameter(0)));
     } catch (err) {
       this.service.recordFailure('get', err);
       return sendError(newExchange(res, this.wire, this.log), err);
     }
     const x = newExchange(res, this.wire, this.log);
-    this.intake.track(x, this.sendStream(x, meta));
+    this.intake.track(x, found.then((meta) => this.sendStream(x, meta), (err: unknown) => {
+      this.service.recordFailure('get', err);
+      throw err;
+    }));
   };
 
-  private async sendStream(x: Exchange, meta: BlobMeta): Promise<void> {
+  private async sendStream(x: Exchange, meta: Located): Promise<void> {
     const sender = new ChunkedSender(x);
     const head = (ex: Exchange): void => void ex.res.writeStatus('200 OK').writeHeader('Content-Type', NDJSON);
     // One line buffer per stream: uWS copies what it cannot send at once, so it is reused.

@@ -37,10 +37,25 @@ export interface ListPage {
   hasMore: boolean;
 }
 
+/** A user's delete kept for repair: when, and the policy the blob had (its owners follow from it). */
+export interface DeletedEntry {
+  atMs: number;
+  policy: number;
+}
+
 /** A replication queue entry: when the blob was queued, and the owners that have it already. */
 export interface QueueEntry {
   queuedAtMs: number;
   done: string[];
+}
+
+/** The queue's operations outside the index transaction (the replicator's view of it). */
+export interface ReplicationQueue {
+  readonly depth: number;
+  page(limit: number, after?: Buffer): { id: Buffer; entry: QueueEntry }[];
+  get(id: Buffer): QueueEntry | undefined;
+  update(id: Buffer, entry: QueueEntry): Promise<unknown>;
+  remove(id: Buffer): Promise<void>;
 }
 
 export class BlobIndex {
@@ -49,7 +64,7 @@ export class BlobIndex {
   private readonly meta: Database<unknown, string>;
   private readonly segmentDb: Database<SegmentSpace, number>;
   private readonly queueDb: Database<QueueEntry, Buffer>;
-  private readonly deletedDb: Database<number, Buffer>;
+  private readonly deletedDb: Database<DeletedEntry, Buffer>;
   /** Entries in the replication queue and in `deleted` (counted at open, kept up to date). */
   queueDepth: number;
   private deletedCount: number;
@@ -65,7 +80,7 @@ export class BlobIndex {
     this.meta = this.root.openDB<unknown, string>({ name: 'meta' });
     this.segmentDb = this.root.openDB<SegmentSpace, number>({ name: 'segments', keyEncoding: 'uint32' });
     this.queueDb = this.root.openDB<QueueEntry, Buffer>({ name: 'replq', keyEncoding: 'binary' });
-    this.deletedDb = this.root.openDB<number, Buffer>({ name: 'deleted', keyEncoding: 'binary' });
+    this.deletedDb = this.root.openDB<DeletedEntry, Buffer>({ name: 'deleted', keyEncoding: 'binary' });
     this.queueDepth = this.queueDb.getCount();
     this.deletedCount = this.deletedDb.getCount();
     this.counters = (this.meta.get('counters') as Counters | undefined) ?? { blobCount: 0, storedBytes: 0 };
@@ -89,6 +104,27 @@ export class BlobIndex {
 
   remove(id: Buffer): void {
     this.blobs.removeSync(id);
+  }
+
+  readonly replication: ReplicationQueue = ((index: BlobIndex) => ({
+    get depth(): number {
+      return index.queueDepth;
+    },
+    page: (limit: number, after?: Buffer) => index.queued(limit, after),
+    get: (id: Buffer) => index.queueEntry(id),
+    update: (id: Buffer, entry: QueueEntry) => index.updateQueued(id, entry),
+    remove: (id: Buffer) => index.dequeue(id),
+  }))(this);
+
+  /** A small value of this node's own (the cluster keeps its member state here), or undefined. */
+  getMeta<T>(key: string): T | undefined {
+    return this.meta.get(`x:${key}`) as T | undefined;
+  }
+
+  /** Writes it in a transaction of its own; resolves once it is flushed to disk. */
+  async putMeta(key: string, value: unknown): Promise<void> {
+    await this.meta.put(`x:${key}`, value);
+    await this.root.flushed;
   }
 
   /** Inside commit(): queues the blob's copies for the owners. */
@@ -123,9 +159,9 @@ export class BlobIndex {
   }
 
   /** Inside commit(): a user deleted the blob here (repair must not copy it back). */
-  markDeleted(id: Buffer, atMs: number): void {
+  markDeleted(id: Buffer, atMs: number, policy: number): void {
     if (!this.deletedDb.doesExist(id)) this.deletedCount++;
-    this.deletedDb.putSync(id, atMs);
+    this.deletedDb.putSync(id, { atMs, policy });
   }
 
   /** Inside commit(): the blob is stored here again (nothing to look up while no delete is kept). */
@@ -135,13 +171,13 @@ export class BlobIndex {
 
   /** When a user deleted the blob here, if one did. */
   deletedAt(id: Buffer): number | undefined {
-    return this.deletedDb.get(id);
+    return this.deletedCount === 0 ? undefined : this.deletedDb.get(id)?.atMs;
   }
 
   /** Forgets deletes older than `beforeMs` (repair may bring those blobs back); how many went. */
   async pruneDeleted(beforeMs: number): Promise<number> {
     const old: Buffer[] = [];
-    for (const { key, value } of this.deletedDb.getRange()) if (value < beforeMs) old.push(Buffer.from(key));
+    for (const { key, value } of this.deletedDb.getRange()) if (value.atMs < beforeMs) old.push(Buffer.from(key));
     const removed = await Promise.all(old.map((id) => this.deletedDb.remove(id)));
     this.deletedCount -= removed.filter(Boolean).length;
     return old.length;
@@ -159,9 +195,10 @@ export class BlobIndex {
     }
   }
 
-  /** Ids a user deleted here, from `start` in byte order, until `visit` returns false. */
-  scanDeleted(start: Buffer | undefined, visit: (id: Buffer) => boolean): void {
-    for (const key of this.deletedDb.getKeys({ start })) if (!visit(key)) return;
+  /** Ids a user deleted here, from `start` in byte order, with their policy, until `visit` returns false. */
+  scanDeleted(start: Buffer | undefined, visit: (id: Buffer, policy: number) => boolean): void {
+    if (this.deletedCount === 0) return;
+    for (const { key, value } of this.deletedDb.getRange({ start })) if (!visit(key, value.policy)) return;
   }
 
   space(segment: number): SegmentSpace {

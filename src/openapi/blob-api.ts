@@ -6,6 +6,7 @@
  * with an OpenAPI validator.
  */
 import { type Schema, type Operation, errorResponses, json, ref } from './schema.js';
+import { clusterPaths, clusterSchemas } from './cluster-api.js';
 
 export type Variant = 'a' | 'b';
 
@@ -203,7 +204,7 @@ function opsPaths(): Record<string, Record<string, Operation>> {
 }
 
 export function blobApiDocument(options: { variant: Variant; opsOnApiPort: boolean; uiOnApiPort: boolean; version: string }): object {
-  const paths = { ...blobPaths(options.variant), ...(options.opsOnApiPort ? opsPaths() : {}) };
+  const paths = { ...blobPaths(options.variant), ...clusterPaths(), ...(options.opsOnApiPort ? opsPaths() : {}) };
   if (options.uiOnApiPort) {
     (paths as Record<string, Record<string, Operation>>)['/ui/'] = {
       get: { operationId: 'uiOnApiPort', tags: ['operations'], summary: 'The web UI with the blob browser, beside the API it calls (open)', security: [], responses: { 200: { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } } } },
@@ -214,12 +215,12 @@ export function blobApiDocument(options: { variant: Variant; opsOnApiPort: boole
     info: {
       title: `blobstore blob API (variant ${options.variant.toUpperCase()})`,
       version: options.version,
-      description: 'The blob operations of one node over HTTP/JSON. ClusterService routes (/v1/cluster/*) answer 501 until the cluster exists and are not listed.',
+      description: 'The blob and cluster operations of one node over HTTP/JSON (any node takes any request; docs/cluster.md).',
     },
-    tags: [{ name: 'blobs' }, { name: 'streams' }, { name: 'operations' }],
+    tags: [{ name: 'blobs' }, { name: 'streams' }, { name: 'cluster' }, { name: 'operations' }],
     paths,
     components: {
-      schemas: schemas(options.variant),
+      schemas: { ...schemas(options.variant), ...clusterSchemas((d) => int64(options.variant, d)) },
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a token of the node\'s AuthTokensFile (only when one is configured)' } },
     },
     security: [{ bearer: [] }, {}],

@@ -1,33 +1,46 @@
 /**
- * BlobService: the blob operations, once, for every transport (HTTP variant A and B, NDJSON
- * streams, gRPC). A transport decodes its request, calls one method here and encodes the answer;
- * the storage rules live in the engine, the placement step in policy.ts, and the metrics of
- * every operation are recorded here.
+ * BlobService: the coordinator of every blob operation, once, for every transport (HTTP variant A
+ * and B, NDJSON streams, gRPC). A transport decodes its request, calls one method here and
+ * encodes the answer. A store goes through one commit point:
+ *
+ *   policy parsed (transport) ─▶ placement checked once ─▶ local durable write (LocalStore)
+ *        ─▶ copies queued for the owners in the same index transaction (in a cluster)
+ *        ─▶ the answer: at once (best effort, the spec), or after W owners (replicationAcks)
+ *
+ * Reads look here first and then ask the owners (Placement.find/fetch); a local copy that fails
+ * its checksum is served from an owner instead and repaired. The metrics of every operation are
+ * recorded here.
  */
 import type { NodeConfig } from '../config/settings.js';
-import { notFound, payloadTooLarge, toBlobstoreError, unavailable } from '../errors/errors.js';
-import type { BlobMeta, Engine, ListResult, PutResult } from '../engine/engine.js';
-import { checkPlacement } from '../engine/policy.js';
+import { BlobstoreError, notFound, payloadTooLarge, toBlobstoreError, unavailable, unimplemented } from '../errors/errors.js';
+import { BlobFileWriter } from '../engine/blob-file.js';
+import type { ListResult, PutResult } from '../engine/engine.js';
+import { checkPlacement, POLICIES, replicaCount } from '../engine/policy.js';
 import { Location } from '../index/entry.js';
 import { NO_RECORDER, type Operation, type Recorder } from '../metrics/recorder.js';
-import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
-import { BlobWriter, type FlowControl, type StoreOptions } from './blob-writer.js';
+import { BlobWriter, type FlowControl, type StoreContent, type StoreOptions } from './blob-writer.js';
+import type { ByteRange, ChunkSink, LocalStore } from './local-store.js';
+import { type Located, type Placement, SINGLE_NODE } from './placement.js';
 
-export type { ByteRange, ChunkSink } from './blob-reader.js';
+export type { ByteRange, ChunkSink } from './local-store.js';
+export type { Located } from './placement.js';
 export { BlobWriter, type FlowControl, type StoreOptions } from './blob-writer.js';
-
-/** Nodes this one can place copies on; the cluster issue replaces it with the ring's view. */
-const NODES_AVAILABLE = 1;
 
 export class BlobService {
   /** Stores in flight on every transport (DESIGN §5: 503/UNAVAILABLE beyond the limit). */
   private uploads = 0;
 
   constructor(
-    readonly engine: Engine,
+    readonly store: LocalStore,
     readonly config: NodeConfig,
     readonly recorder: Recorder = NO_RECORDER,
+    private placement: Placement = SINGLE_NODE,
   ) {}
+
+  /** The cluster takes over placement once it runs (before any request is served). */
+  usePlacement(placement: Placement): void {
+    this.placement = placement;
+  }
 
   /** Runs `fn` as operation `op`: its latency and failure are recorded. */
   private async timed<T>(op: Operation, bytes: (result: T) => number, fn: () => Promise<T>): Promise<T> {
@@ -58,17 +71,39 @@ export class BlobService {
     };
   }
 
-  /** Fails a store up front when its policy cannot be placed (412 for EC on too few nodes). */
+  /**
+   * The placement step, once per store: 412 when the policy cannot be placed (EC on too few
+   * nodes). A transport that knows the policy before the body calls it early; the commit point
+   * does not check again.
+   */
   checkPlacement(options: StoreOptions): void {
-    checkPlacement(options.policy, NODES_AVAILABLE);
+    if (options.placed) return;
+    checkPlacement(options.policy, this.placement.nodesAvailable());
+    if (replicaCount(options.policy) === 0) {
+      // Enough nodes for an EC policy, but shards are not stored yet (see the README's feature table).
+      throw unimplemented(`${POLICIES[options.policy]}: erasure-coded storage across the cluster is not implemented yet; use a replica policy`);
+    }
+    options.placed = true;
   }
+
+  /** The one commit point of every store: placement, the local durable write, the copies. */
+  private readonly commit = async (content: StoreContent, target: StoreOptions): Promise<PutResult> => {
+    this.checkPlacement(target);
+    const origin = { replicate: this.placement.replicates() };
+    let result: PutResult;
+    if ('data' in content) {
+      result = await this.store.putInline(content.data, target.policy, target.labels, origin);
+    } else {
+      if (!(content.file instanceof BlobFileWriter)) throw new BlobstoreError('internal', 'a store ended in a chunk sink the local store did not make');
+      result = await this.store.commitFile(content.file, content.checksum, target.policy, target.labels, origin);
+    }
+    if (origin.replicate && result.created) await this.placement.stored(result.id);
+    return result;
+  };
 
   /** Stores a blob held in memory. */
   put(data: Buffer, options: StoreOptions): Promise<PutResult> {
-    return this.timed('put', (r) => r.size, async () => {
-      this.checkPlacement(options);
-      return BlobWriter.storeBuffer(this.engine, data, options);
-    });
+    return this.timed('put', (r) => r.size, () => BlobWriter.storeBuffer(this.store, this.config, this.commit, data, options));
   }
 
   /**
@@ -76,40 +111,78 @@ export class BlobService {
    * size (413 beyond); `flow` is paused while the disk is behind. The put is recorded at finish.
    */
   openWriter(flow?: FlowControl, limit = this.config.maxBlobBytes, contentLength?: number): BlobWriter {
-    return new BlobWriter(flow, this.engine, this.config, contentLength, limit, true, this.recorder);
+    return new BlobWriter(flow, this.store, this.commit, this.config, contentLength, limit, true, this.recorder);
   }
 
   /** Collects a request body (a JSON store) in memory, bounded by `limit` (413 beyond). */
   openBodyReader(flow?: FlowControl, limit = this.config.maxJsonBodyBytes, contentLength?: number): BlobWriter {
-    return new BlobWriter(flow, this.engine, this.config, contentLength, limit, false);
+    return new BlobWriter(flow, this.store, this.commit, this.config, contentLength, limit, false);
   }
 
-  /** The metadata of a stored blob; 404 when it is not on this node. */
-  lookup(id: Buffer): BlobMeta {
-    const meta = this.engine.stat(id);
-    if (!meta) throw notFound(`blob ${id.toString('hex')} not found`);
-    return meta;
+  /** The metadata of a blob stored here, if it is. */
+  local(id: Buffer): Located | undefined {
+    return this.store.stat(id);
   }
 
-  stat(id: Buffer): BlobMeta | undefined {
+  /** The blob here or, in a cluster, on a node that holds it; 404 when nobody has it. */
+  async find(id: Buffer): Promise<Located> {
+    const here = this.store.stat(id);
+    if (here) return here;
+    const there = await this.placement.find(id);
+    if (!there) throw notFound(`blob ${id.toString('hex')} not found`);
+    return there;
+  }
+
+  /**
+   * The blob here, or a promise of it from another node: callers answer small local blobs
+   * without waiting (a GET fast path) and fall back to the promise otherwise.
+   */
+  locate(id: Buffer): Located | Promise<Located> {
+    return this.store.stat(id) ?? this.find(id);
+  }
+
+  /** Stat: the metadata here or on another node; undefined when nobody has it. */
+  async stat(id: Buffer): Promise<Located | undefined> {
     const start = performance.now();
-    const meta = this.engine.stat(id);
+    const meta = this.store.stat(id) ?? (await this.placement.find(id));
     this.recorder.done('stat', start, 0);
     return meta;
   }
 
+  /** Stat of a local blob only, answered without waiting (HEAD's fast path). */
+  statLocal(id: Buffer): Located | undefined {
+    const start = performance.now();
+    const meta = this.store.stat(id);
+    if (meta) this.recorder.done('stat', start, 0);
+    return meta;
+  }
+
+  /**
+   * A small local blob's bytes, read and verified on the calling thread (a view of a scratch
+   * buffer: copy it out at once), or undefined when the read must go the long way (large, in a
+   * file, elsewhere; or a corrupt copy a replica can stand in for).
+   */
+  readSmallSync(meta: Located): Buffer | undefined {
+    if (meta.peer !== undefined || meta.location !== Location.SEGMENT) return undefined;
+    try {
+      return this.store.readInlineSync(meta);
+    } catch (err) {
+      if (!(err instanceof BlobstoreError && err.kind === 'corruption') || this.placement.nodesAvailable() <= 1) throw err;
+      this.placement.repair(meta);
+      return undefined;
+    }
+  }
+
   /** The whole blob, verified; 413 when it is larger than `maxBytes` (use a stream). */
-  read(id: Buffer, maxBytes: number): Promise<{ meta: BlobMeta; data: Buffer }> {
+  read(id: Buffer, maxBytes: number): Promise<{ meta: Located; data: Buffer }> {
     return this.timed('get', (r) => r.meta.size, async () => {
-      const meta = this.lookup(id);
+      const meta = await this.find(id);
       if (meta.size > maxBytes) {
         throw payloadTooLarge(`blob of ${meta.size} bytes is larger than ${maxBytes} bytes for one message: use the stream`);
       }
-      // A segment record is read whole and verified already; a file blob is gathered chunk by chunk.
-      if (meta.location === Location.SEGMENT) return { meta, data: await this.engine.readInline(meta) };
       const data = Buffer.allocUnsafe(meta.size);
       let at = 0;
-      await readBlob(this.engine, meta, (chunk) => {
+      await this.deliver(meta, (chunk) => {
         data.fill(chunk, at, at + chunk.length);
         at += chunk.length;
       });
@@ -118,9 +191,31 @@ export class BlobService {
   }
 
   /** Hands the blob (or `range` of it) to `sink` in verified chunks of at most 1 MiB. */
-  stream(meta: BlobMeta, sink: ChunkSink, range?: ByteRange): Promise<void> {
+  stream(meta: Located, sink: ChunkSink, range?: ByteRange): Promise<void> {
     const bytes = range ? range.end - range.start : meta.size;
-    return this.timed('get', () => bytes, () => readBlob(this.engine, meta, sink, range));
+    return this.timed('get', () => bytes, () => this.deliver(meta, sink, range));
+  }
+
+  /**
+   * Reads from here or from the peer that holds it. A local copy that fails its checksum part way
+   * hands over to an owner for the rest (the client never sees wrong bytes) and is repaired.
+   */
+  private async deliver(meta: Located, sink: ChunkSink, range: ByteRange = { start: 0, end: meta.size }): Promise<void> {
+    if (meta.peer !== undefined) return this.placement.fetch(meta, sink, range);
+    let delivered = 0;
+    let index = 0;
+    try {
+      await this.store.read(meta, (chunk) => {
+        delivered += chunk.length;
+        return sink(chunk, index++);
+      }, range);
+    } catch (err) {
+      if (!(err instanceof BlobstoreError && err.kind === 'corruption') || this.placement.nodesAvailable() <= 1) throw err;
+      this.placement.repair(meta);
+      const there = await this.placement.find(meta.id);
+      if (!there) throw err;
+      await this.placement.fetch(there, (chunk) => sink(chunk, index++), { start: range.start + delivered, end: range.end });
+    }
   }
 
   /** Records a get answered by a transport's own fast path (a small blob read synchronously). */
@@ -134,14 +229,14 @@ export class BlobService {
 
   /** Local delete; true whether or not the blob was here (the spec's `deleted`). */
   delete(id: Buffer): Promise<void> {
-    return this.timed('delete', () => 0, () => this.engine.delete(id));
+    return this.timed('delete', () => 0, () => this.store.delete(id));
   }
 
   /** A page of ids; `limit` <= 0 means the default page size, larger ones are clamped. */
   list(prefix: string, cursor: string | undefined, limit: number): ListResult {
     const start = performance.now();
     try {
-      const page = this.engine.list(prefix, cursor, this.pageSize(limit));
+      const page = this.store.list(prefix, cursor, this.pageSize(limit));
       this.recorder.done('list', start, 0);
       return page;
     } catch (err) {
@@ -153,5 +248,10 @@ export class BlobService {
   pageSize(limit: number): number {
     if (!(limit > 0)) return this.config.listDefaultLimit;
     return Math.min(limit, this.config.listMaxLimit);
+  }
+
+  /** Why stores cannot be taken now, if they cannot (health checks). */
+  get failure(): Error | undefined {
+    return this.store.failure;
   }
 }

@@ -1,20 +1,21 @@
 /**
  * Receiving the bytes of a blob, whatever the transport (raw HTTP body, NDJSON or gRPC stream).
- * Bodies up to smallBlobMaxBytes are collected in memory and go to the segment log; larger ones
- * (or streams that grow past it) go to their own file in 1 MiB chunks from the buffer pool,
- * hashed as they arrive, never held whole. At most WRITES_IN_FLIGHT chunks per blob wait for the
- * disk; beyond that the sender is paused through its FlowControl.
+ * Bodies up to smallBlobMaxBytes are collected in memory; larger ones (or streams that grow past
+ * it) go to a chunk sink in 1 MiB chunks from the buffer pool, hashed as they arrive, never held
+ * whole. At most WRITES_IN_FLIGHT chunks per blob wait for the sink; beyond that the sender is
+ * paused through its FlowControl. The finished blob goes to the service's one commit point.
  *
- *   write -> copy once into a pooled 1 MiB chunk -> BlobFileWriter.write (hash + pwrite) -> release
+ *   write -> copy once into a pooled 1 MiB chunk -> ChunkSink.write (hash + pwrite) -> release
+ *   finish -> commit({inline bytes} | {file, checksum})   (blob-service.ts: placement, local write, copies)
  */
 import type { NodeConfig } from '../config/settings.js';
 import { payloadTooLarge } from '../errors/errors.js';
-import type { BlobFileWriter } from '../engine/blob-file.js';
 import { CHUNK_BYTES } from '../engine/buffer-pool.js';
-import type { Engine, PutResult } from '../engine/engine.js';
+import type { PutResult } from '../engine/engine.js';
 import type { Policy } from '../engine/policy.js';
 import { toBlobstoreError } from '../errors/errors.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
+import type { LocalStore } from './local-store.js';
 
 const WRITES_IN_FLIGHT = 8;
 
@@ -25,7 +26,27 @@ export interface StoreOptions {
   policy: Policy;
   /** Encoded labels (encodeLabels). */
   labels: Buffer;
+  /** Set once the placement was checked (the service checks it once per request). */
+  placed?: boolean;
 }
+
+/**
+ * Where the bytes of a large blob go as they arrive: a local temp file today (BlobFileWriter);
+ * the same shape fits a replica stream or an EC striper. Chunks are whole 1 MiB but the last.
+ */
+export interface ChunkWriter {
+  readonly size: number;
+  write(chunk: Buffer): Promise<void>;
+  /** After the last chunk: the content's BLAKE3 digest, with everything durable. */
+  finish(): Promise<Buffer>;
+  abort(): Promise<void>;
+}
+
+/** A received blob: in memory, or in a chunk sink with its digest. */
+export type StoreContent = { readonly data: Buffer } | { readonly file: ChunkWriter; readonly checksum: Buffer };
+
+/** The service's one commit point for every kind of store. */
+export type Committer = (content: StoreContent, target: StoreOptions) => Promise<PutResult>;
 
 /** How a writer slows its sender down while the disk is behind. */
 export interface FlowControl {
@@ -41,7 +62,7 @@ export class BlobWriter {
   private chunks: Buffer[] = [];
   private current: Buffer | undefined;
   private currentLength = 0;
-  private writer: Promise<BlobFileWriter> | undefined;
+  private writer: Promise<ChunkWriter> | undefined;
   private inflight = 0;
   private writes: Promise<void>[] = [];
   private paused = false;
@@ -51,7 +72,8 @@ export class BlobWriter {
 
   constructor(
     private readonly flow: FlowControl | undefined,
-    private readonly engine: Engine,
+    private readonly store: LocalStore,
+    private readonly commit: Committer,
     private readonly config: NodeConfig,
     contentLength: number | undefined,
     private readonly limit: number,
@@ -64,13 +86,13 @@ export class BlobWriter {
       this.small = Buffer.allocUnsafe(contentLength);
     } else if (spill && contentLength !== undefined) {
       // A body the disk cannot hold is refused (507) before a byte of it is read.
-      engine.checkSpace(contentLength);
+      store.checkSpace(contentLength);
       this.writer = this.openWriter();
     }
   }
 
-  private openWriter(): Promise<BlobFileWriter> {
-    const writer = this.engine.beginFile();
+  private openWriter(): Promise<ChunkWriter> {
+    const writer = this.store.beginFile();
     writer.catch((err: unknown) => (this.failed ??= err));
     return writer;
   }
@@ -88,7 +110,7 @@ export class BlobWriter {
     let at = 0;
     while (at < bytes.length) {
       if (!this.current) {
-        this.current = this.engine.pool.tryAcquire() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
+        this.current = this.store.pool.tryAcquire() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
         this.currentLength = 0;
       }
       const n = Math.min(bytes.length - at, CHUNK_BYTES - this.currentLength);
@@ -137,7 +159,7 @@ export class BlobWriter {
 
   private written(chunk: Buffer): void {
     this.inflight--;
-    if (fromPool(chunk)) this.engine.pool.release(chunk);
+    if (fromPool(chunk)) this.store.pool.release(chunk);
     if (this.paused && this.inflight < WRITES_IN_FLIGHT && this.live()) {
       this.paused = false;
       this.flow!.resume();
@@ -168,7 +190,7 @@ export class BlobWriter {
   /** After the last chunk: stores the blob (inline or file) and returns the result. */
   async finish(target: StoreOptions): Promise<PutResult> {
     try {
-      const result = await this.store(target);
+      const result = await this.storeBody(target);
       this.recorder.done('put', this.startMs, this.received);
       return result;
     } catch (err) {
@@ -177,12 +199,12 @@ export class BlobWriter {
     }
   }
 
-  private async store(target: StoreOptions): Promise<PutResult> {
+  private async storeBody(target: StoreOptions): Promise<PutResult> {
     // A body of unknown length that outgrew the segment limit without filling a chunk past it
     // (the limit is below 1 MiB, or the last bytes came after a chunk that ended on it).
     if (!this.writer && this.spill && this.received > this.config.smallBlobMaxBytes) this.spillToFile();
     const body = this.inMemory();
-    if (body) return this.engine.putInline(body, target.policy, target.labels);
+    if (body) return this.commit({ data: body }, target);
     if (this.current) {
       const last = this.current;
       this.current = undefined;
@@ -192,17 +214,17 @@ export class BlobWriter {
     const writer = await this.writer!;
     if (this.failed) throw this.failed;
     const checksum = await writer.finish();
-    return this.engine.commitFile(writer, checksum, target.policy, target.labels);
+    return this.commit({ file: writer, checksum }, target);
   }
 
   /** Stores bytes decoded from a JSON body, streaming them to a file when they are large. */
-  static async storeBuffer(engine: Engine, data: Buffer, target: StoreOptions): Promise<PutResult> {
-    if (data.length <= engine.config.smallBlobMaxBytes) return engine.putInline(data, target.policy, target.labels);
-    const writer = await engine.beginFile();
+  static async storeBuffer(store: LocalStore, config: NodeConfig, commit: Committer, data: Buffer, target: StoreOptions): Promise<PutResult> {
+    if (data.length <= config.smallBlobMaxBytes) return commit({ data }, target);
+    const writer = await store.beginFile();
     try {
       for (let at = 0; at < data.length; at += CHUNK_BYTES) await writer.write(data.subarray(at, at + CHUNK_BYTES));
       const checksum = await writer.finish();
-      return await engine.commitFile(writer, checksum, target.policy, target.labels);
+      return await commit({ file: writer, checksum }, target);
     } catch (err) {
       await writer.abort();
       throw err;
@@ -210,8 +232,8 @@ export class BlobWriter {
   }
 
   private releaseChunks(): void {
-    for (const c of this.chunks.splice(0)) if (fromPool(c)) this.engine.pool.release(c);
-    if (this.current && fromPool(this.current)) this.engine.pool.release(this.current);
+    for (const c of this.chunks.splice(0)) if (fromPool(c)) this.store.pool.release(c);
+    if (this.current && fromPool(this.current)) this.store.pool.release(this.current);
     this.current = undefined;
   }
 

@@ -166,26 +166,22 @@ describe('status codes', () => {
     expect(tooMany.code).toBe(Status.INVALID_ARGUMENT);
   });
 
-  it('every ClusterService and InternalService rpc answers UNIMPLEMENTED', async () => {
+  it('ClusterService answers as a one-node cluster; InternalService answers peers; shard rpcs are UNIMPLEMENTED', async () => {
     const cluster = client('ClusterService', n.target);
     const internal = client('InternalService', n.target);
     try {
-      for (const method of ['Join', 'Leave', 'Heartbeat', 'GetState', 'SyncRing']) {
-        const err = await failure(unary(cluster, method, {}));
+      const state = await unary<{ ring_version: string; nodes: { node_id: string; state: string }[] }>(cluster, 'GetState', {});
+      expect(state.nodes).toEqual([expect.objectContaining({ node_id: 'test-node', state: 'active' })]);
+      expect(Number(state.ring_version)).toBeGreaterThan(0);
+      const refused = await unary<{ ok: boolean; commands: string[] }>(cluster, 'Heartbeat', { node_id: 'ghost', used_bytes: 0, blob_count: 0, ring_version: 0 });
+      expect(refused).toMatchObject({ ok: false, commands: ['rejoin'] });
+      expect((await failure(unary(cluster, 'Join', {}))).code).toBe(Status.INVALID_ARGUMENT);
+      const put = await unary<{ id: { id: Buffer } }>(n.blobs, 'Put', { data: Buffer.from('held here'), policy: 1 });
+      expect(await unary(internal, 'StatBlob', { id: put.id })).toMatchObject({ exists: true });
+      for (const method of ['FetchShard', 'StoreShard']) {
+        const err = await failure(unary(internal, method, {}));
         expect(err.code, method).toBe(Status.UNIMPLEMENTED);
-        expect(err.details).toMatch(/not implemented/);
-      }
-      for (const method of ['Replicate', 'DeleteInternal', 'FetchShard', 'StoreShard']) {
-        expect((await failure(unary(internal, method, {}))).code, method).toBe(Status.UNIMPLEMENTED);
-      }
-      for (const method of ['ReplicateStream', 'Migrate']) {
-        const err = await failure(
-          new Promise((resolve, reject) => {
-            const call = internal[method]!((e: unknown, r: unknown) => (e ? reject(e) : resolve(r)));
-            call.end();
-          }),
-        );
-        expect((err as { code: number }).code, method).toBe(Status.UNIMPLEMENTED);
+        expect(err.details).toMatch(/erasure-coded shards/);
       }
     } finally {
       cluster.close();

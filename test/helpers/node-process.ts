@@ -33,6 +33,10 @@ export interface StartOptions {
   dataDir?: string;
   args?: string[];
   env?: Record<string, string>;
+  /** The host the node is reached at (its --listen host; 127.0.0.1 by default). */
+  host?: string;
+  /** A command the node runs under, e.g. ['ip', 'netns', 'exec', 'ns1'] (it must exec the node). */
+  wrap?: string[];
 }
 
 function statusField(pid: number, field: string): number {
@@ -60,9 +64,11 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
 export async function startNode(options: StartOptions = {}): Promise<NodeProcess> {
   const dataDir = options.dataDir ?? tempDir();
   const home = tempDir('blobstore-home-');
+  const argv = [MAIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--node-id', 'test-node', ...(options.args ?? [])];
+  const wrap = options.wrap ?? [];
   const child = spawn(
-    process.execPath,
-    [MAIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--node-id', 'test-node', ...(options.args ?? [])],
+    wrap.length > 0 ? wrap[0]! : process.execPath,
+    wrap.length > 0 ? [...wrap.slice(1), process.execPath, ...argv] : argv,
     {
       env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data'), ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -89,7 +95,7 @@ export async function startNode(options: StartOptions = {}): Promise<NodeProcess
   });
   const cleanup = (): void => rmSync(home, { recursive: true, force: true });
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${options.host ?? '127.0.0.1'}:${port}`,
     port,
     dataDir,
     child,

@@ -37,7 +37,8 @@ describe.each([
   let id: string;
 
   beforeAll(async () => {
-    node = await startNode({ args });
+    // With its gRPC listener a node is a (one-node) cluster, so the cluster routes answer too.
+    node = await startNode({ args: ['--grpc-addr', '127.0.0.1:0', ...args] });
     const res = await fetch(`${node.url}/openapi.json`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json');

@@ -1,0 +1,235 @@
+/**
+ * Anti-entropy between owners (Merkle-style, as Dynamo and Cassandra's repair do): two nodes
+ * compare digests of the ids they both own instead of asking blob by blob, and copy what one
+ * lacks.
+ *
+ *   for each peer P:  ids x held here (or deleted here by a user) with me ∈ owners(x) and P ∈ owners(x)
+ *                     leaf = first 16 bits of x (65,536 leaves)  ·  leaf digest = XOR of x's first 8 bytes
+ *                     top  = first 8 bits (256)                  ·  top digest  = XOR of its 256 leaves
+ *
+ *   me ──RangeDigest()────────────▶ P: its 256 tops for (P, me)    compare; for the tops that differ:
+ *   me ──RangeDigest(tops)────────▶ P: their 256 leaves each       compare; for the leaves that differ:
+ *   me ──ListLeaf(leaf)───────────▶ P: the ids it has there        send what P lacks (ReplicateBatch/Stream,
+ *                                                                   repair: a user's delete on P holds)
+ *
+ * Both sides describe the same set when replication is complete, so equal digests mean nothing to
+ * do; each side pushes what it has and the other lacks, so a pair converges after both ran. Trees
+ * are built by one scan of the index per round for every peer at once (cached for peers asking),
+ * leaf id lists are read live. Sends are capped at repairBytesPerSecond.
+ */
+import type { Logger } from '../log/logger.js';
+import type { BlobMeta } from '../engine/engine.js';
+import { replicaCount } from '../engine/policy.js';
+import type { LocalStore } from '../service/local-store.js';
+import type { ClusterNode } from './cluster-node.js';
+import { PeerCallError, type PeerClients } from './peers.js';
+import type { BlobSender } from './transfer.js';
+import { TokenBucket } from './token-bucket.js';
+
+export const TOP_BUCKETS = 256;
+export const LEAVES = 65_536;
+
+/** Two 32-bit lanes per digest (XOR needs no BigInt). */
+interface Tree {
+  ringVersion: number;
+  builtAtMs: number;
+  leaves: Uint32Array; // LEAVES * 2
+  tops: Uint32Array; // TOP_BUCKETS * 2
+}
+
+export interface AntiEntropyOptions {
+  intervalMs: number;
+  bytesPerSecond: number;
+  /** A tree this recent answers a peer's question without a new scan. */
+  treeMaxAgeMs: number;
+}
+
+export interface RepairStats {
+  rounds: number;
+  idsScanned: number;
+  scanMs: number;
+  blobsSent: number;
+  bytesSent: number;
+}
+
+const leafOf = (id: Uint8Array): number => (id[0]! << 8) | id[1]!;
+const hex64 = (t: Uint32Array, i: number): string => (t[2 * i]!.toString(16).padStart(8, '0') + t[2 * i + 1]!.toString(16).padStart(8, '0'));
+
+export class AntiEntropy {
+  private trees = new Map<string, Tree>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private readonly bucket: TokenBucket;
+  readonly stats: RepairStats = { rounds: 0, idsScanned: 0, scanMs: 0, blobsSent: 0, bytesSent: 0 };
+
+  constructor(
+    private readonly store: LocalStore,
+    private readonly cluster: ClusterNode,
+    private readonly peers: PeerClients,
+    private readonly sender: BlobSender,
+    private readonly log: Logger,
+    private readonly options: AntiEntropyOptions,
+  ) {
+    this.bucket = new TokenBucket(options.bytesPerSecond);
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.runOnce(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** One round with every online peer; resolves when done (one at a time). */
+  runOnce(): Promise<void> {
+    this.running ??= this.round().catch((err: Error) => this.log.error({ err }, `anti-entropy: ${err.message}`)).finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private peersToCompare(): string[] {
+    return this.cluster.ring.nodeIds.filter((n) => n !== this.cluster.nodeId && this.cluster.online(n));
+  }
+
+  /**
+   * One scan of the index: a tree per peer over the ids both own. Ids a user deleted here count
+   * as held (under the policy they had), so their copies elsewhere do not show as a difference.
+   */
+  buildTrees(): void {
+    const start = performance.now();
+    const ring = this.cluster.ring;
+    const self = this.cluster.nodeId;
+    const trees = new Map<string, Tree>();
+    const version = this.cluster.membership.ringVersion;
+    for (const peer of ring.nodeIds) {
+      if (peer !== self) trees.set(peer, { ringVersion: version, builtAtMs: Date.now(), leaves: new Uint32Array(LEAVES * 2), tops: new Uint32Array(TOP_BUCKETS * 2) });
+    }
+    let scanned = 0;
+    const add = (id: Buffer, policy: number): boolean => {
+      scanned++;
+      const owners = ring.owners(id, replicaCount(policy));
+      if (!owners.includes(self)) return true;
+      const leaf = leafOf(id);
+      const hi = id.readUInt32BE(0);
+      const lo = id.readUInt32BE(4);
+      for (const owner of owners) {
+        const tree = owner === self ? undefined : trees.get(owner);
+        if (!tree) continue;
+        tree.leaves[2 * leaf]! ^= hi;
+        tree.leaves[2 * leaf + 1]! ^= lo;
+      }
+      return true;
+    };
+    this.store.scan(undefined, (id, policy) => add(id, policy));
+    this.store.scanDeleted(undefined, (id, policy) => add(id, policy));
+    for (const tree of trees.values()) {
+      for (let leaf = 0; leaf < LEAVES; leaf++) {
+        const top = leaf >> 8;
+        tree.tops[2 * top]! ^= tree.leaves[2 * leaf]!;
+        tree.tops[2 * top + 1]! ^= tree.leaves[2 * leaf + 1]!;
+      }
+    }
+    this.trees = trees;
+    this.stats.idsScanned = scanned;
+    this.stats.scanMs = performance.now() - start;
+  }
+
+  private treeFor(peer: string): Tree | undefined {
+    const tree = this.trees.get(peer);
+    const fresh = tree && tree.ringVersion === this.cluster.membership.ringVersion && Date.now() - tree.builtAtMs <= this.options.treeMaxAgeMs;
+    if (!fresh) this.buildTrees();
+    return this.trees.get(peer);
+  }
+
+  /** RangeDigest: the 256 tops for (this node, peer), or the leaves under each top asked for. */
+  digests(peer: string, tops: readonly number[]): { ring_version: number; digests: string[] } {
+    const tree = this.treeFor(peer);
+    const version = this.cluster.membership.ringVersion;
+    if (!tree) return { ring_version: version, digests: [] };
+    const out: string[] = [];
+    if (tops.length === 0) for (let t = 0; t < TOP_BUCKETS; t++) out.push(hex64(tree.tops, t));
+    else for (const t of tops) for (let leaf = t << 8; leaf < (t + 1) << 8; leaf++) out.push(hex64(tree.leaves, leaf));
+    return { ring_version: version, digests: out.map((h) => BigInt(`0x${h}`).toString()) };
+  }
+
+  /** ListLeaf: the ids in a leaf that both this node and `peer` own, read live. */
+  leafIds(peer: string, leaf: number): Buffer[] {
+    return this.leafMembers(peer, leaf).map((x) => x.id);
+  }
+
+  private leafMembers(peer: string, leaf: number): { id: Buffer; held: boolean }[] {
+    const ring = this.cluster.ring;
+    const self = this.cluster.nodeId;
+    const start = Buffer.alloc(16);
+    start.writeUInt16BE(leaf, 0);
+    const out: { id: Buffer; held: boolean }[] = [];
+    const visit = (held: boolean) => (id: Buffer, policy: number): boolean => {
+      if (leafOf(id) !== leaf) return false;
+      const owners = ring.owners(id, replicaCount(policy));
+      if (owners.includes(self) && owners.includes(peer)) out.push({ id: Buffer.from(id), held });
+      return true;
+    };
+    this.store.scan(start, visit(true));
+    this.store.scanDeleted(start, visit(false));
+    return out;
+  }
+
+  private async round(): Promise<void> {
+    this.buildTrees();
+    this.stats.rounds++;
+    for (const peer of this.peersToCompare()) {
+      if (this.stopped) return;
+      try {
+        await this.compareWith(peer);
+      } catch (err) {
+        if (!(err instanceof PeerCallError)) throw err;
+        this.log.warn({ peer, err: err.message }, 'anti-entropy: comparison with a peer failed; next round');
+      }
+    }
+  }
+
+  private async compareWith(peer: string): Promise<void> {
+    const member = this.cluster.member(peer);
+    const mine = this.trees.get(peer);
+    if (!member || member.grpcAddress === '' || !mine) return;
+    const stub = this.peers.get(peer, member.grpcAddress).internal;
+    const ask = (top: number[]): Promise<{ ring_version: string | number; digests: string[] }> =>
+      this.peers.unary(stub, peer, 'RangeDigest', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, top });
+    const theirs = await ask([]);
+    // A peer on another ring version computes other owners: wait for the ring to settle.
+    if (Number(theirs.ring_version) !== mine.ringVersion) return;
+    const differingTops: number[] = [];
+    for (let t = 0; t < TOP_BUCKETS; t++) if (BigInt(theirs.digests[t] ?? '0') !== BigInt(`0x${hex64(mine.tops, t)}`)) differingTops.push(t);
+    if (differingTops.length === 0) return;
+    const leaves = await ask(differingTops);
+    const differingLeaves: number[] = [];
+    differingTops.forEach((t, k) => {
+      for (let j = 0; j < 256; j++) {
+        const leaf = (t << 8) | j;
+        if (BigInt(leaves.digests[k * 256 + j] ?? '0') !== BigInt(`0x${hex64(mine.leaves, leaf)}`)) differingLeaves.push(leaf);
+      }
+    });
+    for (const leaf of differingLeaves) {
+      if (this.stopped) return;
+      const listed = await this.peers.unary<{ ids?: Buffer[] }>(stub, peer, 'ListLeaf', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, leaf });
+      const theirIds = new Set((listed.ids ?? []).map((b) => Buffer.from(b).toString('hex')));
+      const lacking: BlobMeta[] = [];
+      for (const { id, held } of this.leafMembers(peer, leaf)) {
+        if (!held || theirIds.has(id.toString('hex'))) continue;
+        const meta = this.store.stat(id);
+        if (meta) lacking.push(meta);
+      }
+      if (lacking.length === 0) continue;
+      const bytes = lacking.reduce((n, m) => n + m.size, 0);
+      await this.bucket.take(bytes);
+      await this.sender.send({ nodeId: peer, grpcAddress: member.grpcAddress }, lacking, true);
+      this.stats.blobsSent += lacking.length;
+      this.stats.bytesSent += bytes;
+      this.log.info({ peer, leaf, blobs: lacking.length, bytes }, 'anti-entropy: copied blobs a peer lacked');
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+}

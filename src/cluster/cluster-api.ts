@@ -1,0 +1,116 @@
+/**
+ * The public cluster operations (the spec's ClusterService) with their request checks, once for
+ * both transports: gRPC (src/grpc/cluster-handlers.ts) and HTTP /v1/cluster/* (src/http/
+ * cluster-routes.ts) decode, call, and encode. Requests come as decoded JSON or protobuf objects
+ * (int64 fields as numbers or decimal strings); answers are plain objects with numbers.
+ */
+import { BlobstoreError, invalidArgument } from '../errors/errors.js';
+import type { Cluster } from './cluster.js';
+import { recordsFromWire, recordsToWire } from './cluster-node.js';
+import type { ClusterStateView, HeartbeatResponse, JoinResponse, SyncRingResponse } from './membership.js';
+import { HeartbeatRefused } from './membership.js';
+
+type Body = Record<string, unknown>;
+
+/** An int64/uint64 field given as a number or a decimal string. */
+function integer(body: Body, key: string, required: boolean): number {
+  const v = body[key];
+  if (v === undefined || v === null || v === '') {
+    if (required) throw invalidArgument(`${key} is required`);
+    return 0;
+  }
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n)) throw invalidArgument(`${key} must be an integer`);
+  return n;
+}
+
+function text(body: Body, key: string, required: boolean): string {
+  const v = body[key];
+  if (v === undefined || v === null || v === '') {
+    if (required) throw invalidArgument(`${key} is required`);
+    return '';
+  }
+  if (typeof v !== 'string') throw invalidArgument(`${key} must be a string`);
+  return v;
+}
+
+function object(value: unknown): Body {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidArgument('the request body must be a JSON object');
+  return value as Body;
+}
+
+/** A JoinResponse or HeartbeatResponse with member records in their wire form. */
+export type WireJoinResponse = Omit<JoinResponse, 'members'> & { members: object[] };
+export type WireHeartbeatResponse = Omit<HeartbeatResponse, 'members'> & { members?: object[] };
+
+/** A refused heartbeat: 404 in HTTP with the body below; over gRPC the same message with ok false. */
+export class HeartbeatDenied extends BlobstoreError {
+  constructor(
+    message: string,
+    readonly response: WireHeartbeatResponse,
+  ) {
+    super('not_found', message);
+  }
+}
+
+export class ClusterApi {
+  /** `cluster`: the node's cluster once it runs; undefined before, and always on a node without gRPC. */
+  constructor(private readonly cluster: () => Cluster | undefined, private readonly enabled: boolean) {}
+
+  private get node(): Cluster['node'] {
+    const cluster = this.cluster();
+    if (cluster) return cluster.node;
+    if (!this.enabled) {
+      throw new BlobstoreError('unimplemented', 'this node runs without cluster support: it needs its gRPC listener (GrpcAddr) to talk to peers');
+    }
+    throw new BlobstoreError('unavailable', 'the cluster side of this node is starting', { headers: { 'Retry-After': '1' } });
+  }
+
+  /** Whether a node-to-node call carries the cluster secret (then no user token is needed). */
+  fromPeer(secret: string): boolean {
+    const cluster = this.cluster();
+    return cluster !== undefined && secret !== '' && cluster.secretMatches(secret);
+  }
+
+  async join(raw: unknown): Promise<WireJoinResponse> {
+    const body = object(raw);
+    const response = await this.node.join({
+      node_id: text(body, 'node_id', true), address: text(body, 'address', true), capacity_bytes: integer(body, 'capacity_bytes', true),
+      grpc_address: text(body, 'grpc_address', false) || undefined, region: typeof body.region === 'string' ? body.region : undefined,
+      incarnation: integer(body, 'incarnation', false),
+    });
+    return { ...response, members: recordsToWire(response.members) };
+  }
+
+  async leave(raw: unknown): Promise<{ acknowledged: boolean }> {
+    const body = object(raw);
+    const graceful = body.graceful;
+    if (graceful !== undefined && graceful !== null && typeof graceful !== 'boolean') throw invalidArgument('graceful must be a boolean');
+    await this.node.leave(text(body, 'node_id', true), graceful === true);
+    return { acknowledged: true };
+  }
+
+  async heartbeat(raw: unknown): Promise<WireHeartbeatResponse> {
+    const body = object(raw);
+    const request = {
+      node_id: text(body, 'node_id', true), used_bytes: integer(body, 'used_bytes', true), blob_count: integer(body, 'blob_count', true),
+      ring_version: integer(body, 'ring_version', true), members: body.members === undefined ? undefined : recordsFromWire(body.members),
+      digest: typeof body.digest === 'string' ? body.digest : undefined,
+    };
+    try {
+      const response = await this.node.heartbeat(request);
+      return { ...response, members: response.members && recordsToWire(response.members) };
+    } catch (err) {
+      if (!(err instanceof HeartbeatRefused)) throw err;
+      throw new HeartbeatDenied(err.message, { ...err.response, members: err.response.members && recordsToWire(err.response.members) });
+    }
+  }
+
+  state(): ClusterStateView {
+    return this.node.view();
+  }
+
+  syncRing(raw: unknown): SyncRingResponse {
+    return this.node.syncRing(integer(object(raw), 'ring_version', true));
+  }
+}

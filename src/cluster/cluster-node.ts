@@ -1,0 +1,329 @@
+/**
+ * This node in its cluster: the membership state machine (membership.ts) with the I/O around it.
+ *
+ *   start ── no record of itself ── SeedNodes? ── yes: join loop (POST /v1/cluster/join to each seed)
+ *                                               └─ no: admits itself (a one-node cluster to join)
+ *   every HeartbeatInterval: Heartbeat (gRPC) to every peer ── merge answers ── persist, metrics
+ *   answered `rejoin` ── Join (gRPC) through that peer
+ *
+ * The public cluster endpoints (HTTP and gRPC ClusterService) call join/leave/heartbeat/view/
+ * syncRing here. Every change of the member state is persisted (LMDB, with the index) before it
+ * is acted on, and listeners (replication, repair, handoff) hear of ring changes.
+ */
+import type { Logger } from '../log/logger.js';
+import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
+import {
+  type Change,
+  type ClusterStateView,
+  HeartbeatRefused,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type JoinRequest,
+  type JoinResponse,
+  Membership,
+  type PersistedMembership,
+  type SelfInfo,
+  type SyncRingResponse,
+} from './membership.js';
+import { parseRecord, type MemberRecord } from './member-state.js';
+import { PeerCallError, type PeerClients } from './peers.js';
+import type { Ring } from './ring.js';
+
+export interface ClusterNodeOptions {
+  self: SelfInfo;
+  seeds: readonly string[];
+  heartbeatIntervalMs: number;
+  offlineAfterMs: number;
+  vnodesPerNode: number;
+  secret: string;
+  /** This node's used bytes and blob count (read before each heartbeat round). */
+  usage(): { usedBytes: number; blobCount: number };
+  /** Where the member state is kept between restarts. */
+  load(): PersistedMembership | undefined;
+  save(state: PersistedMembership): Promise<void>;
+}
+
+/** Ring changes, for the replicator, repair and handoff. */
+export type RingListener = (ring: Ring) => void;
+
+/** Records as they travel in gRPC messages (int64 as numbers or strings, snake_case). */
+export function recordsFromWire(list: unknown): MemberRecord[] {
+  if (!Array.isArray(list)) return [];
+  const out: MemberRecord[] = [];
+  for (const item of list) {
+    const r = parseRecord(item);
+    if (r) out.push(r);
+  }
+  return out;
+}
+
+export function recordsToWire(records: readonly MemberRecord[]): object[] {
+  return records.map((r) => ({
+    node_id: r.nodeId, incarnation: r.incarnation, status: r.status, address: r.address,
+    grpc_address: r.grpcAddress, region: r.region, capacity_bytes: r.capacityBytes,
+  }));
+}
+
+/** Deadline of a join or heartbeat over HTTP. */
+const HTTP_CALL_TIMEOUT_MS = 5000;
+
+export class ClusterNode {
+  readonly membership: Membership;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private joinTimer: NodeJS.Timeout | undefined;
+  private readonly ringListeners: RingListener[] = [];
+  private readonly leavingListeners: (() => void)[] = [];
+  private saving: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private beating = false;
+
+  constructor(
+    private readonly options: ClusterNodeOptions,
+    private readonly peers: PeerClients,
+    private readonly metrics: ClusterMetrics,
+    private readonly log: Logger,
+  ) {
+    this.membership = new Membership(options.self, options.load(), {
+      vnodesPerNode: options.vnodesPerNode,
+      offlineAfterMs: options.offlineAfterMs,
+      tellRemovedMs: 40 * options.offlineAfterMs,
+    }, Date.now());
+  }
+
+  get ring(): Ring {
+    return this.membership.ring;
+  }
+
+  get nodeId(): string {
+    return this.options.self.nodeId;
+  }
+
+  onRingChange(listener: RingListener): void {
+    this.ringListeners.push(listener);
+  }
+
+  /** Called when this node becomes `leaving` (its data must move before it goes). */
+  onLeaving(listener: () => void): void {
+    this.leavingListeners.push(listener);
+  }
+
+  /** Starts: joins (or admits itself), then heartbeats every interval. */
+  async start(): Promise<void> {
+    const change = this.membership.updateSelf(this.options.self, Date.now());
+    if (!this.membership.selfRecord()) {
+      if (this.options.seeds.length === 0) {
+        this.log.info({ nodeId: this.nodeId }, 'cluster: no seed nodes: this node forms a cluster of its own (others join it)');
+        await this.apply(this.membership.join(this.joinRequestOf(), Date.now()).change);
+      } else {
+        this.joinLoop(0);
+      }
+    } else {
+      await this.apply(change);
+      const status = this.membership.selfStatus();
+      if (status === 'removed') this.log.warn('cluster: this node was removed from the cluster; it stays out until a join admits it again');
+      if (status === 'leaving') for (const l of this.leavingListeners) l();
+    }
+    this.heartbeatTimer = setInterval(() => void this.heartbeatRound(), this.options.heartbeatIntervalMs);
+    this.heartbeatTimer.unref();
+    this.refreshMetrics();
+  }
+
+  private joinRequestOf(): JoinRequest {
+    const s = this.options.self;
+    return {
+      node_id: s.nodeId, address: s.address, capacity_bytes: s.capacityBytes, grpc_address: s.grpcAddress, region: s.region,
+      incarnation: this.membership.selfRecord()?.incarnation ?? 0,
+    };
+  }
+
+  /** Asks each seed in turn (their HTTP API, which SeedNodes names) until one admits this node. */
+  private joinLoop(attempt: number): void {
+    if (this.stopped || this.membership.selfStatus() !== 'joining') return;
+    const seed = this.options.seeds[attempt % this.options.seeds.length]!;
+    void this.joinThroughSeed(seed).then(
+      async (response) => {
+        await this.apply(this.membership.absorb(recordsFromWire(response.members), Date.now()));
+        this.log.info({ seed, ringVersion: this.membership.ringVersion }, 'cluster: joined');
+        void this.heartbeatRound();
+      },
+      (err: Error) => {
+        if (attempt % this.options.seeds.length === this.options.seeds.length - 1) {
+          this.log.warn({ seed, err: err.message }, 'cluster: no seed admitted this node yet; retrying');
+        }
+        const delay = Math.min(5000, 200 * 2 ** Math.min(5, Math.floor(attempt / this.options.seeds.length)));
+        this.joinTimer = setTimeout(() => this.joinLoop(attempt + 1), delay);
+        this.joinTimer.unref();
+      },
+    );
+  }
+
+  private async joinThroughSeed(seed: string): Promise<JoinResponse> {
+    const body = await this.postJson<JoinResponse>(seed, '/v1/cluster/join', this.joinRequestOf(), [200]);
+    if (!body.accepted) throw new Error(`join through ${seed}: not accepted`);
+    return body;
+  }
+
+  /** A cluster call over a peer's HTTP API (what SeedNodes and NodeInfo.address name). */
+  private async postJson<T>(address: string, path: string, body: unknown, statuses: readonly number[]): Promise<T> {
+    const base = /^https?:\/\//.test(address) ? address.replace(/\/$/, '') : `http://${address}`;
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.options.secret !== '') headers['x-blobstore-cluster-secret'] = this.options.secret;
+    const res = await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(HTTP_CALL_TIMEOUT_MS) });
+    const text = await res.text();
+    if (!statuses.includes(res.status)) throw new Error(`${path} on ${address}: HTTP ${res.status}: ${text.slice(0, 200)}`);
+    return JSON.parse(text) as T;
+  }
+
+  /** One heartbeat to every peer; answers are merged as they come. */
+  private async heartbeatRound(): Promise<void> {
+    if (this.stopped || this.beating) return;
+    this.beating = true;
+    try {
+      const now = Date.now();
+      this.membership.selfUsage = this.options.usage();
+      this.membership.expireRemoved(now);
+      const targets = this.membership.heartbeatTargets();
+      await Promise.all(targets.map((t) => this.heartbeatTo(t)));
+    } finally {
+      this.beating = false;
+      this.refreshMetrics();
+    }
+  }
+
+  private async heartbeatTo(target: MemberRecord): Promise<void> {
+    if (target.grpcAddress === '') return;
+    const peer = this.peers.get(target.nodeId, target.grpcAddress);
+    const req = this.membership.heartbeatRequest();
+    const wire = { ...req, members: recordsToWire(req.members ?? []) };
+    let res: HeartbeatResponse;
+    try {
+      res = await this.peers.unary<HeartbeatResponse>(peer.cluster, target.nodeId, 'Heartbeat', wire);
+    } catch (err) {
+      if (!(err instanceof PeerCallError)) throw err;
+      // The peer may be back on another gRPC port (a restart on a free port): its HTTP API address
+      // is stable, and the answer carries its current record.
+      const answer = await this.postJson<HeartbeatResponse>(target.address, '/v1/cluster/heartbeat', wire, [200, 404]).catch(() => undefined);
+      if (!answer) {
+        this.metrics.heartbeatFailed();
+        return;
+      }
+      res = answer;
+    }
+    this.metrics.heartbeatSucceeded();
+    const answer = { ...res, ring_version: Number(res.ring_version), members: res.members && recordsFromWire(res.members) };
+    await this.apply(this.membership.heartbeatAnswered(target.nodeId, answer, Date.now()));
+    if (!res.ok && (res.commands ?? []).includes('rejoin') && this.membership.selfStatus() !== 'removed') {
+      this.log.info({ peer: target.nodeId }, 'cluster: peer does not know this node: rejoining through it');
+      try {
+        const joined = await this.peers.unary<JoinResponse>(peer.cluster, target.nodeId, 'Join', this.joinRequestOf());
+        await this.apply(this.membership.absorb(recordsFromWire(joined.members), Date.now()));
+      } catch (err) {
+        this.log.warn({ peer: target.nodeId, err: (err as Error).message }, 'cluster: rejoin failed; retrying at the next heartbeat');
+      }
+    }
+  }
+
+  /** Persists a change, then tells the listeners; peers of removed members lose their channels. */
+  private async apply(change: Change): Promise<void> {
+    if (!change.stateChanged) return;
+    const wasLeaving = this.leavingSeen;
+    this.saving = this.saving.then(() => this.options.save(this.membership.persisted())).catch((err: Error) => {
+      this.log.error({ err: err.message }, 'cluster: could not persist the member state');
+    });
+    await this.saving;
+    const keep = new Set(this.membership.heartbeatTargets().map((r) => r.nodeId));
+    this.peers.retain(keep);
+    for (const nodeId of this.metrics.peers.keys()) if (!keep.has(nodeId)) this.metrics.forgetPeer(nodeId);
+    if (change.ringChanged) {
+      this.log.info({ ringVersion: this.membership.ringVersion, members: this.membership.ring.nodeIds }, 'cluster: ring changed');
+      for (const l of this.ringListeners) l(this.membership.ring);
+    }
+    const status = this.membership.selfStatus();
+    this.leavingSeen = status === 'leaving';
+    if (status === 'leaving' && !wasLeaving) for (const l of this.leavingListeners) l();
+    if (status === 'removed' && this.announcedRemoved === false) {
+      this.announcedRemoved = true;
+      this.log.warn('cluster: this node is removed from the cluster (it keeps serving what it holds)');
+    }
+    this.refreshMetrics();
+  }
+
+  private leavingSeen = false;
+  private announcedRemoved = false;
+
+  refreshMetrics(): void {
+    const now = Date.now();
+    const nodes = this.membership.nodes(now);
+    const offline = nodes.filter((n) => n.state === 'offline').length;
+    this.metrics.setMembers(Math.max(1, nodes.length), Math.max(1, nodes.length - offline), offline);
+    this.metrics.setRingVersion(this.membership.ringVersion);
+    for (const [peer, online] of this.membership.peerHealth(now)) this.metrics.setPeerHealth(peer, online);
+    this.metrics.setGrpcConnections(this.peers.connected());
+  }
+
+  /** A peer is reachable by what this node heard of it lately. */
+  online(nodeId: string): boolean {
+    return this.membership.online(nodeId, Date.now());
+  }
+
+  /** The record of a member (for its gRPC address). */
+  member(nodeId: string): MemberRecord | undefined {
+    return this.membership.record(nodeId);
+  }
+
+  // The public cluster endpoints (ClusterService over gRPC, /v1/cluster/* over HTTP).
+
+  async join(req: JoinRequest): Promise<JoinResponse> {
+    const { response, change } = this.membership.join(req, Date.now());
+    await this.apply(change);
+    if (change.stateChanged) this.log.info({ node: req.node_id, address: req.address }, 'cluster: node admitted');
+    return response;
+  }
+
+  async leave(nodeId: string, graceful: boolean): Promise<void> {
+    const change = this.membership.leave(nodeId, graceful, Date.now());
+    await this.apply(change);
+    if (change.stateChanged) this.log.info({ node: nodeId, graceful }, graceful ? 'cluster: node leaving (its data moves first)' : 'cluster: node removed');
+    void this.heartbeatRound();
+  }
+
+  async heartbeat(req: HeartbeatRequest): Promise<HeartbeatResponse> {
+    try {
+      const { response, change } = this.membership.heartbeat(req, Date.now());
+      await this.apply(change);
+      return response;
+    } catch (err) {
+      if (err instanceof HeartbeatRefused) await this.apply(this.membership.absorb(req.members ?? [], Date.now()));
+      throw err;
+    }
+  }
+
+  view(): ClusterStateView {
+    this.membership.selfUsage = this.options.usage();
+    return this.membership.view(Date.now());
+  }
+
+  syncRing(version: number): SyncRingResponse {
+    const { response, newer } = this.membership.syncRing(version);
+    if (newer) void this.heartbeatRound();
+    return response;
+  }
+
+  /** The node finished handing its data over: it leaves the ring for good. */
+  async finishLeaving(): Promise<void> {
+    await this.apply(this.membership.finishLeaving(Date.now()));
+    void this.heartbeatRound();
+  }
+
+  /** This node's used bytes and blob count, for heartbeats and its NodeInfo. */
+  setUsage(usedBytes: number, blobCount: number): void {
+    this.membership.selfUsage = { usedBytes, blobCount };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.heartbeatTimer);
+    clearTimeout(this.joinTimer);
+    await this.saving;
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * The cluster side of a node, wired together and started and stopped in order: membership
+ * (cluster-node.ts), peer channels, the replication queue's worker, anti-entropy, handoff and
+ * remote reads. It is the blob service's Placement in a cluster, and serves ClusterService and
+ * InternalService (src/grpc) and /v1/cluster/* (src/http).
+ *
+ *   start: membership (join or resume) ─▶ heartbeats ─▶ replicator ─▶ handoff ─▶ anti-entropy
+ *   stop:  the same in reverse; the member state is persisted before the index closes
+ */
+import { timingSafeEqual } from 'node:crypto';
+import type * as grpc from '@grpc/grpc-js';
+import type { NodeConfig } from '../config/settings.js';
+import { BlobstoreError } from '../errors/errors.js';
+import type { BlobMeta } from '../engine/engine.js';
+import type { Logger } from '../log/logger.js';
+import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
+import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
+import type { Located, Placement } from '../service/placement.js';
+import { AntiEntropy } from './anti-entropy.js';
+import { ClusterNode } from './cluster-node.js';
+import { Handoff } from './handoff.js';
+import type { PersistedMembership, SelfInfo } from './membership.js';
+import { PeerClients, SECRET_METADATA } from './peers.js';
+import { RemoteReader } from './remote-reader.js';
+import { Replicator } from './replicator.js';
+import { BlobSender, storeReplica } from './transfer.js';
+
+const MEMBERSHIP_KEY = 'membership';
+
+/** What the cluster needs of the node's index: its own small values (the member state). */
+export interface ClusterStateStore {
+  getMeta<T>(key: string): T | undefined;
+  putMeta(key: string, value: unknown): Promise<void>;
+}
+
+export class Cluster implements Placement {
+  readonly node: ClusterNode;
+  readonly peers: PeerClients;
+  readonly replicator: Replicator;
+  readonly antiEntropy: AntiEntropy;
+  readonly handoff: Handoff;
+  readonly remote: RemoteReader;
+  private readonly secret: Buffer;
+  private readonly repairing = new Set<string>();
+  private started = false;
+
+  constructor(
+    readonly store: LocalStore,
+    stateStore: ClusterStateStore,
+    readonly config: NodeConfig,
+    self: SelfInfo,
+    metrics: ClusterMetrics,
+    private readonly log: Logger,
+    /** This node's used bytes and blob count, for its heartbeats. */
+    usage: () => { usedBytes: number; blobCount: number },
+  ) {
+    this.secret = Buffer.from(config.clusterSecret);
+    this.peers = new PeerClients({ secret: config.clusterSecret, maxMessageBytes: config.grpcMaxMessageBytes, callTimeoutMs: config.peerCallTimeoutMs });
+    this.node = new ClusterNode({
+      self,
+      seeds: config.seedNodes.filter((s) => s.replace(/^https?:\/\//, '').replace(/\/$/, '') !== self.address),
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
+      offlineAfterMs: config.offlineAfterMs,
+      vnodesPerNode: config.vnodesPerNode,
+      secret: config.clusterSecret,
+      usage,
+      load: () => stateStore.getMeta<PersistedMembership>(MEMBERSHIP_KEY),
+      save: (state) => stateStore.putMeta(MEMBERSHIP_KEY, state),
+    }, this.peers, metrics, log);
+    const sender = new BlobSender(store, this.peers, {
+      batchBytes: config.replicationBatchBytes,
+      // Larger blobs stream; the batch limit also keeps one call under the message size.
+      inlineMaxBytes: Math.min(config.smallBlobMaxBytes, config.grpcMaxMessageBytes - 64 * 1024),
+      callTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000),
+    });
+    this.replicator = new Replicator(store, this.node, sender, metrics, log, {
+      pageSize: 1024, retryMaxMs: config.replicationRetryMaxMs, retryTickMs: Math.min(1000, config.heartbeatIntervalMs),
+    });
+    this.antiEntropy = new AntiEntropy(store, this.node, this.peers, sender, log, {
+      intervalMs: config.repairIntervalMs, bytesPerSecond: config.repairBytesPerSecond, treeMaxAgeMs: config.repairIntervalMs,
+    });
+    this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
+      intervalMs: config.handoffIntervalMs, bytesPerSecond: config.repairBytesPerSecond,
+    });
+    this.remote = new RemoteReader(this.node, this.peers, config);
+    this.node.onRingChange(() => {
+      this.handoff.kick();
+      this.replicator.kick();
+    });
+    this.node.onLeaving(() => this.handoff.kick());
+  }
+
+  /** Starts every part, in order. */
+  async start(): Promise<void> {
+    await this.node.start();
+    this.replicator.start();
+    this.handoff.start();
+    this.antiEntropy.start();
+    this.started = true;
+  }
+
+  /** Stops every part, in reverse order; waits for work in progress. */
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    await this.antiEntropy.stop();
+    await this.handoff.stop();
+    await this.replicator.stop();
+    await this.node.stop();
+    this.peers.close();
+  }
+
+  /**
+   * Node-to-node calls carry the cluster secret; when one is set, a call without it (or with
+   * another) is refused. Compared in constant time.
+   */
+  checkSecret(metadata: grpc.Metadata): void {
+    if (this.secret.length === 0) return;
+    const given = metadata.get(SECRET_METADATA)[0];
+    if (!this.secretMatches(typeof given === 'string' ? given : given?.toString('utf8') ?? '')) {
+      throw new BlobstoreError('unauthenticated', 'node-to-node call without the cluster secret');
+    }
+  }
+
+  secretMatches(given: string): boolean {
+    if (this.secret.length === 0) return true;
+    const g = Buffer.from(given);
+    return g.length === this.secret.length && timingSafeEqual(g, this.secret);
+  }
+
+  // Placement: how the blob service places copies and reads what this node lacks.
+
+  nodesAvailable(): number {
+    return this.node.ring.size;
+  }
+
+  replicates(): boolean {
+    return this.node.ring.nodeIds.some((n) => n !== this.node.nodeId);
+  }
+
+  async stored(id: Buffer): Promise<void> {
+    this.replicator.stored(id);
+    const need = Math.min(this.config.replicationAcks, Math.max(0, this.node.ring.size - 1));
+    if (need === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new BlobstoreError('unavailable',
+        `stored on this node, but ${need} owner(s) did not confirm a copy within ${this.config.replicationAckTimeoutMs} ms; retrying is safe`,
+        { headers: { 'Retry-After': '1' } })), this.config.replicationAckTimeoutMs);
+    });
+    try {
+      await Promise.race([this.replicator.waitFor(id, need), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  find(id: Buffer): Promise<Located | undefined> {
+    return this.remote.stat(id).then((found) => (found ? { ...found.meta, peer: found.peer } : undefined));
+  }
+
+  fetch(blob: Located, sink: ChunkSink, range?: ByteRange): Promise<void> {
+    if (blob.peer === undefined) return Promise.reject(new BlobstoreError('internal', 'fetch of a blob held here'));
+    return this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range);
+  }
+
+  /** Replaces a corrupt local copy with one from an owner, in the background. */
+  repair(meta: BlobMeta): void {
+    const key = meta.id.toString('hex');
+    if (this.repairing.has(key)) return;
+    this.repairing.add(key);
+    void (async () => {
+      const there = await this.remote.stat(meta.id);
+      if (!there) {
+        this.log.error({ blob: key }, 'repair: no owner holds a good copy of a blob whose local copy is corrupt');
+        return;
+      }
+      const chunks: Buffer[] = [];
+      await this.remote.fetch(there, (chunk) => void chunks.push(Buffer.from(chunk)));
+      // The corrupt record goes (not a user's delete), the good bytes take its place.
+      await this.store.delete(meta.id, true);
+      await storeReplica(this.store, this.config, {
+        id: meta.id, size: meta.size, checksum: meta.checksum, createdAtNs: meta.createdAtNs, policy: meta.policy as never, labels: meta.labels,
+      }, Buffer.concat(chunks));
+      this.log.warn({ blob: key, from: there.peer }, 'repair: a corrupt local copy was replaced from an owner');
+    })().catch((err: Error) => this.log.error({ blob: key, err }, `repair failed: ${err.message}`)).finally(() => this.repairing.delete(key));
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * Handoff: copies this node holds but does not own go to their owners. That is a store a
+ * non-owner took from a client, a range that moved to a joining node, or, when this node is
+ * leaving, everything it holds (a graceful leave's migration).
+ *
+ *   scan the index ──▶ ids whose owners (current ring) do not include this node, 256 at a time
+ *     ──HaveBlobs──▶ each owner: which does it lack?  ──▶ send those (repair: a user's delete there holds)
+ *     ──▶ every owner has it: drop the local copy (a leaving node keeps its files)
+ *
+ * Progress (blobs and bytes left, rate) is kept for the log, metrics, cluster/state and the UI.
+ * When a leaving node has handed everything over it tells the cluster it is gone.
+ */
+import type { Logger } from '../log/logger.js';
+import type { BlobMeta } from '../engine/engine.js';
+import { replicaCount } from '../engine/policy.js';
+import type { LocalStore } from '../service/local-store.js';
+import type { ClusterNode } from './cluster-node.js';
+import { PeerCallError, type PeerClients } from './peers.js';
+import type { BlobSender } from './transfer.js';
+import { TokenBucket } from './token-bucket.js';
+
+const BATCH = 256;
+
+export interface HandoffProgress {
+  /** A pass is under way. */
+  active: boolean;
+  /** Blobs and bytes this node holds without owning them, at the start of the pass, and left. */
+  blobsTotal: number;
+  bytesTotal: number;
+  blobsLeft: number;
+  bytesLeft: number;
+  /** Bytes handed over per second in this pass. */
+  bytesPerSecond: number;
+  startedAtMs: number;
+}
+
+export interface HandoffOptions {
+  intervalMs: number;
+  bytesPerSecond: number;
+}
+
+export class Handoff {
+  readonly progress: HandoffProgress = { active: false, blobsTotal: 0, bytesTotal: 0, blobsLeft: 0, bytesLeft: 0, bytesPerSecond: 0, startedAtMs: 0 };
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private readonly bucket: TokenBucket;
+  private lastLogMs = 0;
+
+  constructor(
+    private readonly store: LocalStore,
+    private readonly cluster: ClusterNode,
+    private readonly peers: PeerClients,
+    private readonly sender: BlobSender,
+    private readonly log: Logger,
+    private readonly options: HandoffOptions,
+  ) {
+    this.bucket = new TokenBucket(options.bytesPerSecond);
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** A pass soon (the ring changed, or this node started leaving). */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass().catch((err: Error) => this.log.error({ err }, `handoff: ${err.message}`)).finally(() => {
+      this.running = undefined;
+      if (this.again) {
+        this.again = false;
+        setImmediate(() => this.kick());
+      }
+    });
+  }
+
+  private leaving(): boolean {
+    return this.cluster.membership.selfStatus() === 'leaving';
+  }
+
+  /**
+   * Blobs held here and not owned, from `after` on, at most `limit` (with `limit` 0: none kept,
+   * only counted). The walk is by id, so a pass holds one page of metadata at a time.
+   */
+  private notOwned(after: Buffer | undefined, limit: number): { page: BlobMeta[]; blobs: number; bytes: number } {
+    const ring = this.cluster.ring;
+    const self = this.cluster.nodeId;
+    const page: BlobMeta[] = [];
+    let blobs = 0;
+    let bytes = 0;
+    if (ring.size === 0) return { page, blobs, bytes };
+    this.store.scan(after, (id, policy, size) => {
+      if (after && id.equals(after)) return true;
+      const count = replicaCount(policy);
+      if (count === 0 || ring.owners(id, count).includes(self)) return true;
+      blobs++;
+      bytes += size;
+      if (limit === 0) return !this.stopped;
+      const meta = this.store.stat(Buffer.from(id));
+      if (meta) page.push(meta);
+      return page.length < limit && !this.stopped;
+    });
+    return { page, blobs, bytes };
+  }
+
+  private async pass(): Promise<void> {
+    const leaving = this.leaving();
+    if (this.cluster.membership.selfStatus() !== 'active' && !leaving) return;
+    const total = this.notOwned(undefined, 0);
+    const p = this.progress;
+    Object.assign(p, { active: true, blobsTotal: total.blobs, bytesTotal: total.bytes, blobsLeft: total.blobs, bytesLeft: total.bytes, startedAtMs: Date.now(), bytesPerSecond: 0 });
+    if (total.blobs > 0) this.log.info({ blobs: p.blobsTotal, bytes: p.bytesTotal, leaving }, 'handoff: handing copies this node does not own to their owners');
+    let stuck = 0;
+    let after: Buffer | undefined;
+    while (!this.stopped) {
+      const { page } = this.notOwned(after, BATCH);
+      if (page.length === 0) break;
+      after = page[page.length - 1]!.id;
+      stuck += await this.handBatch(page, leaving);
+      this.report();
+    }
+    p.active = false;
+    if (total.blobs > 0) this.log.info({ blobs: p.blobsTotal - p.blobsLeft, bytes: p.bytesTotal - p.bytesLeft, left: p.blobsLeft }, 'handoff: pass done');
+    if (leaving && stuck === 0 && !this.stopped && this.leaving()) {
+      this.log.info('handoff: every blob is with its owners: leaving the cluster');
+      await this.cluster.finishLeaving();
+    }
+  }
+
+  /** Hands one batch over; returns how many blobs could not be placed (an owner unreachable). */
+  private async handBatch(metas: BlobMeta[], leaving: boolean): Promise<number> {
+    const ring = this.cluster.ring;
+    // owner -> blobs it should hold
+    const byOwner = new Map<string, BlobMeta[]>();
+    for (const meta of metas) {
+      for (const owner of ring.owners(meta.id, replicaCount(meta.policy))) {
+        const list = byOwner.get(owner) ?? [];
+        list.push(meta);
+        byOwner.set(owner, list);
+      }
+    }
+    const placed = new Map<string, number>(); // id hex -> owners that have it
+    const need = new Map<string, number>();
+    for (const meta of metas) need.set(meta.id.toString('hex'), ring.owners(meta.id, replicaCount(meta.policy)).length);
+    for (const [owner, list] of byOwner) {
+      const member = this.cluster.member(owner);
+      if (!member || member.grpcAddress === '' || !this.cluster.online(owner)) continue;
+      try {
+        const stub = this.peers.get(owner, member.grpcAddress).internal;
+        const answer = await this.peers.unary<{ have?: Buffer }>(stub, owner, 'HaveBlobs', { ids: list.map((m) => m.id) });
+        const have = answer.have ?? Buffer.alloc(0);
+        const lacking = list.filter((_, i) => ((have[i >> 3] ?? 0) & (1 << (i & 7))) === 0);
+        if (lacking.length > 0) {
+          await this.bucket.take(lacking.reduce((n, m) => n + m.size, 0));
+          await this.sender.send({ nodeId: owner, grpcAddress: member.grpcAddress }, lacking, true);
+        }
+        for (const meta of list) placed.set(meta.id.toString('hex'), (placed.get(meta.id.toString('hex')) ?? 0) + 1);
+      } catch (err) {
+        if (!(err instanceof PeerCallError)) throw err;
+        this.log.warn({ owner, err: err.message }, 'handoff: an owner could not take its copies; next pass');
+      }
+    }
+    let stuck = 0;
+    for (const meta of metas) {
+      const key = meta.id.toString('hex');
+      if ((placed.get(key) ?? 0) < need.get(key)!) {
+        stuck++;
+        continue;
+      }
+      this.progress.blobsLeft--;
+      this.progress.bytesLeft -= meta.size;
+      // Every owner has it: the copy here is surplus (a leaving node keeps its files).
+      if (!leaving) await this.store.delete(meta.id, true);
+    }
+    const elapsed = (Date.now() - this.progress.startedAtMs) / 1000;
+    if (elapsed > 0) this.progress.bytesPerSecond = Math.round((this.progress.bytesTotal - this.progress.bytesLeft) / elapsed);
+    return stuck;
+  }
+
+  private report(): void {
+    const now = Date.now();
+    if (now - this.lastLogMs < 5000) return;
+    this.lastLogMs = now;
+    const p = this.progress;
+    this.log.info({ blobsLeft: p.blobsLeft, bytesLeft: p.bytesLeft, bytesPerSecond: p.bytesPerSecond }, 'handoff: progress');
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * Reads from any node: a blob this node lacks is asked of its owners (and, while nodes are
+ * leaving, of nodes that held ranges before), online ones first, at most three. The bytes stream
+ * through in chunks as the owner sends them, never held whole; a whole-blob read is hashed on the
+ * way and checked against the id at the end (a mismatch throws, so the caller cuts its answer:
+ * never wrong bytes). 404 only when nobody has it.
+ *
+ *   GET here ── not local ──▶ StatBlob on owners (≤ 3) ──▶ FetchBlob from the first that has it
+ */
+import type * as grpc from '@grpc/grpc-js';
+import { BlobstoreError } from '../errors/errors.js';
+import { idOfDigest } from '../engine/blob-id.js';
+import type { BlobMeta } from '../engine/engine.js';
+import { encodeLabels } from '../engine/labels.js';
+import { parsePolicy } from '../engine/policy.js';
+import type { NodeConfig } from '../config/settings.js';
+import { createHasher } from '../hash/blake3.js';
+import type { BlobMetaMessage } from '../grpc/messages.js';
+import { Location } from '../index/entry.js';
+import type { ByteRange, ChunkSink } from '../service/local-store.js';
+import type { ClusterNode } from './cluster-node.js';
+import { PeerCallError, type PeerClients } from './peers.js';
+
+/** Tries per read (the spec: up to 3 replica nodes). */
+const CANDIDATES_MAX = 3;
+
+/** A blob found on a peer. */
+export interface RemoteBlob {
+  meta: BlobMeta;
+  peer: string;
+}
+
+export function metaFromWire(id: Buffer, m: BlobMetaMessage, config: NodeConfig): BlobMeta {
+  const created = String(m.created_at ?? '0');
+  return {
+    id, location: Location.SEGMENT, policy: parsePolicy(m.policy ?? 0), segment: 0, offset: 0, size: Number(m.size ?? 0),
+    createdAtNs: /^\d+$/.test(created) ? BigInt(created) : 0n, checksum: Buffer.from(m.checksum ?? Buffer.alloc(32)),
+    labels: encodeLabels(m.labels ?? {}, { ...config, maxLabels: Number.MAX_SAFE_INTEGER }),
+  };
+}
+
+export class RemoteReader {
+  constructor(
+    private readonly cluster: ClusterNode,
+    private readonly peers: PeerClients,
+    private readonly config: NodeConfig,
+  ) {}
+
+  /** Nodes that may hold the blob: its owners now, then owners before a node began leaving. */
+  private candidates(id: Buffer): string[] {
+    const self = this.cluster.nodeId;
+    const out = this.cluster.ring.owners(id, 3).filter((n) => n !== self);
+    for (const r of this.cluster.membership.records()) {
+      if (r.status === 'leaving' && r.nodeId !== self && !out.includes(r.nodeId)) out.push(r.nodeId);
+    }
+    // Online first; an offline node is still worth a try when nothing else answers.
+    return [...out.filter((n) => this.cluster.online(n)), ...out.filter((n) => !this.cluster.online(n))].slice(0, CANDIDATES_MAX + 1);
+  }
+
+  /** The blob's metadata from the first owner that has it; undefined when none has it. */
+  async stat(id: Buffer): Promise<RemoteBlob | undefined> {
+    let lastFailure: PeerCallError | undefined;
+    let asked = 0;
+    let failed = 0;
+    for (const peer of this.candidates(id)) {
+      if (asked === CANDIDATES_MAX) break;
+      const member = this.cluster.member(peer);
+      if (!member || member.grpcAddress === '') continue;
+      asked++;
+      try {
+        const stub = this.peers.get(peer, member.grpcAddress).internal;
+        const res = await this.peers.unary<{ exists?: boolean; meta?: BlobMetaMessage }>(stub, peer, 'StatBlob', { id: { id } });
+        if (res.exists && res.meta) return { meta: metaFromWire(id, res.meta, this.config), peer };
+      } catch (err) {
+        if (!(err instanceof PeerCallError)) throw err;
+        lastFailure = err;
+        failed++;
+      }
+    }
+    // Nobody could be asked at all: not "not found" but "the owners are unreachable".
+    if (asked > 0 && failed === asked) {
+      throw new BlobstoreError('unavailable', `blob ${id.toString('hex')} is not on this node and its owners are unreachable`, {
+        cause: lastFailure, headers: { 'Retry-After': '1' },
+      });
+    }
+    return undefined;
+  }
+
+  /**
+   * Streams `range` (default: all) of a blob held by `peer` to `sink` in chunks of at most
+   * 1 MiB. A whole-blob read is checked against the id at the end.
+   */
+  fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange): Promise<void> {
+    const member = this.cluster.member(blob.peer);
+    if (!member) return Promise.reject(new BlobstoreError('unavailable', `node ${blob.peer} is not a member any more`));
+    const stub = this.peers.get(blob.peer, member.grpcAddress).internal;
+    const whole = range === undefined || (range.start === 0 && range.end === blob.meta.size);
+    const request = { id: { id: blob.meta.id }, offset: range?.start ?? 0, length: range ? range.end - range.start : 0 };
+    return new Promise<void>((resolve, reject) => {
+      const call = stub.FetchBlob!(request, this.peers.metadata()) as unknown as grpc.ClientReadableStream<{ data?: Buffer; final?: boolean }>;
+      const hasher = whole ? createHasher() : undefined;
+      let index = 0;
+      let received = 0;
+      let settled = false;
+      const fail = (err: unknown): void => {
+        if (settled) return;
+        settled = true;
+        call.cancel();
+        reject(err);
+      };
+      let chain = Promise.resolve();
+      call.on('data', (msg) => {
+        const data = msg.data ?? Buffer.alloc(0);
+        if (data.length === 0 && index > 0) return;
+        call.pause();
+        chain = chain.then(async () => {
+          if (settled) return;
+          hasher?.update(data);
+          received += data.length;
+          await sink(data, index++);
+          call.resume();
+        }).catch(fail);
+      });
+      call.on('error', (err: grpc.ServiceError) => fail(new PeerCallError(blob.peer, 'FetchBlob', err.code, err.details)));
+      call.on('end', () => {
+        chain = chain.then(() => {
+          if (settled) return;
+          const expected = range ? range.end - range.start : blob.meta.size;
+          if (received !== expected) throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${received} bytes, expected ${expected}`);
+          if (hasher && !idOfDigest(hasher.digest()).equals(blob.meta.id)) {
+            throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer} failed its checksum`);
+          }
+          settled = true;
+          resolve();
+        }).catch(fail);
+      });
+    });
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * The replication queue's worker. A client's store in a cluster leaves an entry in the queue, in
+ * the same index transaction as the blob (so the intent survives any crash the blob survives);
+ * this worker copies the blob to every owner on the current ring that lacks it and then removes
+ * the entry.
+ *
+ *   store committed ──kick(id)──▶ fresh ids ──┐
+ *   every retry tick: queue page in LMDB ─────┴─▶ owners(id) − self − done ──▶ per peer: BlobSender
+ *                                                     │ ok: done += peer      │ failed: back-off with jitter
+ *                                                     ▼ all done: dequeue     ▼ (offline peers wait)
+ *
+ * Peers are sent to in parallel, each peer's blobs in batches; what a failed call carried is
+ * retried after 250 ms, then twice as long each time up to replicationRetryMaxMs (± 20 %).
+ * `replicationAcks` W > 0: a store waits (waitFor) until W owners besides this node hold the blob.
+ */
+import type { Logger } from '../log/logger.js';
+import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
+import type { BlobMeta } from '../engine/engine.js';
+import { replicaCount } from '../engine/policy.js';
+import type { LocalStore } from '../service/local-store.js';
+import type { ClusterNode } from './cluster-node.js';
+import type { BlobSender } from './transfer.js';
+
+export interface ReplicatorOptions {
+  /** Ids handled per pass (a page of the queue). */
+  pageSize: number;
+  retryMaxMs: number;
+  /** How often the persistent queue is walked for retries. */
+  retryTickMs: number;
+}
+
+const RETRY_FIRST_MS = 250;
+
+interface Waiter {
+  need: number;
+  resolve: () => void;
+}
+
+export class Replicator {
+  /** Ids stored since the last pass (hex): handled first, without a walk of the queue. */
+  private fresh = new Set<string>();
+  /** Back-off per id (hex): when it may be tried again, and how many times it failed. */
+  private readonly backoff = new Map<string, { untilMs: number; failures: number }>();
+  private readonly waiters = new Map<string, Waiter[]>();
+  private running: Promise<void> | undefined;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  /** Oldest queued entry seen by the last full walk (Unix ms), for the lag gauge. */
+  private oldestMs = 0;
+
+  constructor(
+    private readonly store: LocalStore,
+    private readonly cluster: ClusterNode,
+    private readonly sender: BlobSender,
+    private readonly metrics: ClusterMetrics,
+    private readonly log: Logger,
+    private readonly options: ReplicatorOptions,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), this.options.retryTickMs);
+    this.timer.unref();
+    this.kick();
+  }
+
+  /** A store was committed with a queue entry: copy it soon. */
+  stored(id: Buffer): void {
+    this.fresh.add(id.toString('hex'));
+    this.kick();
+  }
+
+  /** Resolves once `need` owners besides this node hold the blob (or the entry is gone). */
+  waitFor(id: Buffer, need: number): Promise<void> {
+    const key = id.toString('hex');
+    if (need <= 0 || !this.store.replication.get(id)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const list = this.waiters.get(key) ?? [];
+      list.push({ need, resolve });
+      this.waiters.set(key, list);
+    });
+  }
+
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass().catch((err: Error) => this.log.error({ err }, `replication: ${err.message}`)).finally(() => {
+      this.running = undefined;
+      this.refreshMetrics();
+      if (this.again) {
+        this.again = false;
+        setImmediate(() => this.kick());
+      }
+    });
+  }
+
+  /** Fresh ids first; then, on the timer's passes, the whole queue page by page. */
+  private async pass(): Promise<void> {
+    const fresh = [...this.fresh].map((h) => Buffer.from(h, 'hex'));
+    this.fresh = new Set();
+    if (fresh.length > 0) {
+      await this.handle(fresh);
+      return;
+    }
+    let after: Buffer | undefined;
+    let oldest = Infinity;
+    for (;;) {
+      const page = this.store.replication.page(this.options.pageSize, after);
+      if (page.length === 0) break;
+      for (const { entry } of page) oldest = Math.min(oldest, entry.queuedAtMs);
+      const now = Date.now();
+      const due = page.map((p) => p.id).filter((id) => (this.backoff.get(id.toString('hex'))?.untilMs ?? 0) <= now);
+      if (due.length > 0) await this.handle(due);
+      after = page[page.length - 1]!.id;
+      if (page.length < this.options.pageSize || this.stopped) break;
+    }
+    this.oldestMs = oldest === Infinity ? 0 : oldest;
+  }
+
+  /** Copies each id to the owners that lack it, peers in parallel. */
+  private async handle(ids: readonly Buffer[]): Promise<void> {
+    const perPeer = new Map<string, BlobMeta[]>();
+    for (const id of ids) {
+      const entry = this.store.replication.get(id);
+      if (!entry) continue;
+      const meta = this.store.stat(id);
+      if (!meta) {
+        // Deleted since: nothing left to copy.
+        await this.dequeue(id);
+        continue;
+      }
+      const missing = this.cluster.ring.owners(id, replicaCount(meta.policy)).filter((o) => o !== this.cluster.nodeId && !entry.done.includes(o));
+      if (missing.length === 0) {
+        await this.dequeue(id);
+        continue;
+      }
+      for (const owner of missing) {
+        if (!this.cluster.online(owner)) continue; // it waits in the queue until the owner is back
+        const list = perPeer.get(owner) ?? [];
+        list.push(meta);
+        perPeer.set(owner, list);
+      }
+    }
+    await Promise.all([...perPeer].map(([peer, metas]) => this.sendTo(peer, metas)));
+  }
+
+  private async sendTo(peerId: string, metas: BlobMeta[]): Promise<void> {
+    const member = this.cluster.member(peerId);
+    if (!member || member.grpcAddress === '') return;
+    const start = performance.now();
+    let held: Set<string>;
+    try {
+      held = await this.sender.send({ nodeId: peerId, grpcAddress: member.grpcAddress }, metas, false);
+      this.metrics.observe('replicate', start);
+    } catch (err) {
+      const now = Date.now();
+      for (const meta of metas) {
+        const key = meta.id.toString('hex');
+        const failures = (this.backoff.get(key)?.failures ?? 0) + 1;
+        const delay = Math.min(this.options.retryMaxMs, RETRY_FIRST_MS * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
+        this.backoff.set(key, { untilMs: now + delay, failures });
+      }
+      this.log.warn({ peer: peerId, blobs: metas.length, err: (err as Error).message }, 'replication to a peer failed; retrying with back-off');
+      return;
+    }
+    for (const meta of metas) if (held.has(meta.id.toString('hex'))) await this.confirmed(meta, peerId);
+  }
+
+  /** `peer` holds the blob now: recorded, and the entry goes once every owner does. */
+  private async confirmed(meta: BlobMeta, peer: string): Promise<void> {
+    const entry = this.store.replication.get(meta.id);
+    if (!entry) return;
+    if (!entry.done.includes(peer)) entry.done.push(peer);
+    const owners = this.cluster.ring.owners(meta.id, replicaCount(meta.policy)).filter((o) => o !== this.cluster.nodeId);
+    this.backoff.delete(meta.id.toString('hex'));
+    this.wake(meta.id, entry.done.length);
+    if (owners.every((o) => entry.done.includes(o))) await this.dequeue(meta.id);
+    else await this.store.replication.update(meta.id, entry);
+  }
+
+  private async dequeue(id: Buffer): Promise<void> {
+    await this.store.replication.remove(id);
+    this.backoff.delete(id.toString('hex'));
+    this.wake(id, Infinity);
+  }
+
+  private wake(id: Buffer, copies: number): void {
+    const key = id.toString('hex');
+    const list = this.waiters.get(key);
+    if (!list) return;
+    const still = list.filter((w) => {
+      if (copies < w.need) return true;
+      w.resolve();
+      return false;
+    });
+    if (still.length > 0) this.waiters.set(key, still);
+    else this.waiters.delete(key);
+  }
+
+  refreshMetrics(): void {
+    const depth = this.store.replication.depth;
+    this.metrics.setReplication(depth, depth > 0 && this.oldestMs > 0 ? Math.max(0, (Date.now() - this.oldestMs) / 1000) : 0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+    for (const list of this.waiters.values()) for (const w of list) w.resolve();
+    this.waiters.clear();
+  }
+}

@@ -1,0 +1,286 @@
+/**
+ * Copies of whole blobs between nodes, both ends: the sender packs small blobs many to a
+ * ReplicateBatch call (a grpc-js call costs ~60 us, more than a 4 KiB blob) and streams large ones
+ * in 1 MiB chunks over ReplicateStream, waiting for the stream to drain (flow control both ways);
+ * the receiver checks every byte against the checksum the sender's metadata names, and stores the
+ * copy with the sender's metadata and no replication of its own.
+ *
+ *   sender:   local store ──verified chunks──▶ ReplicateBatch [≤ batchBytes] / ReplicateStream [1 MiB…]
+ *   receiver: bytes ──BLAKE3──▶ same checksum? ──▶ local store (origin: not replicated, original time)
+ */
+import type * as grpc from '@grpc/grpc-js';
+import type { NodeConfig } from '../config/settings.js';
+import { BlobstoreError, invalidArgument } from '../errors/errors.js';
+import { blobIdFromBytes, idOfDigest } from '../engine/blob-id.js';
+import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import type { BlobMeta, PutResult, StoreOrigin } from '../engine/engine.js';
+import { encodeLabels } from '../engine/labels.js';
+import { parsePolicy } from '../engine/policy.js';
+import { Location } from '../index/entry.js';
+import { blake3 } from '../hash/blake3.js';
+import type { BlobMetaMessage } from '../grpc/messages.js';
+import type { LocalStore } from '../service/local-store.js';
+import { metaMessage } from '../service/meta.js';
+import type { BlobFileWriter } from '../engine/blob-file.js';
+import { PeerCallError, type PeerClients } from './peers.js';
+
+export interface PeerAddress {
+  readonly nodeId: string;
+  readonly grpcAddress: string;
+}
+
+/** A blob as the wire carries it to a replica. */
+export interface ReplicaMessage {
+  id: { id: Buffer };
+  data: Buffer;
+  meta: ReturnType<typeof metaMessage> | BlobMetaMessage;
+}
+
+/** The metadata of a replica as it arrived: checked, in the engine's terms. */
+interface IncomingMeta {
+  id: Buffer;
+  size: number;
+  checksum: Buffer;
+  createdAtNs: bigint;
+  policy: ReturnType<typeof parsePolicy>;
+  labels: Buffer;
+}
+
+export function incomingMeta(idMessage: { id?: Buffer } | undefined, meta: Partial<BlobMetaMessage> | undefined, config: NodeConfig): IncomingMeta {
+  const id = blobIdFromBytes(idMessage?.id);
+  if (!meta) throw invalidArgument('replica without metadata');
+  const checksum = meta.checksum;
+  if (!checksum || checksum.length !== 32 || !idOfDigest(checksum).equals(id)) throw invalidArgument('replica: checksum does not match the id');
+  const size = Number(meta.size ?? 0);
+  if (!Number.isSafeInteger(size) || size < 0) throw invalidArgument('replica: invalid size');
+  const created = String(meta.created_at ?? '0');
+  return {
+    id, size, checksum, createdAtNs: /^\d+$/.test(created) ? BigInt(created) : 0n,
+    policy: parsePolicy(meta.policy ?? 0), labels: encodeLabels(meta.labels ?? {}, config),
+  };
+}
+
+const originOf = (m: IncomingMeta): StoreOrigin => ({ replicate: false, createdAtNs: m.createdAtNs });
+
+/** Stores a whole replica held in memory; created false when the bytes were here already. */
+export async function storeReplica(store: LocalStore, config: NodeConfig, m: IncomingMeta, data: Buffer): Promise<PutResult> {
+  if (data.length !== m.size) throw invalidArgument(`replica of ${m.id.toString('hex')}: ${data.length} bytes, metadata says ${m.size}`);
+  if (data.length <= config.smallBlobMaxBytes) {
+    // putInline hashes the bytes: the id it finds must be the one the sender named.
+    const result = await store.putInline(data, m.policy, m.labels, originOf(m));
+    if (!result.id.equals(m.id)) throw new BlobstoreError('invalid_argument', `replica of ${m.id.toString('hex')}: bytes do not match the id`);
+    return result;
+  }
+  if (!blake3(data).equals(m.checksum)) throw invalidArgument(`replica of ${m.id.toString('hex')}: bytes do not match the checksum`);
+  const writer = await store.beginFile();
+  try {
+    for (let at = 0; at < data.length; at += CHUNK_BYTES) await writer.write(data.subarray(at, at + CHUNK_BYTES));
+    await writer.finish();
+    return await store.commitFile(writer, m.checksum, m.policy, m.labels, originOf(m));
+  } catch (err) {
+    await writer.abort();
+    throw err;
+  }
+}
+
+/** A streamed replica being received. */
+interface Incoming {
+  meta: IncomingMeta;
+  writer?: BlobFileWriter;
+  /** Bytes not yet handed to the writer (or, for a small blob, all of them). */
+  parts: Buffer[];
+  received: number;
+}
+
+/**
+ * Receives streamed replicas (ReplicateStream: one blob; Migrate: several in a row): meta on the
+ * first chunk of each blob, `final` on its last. Bytes go to a file as they come (a small blob
+ * gathers in memory); the digest is checked before the copy is committed.
+ */
+export class ReplicaReceiver {
+  private current: Incoming | undefined;
+  blobs = 0;
+  bytes = 0;
+  created = false;
+
+  constructor(
+    private readonly store: LocalStore,
+    private readonly config: NodeConfig,
+    /** Repair traffic: a blob a user deleted here is skipped, not stored. */
+    private readonly repair: boolean,
+  ) {}
+
+  async chunk(msg: { id?: { id?: Buffer }; meta?: Partial<BlobMetaMessage>; data?: Buffer; final?: boolean }): Promise<void> {
+    if (!this.current) {
+      const meta = incomingMeta(msg.id, msg.meta, this.config);
+      this.current = { meta, parts: [], received: 0 };
+      if (meta.size > this.config.smallBlobMaxBytes) this.current.writer = await this.store.beginFile();
+    }
+    const cur = this.current;
+    // A view of the received message: grpc-js does not reuse it, so it is kept without a copy.
+    const data = msg.data ?? Buffer.alloc(0);
+    if (cur.received + data.length > cur.meta.size) throw invalidArgument(`replica of ${cur.meta.id.toString('hex')}: more bytes than its size`);
+    if (data.length > 0) {
+      cur.received += data.length;
+      cur.parts.push(data);
+      if (cur.writer) await this.writeWhole(cur, false);
+    }
+    if (msg.final) {
+      this.current = undefined;
+      await this.finishBlob(cur);
+    }
+  }
+
+  /** Hands the writer whole 1 MiB chunks (its digests are per 1 MiB), and the rest at the end. */
+  private async writeWhole(cur: Incoming, last: boolean): Promise<void> {
+    let pending = 0;
+    for (const p of cur.parts) pending += p.length;
+    while (pending >= CHUNK_BYTES || (last && pending > 0)) {
+      let chunk = cur.parts[0]!;
+      if (chunk.length === CHUNK_BYTES) {
+        // The sender's chunks are whole 1 MiB: handed on without a copy.
+        cur.parts.shift();
+      } else {
+        const all = Buffer.concat(cur.parts);
+        chunk = all.subarray(0, Math.min(CHUNK_BYTES, all.length));
+        cur.parts = chunk.length < all.length ? [all.subarray(chunk.length)] : [];
+      }
+      await cur.writer!.write(chunk);
+      pending -= chunk.length;
+    }
+  }
+
+  private async finishBlob(cur: Incoming): Promise<void> {
+    if (cur.received !== cur.meta.size) {
+      await cur.writer?.abort();
+      throw invalidArgument(`replica of ${cur.meta.id.toString('hex')}: ${cur.received} bytes, metadata says ${cur.meta.size}`);
+    }
+    this.blobs++;
+    this.bytes += cur.received;
+    if (this.repair && this.store.deletedAt(cur.meta.id) !== undefined) {
+      await cur.writer?.abort();
+      return;
+    }
+    if (!cur.writer) {
+      this.created = (await storeReplica(this.store, this.config, cur.meta, Buffer.concat(cur.parts))).created;
+      return;
+    }
+    try {
+      await this.writeWhole(cur, true);
+      const digest = await cur.writer.finish();
+      if (!digest.equals(cur.meta.checksum)) throw invalidArgument(`replica of ${cur.meta.id.toString('hex')}: bytes do not match the checksum`);
+      this.created = (await this.store.commitFile(cur.writer, cur.meta.checksum, cur.meta.policy, cur.meta.labels, originOf(cur.meta))).created;
+    } catch (err) {
+      await cur.writer.abort();
+      throw err;
+    }
+  }
+
+  /** The stream ended: a blob left unfinished is dropped. */
+  async end(): Promise<void> {
+    if (!this.current) return;
+    const cur = this.current;
+    this.current = undefined;
+    await cur.writer?.abort();
+    throw invalidArgument(`replica stream ended before the final chunk of ${cur.meta.id.toString('hex')}`);
+  }
+
+  async abort(): Promise<void> {
+    const cur = this.current;
+    this.current = undefined;
+    await cur?.writer?.abort();
+  }
+}
+
+export interface SenderOptions {
+  /** Bytes of small blobs packed into one ReplicateBatch call. */
+  batchBytes: number;
+  /** Blobs above this go over ReplicateStream (at most the gRPC message size, less framing). */
+  inlineMaxBytes: number;
+  /** Deadline of a batch call and of each chunk of a stream. */
+  callTimeoutMs: number;
+}
+
+/** Sends local blobs to a peer; resolves with the ids (hex) the peer holds afterwards. */
+export class BlobSender {
+  constructor(
+    private readonly store: LocalStore,
+    private readonly peers: PeerClients,
+    private readonly options: SenderOptions,
+  ) {}
+
+  async send(peer: PeerAddress, metas: readonly BlobMeta[], repair: boolean): Promise<Set<string>> {
+    const held = new Set<string>();
+    let batch: ReplicaMessage[] = [];
+    let batchBytes = 0;
+    const flush = async (): Promise<void> => {
+      if (batch.length === 0) return;
+      const sent = batch;
+      batch = [];
+      batchBytes = 0;
+      const stub = this.peers.get(peer.nodeId, peer.grpcAddress).internal;
+      await this.peers.unary(stub, peer.nodeId, 'ReplicateBatch', { blobs: sent, repair }, this.options.callTimeoutMs);
+      for (const b of sent) held.add(b.id.id.toString('hex'));
+    };
+    for (const meta of metas) {
+      if (meta.size > this.options.inlineMaxBytes) {
+        await flush();
+        await this.stream(peer, meta, repair);
+        held.add(meta.id.toString('hex'));
+        continue;
+      }
+      const data = meta.location === Location.SEGMENT ? await this.store.readInline(meta) : await this.readWhole(meta);
+      if (batch.length > 0 && batchBytes + data.length > this.options.batchBytes) await flush();
+      batch.push({ id: { id: meta.id }, data: meta.location === Location.SEGMENT ? Buffer.from(data) : data, meta: metaMessage(meta) });
+      batchBytes += data.length;
+    }
+    await flush();
+    return held;
+  }
+
+  private async readWhole(meta: BlobMeta): Promise<Buffer> {
+    const out = Buffer.allocUnsafe(meta.size);
+    let at = 0;
+    await this.store.read(meta, (chunk) => {
+      chunk.copy(out, at);
+      at += chunk.length;
+    });
+    return out;
+  }
+
+  /** One large blob over ReplicateStream, chunk by chunk as the stream drains. */
+  private stream(peer: PeerAddress, meta: BlobMeta, repair: boolean): Promise<void> {
+    const stub = this.peers.get(peer.nodeId, peer.grpcAddress).internal;
+    return new Promise<void>((resolve, reject) => {
+      let failed: Error | undefined;
+      const md = this.peers.metadata();
+      if (repair) md.set('x-blobstore-repair', '1');
+      const call = stub.ReplicateStream!(md, (err: grpc.ServiceError | null) => {
+        if (err) reject(new PeerCallError(peer.nodeId, 'ReplicateStream', err.code, err.details));
+        else if (failed) reject(failed);
+        else resolve();
+      }) as unknown as grpc.ClientWritableStream<unknown>;
+      let first = true;
+      const write = (msg: unknown): Promise<void> =>
+        call.write(msg) ? Promise.resolve() : new Promise((r) => call.once('drain', () => r()));
+      this.store
+        .read(meta, async (chunk) => {
+          const msg = first ? { id: { id: meta.id }, meta: metaMessage(meta), data: chunk } : { data: chunk };
+          first = false;
+          // The chunk's buffer is reused after this call: grpc-js serializes it at write() time.
+          await write(msg);
+        })
+        .then(
+          () => {
+            if (first) call.write({ id: { id: meta.id }, meta: metaMessage(meta), data: Buffer.alloc(0) });
+            call.write({ final: true });
+            call.end();
+          },
+          (err: Error) => {
+            failed = err;
+            call.cancel();
+          },
+        );
+    });
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * ClusterService over gRPC: the cluster secret (a peer) or a token with the admin scope, then
+ * ClusterApi. A refused heartbeat is an answer, not a failure: HeartbeatResponse with ok false
+ * (and `rejoin` for an unknown node), as the spec's HTTP 404 body carries it.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { Gate } from '../auth/gate.js';
+import { type ClusterApi, HeartbeatDenied } from '../cluster/cluster-api.js';
+import { SECRET_METADATA } from '../cluster/peers.js';
+import type { Logger } from '../log/logger.js';
+import type { MalformedMessage } from './proto.js';
+import { authorization, toStatus, wellFormed } from './status.js';
+
+type Unary = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => void;
+
+export function clusterServiceHandlers(api: ClusterApi, gate: Gate, log: Logger): UntypedServiceImplementation {
+  const unary = (method: string, fn: (request: unknown) => unknown): Unary => (call, callback) => {
+    const fail = (err: unknown): void => callback(toStatus(err, `ClusterService.${method}`, log, call.metadata));
+    let result: unknown;
+    try {
+      const secret = call.metadata.get(SECRET_METADATA)[0];
+      if (!api.fromPeer(typeof secret === 'string' ? secret : '')) gate.check(authorization(call.metadata), 'admin');
+      result = fn(wellFormed(call.request as object | MalformedMessage));
+    } catch (err) {
+      fail(err);
+      return;
+    }
+    Promise.resolve(result).then((res) => callback(null, res), (err: unknown) => {
+      if (err instanceof HeartbeatDenied) callback(null, err.response);
+      else fail(err);
+    });
+  };
+  return {
+    Join: unary('Join', (r) => api.join(r)),
+    Leave: unary('Leave', (r) => api.leave(r)),
+    Heartbeat: unary('Heartbeat', (r) => api.heartbeat(r)),
+    GetState: unary('GetState', () => api.state()),
+    SyncRing: unary('SyncRing', (r) => api.syncRing(r)),
+  } as UntypedServiceImplementation;
+}

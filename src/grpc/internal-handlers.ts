@@ -1,0 +1,164 @@
+/**
+ * InternalService: what nodes ask of each other. Every call must carry the cluster secret when
+ * one is set (refused as UNAUTHENTICATED otherwise; user tokens mean nothing here). Replicas go
+ * straight to the local store (a replica is never replicated again); reads stream verified
+ * chunks; repair questions are answered from the index.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import { blobIdFromBytes } from '../engine/blob-id.js';
+import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import { BlobstoreError, notFound, unimplemented } from '../errors/errors.js';
+import type { Logger } from '../log/logger.js';
+import type { Cluster } from '../cluster/cluster.js';
+import { incomingMeta, ReplicaReceiver, storeReplica } from '../cluster/transfer.js';
+import { blobMeta } from './blob-handlers.js';
+import type { MalformedMessage } from './proto.js';
+import { toStatus, wellFormed } from './status.js';
+
+type Unary = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => void;
+
+export function internalServiceHandlers(getCluster: () => Cluster | undefined, log: Logger): UntypedServiceImplementation {
+  /** The cluster, once it runs (a call in the moment between listening and its start waits a retry). */
+  const running = (): Cluster => {
+    const c = getCluster();
+    if (!c) throw new BlobstoreError('unavailable', 'the cluster side of this node is starting', { headers: { 'Retry-After': '1' } });
+    return c;
+  };
+  const unary = <Req>(method: string, fn: (request: Req, metadata: grpc.Metadata) => unknown): Unary => (call, callback) => {
+    let result: unknown;
+    try {
+      running().checkSecret(call.metadata);
+      result = fn(wellFormed(call.request as Req | MalformedMessage), call.metadata);
+    } catch (err) {
+      callback(toStatus(err, `InternalService.${method}`, log, call.metadata));
+      return;
+    }
+    Promise.resolve(result).then((res) => callback(null, res), (err: unknown) => callback(toStatus(err, `InternalService.${method}`, log, call.metadata)));
+  };
+
+  type ReplicaRequest = { id?: { id?: Buffer }; data?: Buffer; meta?: Parameters<typeof incomingMeta>[1] };
+  const replicate = async (r: ReplicaRequest, repair: boolean): Promise<boolean> => {
+    const { store, config } = running();
+    const m = incomingMeta(r.id, r.meta, config);
+    if (repair && store.deletedAt(m.id) !== undefined) return false;
+    return (await storeReplica(store, config, m, r.data ?? Buffer.alloc(0))).created;
+  };
+
+  /** A client stream of replica chunks (one blob, or several for Migrate). */
+  const receive = (method: string, respond: (r: ReplicaReceiver) => unknown) =>
+    (call: grpc.ServerReadableStream<unknown, unknown>, callback: grpc.sendUnaryData<unknown>): void => {
+      let receiver: ReplicaReceiver;
+      try {
+        const cluster = running();
+        cluster.checkSecret(call.metadata);
+        receiver = new ReplicaReceiver(cluster.store, cluster.config, method === 'Migrate' || call.metadata.get('x-blobstore-repair')[0] === '1');
+      } catch (err) {
+        callback(toStatus(err, `InternalService.${method}`, log, call.metadata));
+        return;
+      }
+      let failed = false;
+      let chain = Promise.resolve();
+      const fail = (err: unknown): void => {
+        if (failed) return;
+        failed = true;
+        void receiver.abort();
+        callback(toStatus(err, `InternalService.${method}`, log, call.metadata));
+      };
+      call.on('data', (msg: unknown) => {
+        // One chunk at a time, in order; the stream pauses while the disk is behind.
+        call.pause();
+        chain = chain.then(async () => {
+          if (failed) return;
+          await receiver.chunk(wellFormed(msg as Parameters<ReplicaReceiver['chunk']>[0] | MalformedMessage));
+          call.resume();
+        }).catch(fail);
+      });
+      call.on('end', () => {
+        chain = chain.then(async () => {
+          if (failed) return;
+          await receiver.end();
+          callback(null, respond(receiver));
+        }).catch(fail);
+      });
+      call.on('error', () => void receiver.abort());
+      call.on('cancelled', () => {
+        failed = true;
+        void receiver.abort();
+      });
+    };
+
+  const fetchBlob = (call: grpc.ServerWritableStream<unknown, unknown>): void => {
+    void (async () => {
+      let gone = false;
+      call.once('cancelled', () => (gone = true));
+      try {
+        const { store } = running();
+        running().checkSecret(call.metadata);
+        const req = wellFormed(call.request as { id?: { id?: Buffer }; offset?: string | number; length?: string | number } | MalformedMessage);
+        const meta = store.stat(blobIdFromBytes(req.id?.id));
+        if (!meta) throw notFound(`blob ${blobIdFromBytes(req.id?.id).toString('hex')} not on this node`);
+        const start = Math.min(Number(req.offset ?? 0), meta.size);
+        const length = Number(req.length ?? 0);
+        const end = length > 0 ? Math.min(meta.size, start + length) : meta.size;
+        let first = true;
+        const write = (msg: unknown): Promise<void> =>
+          call.write(msg) ? Promise.resolve() : new Promise((resolve) => call.once('drain', () => resolve()));
+        await store.read(meta, async (chunk: Buffer) => {
+          if (gone) throw new BlobstoreError('unavailable', 'fetch cancelled by the caller');
+          for (let at = 0; at < Math.max(1, chunk.length); at += CHUNK_BYTES) {
+            await write(first ? { meta: blobMeta(meta), data: chunk.subarray(at, at + CHUNK_BYTES) } : { data: chunk.subarray(at, at + CHUNK_BYTES) });
+            first = false;
+          }
+        }, { start, end });
+        if (first) await write({ meta: blobMeta(meta), data: Buffer.alloc(0) });
+        await write({ final: true });
+        // A server stream's end() takes trailing metadata, not a last message.
+        call.end();
+      } catch (err) {
+        if (!gone) call.emit('error', toStatus(err, 'InternalService.FetchBlob', log, call.metadata));
+      }
+    })();
+  };
+
+  const notYet = (name: string): Unary => unary(name, () => {
+    throw unimplemented(`InternalService.${name}: erasure-coded shards come with the erasure-coding work`);
+  });
+
+  return {
+    Replicate: unary('Replicate', async (r: ReplicaRequest) => ({ created: await replicate(r, false) })),
+    ReplicateBatch: unary('ReplicateBatch', async (r: { blobs?: ReplicaRequest[]; repair?: boolean }) => {
+      const created: boolean[] = [];
+      for (const blob of r.blobs ?? []) created.push(await replicate(blob, r.repair === true));
+      return { created };
+    }),
+    ReplicateStream: receive('ReplicateStream', (r) => ({ created: r.created })),
+    Migrate: receive('Migrate', (r) => ({ blobs_received: r.blobs, bytes_received: r.bytes })),
+    DeleteInternal: unary('DeleteInternal', async (r: { id?: { id?: Buffer } }) => {
+      const { store } = running();
+      const id = blobIdFromBytes(r.id?.id);
+      const had = store.stat(id) !== undefined;
+      await store.delete(id, true);
+      return { deleted: had };
+    }),
+    FetchBlob: fetchBlob,
+    StatBlob: unary('StatBlob', (r: { id?: { id?: Buffer } }) => {
+      const meta = running().store.stat(blobIdFromBytes(r.id?.id));
+      return meta ? { exists: true, meta: blobMeta(meta) } : { exists: false };
+    }),
+    HaveBlobs: unary('HaveBlobs', (r: { ids?: Buffer[] }) => {
+      const { store } = running();
+      const ids = r.ids ?? [];
+      const have = Buffer.alloc(Math.ceil(ids.length / 8));
+      ids.forEach((id, i) => {
+        if (id.length === 16 && (store.stat(id) !== undefined || store.deletedAt(id) !== undefined)) have[i >> 3]! |= 1 << (i & 7);
+      });
+      return { have };
+    }),
+    RangeDigest: unary('RangeDigest', (r: { peer?: string; ring_version?: string | number; top?: number[] }) =>
+      running().antiEntropy.digests(r.peer ?? '', r.top ?? [])),
+    ListLeaf: unary('ListLeaf', (r: { peer?: string; leaf?: number }) => ({ ids: running().antiEntropy.leafIds(r.peer ?? '', r.leaf ?? 0) })),
+    FetchShard: notYet('FetchShard'),
+    StoreShard: notYet('StoreShard'),
+  } as UntypedServiceImplementation;
+}

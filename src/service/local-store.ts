@@ -1,0 +1,51 @@
+/**
+ * The local store: what this node's storage engine offers the blob service (the coordinator of a
+ * store or read) and the cluster's InternalService handlers, which call it directly so that a
+ * replica is stored here and never replicated again. The engine (src/engine) implements it; no
+ * transport reaches past this interface.
+ */
+import type { BlobFileWriter } from '../engine/blob-file.js';
+import type { BufferPool } from '../engine/buffer-pool.js';
+import type { BlobMeta, EngineStats, ListResult, PutResult, StoreOrigin } from '../engine/engine.js';
+import type { Policy } from '../engine/policy.js';
+import type { ReplicationQueue } from '../index/blob-index.js';
+
+import type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
+
+export type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
+
+export interface LocalStore {
+  /** Buffers of 1 MiB for chunks in flight (uploads, downloads, replication). */
+  readonly pool: BufferPool;
+
+  putInline(data: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
+  /** 507 before a body the disk cannot hold is read. */
+  checkSpace(bytes: number): void;
+  beginFile(): Promise<BlobFileWriter>;
+  commitFile(writer: BlobFileWriter, checksum: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
+
+  stat(id: Buffer): BlobMeta | undefined;
+  /** The blob (or `range` of it) in verified chunks of at most 1 MiB; corrupt bytes are never handed on. */
+  read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange): Promise<void>;
+  /** A segment blob's bytes, verified. */
+  readInline(meta: BlobMeta): Promise<Buffer>;
+  /** readInline on the calling thread for small records (a view of a scratch buffer; undefined when too large). */
+  readInlineSync(meta: BlobMeta): Buffer | undefined;
+
+  /** A local delete; `handoff` drops a copy the owners hold (not remembered as a user's delete). */
+  delete(id: Buffer, handoff?: boolean): Promise<void>;
+  list(prefix: string, cursor: string | undefined, limit: number): ListResult;
+  /** When a user deleted the blob here, if one did (repair does not copy it back). */
+  deletedAt(id: Buffer): number | undefined;
+  /** Every stored id from `start` in byte order with its policy and size, until `visit` returns false. */
+  scan(start: Buffer | undefined, visit: (id: Buffer, policy: number, size: number) => boolean): void;
+  /** Every id a user deleted here, from `start`, with the policy it had, until `visit` returns false. */
+  scanDeleted(start: Buffer | undefined, visit: (id: Buffer, policy: number) => boolean): void;
+
+  /** The replication queue (entries are written by stores with origin.replicate). */
+  readonly replication: ReplicationQueue;
+
+  stats(): Promise<EngineStats>;
+  /** Why stores cannot be taken now, if they cannot. */
+  readonly failure: Error | undefined;
+}

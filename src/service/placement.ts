@@ -1,0 +1,39 @@
+/**
+ * Where copies go, as the blob service sees it: the seam between the coordinator of a store or
+ * read (blob-service.ts) and the cluster. A node alone places everything here; the cluster
+ * (src/cluster/cluster.ts) answers from the ring, queues copies for the owners and reads what this
+ * node lacks from them.
+ */
+import type { BlobMeta } from '../engine/engine.js';
+import type { ByteRange, ChunkSink } from './local-store.js';
+
+/** A blob found: here (no `peer`), or on the peer named. */
+export type Located = BlobMeta & { readonly peer?: string };
+
+export interface Placement {
+  /** Nodes copies can go to now (an EC policy needs data + parity of them). */
+  nodesAvailable(): number;
+  /** A client's store here queues copies for the ring's owners (there are other members). */
+  replicates(): boolean;
+  /**
+   * A store that queued copies was committed: they go out soon. Resolves at once, or, with
+   * replicationAcks W, once W owners besides this node hold the blob (503 after the timeout).
+   */
+  stored(id: Buffer): Promise<void>;
+  /** A blob this node lacks, from the nodes that may hold it; undefined when none does. */
+  find(id: Buffer): Promise<Located | undefined>;
+  /** Streams (a range of) a blob found on a peer, verified. */
+  fetch(blob: Located, sink: ChunkSink, range?: ByteRange): Promise<void>;
+  /** A local copy failed its checksum: it is replaced from an owner in the background. */
+  repair(meta: BlobMeta): void;
+}
+
+/** A node on its own: every copy is the local one, nothing is anywhere else. */
+export const SINGLE_NODE: Placement = {
+  nodesAvailable: () => 1,
+  replicates: () => false,
+  stored: () => Promise.resolve(),
+  find: () => Promise.resolve(undefined),
+  fetch: () => Promise.reject(new Error('no cluster to read from')),
+  repair: () => undefined,
+};

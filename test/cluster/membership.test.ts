@@ -1,0 +1,139 @@
+/**
+ * Membership with real node processes on loopback: nodes started with SeedNodes join by
+ * themselves and agree on one member list and ring version; the states table (join, heartbeat of
+ * an unknown node, offline and back, immediate leave); restarts keep the membership.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
+
+describe('a 3-node cluster on loopback', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    c = await TestCluster.start({ size: 3 });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('nodes started with SeedNodes join by themselves: every node lists all three as active, one ring version', async () => {
+    const state = await c.converged({ members: c.ids });
+    expect(state.nodes.map((n) => n.state)).toEqual(['active', 'active', 'active']);
+    expect(state.ring_version).toBeGreaterThan(0);
+    // Each node announces where peers reach its gRPC services, and its own API address.
+    for (const [i, id] of c.ids.entries()) {
+      const n = state.nodes.find((x) => x.node_id === id)!;
+      expect(n.address).toBe(`127.0.0.1:${c.ports[i]}`);
+      expect(n.grpc_address).toMatch(/^127\.0\.0\.1:\d+$/);
+    }
+  });
+
+  it('answers a heartbeat from an unknown node with 404, ok false and commands ["rejoin"]', async () => {
+    const res = await fetch(`${c.url(1)}/v1/cluster/heartbeat`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ node_id: 'ghost', used_bytes: 0, blob_count: 0, ring_version: 1 }),
+    });
+    expect(res.status).toBe(404);
+    const body = (await res.json()) as { ok: boolean; commands: string[]; code: number; message: string };
+    expect(body).toMatchObject({ ok: false, commands: ['rejoin'], code: 404 });
+    expect(body.message).toMatch(/ghost/);
+  });
+
+  it('a heartbeat from a member answers ok with the ring version, and the nodes when the caller is behind', async () => {
+    const state = await c.state(0);
+    const post = (ringVersion: number): Promise<Response> => fetch(`${c.url(0)}/v1/cluster/heartbeat`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ node_id: 'node-2', used_bytes: 10, blob_count: 1, ring_version: ringVersion }),
+    });
+    const current = (await (await post(state.ring_version)).json()) as { ok: boolean; ring_version: number; nodes: unknown[] };
+    expect(current).toMatchObject({ ok: true, ring_version: state.ring_version, nodes: [] });
+    const behind = (await (await post(0)).json()) as { ok: boolean; nodes: { node_id: string }[] };
+    expect(behind.nodes.map((n) => n.node_id).sort()).toEqual(c.ids);
+  });
+
+  it('sync-ring answers the ring: version, node ids and vnodes per node', async () => {
+    const res = await fetch(`${c.url(2)}/v1/cluster/sync-ring`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"ring_version":0}' });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { ring_version: number; node_ids: string[]; vnodes_per_node: number };
+    expect(body.node_ids).toEqual(c.ids);
+    expect(body.vnodes_per_node).toBe(128);
+    expect(body.ring_version).toBe((await c.state(2)).ring_version);
+  });
+
+  it('a frozen node (SIGSTOP) goes offline on the others, and active again when it runs (SIGCONT)', async () => {
+    c.freeze(2);
+    try {
+      await c.converged({ among: [0, 1], states: { 'node-3': 'offline' }, timeoutMs: OFFLINE_MS + 10_000 });
+    } finally {
+      c.thaw(2);
+    }
+    const state = await c.converged({ states: { 'node-3': 'active' }, timeoutMs: 10_000 });
+    expect(state.nodes.every((n) => n.state === 'active')).toBe(true);
+  });
+
+  it('restarting every node keeps the membership: same members, same ring version, all active', async () => {
+    const before = await c.converged();
+    for (let i = 0; i < 3; i++) {
+      await c.stop(i);
+      await c.startNode(i);
+    }
+    const after = await c.converged({ members: c.ids, states: { 'node-1': 'active', 'node-2': 'active', 'node-3': 'active' } });
+    expect(after.ring_version).toBeGreaterThanOrEqual(before.ring_version);
+    expect(after.nodes.map((n) => n.node_id).sort()).toEqual(c.ids);
+  });
+
+  it('an immediate leave removes the node everywhere; the removed node stays out and knows it', async () => {
+    const before = await c.converged();
+    const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"node_id":"node-3","graceful":false}' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ acknowledged: true });
+    const after = await c.converged({ among: [0, 1], members: ['node-1', 'node-2'] });
+    expect(after.ring_version).toBeGreaterThan(before.ring_version);
+    // node-3 heard of its removal and does not come back by itself.
+    await new Promise((r) => setTimeout(r, 1000));
+    const own = await c.state(2);
+    expect(own.nodes.map((n) => n.node_id)).not.toContain('node-3');
+    const still = await c.converged({ among: [0, 1], members: ['node-1', 'node-2'] });
+    expect(still.ring_version).toBe(after.ring_version);
+  });
+
+  it('a leave of a node that is not a member answers 404', async () => {
+    const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"node_id":"nobody"}' });
+    expect(res.status).toBe(404);
+  });
+
+  it('a join admits (or admits again) a node: accepted, the ring version, and every member in nodes', async () => {
+    const res = await fetch(`${c.url(1)}/v1/cluster/join`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ node_id: 'node-3', address: `127.0.0.1:${c.ports[2]}`, capacity_bytes: 1000 }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { accepted: boolean; ring_version: number; nodes: { node_id: string; state: string }[] };
+    expect(body.accepted).toBe(true);
+    expect(body.nodes.map((n) => n.node_id).sort()).toEqual(c.ids);
+    // node-3 hears of its admission from the others' heartbeats and is a member again everywhere.
+    await c.converged({ members: c.ids, states: { 'node-3': 'active' } });
+  });
+});
+
+describe('cluster endpoints in variant A', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    c = await TestCluster.start({ size: 2, args: ['--api-variant', 'a'] });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('writes int64 fields as strings and answers an unknown heartbeat with the gRPC code and rejoin', async () => {
+    await c.converged({ members: c.ids });
+    const state = (await (await fetch(`${c.url(0)}/v1/cluster/state`)).json()) as { ring_version: unknown; nodes: { capacity_bytes: unknown }[] };
+    expect(typeof state.ring_version).toBe('string');
+    expect(typeof state.nodes[0]!.capacity_bytes).toBe('string');
+    const res = await fetch(`${c.url(1)}/v1/cluster/heartbeat`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ node_id: 'ghost', used_bytes: '0', blob_count: '0', ring_version: '1' }),
+    });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ code: 5, ok: false, commands: ['rejoin'] });
+  });
+});

@@ -1,0 +1,193 @@
+/**
+ * Real clusters for tests: N `blobstore serve` processes, each with its own data dir and a fixed
+ * API port (so a restarted node comes back at the same address), joined through the first node's
+ * address as SeedNodes. Fast heartbeats and a short offline timeout keep scenarios short; every
+ * node can be killed (SIGKILL), stopped (SIGTERM), frozen (SIGSTOP/SIGCONT) and restarted.
+ * Invariant checks: every node agrees on the member list and ring version; every acknowledged
+ * blob reads back byte-exact from every node.
+ */
+import { createServer } from 'node:net';
+import { expect } from 'vitest';
+import { type NodeProcess, startNode, tempDir } from './node-process.js';
+
+export const HEARTBEAT_MS = 200;
+export const OFFLINE_MS = 1500;
+
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ClusterOptions {
+  size: number;
+  /** Extra arguments for every node. */
+  args?: string[];
+  /** Per node: the host it listens on (netns tests) and the command it runs under. */
+  host?: (i: number) => string;
+  wrap?: (i: number) => string[];
+  /** Node i's extra arguments (a region, say). */
+  nodeArgs?: (i: number) => string[];
+  /** Start the nodes one by one (each joins the first), or all at once. */
+  together?: boolean;
+}
+
+export interface NodeState {
+  ring_version: number;
+  nodes: { node_id: string; address: string; state: string; used_bytes: number; blob_count: number; grpc_address: string }[];
+}
+
+export class TestCluster {
+  readonly nodes: (NodeProcess | undefined)[] = [];
+  readonly dataDirs: string[] = [];
+  readonly ports: number[] = [];
+  readonly ids: string[] = [];
+
+  private constructor(private readonly options: ClusterOptions) {}
+
+  static async start(options: ClusterOptions): Promise<TestCluster> {
+    const c = new TestCluster(options);
+    for (let i = 0; i < options.size; i++) {
+      c.ports.push(await freePort(options.host?.(i) ?? '127.0.0.1'));
+      c.dataDirs.push(tempDir('blobstore-cluster-'));
+      c.ids.push(`node-${i + 1}`);
+    }
+    if (options.together) await Promise.all(c.ids.map((_, i) => c.startNode(i)));
+    else for (let i = 0; i < options.size; i++) await c.startNode(i);
+    return c;
+  }
+
+  host(i: number): string {
+    return this.options.host?.(i) ?? '127.0.0.1';
+  }
+
+  url(i: number): string {
+    return `http://${this.host(i)}:${this.ports[i]}`;
+  }
+
+  /** Starts (or restarts) node i on its data dir and port; node 0 is the seed of the others. */
+  async startNode(i: number, extraArgs: string[] = []): Promise<NodeProcess> {
+    const seeds = i === 0 ? [] : ['--seed-nodes', `${this.host(0)}:${this.ports[0]}`];
+    const node = await startNode({
+      dataDir: this.dataDirs[i],
+      host: this.host(i),
+      wrap: this.options.wrap?.(i),
+      args: [
+        '--listen', `${this.host(i)}:${this.ports[i]}`, '--grpc-addr', `${this.host(i)}:0`, '--node-id', this.ids[i]!,
+        '--heartbeat-interval-ms', String(HEARTBEAT_MS), '--offline-after-ms', String(OFFLINE_MS),
+        ...seeds, ...(this.options.args ?? []), ...(this.options.nodeArgs?.(i) ?? []), ...extraArgs,
+      ],
+    });
+    this.nodes[i] = node;
+    return node;
+  }
+
+  node(i: number): NodeProcess {
+    const n = this.nodes[i];
+    if (!n) throw new Error(`node ${i} is not running`);
+    return n;
+  }
+
+  live(): number[] {
+    return this.nodes.flatMap((n, i) => (n ? [i] : []));
+  }
+
+  async kill(i: number): Promise<void> {
+    await this.nodes[i]?.kill();
+    this.nodes[i] = undefined;
+  }
+
+  async stop(i: number): Promise<void> {
+    await this.nodes[i]?.stop();
+    this.nodes[i] = undefined;
+  }
+
+  freeze(i: number): void {
+    this.node(i).child.kill('SIGSTOP');
+  }
+
+  thaw(i: number): void {
+    this.node(i).child.kill('SIGCONT');
+  }
+
+  async state(i: number): Promise<NodeState> {
+    const res = await fetch(`${this.url(i)}/v1/cluster/state`, { signal: AbortSignal.timeout(5000) });
+    expect(res.status).toBe(200);
+    return (await res.json()) as NodeState;
+  }
+
+  /**
+   * Waits until every live node (or `among`) reports the same ring version and the same members
+   * in the same states, with `expect` (node ids) as the members when given; returns that state.
+   */
+  async converged(options: { among?: number[]; members?: string[]; timeoutMs?: number; states?: Record<string, string> } = {}): Promise<NodeState> {
+    const among = options.among ?? this.live();
+    const deadline = Date.now() + (options.timeoutMs ?? 20_000);
+    let last = '';
+    for (;;) {
+      const states = await Promise.all(among.map((i) => this.state(i).catch((err: Error) => ({ error: err.message }) as unknown as NodeState)));
+      const views = states.map((s) => JSON.stringify({ v: s.ring_version, n: (s.nodes ?? []).map((n) => `${n.node_id}:${n.state}`).sort() }));
+      const same = views.every((v) => v === views[0]);
+      const members = (states[0]?.nodes ?? []).map((n) => n.node_id).sort();
+      const wantMembers = !options.members || JSON.stringify(members) === JSON.stringify([...options.members].sort());
+      const wantStates = !options.states || Object.entries(options.states).every(([id, st]) => states[0]?.nodes?.find((n) => n.node_id === id)?.state === st);
+      if (same && wantMembers && wantStates) return states[0]!;
+      last = views.join('\n  ');
+      if (Date.now() > deadline) throw new Error(`no agreement within ${options.timeoutMs ?? 20_000} ms:\n  ${last}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async stopAll(): Promise<void> {
+    for (const i of this.live()) {
+      try {
+        this.thaw(i);
+      } catch {
+        // not frozen
+      }
+    }
+    await Promise.all(this.live().map((i) => this.stop(i)));
+  }
+}
+
+/** Every blob reads back byte-exact from every node in `among` (default: all live nodes). */
+export async function expectReadableEverywhere(c: TestCluster, blobs: ReadonlyMap<string, Buffer>, among = c.live()): Promise<void> {
+  for (const i of among) {
+    for (const [id, bytes] of blobs) {
+      const res = await fetch(`${c.url(i)}/v1/blobs/${id}`, { signal: AbortSignal.timeout(15_000) });
+      const got = Buffer.from(await res.arrayBuffer());
+      expect(res.status, `GET ${id} from ${c.ids[i]}`).toBe(200);
+      expect(got.equals(bytes), `bytes of ${id} from ${c.ids[i]}`).toBe(true);
+    }
+  }
+}
+
+/** The nodes that hold a local copy of each blob (by listing each node's ids). */
+export async function copiesOf(c: TestCluster, among = c.live()): Promise<Map<string, string[]>> {
+  const holders = new Map<string, string[]>();
+  for (const i of among) {
+    let cursor = '';
+    for (;;) {
+      const page = (await (await fetch(`${c.url(i)}/v1/blobs?limit=10000${cursor ? `&cursor=${cursor}` : ''}`)).json()) as { ids: string[]; has_more: boolean; next_cursor?: string };
+      for (const id of page.ids) holders.set(id, [...(holders.get(id) ?? []), c.ids[i]!]);
+      if (!page.has_more) break;
+      cursor = page.next_cursor!;
+    }
+  }
+  return holders;
+}
+
+/** Polls `check` until it holds (or throws with `what` after `timeoutMs`). */
+export async function eventually(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
