@@ -1,19 +1,11 @@
 /** `blobstore config get | list | unset | path` with the real bin in a temp HOME. */
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { type Sandbox, run, sandbox } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { type Sandbox, run, useSandboxes } from './helpers.js';
 
-const boxes: Sandbox[] = [];
-const fresh = (): Sandbox => {
-  const box = sandbox();
-  boxes.push(box);
-  return box;
-};
-afterAll(() => {
-  for (const box of boxes) rmSync(box.home, { recursive: true, force: true });
-});
+const fresh = useSandboxes();
 
 function set(box: Sandbox, key: string, value: string): void {
   const r = run(box, ['config', 'set', key, '--value', value]);

@@ -1,20 +1,12 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, type Sandbox, freePort, run, runAsync, sandbox } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { BIN, type Sandbox, freePort, run, runAsync, useSandboxes } from './helpers.js';
 
 /** `blobstore config set` with the real bin in a temp HOME. */
 
-const boxes: Sandbox[] = [];
-const fresh = (): Sandbox => {
-  const box = sandbox();
-  boxes.push(box);
-  return box;
-};
-afterAll(() => {
-  for (const box of boxes) rmSync(box.home, { recursive: true, force: true });
-});
+const fresh = useSandboxes();
 
 const readConfig = (box: Sandbox): any => JSON.parse(readFileSync(box.configFile, 'utf8'));
 

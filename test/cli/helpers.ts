@@ -1,8 +1,9 @@
 import { type SpawnSyncReturns, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 export const BIN = join(ROOT, 'dist/src/cli/main.js');
@@ -28,6 +29,19 @@ export function sandbox(): Sandbox {
   for (const key of Object.keys(env)) if (key.startsWith('BLOBSTORE_') || key.startsWith('ORDERS_API_')) delete env[key];
   mkdirSync(join(home, 'config'), { recursive: true });
   return { home, env, stateHome, configFile: join(home, 'config', 'blobstore', 'config.json') };
+}
+
+/** A fresh sandbox per call, all removed after the file's tests (call at the top of a test file). */
+export function useSandboxes(): () => Sandbox {
+  const boxes: Sandbox[] = [];
+  afterAll(() => {
+    for (const box of boxes) rmSync(box.home, { recursive: true, force: true });
+  });
+  return () => {
+    const box = sandbox();
+    boxes.push(box);
+    return box;
+  };
 }
 
 export function run(box: Sandbox, args: string[], extraEnv: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
