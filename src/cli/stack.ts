@@ -100,7 +100,8 @@ export function desiredServices(stack: StackDefinition, region: Region, inputs: 
       '--metrics-addr', metricsAddr, '--grpc-addr', grpcAddr,
       ...(stack.policy && nodeTakesPolicy() ? ['--default-policy', stack.policy] : []),
     ];
-    const seeds = addrs.filter((_, j) => j !== i).join(',');
+    // One seed list for every node: the first address forms the cluster, the others join it.
+    const seeds = addrs.length > 1 ? addrs.join(',') : '';
     return {
       name: `node-${i}`, kind: 'node', addr: addrs[i]!, port: ports.api, metricsAddr, grpcAddr, ports: [ports.api, ports.metrics, ports.grpc],
       dataDir, logFile: join(dir, 'logs', `node-${i}.log`),

@@ -34,6 +34,13 @@ function text(body: Body, key: string, required: boolean): string {
   return v;
 }
 
+/** A Migration from the wire (numbers or decimal strings), or undefined. */
+function migrationOf(value: unknown): { blobs_left: number; bytes_left: number; bytes_per_second: number } | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const m = value as Body;
+  return { blobs_left: integer(m, 'blobs_left', false), bytes_left: integer(m, 'bytes_left', false), bytes_per_second: integer(m, 'bytes_per_second', false) };
+}
+
 function object(value: unknown): Body {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidArgument('the request body must be a JSON object');
   return value as Body;
@@ -96,6 +103,7 @@ export class ClusterApi {
       node_id: text(body, 'node_id', true), used_bytes: integer(body, 'used_bytes', true), blob_count: integer(body, 'blob_count', true),
       ring_version: integer(body, 'ring_version', true), members: body.members === undefined ? undefined : recordsFromWire(body.members),
       digest: typeof body.digest === 'string' ? body.digest : undefined,
+      migration: migrationOf(body.migration),
     };
     try {
       const response = await this.node.heartbeat(request);

@@ -21,6 +21,7 @@ import {
   type JoinRequest,
   type JoinResponse,
   Membership,
+  type Migration,
   type PersistedMembership,
   type SelfInfo,
   type SyncRingResponse,
@@ -32,12 +33,16 @@ import type { Ring } from './ring.js';
 export interface ClusterNodeOptions {
   self: SelfInfo;
   seeds: readonly string[];
+  /** Without a record of itself, this node admits itself (no seeds, or it is the first seed). */
+  formsCluster: boolean;
   heartbeatIntervalMs: number;
   offlineAfterMs: number;
   vnodesPerNode: number;
   secret: string;
   /** This node's used bytes and blob count (read before each heartbeat round). */
   usage(): { usedBytes: number; blobCount: number };
+  /** This node's data handoff while it runs (read before each heartbeat round). */
+  migration(): Migration | undefined;
   /** Where the member state is kept between restarts. */
   load(): PersistedMembership | undefined;
   save(state: PersistedMembership): Promise<void>;
@@ -75,7 +80,8 @@ export class ClusterNode {
   private readonly leavingListeners: (() => void)[] = [];
   private saving: Promise<void> = Promise.resolve();
   private stopped = false;
-  private beating = false;
+  /** Peers with a heartbeat in flight. */
+  private readonly beatingTo = new Set<string>();
 
   constructor(
     private readonly options: ClusterNodeOptions,
@@ -88,6 +94,14 @@ export class ClusterNode {
       offlineAfterMs: options.offlineAfterMs,
       tellRemovedMs: 40 * options.offlineAfterMs,
     }, Date.now());
+  }
+
+  /**
+   * A heartbeat that takes longer than this failed: a third of the offline timeout (two misses
+   * still leave time for a third before the peer counts as offline), at least two intervals.
+   */
+  private get heartbeatDeadlineMs(): number {
+    return Math.max(2 * this.options.heartbeatIntervalMs, Math.floor(this.options.offlineAfterMs / 3));
   }
 
   get ring(): Ring {
@@ -111,8 +125,8 @@ export class ClusterNode {
   async start(): Promise<void> {
     const change = this.membership.updateSelf(this.options.self, Date.now());
     if (!this.membership.selfRecord()) {
-      if (this.options.seeds.length === 0) {
-        this.log.info({ nodeId: this.nodeId }, 'cluster: no seed nodes: this node forms a cluster of its own (others join it)');
+      if (this.options.formsCluster) {
+        this.log.info({ nodeId: this.nodeId }, 'cluster: this node forms the cluster (no seed nodes, or it is the first of them); others join it');
         await this.apply(this.membership.join(this.joinRequestOf(), Date.now()).change);
       } else {
         this.joinLoop(0);
@@ -144,7 +158,7 @@ export class ClusterNode {
       async (response) => {
         await this.apply(this.membership.absorb(recordsFromWire(response.members), Date.now()));
         this.log.info({ seed, ringVersion: this.membership.ringVersion }, 'cluster: joined');
-        void this.heartbeatRound();
+        this.heartbeatRound();
       },
       (err: Error) => {
         if (attempt % this.options.seeds.length === this.options.seeds.length - 1) {
@@ -164,30 +178,36 @@ export class ClusterNode {
   }
 
   /** A cluster call over a peer's HTTP API (what SeedNodes and NodeInfo.address name). */
-  private async postJson<T>(address: string, path: string, body: unknown, statuses: readonly number[]): Promise<T> {
+  private async postJson<T>(address: string, path: string, body: unknown, statuses: readonly number[], timeoutMs = HTTP_CALL_TIMEOUT_MS): Promise<T> {
     const base = /^https?:\/\//.test(address) ? address.replace(/\/$/, '') : `http://${address}`;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.options.secret !== '') headers['x-blobstore-cluster-secret'] = this.options.secret;
-    const res = await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(HTTP_CALL_TIMEOUT_MS) });
+    const res = await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
     const text = await res.text();
     if (!statuses.includes(res.status)) throw new Error(`${path} on ${address}: HTTP ${res.status}: ${text.slice(0, 200)}`);
     return JSON.parse(text) as T;
   }
 
   /** One heartbeat to every peer; answers are merged as they come. */
-  private async heartbeatRound(): Promise<void> {
-    if (this.stopped || this.beating) return;
-    this.beating = true;
-    try {
-      const now = Date.now();
-      this.membership.selfUsage = this.options.usage();
-      this.membership.expireRemoved(now);
-      const targets = this.membership.heartbeatTargets();
-      await Promise.all(targets.map((t) => this.heartbeatTo(t)));
-    } finally {
-      this.beating = false;
-      this.refreshMetrics();
+  /**
+   * One heartbeat to every peer that has none in flight: a slow or frozen peer holds up only its
+   * own heartbeat (its call waits for its deadline), never the others'. Answers are merged as
+   * they come.
+   */
+  private heartbeatRound(): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    this.membership.selfUsage = this.options.usage();
+    this.membership.selfMigration = this.options.migration();
+    this.membership.expireRemoved(now);
+    for (const target of this.membership.heartbeatTargets()) {
+      if (this.beatingTo.has(target.nodeId)) continue;
+      this.beatingTo.add(target.nodeId);
+      void this.heartbeatTo(target)
+        .catch((err: Error) => this.log.error({ peer: target.nodeId, err }, `cluster: heartbeat: ${err.message}`))
+        .finally(() => this.beatingTo.delete(target.nodeId));
     }
+    this.refreshMetrics();
   }
 
   private async heartbeatTo(target: MemberRecord): Promise<void> {
@@ -197,12 +217,12 @@ export class ClusterNode {
     const wire = { ...req, members: recordsToWire(req.members ?? []) };
     let res: HeartbeatResponse;
     try {
-      res = await this.peers.unary<HeartbeatResponse>(peer.cluster, target.nodeId, 'Heartbeat', wire);
+      res = await this.peers.unary<HeartbeatResponse>(peer.cluster, target.nodeId, 'Heartbeat', wire, this.heartbeatDeadlineMs);
     } catch (err) {
       if (!(err instanceof PeerCallError)) throw err;
       // The peer may be back on another gRPC port (a restart on a free port): its HTTP API address
       // is stable, and the answer carries its current record.
-      const answer = await this.postJson<HeartbeatResponse>(target.address, '/v1/cluster/heartbeat', wire, [200, 404]).catch(() => undefined);
+      const answer = await this.postJson<HeartbeatResponse>(target.address, '/v1/cluster/heartbeat', wire, [200, 404], this.heartbeatDeadlineMs).catch(() => undefined);
       if (!answer) {
         this.metrics.heartbeatFailed();
         return;
@@ -284,7 +304,7 @@ export class ClusterNode {
     const change = this.membership.leave(nodeId, graceful, Date.now());
     await this.apply(change);
     if (change.stateChanged) this.log.info({ node: nodeId, graceful }, graceful ? 'cluster: node leaving (its data moves first)' : 'cluster: node removed');
-    void this.heartbeatRound();
+    this.heartbeatRound();
   }
 
   async heartbeat(req: HeartbeatRequest): Promise<HeartbeatResponse> {
@@ -300,19 +320,20 @@ export class ClusterNode {
 
   view(): ClusterStateView {
     this.membership.selfUsage = this.options.usage();
+    this.membership.selfMigration = this.options.migration();
     return this.membership.view(Date.now());
   }
 
   syncRing(version: number): SyncRingResponse {
     const { response, newer } = this.membership.syncRing(version);
-    if (newer) void this.heartbeatRound();
+    if (newer) this.heartbeatRound();
     return response;
   }
 
   /** The node finished handing its data over: it leaves the ring for good. */
   async finishLeaving(): Promise<void> {
     await this.apply(this.membership.finishLeaving(Date.now()));
-    void this.heartbeatRound();
+    this.heartbeatRound();
   }
 
   /** This node's used bytes and blob count, for heartbeats and its NodeInfo. */

@@ -56,14 +56,23 @@ export class Cluster implements Placement {
   ) {
     this.secret = Buffer.from(config.clusterSecret);
     this.peers = new PeerClients({ secret: config.clusterSecret, maxMessageBytes: config.grpcMaxMessageBytes, callTimeoutMs: config.peerCallTimeoutMs });
+    // SeedNodes may name this node too (one list for every node): the first address listed forms
+    // the cluster when it starts with no state of its own; everyone else joins through the seeds.
+    const bare = (s: string): string => s.replace(/^https?:\/\//, '').replace(/\/$/, '');
+    const isSelf = (s: string): boolean => bare(s) === self.address || bare(s) === config.listen;
     this.node = new ClusterNode({
       self,
-      seeds: config.seedNodes.filter((s) => s.replace(/^https?:\/\//, '').replace(/\/$/, '') !== self.address),
+      seeds: config.seedNodes.filter((s) => !isSelf(s)),
+      formsCluster: config.seedNodes.length === 0 || isSelf(config.seedNodes[0]!),
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       offlineAfterMs: config.offlineAfterMs,
       vnodesPerNode: config.vnodesPerNode,
       secret: config.clusterSecret,
       usage,
+      migration: () => {
+        const p = this.handoff.progress;
+        return p.active && p.blobsLeft > 0 ? { blobs_left: p.blobsLeft, bytes_left: p.bytesLeft, bytes_per_second: p.bytesPerSecond } : undefined;
+      },
       load: () => stateStore.getMeta<PersistedMembership>(MEMBERSHIP_KEY),
       save: (state) => stateStore.putMeta(MEMBERSHIP_KEY, state),
     }, this.peers, metrics, log);

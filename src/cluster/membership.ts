@@ -30,6 +30,13 @@ export interface PersistedMembership {
 }
 
 /** NodeInfo as the spec lists it, plus where peers reach the node's gRPC services. */
+/** A node's data handoff in progress (graceful leave, rebalance). */
+export interface Migration {
+  blobs_left: number;
+  bytes_left: number;
+  bytes_per_second: number;
+}
+
 export interface NodeInfo {
   node_id: string;
   address: string;
@@ -39,6 +46,8 @@ export interface NodeInfo {
   blob_count: number;
   grpc_address: string;
   region: string;
+  /** While the node hands its data over. */
+  migration?: Migration;
 }
 
 export interface JoinRequest {
@@ -64,9 +73,10 @@ export interface HeartbeatRequest {
   used_bytes: number;
   blob_count: number;
   ring_version: number;
-  /** Extensions: the sender's member state and its digest. */
+  /** Extensions: the sender's member state and its digest, and its data handoff while it runs. */
   members?: MemberRecord[];
   digest?: string;
+  migration?: Migration;
 }
 
 export interface HeartbeatResponse {
@@ -105,6 +115,7 @@ interface PeerState {
   heard: boolean;
   usedBytes: number;
   blobCount: number;
+  migration: Migration | undefined;
   /** A removed peer: when we learnt of its removal (it is told until it shows it knows). */
   toldRemovedMs: number;
 }
@@ -133,6 +144,8 @@ export class Membership {
   private readonly peers = new Map<string, PeerState>();
   /** This node's own used bytes and blob count, for its NodeInfo. */
   selfUsage = { usedBytes: 0, blobCount: 0 };
+  /** This node's data handoff while it runs. */
+  selfMigration: Migration | undefined;
   /** This node is removed and a peer has shown it holds that tombstone. */
   private removalKnown = false;
   /** Removed peers that showed they know (or went silent): not told again. */
@@ -151,7 +164,7 @@ export class Membership {
   }
 
   private freshPeer(nowMs: number): PeerState {
-    return { lastSeenMs: nowMs, heard: false, usedBytes: 0, blobCount: 0, toldRemovedMs: 0 };
+    return { lastSeenMs: nowMs, heard: false, usedBytes: 0, blobCount: 0, migration: undefined, toldRemovedMs: 0 };
   }
 
   get nodeId(): string {
@@ -307,6 +320,7 @@ export class Membership {
           blob_count: isSelf ? this.selfUsage.blobCount : (peer?.blobCount ?? 0),
           grpc_address: r.grpcAddress,
           region: r.region,
+          ...((isSelf ? this.selfMigration : peer?.migration) ? { migration: isSelf ? this.selfMigration : peer?.migration } : {}),
         } satisfies NodeInfo;
       });
   }
@@ -376,6 +390,7 @@ export class Membership {
     return {
       node_id: this.self.nodeId, used_bytes: this.selfUsage.usedBytes, blob_count: this.selfUsage.blobCount,
       ring_version: this.ringVersion, members: this.state.all(), digest: this.state.digest(),
+      ...(this.selfMigration ? { migration: this.selfMigration } : {}),
     };
   }
 
@@ -402,6 +417,7 @@ export class Membership {
       peer.heard = true;
       peer.usedBytes = req.used_bytes;
       peer.blobCount = req.blob_count;
+      peer.migration = req.migration;
     }
     if (req.ring_version < this.ringVersion) response.nodes = this.nodes(nowMs);
     return { response, change };

@@ -97,7 +97,20 @@ describe('deploy', () => {
     expect(readdirSync(dir).sort()).toStrictEqual(['deploy.json', 'dev-us-east-1-0', 'dev-us-east-1-1', 'dev-us-east-1-2', 'logs', 'orders']);
     const state = JSON.parse(readFileSync(stateFile(), 'utf8'));
     const node1 = state.services.find((s: { name: string }) => s.name === 'node-1');
-    expect(node1.argv).toEqual(expect.arrayContaining(['--node-id', 'dev-us-east-1-1', '--region', REGION, '--seed-nodes', `127.0.0.1:${base},127.0.0.1:${base + 2}`]));
+    // One seed list for all: the first node forms the cluster, the others join it.
+    expect(node1.argv).toEqual(expect.arrayContaining(['--node-id', 'dev-us-east-1-1', '--region', REGION, '--seed-nodes', `127.0.0.1:${base},127.0.0.1:${base + 1},127.0.0.1:${base + 2}`]));
+  });
+
+  it('brings up one cluster: every node lists the three nodes as active members', async () => {
+    const urls = [0, 1, 2].map((i) => `http://127.0.0.1:${base + i}`);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const states = await Promise.all(urls.map(async (u) => (await (await fetch(`${u}/v1/cluster/state`)).json()) as { ring_version: number; nodes: { node_id: string; state: string }[] }));
+      const views = states.map((st) => `${st.ring_version}:${st.nodes.map((n) => `${n.node_id}=${n.state}`).sort().join(',')}`);
+      if (views.every((v) => v === views[0]) && states[0]!.nodes.length === 3 && states[0]!.nodes.every((n) => n.state === 'active')) break;
+      if (Date.now() > deadline) throw new Error(`the stack's nodes do not agree: ${views.join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
   });
 
   it('is idempotent: a second run restarts nothing', async () => {
