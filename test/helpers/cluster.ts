@@ -28,13 +28,16 @@ export interface ClusterOptions {
   size: number;
   /** Extra arguments for every node. */
   args?: string[];
-  /** Per node: the host it listens on (netns tests) and the command it runs under. */
+  /** Per node: the host it listens on (netns tests), its API port, and the command it runs under. */
   host?: (i: number) => string;
+  port?: (i: number) => number;
   wrap?: (i: number) => string[];
   /** Node i's extra arguments (a region, say). */
   nodeArgs?: (i: number) => string[];
   /** Start the nodes one by one (each joins the first), or all at once. */
   together?: boolean;
+  /** gRPC on the node's host at the default port 50051 (separate hosts: no clash). */
+  grpcDefault?: boolean;
 }
 
 export interface NodeState {
@@ -53,7 +56,7 @@ export class TestCluster {
   static async start(options: ClusterOptions): Promise<TestCluster> {
     const c = new TestCluster(options);
     for (let i = 0; i < options.size; i++) {
-      c.ports.push(await freePort(options.host?.(i) ?? '127.0.0.1'));
+      c.ports.push(options.port?.(i) ?? (await freePort(options.host?.(i) ?? '127.0.0.1')));
       c.dataDirs.push(tempDir('blobstore-cluster-'));
       c.ids.push(`node-${i + 1}`);
     }
@@ -78,7 +81,7 @@ export class TestCluster {
       host: this.host(i),
       wrap: this.options.wrap?.(i),
       args: [
-        '--listen', `${this.host(i)}:${this.ports[i]}`, '--grpc-addr', `${this.host(i)}:0`, '--node-id', this.ids[i]!,
+        '--listen', `${this.host(i)}:${this.ports[i]}`, '--grpc-addr', `${this.host(i)}:${this.options.grpcDefault ? 50051 : 0}`, '--node-id', this.ids[i]!,
         '--heartbeat-interval-ms', String(HEARTBEAT_MS), '--offline-after-ms', String(OFFLINE_MS),
         ...seeds, ...(this.options.args ?? []), ...(this.options.nodeArgs?.(i) ?? []), ...extraArgs,
       ],
