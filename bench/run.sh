@@ -66,6 +66,13 @@ step auth-http         900  node dist/bench/auth/http-get-auth.bench.js
 step startup           1200 node $N/startup-1M.bench.js
 step profile           600  node $N/profile.js
 step scale             "$(( ${BENCH_SCALE_TIME_LIMIT_S:-1800} + 900 ))" node $N/scale-10M.bench.js
+# The cluster: ring balance and movement; REPLICA3 PUT/s, time to three copies and remote GET/s
+# against their single-node references; convergence after 5 joins, leave migration, anti-entropy scan.
+step cluster-ring       600  node dist/bench/cluster/ring.bench.js
+step cluster-replicate  1800 node dist/bench/cluster/replicate.bench.js
+step cluster-membership 1800 node dist/bench/cluster/membership.bench.js
+# Fault sequences at length: 20 seeded real-process runs and 20,000 simulated ones (make test: 2 and 300).
+step cluster-faults     3600 env FAULT_RUNS="${FAULT_RUNS:-20}" SIM_RUNS="${SIM_RUNS:-20000}" npx vitest run --config test/vitest.config.ts test/cluster/faults.test.ts test/cluster/membership-sim.test.ts
 # The crash-consistency test at full length: 100 SIGKILL cycles (make test runs 20).
 step crash-100         3600 env CRASH_CYCLES="${CRASH_CYCLES:-100}" npx vitest run --config test/vitest.config.ts test/crash.test.ts
 # Hostile input at length: the fuzz suites for FUZZ_SECONDS (600) with a fresh seed, slowloris, overload.
