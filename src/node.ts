@@ -101,6 +101,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({ usedBytes: engine.index.counters.storedBytes, blobCount: engine.index.counters.blobCount }));
       service.usePlacement(cluster);
       await cluster.start();
+      if (metrics) metrics.clusterView = () => cluster!.node.view();
     }
   } catch (err) {
     await Promise.all([server.close(0), grpc?.close(0)]);

@@ -144,17 +144,23 @@ export class Replicator {
         perPeer.set(owner, list);
       }
     }
-    await Promise.all([...perPeer].map(([peer, metas]) => this.sendTo(peer, metas)));
+    const results = await Promise.all([...perPeer].map(async ([peer, metas]) => ({ peer, held: await this.sendTo(peer, metas) })));
+    // Each blob's entry is updated once for all its peers, and a batch's updates go out together
+    // (lmdb-js commits them in one transaction).
+    const confirmations = new Map<string, string[]>();
+    for (const { peer, held } of results) for (const key of held) confirmations.set(key, [...(confirmations.get(key) ?? []), peer]);
+    await Promise.all([...confirmations].map(([key, peers]) => this.confirmed(Buffer.from(key, 'hex'), peers)));
   }
 
-  private async sendTo(peerId: string, metas: BlobMeta[]): Promise<void> {
+  /** Sends a peer its blobs; the ids (hex) it holds afterwards, none when the call failed. */
+  private async sendTo(peerId: string, metas: BlobMeta[]): Promise<Set<string>> {
     const member = this.cluster.member(peerId);
-    if (!member || member.grpcAddress === '') return;
+    if (!member || member.grpcAddress === '') return new Set();
     const start = performance.now();
-    let held: Set<string>;
     try {
-      held = await this.sender.send({ nodeId: peerId, grpcAddress: member.grpcAddress }, metas, false);
+      const held = await this.sender.send({ nodeId: peerId, grpcAddress: member.grpcAddress }, metas, false);
       this.metrics.observe('replicate', start);
+      return held;
     } catch (err) {
       const now = Date.now();
       for (const meta of metas) {
@@ -164,21 +170,21 @@ export class Replicator {
         this.backoff.set(key, { untilMs: now + delay, failures });
       }
       this.log.warn({ peer: peerId, blobs: metas.length, err: (err as Error).message }, 'replication to a peer failed; retrying with back-off');
-      return;
+      return new Set();
     }
-    for (const meta of metas) if (held.has(meta.id.toString('hex'))) await this.confirmed(meta, peerId);
   }
 
-  /** `peer` holds the blob now: recorded, and the entry goes once every owner does. */
-  private async confirmed(meta: BlobMeta, peer: string): Promise<void> {
-    const entry = this.store.replication.get(meta.id);
-    if (!entry) return;
-    if (!entry.done.includes(peer)) entry.done.push(peer);
-    const owners = this.cluster.ring.owners(meta.id, replicaCount(meta.policy)).filter((o) => o !== this.cluster.nodeId);
-    this.backoff.delete(meta.id.toString('hex'));
-    this.wake(meta.id, entry.done.length);
-    if (owners.every((o) => entry.done.includes(o))) await this.dequeue(meta.id);
-    else await this.store.replication.update(meta.id, entry);
+  /** `peers` hold the blob now: recorded, and the entry goes once every owner does. */
+  private async confirmed(id: Buffer, peers: readonly string[]): Promise<void> {
+    const entry = this.store.replication.get(id);
+    const meta = this.store.stat(id);
+    if (!entry || !meta) return;
+    for (const peer of peers) if (!entry.done.includes(peer)) entry.done.push(peer);
+    const owners = this.cluster.ring.owners(id, replicaCount(meta.policy)).filter((o) => o !== this.cluster.nodeId);
+    this.backoff.delete(id.toString('hex'));
+    this.wake(id, entry.done.length);
+    if (owners.every((o) => entry.done.includes(o))) await this.dequeue(id);
+    else await this.store.replication.update(id, entry);
   }
 
   private async dequeue(id: Buffer): Promise<void> {

@@ -90,7 +90,12 @@ interface Incoming {
   /** Bytes not yet handed to the writer (or, for a small blob, all of them). */
   parts: Buffer[];
   received: number;
+  /** Chunk writes under way (the writer takes them in order; the disk works on several). */
+  writes: Promise<void>[];
 }
+
+/** Chunk writes of one replica under way at most; beyond, the stream waits (backpressure). */
+const WRITES_IN_FLIGHT = 8;
 
 /**
  * Receives streamed replicas (ReplicateStream: one blob; Migrate: several in a row): meta on the
@@ -113,7 +118,7 @@ export class ReplicaReceiver {
   async chunk(msg: { id?: { id?: Buffer }; meta?: Partial<BlobMetaMessage>; data?: Buffer; final?: boolean }): Promise<void> {
     if (!this.current) {
       const meta = incomingMeta(msg.id, msg.meta, this.config);
-      this.current = { meta, parts: [], received: 0 };
+      this.current = { meta, parts: [], received: 0, writes: [] };
       if (meta.size > this.config.smallBlobMaxBytes) this.current.writer = await this.store.beginFile();
     }
     const cur = this.current;
@@ -145,7 +150,11 @@ export class ReplicaReceiver {
         chunk = all.subarray(0, Math.min(CHUNK_BYTES, all.length));
         cur.parts = chunk.length < all.length ? [all.subarray(chunk.length)] : [];
       }
-      await cur.writer!.write(chunk);
+      // write() takes the chunk's place and hash at once, in call order; the disk write runs on.
+      const write = cur.writer!.write(chunk);
+      write.catch(() => undefined); // awaited below or in finishBlob
+      cur.writes.push(write);
+      if (cur.writes.length >= WRITES_IN_FLIGHT) await cur.writes.shift();
       pending -= chunk.length;
     }
   }
@@ -167,10 +176,12 @@ export class ReplicaReceiver {
     }
     try {
       await this.writeWhole(cur, true);
+      await Promise.all(cur.writes.splice(0));
       const digest = await cur.writer.finish();
       if (!digest.equals(cur.meta.checksum)) throw invalidArgument(`replica of ${cur.meta.id.toString('hex')}: bytes do not match the checksum`);
       this.created = (await this.store.commitFile(cur.writer, cur.meta.checksum, cur.meta.policy, cur.meta.labels, originOf(cur.meta))).created;
     } catch (err) {
+      await Promise.allSettled(cur.writes);
       await cur.writer.abort();
       throw err;
     }
@@ -181,6 +192,7 @@ export class ReplicaReceiver {
     if (!this.current) return;
     const cur = this.current;
     this.current = undefined;
+    await Promise.allSettled(cur.writes);
     await cur.writer?.abort();
     throw invalidArgument(`replica stream ended before the final chunk of ${cur.meta.id.toString('hex')}`);
   }
@@ -188,6 +200,7 @@ export class ReplicaReceiver {
   async abort(): Promise<void> {
     const cur = this.current;
     this.current = undefined;
+    await Promise.allSettled(cur?.writes ?? []);
     await cur?.writer?.abort();
   }
 }
@@ -261,13 +274,13 @@ export class BlobSender {
         else resolve();
       }) as unknown as grpc.ClientWritableStream<unknown>;
       let first = true;
-      const write = (msg: unknown): Promise<void> =>
-        call.write(msg) ? Promise.resolve() : new Promise((r) => call.once('drain', () => r()));
+      // The chunk's buffer is reused once the sink returns: wait until grpc-js has taken (encoded)
+      // the message, not only until write() returned (a queued write encodes later).
+      const write = (msg: unknown): Promise<void> => new Promise((r) => call.write(msg, () => r()));
       this.store
         .read(meta, async (chunk) => {
           const msg = first ? { id: { id: meta.id }, meta: metaMessage(meta), data: chunk } : { data: chunk };
           first = false;
-          // The chunk's buffer is reused after this call: grpc-js serializes it at write() time.
           await write(msg);
         })
         .then(

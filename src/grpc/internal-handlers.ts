@@ -102,8 +102,9 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
         const length = Number(req.length ?? 0);
         const end = length > 0 ? Math.min(meta.size, start + length) : meta.size;
         let first = true;
-        const write = (msg: unknown): Promise<void> =>
-          call.write(msg) ? Promise.resolve() : new Promise((resolve) => call.once('drain', () => resolve()));
+        // The reader reuses a chunk's buffer once the sink returns: wait until grpc-js has encoded
+        // the message (a write queued behind another is encoded later), which is also the backpressure.
+        const write = (msg: unknown): Promise<void> => new Promise((resolve) => call.write(msg, () => resolve()));
         await store.read(meta, async (chunk: Buffer) => {
           if (gone) throw new BlobstoreError('unavailable', 'fetch cancelled by the caller');
           for (let at = 0; at < Math.max(1, chunk.length); at += CHUNK_BYTES) {

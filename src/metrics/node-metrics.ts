@@ -52,6 +52,12 @@ export interface MetricsDetail {
   failures: Record<Operation, number>;
   pool: PoolStats;
   eventLoopLagSeconds: { p50: number; p99: number };
+  /**
+   * The cluster as this node sees it, for the UI (read scope: /v1/cluster/state needs admin):
+   * members with state, capacity and a leaving node's migration, the ring version, and this
+   * node's replication queue. Absent on a node without a cluster.
+   */
+  cluster?: { ring_version: number; nodes: object[]; replication: { queueDepth: number; lagSeconds: number } };
 }
 
 export interface PoolStats {
@@ -202,8 +208,14 @@ export class NodeMetrics implements Recorder {
       failures,
       pool: this.pool(),
       eventLoopLagSeconds: { p50: lag.p50, p99: lag.p99 },
+      ...(this.clusterView ? {
+        cluster: { ...this.clusterView(), replication: { queueDepth: this.cluster.replicationQueueDepth, lagSeconds: this.cluster.replicationLagSeconds } },
+      } : {}),
     };
   }
+
+  /** The cluster's view for detail(): set by the node once its cluster runs. */
+  clusterView: (() => { ring_version: number; nodes: object[] }) | undefined;
 
   close(): void {
     this.stopping = true;

@@ -3,8 +3,9 @@
  *
  *   /api/v1/metrics          every 2 s; the spec's JSON snapshot (a failure shows the error state)
  *   /api/v1/metrics/detail   every 2 s; percentiles, failures by operation, pool, event-loop lag
- *   /v1/cluster/state        every 2 s while the snapshot counts more than one node; a 404/405/501
- *                            stops asking; without it the page shows the local node from the snapshot
+ *   /v1/cluster/state        only where the detail has no cluster view (the detail carries it, at read
+ *                            scope); a 404/405/501 stops asking; without either the page shows the
+ *                            local node from the snapshot
  *
  * The snapshot is asked first, the other two after it, in parallel. Rates are counter differences
  * between two polls divided by the time between them. The operations panel counts successes and
@@ -21,8 +22,10 @@ export const UI_MONITOR: string = String.raw`  function renderNodes(snap, cluste
         capacity_bytes: st.totalBytes, used_bytes: st.usedBytes, blob_count: st.blobCount }];
     }
     var ring = cluster && cluster.ring_version !== undefined ? cluster.ring_version : c.ringVersion;
+    var repl = cluster && cluster.replication;
     text('cluster-summary', count(num(c.nodesTotal) || nodes.length, 'node') + ' \u00b7 ' + fmtInt(num(c.nodesActive)) +
       ' active \u00b7 ' + fmtInt(num(c.nodesOffline)) + ' offline \u00b7 ring version ' + fmtInt(num(ring)) +
+      (repl ? ' \u00b7 replication queue ' + fmtInt(num(repl.queueDepth)) + (num(repl.queueDepth) ? ' (lag ' + num(repl.lagSeconds).toFixed(1) + ' s)' : '') : '') +
       (!cluster && num(c.nodesTotal) > 1 ? ' \u00b7 cluster view unavailable, showing this node' : ''));
     var list = nodes.map(function (n) {
       var d = el('div', 'node'), row = el('div', 'row'), total = num(n.capacity_bytes), used = num(n.used_bytes);
@@ -35,6 +38,11 @@ export const UI_MONITOR: string = String.raw`  function renderNodes(snap, cluste
         (total ? ' (' + percent(used / total) + ')' : '') + ' \u00b7 ' + count(num(n.blob_count), 'blob')));
       d.appendChild(row);
       d.appendChild(bar(total ? used / total : 0, 'capacity used on ' + n.node_id));
+      if (n.migration) {
+        var m = n.migration;
+        d.appendChild(el('p', 'muted migration', 'handing its data over: ' + count(num(m.blobs_left), 'blob') + ' (' +
+          fmtBytes(num(m.bytes_left)) + ') left at ' + fmtBytes(num(m.bytes_per_second)) + '/s'));
+      }
       return d;
     });
     $('nodes').replaceChildren.apply($('nodes'), list);
@@ -174,11 +182,19 @@ export const UI_MONITOR: string = String.raw`  function renderNodes(snap, cluste
         err.status === 403 ? 'The token lacks the read scope (403).' : 'Cannot reach the node: ' + (err.message || err));
       return;
     }
-    // A single node has no cluster view to ask for; its own snapshot says all there is.
-    var multi = clusterOn && num((s.cluster || {}).nodesTotal) > 1;
-    var results = await Promise.allSettled([detailOn ? request('/api/v1/metrics/detail') : null, multi ? request('/v1/cluster/state') : null]);
-    var detail = results[0], cluster = results[1];
+    // The detail carries the cluster's view (read scope); /v1/cluster/state (admin) only stands in
+    // where the detail has none. A single node has no cluster view; its snapshot says all there is.
+    var detail = { status: 'rejected', reason: null };
+    if (detailOn) {
+      try { detail = { status: 'fulfilled', value: await request('/api/v1/metrics/detail') }; } catch (err) { detail = { status: 'rejected', reason: err }; }
+    }
     if (detail.status === 'rejected' && absent(detail.reason)) detailOn = false;
+    var fromDetail = detail.status === 'fulfilled' && detail.value && detail.value.cluster;
+    var multi = clusterOn && !fromDetail && num((s.cluster || {}).nodesTotal) > 1;
+    var cluster = fromDetail ? { status: 'fulfilled', value: fromDetail } : { status: 'rejected', reason: null };
+    if (multi) {
+      try { cluster = { status: 'fulfilled', value: await request('/v1/cluster/state') }; } catch (err) { cluster = { status: 'rejected', reason: err }; }
+    }
     if (cluster.status === 'rejected' && absent(cluster.reason)) clusterOn = false;
     lastOk = new Date();
     askToken(false);

@@ -67,6 +67,18 @@ describe('replication on a 4-node cluster', () => {
     expect(Buffer.concat(lines.map((l) => Buffer.from(l.result.data, 'base64'))).equals(bytes)).toBe(true);
   });
 
+  it('copies and serves a 40 MiB blob byte-exact: streamed replicas and a streamed remote read', async () => {
+    const bytes = patternBytes(40 * 1024 * 1024 + 5, 4040);
+    const id = await store(c, 1, bytes, 3);
+    await eventually(async () => (await copiesOf(c)).get(id)?.length === 3, 'three copies of the 40 MiB blob', 60_000);
+    const holders = (await copiesOf(c)).get(id)!;
+    const elsewhere = c.ids.findIndex((n) => !holders.includes(n));
+    expect(elsewhere).toBeGreaterThanOrEqual(0);
+    const res = await fetch(`${c.url(elsewhere)}/v1/blobs/${id}`);
+    expect(res.status).toBe(200);
+    expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
   it('answers 404 only when no node has the blob', async () => {
     const missing = '0123456789abcdef0123456789abcdef';
     for (const i of c.live()) {

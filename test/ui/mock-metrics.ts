@@ -15,6 +15,7 @@ export interface ClusterNode {
   capacity_bytes: number;
   used_bytes: number;
   blob_count: number;
+  migration?: { blobs_left: number; bytes_left: number; bytes_per_second: number };
 }
 
 export interface MockState {
@@ -29,8 +30,13 @@ export interface MockState {
   bytesReadTotal: number;
   bytesWrittenTotal: number;
   peerHealth: Record<string, boolean>;
-  /** Answer of /v1/cluster/state; null answers 501 as a single node does today. */
+  /** Answer of /v1/cluster/state; null answers 501 as a node without a cluster does. */
   clusterNodes: ClusterNode[] | null;
+  /**
+   * The cluster's view in the detail JSON (as a node in a cluster serves it, at read scope), with
+   * this replication queue; /v1/cluster/state then answers 403 (an admin route the page must not need).
+   */
+  clusterInDetail: { queueDepth: number; lagSeconds: number } | null;
   /** Authorization headers seen on JSON requests, in order. */
   readonly authSeen: string[];
 }
@@ -70,6 +76,7 @@ function detail(s: MockState): unknown {
     failures: { ...s.failures },
     pool: { threads: 2, queueDepth: 0, utilisation: 0.18 },
     eventLoopLagSeconds: { p50: 0.0004, p99: 0.003 },
+    ...(s.clusterInDetail ? { cluster: { ring_version: 7, nodes: s.clusterNodes ?? [], replication: s.clusterInDetail } } : {}),
   };
 }
 
@@ -85,6 +92,7 @@ function route(s: MockState, req: IncomingMessage, res: ServerResponse): void {
   if (s.token !== null && auth !== `Bearer ${s.token}`) return json(res, 401, { code: 401, error: 'Unauthorized', message: 'missing or invalid bearer token' });
   if (path === '/api/v1/metrics') return s.failing ? json(res, 500, { code: 500, error: 'Internal Server Error', message: 'mock failure' }) : json(res, 200, snapshot(s));
   if (path === '/api/v1/metrics/detail') return json(res, 200, detail(s));
+  if (path === '/v1/cluster/state' && s.clusterInDetail) return json(res, 403, { code: 403, error: 'Forbidden', message: 'needs the admin scope' });
   if (path === '/v1/cluster/state' && s.clusterNodes) return json(res, 200, { nodes: s.clusterNodes, ring_version: 7 });
   if (path === '/v1/cluster/state') return json(res, 501, { code: 501, error: 'Not Implemented', message: 'no cluster' });
   json(res, 404, { code: 404, error: 'Not Found', message: `no route for ${path}` });
@@ -101,6 +109,7 @@ export async function startMockMetrics(initial: Partial<MockState> = {}): Promis
     bytesWrittenTotal: 0,
     peerHealth: {},
     clusterNodes: null,
+    clusterInDetail: null,
     authSeen: [],
     ...initial,
   };

@@ -204,4 +204,24 @@ describe.skipIf(!HAVE_CHROMIUM)('web UI against a mock metrics listener', () => 
     expect(problems).toEqual([]);
     await page.context().close();
   });
+
+  it('takes the cluster view from the detail (read scope), with a leaving node\'s migration and the replication queue', async () => {
+    const gib = 2 ** 30;
+    const m = await mock({
+      peerHealth: { 'node-b': true },
+      clusterInDetail: { queueDepth: 12, lagSeconds: 1.5 },
+      clusterNodes: [
+        { node_id: 'mock-node', address: '10.0.0.1:8080', state: 'active', capacity_bytes: 500 * gib, used_bytes: 187 * gib, blob_count: 48213 },
+        { node_id: 'node-b', address: '10.0.0.2:8080', state: 'leaving', capacity_bytes: 500 * gib, used_bytes: 100 * gib, blob_count: 900,
+          migration: { blobs_left: 420, bytes_left: 3 * gib, bytes_per_second: 200 * 2 ** 20 } },
+      ],
+    });
+    const { page, problems } = await open(browser, m.url);
+    await expect.poll(() => page.locator('#nodes .node').count(), POLL).toBe(2);
+    expect(await page.textContent('#nodes .migration')).toBe('handing its data over: 420 blobs (3.0 GiB) left at 200 MiB/s');
+    expect(await page.textContent('#cluster-summary')).toContain('replication queue 12 (lag 1.5 s)');
+    expect(await page.textContent('#nodes')).toContain('leaving');
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
 });
