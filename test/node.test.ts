@@ -89,6 +89,20 @@ describe('data dir', () => {
   });
 });
 
+describe('listeners', () => {
+  it('a second node on an API port in use fails to start instead of sharing the port', async () => {
+    const node = await startNode();
+    try {
+      const second = await runCli(['serve', '--data-dir', tempDir(), '--listen', `127.0.0.1:${node.port}`, '--metrics-addr', '', '--grpc-addr', '']);
+      expect(second.code).not.toBe(0);
+      expect(second.stdout + second.stderr).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${node.port}`));
+      expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
+    } finally {
+      await node.stop();
+    }
+  });
+});
+
 describe('graceful shutdown', () => {
   it('SIGTERM lets an upload in progress finish, then exits 0 and keeps the blob', async () => {
     const node = await startNode();

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { configFilePath } from './paths.js';
 import { type NodeConfig, type SettingKey, type SettingSpec, SETTINGS, envName } from './settings.js';
 import { parseBytes, parseDurationMs, parseHostPort } from './units.js';
@@ -102,24 +104,57 @@ export function loadSettings<K extends string>(
     throw new ConfigError(`config file ${filePath}: "${section}" must be an object`);
   }
   const result: Record<string, unknown> = {};
+  const defaulted = new Set<string>();
   for (const [key, spec] of Object.entries(table) as [K, SettingSpec][]) {
     let value: unknown = spec.default();
+    defaulted.add(key);
     const specName = spec.specName;
     const fromFile = fileSection[key] ?? (specName ? (fileSection[specName] ?? file[specName]) : undefined);
-    if (fromFile !== undefined) value = coerce(key, spec, fromFile, `config file ${filePath}`);
+    if (fromFile !== undefined) {
+      value = coerce(key, spec, fromFile, `config file ${filePath}`);
+      defaulted.delete(key);
+    }
     const envKey = envName(key);
     const fromEnv = env[envKey] ?? (specName ? env[specName] : undefined);
-    if (fromEnv !== undefined) value = coerce(key, spec, fromEnv, `env ${env[envKey] !== undefined ? envKey : specName}`);
+    if (fromEnv !== undefined) {
+      value = coerce(key, spec, fromEnv, `env ${env[envKey] !== undefined ? envKey : specName}`);
+      defaulted.delete(key);
+    }
     const fromFlag = options.flags?.[key];
-    if (fromFlag !== undefined) value = coerce(key, spec, fromFlag, 'command line');
+    if (fromFlag !== undefined) {
+      value = coerce(key, spec, fromFlag, 'command line');
+      defaulted.delete(key);
+    }
     result[key] = value;
   }
+  DEFAULTED.set(result, defaulted);
   return result as Record<K, unknown>;
+}
+
+/** The keys of a loaded table that nobody set (their default stands). */
+const DEFAULTED = new WeakMap<object, Set<string>>();
+
+/**
+ * The node ID when nobody set one: the one the data dir recorded (a node keeps its identity);
+ * for a new data dir the hostname, with `-<port>` when --listen is not the default port, so that
+ * nodes sharing a host differ (port 0: a random suffix, recorded in the data dir at first start).
+ */
+function defaultNodeId(config: NodeConfig): string {
+  try {
+    const recorded = (JSON.parse(readFileSync(join(config.dataDir, 'FORMAT'), 'utf8')) as { nodeId?: unknown }).nodeId;
+    if (typeof recorded === 'string' && recorded !== '') return recorded;
+  } catch {
+    // a new data dir
+  }
+  const port = parseHostPort(config.listen)?.port;
+  if (port === undefined || String(port) === SETTINGS.listen.default().split(':')[1]) return config.nodeId;
+  return `${config.nodeId}-${port === 0 ? randomBytes(3).toString('hex') : port}`;
 }
 
 /** The node's configuration: the SETTINGS table under the file's `node` section. */
 export function loadConfig(options: LoadOptions = {}): NodeConfig {
   const config = loadSettings(SETTINGS, 'node', options) as NodeConfig;
+  if (DEFAULTED.get(config)?.has('nodeId')) config.nodeId = defaultNodeId(config);
   if (config.nodeId === '') throw new ConfigError('setting nodeId (NodeID) must not be empty');
   if (config.listMaxLimit < config.listDefaultLimit) {
     throw new ConfigError('setting listMaxLimit must be at least listDefaultLimit');

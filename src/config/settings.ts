@@ -45,7 +45,10 @@ export const LOG_SETTINGS = {
 export const SETTINGS = {
   dataDir: { type: 'string', default: defaultDataDir, help: 'data directory (blobs, segments, index)' },
   listen: { type: 'addr', default: () => '127.0.0.1:8080', help: 'HTTP API address host:port' },
-  nodeId: { type: 'string', default: () => hostname(), specName: 'NodeID', help: 'unique node ID; the hostname unless set' },
+  nodeId: {
+    type: 'string', default: () => hostname(), specName: 'NodeID',
+    help: 'unique node ID; unless set: the one the data dir recorded, else the hostname (with -<port> when --listen is not port 8080, so nodes sharing a host differ)',
+  },
   metricsAddr: {
     type: 'addr', default: () => ':9090', specName: 'MetricsAddr', allowEmpty: true, allowSame: true,
     help: 'metrics, health and web UI listener; "same" = the API port, "" = off',

@@ -15,7 +15,7 @@ import { ClusterRoutes } from './cluster-routes.js';
 import { Intake } from './intake.js';
 import { writeAnswer } from './reply.js';
 import { StreamRoutes } from './stream-routes.js';
-import { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from './uws.js';
+import { listenExclusive, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from './uws.js';
 import { type Wire, wireOf } from './wire.js';
 
 const uws = loadUws();
@@ -117,7 +117,7 @@ export class ApiServer {
   listen(): Promise<number> {
     const addr = parseHostPort(this.config.listen)!;
     return new Promise((resolve, reject) => {
-      this.app.listen(addr.host, addr.port, (socket) => {
+      listenExclusive(this.app, addr.host, addr.port, (socket) => {
         if (!socket) return reject(new Error(`cannot listen on ${this.config.listen}`));
         this.listenSocket = socket;
         this.ready = true;

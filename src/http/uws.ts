@@ -31,3 +31,15 @@ export function loadUws(): typeof UWS {
     console.warn = warn;
   }
 }
+
+/**
+ * listen() options: an exclusive port. uWS otherwise sets SO_REUSEPORT, so a second process on a
+ * port in use would not fail but silently share it (the kernel splitting connections between the
+ * two); with it, the bind fails and the node says so (or takes a free port for a default).
+ */
+const EXCLUSIVE_PORT = 1; // LIBUS_LISTEN_EXCLUSIVE_PORT
+
+/** app.listen(host, port, EXCLUSIVE_PORT, cb): the binary takes the options; its typings omit them. */
+export function listenExclusive(app: UWS.TemplatedApp, host: string, port: number, cb: (socket: UWS.us_listen_socket | false) => void): void {
+  (app.listen as unknown as (h: string, p: number, options: number, c: typeof cb) => void).call(app, host, port, EXCLUSIVE_PORT, cb);
+}

@@ -6,7 +6,7 @@
 import { parseHostPort } from '../config/units.js';
 import { notFound } from '../errors/errors.js';
 import { errorBody, writeAnswer } from '../http/reply.js';
-import { type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
+import { listenExclusive, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
 import { type OpsContext, registerOpsRoutes } from './ops-routes.js';
 import { type UiConfig, uiPage } from './ui-page.js';
 
@@ -57,7 +57,7 @@ export class OpsServer {
   /** Listens on host:port (port 0 picks a free one) and returns the bound port. */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (socket) => {
+      listenExclusive(this.app, host, port, (socket) => {
         if (!socket) return reject(new Error(`cannot listen for metrics on ${host}:${port}`));
         this.socket = socket;
         resolve(uws.us_socket_local_port(socket));

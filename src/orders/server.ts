@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { listenExclusive } from '../http/uws.js';
 import { parseHostPort } from '../config/units.js';
 import { bodyTooLarge } from './errors.js';
 import type { OrdersRequest, OrdersResponse, OrdersService } from './service.js';
@@ -44,7 +45,7 @@ export function startOrdersServer(service: OrdersService, addr: string, maxBodyB
   const pending = { count: 0 };
   app.any('/*', (res, req) => handle(service, res, req, maxBodyBytes, pending));
   let socket: us_listen_socket | false = false;
-  app.listen(hostPort.host, hostPort.port, (s) => {
+  listenExclusive(app, hostPort.host, hostPort.port, (s) => {
     socket = s;
   });
   if (!socket) throw new Error(`cannot listen on ${addr} (address in use or not permitted)`);

@@ -4,7 +4,8 @@
  * an unknown node, offline and back, immediate leave); restarts keep the membership.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
+import { freePort, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
+import { type NodeProcess, startNode } from '../helpers/node-process.js';
 
 describe('a 3-node cluster on loopback', () => {
   let c: TestCluster;
@@ -135,5 +136,36 @@ describe('cluster endpoints in variant A', () => {
     });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ code: 5, ok: false, commands: ['rejoin'] });
+  });
+});
+
+describe('nodes sharing a host, started with only --listen, --data-dir and SeedNodes', () => {
+  const nodes: NodeProcess[] = [];
+  afterAll(async () => {
+    await Promise.all(nodes.map((n) => n.stop()));
+  });
+
+  it('form one cluster: distinct node ids, gRPC and metrics ports of their own, no port picked by hand', async () => {
+    const ports = [await freePort(), await freePort(), await freePort()];
+    const seeds = ports.map((p) => `127.0.0.1:${p}`).join(',');
+    for (const port of ports) nodes.push(await startNode({ bare: true, args: ['--listen', `127.0.0.1:${port}`, '--seed-nodes', seeds, '--heartbeat-interval-ms', '200'] }));
+    const deadline = Date.now() + 20_000;
+    let state: { ring_version: number; nodes: { node_id: string; state: string; grpc_address: string }[] } | undefined;
+    for (;;) {
+      const states = await Promise.all(nodes.map(async (n) => (await (await fetch(`${n.url}/v1/cluster/state`)).json()) as NonNullable<typeof state>));
+      const views = states.map((st) => JSON.stringify([st.ring_version, st.nodes.map((x) => `${x.node_id}:${x.state}`).sort()]));
+      if (views.every((v) => v === views[0]) && states[0]!.nodes.length === 3 && states[0]!.nodes.every((x) => x.state === 'active')) {
+        state = states[0];
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`no agreement: ${views.join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(new Set(state!.nodes.map((n) => n.node_id)).size).toBe(3);
+    expect(new Set(state!.nodes.map((n) => n.grpc_address)).size).toBe(3);
+    // Each has a metrics listener: the first may hold the default port, the others a free one.
+    const metricsPorts = nodes.map((n) => /metrics on http:\/\/[^\s"]*:(\d+)/.exec(n.output())?.[1]);
+    expect(metricsPorts.every((p) => p !== undefined)).toBe(true);
+    expect(new Set(metricsPorts).size).toBe(3);
   });
 });

@@ -37,6 +37,8 @@ export interface StartOptions {
   host?: string;
   /** A command the node runs under, e.g. ['ip', 'netns', 'exec', 'ns1'] (it must exec the node). */
   wrap?: string[];
+  /** Only --data-dir and `args`: no test defaults (node id, listeners off) added. */
+  bare?: boolean;
 }
 
 function statusField(pid: number, field: string): number {
@@ -64,7 +66,8 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
 export async function startNode(options: StartOptions = {}): Promise<NodeProcess> {
   const dataDir = options.dataDir ?? tempDir();
   const home = tempDir('blobstore-home-');
-  const argv = [MAIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--node-id', 'test-node', ...(options.args ?? [])];
+  const defaults = options.bare ? [] : ['--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--node-id', 'test-node'];
+  const argv = [MAIN, 'serve', '--data-dir', dataDir, ...defaults, ...(options.args ?? [])];
   const wrap = options.wrap ?? [];
   const child = spawn(
     wrap.length > 0 ? wrap[0]! : process.execPath,
