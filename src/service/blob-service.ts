@@ -97,7 +97,8 @@ export class BlobService {
       if (!(content.file instanceof BlobFileWriter)) throw new BlobstoreError('internal', 'a store ended in a chunk sink the local store did not make');
       result = await this.store.commitFile(content.file, content.checksum, target.policy, target.labels, origin);
     }
-    if (origin.replicate && result.created) await this.placement.stored(result.id);
+    // A retried store of bytes held here still waits for its copies (replicationAcks), if any are pending.
+    if (origin.replicate) await this.placement.stored(result.id);
     return result;
   };
 

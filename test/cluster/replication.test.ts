@@ -194,3 +194,40 @@ describe('the cluster secret', () => {
     }
   });
 });
+
+describe('replicationAcks', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    c = await TestCluster.start({ size: 3, args: ['--replication-acks', '2', '--replication-ack-timeout-ms', '1500'] });
+    await c.converged({ members: c.ids });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('with 2, a REPLICA3 store answers once both other owners hold the blob', async () => {
+    for (let i = 0; i < 5; i++) {
+      const res = await putRaw(c.url(i % 3), patternBytes(3000 + i, 8800 + i), { 'X-Blobstore-Policy': '3' });
+      expect(res.status).toBe(201);
+      const { id } = (await res.json()) as { id: string };
+      // No waiting: the copies are there when the answer comes.
+      expect((await copiesOf(c)).get(id)).toHaveLength(3);
+    }
+  });
+
+  it('answers 503 when the owners cannot confirm in time; the blob is stored here and reaches them later', async () => {
+    await c.stop(2);
+    const bytes = patternBytes(5000, 8899);
+    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '3' });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(((await res.json()) as { message: string }).message).toMatch(/did not confirm/);
+    await c.startNode(2);
+    await c.converged({ members: c.ids });
+    // Retrying is safe, and the retry waits for the copies like the first store did.
+    const retry = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '3' });
+    expect(retry.status).toBe(200);
+    const { id } = (await retry.json()) as { id: string };
+    expect((await copiesOf(c)).get(id)).toHaveLength(3);
+  });
+});
