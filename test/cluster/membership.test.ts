@@ -3,6 +3,7 @@
  * themselves and agree on one member list and ring version; the states table (join, heartbeat of
  * an unknown node, offline and back, immediate leave); restarts keep the membership.
  */
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
@@ -143,6 +144,7 @@ describe('nodes sharing a host, started with only --listen, --data-dir and SeedN
   const nodes: NodeProcess[] = [];
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.stop()));
+    for (const n of nodes) rmSync(n.dataDir, { recursive: true, force: true });
   });
 
   it('form one cluster: distinct node ids, gRPC and metrics ports of their own, no port picked by hand', async () => {

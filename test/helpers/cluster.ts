@@ -6,6 +6,7 @@
  * Invariant checks: every node agrees on the member list and ring version; every acknowledged
  * blob reads back byte-exact from every node.
  */
+import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { expect } from 'vitest';
 import { type NodeProcess, startNode, tempDir } from './node-process.js';
@@ -146,6 +147,7 @@ export class TestCluster {
     }
   }
 
+  /** Stops every node and removes the data dirs (a shared machine's /tmp fills up otherwise). */
   async stopAll(): Promise<void> {
     for (const i of this.live()) {
       try {
@@ -155,6 +157,7 @@ export class TestCluster {
       }
     }
     await Promise.all(this.live().map((i) => this.stop(i)));
+    for (const dir of this.dataDirs) rmSync(dir, { recursive: true, force: true });
   }
 }
 
