@@ -55,7 +55,9 @@ export class Cluster implements Placement {
     usage: () => { usedBytes: number; blobCount: number },
   ) {
     this.secret = Buffer.from(config.clusterSecret);
-    this.peers = new PeerClients({ secret: config.clusterSecret, maxMessageBytes: config.grpcMaxMessageBytes, callTimeoutMs: config.peerCallTimeoutMs });
+    this.peers = new PeerClients({
+      secret: config.clusterSecret, maxMessageBytes: config.grpcMaxMessageBytes, windowBytes: config.grpcWindowBytes, callTimeoutMs: config.peerCallTimeoutMs,
+    });
     // SeedNodes may name this node too (one list for every node): the first address listed forms
     // the cluster when it starts with no state of its own; everyone else joins through the seeds.
     const bare = (s: string): string => s.replace(/^https?:\/\//, '').replace(/\/$/, '');
@@ -170,7 +172,10 @@ export class Cluster implements Placement {
 
   fetch(blob: Located, sink: ChunkSink, range?: ByteRange): Promise<void> {
     if (blob.peer === undefined) return Promise.reject(new BlobstoreError('internal', 'fetch of a blob held here'));
-    return this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range);
+    return this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range).catch((err: unknown) => {
+      this.remote.forget(blob.id);
+      throw err;
+    });
   }
 
   /** Replaces a corrupt local copy with one from an owner, in the background. */

@@ -45,6 +45,8 @@ export interface Peer {
 export interface PeerOptions {
   secret: string;
   maxMessageBytes: number;
+  /** HTTP/2 window this node announces on its channels (reads from peers stream into it). */
+  windowBytes: number;
   /** Deadline of unary calls. */
   callTimeoutMs: number;
 }
@@ -63,6 +65,8 @@ export class PeerClients {
       'grpc.max_receive_message_length': this.options.maxMessageBytes,
       'grpc.max_send_message_length': this.options.maxMessageBytes,
       'grpc.enable_channelz': 0,
+      // Node's default 64 KiB window makes a 1 MiB read from a peer wait for 16 window updates.
+      'grpc-node.flow_control_window': this.options.windowBytes,
       // Reconnect quickly after a peer restarts; heartbeats find out every interval anyway.
       'grpc.initial_reconnect_backoff_ms': 200,
       'grpc.max_reconnect_backoff_ms': 2000,

@@ -235,19 +235,26 @@ export class BlobSender {
       await this.peers.unary(stub, peer.nodeId, 'ReplicateBatch', { blobs: sent, repair }, this.options.callTimeoutMs);
       for (const b of sent) held.add(b.id.id.toString('hex'));
     };
-    for (const meta of metas) {
-      if (meta.size > this.options.inlineMaxBytes) {
-        await flush();
-        await this.stream(peer, meta, repair);
-        held.add(meta.id.toString('hex'));
-        continue;
-      }
-      const data = meta.location === Location.SEGMENT ? await this.store.readInline(meta) : await this.readWhole(meta);
-      if (batch.length > 0 && batchBytes + data.length > this.options.batchBytes) await flush();
-      batch.push({ id: { id: meta.id }, data: meta.location === Location.SEGMENT ? Buffer.from(data) : data, meta: metaMessage(meta) });
-      batchBytes += data.length;
+    const small = metas.filter((m) => m.size <= this.options.inlineMaxBytes);
+    // Small blobs are read a batch at a time, concurrently (each read is a thread-pool round trip).
+    for (let at = 0; at < small.length;) {
+      let end = at;
+      let bytes = 0;
+      while (end < small.length && (end === at || bytes + small[end]!.size <= this.options.batchBytes)) bytes += small[end++]!.size;
+      const chunk = small.slice(at, end);
+      const datas = await Promise.all(chunk.map((m) => (m.location === Location.SEGMENT ? this.store.readInline(m) : this.readWhole(m))));
+      chunk.forEach((meta, i) => {
+        batch.push({ id: { id: meta.id }, data: datas[i]!, meta: metaMessage(meta) });
+        batchBytes += datas[i]!.length;
+      });
+      await flush();
+      at = end;
     }
-    await flush();
+    for (const meta of metas) {
+      if (meta.size <= this.options.inlineMaxBytes) continue;
+      await this.stream(peer, meta, repair);
+      held.add(meta.id.toString('hex'));
+    }
     return held;
   }
 

@@ -128,11 +128,11 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
 
   return {
     Replicate: unary('Replicate', async (r: ReplicaRequest) => ({ created: await replicate(r, false) })),
-    ReplicateBatch: unary('ReplicateBatch', async (r: { blobs?: ReplicaRequest[]; repair?: boolean }) => {
-      const created: boolean[] = [];
-      for (const blob of r.blobs ?? []) created.push(await replicate(blob, r.repair === true));
-      return { created };
-    }),
+    // All blobs of a batch at once: they share one group commit (one after another, each would
+    // wait for its own fsync and index flush: ~300 blobs/s instead of thousands).
+    ReplicateBatch: unary('ReplicateBatch', async (r: { blobs?: ReplicaRequest[]; repair?: boolean }) => ({
+      created: await Promise.all((r.blobs ?? []).map((blob) => replicate(blob, r.repair === true))),
+    })),
     ReplicateStream: receive('ReplicateStream', (r) => ({ created: r.created })),
     Migrate: receive('Migrate', (r) => ({ blobs_received: r.blobs, bytes_received: r.bytes })),
     DeleteInternal: unary('DeleteInternal', async (r: { id?: { id?: Buffer } }) => {
