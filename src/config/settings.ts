@@ -125,7 +125,7 @@ export const SETTINGS = {
   groupCommitMaxBytes: { type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
   durableAck: {
     type: 'enum', default: () => 'index', choices: ['index', 'log'],
-    help: 'index: acknowledge a store once its index commit is flushed; log: once its segment record is fsynced and the index commit is visible (recovery replays the log past the last flushed checkpoint, DESIGN §3)',
+    help: 'index: acknowledge a store once its index commit is flushed; log: once its segment record is fsynced and the index commit is visible (recovery replays the log past the last flushed checkpoint, decisions.md §3)',
   },
   compactionLiveRatio: { type: 'int', default: () => 50, min: 1, max: 99, help: 'compact a sealed segment whose live bytes fall under this percentage' },
   compactionIntervalMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'how often compaction looks for work' },

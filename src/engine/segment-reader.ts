@@ -1,6 +1,6 @@
 /**
  * Read handles for segment files. Small records are read synchronously: a pread of a few KiB from
- * the page cache costs less than a thread-pool hop (DESIGN §10: ~33k GET/s prototype). Larger
+ * the page cache costs less than a thread-pool hop (decisions.md §10: ~33k GET/s prototype). Larger
  * ones go through the thread pool; a segment being removed waits for reads in progress.
  */
 import { closeSync, openSync, read, readSync, constants as fsc } from 'node:fs';

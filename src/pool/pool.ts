@@ -1,6 +1,6 @@
 /**
  * The node's worker pool (Piscina). It takes work only in 1 MiB chunks: a task costs ~65-130 us
- * here, BLAKE3 of 4 KiB ~3 us, so small requests are hashed inline (DESIGN §10).
+ * here, BLAKE3 of 4 KiB ~3 us, so small requests are hashed inline (decisions.md §10).
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
