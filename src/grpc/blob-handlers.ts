@@ -127,7 +127,8 @@ export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logge
 
   const list = unary('List', 'read', (request: ListRequest): ListResponse => {
     const cursor = request.cursor && request.cursor.length > 0 ? request.cursor.toString('base64url') : undefined;
-    const page = service.list(request.prefix ?? '', cursor, request.limit ?? 0);
+    // The prefix is of the hex form, which is case-insensitive.
+    const page = service.list((request.prefix ?? '').toLowerCase(), cursor, request.limit ?? 0);
     return {
       ids: page.ids.map((id) => ({ id })),
       next_cursor: page.nextCursor === undefined ? undefined : Buffer.from(page.nextCursor, 'base64url'),

@@ -321,7 +321,9 @@ export class BlobRoutes {
       this.authorize(req, 'read');
       const limit = this.parseLimit(req.getQuery('limit') ?? '');
       const cursor = req.getQuery('cursor') ?? '';
-      const page = this.service.list(req.getQuery('prefix') ?? '', cursor === '' ? undefined : cursor, limit);
+      // Ids are hex, and hex is case-insensitive: an upper-case prefix lists the same ids.
+      const prefix = (req.getQuery('prefix') ?? '').toLowerCase();
+      const page = this.service.list(prefix, cursor === '' ? undefined : cursor, limit);
       sendJson(x, 200, this.wire.listBody(page));
     } catch (err) {
       this.service.recordFailure('list', err);
