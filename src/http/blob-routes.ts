@@ -283,8 +283,8 @@ export class BlobRoutes {
   }
 
   /** GET /v1/blobs/{id}/stat: 200 with exists false for a missing blob. */
-  readonly stat = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res, this.wire, this.log);
+  readonly stat = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
+    const x = newExchange(res, this.wire, this.log, head);
     let id: Buffer;
     try {
       this.authorize(req, 'read');
@@ -315,8 +315,8 @@ export class BlobRoutes {
     this.intake.track(x, this.service.delete(id).then(() => sendJson(x, 200, '{"deleted":true}')));
   };
 
-  readonly list = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res, this.wire, this.log);
+  readonly list = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
+    const x = newExchange(res, this.wire, this.log, head);
     try {
       this.authorize(req, 'read');
       const limit = this.parseLimit(req.getQuery('limit') ?? '');
