@@ -14,7 +14,7 @@ import type { BlobService } from '../service/blob-service.js';
 import { type BlobWriter } from '../service/blob-writer.js';
 import type { Located } from '../service/blob-service.js';
 import { BodySender } from './download.js';
-import { type Intake } from './intake.js';
+import { type Intake, isChunked } from './intake.js';
 import { parseStoreJson } from './json-body.js';
 import { type ByteRange, parseRange } from './range.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson, statusLine } from './reply.js';
@@ -98,7 +98,7 @@ export class BlobRoutes {
       res.onData(() => undefined);
       return sendError(x, err, 'drain');
     }
-    this.intake.receive(x, writer, release, start, () => this.complete(x, writer, kind, policyHeader, labels));
+    this.intake.receive(x, writer, release, start, isChunked(req), () => this.complete(x, writer, kind, policyHeader, labels));
   };
 
   private async complete(x: Exchange, writer: BlobWriter, kind: BodyKind, policyHeader: string, labels: Buffer): Promise<void> {

@@ -15,7 +15,7 @@ import { PutStream } from '../service/put-stream.js';
 import type { BlobRoutes } from './blob-routes.js';
 import { contentLengthOf } from './blob-routes.js';
 import { ChunkedSender } from './download.js';
-import type { Intake } from './intake.js';
+import { type Intake, isChunked } from './intake.js';
 import { decodeBase64 } from './base64.js';
 import { LineSplitter, isBlank } from './ndjson.js';
 import { PutChunkParser } from './put-chunk.js';
@@ -97,7 +97,7 @@ export class StreamRoutes {
       },
       discard: () => stream.discard(),
     };
-    this.intake.receive(x, sink, release, start, () => this.complete(x, stream));
+    this.intake.receive(x, sink, release, start, isChunked(req), () => this.complete(x, stream));
   };
 
   private async complete(x: Exchange, stream: PutStream): Promise<void> {
