@@ -4,6 +4,7 @@
  */
 import type { Scope, Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
+import { ClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, invalidArgument, payloadTooLarge, toBlobstoreError } from '../errors/errors.js';
 import type { BlobMeta, PutResult } from '../engine/engine.js';
 import { Location } from '../index/entry.js';
@@ -197,7 +198,7 @@ export class BlobRoutes {
       await this.service.stream(
         meta,
         async (chunk, i) => {
-          if (x.aborted) throw new Error('client went away');
+          if (x.aborted) throw new ClientGone();
           await sender.send(chunk, i === 0 ? head : undefined);
           sent = true;
         },

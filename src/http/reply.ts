@@ -3,6 +3,7 @@
  * the route callback only inside cork(); these helpers do both. Error bodies take the shape of the
  * node's variant (wire.ts).
  */
+import { isClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
@@ -83,6 +84,8 @@ export function errorBody(err: BlobstoreError, variant: Variant | Wire = WIRE_B)
  * id, which the answer carries in X-Request-Id.
  */
 export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): void {
+  // A client that went away has nobody to answer, and its leaving is no failure of ours to log.
+  if (isClientGone(error)) return;
   const err = toBlobstoreError(error);
   let headers = err.headers;
   if (err.logged) {

@@ -13,7 +13,7 @@ import type { Engine, EngineStats } from '../engine/engine.js';
 import type { Logger } from '../log/logger.js';
 import { BackendCheck } from './backend-check.js';
 import { ClusterMetrics } from './cluster-metrics.js';
-import { ERROR_TYPES, errorTypeIndex } from './error-types.js';
+import { ERROR_TYPES, ErrorTypeIndex, errorTypeIndex } from './error-types.js';
 import { EventLoopLag } from './event-loop.js';
 import { type Operation, OPERATIONS, type Recorder, type Stage, STAGES } from './recorder.js';
 import { registerRuntimeMetrics } from './runtime.js';
@@ -114,9 +114,11 @@ export class NodeMetrics implements Recorder {
 
   failed(op: Operation, err: BlobstoreError): void {
     const i = OP_INDEX[op];
+    const type = errorTypeIndex(err);
     this.operations.values[i]! += 1;
-    this.requestFailures.values[i]! += 1;
-    this.errors.values[errorTypeIndex(err)]! += 1;
+    // A client that went away did not see the request fail.
+    if (type !== ErrorTypeIndex.cancelled) this.requestFailures.values[i]! += 1;
+    this.errors.values[type]! += 1;
   }
 
   stage(stage: Stage, startMs: number): void {
