@@ -48,8 +48,9 @@ async function expectHeadLikeGet(port: number, path: string): Promise<number> {
 
 describe.each([
   { variant: 'b', metricsAddr: '127.0.0.1:0', args: [] as string[] },
-  { variant: 'a', metricsAddr: 'same', args: ['--api-variant', 'a'] },
-])('variant $variant, metrics listener $metricsAddr', ({ metricsAddr, args }) => {
+  // A JSON body limit below the large blob: variant A's GET of it is a 413, and so is its HEAD.
+  { variant: 'a', metricsAddr: 'same', args: ['--api-variant', 'a', '--max-json-body-bytes', '1MiB'] },
+])('variant $variant, metrics listener $metricsAddr', ({ variant, metricsAddr, args }) => {
   let m: MetricsNode;
   let id: string;
   /** A blob of more than one 1 MiB chunk: its get stream is chunked. */
@@ -89,6 +90,18 @@ describe.each([
     expect(await expectHeadLikeGet(m.node.port, `/v1/blobs/${id}/stream`)).toBe(200);
     expect(await expectHeadLikeGet(m.node.port, `/v1/blobs/${largeId}/stream`)).toBe(200);
     expect(await expectHeadLikeGet(m.node.port, `/v1/blobs/${'0'.repeat(32)}/stream`)).toBe(404);
+  });
+
+  it('API port: HEAD of a blob in variant A answers like its GET (JSON, ETag; 413 past the JSON body limit); variant B\'s is the metadata answer', async () => {
+    if (variant === 'b') {
+      const res = await fetch(`${m.node.url}/v1/blobs/${id}`, { method: 'HEAD' });
+      expect(res.headers.get('x-blobstore-blob-size')).toBe('2000');
+      return;
+    }
+    expect(await expectHeadLikeGet(m.node.port, `/v1/blobs/${id}`)).toBe(200);
+    expect(await expectHeadLikeGet(m.node.port, `/v1/blobs/${largeId}`)).toBe(413);
+    expect(await expectHeadLikeGet(m.node.port, `/v1/blobs/${'0'.repeat(32)}`)).toBe(404);
+    expect(await expectHeadLikeGet(m.node.port, '/v1/blobs/nope')).toBe(400);
   });
 
   it.each([

@@ -40,6 +40,10 @@ export function contentLengthOf(header: string): number | undefined {
   return Number(header);
 }
 
+/** Variant A's blob answer is `{"data":"<base64>","meta":<BlobMeta>}`. */
+const JSON_BLOB_OPEN = '{"data":"';
+const JSON_BLOB_META = '","meta":';
+
 /** The strong validator of a blob: its content checksum in hex. */
 const etagOf = (meta: BlobMeta): string => `"${meta.checksum.toString('hex')}"`;
 
@@ -121,21 +125,22 @@ export class BlobRoutes {
     }
   }
 
-  readonly get = (res: HttpResponse, req: HttpRequest): void => {
+  /** GET of a blob; HEAD too in variant A (variant B's HEAD is the metadata answer, `head`). */
+  readonly get = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
     const start = performance.now();
     let found: Located | Promise<Located>;
     try {
       this.authorize(req, 'read');
       found = this.service.locate(this.wire.parseId(req.getParameter(0)));
       // A small blob stored here is read, verified and answered right here: no await, no abort handler.
-      if (!(found instanceof Promise) && this.answerAtOnce(res, req, found, start)) return;
+      if (!head && !(found instanceof Promise) && this.answerAtOnce(res, req, found, start)) return;
     } catch (err) {
       this.service.recordFailure('get', err);
-      return sendError(newExchange(res, this.wire, this.log), err);
+      return sendError(newExchange(res, this.wire, this.log, head), err);
     }
     // Headers are read now: the request object is gone once this handler returns.
     const conditions = { ifNoneMatch: req.getHeader('if-none-match'), range: this.wire.variant === 'b' ? req.getHeader('range') : '', ifRange: req.getHeader('if-range') };
-    const x = newExchange(res, this.wire, this.log);
+    const x = newExchange(res, this.wire, this.log, head);
     this.intake.track(x, (async () => {
       let meta: Located;
       try {
@@ -151,6 +156,7 @@ export class BlobRoutes {
         x.res.cork(() => this.notModified(x.res, etag));
         return;
       }
+      if (head) return this.jsonBlobHead(x, meta, etag);
       const range = conditions.range === '' ? undefined : parseRange(conditions.range, conditions.ifRange, etag, meta.size);
       await (this.wire.variant === 'b' ? this.sendRaw(x, meta, range) : this.sendJsonBlob(x, meta));
     })());
@@ -224,8 +230,23 @@ export class BlobRoutes {
   }
 
   private writeJsonBlob(res: HttpResponse, meta: BlobMeta, data: Buffer, etag = etagOf(meta)): void {
-    const body = `{"data":"${data.toString('base64')}","meta":${this.wire.metaJson(meta)}}`;
+    const body = `${JSON_BLOB_OPEN}${data.toString('base64')}${JSON_BLOB_META}${this.wire.metaJson(meta)}}`;
     res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('ETag', etag).end(body);
+  }
+
+  /**
+   * Variant A's HEAD of a blob: the head of its JSON answer, sized without reading the bytes (the
+   * same 413 as GET for a blob too large for one JSON body; its message is BlobService.read's).
+   */
+  private jsonBlobHead(x: Exchange, meta: Located, etag: string): void {
+    const max = this.config.maxJsonBodyBytes;
+    if (meta.size > max) throw payloadTooLarge(`blob of ${meta.size} bytes is larger than ${max} bytes for one message: use the stream`);
+    const length = JSON_BLOB_OPEN.length + Math.ceil(meta.size / 3) * 4 + JSON_BLOB_META.length + Buffer.byteLength(this.wire.metaJson(meta)) + 1;
+    x.done = true;
+    x.res.cork(() => {
+      x.res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('ETag', etag);
+      x.res.writeHeader('Content-Length', String(length)).endWithoutBody();
+    });
   }
 
   /**

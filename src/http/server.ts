@@ -58,7 +58,8 @@ export class ApiServer {
     // grpc-gateway's answer for a method a known path lacks: 501 "Method Not Allowed".
     const unimplemented = (scope: 'read' | 'admin', message = 'Method Not Allowed') => (res: HttpResponse, req: HttpRequest) =>
       this.unimplemented(res, req, scope, message);
-    // Every GET route answers HEAD as well (router.ts); HEAD /v1/blobs/{id} has its own answer.
+    // Every GET route answers HEAD as well (router.ts); in variant B, HEAD /v1/blobs/{id} is the
+    // spec's metadata answer instead.
     const routes = new Router(uws.App())
       .post('/v1/blobs', r.store)
       .put('/v1/blobs', r.store)
@@ -66,7 +67,7 @@ export class ApiServer {
       .any('/v1/blobs', unimplemented('read'))
       .post('/v1/blobs/stream', s.putStream)
       .any('/v1/blobs/stream', unimplemented('read'))
-      .get('/v1/blobs/:id', r.get, r.head)
+      .get('/v1/blobs/:id', r.get, this.wire.variant === 'b' ? r.head : undefined)
       .del('/v1/blobs/:id', r.delete)
       .any('/v1/blobs/:id', unimplemented('read'))
       .get('/v1/blobs/:id/stream', s.getStream)

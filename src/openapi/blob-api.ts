@@ -138,7 +138,8 @@ function blobPaths(variant: Variant): Record<string, Record<string, Operation>> 
           ...errorResponses([400, 401, 403, 404, 413, 500]),
         },
       },
-      head: {
+      // Variant A's HEAD is GET's head (HTTP's, not an operation of its own).
+      ...(a ? {} : { head: {
         operationId: 'head', tags: ['blobs'], summary: 'Blob metadata as headers (scope read)',
         parameters: [idParam(variant)],
         responses: {
@@ -152,7 +153,7 @@ function blobPaths(variant: Variant): Record<string, Record<string, Operation>> 
           },
           404: { description: 'no such blob (no body)' },
         },
-      },
+      } }),
       delete: {
         operationId: 'delete', tags: ['blobs'], summary: 'Delete the local copy (scope write)',
         parameters: [idParam(variant)],
