@@ -47,7 +47,8 @@ async function expectHeadLikeGet(port: number, path: string): Promise<number> {
 }
 
 describe.each([
-  { variant: 'b', metricsAddr: '127.0.0.1:0', args: [] as string[] },
+  // With gRPC, a node has its cluster endpoints (GET /v1/cluster/state 200); without, they are 501.
+  { variant: 'b', metricsAddr: '127.0.0.1:0', args: ['--grpc-addr', '127.0.0.1:0'] },
   // A JSON body limit below the large blob: variant A's GET of it is a 413, and so is its HEAD.
   { variant: 'a', metricsAddr: 'same', args: ['--api-variant', 'a', '--max-json-body-bytes', '1MiB'] },
 ])('variant $variant, metrics listener $metricsAddr', ({ variant, metricsAddr, args }) => {
@@ -74,13 +75,16 @@ describe.each([
     ['/v1/blobs', 200],
     ['/v1/blobs?limit=1&prefix=0', 200],
     ['/v1/blobs?limit=x', 400],
-    ['/v1/cluster/state', 501],
     ['/healthz', 200],
     ['/openapi.json', 200],
     ['/ui/', 200],
     ['/ui', 200],
   ])('API port: HEAD %s answers %i like GET, without the body', async (path, status) => {
     expect(await expectHeadLikeGet(m.node.port, path)).toBe(status);
+  });
+
+  it('API port: HEAD /v1/cluster/state answers like GET (200 with the cluster, 501 without)', async () => {
+    expect(await expectHeadLikeGet(m.node.port, '/v1/cluster/state')).toBe(variant === 'b' ? 200 : 501);
   });
 
   it('API port: HEAD of a blob\'s /stat (found, missing, invalid id) and /stream (one chunk, chunked, missing) answers like GET', async () => {
