@@ -4,6 +4,7 @@
  * errors_total{type="cancelled"}; errors_total{type="storage"} and request_failures_total stay at
  * 0, and nothing is logged as a backend failure (operators alert on both).
  */
+import { rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +28,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   expect(await n.stop()).toBe(0);
+  rmSync(n.node.dataDir, { recursive: true, force: true });
 });
 
 /** GET `path` on a raw connection; destroys it once the first bytes of the answer are in. */

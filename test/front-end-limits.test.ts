@@ -3,6 +3,7 @@
  * past its limits, and what the node answers where it gets the chance (README, "Limits of the
  * front end"). Raw sockets, since no ordinary client sends these.
  */
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Outcome, rawExchange } from './fuzz/http-client.js';
 import { expectedId } from './helpers/blobs.js';
@@ -37,6 +38,7 @@ describe('request heads', () => {
   });
   afterAll(async () => {
     expect(await node.stop()).toBe(0);
+    rmSync(node.dataDir, { recursive: true, force: true });
   });
 
   it.each(['GET', 'HEAD'])(`%s with ${UWS_MAX_HEADER_FIELDS} header fields is answered`, async (method) => {
@@ -70,6 +72,7 @@ describe.each([
   });
   afterAll(async () => {
     expect(await node.stop()).toBe(0);
+    rmSync(node.dataDir, { recursive: true, force: true });
   });
 
   const send = (path: string, body: string): Promise<Outcome> =>

@@ -4,6 +4,7 @@
  * and both listener layouts: variant B with the metrics listener on its own port, variant A with
  * the operations routes on the API port (`--metrics-addr same`).
  */
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Answer, rawExchange } from './fuzz/http-client.js';
 import { patternBytes, putRaw } from './helpers/blobs.js';
@@ -69,6 +70,7 @@ describe.each([
   });
   afterAll(async () => {
     expect(await m.node.stop()).toBe(0);
+    rmSync(m.node.dataDir, { recursive: true, force: true });
   });
 
   it.each([

@@ -3,6 +3,7 @@
  * lower-case form, wherever an id or an id prefix is read (paths of both variants, NDJSON chunk
  * ids, the list prefix over HTTP and gRPC); answers always write lower case.
  */
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putRaw } from './helpers/blobs.js';
 import { type GrpcNode, startGrpcNode, unary } from './grpc/helpers.js';
@@ -35,6 +36,7 @@ describe.each([
   });
   afterAll(async () => {
     expect(await n.stop()).toBe(0);
+    rmSync(n.node.dataDir, { recursive: true, force: true });
   });
 
   it('GET, HEAD, /stat and /stream of an upper- or mixed-case id find the blob', async () => {
