@@ -15,7 +15,7 @@ import { Engine } from './engine/engine.js';
 import { GrpcServer } from './grpc/server.js';
 import { hashName, initHashing } from './hash/blake3.js';
 import { ApiServer } from './http/server.js';
-import type { TemplatedApp } from './http/uws.js';
+import type { Router } from './http/router.js';
 import type { Logger } from './log/logger.js';
 import { NO_RECORDER } from './metrics/recorder.js';
 import { NodeMetrics } from './metrics/node-metrics.js';
@@ -66,11 +66,11 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   });
   // Routes beside the blob API on its port: the OpenAPI document, the UI page with the blob browser
   // at /ui/ (monitoring links to the metrics listener), and the operations routes in `same`.
-  const mount = (app: TemplatedApp): void => {
-    registerOpenApiRoute(app, apiDocument);
+  const mount = (routes: Router): void => {
+    registerOpenApiRoute(routes, apiDocument);
     if (!ops) return;
-    registerUiOnApiPort(app, () => ({ metricsHere: layout.kind === 'same', apiHere: true, apiPort: port, metricsPort }));
-    if (layout.kind === 'same') opsMount(ops)(app);
+    registerUiOnApiPort(routes, () => ({ metricsHere: layout.kind === 'same', apiHere: true, apiPort: port, metricsPort }));
+    if (layout.kind === 'same') opsMount(ops)(routes);
   };
   // Nodes talk over gRPC: without it a node runs alone (and cannot join anything).
   const clusterEnabled = config.grpcAddr !== '';

@@ -173,7 +173,7 @@ describe('GET /v1/blobs/{id}', () => {
   });
 
   it('an invalid id answers 400 with a message that names an invalid blob ID', async () => {
-    for (const id of ['xyz', 'A'.repeat(32), '0'.repeat(31), '0'.repeat(33), 'g'.repeat(32)]) {
+    for (const id of ['xyz', '0'.repeat(31), '0'.repeat(33), 'g'.repeat(32)]) {
       const err = await errorOf(await fetch(`${url}/v1/blobs/${id}`));
       expect(err.code, id).toBe(400);
       expect(err.message).toMatch(/invalid blob ID/);

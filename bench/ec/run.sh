@@ -26,14 +26,26 @@ else
   echo "no ISA-L: skipping the C harness (the table needs it; the Node lines still print)" >&2
 fi
 
-# @ronomon/reed-solomon: npm here runs no install scripts, so build its addon outside node_modules.
-RONOMON_SRC=node_modules/@ronomon/reed-solomon
+# @ronomon/reed-solomon, for the comparison only. It is no dependency of the project (its install
+# needs node-gyp, which a fresh `npm ci` must not): it goes into bench/.peer without its install
+# script and is built here against the headers of the Node that runs. Any failure skips it.
+PEER=bench/.peer
+RONOMON_SRC="$PEER/node_modules/@ronomon/reed-solomon"
 RONOMON="$BUILD/ronomon/build/Release/binding.node"
-if [ -d "$RONOMON_SRC" ] && [ ! -f "$RONOMON" ]; then
-  mkdir -p "$BUILD/ronomon"
-  cp "$RONOMON_SRC/binding.c" "$RONOMON_SRC/binding.gyp" "$RONOMON_SRC/package.json" "$BUILD/ronomon/"
-  NODE_GYP="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
-  (cd "$BUILD/ronomon" && node "$NODE_GYP" rebuild --nodedir=/usr >&2) || echo "ronomon build failed; skipping it" >&2
+if [ ! -f "$RONOMON" ]; then
+  [ -d "$RONOMON_SRC" ] || npm install --prefix "$PEER" --no-save --no-package-lock --ignore-scripts --no-audit --no-fund \
+    @ronomon/reed-solomon@6.0.0 >&2 || echo "@ronomon/reed-solomon could not be installed; skipping the comparison" >&2
+  NODE_PREFIX="$(node -p "require('path').resolve(process.execPath, '../..')")"
+  if [ ! -d "$RONOMON_SRC" ]; then
+    :
+  elif [ ! -f "$NODE_PREFIX/include/node/node_api.h" ]; then
+    echo "no Node headers in $NODE_PREFIX/include/node; skipping the @ronomon/reed-solomon comparison" >&2
+  else
+    mkdir -p "$BUILD/ronomon"
+    cp "$RONOMON_SRC/binding.c" "$RONOMON_SRC/binding.gyp" "$RONOMON_SRC/package.json" "$BUILD/ronomon/"
+    NODE_GYP="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
+    (cd "$BUILD/ronomon" && node "$NODE_GYP" rebuild --nodedir="$NODE_PREFIX" >&2) || echo "@ronomon/reed-solomon did not build; skipping the comparison" >&2
+  fi
 fi
 
 [ -f dist/bench/ec/node.bench.js ] && [ -f dist/bench/ec/table.js ] || npm run --silent build >&2

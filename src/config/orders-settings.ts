@@ -23,10 +23,6 @@ export const ORDERS_SETTINGS = {
     help: 'JSON file of API keys ([{"key","scope":"read"|"read-write"}]); empty = no authentication',
   },
   ordersMaxBodyBytes: { type: 'bytes', default: () => 1 * MiB, min: 1, max: 64 * MiB, help: 'largest request body (413 above)' },
-  ordersListMaxLimit: {
-    type: 'int', default: () => 10_000, min: 1, max: 1_000_000,
-    help: 'list limits above this are clamped (the applied limit is echoed)',
-  },
   ...LOG_SETTINGS,
 } as const satisfies Record<string, SettingSpec>;
 
@@ -37,7 +33,6 @@ export interface OrdersConfig {
   ordersDataDir: string;
   ordersApiKeysFile: string;
   ordersMaxBodyBytes: number;
-  ordersListMaxLimit: number;
   logLevel: string;
   logFormat: string;
 }

@@ -1,13 +1,16 @@
 import { invalidArgument } from '../errors/errors.js';
 import { ID_BYTES } from '../hash/blake3.js';
 
-const HEX_ID = /^[0-9a-f]{32}$/;
+const HEX_ID = /^[0-9a-fA-F]{32}$/;
 
-/** Parses a variant-B path id (exactly 32 lowercase hex characters) into 16 bytes. */
+/**
+ * Parses a variant-B path id (exactly 32 hex characters) into 16 bytes. Hex is case-insensitive:
+ * `AB` and `ab` name the same byte, so an upper-case id is the same id (answers are lower case).
+ */
 export function parseBlobId(text: string | undefined): Buffer {
   if (text === undefined || text === '') throw invalidArgument('invalid blob ID: missing or empty');
   if (!HEX_ID.test(text)) {
-    throw invalidArgument(`invalid blob ID ${JSON.stringify(text.slice(0, 80))}: expected 32 lowercase hex characters (16 bytes)`);
+    throw invalidArgument(`invalid blob ID ${JSON.stringify(text.slice(0, 80))}: expected 32 hex characters (16 bytes)`);
   }
   return Buffer.from(text, 'hex');
 }
@@ -44,7 +47,7 @@ export function parseBlobIdLiberal(text: string | undefined): Buffer {
       throw invalidArgument('invalid blob ID: bad percent-encoding');
     }
   }
-  if (/^[0-9a-fA-F]{32}$/.test(decoded)) return Buffer.from(decoded, 'hex');
+  if (HEX_ID.test(decoded)) return Buffer.from(decoded, 'hex');
   if (BASE64_ID.test(decoded)) {
     const bytes = Buffer.from(decoded, 'base64');
     if (bytes.length === ID_BYTES) return bytes;

@@ -11,6 +11,7 @@ import type {
   UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import type { Gate, Scope } from '../auth/gate.js';
+import { ClientGone } from '../errors/client-gone.js';
 import { blobIdFromBytes } from '../engine/blob-id.js';
 import { CHUNK_BYTES } from '../engine/buffer-pool.js';
 import type { BlobMeta } from '../engine/engine.js';
@@ -49,9 +50,6 @@ function metaReserveBytes(service: BlobService): number {
   return c.maxLabels * (c.labelKeyMaxBytes + c.labelValueMaxBytes + 8) + 256;
 }
 
-/** Thrown into the reader to stop it when the client has gone. */
-class CallCancelled extends Error {}
-
 /**
  * Hands GetStream chunks to grpc-js one at a time: each waits until grpc-js has encoded it (the
  * reader's buffer is free again then) or the call is gone. grpc-js encodes a message when the one
@@ -73,7 +71,8 @@ class ChunkSender {
   }
 
   send(data: Buffer, final: boolean): Promise<void> {
-    if (this.gone || this.call.cancelled) return Promise.reject(new CallCancelled());
+    // Thrown into the reader to stop it: a cancelled call is no storage failure.
+    if (this.gone || this.call.cancelled) return Promise.reject(new ClientGone());
     return new Promise((resolve) => {
       this.wake = resolve;
       this.call.write(new OutgoingChunk(data, final, resolve));
@@ -127,7 +126,8 @@ export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logge
 
   const list = unary('List', 'read', (request: ListRequest): ListResponse => {
     const cursor = request.cursor && request.cursor.length > 0 ? request.cursor.toString('base64url') : undefined;
-    const page = service.list(request.prefix ?? '', cursor, request.limit ?? 0);
+    // The prefix is of the hex form, which is case-insensitive.
+    const page = service.list((request.prefix ?? '').toLowerCase(), cursor, request.limit ?? 0);
     return {
       ids: page.ids.map((id) => ({ id })),
       next_cursor: page.nextCursor === undefined ? undefined : Buffer.from(page.nextCursor, 'base64url'),
@@ -174,7 +174,7 @@ async function streamBlob(service: BlobService, gate: Gate, log: Logger, call: S
     });
     if (!sender.gone) call.end();
   } catch (err) {
-    if (sender.gone || call.cancelled || err instanceof CallCancelled) return;
+    if (sender.gone || call.cancelled || err instanceof ClientGone) return;
     call.emit('error', toStatus(err, 'GetStream', log, call.metadata));
   }
 }

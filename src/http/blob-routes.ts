@@ -4,6 +4,7 @@
  */
 import type { Scope, Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
+import { ClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, invalidArgument, payloadTooLarge, toBlobstoreError } from '../errors/errors.js';
 import type { BlobMeta, PutResult } from '../engine/engine.js';
 import { Location } from '../index/entry.js';
@@ -14,7 +15,7 @@ import type { BlobService } from '../service/blob-service.js';
 import { type BlobWriter } from '../service/blob-writer.js';
 import type { Located } from '../service/blob-service.js';
 import { BodySender } from './download.js';
-import { type Intake } from './intake.js';
+import { type Intake, isChunked } from './intake.js';
 import { parseStoreJson } from './json-body.js';
 import { type ByteRange, parseRange } from './range.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson, statusLine } from './reply.js';
@@ -38,6 +39,10 @@ export function contentLengthOf(header: string): number | undefined {
   if (!/^\d{1,16}$/.test(header)) throw invalidArgument('invalid Content-Length');
   return Number(header);
 }
+
+/** Variant A's blob answer is `{"data":"<base64>","meta":<BlobMeta>}`. */
+const JSON_BLOB_OPEN = '{"data":"';
+const JSON_BLOB_META = '","meta":';
 
 /** The strong validator of a blob: its content checksum in hex. */
 const etagOf = (meta: BlobMeta): string => `"${meta.checksum.toString('hex')}"`;
@@ -98,7 +103,7 @@ export class BlobRoutes {
       res.onData(() => undefined);
       return sendError(x, err, 'drain');
     }
-    this.intake.receive(x, writer, release, start, () => this.complete(x, writer, kind, policyHeader, labels));
+    this.intake.receive(x, writer, release, start, isChunked(req), () => this.complete(x, writer, kind, policyHeader, labels));
   };
 
   private async complete(x: Exchange, writer: BlobWriter, kind: BodyKind, policyHeader: string, labels: Buffer): Promise<void> {
@@ -120,21 +125,22 @@ export class BlobRoutes {
     }
   }
 
-  readonly get = (res: HttpResponse, req: HttpRequest): void => {
+  /** GET of a blob; HEAD too in variant A (variant B's HEAD is the metadata answer, `head`). */
+  readonly get = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
     const start = performance.now();
     let found: Located | Promise<Located>;
     try {
       this.authorize(req, 'read');
       found = this.service.locate(this.wire.parseId(req.getParameter(0)));
       // A small blob stored here is read, verified and answered right here: no await, no abort handler.
-      if (!(found instanceof Promise) && this.answerAtOnce(res, req, found, start)) return;
+      if (!head && !(found instanceof Promise) && this.answerAtOnce(res, req, found, start)) return;
     } catch (err) {
       this.service.recordFailure('get', err);
-      return sendError(newExchange(res, this.wire, this.log), err);
+      return sendError(newExchange(res, this.wire, this.log, head), err);
     }
     // Headers are read now: the request object is gone once this handler returns.
     const conditions = { ifNoneMatch: req.getHeader('if-none-match'), range: this.wire.variant === 'b' ? req.getHeader('range') : '', ifRange: req.getHeader('if-range') };
-    const x = newExchange(res, this.wire, this.log);
+    const x = newExchange(res, this.wire, this.log, head);
     this.intake.track(x, (async () => {
       let meta: Located;
       try {
@@ -150,6 +156,7 @@ export class BlobRoutes {
         x.res.cork(() => this.notModified(x.res, etag));
         return;
       }
+      if (head) return this.jsonBlobHead(x, meta, etag);
       const range = conditions.range === '' ? undefined : parseRange(conditions.range, conditions.ifRange, etag, meta.size);
       await (this.wire.variant === 'b' ? this.sendRaw(x, meta, range) : this.sendJsonBlob(x, meta));
     })());
@@ -197,7 +204,7 @@ export class BlobRoutes {
       await this.service.stream(
         meta,
         async (chunk, i) => {
-          if (x.aborted) throw new Error('client went away');
+          if (x.aborted) throw new ClientGone();
           await sender.send(chunk, i === 0 ? head : undefined);
           sent = true;
         },
@@ -223,8 +230,23 @@ export class BlobRoutes {
   }
 
   private writeJsonBlob(res: HttpResponse, meta: BlobMeta, data: Buffer, etag = etagOf(meta)): void {
-    const body = `{"data":"${data.toString('base64')}","meta":${this.wire.metaJson(meta)}}`;
+    const body = `${JSON_BLOB_OPEN}${data.toString('base64')}${JSON_BLOB_META}${this.wire.metaJson(meta)}}`;
     res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('ETag', etag).end(body);
+  }
+
+  /**
+   * Variant A's HEAD of a blob: the head of its JSON answer, sized without reading the bytes (the
+   * same 413 as GET for a blob too large for one JSON body; its message is BlobService.read's).
+   */
+  private jsonBlobHead(x: Exchange, meta: Located, etag: string): void {
+    const max = this.config.maxJsonBodyBytes;
+    if (meta.size > max) throw payloadTooLarge(`blob of ${meta.size} bytes is larger than ${max} bytes for one message: use the stream`);
+    const length = JSON_BLOB_OPEN.length + Math.ceil(meta.size / 3) * 4 + JSON_BLOB_META.length + Buffer.byteLength(this.wire.metaJson(meta)) + 1;
+    x.done = true;
+    x.res.cork(() => {
+      x.res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('ETag', etag);
+      x.res.writeHeader('Content-Length', String(length)).endWithoutBody();
+    });
   }
 
   /**
@@ -283,8 +305,8 @@ export class BlobRoutes {
   }
 
   /** GET /v1/blobs/{id}/stat: 200 with exists false for a missing blob. */
-  readonly stat = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res, this.wire, this.log);
+  readonly stat = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
+    const x = newExchange(res, this.wire, this.log, head);
     let id: Buffer;
     try {
       this.authorize(req, 'read');
@@ -315,13 +337,15 @@ export class BlobRoutes {
     this.intake.track(x, this.service.delete(id).then(() => sendJson(x, 200, '{"deleted":true}')));
   };
 
-  readonly list = (res: HttpResponse, req: HttpRequest): void => {
-    const x = newExchange(res, this.wire, this.log);
+  readonly list = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
+    const x = newExchange(res, this.wire, this.log, head);
     try {
       this.authorize(req, 'read');
       const limit = this.parseLimit(req.getQuery('limit') ?? '');
       const cursor = req.getQuery('cursor') ?? '';
-      const page = this.service.list(req.getQuery('prefix') ?? '', cursor === '' ? undefined : cursor, limit);
+      // Ids are hex, and hex is case-insensitive: an upper-case prefix lists the same ids.
+      const prefix = (req.getQuery('prefix') ?? '').toLowerCase();
+      const page = this.service.list(prefix, cursor === '' ? undefined : cursor, limit);
       sendJson(x, 200, this.wire.listBody(page));
     } catch (err) {
       this.service.recordFailure('list', err);

@@ -83,9 +83,8 @@ export class ClusterRoutes {
   readonly heartbeat = this.post((body) => this.api.heartbeat(body));
   readonly syncRing = this.post((body) => this.api.syncRing(body));
 
-  /** GET (and HEAD) /v1/cluster/state. */
-  readonly state = (res: HttpResponse, req: HttpRequest): void => {
-    const head = req.getMethod() === 'head';
+  /** GET (and HEAD, through the Router) /v1/cluster/state. */
+  readonly state = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
     try {
       this.authorize(req);
       writeAnswer(res, { status: 200, contentType: 'application/json', body: encode(this.wire, this.api.state()) }, head);

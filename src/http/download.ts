@@ -3,11 +3,12 @@
  * response registers, so each sender registers one handler and serves every chunk from mutable
  * pending state (a handler per chunk would re-send a recycled buffer).
  */
+import { ClientGone } from '../errors/client-gone.js';
 import type { Exchange } from './reply.js';
 
 export type Writer = (x: Exchange) => void;
 
-const gone = (): Error => new Error('client went away');
+const gone = (): Error => new ClientGone();
 
 /** A body of known length, sent with tryEnd (Content-Length is written by uWS). */
 export class BodySender {

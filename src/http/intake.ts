@@ -5,9 +5,26 @@
  * bodyIdleTimeoutMs are cut (408), and graceful shutdown waits for every request being worked on.
  */
 import type { NodeConfig } from '../config/settings.js';
-import { BlobstoreError } from '../errors/errors.js';
+import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
 import { type Exchange, sendError } from './reply.js';
+import type { HttpRequest } from './uws.js';
+
+/**
+ * Whether uWS reads the request body as chunked: it does for any Transfer-Encoding (RFC 9112
+ * §6.3), whatever its value.
+ */
+export const isChunked = (req: HttpRequest): boolean => req.getHeader('transfer-encoding') !== '';
+
+/**
+ * A chunked body that ended before any data. This uWS build reads a chunk-size line that starts
+ * with a space or is empty as size 0, the end of the body, and leaves the rest of the body to be
+ * parsed as the next request on the connection; such a body is indistinguishable from a chunked
+ * body with no data, so that is refused (400) and the connection closed. An empty blob is stored
+ * with `Content-Length: 0`. (Other malformed sizes make uWS close the connection at once.)
+ */
+const emptyChunkedBody = (): BlobstoreError =>
+  invalidArgument('chunked body ended before any data (an empty or malformed chunk size); send an empty body with Content-Length: 0');
 
 /** Where a store's body goes as it arrives (a BlobWriter, or a stream's message reader). */
 export interface BodySink {
@@ -47,9 +64,10 @@ export class Intake {
    * Receives a store's body into `sink` while it holds its upload slot (`release`): a refused
    * piece answers the error (the rest is drained, Connection: close) and drops what came, as do an
    * abort and an idle body. Once the last byte is in, `complete` answers; the slot goes back when
-   * it settles. `startMs` (performance.now() at the request) times the receive stage.
+   * it settles. `startMs` (performance.now() at the request) times the receive stage; `chunked`
+   * (isChunked) says how the body is framed.
    */
-  receive(x: Exchange, sink: BodySink, release: () => void, startMs: number, complete: () => Promise<void>): void {
+  receive(x: Exchange, sink: BodySink, release: () => void, startMs: number, chunked: boolean, complete: () => Promise<void>): void {
     const entry: Receiving = { x, lastActivityMs: () => sink.lastActivityMs, discard: () => cut() };
     const finish = this.begin(entry, release);
     const cut = (): void => {
@@ -57,15 +75,19 @@ export class Intake {
       void sink.discard();
     };
     x.onAbort = cut;
+    let empty = true;
     x.res.onData((ab, isLast) => {
       if (x.done || x.aborted) return;
+      empty &&= ab.byteLength === 0;
       try {
+        if (chunked && isLast && empty) throw emptyChunkedBody();
         sink.write(new Uint8Array(ab), isLast);
       } catch (err) {
         x.onAbort = undefined;
         cut();
         this.service.recordFailure('put', err);
-        return sendError(x, err, 'drain');
+        // Once the body is in, nothing is left to drain: close, so a misread tail is never read as a request.
+        return sendError(x, err, isLast ? 'now' : 'drain');
       }
       if (!isLast) return;
       this.receiving.delete(entry);

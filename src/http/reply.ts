@@ -3,6 +3,7 @@
  * the route callback only inside cork(); these helpers do both. Error bodies take the shape of the
  * node's variant (wire.ts).
  */
+import { isClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
@@ -20,6 +21,8 @@ export interface Exchange {
   wire: Wire;
   /** The node's logger (server failures are logged with a request id). */
   log: Logger;
+  /** A HEAD request: answers carry the GET's status and headers, without the body. */
+  head: boolean;
 }
 
 const STATUS_LINE: Record<number, string> = {
@@ -43,34 +46,32 @@ export interface Answer {
 }
 
 /**
- * Writes an answer; to HEAD without the body but with its Content-Length (this uWS build sends a
- * body on HEAD if end() gets one, which the client would read as the next answer).
- */
-export function writeAnswer(res: HttpResponse, a: Answer, head = false): void {
-  res.cork(() => {
-    res.writeStatus(statusLine(a.status)).writeHeader('Content-Type', a.contentType);
-    if (a.headers) for (const key in a.headers) res.writeHeader(key, a.headers[key]!);
-    if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(a.body))).endWithoutBody();
-    else res.end(a.body);
-  });
-}
-
-/**
  * How the connection ends after an answer given before the request body was read: `drain` says
  * `Connection: close` and lets uWS read and discard the rest of the body (a client still writing
  * then reads the answer instead of failing on a reset); `now` closes at once (a stalled body).
  */
 export type Close = 'keep' | 'drain' | 'now';
 
+/**
+ * Writes an answer; to HEAD without the body but with its Content-Length (this uWS build sends a
+ * body on HEAD if end() gets one, which the client would read as the next answer, and aborts on
+ * endWithoutBody(length, close): a HEAD answer asks the client to close rather than closing).
+ */
+export function writeAnswer(res: HttpResponse, a: Answer, head = false, close: Close = 'keep'): void {
+  res.cork(() => {
+    res.writeStatus(statusLine(a.status)).writeHeader('Content-Type', a.contentType);
+    if (a.headers) for (const key in a.headers) res.writeHeader(key, a.headers[key]!);
+    if (close === 'drain' || (head && close === 'now')) res.writeHeader('Connection', 'close');
+    if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(a.body))).endWithoutBody();
+    else res.end(a.body, close === 'now');
+  });
+}
+
+/** A JSON answer on an Exchange (to HEAD without its body), once, unless the client went away. */
 export function sendJson(x: Exchange, status: number, body: string, headers?: Readonly<Record<string, string>>, close: Close = 'keep'): void {
   if (x.aborted || x.done) return;
   x.done = true;
-  x.res.cork(() => {
-    x.res.writeStatus(statusLine(status)).writeHeader('Content-Type', 'application/json');
-    if (headers) for (const key in headers) x.res.writeHeader(key, headers[key]!);
-    if (close === 'drain') x.res.writeHeader('Connection', 'close');
-    x.res.end(body, close === 'now');
-  });
+  writeAnswer(x.res, { status, contentType: 'application/json', body, headers }, x.head, close);
 }
 
 /** The error body of a variant (`'a'`, `'b'` or its Wire); variant B when not given. */
@@ -83,6 +84,8 @@ export function errorBody(err: BlobstoreError, variant: Variant | Wire = WIRE_B)
  * id, which the answer carries in X-Request-Id.
  */
 export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): void {
+  // A client that went away has nobody to answer, and its leaving is no failure of ours to log.
+  if (isClientGone(error)) return;
   const err = toBlobstoreError(error);
   let headers = err.headers;
   if (err.logged) {
@@ -105,8 +108,8 @@ export function flowOf(x: Exchange): { pause(): void; resume(): void } {
   };
 }
 
-export function newExchange(res: HttpResponse, wire: Wire, log: Logger): Exchange {
-  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire, log };
+export function newExchange(res: HttpResponse, wire: Wire, log: Logger, head = false): Exchange {
+  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire, log, head };
   res.onAborted(() => {
     x.aborted = true;
     x.onAbort?.();

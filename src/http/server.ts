@@ -14,6 +14,7 @@ import { ClusterApi } from '../cluster/cluster-api.js';
 import { ClusterRoutes } from './cluster-routes.js';
 import { Intake } from './intake.js';
 import { writeAnswer } from './reply.js';
+import { Router } from './router.js';
 import { StreamRoutes } from './stream-routes.js';
 import { listenExclusive, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from './uws.js';
 import { type Wire, wireOf } from './wire.js';
@@ -26,7 +27,7 @@ export interface ApiServerOptions {
    * Adds routes of other listeners to this one (the `same` metrics layout); they are registered
    * before the catch-all 404.
    */
-  mount?: (app: TemplatedApp) => void;
+  mount?: (routes: Router) => void;
   /** The cluster endpoints (/v1/cluster/*). */
   cluster?: ClusterApi;
 }
@@ -57,16 +58,16 @@ export class ApiServer {
     // grpc-gateway's answer for a method a known path lacks: 501 "Method Not Allowed".
     const unimplemented = (scope: 'read' | 'admin', message = 'Method Not Allowed') => (res: HttpResponse, req: HttpRequest) =>
       this.unimplemented(res, req, scope, message);
-    this.app = uws
-      .App()
+    // Every GET route answers HEAD as well (router.ts); in variant B, HEAD /v1/blobs/{id} is the
+    // spec's metadata answer instead.
+    const routes = new Router(uws.App())
       .post('/v1/blobs', r.store)
       .put('/v1/blobs', r.store)
       .get('/v1/blobs', r.list)
       .any('/v1/blobs', unimplemented('read'))
       .post('/v1/blobs/stream', s.putStream)
       .any('/v1/blobs/stream', unimplemented('read'))
-      .get('/v1/blobs/:id', r.get)
-      .head('/v1/blobs/:id', r.head)
+      .get('/v1/blobs/:id', r.get, this.wire.variant === 'b' ? r.head : undefined)
       .del('/v1/blobs/:id', r.delete)
       .any('/v1/blobs/:id', unimplemented('read'))
       .get('/v1/blobs/:id/stream', s.getStream)
@@ -78,13 +79,13 @@ export class ApiServer {
       .post('/v1/cluster/heartbeat', c.heartbeat)
       .post('/v1/cluster/sync-ring', c.syncRing)
       .get('/v1/cluster/state', c.state)
-      .head('/v1/cluster/state', c.state)
       .any('/v1/cluster/*', unimplemented('admin'))
-      .get('/healthz', (res) => this.healthz(res, false))
-      .head('/healthz', (res) => this.healthz(res, true));
-    options.mount?.(this.app);
-    this.app.any('/*', (res, req) =>
-      this.answer(res, notFound(`no route for ${req.getCaseSensitiveMethod()} ${req.getUrl().slice(0, 200)}`), req.getMethod() === 'head'));
+      .get('/healthz', (res, _req, head) => this.healthz(res, head));
+    options.mount?.(routes);
+    // The message names the path only: HEAD must answer what GET does, to the byte.
+    routes.any('/*', (res, req) =>
+      this.answer(res, notFound(`no route for ${req.getUrl().slice(0, 200)}`), req.getMethod() === 'head'));
+    this.app = routes.app;
     this.sweeper = setInterval(() => this.intake.sweepIdle(Date.now()), 1000);
     this.sweeper.unref();
   }

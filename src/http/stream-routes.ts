@@ -15,7 +15,7 @@ import { PutStream } from '../service/put-stream.js';
 import type { BlobRoutes } from './blob-routes.js';
 import { contentLengthOf } from './blob-routes.js';
 import { ChunkedSender } from './download.js';
-import type { Intake } from './intake.js';
+import { type Intake, isChunked } from './intake.js';
 import { decodeBase64 } from './base64.js';
 import { LineSplitter, isBlank } from './ndjson.js';
 import { PutChunkParser } from './put-chunk.js';
@@ -27,6 +27,8 @@ const NDJSON = 'application/x-ndjson';
 const LINE_HEAD = '{"result":{"data":"';
 const LINE_TAIL = '","final":false}}\n';
 const LINE_TAIL_FINAL = '","final":true}}\n';
+/** The status line and headers of a get stream (uWS adds Transfer-Encoding as it writes). */
+const STREAM_HEAD = (res: HttpResponse): HttpResponse => res.writeStatus('200 OK').writeHeader('Content-Type', NDJSON);
 
 export class StreamRoutes {
   private readonly wire: Wire;
@@ -95,7 +97,7 @@ export class StreamRoutes {
       },
       discard: () => stream.discard(),
     };
-    this.intake.receive(x, sink, release, start, () => this.complete(x, stream));
+    this.intake.receive(x, sink, release, start, isChunked(req), () => this.complete(x, stream));
   };
 
   private async complete(x: Exchange, stream: PutStream): Promise<void> {
@@ -109,25 +111,41 @@ export class StreamRoutes {
     }
   }
 
-  readonly getStream = (res: HttpResponse, req: HttpRequest): void => {
+  readonly getStream = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
     let found: Promise<Located>;
     try {
       this.blobs.authorize(req, 'read');
       found = this.service.find(this.wire.parseId(req.getParameter(0)));
     } catch (err) {
       this.service.recordFailure('get', err);
-      return sendError(newExchange(res, this.wire, this.log), err);
+      return sendError(newExchange(res, this.wire, this.log, head), err);
     }
-    const x = newExchange(res, this.wire, this.log);
-    this.intake.track(x, found.then((meta) => this.sendStream(x, meta), (err: unknown) => {
+    const x = newExchange(res, this.wire, this.log, head);
+    this.intake.track(x, found.then((meta) => (head ? this.streamHead(x, meta) : this.sendStream(x, meta)), (err: unknown) => {
       this.service.recordFailure('get', err);
       throw err;
     }));
   };
 
+  /**
+   * HEAD of a get stream, without reading the blob: a blob of one chunk goes out as one line with
+   * end() (Content-Length), a larger one chunked (sendStream).
+   */
+  private streamHead(x: Exchange, meta: Located): void {
+    if (x.aborted || x.done) return;
+    x.done = true;
+    const res = x.res;
+    res.cork(() => {
+      STREAM_HEAD(res);
+      if (meta.size > CHUNK_BYTES) res.writeHeader('Transfer-Encoding', 'chunked');
+      else res.writeHeader('Content-Length', String(LINE_HEAD.length + Math.ceil(meta.size / 3) * 4 + LINE_TAIL_FINAL.length));
+      res.endWithoutBody();
+    });
+  }
+
   private async sendStream(x: Exchange, meta: Located): Promise<void> {
     const sender = new ChunkedSender(x);
-    const head = (ex: Exchange): void => void ex.res.writeStatus('200 OK').writeHeader('Content-Type', NDJSON);
+    const head = (ex: Exchange): void => void STREAM_HEAD(ex.res);
     // One line buffer per stream: uWS copies what it cannot send at once, so it is reused.
     const out = Buffer.allocUnsafe(LINE_HEAD.length + Math.ceil(Math.min(meta.size, CHUNK_BYTES) / 3) * 4 + LINE_TAIL.length);
     let at = 0;

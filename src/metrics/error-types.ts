@@ -10,10 +10,13 @@
  *   auth        401, 403
  *   timeout     408 (a body that stalled), 504-style deadlines
  *   overload    503 without a failing backend: too many uploads in flight (Retry-After)
+ *   cancelled   the client went away before its answer was complete (a download closed early, a
+ *               cancelled gRPC call): no failure of the node, and not a request failure
  */
+import { ClientGone } from '../errors/client-gone.js';
 import type { BlobstoreError } from '../errors/errors.js';
 
-export const ERROR_TYPES = ['storage', 'network', 'corruption', 'client', 'auth', 'timeout', 'overload'] as const;
+export const ERROR_TYPES = ['storage', 'network', 'corruption', 'client', 'auth', 'timeout', 'overload', 'cancelled'] as const;
 export type ErrorType = (typeof ERROR_TYPES)[number];
 
 /** Index of each type in ERROR_TYPES (the series of errors_total). */
@@ -42,6 +45,8 @@ export function errorTypeIndex(err: BlobstoreError): number {
     case 'insufficient_storage':
       return ErrorTypeIndex.storage;
     case 'internal': {
+      // toBlobstoreError wraps a ClientGone (thrown into a read whose client left) as internal.
+      if (err.cause instanceof ClientGone) return ErrorTypeIndex.cancelled;
       const code = causeCode(err);
       return code !== undefined && NETWORK_CODES.has(code) ? ErrorTypeIndex.network : ErrorTypeIndex.storage;
     }

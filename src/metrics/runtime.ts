@@ -6,8 +6,9 @@
  * (label `kind`) uses the spec's latency buckets.
  *
  * prom-client declares three of them, nodejs_active_{handles,requests,resources}_total, as gauges
- * named like counters, which promtool rejects; they are exposed untyped instead (Prometheus stores
- * and queries untyped like a gauge), as the spec's own *_total gauges are.
+ * named like counters, which promtool rejects; no spec fixes their type, so they are exposed
+ * untyped instead (Prometheus stores and queries untyped like a gauge) and promtool's findings stay
+ * the spec's four (src/metrics/README.md).
  */
 import { collectDefaultMetrics, type Gauge, type Registry } from 'prom-client';
 import { type Collected, type CollectedMetric, SPEC_BUCKETS } from './series.js';

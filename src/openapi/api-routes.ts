@@ -3,10 +3,10 @@
  * serialised once at start. Open like /healthz. Registered through ApiServer's `mount` hook.
  */
 import { writeAnswer } from '../http/reply.js';
-import type { TemplatedApp } from '../http/uws.js';
+import type { Router } from '../http/router.js';
 
-export function registerOpenApiRoute(app: TemplatedApp, document: object): void {
+export function registerOpenApiRoute(routes: Router, document: object): void {
   const body = JSON.stringify(document);
   const answer = { status: 200, contentType: 'application/json', body, headers: { 'Cache-Control': 'no-cache' } };
-  app.get('/openapi.json', (res) => writeAnswer(res, answer)).head('/openapi.json', (res) => writeAnswer(res, answer, true));
+  routes.get('/openapi.json', (res, _req, head) => writeAnswer(res, answer, head));
 }

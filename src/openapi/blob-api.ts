@@ -78,7 +78,7 @@ function schemas(variant: Variant): Record<string, Schema> {
 
 const idParam = (variant: Variant) => ({
   name: 'id', in: 'path', required: true,
-  description: variant === 'a' ? 'blob id: 32 lowercase hex characters, or the 16 bytes in base64 (standard percent-encoded, or URL-safe)' : 'blob id: 32 lowercase hex characters',
+  description: variant === 'a' ? 'blob id: 32 hex characters (either case), or the 16 bytes in base64 (standard percent-encoded, or URL-safe)' : 'blob id: 32 hex characters (either case; answers use lower case)',
   schema: { type: 'string' },
 });
 
@@ -114,7 +114,7 @@ function blobPaths(variant: Variant): Record<string, Record<string, Operation>> 
         parameters: [
           { name: 'cursor', in: 'query', required: false, description: 'next_cursor of the previous page (opaque, bound to this node)', schema: { type: 'string' } },
           { name: 'limit', in: 'query', required: false, description: 'page size: 100 when omitted or <= 0, at most 10000 (clamped)', schema: { type: 'integer', format: 'int32' } },
-          { name: 'prefix', in: 'query', required: false, description: 'only ids whose string form starts with it', schema: { type: 'string' } },
+          { name: 'prefix', in: 'query', required: false, description: 'only ids whose hex form starts with it (either case)', schema: { type: 'string' } },
         ],
         responses: { 200: { description: 'one page', content: json(ref('ListResponse')) }, ...errorResponses([400, 401, 403, 500]) },
       },
@@ -138,7 +138,8 @@ function blobPaths(variant: Variant): Record<string, Record<string, Operation>> 
           ...errorResponses([400, 401, 403, 404, 413, 500]),
         },
       },
-      head: {
+      // Variant A's HEAD is GET's head (HTTP's, not an operation of its own).
+      ...(a ? {} : { head: {
         operationId: 'head', tags: ['blobs'], summary: 'Blob metadata as headers (scope read)',
         parameters: [idParam(variant)],
         responses: {
@@ -152,7 +153,7 @@ function blobPaths(variant: Variant): Record<string, Record<string, Operation>> 
           },
           404: { description: 'no such blob (no body)' },
         },
-      },
+      } }),
       delete: {
         operationId: 'delete', tags: ['blobs'], summary: 'Delete the local copy (scope write)',
         parameters: [idParam(variant)],

@@ -62,7 +62,7 @@ function paths(auth: boolean): Record<string, Record<string, Operation>> {
         operationId: 'list_orders_orders_get', summary: 'List Orders',
         parameters: [
           { name: 'status', in: 'query', required: false, schema: { type: 'string', default: 'paid', title: 'Status' } },
-          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, default: 20, title: 'Limit' }, description: 'values above the configured maximum are clamped; the applied limit is echoed' },
+          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, default: 20, title: 'Limit' }, description: 'any positive integer; echoed as given; the list holds at most this many orders' },
         ],
         responses: { 200: { description: 'Successful Response', content: json(ref('OrderList')) }, ...denied, 422: validationError },
       },

@@ -9,13 +9,15 @@
  *   GET /health                  200 OK / 503 UNHEALTHY       open
  *   GET /                        the web UI page              open (its requests carry the token)
  *
- * Any other method on these paths answers 405 with `Allow: GET`; `/metrics/` is an unknown path.
+ * HEAD answers as GET does, without the body (RFC 9110). Any other method on these paths answers
+ * 405 with `Allow: GET, HEAD`; `/metrics/` is an unknown path.
  */
 import { Registry } from 'prom-client';
 import type { Gate } from '../auth/gate.js';
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
 import { type Answer, errorBody, writeAnswer as write } from '../http/reply.js';
-import type { HttpRequest, HttpResponse, TemplatedApp } from '../http/uws.js';
+import type { GetHandler, Router } from '../http/router.js';
+import type { HttpRequest, HttpResponse } from '../http/uws.js';
 import type { Logger } from '../log/logger.js';
 import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
@@ -47,7 +49,7 @@ function errorAnswer(err: BlobstoreError, variant: ApiVariant): Answer {
  * Answers with what `work` resolves to, unless the client went away meanwhile. A failure is logged
  * with a request id, which the error answer carries in X-Request-Id.
  */
-function later(res: HttpResponse, work: () => Promise<Answer>, variant: ApiVariant, log: Logger): void {
+function later(res: HttpResponse, head: boolean, work: () => Promise<Answer>, variant: ApiVariant, log: Logger): void {
   let aborted = false;
   res.onAborted(() => {
     aborted = true;
@@ -61,7 +63,7 @@ function later(res: HttpResponse, work: () => Promise<Answer>, variant: ApiVaria
       return { ...answer, headers: { ...answer.headers, [REQUEST_ID_HEADER]: reqId } };
     })
     .then((answer) => {
-      if (!aborted) write(res, answer);
+      if (!aborted) write(res, answer, head);
     });
 }
 
@@ -70,45 +72,46 @@ function later(res: HttpResponse, work: () => Promise<Answer>, variant: ApiVaria
  * (UNIMPLEMENTED), which grpc-gateway gives a method a path lacks.
  */
 function methodNotAllowedBody(variant: ApiVariant, path: string): string {
-  const message = `${path} answers GET only`;
+  const message = `${path} answers GET and HEAD only`;
   return variant === 'a'
     ? errorBody(new BlobstoreError('unimplemented', message), 'a')
     : JSON.stringify({ code: 405, error: 'Method Not Allowed', message });
 }
 
-export function registerOpsRoutes(app: TemplatedApp, ctx: OpsContext): TemplatedApp {
+export function registerOpsRoutes(router: Router, ctx: OpsContext): Router {
   const { metrics, gate, log } = ctx;
   let page: string | undefined;
   const variant: ApiVariant = ctx.variant === 'a' ? 'a' : 'b';
 
   /** The gate's verdict: undefined to go on, else the 401/403 answer already sent. */
-  const denied = (res: HttpResponse, req: HttpRequest): boolean => {
+  const denied = (res: HttpResponse, req: HttpRequest, head: boolean): boolean => {
     try {
       gate.check(req.getHeader('authorization'), 'read');
       return false;
     } catch (err) {
-      write(res, errorAnswer(toBlobstoreError(err), variant));
+      write(res, errorAnswer(toBlobstoreError(err), variant), head);
       return true;
     }
   };
 
-  const routes: Record<(typeof OPS_PATHS)[number], (res: HttpResponse, req: HttpRequest) => void> = {
-    '/metrics': (res, req) => {
-      if (denied(res, req)) return;
-      later(res, async () => ({ status: 200, contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await metrics.exposition() }), variant, log);
+  // GET handlers; HEAD comes to them too (`head`: the same answer without its body).
+  const routes: Record<(typeof OPS_PATHS)[number], GetHandler> = {
+    '/metrics': (res, req, head) => {
+      if (denied(res, req, head)) return;
+      later(res, head, async () => ({ status: 200, contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await metrics.exposition() }), variant, log);
     },
-    '/api/v1/metrics': (res, req) => {
-      if (denied(res, req)) return;
-      later(res, async () => ({
+    '/api/v1/metrics': (res, req, head) => {
+      if (denied(res, req, head)) return;
+      later(res, head, async () => ({
         status: 200, contentType: JSON_TYPE, body: JSON.stringify(await metrics.snapshot()), headers: { 'Cache-Control': 'no-cache' },
       }), variant, log);
     },
-    '/api/v1/metrics/detail': (res, req) => {
-      if (denied(res, req)) return;
-      write(res, { status: 200, contentType: JSON_TYPE, body: JSON.stringify(metrics.detail()), headers: { 'Cache-Control': 'no-cache' } });
+    '/api/v1/metrics/detail': (res, req, head) => {
+      if (denied(res, req, head)) return;
+      write(res, { status: 200, contentType: JSON_TYPE, body: JSON.stringify(metrics.detail()), headers: { 'Cache-Control': 'no-cache' } }, head);
     },
-    '/health': (res) => {
-      later(res, async () => {
+    '/health': (res, _req, head) => {
+      later(res, head, async () => {
         const status = await metrics.backend.check();
         const ok = status.healthy && !metrics.stopping;
         return ok
@@ -116,17 +119,17 @@ export function registerOpsRoutes(app: TemplatedApp, ctx: OpsContext): Templated
           : { status: 503, contentType: TEXT, body: 'UNHEALTHY: backend error', headers: { 'Cache-Control': 'no-cache' } };
       }, variant, log);
     },
-    '/': (res) => {
+    '/': (res, _req, head) => {
       page ??= uiPage(ctx.ui());
-      write(res, { status: 200, contentType: 'text/html; charset=utf-8', body: page, headers: { 'Cache-Control': 'no-cache' } });
+      write(res, { status: 200, contentType: 'text/html; charset=utf-8', body: page, headers: { 'Cache-Control': 'no-cache' } }, head);
     },
   };
 
   for (const path of OPS_PATHS) {
     const body = methodNotAllowedBody(variant, path);
-    app.get(path, routes[path]).any(path, (res, req) => {
-      write(res, { status: 405, contentType: JSON_TYPE, body, headers: { Allow: 'GET' } }, req.getMethod() === 'head');
+    router.get(path, routes[path]).any(path, (res) => {
+      write(res, { status: 405, contentType: JSON_TYPE, body, headers: { Allow: 'GET, HEAD' } });
     });
   }
-  return app;
+  return router;
 }

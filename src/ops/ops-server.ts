@@ -6,7 +6,8 @@
 import { parseHostPort } from '../config/units.js';
 import { notFound } from '../errors/errors.js';
 import { errorBody, writeAnswer } from '../http/reply.js';
-import { listenExclusive, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
+import { Router } from '../http/router.js';
+import { listenExclusive, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
 import { type OpsContext, registerOpsRoutes } from './ops-routes.js';
 import { type UiConfig, uiPage } from './ui-page.js';
 
@@ -28,18 +29,18 @@ export function opsLayout(metricsAddr: string): OpsLayout {
  * GET /ui/ (and /ui) on the API port: the UI page beside the blob API it browses. Open, like the
  * page on the metrics listener (its requests carry the token).
  */
-export function registerUiOnApiPort(app: TemplatedApp, config: () => UiConfig): void {
+export function registerUiOnApiPort(routes: Router, config: () => UiConfig): void {
   let page: string | undefined;
-  const serve = (res: HttpResponse): void => {
+  const serve = (res: HttpResponse, _req: HttpRequest, head: boolean): void => {
     page ??= uiPage(config());
-    writeAnswer(res, { status: 200, contentType: 'text/html; charset=utf-8', body: page, headers: { 'Cache-Control': 'no-cache' } });
+    writeAnswer(res, { status: 200, contentType: 'text/html; charset=utf-8', body: page, headers: { 'Cache-Control': 'no-cache' } }, head);
   };
-  app.get('/ui/', serve).get('/ui', serve);
+  routes.get('/ui/', serve).get('/ui', serve);
 }
 
 /** For ApiServer's `mount` hook (the `same` layout). */
-export function opsMount(ctx: OpsContext): (app: TemplatedApp) => void {
-  return (app) => void registerOpsRoutes(app, ctx);
+export function opsMount(ctx: OpsContext): (routes: Router) => void {
+  return (routes) => void registerOpsRoutes(routes, ctx);
 }
 
 export class OpsServer {
@@ -47,9 +48,9 @@ export class OpsServer {
   private socket: us_listen_socket | undefined;
 
   constructor(ctx: OpsContext) {
-    this.app = registerOpsRoutes(uws.App(), ctx);
+    this.app = registerOpsRoutes(new Router(uws.App()), ctx).app;
     this.app.any('/*', (res, req) => {
-      const body = errorBody(notFound(`no route for ${req.getCaseSensitiveMethod()} ${req.getUrl().slice(0, 200)}`), ctx.variant === 'a' ? 'a' : 'b');
+      const body = errorBody(notFound(`no route for ${req.getUrl().slice(0, 200)}`), ctx.variant === 'a' ? 'a' : 'b');
       writeAnswer(res, { status: 404, contentType: 'application/json', body }, req.getMethod() === 'head');
     });
   }

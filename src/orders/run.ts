@@ -12,7 +12,7 @@ const SHUTDOWN_TIMEOUT_MS = 5000;
 export async function runOrders(config: OrdersConfig, log: Logger): Promise<void> {
   const keys = config.ordersApiKeysFile ? ApiKeys.fromFile(config.ordersApiKeysFile) : undefined;
   const store = OrderStore.open(config.ordersDataDir);
-  const service = new OrdersService(store, { listLimitMax: config.ordersListMaxLimit, keys, log });
+  const service = new OrdersService(store, { keys, log });
   const server = startOrdersServer(service, config.ordersAddr, config.ordersMaxBodyBytes);
   const host = config.ordersAddr.slice(0, config.ordersAddr.lastIndexOf(':')) || '0.0.0.0';
   const url = `http://${host}:${server.port}`;

@@ -79,7 +79,10 @@ export class OrderStore {
     return record === undefined ? undefined : toOrder(id, record);
   }
 
-  /** Orders of one status in id order, at most `limit`. Any status string may be asked for. */
+  /**
+   * Orders of one status in id order, at most `limit`. Any status string may be asked for. The
+   * page grows with the orders found, so a large limit costs nothing by itself.
+   */
   list(status: string, limit: number): Order[] {
     const result: Order[] = [];
     // Only the three statuses are ever stored; others (of any length: LMDB keys are bounded) match nothing.

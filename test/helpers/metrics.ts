@@ -11,19 +11,15 @@ export const NODE_ID = 'test-node';
 /** The spec's buckets, as the exposition writes them in `le`. */
 export const SPEC_LE = ['0.0001', '0.0005', '0.001', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '30', '60', '+Inf'];
 
-/**
- * Every series of the spec's table (after the blobstore_ prefix) and its exposition type. The
- * spec's gauges named *_total or *_count are exposed untyped: promtool rejects those suffixes on a
- * gauge (Prometheus treats untyped like a gauge).
- */
+/** Every series of the spec's table (after the blobstore_ prefix) and its type, as the table gives it. */
 export const SPEC_SERIES: Readonly<Record<string, string>> = {
   node_up: 'gauge', uptime_seconds: 'gauge', last_heartbeat_timestamp: 'gauge', backend_healthy: 'gauge',
-  grpc_connections_active: 'gauge', peer_health: 'gauge', capacity_bytes_total: 'untyped', capacity_bytes_used: 'gauge',
-  blob_count: 'untyped', shard_count: 'untyped', bytes_read_total: 'counter', bytes_written_total: 'counter',
+  grpc_connections_active: 'gauge', peer_health: 'gauge', capacity_bytes_total: 'gauge', capacity_bytes_used: 'gauge',
+  blob_count: 'gauge', shard_count: 'gauge', bytes_read_total: 'counter', bytes_written_total: 'counter',
   operations_total: 'counter', put_latency_seconds: 'histogram', get_latency_seconds: 'histogram',
   delete_latency_seconds: 'histogram', stat_latency_seconds: 'histogram', list_latency_seconds: 'histogram',
   ec_encode_latency_seconds: 'histogram', ec_decode_latency_seconds: 'histogram', shard_fetch_latency_seconds: 'histogram',
-  shard_store_latency_seconds: 'histogram', replicate_latency_seconds: 'histogram', nodes_total: 'untyped',
+  shard_store_latency_seconds: 'histogram', replicate_latency_seconds: 'histogram', nodes_total: 'gauge',
   nodes_active: 'gauge', nodes_offline: 'gauge', heartbeat_failures_total: 'counter', ring_version: 'gauge',
   replication_queue_depth: 'gauge', replication_lag_seconds: 'gauge', ec_reconstruction_total: 'counter',
   shards_missing_total: 'counter', errors_total: 'counter', request_failures_total: 'counter',
@@ -101,6 +97,25 @@ export async function scrape(metricsUrl: string, headers: Record<string, string>
   const res = await fetch(`${metricsUrl}/metrics`, { headers });
   if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}: ${await res.text()}`);
   return parseExposition(await res.text());
+}
+
+/**
+ * What `promtool check metrics` says of the exposition and no more: the spec names four gauges
+ * like a counter (_total) or a summary (_count), and promtool's naming lint flags exactly those
+ * (src/metrics/README.md). It exits 3 for lint findings.
+ */
+export const SPEC_NAMED_GAUGE_FINDINGS = [
+  'blobstore_blob_count non-histogram and non-summary metrics should not have "_count" suffix',
+  'blobstore_capacity_bytes_total non-counter metrics should not have "_total" suffix',
+  'blobstore_nodes_total non-counter metrics should not have "_total" suffix',
+  'blobstore_shard_count non-histogram and non-summary metrics should not have "_count" suffix',
+];
+
+/** promtool's findings on an exposition (sorted lines) and its exit code. */
+export async function promtoolFindings(text: string): Promise<{ code: number | null; findings: string[] }> {
+  const r = await runWithInput('/usr/bin/promtool', ['check', 'metrics'], text);
+  const findings = `${r.stdout}\n${r.stderr}`.split('\n').map((l) => l.trim()).filter((l) => l !== '').sort();
+  return { code: r.code, findings };
 }
 
 /** Runs a command with `input` on stdin; resolves with its exit code and output. */

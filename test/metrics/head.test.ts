@@ -14,21 +14,30 @@ afterAll(async () => {
   expect(await m.node.stop()).toBe(0);
 });
 
-/** HEAD `path`, then GET /health on the same connection: the statuses of both answers, in order. */
+/**
+ * HEAD `path`, then (once its answer is in) GET /health on the same connection: the statuses of
+ * both answers, in order. Not pipelined: this uWS build drops a connection that pipelines behind
+ * an answer still being computed, as the metrics answers are.
+ */
 function headThenGet(port: number, path: string): Promise<string[]> {
   return new Promise((resolve, reject) => {
     let text = '';
-    const socket = connect(port, '127.0.0.1', () =>
-      socket.write(`HEAD ${path} HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
-    );
-    socket.on('data', (d) => (text += d.toString('latin1')));
+    let asked = false;
+    const socket = connect(port, '127.0.0.1', () => socket.write(`HEAD ${path} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    socket.on('data', (d) => {
+      text += d.toString('latin1');
+      if (!asked && text.includes('\r\n\r\n')) {
+        asked = true;
+        socket.write('GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      }
+    });
     socket.on('close', () => resolve(text.split('\r\n').filter((l) => /^HTTP\/1\.1 \d{3}/.test(l)).map((l) => l.slice(9, 12))));
     socket.on('error', reject);
     setTimeout(() => socket.destroy(), 3000);
   });
 }
 
-it.each([['/metrics', '405'], ['/api/v1/metrics', '405'], ['/health', '405'], ['/', '405'], ['/nowhere', '404']])('HEAD %s answers %s without a body', async (path, status) => {
+it.each([['/metrics', '200'], ['/api/v1/metrics', '200'], ['/health', '200'], ['/', '200'], ['/nowhere', '404']])('HEAD %s answers %s without a body', async (path, status) => {
   const statuses = await headThenGet(m.metricsPort, path);
   expect(statuses).toEqual([status, '200']);
 });

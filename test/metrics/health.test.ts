@@ -55,9 +55,9 @@ describe('GET /health', () => {
     expect(await healthGauges()).toEqual({ backend: 1, up: 1 });
   });
 
-  it('needs no credentials and answers other methods 405 with Allow: GET', async () => {
+  it('needs no credentials and answers other methods 405 with Allow: GET, HEAD', async () => {
     const res = await fetch(`${m.metricsUrl}/health`, { method: 'POST' });
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('GET');
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
   });
 });

@@ -7,7 +7,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BlobstoreError } from '../../src/errors/errors.js';
+import { ClientGone } from '../../src/errors/client-gone.js';
+import { BlobstoreError, toBlobstoreError } from '../../src/errors/errors.js';
 import { ERROR_TYPES, errorTypeIndex } from '../../src/metrics/error-types.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { NodeMetrics } from '../../src/metrics/node-metrics.js';
@@ -121,6 +122,8 @@ describe('errors_total types', () => {
     expect(type(withCause('unavailable', 'ENOSPC'))).toBe('storage');
     expect(type(withCause('unavailable', 'ECONNREFUSED'))).toBe('network');
     expect(type(new BlobstoreError('unavailable', 'too many uploads'))).toBe('overload');
+    // A download the client closed early, as the blob service records it.
+    expect(type(toBlobstoreError(new ClientGone()))).toBe('cancelled');
   });
 });
 
