@@ -23,7 +23,8 @@ import type { PersistedMembership, SelfInfo } from './membership.js';
 import { PeerClients, SECRET_METADATA } from './peers.js';
 import { RemoteReader } from './remote-reader.js';
 import { Replicator } from './replicator.js';
-import { BlobSender, storeReplica } from './transfer.js';
+import { BlobSender } from './blob-sender.js';
+import { storeReplica } from './transfer.js';
 
 const MEMBERSHIP_KEY = 'membership';
 
@@ -83,6 +84,7 @@ export class Cluster implements Placement {
       // Larger blobs stream; the batch limit also keeps one call under the message size.
       inlineMaxBytes: Math.min(config.smallBlobMaxBytes, config.grpcMaxMessageBytes - 64 * 1024),
       callTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000),
+      streamChunksInFlight: config.replicationStreamChunks,
     });
     this.replicator = new Replicator(store, this.node, sender, metrics, log, {
       pageSize: 1024, retryMaxMs: config.replicationRetryMaxMs, retryTickMs: Math.min(1000, config.heartbeatIntervalMs),

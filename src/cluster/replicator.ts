@@ -9,7 +9,8 @@
  *                                                     │ ok: done += peer      │ failed: back-off with jitter
  *                                                     ▼ all done: dequeue     ▼ (offline peers wait)
  *
- * Peers are sent to in parallel, each peer's blobs in batches; what a failed call carried is
+ * Peers are sent to in parallel (each blob read once for all of them), each peer's blobs in
+ * batches; what a failed call carried is
  * retried after 250 ms, then twice as long each time up to replicationRetryMaxMs (± 20 %).
  * `replicationAcks` W > 0: a store waits (waitFor) until W owners besides this node hold the blob.
  */
@@ -19,7 +20,7 @@ import type { BlobMeta } from '../engine/engine.js';
 import { replicaCount } from '../engine/policy.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
-import type { BlobSender } from './transfer.js';
+import type { BlobSender, SendTarget } from './blob-sender.js';
 
 export interface ReplicatorOptions {
   /** Ids handled per pass (a page of the queue). */
@@ -144,7 +145,7 @@ export class Replicator {
         perPeer.set(owner, list);
       }
     }
-    const results = await Promise.all([...perPeer].map(async ([peer, metas]) => ({ peer, held: await this.sendTo(peer, metas) })));
+    const results = await this.sendEach(perPeer);
     // Each blob's entry is updated once for all its peers, and a batch's updates go out together
     // (lmdb-js commits them in one transaction).
     const confirmations = new Map<string, string[]>();
@@ -152,26 +153,34 @@ export class Replicator {
     await Promise.all([...confirmations].map(([key, peers]) => this.confirmed(Buffer.from(key, 'hex'), peers)));
   }
 
-  /** Sends a peer its blobs; the ids (hex) it holds afterwards, none when the call failed. */
-  private async sendTo(peerId: string, metas: BlobMeta[]): Promise<Set<string>> {
-    const member = this.cluster.member(peerId);
-    if (!member || member.grpcAddress === '') return new Set();
+  /**
+   * Sends every peer its blobs at once (each blob read once for all of them); per peer, the ids
+   * (hex) it holds afterwards, none when its calls failed (those blobs back off).
+   */
+  private async sendEach(perPeer: ReadonlyMap<string, BlobMeta[]>): Promise<{ peer: string; held: Set<string> }[]> {
+    const targets: SendTarget[] = [];
+    for (const [peerId, metas] of perPeer) {
+      const member = this.cluster.member(peerId);
+      if (member && member.grpcAddress !== '') targets.push({ peer: { nodeId: peerId, grpcAddress: member.grpcAddress }, metas });
+    }
     const start = performance.now();
-    try {
-      const held = await this.sender.send({ nodeId: peerId, grpcAddress: member.grpcAddress }, metas, false);
-      this.metrics.observe('replicate', start);
-      return held;
-    } catch (err) {
-      const now = Date.now();
+    const results = await this.sender.sendEach(targets, false);
+    const now = Date.now();
+    return targets.map(({ peer, metas }, i) => {
+      const result = results[i]!;
+      if (!(result instanceof Error)) {
+        this.metrics.observe('replicate', start);
+        return { peer: peer.nodeId, held: result };
+      }
       for (const meta of metas) {
         const key = meta.id.toString('hex');
         const failures = (this.backoff.get(key)?.failures ?? 0) + 1;
         const delay = Math.min(this.options.retryMaxMs, RETRY_FIRST_MS * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
         this.backoff.set(key, { untilMs: now + delay, failures });
       }
-      this.log.warn({ peer: peerId, blobs: metas.length, err: (err as Error).message }, 'replication to a peer failed; retrying with back-off');
-      return new Set();
-    }
+      this.log.warn({ peer: peer.nodeId, blobs: metas.length, err: result.message }, 'replication to a peer failed; retrying with back-off');
+      return { peer: peer.nodeId, held: new Set<string>() };
+    });
   }
 
   /** `peers` hold the blob now: recorded, and the entry goes once every owner does. */

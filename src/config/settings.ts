@@ -96,6 +96,10 @@ export const SETTINGS = {
   },
   replicationAckTimeoutMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'with replicationAcks > 0: a store not confirmed this long answers 503' },
   replicationBatchBytes: { type: 'bytes', default: () => 4 * MiB, min: 64 * KiB, help: 'bytes of small blobs sent to a peer in one call' },
+  replicationStreamChunks: {
+    type: 'int', default: () => 8, min: 1, max: 64,
+    help: 'chunks (1 MiB) of a large blob being copied that are encoded and in flight at once, for all its peers together',
+  },
   replicationRetryMaxMs: { type: 'durationMs', default: () => 30_000, min: 10, help: 'longest back-off between attempts to copy a blob to an owner' },
   repairIntervalMs: { type: 'durationMs', default: () => 60_000, min: 10, help: 'how often anti-entropy compares id digests with every owner' },
   repairBytesPerSecond: { type: 'bytes', default: () => 64 * MiB, min: 0, help: 'bandwidth cap of repair and handoff copies (per second); 0: none' },
