@@ -20,6 +20,7 @@ import { AntiEntropy } from './anti-entropy.js';
 import { ClusterNode } from './cluster-node.js';
 import { Handoff } from './handoff.js';
 import type { PersistedMembership, SelfInfo } from './membership.js';
+import { HttpFetcher } from './http-fetcher.js';
 import { PeerClients, SECRET_METADATA } from './peers.js';
 import { RemoteReader } from './remote-reader.js';
 import { Replicator } from './replicator.js';
@@ -41,6 +42,7 @@ export class Cluster implements Placement {
   readonly antiEntropy: AntiEntropy;
   readonly handoff: Handoff;
   readonly remote: RemoteReader;
+  private readonly http: HttpFetcher;
   private readonly secret: Buffer;
   private readonly repairing = new Set<string>();
   private started = false;
@@ -95,7 +97,8 @@ export class Cluster implements Placement {
     this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
       intervalMs: config.handoffIntervalMs, bytesPerSecond: config.repairBytesPerSecond,
     });
-    this.remote = new RemoteReader(this.node, this.peers, config);
+    this.http = new HttpFetcher({ secret: config.clusterSecret, connectionsPerPeer: config.peerReadConnections, idleTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000) });
+    this.remote = new RemoteReader(this.node, this.peers, config, this.http);
     this.node.onRingChange(() => {
       this.handoff.kick();
       this.replicator.kick();
@@ -121,6 +124,7 @@ export class Cluster implements Placement {
     await this.replicator.stop();
     await this.node.stop();
     this.peers.close();
+    this.http.close();
   }
 
   /**

@@ -90,6 +90,10 @@ export const SETTINGS = {
   offlineAfterMs: { type: 'durationMs', default: () => 15_000, min: 10, help: 'a peer not heard from for this long is offline (the spec: 15 s)' },
   vnodesPerNode: { type: 'int', default: () => 128, min: 1, max: 4096, help: 'virtual nodes per member on the consistent-hash ring' },
   peerCallTimeoutMs: { type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch)' },
+  peerReadConnections: {
+    type: 'int', default: () => 16, min: 1, max: 1024,
+    help: 'connections kept open to each peer for reads of blobs this node lacks (each holds a 1 MiB buffer); more reads wait for one',
+  },
   replicationAcks: {
     type: 'int', default: () => 0, min: 0, max: 2,
     help: 'owners besides this node that must hold a new blob before the store is answered; 0: best effort, as the spec says',
