@@ -90,6 +90,7 @@ export class Cluster implements Placement {
     });
     this.replicator = new Replicator(store, this.node, sender, metrics, log, {
       pageSize: 1024, retryMaxMs: config.replicationRetryMaxMs, retryTickMs: Math.min(1000, config.heartbeatIntervalMs),
+      batchDelayMs: config.replicationBatchDelayMs,
     });
     this.antiEntropy = new AntiEntropy(store, this.node, this.peers, sender, log, {
       intervalMs: config.repairIntervalMs, bytesPerSecond: config.repairBytesPerSecond, treeMaxAgeMs: config.repairIntervalMs,

@@ -28,9 +28,13 @@ export interface ReplicatorOptions {
   retryMaxMs: number;
   /** How often the persistent queue is walked for retries. */
   retryTickMs: number;
+  /** Least time between the starts of two passes while no store waits for its copies. */
+  batchDelayMs: number;
 }
 
 const RETRY_FIRST_MS = 250;
+/** A pass with fewer fresh blobs than this means stores come slowly: the next goes without delay. */
+const GATHER_MIN_BLOBS = 32;
 
 interface Waiter {
   need: number;
@@ -45,6 +49,11 @@ export class Replicator {
   private readonly waiters = new Map<string, Waiter[]>();
   private running: Promise<void> | undefined;
   private again = false;
+  /** Waiting out batchDelayMs before the next pass. */
+  private gathering: NodeJS.Timeout | undefined;
+  private lastPassMs = -Infinity;
+  /** Fresh ids the last pass handled. */
+  private lastPassBlobs = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   /** Oldest queued entry seen by the last full walk (Unix ms), for the lag gauge. */
@@ -84,10 +93,23 @@ export class Replicator {
 
   kick(): void {
     if (this.stopped) return;
-    if (this.running) {
+    if (this.running || this.gathering) {
       this.again = true;
       return;
     }
+    // Under load, fresh stores gather for batchDelayMs after the last pass began (unless a store
+    // waits for its copies): fewer, larger batches, so fewer group commits and syncs on the
+    // owners (REPLICA3 4 KiB bench: 6.0k instead of 5.3k PUT/s at 25 ms). Stores that come slowly
+    // are copied at once, as before.
+    const wait = this.lastPassMs + this.options.batchDelayMs - performance.now();
+    if (wait > 0 && this.lastPassBlobs >= GATHER_MIN_BLOBS && this.waiters.size === 0) {
+      this.gathering = setTimeout(() => {
+        this.gathering = undefined;
+        this.kick();
+      }, wait);
+      return;
+    }
+    this.lastPassMs = performance.now();
     this.running = this.pass().catch((err: Error) => this.log.error({ err }, `replication: ${err.message}`)).finally(() => {
       this.running = undefined;
       this.refreshMetrics();
@@ -102,6 +124,7 @@ export class Replicator {
   private async pass(): Promise<void> {
     const fresh = [...this.fresh].map((h) => Buffer.from(h, 'hex'));
     this.fresh = new Set();
+    this.lastPassBlobs = fresh.length;
     if (fresh.length > 0) {
       await this.handle(fresh);
       return;
@@ -223,6 +246,7 @@ export class Replicator {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.gathering);
     await this.running;
     for (const list of this.waiters.values()) for (const w of list) w.resolve();
     this.waiters.clear();

@@ -100,6 +100,10 @@ export const SETTINGS = {
   },
   replicationAckTimeoutMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'with replicationAcks > 0: a store not confirmed this long answers 503' },
   replicationBatchBytes: { type: 'bytes', default: () => 4 * MiB, min: 64 * KiB, help: 'bytes of small blobs sent to a peer in one call' },
+  replicationBatchDelayMs: {
+    type: 'durationMs', default: () => 25, min: 0, max: 10_000,
+    help: 'stores gather this long before copies go out (unless one waits for its copies): fewer, larger batches, fewer syncs on the owners',
+  },
   replicationStreamChunks: {
     type: 'int', default: () => 8, min: 1, max: 64,
     help: 'chunks (1 MiB) of a large blob being copied that are encoded and in flight at once, for all its peers together',
