@@ -1,8 +1,8 @@
 /**
  * The sending end of copies between nodes (transfer.ts is the receiving end). Small blobs travel
  * many to a ReplicateBatch call (a grpc-js call costs ~60 us of CPU, more than a 4 KiB blob); large
- * ones stream over ReplicateStream (replica-stream.ts). Every blob is read, and its checksum
- * verified, once for all the peers it goes to:
+ * ones stream to the peers' API listeners, or over ReplicateStream (replica-stream.ts). Every
+ * blob is read, and its checksum verified, once for all the peers it goes to:
  *
  *   targets (peer, blobs) ─▶ small: rounds of <= batchBytes, each blob read once ─▶ one batch per peer, peers at once
  *                          └▶ large: one at a time, read once ─▶ streamed to every peer that lacks it
@@ -14,6 +14,7 @@ import { Location } from '../index/entry.js';
 import type { LocalStore } from '../service/local-store.js';
 import { metaMessage } from '../service/meta.js';
 import type { PeerClients } from './peers.js';
+import { ReplicaPutError } from './http-replica.js';
 import { type PeerAddress, streamReplica } from './replica-stream.js';
 
 export type { PeerAddress } from './replica-stream.js';
@@ -27,6 +28,8 @@ export interface SenderOptions {
   callTimeoutMs: number;
   /** Chunks of a large blob encoded and in flight at once, for all its peers together. */
   streamChunksInFlight: number;
+  /** The cluster secret (large replicas to the peers' API listeners carry it as a header). */
+  secret: string;
 }
 
 /** A peer and the blobs it lacks. */
@@ -114,14 +117,21 @@ export class BlobSender {
         wanted.set(key, entry);
       }
     });
+    const stream = (meta: BlobMeta, who: number[], http: boolean): Promise<(Error | undefined)[]> =>
+      streamReplica(this.store, this.peers, who.map((i) => targets[i]!.peer), meta, repair, {
+        chunksInFlight: this.options.streamChunksInFlight, callTimeoutMs: this.options.callTimeoutMs, http, secret: this.options.secret,
+      });
     for (const [key, { meta, by }] of wanted) {
       const live = by.filter((i) => !failed[i]);
       if (live.length === 0) continue;
-      const errors = await streamReplica(this.store, this.peers, live.map((i) => targets[i]!.peer), meta, repair, {
-        chunksInFlight: this.options.streamChunksInFlight, callTimeoutMs: this.options.callTimeoutMs,
-      });
+      const errors = await stream(meta, live, true);
+      // Peers that cannot take it over their API listener get it over gRPC (a second read).
+      const again = live.filter((_, k) => errors[k] instanceof ReplicaPutError && errors[k].unsupported);
+      const retried = again.length > 0 ? await stream(meta, again, false) : [];
       live.forEach((i, k) => {
-        if (errors[k]) failed[i] = errors[k];
+        const at = again.indexOf(i);
+        const error = at >= 0 ? retried[at] : errors[k];
+        if (error) failed[i] = error;
         else held[i]!.add(key);
       });
     }

@@ -87,6 +87,7 @@ export class Cluster implements Placement {
       inlineMaxBytes: Math.min(config.smallBlobMaxBytes, config.grpcMaxMessageBytes - 64 * 1024),
       callTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000),
       streamChunksInFlight: config.replicationStreamChunks,
+      secret: config.clusterSecret,
     });
     this.replicator = new Replicator(store, this.node, sender, metrics, log, {
       pageSize: 1024, retryMaxMs: config.replicationRetryMaxMs, retryTickMs: Math.min(1000, config.heartbeatIntervalMs),

@@ -18,7 +18,8 @@ import { blake3 } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { metaMessage } from '../service/meta.js';
-import type { BlobFileWriter } from '../engine/blob-file.js';
+import { BlobFileWriter } from '../engine/blob-file.js';
+import type { Committer } from '../service/blob-writer.js';
 
 export { BlobSender, type PeerAddress, type SenderOptions } from './blob-sender.js';
 
@@ -30,7 +31,7 @@ export interface ReplicaMessage {
 }
 
 /** The metadata of a replica as it arrived: checked, in the engine's terms. */
-interface IncomingMeta {
+export interface IncomingMeta {
   id: Buffer;
   size: number;
   checksum: Buffer;
@@ -74,6 +75,22 @@ export async function storeReplica(store: LocalStore, config: NodeConfig, m: Inc
     await writer.abort();
     throw err;
   }
+}
+
+/**
+ * The commit point of a replica that arrived as a request body (PUT /internal/v1/replicas/{id},
+ * src/http/internal-routes.ts, through the same BlobWriter as a client's raw store): the bytes
+ * must be the ones the sender's metadata names, and the copy keeps that metadata.
+ */
+export function replicaCommitter(store: LocalStore, config: NodeConfig, m: IncomingMeta): Committer {
+  return async (content) => {
+    if ('data' in content) return storeReplica(store, config, m, content.data);
+    const file = content.file;
+    if (!(file instanceof BlobFileWriter)) throw new BlobstoreError('internal', 'a replica ended in a chunk sink the local store did not make');
+    if (file.size !== m.size) throw invalidArgument(`replica of ${m.id.toString('hex')}: ${file.size} bytes, metadata says ${m.size}`);
+    if (!content.checksum.equals(m.checksum)) throw invalidArgument(`replica of ${m.id.toString('hex')}: bytes do not match the checksum`);
+    return store.commitFile(file, m.checksum, m.policy, m.labels, originOf(m));
+  };
 }
 
 /** A streamed replica being received. */

@@ -1,9 +1,17 @@
 /**
- * /internal/v1/blobs/{id}: the bytes of a blob stored on this node, for a peer that lacks it (the
- * cluster's remote reads, src/cluster/http-fetcher.ts). It is InternalService.FetchBlob's data
- * path on the API listener: uWS sends a chunk with one write from the pooled buffer, while a
- * grpc-js stream copies and allocates each 1 MiB message on both ends (about 1.9 ms of CPU per
- * MiB here against ~0.4 ms for this path; see src/cluster/README.md).
+ * The node-to-node data path on the API listener, for the bytes of large blobs: uWS sends a chunk
+ * with one write from the pooled buffer and takes a body into pooled chunks, while a grpc-js
+ * stream copies and allocates each 1 MiB message on both ends (about 1.9 ms of CPU per MiB here
+ * against ~0.4 ms for this path; see docs/cluster.md). The gRPC calls stay as the fallback.
+ *
+ *   GET /internal/v1/blobs/{id}     InternalService.FetchBlob's bytes (src/cluster/http-fetcher.ts)
+ *   PUT /internal/v1/replicas/{id}  InternalService.ReplicateStream's (src/cluster/replica-stream.ts)
+ *
+ * A replica's metadata comes in headers (X-Blobstore-Size, -Checksum hex, -Created-At ns, -Policy,
+ * -Labels-Encoded base64 of the engine's encoded labels, -Repair), its bytes as a chunked body
+ * (this uWS refuses a Content-Length of ten digits); it is received as a client's raw store is (BlobWriter: pooled chunks, hashed as
+ * they arrive, the sender paused while the disk is behind), checked against the checksum, and
+ * answered {"created": bool} once durable.
  *
  * Local copies only (a peer never asks on our behalf), verified chunk by chunk as every read; one
  * `Range: bytes=a-b` (206). A chunk that fails its checksum after the first byte cuts the
@@ -16,17 +24,21 @@ import type { Gate } from '../auth/gate.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { SECRET_METADATA } from '../cluster/peers.js';
 import { parseBlobId } from '../engine/blob-id.js';
-import { BlobstoreError, notFound } from '../errors/errors.js';
+import { BlobstoreError, invalidArgument, notFound } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
+import { decodeLabels } from '../engine/labels.js';
+import { incomingMeta, replicaCommitter } from '../cluster/transfer.js';
+import { BlobWriter } from '../service/blob-writer.js';
 import type { ByteRange } from '../service/local-store.js';
 import { BodySender } from './download.js';
-import type { Intake } from './intake.js';
+import { type Intake, isChunked } from './intake.js';
 import { parseRange } from './range.js';
-import { type Exchange, newExchange, sendError } from './reply.js';
+import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
 
 export const INTERNAL_BLOB_PATH = '/internal/v1/blobs/';
+export const INTERNAL_REPLICA_PATH = '/internal/v1/replicas/';
 
 export class InternalRoutes {
   constructor(
@@ -54,6 +66,47 @@ export class InternalRoutes {
     }
     const found = meta;
     this.intake.track(x, this.send(x, found, range, this.cluster()!));
+  };
+
+  /** PUT /internal/v1/replicas/:id: a replica's bytes as the body, stored once durable. */
+  readonly putReplica = (res: HttpResponse, req: HttpRequest): void => {
+    const start = performance.now();
+    const x = newExchange(res, this.wire, this.log);
+    let release = (): void => undefined;
+    let writer: BlobWriter;
+    let meta: ReturnType<typeof incomingMeta>;
+    try {
+      const cluster = this.authorize(req);
+      // The size comes apart from the body: a chunked body (this uWS refuses Content-Lengths of ten digits).
+      const size = req.getHeader('x-blobstore-size');
+      if (!/^\d{1,15}$/.test(size)) throw invalidArgument('a replica needs its X-Blobstore-Size');
+      meta = incomingMeta({ id: parseBlobId(req.getParameter(0)) }, {
+        size: Number(size), created_at: req.getHeader('x-blobstore-created-at'), checksum: Buffer.from(req.getHeader('x-blobstore-checksum'), 'hex'),
+        policy: Number(req.getHeader('x-blobstore-policy')), labels: decodeLabels(Buffer.from(req.getHeader('x-blobstore-labels-encoded'), 'base64')),
+      }, cluster.config);
+      if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(meta.id) !== undefined) {
+        // A user deleted it here: repair does not bring it back.
+        res.onData(() => undefined);
+        return sendJson(x, 200, '{"created":false}', undefined, 'drain');
+      }
+      cluster.store.checkSpace(meta.size);
+      release = this.intake.admit();
+      writer = new BlobWriter(flowOf(x), cluster.store, replicaCommitter(cluster.store, cluster.config, meta), cluster.config, undefined, meta.size, true);
+    } catch (err) {
+      release();
+      res.onData(() => undefined);
+      return sendError(x, err, 'drain');
+    }
+    const target = { policy: meta.policy, labels: meta.labels };
+    this.intake.receive(x, writer, release, start, isChunked(req), async () => {
+      try {
+        const result = await writer.finish(target);
+        sendJson(x, 200, result.created ? '{"created":true}' : '{"created":false}');
+      } catch (err) {
+        await writer.discard();
+        sendError(x, err);
+      }
+    }, false);
   };
 
   private authorize(req: HttpRequest): Cluster {

@@ -1,11 +1,14 @@
 /**
- * Reads of blobs a node lacks go to the owner's API listener (/internal/v1/blobs/{id}) and fall
- * back to gRPC FetchBlob when that path cannot serve them. The route serves local copies only, to
- * peers that present the cluster secret (or, without a secret, to what the auth gate lets read).
+ * The node-to-node data path of large blobs: reads of blobs a node lacks take the bytes from the
+ * owner's API listener (GET /internal/v1/blobs/{id}), large replicas go to the owners' (PUT
+ * /internal/v1/replicas/{id}), and both fall back to gRPC (FetchBlob, ReplicateStream) when that
+ * path cannot serve them. The routes take peers that present the cluster secret (or, without a
+ * secret, what the auth gate lets through); the read route serves local copies only.
  */
+import { createBLAKE3 } from 'hash-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { freePort, TestCluster } from '../helpers/cluster.js';
+import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
+import { eventually, freePort, TestCluster } from '../helpers/cluster.js';
 
 const SECRET = 'correct horse battery staple';
 
@@ -43,7 +46,7 @@ async function holdersOf(c: TestCluster, id: string): Promise<number[]> {
   return holders;
 }
 
-describe('reads of blobs a node lacks, with a cluster secret', () => {
+describe('the data path with a cluster secret', () => {
   let c: TestCluster;
   let blobs: Map<number, { id: string; bytes: Buffer }>;
   beforeAll(async () => {
@@ -82,15 +85,58 @@ describe('reads of blobs a node lacks, with a cluster secret', () => {
     // Never on another node's behalf: the node without a copy answers 404 here.
     expect((await fetch(`${c.url(1 - holder)}/internal/v1/blobs/${id}`, { headers: { 'x-blobstore-cluster-secret': SECRET } })).status).toBe(404);
   });
+
+  it('a large REPLICA2 blob reaches the other node byte-exact, with its original metadata', async () => {
+    const bytes = patternBytes(5 * 1024 * 1024 + 3, 4242);
+    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '2', 'X-Blobstore-Labels': '{"team":"ingest","n":"7"}' });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    await eventually(async () => (await holdersOf(c, id)).length === 2, 'two copies');
+    const heads = await Promise.all([0, 1].map((i) => fetch(`${c.url(i)}/v1/blobs/${id}`, { method: 'HEAD' })));
+    for (const name of ['x-blobstore-blob-size', 'x-blobstore-created-at', 'x-blobstore-policy']) {
+      expect(heads[1]!.headers.get(name), name).toBe(heads[0]!.headers.get(name));
+    }
+    const stats = await Promise.all([0, 1].map(async (i) => (await (await fetch(`${c.url(i)}/v1/blobs/${id}/stat`)).json()) as { meta: { labels: object } }));
+    expect(stats[1]!.meta.labels).toEqual({ team: 'ingest', n: '7' });
+    expect(stats[1]!.meta).toEqual(stats[0]!.meta);
+    // Read from the replica's disk, not from node 0: stop node 0 first.
+    await c.stop(0);
+    const copy = await fetch(`${c.url(1)}/v1/blobs/${id}`);
+    expect(Buffer.from(await copy.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  it('the replica route refuses calls without the secret, and bytes that are not the ones named', async () => {
+    const bytes = patternBytes(2 * 1024 * 1024, 99);
+    const put = (secret: string, body: Buffer, checksum: string, id: string): Promise<Response> => fetch(`${c.url(1)}/internal/v1/replicas/${id}`, {
+      method: 'PUT', body, headers: {
+        'x-blobstore-cluster-secret': secret, 'x-blobstore-size': String(body.length), 'x-blobstore-checksum': checksum,
+        'x-blobstore-created-at': '1', 'x-blobstore-policy': '2', 'x-blobstore-labels-encoded': '',
+      },
+    });
+    const id = await expectedId(bytes);
+    const hasher = await createBLAKE3(256);
+    hasher.update(bytes);
+    const checksum = hasher.digest('hex');
+    expect((await put('wrong', bytes, checksum, id)).status).toBe(401);
+    const other = Buffer.from(bytes);
+    other[12345] ^= 1;
+    const refused = await put(SECRET, other, checksum, id);
+    expect(refused.status).toBe(400);
+    expect(await holdersOf(c, id)).toEqual([]);
+    const ok = await put(SECRET, bytes, checksum, id);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ created: true });
+    expect(await holdersOf(c, id)).toEqual([1]);
+  });
 });
 
-describe('reads of blobs a node lacks, when the owner\'s API listener cannot be reached', () => {
+describe('the data path when the peers\' API listeners cannot be reached', () => {
   let c: TestCluster;
   afterAll(async () => {
     await c?.stopAll();
   });
 
-  it('fall back to gRPC FetchBlob, byte-exact (GET and a range)', async () => {
+  it('replicas go over ReplicateStream and reads over FetchBlob instead, byte-exact (GET and a range)', async () => {
     // Each node tells the others an API address nobody listens on; gRPC works as usual.
     const nowhere = await Promise.all([0, 1].map(() => freePort()));
     c = await TestCluster.start({ size: 2, args: ['--handoff-interval-ms', '500'], nodeArgs: (i) => ['--advertise-addr', `127.0.0.1:${nowhere[i]}`] });
