@@ -13,7 +13,7 @@ import type { BlobMeta } from '../engine/engine.js';
 import { Location } from '../index/entry.js';
 import type { LocalStore } from '../service/local-store.js';
 import { metaMessage } from '../service/meta.js';
-import type { PeerClients } from './peers.js';
+import { encodeInternalRequest, type PeerClients } from './peers.js';
 import { ReplicaPutError } from './http-replica.js';
 import { type PeerAddress, streamReplica } from './replica-stream.js';
 
@@ -55,17 +55,22 @@ export class BlobSender {
     return result!;
   }
 
-  /** Sends each target its blobs, reading each blob once for every target that lacks it. */
-  async sendEach(targets: readonly SendTarget[], repair: boolean): Promise<SendResult[]> {
+  /**
+   * Sends each target its blobs, reading each blob once for every target that lacks it (`known`:
+   * small blobs' bytes already in memory, by hex id: just stored and hashed, not read back).
+   */
+  async sendEach(targets: readonly SendTarget[], repair: boolean, known?: ReadonlyMap<string, Buffer | undefined>): Promise<SendResult[]> {
     const held = targets.map(() => new Set<string>());
     const failed: (Error | undefined)[] = targets.map(() => undefined);
-    await this.sendSmall(targets, repair, held, failed);
+    await this.sendSmall(targets, repair, held, failed, known);
     await this.sendLarge(targets, repair, held, failed);
     return targets.map((_, i) => failed[i] ?? held[i]!);
   }
 
   /** Small blobs in rounds of at most batchBytes: each blob read once, then one batch call per peer. */
-  private async sendSmall(targets: readonly SendTarget[], repair: boolean, held: Set<string>[], failed: (Error | undefined)[]): Promise<void> {
+  private async sendSmall(
+    targets: readonly SendTarget[], repair: boolean, held: Set<string>[], failed: (Error | undefined)[], known?: ReadonlyMap<string, Buffer | undefined>,
+  ): Promise<void> {
     const wanted = new Map<string, { meta: BlobMeta; by: number[] }>();
     targets.forEach((t, i) => {
       for (const meta of t.metas) {
@@ -85,18 +90,26 @@ export class BlobSender {
       at = end;
       if (round.length === 0) continue;
       // Reads run concurrently (a file blob's read is a thread-pool round trip; a segment record's is synchronous).
-      const datas = await Promise.all(round.map((w) => this.readSmall(w.meta)));
+      const datas = await Promise.all(round.map((w) => known?.get(w.meta.id.toString('hex')) ?? this.readSmall(w.meta)));
       const batches = targets.map((): { id: { id: Buffer }; data: Buffer; meta: ReturnType<typeof metaMessage> }[] => []);
       round.forEach((w, k) => {
         const message = { id: { id: w.meta.id }, data: datas[k]!, meta: metaMessage(w.meta) };
         for (const i of w.by) if (!failed[i]) batches[i]!.push(message);
       });
+      // Peers that take the same blobs (every owner, with REPLICA3 on three nodes) share one encoding.
+      const encoded = new Map<(typeof batches)[number], Buffer>();
+      const encodingOf = (blobs: (typeof batches)[number]): Buffer => {
+        for (const [other, bytes] of encoded) if (sameBlobs(other, blobs)) return bytes;
+        const bytes = encodeInternalRequest('ReplicateBatch', { blobs, repair });
+        encoded.set(blobs, bytes);
+        return bytes;
+      };
       await Promise.all(batches.map(async (blobs, i) => {
         if (blobs.length === 0) return;
         const { peer } = targets[i]!;
         try {
           const stub = this.peers.get(peer.nodeId, peer.grpcAddress).internal;
-          await this.peers.unary(stub, peer.nodeId, 'ReplicateBatch', { blobs, repair }, this.options.callTimeoutMs);
+          await this.peers.unary(stub, peer.nodeId, 'ReplicateBatch', encodingOf(blobs), this.options.callTimeoutMs);
           for (const b of blobs) held[i]!.add(b.id.id.toString('hex'));
         } catch (err) {
           failed[i] = err as Error;
@@ -151,4 +164,11 @@ export class BlobSender {
     });
     return out;
   }
+}
+
+/** The same messages in the same order (a round builds each blob's message once for all peers). */
+function sameBlobs(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

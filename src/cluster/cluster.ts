@@ -92,6 +92,7 @@ export class Cluster implements Placement {
     this.replicator = new Replicator(store, this.node, sender, metrics, log, {
       pageSize: 1024, retryMaxMs: config.replicationRetryMaxMs, retryTickMs: Math.min(1000, config.heartbeatIntervalMs),
       batchDelayMs: config.replicationBatchDelayMs,
+      freshBytesMax: config.replicationMemoryBytes,
     });
     this.antiEntropy = new AntiEntropy(store, this.node, this.peers, sender, log, {
       intervalMs: config.repairIntervalMs, bytesPerSecond: config.repairBytesPerSecond, treeMaxAgeMs: config.repairIntervalMs,
@@ -157,8 +158,8 @@ export class Cluster implements Placement {
     return this.node.ring.nodeIds.some((n) => n !== this.node.nodeId);
   }
 
-  async stored(id: Buffer): Promise<void> {
-    this.replicator.stored(id);
+  async stored(id: Buffer, data?: Buffer): Promise<void> {
+    this.replicator.stored(id, data);
     const need = Math.min(this.config.replicationAcks, Math.max(0, this.node.ring.size - 1));
     if (need === 0) return;
     let timer: NodeJS.Timeout | undefined;

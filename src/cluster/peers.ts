@@ -25,9 +25,10 @@ function constructors(): Record<string, grpc.ServiceClientConstructor> {
 
 /**
  * Methods whose requests may also be passed already encoded, as a Buffer: a large replica's chunks
- * are encoded once and the same bytes go to every peer that takes the blob (replica-stream.ts).
+ * and a batch of small ones are encoded once, and the same bytes go to every peer that takes them
+ * (replica-stream.ts, blob-sender.ts).
  */
-const PRE_ENCODED = ['ReplicateStream'];
+const PRE_ENCODED = ['ReplicateStream', 'ReplicateBatch'];
 
 let internalCtor: grpc.ServiceClientConstructor | undefined;
 /** InternalService's client, its PRE_ENCODED methods passing Buffers through unchanged. */

@@ -17,6 +17,7 @@
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { BlobMeta } from '../engine/engine.js';
+import type { QueueEntry } from '../index/blob-index.js';
 import { replicaCount } from '../engine/policy.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
@@ -30,6 +31,8 @@ export interface ReplicatorOptions {
   retryTickMs: number;
   /** Least time between the starts of two passes while no store waits for its copies. */
   batchDelayMs: number;
+  /** Bytes of fresh small blobs held for their copies (beyond, they are read back from disk). */
+  freshBytesMax: number;
 }
 
 const RETRY_FIRST_MS = 250;
@@ -42,8 +45,12 @@ interface Waiter {
 }
 
 export class Replicator {
-  /** Ids stored since the last pass (hex): handled first, without a walk of the queue. */
-  private fresh = new Set<string>();
+  /**
+   * Ids stored since the last pass (hex): handled first, without a walk of the queue; with a
+   * small blob's bytes while they fit in freshBytesMax, so its copies need not read it back.
+   */
+  private fresh = new Map<string, Buffer | undefined>();
+  private freshBytes = 0;
   /** Back-off per id (hex): when it may be tried again, and how many times it failed. */
   private readonly backoff = new Map<string, { untilMs: number; failures: number }>();
   private readonly waiters = new Map<string, Waiter[]>();
@@ -74,9 +81,13 @@ export class Replicator {
     this.kick();
   }
 
-  /** A store was committed with a queue entry: copy it soon. */
-  stored(id: Buffer): void {
-    this.fresh.add(id.toString('hex'));
+  /** A store was committed with a queue entry: copy it soon (`data`: its bytes, if small). */
+  stored(id: Buffer, data?: Buffer): void {
+    const key = id.toString('hex');
+    if (this.fresh.get(key) !== undefined) return this.kick();
+    const keep = data !== undefined && this.freshBytes + data.length <= this.options.freshBytesMax;
+    if (keep) this.freshBytes += data.length;
+    this.fresh.set(key, keep ? data : undefined);
     this.kick();
   }
 
@@ -122,11 +133,13 @@ export class Replicator {
 
   /** Fresh ids first; then, on the timer's passes, the whole queue page by page. */
   private async pass(): Promise<void> {
-    const fresh = [...this.fresh].map((h) => Buffer.from(h, 'hex'));
-    this.fresh = new Set();
+    const known = this.fresh;
+    const fresh = [...known.keys()].map((h) => Buffer.from(h, 'hex'));
+    this.fresh = new Map();
+    this.freshBytes = 0;
     this.lastPassBlobs = fresh.length;
     if (fresh.length > 0) {
-      await this.handle(fresh);
+      await this.handle(fresh, known);
       return;
     }
     let after: Buffer | undefined;
@@ -144,9 +157,10 @@ export class Replicator {
     this.oldestMs = oldest === Infinity ? 0 : oldest;
   }
 
-  /** Copies each id to the owners that lack it, peers in parallel. */
-  private async handle(ids: readonly Buffer[]): Promise<void> {
+  /** Copies each id to the owners that lack it, peers in parallel (`known`: bytes already in memory, by hex id). */
+  private async handle(ids: readonly Buffer[], known?: ReadonlyMap<string, Buffer | undefined>): Promise<void> {
     const perPeer = new Map<string, BlobMeta[]>();
+    const queued = new Map<string, { entry: QueueEntry; meta: BlobMeta }>();
     for (const id of ids) {
       const entry = this.store.replication.get(id);
       if (!entry) continue;
@@ -156,6 +170,7 @@ export class Replicator {
         await this.dequeue(id);
         continue;
       }
+      queued.set(id.toString('hex'), { entry, meta });
       const missing = this.cluster.ring.owners(id, replicaCount(meta.policy)).filter((o) => o !== this.cluster.nodeId && !entry.done.includes(o));
       if (missing.length === 0) {
         await this.dequeue(id);
@@ -168,26 +183,26 @@ export class Replicator {
         perPeer.set(owner, list);
       }
     }
-    const results = await this.sendEach(perPeer);
-    // Each blob's entry is updated once for all its peers, and a batch's updates go out together
-    // (lmdb-js commits them in one transaction).
+    const results = await this.sendEach(perPeer, known);
+    // Each blob's entry is updated once for all its peers (the index writes them with its next
+    // transaction).
     const confirmations = new Map<string, string[]>();
     for (const { peer, held } of results) for (const key of held) confirmations.set(key, [...(confirmations.get(key) ?? []), peer]);
-    await Promise.all([...confirmations].map(([key, peers]) => this.confirmed(Buffer.from(key, 'hex'), peers)));
+    await Promise.all([...confirmations].map(([key, peers]) => this.confirmed(queued.get(key)!, peers)));
   }
 
   /**
    * Sends every peer its blobs at once (each blob read once for all of them); per peer, the ids
    * (hex) it holds afterwards, none when its calls failed (those blobs back off).
    */
-  private async sendEach(perPeer: ReadonlyMap<string, BlobMeta[]>): Promise<{ peer: string; held: Set<string> }[]> {
+  private async sendEach(perPeer: ReadonlyMap<string, BlobMeta[]>, known?: ReadonlyMap<string, Buffer | undefined>): Promise<{ peer: string; held: Set<string> }[]> {
     const targets: SendTarget[] = [];
     for (const [peerId, metas] of perPeer) {
       const member = this.cluster.member(peerId);
       if (member && member.grpcAddress !== '') targets.push({ peer: { nodeId: peerId, grpcAddress: member.grpcAddress, address: member.address }, metas });
     }
     const start = performance.now();
-    const results = await this.sender.sendEach(targets, false);
+    const results = await this.sender.sendEach(targets, false, known);
     const now = Date.now();
     return targets.map(({ peer, metas }, i) => {
       const result = results[i]!;
@@ -207,10 +222,8 @@ export class Replicator {
   }
 
   /** `peers` hold the blob now: recorded, and the entry goes once every owner does. */
-  private async confirmed(id: Buffer, peers: readonly string[]): Promise<void> {
-    const entry = this.store.replication.get(id);
-    const meta = this.store.stat(id);
-    if (!entry || !meta) return;
+  private async confirmed({ entry, meta }: { entry: QueueEntry; meta: BlobMeta }, peers: readonly string[]): Promise<void> {
+    const id = meta.id;
     for (const peer of peers) if (!entry.done.includes(peer)) entry.done.push(peer);
     const owners = this.cluster.ring.owners(id, replicaCount(meta.policy)).filter((o) => o !== this.cluster.nodeId);
     this.backoff.delete(id.toString('hex'));

@@ -104,6 +104,10 @@ export const SETTINGS = {
     type: 'durationMs', default: () => 25, min: 0, max: 10_000,
     help: 'stores gather this long before copies go out (unless one waits for its copies): fewer, larger batches, fewer syncs on the owners',
   },
+  replicationMemoryBytes: {
+    type: 'bytes', default: () => 16 * MiB, min: 0,
+    help: 'bytes of just-stored small blobs kept in memory for their copies (beyond, copies read them back from disk)',
+  },
   replicationStreamChunks: {
     type: 'int', default: () => 8, min: 1, max: 64,
     help: 'chunks (1 MiB) of a large blob being copied that are encoded and in flight at once, for all its peers together',
