@@ -85,6 +85,7 @@ class Connection {
   }
 
   request(head: string, sink: BytesSink): Promise<void> {
+    if (this.closed) return Promise.reject(new FetchUnavailable('connection closed by the peer'));
     return new Promise((resolve, reject) => {
       this.exchange = { sink, left: -1, status: 0, delivered: 0, resolve, reject };
       this.filled = 0;
@@ -235,6 +236,7 @@ export class HttpFetcher {
   }
 
   private give(address: string, conn: Connection): void {
+    if (conn.closed) return; // closed() has counted it out already
     const pool = this.pool(address);
     const next = pool.waiting.shift();
     if (next) next(conn);
