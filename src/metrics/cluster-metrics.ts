@@ -18,7 +18,6 @@ export class ClusterMetrics {
   grpcConnectionsActive = 0;
   replicationQueueDepth = 0;
   replicationLagSeconds = 0;
-  shardCount = 0;
   /** Unix ms of the last successful outbound heartbeat; 0 = never. */
   lastHeartbeatMs = 0;
   /** Peers whose heartbeat was observed at least once: node_id -> online. */
@@ -67,10 +66,6 @@ export class ClusterMetrics {
   setReplication(queueDepth: number, lagSeconds: number): void {
     this.replicationQueueDepth = queueDepth;
     this.replicationLagSeconds = lagSeconds;
-  }
-
-  setShardCount(shards: number): void {
-    this.shardCount = shards;
   }
 
   ecReconstructed(count = 1): void {

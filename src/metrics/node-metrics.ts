@@ -75,7 +75,7 @@ export interface NodeMetricsOptions {
   log: Logger;
 }
 
-const NO_STATS: EngineStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, corruptionsDetected: 0 };
+const NO_STATS: EngineStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, shardCount: 0, corruptionsDetected: 0 };
 
 export class NodeMetrics implements Recorder {
   readonly registry = new Registry();
@@ -183,7 +183,7 @@ export class NodeMetrics implements Recorder {
     return {
       nodeId: this.options.nodeId,
       uptime: Math.floor(this.uptimeSeconds()),
-      storage: { totalBytes: this.stats.capacityBytes, usedBytes: this.stats.usedBytes, blobCount: this.stats.blobCount, shardCount: c.shardCount },
+      storage: { totalBytes: this.stats.capacityBytes, usedBytes: this.stats.usedBytes, blobCount: this.stats.blobCount, shardCount: this.stats.shardCount },
       throughput: { bytesReadTotal: this.bytesRead.value(0), bytesWrittenTotal: this.bytesWritten.value(0), operations },
       cluster: { nodesTotal: c.nodesTotal, nodesActive: c.nodesActive, nodesOffline: c.nodesOffline, ringVersion: c.ringVersion },
       health: { nodeUp: this.nodeUp, backendHealthy: this.backendHealthy, peerHealth: Object.fromEntries(c.peers) },
@@ -256,7 +256,7 @@ export class NodeMetrics implements Recorder {
     this.gauge('blobstore_capacity_bytes_total', 'Capacity of the data dir file system in bytes.', () => this.stats.capacityBytes);
     this.gauge('blobstore_capacity_bytes_used', 'Bytes the node uses on disk (segments and blob files).', () => this.stats.usedBytes);
     this.gauge('blobstore_blob_count', 'Blobs stored on the node.', () => this.stats.blobCount);
-    this.gauge('blobstore_shard_count', 'Erasure-coded shards stored on the node.', () => c.shardCount);
+    this.gauge('blobstore_shard_count', 'Erasure-coded shards stored on the node.', () => this.stats.shardCount);
     this.add(this.bytesRead);
     this.add(this.bytesWritten);
     this.add(this.operations);
