@@ -16,6 +16,13 @@ import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { Located, Placement } from '../service/placement.js';
+import type { StoreContent } from '../service/blob-writer.js';
+import type { PutResult } from '../engine/engine.js';
+import type { Policy } from '../engine/policy.js';
+import { EcReader } from './ec-reader.js';
+import { type EcContent, EcWriter } from './ec-writer.js';
+import { EcRepairer } from './ec-repair.js';
+import { ShardBatcher } from './shard-transfer.js';
 import { AntiEntropy } from './anti-entropy.js';
 import { ClusterNode } from './cluster-node.js';
 import { Handoff } from './handoff.js';
@@ -40,6 +47,9 @@ export class Cluster implements Placement {
   readonly antiEntropy: AntiEntropy;
   readonly handoff: Handoff;
   readonly remote: RemoteReader;
+  readonly ecWriter: EcWriter;
+  readonly ecReader: EcReader;
+  readonly ecRepair: EcRepairer;
   private readonly secret: Buffer;
   private readonly repairing = new Set<string>();
   private started = false;
@@ -94,6 +104,12 @@ export class Cluster implements Placement {
       intervalMs: config.handoffIntervalMs, bytesPerSecond: config.repairBytesPerSecond,
     });
     this.remote = new RemoteReader(this.node, this.peers, config);
+    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why) => this.ecRepair.queue(id, policy, why));
+    this.ecRepair = new EcRepairer(store, this.node, this.peers, this.ecReader, metrics, config, log, {
+      retryMaxMs: config.replicationRetryMaxMs, bytesPerSecond: config.repairBytesPerSecond, timeoutMs: config.ecStoreTimeoutMs,
+    });
+    const batcher = new ShardBatcher(this.peers, { batchBytes: config.replicationBatchBytes, timeoutMs: config.ecStoreTimeoutMs });
+    this.ecWriter = new EcWriter(store, this.node, this.peers, batcher, metrics, config, log, () => this.ecRepair.kick());
     this.node.onRingChange(() => {
       this.handoff.kick();
       this.replicator.kick();
@@ -105,6 +121,7 @@ export class Cluster implements Placement {
   async start(): Promise<void> {
     await this.node.start();
     this.replicator.start();
+    this.ecRepair.start();
     this.handoff.start();
     this.antiEntropy.start();
     this.started = true;
@@ -116,6 +133,7 @@ export class Cluster implements Placement {
     this.started = false;
     await this.antiEntropy.stop();
     await this.handoff.stop();
+    await this.ecRepair.stop();
     await this.replicator.stop();
     await this.node.stop();
     this.peers.close();
@@ -141,8 +159,14 @@ export class Cluster implements Placement {
 
   // Placement: how the blob service places copies and reads what this node lacks.
 
+  /** Members this node can reach now, itself included. */
   nodesAvailable(): number {
-    return this.node.ring.size;
+    const self = this.node.nodeId;
+    return this.node.ring.nodeIds.filter((n) => n === self || this.node.online(n)).length;
+  }
+
+  storeEc(content: StoreContent, policy: Policy, labels: Buffer): Promise<PutResult> {
+    return this.ecWriter.put(content as EcContent, policy, labels);
   }
 
   replicates(): boolean {
@@ -167,10 +191,15 @@ export class Cluster implements Placement {
   }
 
   find(id: Buffer): Promise<Located | undefined> {
-    return this.remote.stat(id).then((found) => (found ? { ...found.meta, peer: found.peer } : undefined));
+    return this.remote.stat(id).then((found) => {
+      if (!found) return undefined;
+      // Columns of an EC blob are read from wherever they are, not from the node that answered.
+      return found.ec ? { ...found.meta, ec: found.ec } : { ...found.meta, peer: found.peer };
+    });
   }
 
   fetch(blob: Located, sink: ChunkSink, range?: ByteRange): Promise<void> {
+    if (blob.ec) return this.ecReader.read({ meta: blob, shardBytes: blob.ec.shardBytes }, sink, range);
     if (blob.peer === undefined) return Promise.reject(new BlobstoreError('internal', 'fetch of a blob held here'));
     return this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range).catch((err: unknown) => {
       this.remote.forget(blob.id);

@@ -11,6 +11,12 @@
  * s * shardBytes.
  */
 
+/**
+ * Shards move between nodes, are encoded and are reconstructed in cells of at most 1 MiB (the
+ * engine's chunk size): a 16 MiB shard is 16 cells, a short one is one cell.
+ */
+export const CELL_BYTES = 1024 * 1024;
+
 /** Data and parity shards per stripe of an EC policy (spec: EC42 4+2, EC82 8+2). */
 export interface EcScheme {
   readonly k: number;

@@ -38,6 +38,8 @@ export class BlobFileWriter {
   private readonly digests: Promise<Buffer>[] = [];
   private syncing: Promise<void> | undefined;
   private syncedUpTo = 0;
+  /** A transient file (the source an EC store encodes from): never flushed, removed afterwards. */
+  private durable = true;
   size = 0;
 
   constructor(
@@ -56,6 +58,15 @@ export class BlobFileWriter {
   async open(): Promise<void> {
     this.unfinished.add(this);
     this.handle = await fsp.open(this.tmpPath, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644);
+  }
+
+  /**
+   * The file is only the source of an erasure-coded store (its columns go to other nodes, then
+   * the file is removed): no background flushes and no fsync at the end, since writing it to the
+   * disk would only compete with the columns' own writes.
+   */
+  transient(): void {
+    this.durable = false;
   }
 
   /** The temp file was renamed into place: nothing is left to clean up. */
@@ -94,7 +105,7 @@ export class BlobFileWriter {
    * works while the body still arrives, and the fsync at the end has little left to do.
    */
   private startWriteback(): void {
-    if (this.syncing || this.size - this.syncedUpTo < WRITEBACK_BYTES || !this.handle) return;
+    if (!this.durable || this.syncing || this.size - this.syncedUpTo < WRITEBACK_BYTES || !this.handle) return;
     const upTo = this.size;
     this.syncing = this.handle.datasync().then(
       () => {
@@ -105,7 +116,7 @@ export class BlobFileWriter {
     );
   }
 
-  /** Writes the digest table and footer, fsyncs, and returns the content digest. */
+  /** Writes the digest table and footer, fsyncs (unless transient), and returns the content digest. */
   async finish(): Promise<Buffer> {
     const table = Buffer.concat(await Promise.all(this.digests));
     const footer = Buffer.alloc(FOOTER_BYTES);
@@ -117,9 +128,11 @@ export class BlobFileWriter {
     footer.writeUInt32LE(crc32(table), 24);
     await this.writeData(Buffer.concat([table, footer]), this.size);
     await this.syncing;
-    const syncStart = performance.now();
-    await this.handle!.sync();
-    this.recorder.stage('fsync', syncStart);
+    if (this.durable) {
+      const syncStart = performance.now();
+      await this.handle!.sync();
+      this.recorder.stage('fsync', syncStart);
+    }
     await this.handle!.close();
     this.handle = undefined;
     return this.hasher.digest();

@@ -15,7 +15,7 @@ import { applyRecord } from './apply.js';
 import { idOfDigest } from './blob-id.js';
 import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
 import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
-import type { ReplicationQueue } from '../index/blob-index.js';
+import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { WorkerPool } from '../pool/pool.js';
@@ -269,6 +269,11 @@ export class Engine {
   /** The replication queue (written by stores that ask for copies, in their index transaction). */
   get replication(): ReplicationQueue {
     return this.index.replication;
+  }
+
+  /** Blobs whose shard columns need repair. */
+  get ecRepairs(): EcRepairQueue {
+    return this.index.ecRepairs;
   }
 
   stat(id: Buffer): BlobMeta | undefined {

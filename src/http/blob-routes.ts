@@ -95,7 +95,7 @@ export class BlobRoutes {
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
       if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
       release = this.intake.admit();
-      writer = kind === 'raw' ? this.service.openWriter(flowOf(x), limit, length) : this.service.openBodyReader(flowOf(x), limit, length);
+      writer = kind === 'raw' ? this.service.openWriter(flowOf(x), limit, length, policy) : this.service.openBodyReader(flowOf(x), limit, length);
     } catch (err) {
       release();
       this.service.recordFailure('put', err);

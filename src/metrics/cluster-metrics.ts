@@ -78,6 +78,11 @@ export class ClusterMetrics {
 
   /** One cluster operation took `startMs` (performance.now()) until now. */
   observe(kind: ClusterLatency, startMs: number): void {
-    this.latencies[CLUSTER_LATENCIES.indexOf(kind)]!.observe(0, (performance.now() - startMs) / 1000);
+    this.observeSeconds(kind, (performance.now() - startMs) / 1000);
+  }
+
+  /** One cluster operation took `seconds` (time summed over its parts). */
+  observeSeconds(kind: ClusterLatency, seconds: number): void {
+    this.latencies[CLUSTER_LATENCIES.indexOf(kind)]!.observe(0, seconds);
   }
 }

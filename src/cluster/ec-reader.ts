@@ -1,0 +1,338 @@
+/**
+ * Reads of erasure-coded blobs from any node (docs/erasure-coding.md). The holders of the columns
+ * are found once (StatBlob on the blob's owners, answered with the columns each holds); then the
+ * blob streams out in order, a piece of a data shard at a time, up to ecReadAheadCells pieces
+ * fetched ahead:
+ *
+ *   piece (stripe s, data shard i, cell c) ──▶ holder of column i (local read, or FetchShard)
+ *     missing, slow (ecFetchTimeoutMs) or failing ──▶ the same cell of k other columns
+ *                                                      ──▶ Reed-Solomon reconstruct ──▶ the piece
+ *
+ * Holders verify what they send against their stored digests; a whole-blob read is also hashed on
+ * the way and checked against the blob's checksum at the end (a mismatch throws, so the caller
+ * cuts its answer: never wrong bytes). A column found missing or failing is queued for repair.
+ * With more than m columns of a stripe unavailable the read fails with 503.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import type { NodeConfig } from '../config/settings.js';
+import { BlobstoreError } from '../errors/errors.js';
+import { reconstruct } from '../ec/codec.js';
+import { CELL_BYTES, ecScheme, StripeLayout } from '../ec/layout.js';
+import { idOfDigest } from '../engine/blob-id.js';
+import type { BlobMeta } from '../engine/engine.js';
+import { createHasher } from '../hash/blake3.js';
+import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
+import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
+import type { ClusterNode } from './cluster-node.js';
+import { PeerCallError, type PeerClients } from './peers.js';
+import { metaFromWire } from './remote-reader.js';
+import type { BlobMetaMessage } from '../grpc/messages.js';
+import { ecBlobMeta } from '../service/ec-meta.js';
+
+/** An EC blob to read: its metadata and shard size. */
+export interface EcBlob {
+  readonly meta: BlobMeta;
+  readonly shardBytes: number;
+}
+
+/** Column index -> the node that holds it ('' = this node). */
+export type Holders = Map<number, string>;
+
+/** Located holders are kept this long (columns move only on repair and ring changes). */
+const HOLDERS_CACHE_MS = 30_000;
+const HOLDERS_CACHE_ENTRIES = 4096;
+const SELF = '';
+
+interface Piece {
+  stripe: number;
+  index: number;
+  /** The cell: where it starts in the shard, and its length. */
+  cellStart: number;
+  cellLength: number;
+  /** The bytes of the cell this piece hands on. */
+  from: number;
+  to: number;
+}
+
+export class EcReader {
+  private readonly cache = new Map<string, { holders: Holders; atMs: number }>();
+
+  constructor(
+    private readonly store: LocalStore,
+    private readonly cluster: ClusterNode,
+    private readonly peers: PeerClients,
+    private readonly metrics: ClusterMetrics,
+    private readonly config: NodeConfig,
+    /** A column was found missing or failing (the repair worker takes the blob). */
+    private readonly onMissing: (id: Buffer, policy: number, why: string) => void,
+  ) {}
+
+  layoutOf(blob: EcBlob): StripeLayout {
+    const scheme = ecScheme(blob.meta.policy);
+    if (!scheme) throw new BlobstoreError('internal', `blob ${blob.meta.id.toString('hex')} has no EC policy`);
+    return new StripeLayout(scheme.k, scheme.m, blob.shardBytes, blob.meta.size);
+  }
+
+  /** Nodes that may hold columns: the owners, then the next as many in ring order (columns not yet moved after a ring change). */
+  private candidates(id: Buffer, shards: number): string[] {
+    return this.cluster.ring.owners(id, 2 * shards).filter((n) => n !== this.cluster.nodeId);
+  }
+
+  /** Which node holds which column; asks every candidate at once. */
+  async locate(id: Buffer, layout: StripeLayout, fresh = false): Promise<Holders> {
+    const key = id.toString('hex');
+    const cached = this.cache.get(key);
+    if (!fresh && cached && Date.now() - cached.atMs < HOLDERS_CACHE_MS) return cached.holders;
+    const { holders } = await this.survey(id, layout.shards);
+    // Only a complete answer is kept: a missing column is looked for again on the next read.
+    if (holders.size === layout.shards) {
+      if (this.cache.size >= HOLDERS_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(key, { holders, atMs: Date.now() });
+    }
+    return holders;
+  }
+
+  /**
+   * Asks this node and every candidate (the owners of `shards` columns and as many after them on
+   * the ring) which columns of the blob they hold: the holders, the blob as a column describes
+   * it, and how many candidates could not be asked.
+   */
+  async survey(id: Buffer, shards: number): Promise<{ holders: Holders; blob: EcBlob | undefined; unreachable: number }> {
+    const holders: Holders = new Map();
+    let blob: EcBlob | undefined;
+    const local = this.store.shardsOf(id);
+    for (const c of local) holders.set(c.shard.index, SELF);
+    if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes };
+    let unreachable = 0;
+    const answers = await Promise.all(this.candidates(id, shards).map(async (node) => {
+      const member = this.cluster.member(node);
+      if (!member || member.grpcAddress === '' || !this.cluster.online(node)) {
+        unreachable++;
+        return { node, indices: [] as number[] };
+      }
+      try {
+        const stub = this.peers.get(node, member.grpcAddress).internal;
+        const res = await this.peers.unary<{ meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number }>(stub, node, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
+        const indices = res.shard_indices ?? [];
+        if (!blob && indices.length > 0 && res.meta) blob = { meta: metaFromWire(id, res.meta, this.config), shardBytes: Number(res.shard_size ?? 0) };
+        return { node, indices };
+      } catch {
+        unreachable++;
+        return { node, indices: [] as number[] };
+      }
+    }));
+    for (const { node, indices } of answers) for (const i of indices) if (i < shards && !holders.has(i)) holders.set(i, node);
+    return { holders, blob, unreachable };
+  }
+
+  forget(id: Buffer): void {
+    this.cache.delete(id.toString('hex'));
+  }
+
+  /** Streams `range` (default: all) of the blob to `sink` in chunks of at most 1 MiB. */
+  async read(blob: EcBlob, sink: ChunkSink, range: ByteRange = { start: 0, end: blob.meta.size }): Promise<void> {
+    const layout = this.layoutOf(blob);
+    const id = blob.meta.id;
+    if (range.end <= range.start) return sink(Buffer.alloc(0), 0);
+    const holders = await this.locate(id, layout);
+    const missing = [...Array(layout.shards).keys()].filter((i) => !holders.has(i));
+    if (missing.length > 0) this.noteMissing(blob, missing, 'not found on any node');
+    const read = new ReadState(this, blob, layout, holders);
+    const whole = range.start === 0 && range.end === blob.meta.size;
+    const hasher = whole ? createHasher() : undefined;
+    const pieces = piecesOf(layout, range);
+    const inflight: Promise<Buffer>[] = [];
+    const start = (j: number): void => {
+      const p = read.cell(pieces[j]!);
+      p.catch(() => undefined); // awaited in turn
+      inflight[j % this.config.ecReadAheadCells] = p;
+    };
+    for (let j = 0; j < Math.min(pieces.length, this.config.ecReadAheadCells); j++) start(j);
+    let index = 0;
+    try {
+      for (let j = 0; j < pieces.length; j++) {
+        const cell = await inflight[j % this.config.ecReadAheadCells]!;
+        const piece = pieces[j]!;
+        const bytes = cell.subarray(piece.from, piece.to);
+        hasher?.update(bytes);
+        await sink(bytes, index++);
+        if (j + this.config.ecReadAheadCells < pieces.length) start(j + this.config.ecReadAheadCells);
+      }
+    } finally {
+      await Promise.allSettled(inflight);
+    }
+    if (hasher && !idOfDigest(hasher.digest()).equals(id)) {
+      this.forget(id);
+      throw new BlobstoreError('corruption', `EC blob ${id.toString('hex')}: the bytes read do not match its checksum`);
+    }
+  }
+
+  noteMissing(blob: EcBlob, indices: number[], why: string): void {
+    this.metrics.shardsMissingDetected(indices.length);
+    this.onMissing(blob.meta.id, blob.meta.policy, `columns ${indices.join(', ')} ${why}`);
+  }
+
+  /** Bytes [offset, offset + length) of column `index` from `node`. */
+  async fetchRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer> {
+    const fetchStart = performance.now();
+    const out = node === SELF ? await this.localRange(blob.meta.id, index, offset, length) : await this.remoteRange(blob.meta.id, node, index, offset, length);
+    this.metrics.observe('shard_fetch', fetchStart);
+    return out;
+  }
+
+  private async localRange(id: Buffer, index: number, offset: number, length: number): Promise<Buffer> {
+    const meta = this.store.shardsOf(id).find((c) => c.shard.index === index);
+    if (!meta) throw new BlobstoreError('not_found', `column ${index} of ${id.toString('hex')} is not here any more`);
+    const out = Buffer.allocUnsafe(length);
+    let at = 0;
+    await this.store.read(meta, (chunk) => {
+      chunk.copy(out, at);
+      at += chunk.length;
+    }, { start: offset, end: offset + length });
+    if (at !== length) throw new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')}: ${at} bytes, expected ${length}`);
+    return out;
+  }
+
+  private remoteRange(id: Buffer, node: string, index: number, offset: number, length: number): Promise<Buffer> {
+    const member = this.cluster.member(node);
+    if (!member || member.grpcAddress === '') return Promise.reject(new BlobstoreError('unavailable', `node ${node} is not a member any more`));
+    const stub = this.peers.get(node, member.grpcAddress).internal;
+    return new Promise<Buffer>((resolve, reject) => {
+      const out = Buffer.allocUnsafe(length);
+      let at = 0;
+      const call = stub.FetchShard!({ id: { id }, index, offset, length }, this.peers.metadata(), { deadline: Date.now() + this.config.ecFetchTimeoutMs }) as unknown as grpc.ClientReadableStream<{ data?: Buffer }>;
+      call.on('data', (msg) => {
+        const data = msg.data;
+        if (!data || data.length === 0) return;
+        if (at + data.length > length) {
+          call.cancel();
+          reject(new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')} from ${node}: more bytes than asked`));
+          return;
+        }
+        data.copy(out, at);
+        at += data.length;
+      });
+      call.on('error', (err: grpc.ServiceError) => reject(new PeerCallError(node, 'FetchShard', err.code, err.details)));
+      call.on('end', () => {
+        if (at === length) resolve(out);
+        else reject(new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')} from ${node}: ${at} bytes, expected ${length}`));
+      });
+    });
+  }
+
+  reconstructed(startMs: number): void {
+    this.metrics.ecReconstructed();
+    this.metrics.observe('ec_decode', startMs);
+  }
+}
+
+/** The pieces of `range`, in blob order: parts of data shards, cut at cell boundaries. */
+export function piecesOf(layout: StripeLayout, range: ByteRange): Piece[] {
+  const pieces: Piece[] = [];
+  const stripeBytes = layout.k * layout.shardBytes;
+  for (let stripe = Math.floor(range.start / stripeBytes); stripe < layout.stripes; stripe++) {
+    if (layout.blobOffset(stripe) >= range.end) break;
+    const shardLength = layout.shardLength(stripe);
+    for (let index = 0; index < layout.k; index++) {
+      const { start, end } = layout.dataRange(stripe, index);
+      const from = Math.max(start, range.start);
+      const to = Math.min(end, range.end);
+      if (to <= from) continue;
+      for (let cellStart = Math.floor((from - start) / CELL_BYTES) * CELL_BYTES; start + cellStart < to; cellStart += CELL_BYTES) {
+        const cellLength = Math.min(CELL_BYTES, shardLength - cellStart);
+        pieces.push({
+          stripe, index, cellStart, cellLength,
+          from: Math.max(0, from - start - cellStart),
+          to: Math.min(cellLength, to - start - cellStart),
+        });
+      }
+    }
+  }
+  return pieces;
+}
+
+/** One read's view of the holders: columns that failed during it are not asked again. */
+class ReadState {
+  private readonly bad = new Set<number>();
+  /** Cells rebuilt for missing data columns, by `${stripe}:${cellStart}:${index}` (the stripe's other pieces use them). */
+  private readonly rebuilt = new Map<string, Buffer>();
+
+  constructor(
+    private readonly reader: EcReader,
+    private readonly blob: EcBlob,
+    private readonly layout: StripeLayout,
+    private readonly holders: Holders,
+  ) {}
+
+  /** The whole cell of a piece: from its holder, else rebuilt from k other columns. */
+  async cell(p: Piece): Promise<Buffer> {
+    const key = `${p.stripe}:${p.cellStart}:${p.index}`;
+    const done = this.rebuilt.get(key);
+    if (done) {
+      this.rebuilt.delete(key);
+      return done;
+    }
+    const offset = this.layout.columnOffset(p.stripe) + p.cellStart;
+    const node = this.holders.get(p.index);
+    if (node !== undefined && !this.bad.has(p.index)) {
+      try {
+        return await this.reader.fetchRange(this.blob, node, p.index, offset, p.cellLength);
+      } catch (err) {
+        this.failed(p.index, err);
+      }
+    }
+    return this.rebuild(p, offset);
+  }
+
+  private failed(index: number, err: unknown): void {
+    if (this.bad.has(index)) return;
+    this.bad.add(index);
+    this.reader.forget(this.blob.meta.id);
+    this.reader.noteMissing(this.blob, [index], `failed a read (${(err as Error).message})`);
+  }
+
+  /** Reconstructs the piece's cell (and the same cell of any other missing data column) from k columns. */
+  private async rebuild(p: Piece, offset: number): Promise<Buffer> {
+    const { k, m } = this.layout;
+    const shards: Buffer[] = [];
+    const present: boolean[] = [];
+    for (let i = 0; i < k + m; i++) {
+      shards.push(Buffer.alloc(p.cellLength));
+      present.push(false);
+    }
+    // Data columns first (a reconstruction from data alone is cheapest), then parity.
+    const order = [...Array(k + m).keys()].filter((i) => i !== p.index);
+    let have = 0;
+    let next = 0;
+    const fetchOne = async (): Promise<void> => {
+      while (have < k && next < order.length) {
+        const i = order[next++]!;
+        const node = this.holders.get(i);
+        if (node === undefined || this.bad.has(i)) continue;
+        try {
+          shards[i] = await this.reader.fetchRange(this.blob, node, i, offset, p.cellLength);
+          present[i] = true;
+          have++;
+          return;
+        } catch (err) {
+          this.failed(i, err);
+        }
+      }
+    };
+    // k fetches at once; each one that fails tries the next column in line.
+    await Promise.all(Array.from({ length: k }, () => fetchOne()));
+    if (have < k) {
+      throw new BlobstoreError('unavailable', `EC blob ${this.blob.meta.id.toString('hex')}: only ${have} of the ${k} shards needed are readable (${k + m - have} unavailable, at most ${m} may be)`, {
+        headers: { 'Retry-After': '1' },
+      });
+    }
+    const decodeStart = performance.now();
+    reconstruct(k, m, shards, present, { dataOnly: true });
+    this.reader.reconstructed(decodeStart);
+    for (let i = 0; i < k; i++) {
+      if (present[i] || i === p.index) continue;
+      this.rebuilt.set(`${p.stripe}:${p.cellStart}:${i}`, shards[i]!);
+    }
+    return shards[p.index]!;
+  }
+}
