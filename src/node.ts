@@ -98,7 +98,9 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       cluster = new Cluster(engine, engine.index, config, {
         nodeId: config.nodeId, address, grpcAddress: advertisedGrpc(config.grpcAddr, address, grpcPort!), region: config.region,
         capacityBytes: engine.space.capacityBytes,
-      }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({ usedBytes: engine.index.counters.storedBytes, blobCount: engine.index.counters.blobCount }));
+      }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({
+        usedBytes: engine.index.counters.storedBytes + engine.index.counters.shardBytes, blobCount: engine.index.counters.blobCount,
+      }), metrics ?? NO_RECORDER);
       service.usePlacement(cluster);
       await cluster.start();
       if (metrics) metrics.clusterView = () => cluster!.node.view();

@@ -23,6 +23,10 @@ import { EcReader } from './ec-reader.js';
 import { type EcContent, EcWriter } from './ec-writer.js';
 import { EcRepairer } from './ec-repair.js';
 import { ShardBatcher } from './shard-transfer.js';
+import { Scrubber } from './scrubber.js';
+import { ColumnHandoff } from './column-handoff.js';
+import type { ShardMeta } from '../engine/shards.js';
+import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { AntiEntropy } from './anti-entropy.js';
 import { ClusterNode } from './cluster-node.js';
 import { Handoff } from './handoff.js';
@@ -50,6 +54,7 @@ export class Cluster implements Placement {
   readonly ecWriter: EcWriter;
   readonly ecReader: EcReader;
   readonly ecRepair: EcRepairer;
+  readonly scrubber: Scrubber;
   private readonly secret: Buffer;
   private readonly repairing = new Set<string>();
   private started = false;
@@ -63,6 +68,8 @@ export class Cluster implements Placement {
     private readonly log: Logger,
     /** This node's used bytes and blob count, for its heartbeats. */
     usage: () => { usedBytes: number; blobCount: number },
+    /** Corrupt copies found by the cluster's reads and the scrubber are counted here. */
+    private readonly recorder: Recorder = NO_RECORDER,
   ) {
     this.secret = Buffer.from(config.clusterSecret);
     this.peers = new PeerClients({
@@ -99,18 +106,22 @@ export class Cluster implements Placement {
     });
     this.antiEntropy = new AntiEntropy(store, this.node, this.peers, sender, log, {
       intervalMs: config.repairIntervalMs, bytesPerSecond: config.repairBytesPerSecond, treeMaxAgeMs: config.repairIntervalMs,
-    });
+    }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
+    this.remote = new RemoteReader(this.node, this.peers, config);
+    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why) => this.ecRepair.queue(id, policy, why), (meta) => this.corruptColumn(meta));
     this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
       intervalMs: config.handoffIntervalMs, bytesPerSecond: config.repairBytesPerSecond,
-    });
-    this.remote = new RemoteReader(this.node, this.peers, config);
-    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why) => this.ecRepair.queue(id, policy, why));
+    }, new ColumnHandoff(store, this.node, this.peers, this.ecReader, log, config.ecStoreTimeoutMs));
     this.ecRepair = new EcRepairer(store, this.node, this.peers, this.ecReader, metrics, config, log, {
       retryMaxMs: config.replicationRetryMaxMs, bytesPerSecond: config.repairBytesPerSecond, timeoutMs: config.ecStoreTimeoutMs,
     });
     const batcher = new ShardBatcher(this.peers, { batchBytes: config.replicationBatchBytes, timeoutMs: config.ecStoreTimeoutMs });
     this.ecWriter = new EcWriter(store, this.node, this.peers, batcher, metrics, config, log, () => this.ecRepair.kick());
+    this.scrubber = new Scrubber(store, { corruptBlob: (meta) => this.repair(meta), corruptColumn: (meta) => this.corruptColumn(meta) }, log, {
+      bytesPerSecond: config.scrubBytesPerSecond, intervalMs: config.scrubIntervalMs,
+    });
     this.node.onRingChange(() => {
+      this.ecReader.forgetAll();
       this.handoff.kick();
       this.replicator.kick();
     });
@@ -124,6 +135,7 @@ export class Cluster implements Placement {
     this.ecRepair.start();
     this.handoff.start();
     this.antiEntropy.start();
+    this.scrubber.start();
     this.started = true;
   }
 
@@ -131,6 +143,7 @@ export class Cluster implements Placement {
   async stop(): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    await this.scrubber.stop();
     await this.antiEntropy.stop();
     await this.handoff.stop();
     await this.ecRepair.stop();
@@ -199,12 +212,25 @@ export class Cluster implements Placement {
   }
 
   fetch(blob: Located, sink: ChunkSink, range?: ByteRange): Promise<void> {
-    if (blob.ec) return this.ecReader.read({ meta: blob, shardBytes: blob.ec.shardBytes }, sink, range);
-    if (blob.peer === undefined) return Promise.reject(new BlobstoreError('internal', 'fetch of a blob held here'));
-    return this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range).catch((err: unknown) => {
-      this.remote.forget(blob.id);
+    const read = blob.ec
+      ? this.ecReader.read({ meta: blob, shardBytes: blob.ec.shardBytes }, sink, range)
+      : blob.peer === undefined
+        ? Promise.reject(new BlobstoreError('internal', 'fetch of a blob held here'))
+        : this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range);
+    return read.catch((err: unknown) => {
+      if (!blob.ec) this.remote.forget(blob.id);
+      // Bytes from peers that do not match the checksum: a corrupt copy found (counted once, here).
+      if (err instanceof BlobstoreError && err.kind === 'corruption') this.recorder.countError(err);
       throw err;
     });
+  }
+
+  /** A column here failed its check: it goes (not a user's delete) and is rebuilt from the blob's other columns. */
+  corruptColumn(meta: ShardMeta): void {
+    void this.store.deleteShards(meta.id, meta.shard.index, true).then(
+      () => this.ecRepair.queue(meta.id, meta.policy, `column ${meta.shard.index} here was corrupt`),
+      (err: Error) => this.log.error({ blob: meta.id.toString('hex'), err }, `dropping a corrupt column failed: ${err.message}`),
+    );
   }
 
   /** Replaces a corrupt local copy with one from an owner, in the background. */

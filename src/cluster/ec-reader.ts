@@ -28,6 +28,7 @@ import { PeerCallError, type PeerClients } from './peers.js';
 import { metaFromWire } from './remote-reader.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
+import type { ShardMeta } from '../engine/shards.js';
 
 /** An EC blob to read: its metadata and shard size. */
 export interface EcBlob {
@@ -65,6 +66,8 @@ export class EcReader {
     private readonly config: NodeConfig,
     /** A column was found missing or failing (the repair worker takes the blob). */
     private readonly onMissing: (id: Buffer, policy: number, why: string) => void,
+    /** A column held here failed its check (it is dropped and rebuilt). */
+    private readonly onCorruptColumn: (meta: ShardMeta) => void,
   ) {}
 
   layoutOf(blob: EcBlob): StripeLayout {
@@ -97,11 +100,14 @@ export class EcReader {
    * the ring) which columns of the blob they hold: the holders, the blob as a column describes
    * it, and how many candidates could not be asked.
    */
-  async survey(id: Buffer, shards: number): Promise<{ holders: Holders; blob: EcBlob | undefined; unreachable: number }> {
+  async survey(id: Buffer, shards: number): Promise<{ holders: Holders; byNode: Map<string, number[]>; blob: EcBlob | undefined; unreachable: number }> {
     const holders: Holders = new Map();
+    /** Every column each node holds ('' = this node), duplicates included. */
+    const byNode = new Map<string, number[]>();
     let blob: EcBlob | undefined;
     const local = this.store.shardsOf(id);
     for (const c of local) holders.set(c.shard.index, SELF);
+    if (local.length > 0) byNode.set(SELF, local.map((c) => c.shard.index));
     if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes };
     let unreachable = 0;
     const answers = await Promise.all(this.candidates(id, shards).map(async (node) => {
@@ -121,12 +127,20 @@ export class EcReader {
         return { node, indices: [] as number[] };
       }
     }));
-    for (const { node, indices } of answers) for (const i of indices) if (i < shards && !holders.has(i)) holders.set(i, node);
-    return { holders, blob, unreachable };
+    for (const { node, indices } of answers) {
+      if (indices.length > 0) byNode.set(node, indices);
+      for (const i of indices) if (i < shards && !holders.has(i)) holders.set(i, node);
+    }
+    return { holders, byNode, blob, unreachable };
   }
 
   forget(id: Buffer): void {
     this.cache.delete(id.toString('hex'));
+  }
+
+  /** The ring changed: columns may have moved, every cached answer goes. */
+  forgetAll(): void {
+    this.cache.clear();
   }
 
   /** Streams `range` (default: all) of the blob to `sink` in chunks of at most 1 MiB. */
@@ -185,10 +199,15 @@ export class EcReader {
     if (!meta) throw new BlobstoreError('not_found', `column ${index} of ${id.toString('hex')} is not here any more`);
     const out = Buffer.allocUnsafe(length);
     let at = 0;
-    await this.store.read(meta, (chunk) => {
-      chunk.copy(out, at);
-      at += chunk.length;
-    }, { start: offset, end: offset + length });
+    try {
+      await this.store.read(meta, (chunk) => {
+        chunk.copy(out, at);
+        at += chunk.length;
+      }, { start: offset, end: offset + length });
+    } catch (err) {
+      if (err instanceof BlobstoreError && err.kind === 'corruption') this.onCorruptColumn(meta);
+      throw err;
+    }
     if (at !== length) throw new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')}: ${at} bytes, expected ${length}`);
     return out;
   }

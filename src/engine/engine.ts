@@ -315,10 +315,14 @@ export class Engine {
     return 'shard' in meta ? shardFilePath(this.dataDir.path, hex, (meta as ShardMeta).shard.index) : blobFilePath(this.dataDir.path, hex);
   }
 
+  /** A corrupt copy was found (counted in errors_total{type="corruption"} here, once): the error to throw. */
   corruption(meta: BlobMeta): BlobstoreError {
     this.corruptionsDetected++;
-    this.log.error({ blob: meta.id.toString('hex') }, `corrupt copy of blob ${meta.id.toString('hex')} detected; not served`);
-    return new BlobstoreError('corruption', `stored copy of blob ${meta.id.toString('hex')} failed its checksum`);
+    const what = 'shard' in meta ? `shard column ${(meta as ShardMeta).shard.index} of blob` : 'blob';
+    this.log.error({ blob: meta.id.toString('hex') }, `corrupt copy of ${what} ${meta.id.toString('hex')} detected; not served`);
+    const err = new BlobstoreError('corruption', `stored copy of ${what} ${meta.id.toString('hex')} failed its checksum`);
+    this.recorder.countError(err);
+    return err;
   }
 
   /**

@@ -160,11 +160,17 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
     const end = length > 0 ? Math.min(meta.size, start + length) : meta.size;
     const header = shardHeaderOf(meta);
     let first = true;
-    await store.read(meta, async (chunk: Buffer) => {
-      if (gone()) throw new BlobstoreError('unavailable', 'fetch cancelled by the caller');
-      await write(first ? { header, data: chunk } : { data: chunk });
-      first = false;
-    }, { start, end });
+    try {
+      await store.read(meta, async (chunk: Buffer) => {
+        if (gone()) throw new BlobstoreError('unavailable', 'fetch cancelled by the caller');
+        await write(first ? { header, data: chunk } : { data: chunk });
+        first = false;
+      }, { start, end });
+    } catch (err) {
+      // A corrupt column is never sent: the caller reconstructs, and this node rebuilds its copy.
+      if (err instanceof BlobstoreError && err.kind === 'corruption') running().corruptColumn(meta);
+      throw err;
+    }
     if (first) await write({ header, data: Buffer.alloc(0) });
     await write({ final: true });
   });

@@ -124,14 +124,15 @@ export class NodeMetrics implements Recorder {
     this.operations.values[i]! += 1;
     // A client that went away did not see the request fail.
     if (type !== ErrorTypeIndex.cancelled) this.requestFailures.values[i]! += 1;
-    this.errors.values[type]! += 1;
+    // A corrupt copy is counted where it was found (countError), once, whatever the request did next.
+    if (type !== ErrorTypeIndex.corruption) this.errors.values[type]! += 1;
   }
 
   stage(stage: Stage, startMs: number): void {
     this.stages.observe(STAGE_INDEX[stage], (performance.now() - startMs) / 1000);
   }
 
-  /** An error outside any request (a failed replication, a corrupt copy found by a scrub). */
+  /** An error outside a request's outcome (a corrupt copy found, a failed background copy). */
   countError(err: BlobstoreError): void {
     this.errors.values[errorTypeIndex(err)]! += 1;
   }
