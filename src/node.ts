@@ -103,7 +103,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       }), metrics ?? NO_RECORDER);
       service.usePlacement(cluster);
       await cluster.start();
-      if (metrics) metrics.clusterView = () => cluster!.node.view();
+      if (metrics) metrics.clusterView = () => clusterApi.state();
     }
   } catch (err) {
     await Promise.all([server.close(0), grpc?.close(0)]);

@@ -29,7 +29,7 @@ import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import type { BlobSender } from './transfer.js';
-import { TokenBucket } from './token-bucket.js';
+import type { TokenBucket } from './token-bucket.js';
 
 export const TOP_BUCKETS = 256;
 export const LEAVES = 65_536;
@@ -44,7 +44,8 @@ interface Tree {
 
 export interface AntiEntropyOptions {
   intervalMs: number;
-  bytesPerSecond: number;
+  /** The cap on what repair sends (shared with handoff and EC repair). */
+  bucket: TokenBucket;
   /** A tree this recent answers a peer's question without a new scan. */
   treeMaxAgeMs: number;
 }
@@ -77,7 +78,6 @@ export class AntiEntropy {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
-  private readonly bucket: TokenBucket;
   readonly stats: RepairStats = { rounds: 0, idsScanned: 0, scanMs: 0, blobsSent: 0, bytesSent: 0 };
 
   constructor(
@@ -90,7 +90,6 @@ export class AntiEntropy {
     /** An owner of an EC blob holds none of its columns: EC repair takes it. */
     private readonly lackingColumns: (id: Buffer, policy: number) => void = () => undefined,
   ) {
-    this.bucket = new TokenBucket(options.bytesPerSecond);
   }
 
   start(): void {
@@ -256,7 +255,7 @@ export class AntiEntropy {
       }
       if (lacking.length === 0) continue;
       const bytes = lacking.reduce((n, m) => n + m.size, 0);
-      await this.bucket.take(bytes);
+      await this.options.bucket.take(bytes);
       await this.sender.send({ nodeId: peer, grpcAddress: member.grpcAddress }, lacking, true);
       this.stats.blobsSent += lacking.length;
       this.stats.bytesSent += bytes;

@@ -25,6 +25,7 @@ import { EcRepairer } from './ec-repair.js';
 import { ShardBatcher } from './shard-transfer.js';
 import { Scrubber } from './scrubber.js';
 import { ColumnHandoff } from './column-handoff.js';
+import { RepairControl, type RepairView } from './repair-control.js';
 import type { ShardMeta } from '../engine/shards.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { AntiEntropy } from './anti-entropy.js';
@@ -55,6 +56,8 @@ export class Cluster implements Placement {
   readonly ecReader: EcReader;
   readonly ecRepair: EcRepairer;
   readonly scrubber: Scrubber;
+  /** The repair bandwidth cap (anti-entropy, handoff, EC repair), raised for a while by an admin. */
+  readonly repairControl: RepairControl;
   private readonly secret: Buffer;
   private readonly repairing = new Set<string>();
   private started = false;
@@ -72,6 +75,7 @@ export class Cluster implements Placement {
     private readonly recorder: Recorder = NO_RECORDER,
   ) {
     this.secret = Buffer.from(config.clusterSecret);
+    this.repairControl = new RepairControl(config.repairBytesPerSecond, log);
     this.peers = new PeerClients({
       secret: config.clusterSecret, maxMessageBytes: config.grpcMaxMessageBytes, windowBytes: config.grpcWindowBytes, callTimeoutMs: config.peerCallTimeoutMs,
     });
@@ -105,21 +109,32 @@ export class Cluster implements Placement {
       pageSize: 1024, retryMaxMs: config.replicationRetryMaxMs, retryTickMs: Math.min(1000, config.heartbeatIntervalMs),
     });
     this.antiEntropy = new AntiEntropy(store, this.node, this.peers, sender, log, {
-      intervalMs: config.repairIntervalMs, bytesPerSecond: config.repairBytesPerSecond, treeMaxAgeMs: config.repairIntervalMs,
+      intervalMs: config.repairIntervalMs, bucket: this.repairControl.bucket, treeMaxAgeMs: config.repairIntervalMs,
     }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
     this.remote = new RemoteReader(this.node, this.peers, config);
-    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why) => this.ecRepair.queue(id, policy, why), (meta) => this.corruptColumn(meta));
+    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why, bytes) => this.ecRepair.queue(id, policy, why, bytes), (meta) => this.corruptColumn(meta));
     this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
-      intervalMs: config.handoffIntervalMs, bytesPerSecond: config.repairBytesPerSecond,
+      intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket,
     }, new ColumnHandoff(store, this.node, this.peers, this.ecReader, log, config.ecStoreTimeoutMs));
     this.ecRepair = new EcRepairer(store, this.node, this.peers, this.ecReader, metrics, config, log, {
-      retryMaxMs: config.replicationRetryMaxMs, bytesPerSecond: config.repairBytesPerSecond, timeoutMs: config.ecStoreTimeoutMs,
+      retryMaxMs: config.replicationRetryMaxMs, bucket: this.repairControl.bucket, timeoutMs: config.ecStoreTimeoutMs,
     });
     const batcher = new ShardBatcher(this.peers, { batchBytes: config.replicationBatchBytes, timeoutMs: config.ecStoreTimeoutMs });
-    this.ecWriter = new EcWriter(store, this.node, this.peers, batcher, metrics, config, log, () => this.ecRepair.kick());
+    this.ecWriter = new EcWriter(store, this.node, this.peers, batcher, metrics, config, log, (_id, bytes) => {
+      this.ecRepair.progress.blobsQueued++;
+      this.ecRepair.progress.bytesLeft += bytes;
+      this.ecRepair.kick();
+    });
     this.scrubber = new Scrubber(store, { corruptBlob: (meta) => this.repair(meta), corruptColumn: (meta) => this.corruptColumn(meta) }, log, {
       bytesPerSecond: config.scrubBytesPerSecond, intervalMs: config.scrubIntervalMs,
     });
+    metrics.repair = () => {
+      const v = this.repairView();
+      return {
+        queueDepth: v.queue_depth, bytesLeft: v.bytes_left, bytesPerSecond: v.bytes_per_second, etaSeconds: v.eta_seconds,
+        rateLimitBytesPerSecond: v.rate_limit_bytes_per_second, bytesRepaired: v.bytes_repaired, scrubBytesChecked: v.scrub.bytes_checked,
+      };
+    };
     this.node.onRingChange(() => {
       this.ecReader.forgetAll();
       this.handoff.kick();
@@ -144,6 +159,7 @@ export class Cluster implements Placement {
     if (!this.started) return;
     this.started = false;
     await this.scrubber.stop();
+    this.repairControl.stop();
     await this.antiEntropy.stop();
     await this.handoff.stop();
     await this.ecRepair.stop();
@@ -225,10 +241,25 @@ export class Cluster implements Placement {
     });
   }
 
+  /** Repair on this node: the EC queue and its progress, the bandwidth cap, the scrubber. */
+  repairView(): RepairView {
+    const p = this.ecRepair.progress;
+    const s = this.scrubber.progress;
+    const limit = this.repairControl.bucket.rate;
+    const rate = p.bytesPerSecond > 0 ? p.bytesPerSecond : limit;
+    return {
+      queue_depth: p.blobsQueued, bytes_left: p.bytesLeft, bytes_per_second: Math.round(p.bytesPerSecond),
+      eta_seconds: p.bytesLeft > 0 && rate > 0 ? Math.ceil(p.bytesLeft / rate) : 0,
+      rate_limit_bytes_per_second: limit, base_rate_bytes_per_second: this.repairControl.baseRate, boosted_until_ms: this.repairControl.boostedUntilMs,
+      columns_repaired: p.columnsRepaired, bytes_repaired: p.bytesRepaired,
+      scrub: { active: s.active, passes: s.passes, bytes_checked: s.bytesChecked, corrupt_found: s.corruptFound },
+    };
+  }
+
   /** A column here failed its check: it goes (not a user's delete) and is rebuilt from the blob's other columns. */
   corruptColumn(meta: ShardMeta): void {
     void this.store.deleteShards(meta.id, meta.shard.index, true).then(
-      () => this.ecRepair.queue(meta.id, meta.policy, `column ${meta.shard.index} here was corrupt`),
+      () => this.ecRepair.queue(meta.id, meta.policy, `column ${meta.shard.index} here was corrupt`, meta.size),
       (err: Error) => this.log.error({ blob: meta.id.toString('hex'), err }, `dropping a corrupt column failed: ${err.message}`),
     );
   }

@@ -64,8 +64,8 @@ export class EcReader {
     private readonly peers: PeerClients,
     private readonly metrics: ClusterMetrics,
     private readonly config: NodeConfig,
-    /** A column was found missing or failing (the repair worker takes the blob). */
-    private readonly onMissing: (id: Buffer, policy: number, why: string) => void,
+    /** Columns were found missing or failing, about `bytes` to rebuild (the repair worker takes the blob). */
+    private readonly onMissing: (id: Buffer, policy: number, why: string, bytes: number) => void,
     /** A column held here failed its check (it is dropped and rebuilt). */
     private readonly onCorruptColumn: (meta: ShardMeta) => void,
   ) {}
@@ -183,7 +183,7 @@ export class EcReader {
 
   noteMissing(blob: EcBlob, indices: number[], why: string): void {
     this.metrics.shardsMissingDetected(indices.length);
-    this.onMissing(blob.meta.id, blob.meta.policy, `columns ${indices.join(', ')} ${why}`);
+    this.onMissing(blob.meta.id, blob.meta.policy, `columns ${indices.join(', ')} ${why}`, indices.length * this.layoutOf(blob).columnBytes);
   }
 
   /** Bytes [offset, offset + length) of column `index` from `node`. */

@@ -25,18 +25,20 @@ import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { EcBlob, EcReader, Holders } from './ec-reader.js';
 import type { PeerClients } from './peers.js';
 import { ColumnSender } from './shard-transfer.js';
-import { TokenBucket } from './token-bucket.js';
+import type { TokenBucket } from './token-bucket.js';
 import type { NodeConfig } from '../config/settings.js';
 
 export interface EcRepairOptions {
   retryMaxMs: number;
-  bytesPerSecond: number;
+  /** The cap on bytes read for repair (shared with anti-entropy and handoff). */
+  bucket: TokenBucket;
   timeoutMs: number;
 }
 
 export interface EcRepairProgress {
-  /** Blobs in the queue. */
+  /** Blobs in the queue, and the bytes their repairs are estimated to rebuild. */
   blobsQueued: number;
+  bytesLeft: number;
   /** Columns rebuilt and their bytes, since start. */
   columnsRepaired: number;
   bytesRepaired: number;
@@ -48,9 +50,8 @@ const RETRY_FIRST_MS = 500;
 const PAGE = 256;
 
 export class EcRepairer {
-  readonly progress: EcRepairProgress = { blobsQueued: 0, columnsRepaired: 0, bytesRepaired: 0, bytesPerSecond: 0 };
+  readonly progress: EcRepairProgress = { blobsQueued: 0, bytesLeft: 0, columnsRepaired: 0, bytesRepaired: 0, bytesPerSecond: 0 };
   private readonly backoff = new Map<string, { untilMs: number; failures: number }>();
-  private bucket: TokenBucket;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
@@ -66,7 +67,6 @@ export class EcRepairer {
     private readonly log: Logger,
     private readonly options: EcRepairOptions,
   ) {
-    this.bucket = new TokenBucket(options.bytesPerSecond);
   }
 
   start(): void {
@@ -75,16 +75,15 @@ export class EcRepairer {
     this.kick();
   }
 
-  /** Sets the bandwidth cap of repair (bytes per second; 0: none). */
-  setRate(bytesPerSecond: number): void {
-    this.bucket = new TokenBucket(bytesPerSecond);
-  }
-
-  /** A column of the blob was found missing or failing: queued (durably) and repaired soon. */
-  queue(id: Buffer, policy: number, reason: string): void {
+  /** A column of the blob was found missing or failing: queued (durably) and repaired soon; `bytes`: an estimate of what to rebuild. */
+  queue(id: Buffer, policy: number, reason: string, bytes = 0): void {
     if (this.stopped || this.store.ecRepairs.get(id)) return;
-    void this.store.ecRepairs.put(Buffer.from(id), { policy, queuedAtMs: Date.now(), reason }).then(
-      () => this.kick(),
+    void this.store.ecRepairs.put(Buffer.from(id), { policy, queuedAtMs: Date.now(), reason, bytes }).then(
+      () => {
+        this.progress.blobsQueued++;
+        this.progress.bytesLeft += bytes;
+        this.kick();
+      },
       (err: Error) => this.log.error({ blob: id.toString('hex'), err }, `EC repair: could not queue: ${err.message}`),
     );
   }
@@ -97,7 +96,6 @@ export class EcRepairer {
     }
     this.running = this.pass().catch((err: Error) => this.log.error({ err }, `EC repair: ${err.message}`)).finally(() => {
       this.running = undefined;
-      this.progress.blobsQueued = this.store.ecRepairs.depth;
       if (this.again && !this.stopped) {
         this.again = false;
         setImmediate(() => this.kick());
@@ -109,6 +107,7 @@ export class EcRepairer {
     let after: Buffer | undefined;
     const passStart = performance.now();
     const bytesBefore = this.progress.bytesRepaired;
+    this.recount();
     for (;;) {
       const page = this.store.ecRepairs.page(PAGE, after);
       if (page.length === 0) break;
@@ -125,6 +124,8 @@ export class EcRepairer {
         if (done) {
           await this.store.ecRepairs.remove(id);
           this.backoff.delete(key);
+          this.progress.blobsQueued = Math.max(0, this.progress.blobsQueued - 1);
+          this.progress.bytesLeft = Math.max(0, this.progress.bytesLeft - (entry.bytes ?? 0));
         } else {
           const failures = (this.backoff.get(key)?.failures ?? 0) + 1;
           const delay = Math.min(this.options.retryMaxMs, RETRY_FIRST_MS * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
@@ -136,6 +137,23 @@ export class EcRepairer {
     }
     const seconds = (performance.now() - passStart) / 1000;
     if (seconds > 0.05) this.progress.bytesPerSecond = (this.progress.bytesRepaired - bytesBefore) / seconds;
+  }
+
+  /** The queue's size and estimated bytes, counted afresh (once a pass). */
+  private recount(): void {
+    let blobs = 0;
+    let bytes = 0;
+    for (let after: Buffer | undefined; ;) {
+      const page = this.store.ecRepairs.page(PAGE, after);
+      for (const { entry } of page) {
+        blobs++;
+        bytes += entry.bytes ?? 0;
+      }
+      if (page.length < PAGE) break;
+      after = page[page.length - 1]!.id;
+    }
+    this.progress.blobsQueued = blobs;
+    this.progress.bytesLeft = bytes;
   }
 
   /** Rebuilds the blob's missing columns onto owners; true when nothing is left to do for it. */
@@ -205,7 +223,7 @@ export class EcRepairer {
           if (this.stopped) throw new BlobstoreError('unavailable', 'EC repair stopped');
           const length = Math.min(CELL_BYTES, shardLength - offset);
           const columnOffset = layout.columnOffset(stripe) + offset;
-          await this.bucket.take(k * length);
+          await this.options.bucket.take(k * length);
           const cells: Buffer[] = [];
           const present: boolean[] = [];
           for (let i = 0; i < k + m; i++) {

@@ -53,8 +53,8 @@ export class EcWriter {
     private readonly metrics: ClusterMetrics,
     private readonly config: NodeConfig,
     private readonly log: Logger,
-    /** A store left columns to repair: the repair worker takes them soon. */
-    private readonly queuedForRepair: (id: Buffer) => void,
+    /** A store left columns to repair (about `bytes` to rebuild): the repair worker takes them soon. */
+    private readonly queuedForRepair: (id: Buffer, bytes: number) => void,
   ) {}
 
   /** Stores the blob as k + m columns on its owners; see the module comment for the outcome. */
@@ -77,7 +77,7 @@ export class EcWriter {
     } finally {
       await source.close();
     }
-    return this.outcome(id, size, policy, targets);
+    return this.outcome(id, size, policy, targets, layout.columnBytes);
   }
 
   /** Column i goes to the i-th owner; an owner known to be offline fails at once. */
@@ -174,7 +174,7 @@ export class EcWriter {
     }));
   }
 
-  private async outcome(id: Buffer, size: number, policy: Policy, targets: ColumnTarget[]): Promise<PutResult> {
+  private async outcome(id: Buffer, size: number, policy: Policy, targets: ColumnTarget[], columnBytes: number): Promise<PutResult> {
     const failures = targets.filter((t) => t.failure);
     const m = ecScheme(policy)!.m;
     if (failures.length > m) {
@@ -186,11 +186,13 @@ export class EcWriter {
     }
     if (failures.length > 0) {
       // Durable before the answer: the missing columns will be rebuilt whatever happens next.
-      await this.store.ecRepairs.put(id, { policy, queuedAtMs: Date.now(), reason: `store: ${failures.map((t) => `column ${t.index} on ${t.node}`).join(', ')} failed` });
+      await this.store.ecRepairs.put(id, {
+        policy, queuedAtMs: Date.now(), reason: `store: ${failures.map((t) => `column ${t.index} on ${t.node}`).join(', ')} failed`, bytes: failures.length * columnBytes,
+      });
       this.metrics.shardsMissingDetected(failures.length);
       this.log.warn({ blob: id.toString('hex'), failed: failures.map((t) => ({ column: t.index, node: t.node, err: t.failure!.message })) },
         'EC store: some shard stores failed; the blob is stored and their columns are queued for repair');
-      this.queuedForRepair(id);
+      this.queuedForRepair(id, failures.length * columnBytes);
     }
     return { id, size, created: targets.some((t) => t.created === true) };
   }

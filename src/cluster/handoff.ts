@@ -18,7 +18,7 @@ import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import type { BlobSender } from './transfer.js';
-import { TokenBucket } from './token-bucket.js';
+import type { TokenBucket } from './token-bucket.js';
 import type { ColumnHandoff } from './column-handoff.js';
 
 const BATCH = 256;
@@ -38,7 +38,8 @@ export interface HandoffProgress {
 
 export interface HandoffOptions {
   intervalMs: number;
-  bytesPerSecond: number;
+  /** The cap on what handoff sends (shared with repair). */
+  bucket: TokenBucket;
 }
 
 export class Handoff {
@@ -47,7 +48,6 @@ export class Handoff {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
-  private readonly bucket: TokenBucket;
   private lastLogMs = 0;
 
   constructor(
@@ -60,7 +60,6 @@ export class Handoff {
     /** Shard columns of EC blobs this node does not own go the same way. */
     private readonly columns?: ColumnHandoff,
   ) {
-    this.bucket = new TokenBucket(options.bytesPerSecond);
   }
 
   start(): void {
@@ -132,7 +131,7 @@ export class Handoff {
       this.report();
     }
     if (this.columns) {
-      stuck += await this.columns.pass(leaving, this.bucket, (bytes) => {
+      stuck += await this.columns.pass(leaving, this.options.bucket, (bytes) => {
         p.blobsLeft--;
         p.bytesLeft -= bytes;
         this.report();
@@ -170,7 +169,7 @@ export class Handoff {
         const have = answer.have ?? Buffer.alloc(0);
         const lacking = list.filter((_, i) => ((have[i >> 3] ?? 0) & (1 << (i & 7))) === 0);
         if (lacking.length > 0) {
-          await this.bucket.take(lacking.reduce((n, m) => n + m.size, 0));
+          await this.options.bucket.take(lacking.reduce((n, m) => n + m.size, 0));
           await this.sender.send({ nodeId: owner, grpcAddress: member.grpcAddress }, lacking, true);
         }
         for (const meta of list) placed.set(meta.id.toString('hex'), (placed.get(meta.id.toString('hex')) ?? 0) + 1);

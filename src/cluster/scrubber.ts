@@ -42,7 +42,7 @@ const PAGE = 256;
 
 export class Scrubber {
   readonly progress: ScrubProgress = { active: false, passes: 0, itemsChecked: 0, bytesChecked: 0, corruptFound: 0, startedAtMs: 0 };
-  private bucket: TokenBucket;
+  private readonly bucket: TokenBucket;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -64,7 +64,7 @@ export class Scrubber {
 
   /** Sets the rate cap (bytes per second; 0: none). */
   setRate(bytesPerSecond: number): void {
-    this.bucket = new TokenBucket(bytesPerSecond);
+    this.bucket.setRate(bytesPerSecond);
   }
 
   /** One pass over everything held here; resolves when done (one at a time). */

@@ -72,6 +72,8 @@ export interface EcRepairEntry {
   queuedAtMs: number;
   /** Why (a failed shard store, a missing or corrupt column found by a read or the scrubber). */
   reason: string;
+  /** Bytes the repair is estimated to rebuild (0: not known until it looks). */
+  bytes?: number;
 }
 
 /** The EC repair queue (durable once put() resolves). */

@@ -10,6 +10,19 @@ import { CounterFamily, HistogramFamily } from './series.js';
 export const CLUSTER_LATENCIES = ['ec_encode', 'ec_decode', 'shard_fetch', 'shard_store', 'replicate'] as const;
 export type ClusterLatency = (typeof CLUSTER_LATENCIES)[number];
 
+/** Repair and scrub figures of a node, read at scrape time. */
+export interface RepairStats {
+  queueDepth: number;
+  bytesLeft: number;
+  bytesPerSecond: number;
+  etaSeconds: number;
+  rateLimitBytesPerSecond: number;
+  bytesRepaired: number;
+  scrubBytesChecked: number;
+}
+
+const NO_REPAIR: RepairStats = { queueDepth: 0, bytesLeft: 0, bytesPerSecond: 0, etaSeconds: 0, rateLimitBytesPerSecond: 0, bytesRepaired: 0, scrubBytesChecked: 0 };
+
 export class ClusterMetrics {
   nodesTotal = 1;
   nodesActive = 1;
@@ -20,6 +33,8 @@ export class ClusterMetrics {
   replicationLagSeconds = 0;
   /** Unix ms of the last successful outbound heartbeat; 0 = never. */
   lastHeartbeatMs = 0;
+  /** Repair on this node (the cluster sets it once it runs). */
+  repair: () => RepairStats = () => NO_REPAIR;
   /** Peers whose heartbeat was observed at least once: node_id -> online. */
   readonly peers = new Map<string, boolean>();
 

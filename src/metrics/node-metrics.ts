@@ -218,7 +218,7 @@ export class NodeMetrics implements Recorder {
   }
 
   /** The cluster's view for detail(): set by the node once its cluster runs. */
-  clusterView: (() => { ring_version: number; nodes: object[] }) | undefined;
+  clusterView: (() => { ring_version: number; nodes: object[]; repair?: object }) | undefined;
 
   close(): void {
     this.stopping = true;
@@ -272,6 +272,14 @@ export class NodeMetrics implements Recorder {
     this.gauge('blobstore_replication_lag_seconds', 'Estimated replication lag in seconds.', () => c.replicationLagSeconds);
     this.add(c.ecReconstructions);
     this.add(c.shardsMissing);
+    // Beyond the spec: repair's progress and its bandwidth cap (docs/erasure-coding.md), the scrubber.
+    this.gauge('blobstore_repair_queue_depth', 'Erasure-coded blobs queued for repair.', () => c.repair().queueDepth);
+    this.gauge('blobstore_repair_bytes_left', 'Bytes the queued repairs are estimated to rebuild.', () => c.repair().bytesLeft);
+    this.gauge('blobstore_repair_bytes_per_second', 'Bytes rebuilt per second in the last repair pass.', () => c.repair().bytesPerSecond);
+    this.gauge('blobstore_repair_eta_seconds', 'Estimated seconds until the repair queue is empty.', () => c.repair().etaSeconds);
+    this.gauge('blobstore_repair_rate_limit_bytes_per_second', 'The repair bandwidth cap in force (0: none).', () => c.repair().rateLimitBytesPerSecond);
+    this.add(counterOf('blobstore_repair_bytes_total', 'Bytes of shard columns rebuilt by repair.', () => c.repair().bytesRepaired));
+    this.add(counterOf('blobstore_scrub_bytes_total', 'Bytes read and verified by the scrubber.', () => c.repair().scrubBytesChecked));
     this.add(this.errors);
     this.add(this.requestFailures);
     // Beyond the spec: where the time goes.
@@ -283,6 +291,15 @@ export class NodeMetrics implements Recorder {
     // The standard process_* and nodejs_* series (runtime.ts).
     registerRuntimeMetrics(this.registry);
   }
+}
+
+/** A counter whose value is read at scrape time (a running total kept elsewhere). */
+function counterOf(name: string, help: string, read: () => number): CollectedMetric {
+  return {
+    name, help,
+    get: () => Promise.resolve({ name, help, type: 'counter', aggregator: 'sum', values: [{ labels: {}, value: read() }] }),
+    reset: () => undefined,
+  } as unknown as CollectedMetric;
 }
 
 /** blobstore_event_loop_lag_seconds: quantiles of the last window, sum and count over the run. */

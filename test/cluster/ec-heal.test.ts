@@ -124,6 +124,39 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     await expectReadableEverywhere(c, acked);
   });
 
+  it('repair shows its progress, and an admin call changes its bandwidth cap for a while (the priority knob)', async () => {
+    const coordinator = 1;
+    const knob = (body: object): Promise<Response> =>
+      fetch(`${c.url(coordinator)}/v1/cluster/repair`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await knob({ bytes_per_second: -1, seconds: 10 })).status).toBe(400);
+    expect((await knob({ bytes_per_second: 1000 })).status).toBe(400);
+    // Slow repair right down, so its queue can be watched.
+    const slow = (await (await knob({ bytes_per_second: 64 * KiB, seconds: 300 })).json()) as { rate_limit_bytes_per_second: number; boosted_until_ms: number };
+    expect(slow.rate_limit_bytes_per_second).toBe(64 * KiB);
+    expect(slow.boosted_until_ms).toBeGreaterThan(Date.now());
+    const down = 4;
+    await c.kill(down);
+    await eventually(async () => (await c.state(coordinator)).nodes.find((n) => n.node_id === c.ids[down])?.state === 'offline', 'node seen offline');
+    for (let i = 0; i < 6; i++) await store(c, coordinator, patternBytes(600 * KiB + i, 5100 + i), acked);
+    await c.startNode(down);
+    type Repair = { queue_depth: number; bytes_left: number; eta_seconds: number; rate_limit_bytes_per_second: number };
+    const repairOf = async (): Promise<Repair> => ((await c.state(coordinator)) as unknown as { repair: Repair }).repair;
+    const seen = await repairOf();
+    expect(seen.queue_depth).toBeGreaterThan(0);
+    expect(seen.bytes_left).toBeGreaterThan(0);
+    expect(seen.eta_seconds).toBeGreaterThan(0);
+    expect(await metric(c, coordinator, 'blobstore_repair_queue_depth')).toBe(seen.queue_depth);
+    expect(await metric(c, coordinator, 'blobstore_repair_rate_limit_bytes_per_second')).toBe(64 * KiB);
+    // Raised (no cap) for a minute: the queue drains.
+    expect((await (await knob({ bytes_per_second: 0, seconds: 60 })).json()) as Repair).toMatchObject({ rate_limit_bytes_per_second: 0 });
+    await eventually(async () => (await repairOf()).queue_depth === 0, 'the repair queue drained', 40_000);
+    expect(await metric(c, coordinator, 'blobstore_repair_bytes_total')).toBeGreaterThan(0);
+    // A short boost falls back to the setting (64 MiB/s by default) when its time is up.
+    await knob({ bytes_per_second: 1, seconds: 1 });
+    await eventually(async () => (await repairOf()).rate_limit_bytes_per_second === 64 * 1024 * KiB, 'back to the setting');
+    await expectReadableEverywhere(c, acked);
+  });
+
   it('a node that leaves hands its columns to the owners; afterwards nothing needs a reconstruction', { timeout: 120_000 }, async () => {
     const leaving = 6;
     const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node_id: c.ids[leaving], graceful: true }) });
