@@ -7,7 +7,7 @@
  * sizes are settings); one blob crosses into the large-shard layout.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { patternBytes, putRaw } from '../helpers/blobs.js';
+import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
 import { eventually, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
 
 const KiB = 1024;
@@ -155,5 +155,30 @@ describe('EC82 on a 10-node cluster', () => {
     await c.kill(3);
     await c.kill(7);
     await expectReadableEverywhere(c, acked, [0, 5, 9]);
+  });
+});
+
+describe("EC42 with the spec's shard sizes (16 MiB shards above 64 MiB)", () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    c = await TestCluster.start({ size: 6, args: ['--metrics-addr', '', '--ec-fetch-timeout-ms', '5000'], together: true });
+    await c.converged({ members: c.ids });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('a blob over 64 MiB, streamed in, reads back byte-exact from other nodes, also with a node down', { timeout: 120_000 }, async () => {
+    const MiB = 1024 * KiB;
+    // Two stripes of 4 x 16 MiB: a whole one, and a short one of 4 x 1.5 MiB + a few bytes.
+    const bytes = patternBytes(70 * MiB + 5, 6464);
+    const parts = Array.from({ length: Math.ceil(bytes.length / MiB) }, (_, i) => bytes.subarray(i * MiB, (i + 1) * MiB));
+    const res = await postStream(c.url(2), parts, { 'X-Blobstore-Policy': '4' });
+    expect(res.status, await res.clone().text()).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    const acked = new Map([[id, bytes]]);
+    await expectReadableEverywhere(c, acked, [0, 4]);
+    await c.kill(1);
+    await expectReadableEverywhere(c, acked, [3]);
   });
 });
