@@ -8,8 +8,7 @@
  *                                              └▶ else: stream it to an owner with no column ─▶ drop here
  */
 import { ecScheme } from '../ec/layout.js';
-import type { ShardMeta } from '../engine/shards.js';
-import { blobLabels } from '../engine/shards.js';
+import { columnWriteOf, type ShardMeta } from '../engine/shards.js';
 import type { Logger } from '../log/logger.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
@@ -102,11 +101,7 @@ export class ColumnHandoff {
 
   private async copy(meta: ShardMeta, target: string): Promise<void> {
     const member = this.cluster.member(target)!;
-    const header = {
-      id: meta.id, index: meta.shard.index, policy: meta.policy, shardBytes: meta.shard.shardBytes, blobBytes: meta.shard.blobBytes,
-      blobChecksum: meta.shard.blobChecksum, blobLabels: blobLabels(meta), createdAtNs: meta.createdAtNs,
-    };
-    const sender = new ColumnSender(this.peers, { nodeId: target, grpcAddress: member.grpcAddress }, header, {
+    const sender = new ColumnSender(this.peers, { nodeId: target, grpcAddress: member.grpcAddress }, columnWriteOf(meta), {
       repair: true, timeoutMs: this.timeoutMs + meta.size / 8192,
     });
     try {

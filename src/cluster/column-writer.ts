@@ -12,6 +12,8 @@ import { CHUNK_BYTES } from '../engine/buffer-pool.js';
 import type { ShardWrite } from '../engine/shards.js';
 import type { LocalStore } from '../service/local-store.js';
 
+const noop = (): void => undefined;
+
 /** Chunk writes of one column under way at most; beyond, write() waits (backpressure). */
 const WRITES_IN_FLIGHT = 8;
 
@@ -41,19 +43,34 @@ export class ColumnWriter {
     return `shard ${this.header.index} of ${this.header.id.toString('hex')}`;
   }
 
-  /** Takes the next bytes of the column; whole 1 MiB cells are written in place, so cells given are never reused. */
-  async write(cell: Buffer): Promise<void> {
-    if (this.received + cell.length > this.columnBytes) throw invalidArgument(`${this.what()}: more bytes than the column's ${this.columnBytes}`);
+  /**
+   * Takes the next bytes of the column; resolves when it can take more. `done` runs once the cell's
+   * bytes are no longer needed: a whole 1 MiB cell is written in place (no copy), so only after its
+   * write; any other is copied first.
+   */
+  async write(cell: Buffer, done: () => void = noop): Promise<void> {
+    if (this.received + cell.length > this.columnBytes) {
+      done();
+      throw invalidArgument(`${this.what()}: more bytes than the column's ${this.columnBytes}`);
+    }
     if (this.inline) {
       cell.copy(this.inline, this.received);
       this.received += cell.length;
+      done();
       return;
     }
-    this.file ??= await (this.opening ??= this.store.beginFile());
+    try {
+      this.file ??= await (this.opening ??= this.store.beginFile());
+    } catch (err) {
+      done();
+      throw err;
+    }
+    let handed = false;
     for (let at = 0; at < cell.length;) {
       if (this.chunkLength === 0 && cell.length - at >= CHUNK_BYTES) {
-        // A whole chunk in place: handed on without a copy (the caller does not reuse cells).
-        await this.push(cell.subarray(at, at + CHUNK_BYTES));
+        handed = true;
+        this.received += CHUNK_BYTES;
+        await this.push(cell.subarray(at, at + CHUNK_BYTES), done);
         at += CHUNK_BYTES;
         continue;
       }
@@ -62,9 +79,10 @@ export class ColumnWriter {
       cell.copy(this.chunk, this.chunkLength, at, at + n);
       this.chunkLength += n;
       at += n;
+      this.received += n;
       if (this.chunkLength === CHUNK_BYTES) await this.flushChunk();
     }
-    this.received += cell.length;
+    if (!handed) done();
   }
 
   private async flushChunk(): Promise<void> {
@@ -74,8 +92,9 @@ export class ColumnWriter {
     await this.push(chunk);
   }
 
-  private async push(chunk: Buffer): Promise<void> {
+  private async push(chunk: Buffer, written: () => void = noop): Promise<void> {
     const write = this.file!.write(chunk);
+    void write.then(written, written);
     write.catch(() => undefined); // awaited in turn or in finish/abort
     this.writes.push(write);
     if (this.writes.length >= WRITES_IN_FLIGHT) await this.writes.shift();

@@ -13,8 +13,8 @@
  */
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
-import { ecScheme, shardBytesFor, StripeLayout } from '../ec/layout.js';
-import { type BlobSource, encodeRows, fileSource, memorySource } from '../ec/striper.js';
+import { CELL_BYTES, ecScheme, shardBytesFor, StripeLayout } from '../ec/layout.js';
+import { type BlobSource, encodeRows, fileSource, memorySource, RowPool } from '../ec/striper.js';
 import { idOfDigest } from '../engine/blob-id.js';
 import type { PutResult } from '../engine/engine.js';
 import type { Policy } from '../engine/policy.js';
@@ -40,6 +40,9 @@ interface ColumnTarget {
   failure?: Error;
   created?: boolean;
 }
+
+/** Rows of cells one streamed EC store keeps in flight: (k + m) MiB each. */
+const ROWS_IN_FLIGHT = 4;
 
 /** Bytes a column stream may take per second at least before it counts as failed (with ecStoreTimeoutMs). */
 const SLOWEST_STORE_BYTES_PER_S = 8 * 1024 * 1024;
@@ -122,7 +125,11 @@ export class EcWriter {
     }));
   }
 
-  /** A blob in a file: rows are encoded and sent column by column as each sink drains. */
+  /**
+   * A blob in a file: rows are encoded and sent column by column as each sink drains. Row buffers
+   * are reused (ROWS_IN_FLIGHT of them): a row goes back once every sink is done with its cell, and
+   * the next row is read and encoded while the sinks drain the last one.
+   */
   private async storeStreamed(source: BlobSource, layout: StripeLayout, targets: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
     const storeStart = performance.now();
     const timeoutMs = this.config.ecStoreTimeoutMs + (layout.columnBytes / SLOWEST_STORE_BYTES_PER_S) * 1000;
@@ -132,6 +139,9 @@ export class EcWriter {
         ? new ColumnWriter(this.store, this.config, header(t.index), layout.columnBytes)
         : new ColumnSender(this.peers, { nodeId: t.node, grpcAddress: t.grpcAddress }, header(t.index), { repair: false, timeoutMs });
     });
+    const pool = new RowPool(layout.shards, CELL_BYTES, ROWS_IN_FLIGHT);
+    // Rows each sink still holds: handed back at once if the sink fails.
+    const held = targets.map(() => new Set<Buffer[]>());
     const hashers = targets.map(() => createHasher());
     const failed = (t: ColumnTarget, err: unknown): void => {
       t.failure ??= err as Error;
@@ -139,28 +149,33 @@ export class EcWriter {
       sinks[t.index] = undefined;
       if (sink instanceof ColumnSender) sink.abort();
       else void sink?.abort();
+      for (const row of held[t.index]!) pool.release(row);
+      held[t.index]!.clear();
     };
     let encodeMs = 0;
-    const rows = encodeRows(source, layout);
+    let drains: Promise<void>[] = [];
+    const rows = encodeRows(source, layout, pool.take);
     for (;;) {
       const t0 = performance.now();
       const next = await rows.next();
       encodeMs += performance.now() - t0;
       if (next.done) break;
       const row = next.value;
-      await Promise.all(targets.map(async (t) => {
-        const sink = sinks[t.index];
-        if (!sink) return;
+      await Promise.all(drains);
+      const live = targets.filter((t) => sinks[t.index]);
+      pool.handOut(row.buffers, live.length);
+      drains = live.map((t) => {
         const cell = row.cells[t.index]!;
         hashers[t.index]!.update(cell);
-        try {
-          await sink.write(cell);
-        } catch (err) {
-          failed(t, err);
-        }
-      }));
+        held[t.index]!.add(row.buffers);
+        const done = (): void => {
+          if (held[t.index]!.delete(row.buffers)) pool.release(row.buffers);
+        };
+        return sinks[t.index]!.write(cell, done).catch((err: unknown) => failed(t, err));
+      });
       if (targets.filter((t) => t.failure).length > layout.m) break;
     }
+    await Promise.all(drains);
     if (layout.stripes > 0) this.metrics.observeSeconds('ec_encode', encodeMs / 1000);
     await Promise.all(targets.map(async (t) => {
       const sink = sinks[t.index];

@@ -151,11 +151,14 @@ export class ColumnSender {
     this.call.on('error', () => this.call.emit('drain'));
   }
 
-  /** Sends the next cell (kept until grpc-js encoded it: cells are never reused); waits while the stream is full. */
-  write(cell: Buffer): Promise<void> {
+  /**
+   * Sends the next cell; resolves while the stream has room, else once it drained. `done` runs
+   * once grpc-js has encoded the message (the cell's buffer may then be reused).
+   */
+  write(cell: Buffer, done: () => void = () => undefined): Promise<void> {
     const msg = this.first ? { header: headerMessage(this.header), data: cell } : { data: cell };
     this.first = false;
-    return this.call.write(msg) ? Promise.resolve() : new Promise((r) => this.call.once('drain', () => r()));
+    return this.call.write(msg, () => done()) ? Promise.resolve() : new Promise((r) => this.call.once('drain', () => r()));
   }
 
   /** The last message, with the column's checksum; resolves once the peer holds the column durably (or declined a repair). */

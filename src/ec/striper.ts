@@ -57,31 +57,89 @@ export interface CellRow {
   /** Where the row starts in each shard of the stripe, and in each column. */
   readonly shardOffset: number;
   readonly columnOffset: number;
-  /** k data cells then m parity cells, each `length` bytes (fresh buffers: the caller owns them). */
+  /** k data cells then m parity cells, each the row's length (views of the row's buffers). */
   readonly cells: Buffer[];
+  /** The buffers the cells are views of (a RowPool's row, handed back when the cells are done). */
+  readonly buffers: Buffer[];
 }
 
-/** The encoded rows of a blob, in column order. */
-export async function* encodeRows(source: BlobSource, layout: StripeLayout, cellBytes = CELL_BYTES): AsyncGenerator<CellRow> {
+/** k + m buffers of at least `length` bytes for one row. */
+export type RowAlloc = (length: number) => Promise<Buffer[]> | Buffer[];
+
+const freshRow = (shards: number) => (length: number): Buffer[] => Array.from({ length: shards }, () => Buffer.allocUnsafe(length));
+
+/** The encoded rows of a blob, in column order; `alloc` gives each row its buffers (fresh ones by default). */
+export async function* encodeRows(source: BlobSource, layout: StripeLayout, alloc: RowAlloc = freshRow(layout.shards), cellBytes = CELL_BYTES): AsyncGenerator<CellRow> {
   const { k, m } = layout;
   for (let stripe = 0; stripe < layout.stripes; stripe++) {
     const shardLength = layout.shardLength(stripe);
     for (let offset = 0; offset < shardLength; offset += cellBytes) {
       const length = Math.min(cellBytes, shardLength - offset);
-      const cells: Buffer[] = [];
-      for (let i = 0; i < k; i++) {
-        const cell = Buffer.allocUnsafe(length);
+      const buffers = await alloc(length);
+      const cells = buffers.map((b) => b.subarray(0, length));
+      // The k data cells are read at once (each read is a thread-pool round trip).
+      await Promise.all(cells.slice(0, k).map(async (cell, i) => {
         const { start, end } = layout.dataRange(stripe, i);
         const from = Math.min(end, start + offset);
         const to = Math.min(end, from + length);
         if (to > from) await source.read(from, to, cell);
         // Past the blob's end a shard is zero padding (the last stripe's).
         if (to - from < length) cell.fill(0, to - from);
-        cells.push(cell);
-      }
-      for (let j = 0; j < m; j++) cells.push(Buffer.allocUnsafe(length));
-      encode(k, m, cells.slice(0, k), cells.slice(k));
-      yield { stripe, shardOffset: offset, columnOffset: layout.columnOffset(stripe) + offset, cells };
+      }));
+      encode(k, m, cells.slice(0, k), cells.slice(k, k + m));
+      yield { stripe, shardOffset: offset, columnOffset: layout.columnOffset(stripe) + offset, cells, buffers };
     }
+  }
+}
+
+/**
+ * Rows of cell buffers reused from one row to the next: a row goes back once every sink is done
+ * with its cells (`release` once per sink), and take() waits while all `rows` are out. Bounds an
+ * encode's memory to rows * (k + m) * cellBytes, and spares the garbage collector 1.5x the blob's
+ * bytes of buffers (a 1 GiB EC42 store spent a fifth of its time in GC with fresh buffers).
+ */
+export class RowPool {
+  private readonly free: Buffer[][] = [];
+  private readonly waiting: ((row: Buffer[]) => void)[] = [];
+  private made = 0;
+  private readonly refs = new Map<Buffer[], number>();
+
+  constructor(
+    private readonly shards: number,
+    private readonly cellBytes: number,
+    private readonly rows: number,
+  ) {}
+
+  readonly take = (): Promise<Buffer[]> => {
+    const row = this.free.pop() ?? (this.made < this.rows ? this.make() : undefined);
+    if (row) return Promise.resolve(row);
+    return new Promise((resolve) => this.waiting.push(resolve));
+  };
+
+  private make(): Buffer[] {
+    this.made++;
+    return Array.from({ length: this.shards }, () => Buffer.allocUnsafeSlow(this.cellBytes));
+  }
+
+  /** The row's cells went to `users` sinks; each calls release(row) once done with its cell. */
+  handOut(row: Buffer[], users: number): void {
+    if (users === 0) this.giveBack(row);
+    else this.refs.set(row, users);
+  }
+
+  release(row: Buffer[]): void {
+    const left = (this.refs.get(row) ?? 1) - 1;
+    if (left > 0) {
+      this.refs.set(row, left);
+      return;
+    }
+    this.refs.delete(row);
+    this.giveBack(row);
+  }
+
+  private giveBack(row: Buffer[]): void {
+    const waiter = this.waiting.shift();
+    if (waiter) waiter(row);
+    else this.free.push(row);
   }
 }

@@ -22,6 +22,7 @@ import { writeAll } from './fs-util.js';
 const FILE_MAGIC = 0x31465342; // "BSF1"
 const FOOTER_BYTES = 32;
 const WRITEBACK_BYTES = 32 * 1024 * 1024;
+const NO_DIGEST = Promise.resolve(Buffer.alloc(0));
 
 export function blobFilePath(dataDir: string, idHex: string): string {
   return join(dataDir, 'blobs', idHex.slice(0, 2), idHex);
@@ -62,8 +63,9 @@ export class BlobFileWriter {
 
   /**
    * The file is only the source of an erasure-coded store (its columns go to other nodes, then
-   * the file is removed): no background flushes and no fsync at the end, since writing it to the
-   * disk would only compete with the columns' own writes.
+   * the file is removed): no chunk digests, no background flushes and no fsync at the end, since
+   * they would only compete with the columns' own hashing and writes. Only the content digest
+   * (the id) is computed.
    */
   transient(): void {
     this.durable = false;
@@ -79,7 +81,7 @@ export class BlobFileWriter {
     const hashStart = performance.now();
     this.hasher.update(chunk);
     this.recorder.stage('hash', hashStart);
-    const digest = this.digester(chunk);
+    const digest = this.durable ? this.digester(chunk) : NO_DIGEST;
     this.digests.push(digest);
     const at = this.size;
     this.size += chunk.length;
@@ -116,8 +118,14 @@ export class BlobFileWriter {
     );
   }
 
-  /** Writes the digest table and footer, fsyncs (unless transient), and returns the content digest. */
+  /** Writes the digest table and footer, fsyncs (transient: neither), and returns the content digest. */
   async finish(): Promise<Buffer> {
+    if (!this.durable) {
+      await this.syncing;
+      await this.handle!.close();
+      this.handle = undefined;
+      return this.hasher.digest();
+    }
     const table = Buffer.concat(await Promise.all(this.digests));
     const footer = Buffer.alloc(FOOTER_BYTES);
     footer.writeUInt32LE(FILE_MAGIC, 0);

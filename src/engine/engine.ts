@@ -10,7 +10,7 @@ import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
 import { blake3 } from '../hash/blake3.js';
 import { BlobIndex } from '../index/blob-index.js';
-import { type IndexEntry, Location } from '../index/entry.js';
+import type { IndexEntry } from '../index/entry.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from './blob-id.js';
 import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
@@ -27,9 +27,10 @@ import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { fsyncDir } from './fs-util.js';
 import { type LogRecord, SegmentLog } from './log.js';
 import type { Policy } from './policy.js';
-import { HEADER_BYTES, isDeleteRecord, isFileRecord, isShardRecord, RecordFlag, RecordType } from './record.js';
+import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } from './record.js';
 import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, type ShardMeta, shardMetaOf, type ShardWrite } from './shards.js';
-import { shardFilePath, shardIndexOf, shardKey } from './shard-info.js';
+import { shardFilePath } from './shard-info.js';
+import { fileIntact, fileKeyOf, unlinkDeletedFiles } from './record-files.js';
 import { recoverLog } from './recovery.js';
 import { SegmentReader, SYNC_READ_MAX_BYTES } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
@@ -462,30 +463,3 @@ const EMPTY = Buffer.alloc(0);
 const EMPTY_CHECKSUM = Buffer.alloc(32);
 const flagsOf = (origin: StoreOrigin): number => (origin.replicate ? RecordFlag.REPLICATE : 0);
 
-/** The index key a file record names (the blob, or the blob and column), for the replay's bookkeeping. */
-function fileKeyOf(r: { type: number; id: Buffer; labels: Buffer }): string {
-  return isShardRecord(r.type) ? `${r.id.toString('hex')}.${shardIndexOf(r.labels)}` : r.id.toString('hex');
-}
-
-function filePathOf(dataDir: string, r: { type: number; id: Buffer; labels: Buffer }): string {
-  const hex = r.id.toString('hex');
-  return isShardRecord(r.type) ? shardFilePath(dataDir, hex, shardIndexOf(r.labels)) : blobFilePath(dataDir, hex);
-}
-
-async function fileIntact(dataDir: string, record: ScannedRecord): Promise<boolean> {
-  try {
-    const st = await fsp.stat(filePathOf(dataDir, { type: record.header.type, id: record.header.id, labels: record.labels }));
-    return st.size >= record.header.size;
-  } catch {
-    return false;
-  }
-}
-
-/** A deleted own-file blob's (or column's) file goes before the index commit, so no crash can orphan it. */
-async function unlinkDeletedFiles(dataDir: string, index: BlobIndex, records: readonly { type: number; id: Buffer; labels: Buffer }[]): Promise<void> {
-  for (const r of records) {
-    if (!isDeleteRecord(r.type)) continue;
-    const entry = isShardRecord(r.type) ? index.getShard(shardKey(r.id, shardIndexOf(r.labels))) : index.get(r.id);
-    if (entry?.location === Location.FILE) await fsp.rm(filePathOf(dataDir, r), { force: true });
-  }
-}

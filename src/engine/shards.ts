@@ -43,6 +43,14 @@ export function blobLabels(meta: ShardMeta): Buffer {
   return blobLabelsOf(meta.labels);
 }
 
+/** What a column held here says of itself, as another node needs it to store a copy (all but its checksum). */
+export function columnWriteOf(meta: ShardMeta): Omit<ShardWrite, 'columnChecksum'> {
+  return {
+    id: meta.id, index: meta.shard.index, policy: meta.policy, shardBytes: meta.shard.shardBytes, blobBytes: meta.shard.blobBytes,
+    blobChecksum: meta.shard.blobChecksum, blobLabels: blobLabels(meta), createdAtNs: meta.createdAtNs,
+  };
+}
+
 const NO_DATA = { relocatedFromSegment: 0, relocatedFromOffset: 0 } as const;
 
 /** Stores a column held in memory as a segment record; created false when it was here already. */

@@ -13,7 +13,7 @@ import type { Logger } from '../log/logger.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { incomingMeta, ReplicaReceiver, storeReplica } from '../cluster/transfer.js';
 import { headerMessage, ShardReceiver, storeColumn } from '../cluster/shard-transfer.js';
-import { blobLabels, type ShardMeta } from '../engine/shards.js';
+import { columnWriteOf } from '../engine/shards.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import { blobMeta } from './blob-handlers.js';
 import type { MalformedMessage } from './proto.js';
@@ -30,13 +30,6 @@ type Unary = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendU
 
 const replicaReceiver = (c: Cluster, repair: boolean): ReplicaReceiver => new ReplicaReceiver(c.store, c.config, repair);
 
-/** The header of a column held here, as FetchShard sends it. */
-function shardHeaderOf(meta: ShardMeta): ReturnType<typeof headerMessage> {
-  return headerMessage({
-    id: meta.id, index: meta.shard.index, policy: meta.policy, shardBytes: meta.shard.shardBytes, blobBytes: meta.shard.blobBytes,
-    blobChecksum: meta.shard.blobChecksum, blobLabels: blobLabels(meta), createdAtNs: meta.createdAtNs,
-  });
-}
 
 export function internalServiceHandlers(getCluster: () => Cluster | undefined, log: Logger): UntypedServiceImplementation {
   /** The cluster, once it runs (a call in the moment between listening and its start waits a retry). */
@@ -158,7 +151,7 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
     const start = Math.min(Number(req.offset ?? 0), meta.size);
     const length = Number(req.length ?? 0);
     const end = length > 0 ? Math.min(meta.size, start + length) : meta.size;
-    const header = shardHeaderOf(meta);
+    const header = headerMessage(columnWriteOf(meta));
     let first = true;
     try {
       await store.read(meta, async (chunk: Buffer) => {

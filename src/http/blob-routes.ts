@@ -7,7 +7,6 @@ import type { NodeConfig } from '../config/settings.js';
 import { ClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, invalidArgument, payloadTooLarge, toBlobstoreError } from '../errors/errors.js';
 import type { BlobMeta, PutResult } from '../engine/engine.js';
-import { Location } from '../index/entry.js';
 import { parseLabelsHeader } from '../engine/labels.js';
 import { parsePolicy } from '../engine/policy.js';
 import type { Logger } from '../log/logger.js';
