@@ -26,6 +26,7 @@ import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import { metaFromWire } from './remote-reader.js';
+import { type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import type { ShardMeta } from '../engine/shards.js';
@@ -151,29 +152,29 @@ export class EcReader {
     const holders = await this.locate(id, layout);
     const missing = [...Array(layout.shards).keys()].filter((i) => !holders.has(i));
     if (missing.length > 0) this.noteMissing(blob, missing, 'not found on any node');
-    const read = new ReadState(this, blob, layout, holders);
+    const pieces = piecesOf(layout, range);
+    const read = new ReadState(this, blob, layout, holders, pieces);
     const whole = range.start === 0 && range.end === blob.meta.size;
     const hasher = whole ? createHasher() : undefined;
-    const pieces = piecesOf(layout, range);
+    const ahead = this.config.ecReadAheadCells;
     const inflight: Promise<Buffer>[] = [];
     const start = (j: number): void => {
-      const p = read.cell(pieces[j]!);
+      const p = read.piece(pieces[j]!);
       p.catch(() => undefined); // awaited in turn
-      inflight[j % this.config.ecReadAheadCells] = p;
+      inflight[j % ahead] = p;
     };
-    for (let j = 0; j < Math.min(pieces.length, this.config.ecReadAheadCells); j++) start(j);
+    for (let j = 0; j < Math.min(pieces.length, ahead); j++) start(j);
     let index = 0;
     try {
       for (let j = 0; j < pieces.length; j++) {
-        const cell = await inflight[j % this.config.ecReadAheadCells]!;
-        const piece = pieces[j]!;
-        const bytes = cell.subarray(piece.from, piece.to);
+        const bytes = await inflight[j % ahead]!;
         hasher?.update(bytes);
         await sink(bytes, index++);
-        if (j + this.config.ecReadAheadCells < pieces.length) start(j + this.config.ecReadAheadCells);
+        if (j + ahead < pieces.length) start(j + ahead);
       }
     } finally {
       await Promise.allSettled(inflight);
+      read.close();
     }
     if (hasher && !idOfDigest(hasher.digest()).equals(id)) {
       this.forget(id);
@@ -239,6 +240,23 @@ export class EcReader {
     });
   }
 
+  /** A stream of column `index`'s bytes [start, end) from `node` (this node: its engine). */
+  openColumn(blob: EcBlob, node: string, index: number, start: number, end: number): ColumnStream | undefined {
+    if (node === SELF) {
+      const meta = this.store.shardsOf(blob.meta.id).find((c) => c.shard.index === index);
+      return meta && localColumn(this.store, meta, start, end, this.config.ecFetchTimeoutMs, () => this.onCorruptColumn(meta));
+    }
+    const member = this.cluster.member(node);
+    if (!member || member.grpcAddress === '') return undefined;
+    const stub = this.peers.get(node, member.grpcAddress).internal;
+    return remoteColumn(stub, this.peers.metadata(), node, blob.meta.id, index, start, end, this.config.ecFetchTimeoutMs);
+  }
+
+  /** A piece of a shard arrived (shard_fetch_latency_seconds). */
+  fetched(startMs: number): void {
+    this.metrics.observe('shard_fetch', startMs);
+  }
+
   reconstructed(startMs: number): void {
     this.metrics.ecReconstructed();
     this.metrics.observe('ec_decode', startMs);
@@ -270,42 +288,81 @@ export function piecesOf(layout: StripeLayout, range: ByteRange): Piece[] {
   return pieces;
 }
 
-/** One read's view of the holders: columns that failed during it are not asked again. */
+/**
+ * One read's view of the holders. A column read healthily streams its whole needed range once
+ * (column-stream.ts); a column that fails during the read is not asked again, and its pieces are
+ * rebuilt from k other columns, a cell at a time.
+ */
 class ReadState {
   private readonly bad = new Set<number>();
   /** Cells rebuilt for missing data columns, by `${stripe}:${cellStart}:${index}` (the stripe's other pieces use them). */
   private readonly rebuilt = new Map<string, Buffer>();
+  private readonly streams = new Map<number, ColumnStream>();
+  /** Per data column, the contiguous column range the read needs. */
+  private readonly ranges = new Map<number, { start: number; end: number }>();
 
   constructor(
     private readonly reader: EcReader,
     private readonly blob: EcBlob,
     private readonly layout: StripeLayout,
     private readonly holders: Holders,
-  ) {}
+    pieces: readonly Piece[],
+  ) {
+    for (const p of pieces) {
+      const at = layout.columnOffset(p.stripe) + p.cellStart;
+      const r = this.ranges.get(p.index);
+      if (!r) this.ranges.set(p.index, { start: at + p.from, end: at + p.to });
+      else r.end = at + p.to;
+    }
+  }
 
-  /** The whole cell of a piece: from its holder, else rebuilt from k other columns. */
-  async cell(p: Piece): Promise<Buffer> {
+  /** A piece's bytes: taken from its column's stream, else rebuilt. */
+  async piece(p: Piece): Promise<Buffer> {
     const key = `${p.stripe}:${p.cellStart}:${p.index}`;
     const done = this.rebuilt.get(key);
     if (done) {
       this.rebuilt.delete(key);
-      return done;
+      return done.subarray(p.from, p.to);
     }
-    const offset = this.layout.columnOffset(p.stripe) + p.cellStart;
-    const node = this.holders.get(p.index);
-    if (node !== undefined && !this.bad.has(p.index)) {
-      try {
-        return await this.reader.fetchRange(this.blob, node, p.index, offset, p.cellLength);
-      } catch (err) {
-        this.failed(p.index, err);
+    if (!this.bad.has(p.index)) {
+      const stream = this.stream(p.index);
+      if (stream) {
+        try {
+          const fetchStart = performance.now();
+          const bytes = await stream.take(p.to - p.from);
+          this.reader.fetched(fetchStart);
+          return bytes;
+        } catch (err) {
+          this.failed(p.index, err);
+        }
       }
     }
-    return this.rebuild(p, offset);
+    const cell = await this.rebuild(p, this.layout.columnOffset(p.stripe) + p.cellStart);
+    return cell.subarray(p.from, p.to);
+  }
+
+  /** The column's stream over its needed range, opened on first use; undefined when nobody holds it. */
+  private stream(index: number): ColumnStream | undefined {
+    const open = this.streams.get(index);
+    if (open) return open;
+    const node = this.holders.get(index);
+    const range = this.ranges.get(index);
+    if (node === undefined || !range) return undefined;
+    const stream = this.reader.openColumn(this.blob, node, index, range.start, range.end);
+    if (stream) this.streams.set(index, stream);
+    return stream;
+  }
+
+  close(): void {
+    for (const s of this.streams.values()) s.close();
+    this.streams.clear();
   }
 
   private failed(index: number, err: unknown): void {
     if (this.bad.has(index)) return;
     this.bad.add(index);
+    this.streams.get(index)?.close();
+    this.streams.delete(index);
     this.reader.forget(this.blob.meta.id);
     this.reader.noteMissing(this.blob, [index], `failed a read (${(err as Error).message})`);
   }

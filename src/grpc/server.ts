@@ -18,6 +18,7 @@ import type { Cluster } from '../cluster/cluster.js';
 import { clusterServiceHandlers } from './cluster-handlers.js';
 import { internalServiceHandlers } from './internal-handlers.js';
 import { serverDefinition } from './proto.js';
+import { MAX_FRAME_BYTES } from './http2-frames.js';
 import { StandardServices } from './standard-services.js';
 import { authorization, toStatus } from './status.js';
 
@@ -48,15 +49,10 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
  * the event loop every 64 KiB. Until bindAsync has created its server, http2.createServer is
  * wrapped to announce `windowBytes` per stream and per connection; then the original is back.
  */
-/**
- * The largest HTTP/2 frame this server takes: a 1 MiB message (a chunk of a stream, a cell of a
- * shard column) arrives in one DATA frame instead of 64 of Node's default 16 KiB.
- */
-const MAX_FRAME_BYTES = 1024 * 1024 + 1024;
-
 function widenHttp2Windows(windowBytes: number): () => void {
   const original = http2.createServer;
   const widened = (options: http2.ServerOptions, handler?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) => {
+    // Frames of up to MAX_FRAME_BYTES (http2-frames.ts): a 1 MiB message arrives in one.
     const server = original({ ...options, settings: { ...options.settings, initialWindowSize: windowBytes, maxFrameSize: MAX_FRAME_BYTES } }, handler);
     server.on('session', (session) => session.setLocalWindowSize(windowBytes));
     // Nagle's algorithm held small frames (a unary answer, a stream's last message) until the

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
 import { eventually, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
+import { chunksOf, client, getStream, putStream, unary } from '../grpc/helpers.js';
 
 const KiB = 1024;
 const SHARD = 64 * KiB;
@@ -84,6 +85,26 @@ describe('EC42 on a 6-node cluster', () => {
     const stream = await fetch(`${c.url(2)}/v1/blobs/${id}/stream`);
     const lines = (await stream.text()).trim().split('\n').map((l) => JSON.parse(l) as { result: { data: string } });
     expect(Buffer.concat(lines.map((l) => Buffer.from(l.result.data, 'base64'))).equals(bytes)).toBe(true);
+  });
+
+  it('serves EC blobs over gRPC too: a PutStream with EC42 on one node, Get, GetStream and Stat on another', async () => {
+    const state = await c.state(0);
+    const target = (i: number): string => state.nodes.find((n) => n.node_id === c.ids[i])!.grpc_address;
+    const a = client('BlobService', target(1));
+    const b = client('BlobService', target(4));
+    try {
+      const bytes = patternBytes(3 * 4 * SHARD + 77, 4343);
+      const put = await putStream<{ id: { id: Buffer } }>(a, chunksOf(bytes, 50_000, { policy: 4 }));
+      acked.set(put.id.id.toString('hex'), bytes);
+      const got = await unary<{ data: Buffer; meta: { size: string; policy: number } }>(b, 'Get', { id: put.id });
+      expect(got.data.equals(bytes)).toBe(true);
+      expect(got.meta).toMatchObject({ size: String(bytes.length), policy: 4 });
+      expect((await getStream(b, put.id.id)).data.equals(bytes)).toBe(true);
+      expect(await unary(b, 'Stat', { id: put.id })).toMatchObject({ exists: true, meta: { size: String(bytes.length) } });
+    } finally {
+      a.close();
+      b.close();
+    }
   });
 
   it('stores existing bytes again as a no-op (200 on every node), and lists the blob on the nodes that hold its columns', async () => {
