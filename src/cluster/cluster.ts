@@ -67,7 +67,7 @@ export class Cluster implements Placement {
     stateStore: ClusterStateStore,
     readonly config: NodeConfig,
     self: SelfInfo,
-    metrics: ClusterMetrics,
+    private readonly metrics: ClusterMetrics,
     private readonly log: Logger,
     /** This node's used bytes and blob count, for its heartbeats. */
     usage: () => { usedBytes: number; blobCount: number },
@@ -258,6 +258,7 @@ export class Cluster implements Placement {
 
   /** A column here failed its check: it goes (not a user's delete) and is rebuilt from the blob's other columns. */
   corruptColumn(meta: ShardMeta): void {
+    this.metrics.shardsMissingDetected(1);
     void this.store.deleteShards(meta.id, meta.shard.index, true).then(
       () => this.ecRepair.queue(meta.id, meta.policy, `column ${meta.shard.index} here was corrupt`, meta.size),
       (err: Error) => this.log.error({ blob: meta.id.toString('hex'), err }, `dropping a corrupt column failed: ${err.message}`),

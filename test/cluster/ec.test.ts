@@ -201,5 +201,11 @@ describe("EC42 with the spec's shard sizes (16 MiB shards above 64 MiB)", () => 
     await expectReadableEverywhere(c, acked, [0, 4]);
     await c.kill(1);
     await expectReadableEverywhere(c, acked, [3]);
+    // Five nodes up: EC42 is refused before its body is read.
+    await eventually(async () => {
+      const res = await putRaw(c.url(0), patternBytes(1000, 5), { 'X-Blobstore-Policy': '4' });
+      const body = (await res.json()) as { message: string };
+      return res.status === 412 && /not enough nodes for EC: have 5, need 6/.test(body.message);
+    }, '412 with five nodes up');
   });
 });
