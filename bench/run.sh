@@ -71,6 +71,8 @@ step scale             "$(( ${BENCH_SCALE_TIME_LIMIT_S:-1800} + 900 ))" node $N/
 step cluster-ring       600  node dist/bench/cluster/ring.bench.js
 step cluster-replicate  1800 node dist/bench/cluster/replicate.bench.js
 step cluster-membership 1800 node dist/bench/cluster/membership.bench.js
+# Erasure coding: EC42 1 GiB PUT/GET on 6 nodes vs NONE on one, degraded GET, 64 MiB objects, the scrubber.
+step cluster-ec         2400 node dist/bench/cluster/ec.bench.js
 # Fault sequences at length: 20 seeded real-process runs and 20,000 simulated ones (make test: 2 and 300).
 step cluster-faults     3600 env FAULT_RUNS="${FAULT_RUNS:-20}" SIM_RUNS="${SIM_RUNS:-20000}" npx vitest run --config test/vitest.config.ts test/cluster/faults.test.ts test/cluster/membership-sim.test.ts
 # The crash-consistency test at full length: 100 SIGKILL cycles (make test runs 20).

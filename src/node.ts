@@ -98,10 +98,12 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       cluster = new Cluster(engine, engine.index, config, {
         nodeId: config.nodeId, address, grpcAddress: advertisedGrpc(config.grpcAddr, address, grpcPort!), region: config.region,
         capacityBytes: engine.space.capacityBytes,
-      }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({ usedBytes: engine.index.counters.storedBytes, blobCount: engine.index.counters.blobCount }));
+      }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({
+        usedBytes: engine.index.counters.storedBytes + engine.index.counters.shardBytes, blobCount: engine.index.counters.blobCount,
+      }), metrics ?? NO_RECORDER);
       service.usePlacement(cluster);
       await cluster.start();
-      if (metrics) metrics.clusterView = () => cluster!.node.view();
+      if (metrics) metrics.clusterView = () => clusterApi.state();
     }
   } catch (err) {
     await Promise.all([server.close(0), grpc?.close(0)]);

@@ -14,6 +14,7 @@ import type { ClusterNode } from '../../src/cluster/cluster-node.js';
 import type { PeerClients } from '../../src/cluster/peers.js';
 import { Ring } from '../../src/cluster/ring.js';
 import type { BlobSender } from '../../src/cluster/transfer.js';
+import { TokenBucket } from '../../src/cluster/token-bucket.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { bulkLoad, openEngine } from '../node/bulk.js';
 import { MiB, emit, freePort, log, removeDir, round, runNonce, tempDir } from '../node/lib.js';
@@ -78,7 +79,7 @@ async function antiEntropyScan(dir: string): Promise<void> {
   try {
     const ring = new Ring(['node-1', 'node-2', 'node-3'].map((nodeId) => ({ nodeId, region: '' })), 128);
     const node = { ring, nodeId: 'node-1', membership: { ringVersion: 1 }, online: () => true, member: () => undefined } as unknown as ClusterNode;
-    const ae = new AntiEntropy(engine, node, {} as PeerClients, {} as BlobSender, silentLogger(), { intervalMs: 60_000, bytesPerSecond: 0, treeMaxAgeMs: 60_000 });
+    const ae = new AntiEntropy(engine, node, {} as PeerClients, {} as BlobSender, silentLogger(), { intervalMs: 60_000, bucket: new TokenBucket(0), treeMaxAgeMs: 60_000 });
     const runs: number[] = [];
     for (let i = 0; i < 3; i++) {
       ae.buildTrees();

@@ -13,18 +13,23 @@
  *                                                                   repair: a user's delete on P holds)
  *
  * Both sides describe the same set when replication is complete, so equal digests mean nothing to
- * do; each side pushes what it has and the other lacks, so a pair converges after both ran. Trees
+ * do; each side pushes what it has and the other lacks, so a pair converges after both ran.
+ * Erasure-coded blobs count among the ids of every node holding one of their columns (owners by
+ * the k + m of their policy), marked apart from whole copies (their digest word is flipped, their
+ * listed id carries a 17th byte); one the peer lacks is queued for EC repair, which rebuilds a
+ * column onto it rather than sending the blob. Trees
  * are built by one scan of the index per round for every peer at once (cached for peers asking),
  * leaf id lists are read live. Sends are capped at repairBytesPerSecond.
  */
 import type { Logger } from '../log/logger.js';
 import type { BlobMeta } from '../engine/engine.js';
 import { replicaCount } from '../engine/policy.js';
+import { ecScheme } from '../ec/layout.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import type { BlobSender } from './transfer.js';
-import { TokenBucket } from './token-bucket.js';
+import type { TokenBucket } from './token-bucket.js';
 
 export const TOP_BUCKETS = 256;
 export const LEAVES = 65_536;
@@ -39,7 +44,8 @@ interface Tree {
 
 export interface AntiEntropyOptions {
   intervalMs: number;
-  bytesPerSecond: number;
+  /** The cap on what repair sends (shared with handoff and EC repair). */
+  bucket: TokenBucket;
   /** A tree this recent answers a peer's question without a new scan. */
   treeMaxAgeMs: number;
 }
@@ -53,6 +59,18 @@ export interface RepairStats {
 }
 
 const leafOf = (id: Uint8Array): number => (id[0]! << 8) | id[1]!;
+
+/** Owners a blob of `policy` has: its replica count, or k + m columns. */
+function ownerCount(policy: number): number {
+  const scheme = ecScheme(policy);
+  return scheme ? scheme.k + scheme.m : replicaCount(policy);
+}
+
+/** An EC blob's digest word differs from a whole copy's of the same id (both may exist). */
+const EC_MARK = 0x5a5a5a5a;
+
+/** How a leaf lists an id: 16 bytes for a whole copy, 17 (the id and 0xec) for an EC blob. */
+const listedKey = (id: Buffer, ec: boolean): string => (ec ? `${id.toString('hex')}ec` : id.toString('hex'));
 const hex64 = (t: Uint32Array, i: number): string => (t[2 * i]!.toString(16).padStart(8, '0') + t[2 * i + 1]!.toString(16).padStart(8, '0'));
 
 export class AntiEntropy {
@@ -60,7 +78,6 @@ export class AntiEntropy {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
-  private readonly bucket: TokenBucket;
   readonly stats: RepairStats = { rounds: 0, idsScanned: 0, scanMs: 0, blobsSent: 0, bytesSent: 0 };
 
   constructor(
@@ -70,8 +87,9 @@ export class AntiEntropy {
     private readonly sender: BlobSender,
     private readonly log: Logger,
     private readonly options: AntiEntropyOptions,
+    /** An owner of an EC blob holds none of its columns: EC repair takes it. */
+    private readonly lackingColumns: (id: Buffer, policy: number) => void = () => undefined,
   ) {
-    this.bucket = new TokenBucket(options.bytesPerSecond);
   }
 
   start(): void {
@@ -105,10 +123,10 @@ export class AntiEntropy {
     let scanned = 0;
     const add = (id: Buffer, policy: number): boolean => {
       scanned++;
-      const owners = ring.owners(id, replicaCount(policy));
+      const owners = ring.owners(id, ownerCount(policy));
       if (!owners.includes(self)) return true;
       const leaf = leafOf(id);
-      const hi = id.readUInt32BE(0);
+      const hi = (id.readUInt32BE(0) ^ (ecScheme(policy) ? EC_MARK : 0)) >>> 0;
       const lo = id.readUInt32BE(4);
       for (const owner of owners) {
         const tree = owner === self ? undefined : trees.get(owner);
@@ -119,6 +137,13 @@ export class AntiEntropy {
       return true;
     };
     this.store.scan(undefined, (id, policy) => add(id, policy));
+    // A blob with several columns here counts once.
+    let last = Buffer.alloc(16);
+    this.store.scanShards(undefined, (id, _index, policy) => {
+      if (id.equals(last)) return true;
+      last = Buffer.from(id);
+      return add(id, policy);
+    });
     this.store.scanDeleted(undefined, (id, policy) => add(id, policy));
     for (const tree of trees.values()) {
       for (let leaf = 0; leaf < LEAVES; leaf++) {
@@ -150,24 +175,30 @@ export class AntiEntropy {
     return { ring_version: version, digests: out.map((h) => BigInt(`0x${h}`).toString()) };
   }
 
-  /** ListLeaf: the ids in a leaf that both this node and `peer` own, read live. */
+  /** ListLeaf: the ids in a leaf that both this node and `peer` own, read live (EC blobs with a 17th byte). */
   leafIds(peer: string, leaf: number): Buffer[] {
-    return this.leafMembers(peer, leaf).map((x) => x.id);
+    return this.leafMembers(peer, leaf).map((x) => (x.ec ? Buffer.concat([x.id, Buffer.from([0xec])]) : x.id));
   }
 
-  private leafMembers(peer: string, leaf: number): { id: Buffer; held: boolean }[] {
+  private leafMembers(peer: string, leaf: number): { id: Buffer; held: boolean; ec: boolean; policy: number }[] {
     const ring = this.cluster.ring;
     const self = this.cluster.nodeId;
     const start = Buffer.alloc(16);
     start.writeUInt16BE(leaf, 0);
-    const out: { id: Buffer; held: boolean }[] = [];
+    const out: { id: Buffer; held: boolean; ec: boolean; policy: number }[] = [];
+    let last: Buffer | undefined;
     const visit = (held: boolean) => (id: Buffer, policy: number): boolean => {
       if (leafOf(id) !== leaf) return false;
-      const owners = ring.owners(id, replicaCount(policy));
-      if (owners.includes(self) && owners.includes(peer)) out.push({ id: Buffer.from(id), held });
+      const ec = ecScheme(policy) !== undefined;
+      // Several columns of one blob: listed once.
+      if (ec && held && last?.equals(id)) return true;
+      if (ec && held) last = Buffer.from(id);
+      const owners = ring.owners(id, ownerCount(policy));
+      if (owners.includes(self) && owners.includes(peer)) out.push({ id: Buffer.from(id), held, ec, policy });
       return true;
     };
     this.store.scan(start, visit(true));
+    this.store.scanShards(start, (id, _index, policy) => visit(true)(id, policy));
     this.store.scanDeleted(start, visit(false));
     return out;
   }
@@ -212,14 +243,19 @@ export class AntiEntropy {
       const listed = await this.peers.unary<{ ids?: Buffer[] }>(stub, peer, 'ListLeaf', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, leaf });
       const theirIds = new Set((listed.ids ?? []).map((b) => Buffer.from(b).toString('hex')));
       const lacking: BlobMeta[] = [];
-      for (const { id, held } of this.leafMembers(peer, leaf)) {
-        if (!held || theirIds.has(id.toString('hex'))) continue;
+      for (const { id, held, ec, policy } of this.leafMembers(peer, leaf)) {
+        if (!held || theirIds.has(listedKey(id, ec))) continue;
+        if (ec) {
+          // The peer holds no column of it: rebuilt onto it by EC repair, not sent whole.
+          this.lackingColumns(id, policy);
+          continue;
+        }
         const meta = this.store.stat(id);
         if (meta) lacking.push(meta);
       }
       if (lacking.length === 0) continue;
       const bytes = lacking.reduce((n, m) => n + m.size, 0);
-      await this.bucket.take(bytes);
+      await this.options.bucket.take(bytes);
       await this.sender.send({ nodeId: peer, grpcAddress: member.grpcAddress, address: member.address }, lacking, true);
       this.stats.blobsSent += lacking.length;
       this.stats.bytesSent += bytes;

@@ -6,6 +6,7 @@
  */
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import type { Cluster } from './cluster.js';
+import type { RepairView } from './repair-control.js';
 import { recordsFromWire, recordsToWire } from './cluster-node.js';
 import type { ClusterStateView, HeartbeatResponse, JoinResponse, SyncRingResponse } from './membership.js';
 import { HeartbeatRefused } from './membership.js';
@@ -65,8 +66,13 @@ export class ClusterApi {
   constructor(private readonly cluster: () => Cluster | undefined, private readonly enabled: boolean) {}
 
   private get node(): Cluster['node'] {
+    return this.running().node;
+  }
+
+  /** The cluster; 501 on a node without cluster support, 503 while it starts. */
+  private running(): Cluster {
     const cluster = this.cluster();
-    if (cluster) return cluster.node;
+    if (cluster) return cluster;
     if (!this.enabled) {
       throw new BlobstoreError('unimplemented', 'this node runs without cluster support: it needs its gRPC listener (GrpcAddr) to talk to peers');
     }
@@ -114,8 +120,22 @@ export class ClusterApi {
     }
   }
 
-  state(): ClusterStateView {
-    return this.node.view();
+  /** The state, and this node's repair progress (an extension: the spec's fields are unchanged). */
+  state(): ClusterStateView & { repair?: RepairView } {
+    const view = this.node.view();
+    const cluster = this.cluster();
+    return cluster ? { ...view, repair: cluster.repairView() } : view;
+  }
+
+  /**
+   * Raises (or lowers) this node's repair bandwidth cap for a while: `bytes_per_second` (0: no
+   * cap) for `seconds`, then back to the setting (repairBytesPerSecond). Answers the repair view.
+   */
+  repair(raw: unknown): RepairView {
+    const body = object(raw);
+    const cluster = this.running();
+    cluster.repairControl.boost(integer(body, 'bytes_per_second', true), integer(body, 'seconds', true));
+    return cluster.repairView();
   }
 
   syncRing(raw: unknown): SyncRingResponse {

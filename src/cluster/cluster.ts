@@ -16,6 +16,18 @@ import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { Located, Placement } from '../service/placement.js';
+import type { StoreContent } from '../service/blob-writer.js';
+import type { PutResult } from '../engine/engine.js';
+import type { Policy } from '../engine/policy.js';
+import { EcReader } from './ec-reader.js';
+import { type EcContent, EcWriter } from './ec-writer.js';
+import { EcRepairer } from './ec-repair.js';
+import { ShardBatcher } from './shard-transfer.js';
+import { Scrubber } from './scrubber.js';
+import { ColumnHandoff } from './column-handoff.js';
+import { RepairControl, type RepairView } from './repair-control.js';
+import type { ShardMeta } from '../engine/shards.js';
+import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { AntiEntropy } from './anti-entropy.js';
 import { ClusterNode } from './cluster-node.js';
 import { Handoff } from './handoff.js';
@@ -43,6 +55,12 @@ export class Cluster implements Placement {
   readonly handoff: Handoff;
   readonly remote: RemoteReader;
   private readonly http: HttpFetcher;
+  readonly ecWriter: EcWriter;
+  readonly ecReader: EcReader;
+  readonly ecRepair: EcRepairer;
+  readonly scrubber: Scrubber;
+  /** The repair bandwidth cap (anti-entropy, handoff, EC repair), raised for a while by an admin. */
+  readonly repairControl: RepairControl;
   private readonly secret: Buffer;
   private readonly repairing = new Set<string>();
   private started = false;
@@ -52,12 +70,15 @@ export class Cluster implements Placement {
     stateStore: ClusterStateStore,
     readonly config: NodeConfig,
     self: SelfInfo,
-    metrics: ClusterMetrics,
+    private readonly metrics: ClusterMetrics,
     private readonly log: Logger,
     /** This node's used bytes and blob count, for its heartbeats. */
     usage: () => { usedBytes: number; blobCount: number },
+    /** Corrupt copies found by the cluster's reads and the scrubber are counted here. */
+    private readonly recorder: Recorder = NO_RECORDER,
   ) {
     this.secret = Buffer.from(config.clusterSecret);
+    this.repairControl = new RepairControl(config.repairBytesPerSecond, log);
     this.peers = new PeerClients({
       secret: config.clusterSecret, maxMessageBytes: config.grpcMaxMessageBytes, windowBytes: config.grpcWindowBytes, callTimeoutMs: config.peerCallTimeoutMs,
     });
@@ -95,14 +116,35 @@ export class Cluster implements Placement {
       freshBytesMax: config.replicationMemoryBytes,
     });
     this.antiEntropy = new AntiEntropy(store, this.node, this.peers, sender, log, {
-      intervalMs: config.repairIntervalMs, bytesPerSecond: config.repairBytesPerSecond, treeMaxAgeMs: config.repairIntervalMs,
-    });
-    this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
-      intervalMs: config.handoffIntervalMs, bytesPerSecond: config.repairBytesPerSecond,
-    });
+      intervalMs: config.repairIntervalMs, bucket: this.repairControl.bucket, treeMaxAgeMs: config.repairIntervalMs,
+    }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
     this.http = new HttpFetcher({ secret: config.clusterSecret, connectionsPerPeer: config.peerReadConnections, idleTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000) });
     this.remote = new RemoteReader(this.node, this.peers, config, this.http);
+    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why, bytes) => this.ecRepair.queue(id, policy, why, bytes), (meta) => this.corruptColumn(meta));
+    this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
+      intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket,
+    }, new ColumnHandoff(store, this.node, this.peers, this.ecReader, log, config.ecStoreTimeoutMs));
+    this.ecRepair = new EcRepairer(store, this.node, this.peers, this.ecReader, metrics, config, log, {
+      retryMaxMs: config.replicationRetryMaxMs, bucket: this.repairControl.bucket, timeoutMs: config.ecStoreTimeoutMs,
+    });
+    const batcher = new ShardBatcher(this.peers, { batchBytes: config.replicationBatchBytes, timeoutMs: config.ecStoreTimeoutMs });
+    this.ecWriter = new EcWriter(store, this.node, this.peers, batcher, metrics, config, log, (_id, bytes) => {
+      this.ecRepair.progress.blobsQueued++;
+      this.ecRepair.progress.bytesLeft += bytes;
+      this.ecRepair.kick();
+    });
+    this.scrubber = new Scrubber(store, { corruptBlob: (meta) => this.repair(meta), corruptColumn: (meta) => this.corruptColumn(meta) }, log, {
+      bytesPerSecond: config.scrubBytesPerSecond, intervalMs: config.scrubIntervalMs,
+    });
+    metrics.repair = () => {
+      const v = this.repairView();
+      return {
+        queueDepth: v.queue_depth, bytesLeft: v.bytes_left, bytesPerSecond: v.bytes_per_second, etaSeconds: v.eta_seconds,
+        rateLimitBytesPerSecond: v.rate_limit_bytes_per_second, bytesRepaired: v.bytes_repaired, scrubBytesChecked: v.scrub.bytes_checked,
+      };
+    };
     this.node.onRingChange(() => {
+      this.ecReader.forgetAll();
       this.handoff.kick();
       this.replicator.kick();
     });
@@ -113,8 +155,10 @@ export class Cluster implements Placement {
   async start(): Promise<void> {
     await this.node.start();
     this.replicator.start();
+    this.ecRepair.start();
     this.handoff.start();
     this.antiEntropy.start();
+    this.scrubber.start();
     this.started = true;
   }
 
@@ -122,8 +166,11 @@ export class Cluster implements Placement {
   async stop(): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    await this.scrubber.stop();
+    this.repairControl.stop();
     await this.antiEntropy.stop();
     await this.handoff.stop();
+    await this.ecRepair.stop();
     await this.replicator.stop();
     await this.node.stop();
     this.peers.close();
@@ -150,8 +197,14 @@ export class Cluster implements Placement {
 
   // Placement: how the blob service places copies and reads what this node lacks.
 
+  /** Members this node can reach now, itself included. */
   nodesAvailable(): number {
-    return this.node.ring.size;
+    const self = this.node.nodeId;
+    return this.node.ring.nodeIds.filter((n) => n === self || this.node.online(n)).length;
+  }
+
+  storeEc(content: StoreContent, policy: Policy, labels: Buffer): Promise<PutResult> {
+    return this.ecWriter.put(content as EcContent, policy, labels);
   }
 
   replicates(): boolean {
@@ -176,15 +229,49 @@ export class Cluster implements Placement {
   }
 
   find(id: Buffer): Promise<Located | undefined> {
-    return this.remote.stat(id).then((found) => (found ? { ...found.meta, peer: found.peer } : undefined));
+    return this.remote.stat(id).then((found) => {
+      if (!found) return undefined;
+      // Columns of an EC blob are read from wherever they are, not from the node that answered.
+      return found.ec ? { ...found.meta, ec: found.ec } : { ...found.meta, peer: found.peer };
+    });
   }
 
   fetch(blob: Located, sink: ChunkSink, range?: ByteRange): Promise<void> {
-    if (blob.peer === undefined) return Promise.reject(new BlobstoreError('internal', 'fetch of a blob held here'));
-    return this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range).catch((err: unknown) => {
-      this.remote.forget(blob.id);
+    const read = blob.ec
+      ? this.ecReader.read({ meta: blob, shardBytes: blob.ec.shardBytes }, sink, range)
+      : blob.peer === undefined
+        ? Promise.reject(new BlobstoreError('internal', 'fetch of a blob held here'))
+        : this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range);
+    return read.catch((err: unknown) => {
+      if (!blob.ec) this.remote.forget(blob.id);
+      // Bytes from peers that do not match the checksum: a corrupt copy found (counted once, here).
+      if (err instanceof BlobstoreError && err.kind === 'corruption') this.recorder.countError(err);
       throw err;
     });
+  }
+
+  /** Repair on this node: the EC queue and its progress, the bandwidth cap, the scrubber. */
+  repairView(): RepairView {
+    const p = this.ecRepair.progress;
+    const s = this.scrubber.progress;
+    const limit = this.repairControl.bucket.rate;
+    const rate = p.bytesPerSecond > 0 ? p.bytesPerSecond : limit;
+    return {
+      queue_depth: p.blobsQueued, bytes_left: p.bytesLeft, bytes_per_second: Math.round(p.bytesPerSecond),
+      eta_seconds: p.bytesLeft > 0 && rate > 0 ? Math.ceil(p.bytesLeft / rate) : 0,
+      rate_limit_bytes_per_second: limit, base_rate_bytes_per_second: this.repairControl.baseRate, boosted_until_ms: this.repairControl.boostedUntilMs,
+      columns_repaired: p.columnsRepaired, bytes_repaired: p.bytesRepaired,
+      scrub: { active: s.active, passes: s.passes, bytes_checked: s.bytesChecked, corrupt_found: s.corruptFound },
+    };
+  }
+
+  /** A column here failed its check: it goes (not a user's delete) and is rebuilt from the blob's other columns. */
+  corruptColumn(meta: ShardMeta): void {
+    this.metrics.shardsMissingDetected(1);
+    void this.store.deleteShards(meta.id, meta.shard.index, true).then(
+      () => this.ecRepair.queue(meta.id, meta.policy, `column ${meta.shard.index} here was corrupt`, meta.size),
+      (err: Error) => this.log.error({ blob: meta.id.toString('hex'), err }, `dropping a corrupt column failed: ${err.message}`),
+    );
   }
 
   /** Replaces a corrupt local copy with one from an owner, in the background. */

@@ -1,5 +1,6 @@
 /**
- * Handoff: copies this node holds but does not own go to their owners. That is a store a
+ * Handoff: copies this node holds but does not own go to their owners (and shard columns of EC
+ * blobs, column-handoff.ts). That is a store a
  * non-owner took from a client, a range that moved to a joining node, or, when this node is
  * leaving, everything it holds (a graceful leave's migration).
  *
@@ -17,7 +18,8 @@ import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import type { BlobSender } from './transfer.js';
-import { TokenBucket } from './token-bucket.js';
+import type { TokenBucket } from './token-bucket.js';
+import type { ColumnHandoff } from './column-handoff.js';
 
 const BATCH = 256;
 
@@ -36,7 +38,8 @@ export interface HandoffProgress {
 
 export interface HandoffOptions {
   intervalMs: number;
-  bytesPerSecond: number;
+  /** The cap on what handoff sends (shared with repair). */
+  bucket: TokenBucket;
 }
 
 export class Handoff {
@@ -45,7 +48,6 @@ export class Handoff {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
-  private readonly bucket: TokenBucket;
   private lastLogMs = 0;
 
   constructor(
@@ -55,8 +57,9 @@ export class Handoff {
     private readonly sender: BlobSender,
     private readonly log: Logger,
     private readonly options: HandoffOptions,
+    /** Shard columns of EC blobs this node does not own go the same way. */
+    private readonly columns?: ColumnHandoff,
   ) {
-    this.bucket = new TokenBucket(options.bytesPerSecond);
   }
 
   start(): void {
@@ -112,7 +115,9 @@ export class Handoff {
   private async pass(): Promise<void> {
     const leaving = this.leaving();
     if (this.cluster.membership.selfStatus() !== 'active' && !leaving) return;
-    const total = this.notOwned(undefined, 0);
+    const blobs = this.notOwned(undefined, 0);
+    const columns = this.columns?.notOwned(undefined, 0) ?? { columns: 0, bytes: 0 };
+    const total = { blobs: blobs.blobs + columns.columns, bytes: blobs.bytes + columns.bytes };
     const p = this.progress;
     Object.assign(p, { active: true, blobsTotal: total.blobs, bytesTotal: total.bytes, blobsLeft: total.blobs, bytesLeft: total.bytes, startedAtMs: Date.now(), bytesPerSecond: 0 });
     if (total.blobs > 0) this.log.info({ blobs: p.blobsTotal, bytes: p.bytesTotal, leaving }, 'handoff: handing copies this node does not own to their owners');
@@ -124,6 +129,13 @@ export class Handoff {
       after = page[page.length - 1]!.id;
       stuck += await this.handBatch(page, leaving);
       this.report();
+    }
+    if (this.columns) {
+      stuck += await this.columns.pass(leaving, this.options.bucket, (bytes) => {
+        p.blobsLeft--;
+        p.bytesLeft -= bytes;
+        this.report();
+      }, () => this.stopped);
     }
     p.active = false;
     if (total.blobs > 0) this.log.info({ blobs: p.blobsTotal - p.blobsLeft, bytes: p.bytesTotal - p.bytesLeft, left: p.blobsLeft }, 'handoff: pass done');
@@ -157,7 +169,7 @@ export class Handoff {
         const have = answer.have ?? Buffer.alloc(0);
         const lacking = list.filter((_, i) => ((have[i >> 3] ?? 0) & (1 << (i & 7))) === 0);
         if (lacking.length > 0) {
-          await this.bucket.take(lacking.reduce((n, m) => n + m.size, 0));
+          await this.options.bucket.take(lacking.reduce((n, m) => n + m.size, 0));
           await this.sender.send({ nodeId: owner, grpcAddress: member.grpcAddress, address: member.address }, lacking, true);
         }
         for (const meta of list) placed.set(meta.id.toString('hex'), (placed.get(meta.id.toString('hex')) ?? 0) + 1);

@@ -6,6 +6,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { loadProtos } from '../grpc/proto.js';
+import { takeLargeFrames } from '../grpc/http2-frames.js';
 
 /** The metadata key of the cluster secret (docs/cluster.md, Security). */
 export const SECRET_METADATA = 'x-blobstore-cluster-secret';
@@ -80,7 +81,9 @@ export interface PeerOptions {
 export class PeerClients {
   private readonly peers = new Map<string, Peer>();
 
-  constructor(private readonly options: PeerOptions) {}
+  constructor(private readonly options: PeerOptions) {
+    takeLargeFrames();
+  }
 
   /** The stubs for a peer at `address`, made on first use (and again when the address changes). */
   get(nodeId: string, address: string): Peer {

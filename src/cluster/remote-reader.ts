@@ -19,6 +19,7 @@ import { createHasher } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import { Location } from '../index/entry.js';
 import type { ByteRange, ChunkSink } from '../service/local-store.js';
+import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
 import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { PeerCallError, type PeerClients } from './peers.js';
@@ -34,10 +35,11 @@ const CANDIDATES_MAX = 3;
 const FOUND_CACHE_ENTRIES = 4096;
 const FOUND_CACHE_MS = 30_000;
 
-/** A blob found on a peer. */
+/** A blob found on a peer: a whole copy, or (`ec`) a column of an EC blob. */
 export interface RemoteBlob {
   meta: BlobMeta;
   peer: string;
+  ec?: EcPlacement;
 }
 
 export function metaFromWire(id: Buffer, m: BlobMetaMessage, config: NodeConfig): BlobMeta {
@@ -99,8 +101,11 @@ export class RemoteReader {
       asked++;
       try {
         const stub = this.peers.get(peer, member.grpcAddress).internal;
-        const res = await this.peers.unary<{ exists?: boolean; meta?: BlobMetaMessage }>(stub, peer, 'StatBlob', { id: { id } });
-        if (res.exists && res.meta) return { meta: metaFromWire(id, res.meta, this.config), peer };
+        const res = await this.peers.unary<{ exists?: boolean; meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number }>(stub, peer, 'StatBlob', { id: { id } });
+        if (res.exists && res.meta) {
+          const meta = metaFromWire(id, res.meta, this.config);
+          return (res.shard_indices ?? []).length > 0 ? { meta, peer, ec: { shardBytes: Number(res.shard_size ?? 0) } } : { meta, peer };
+        }
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;
         lastFailure = err;

@@ -120,6 +120,26 @@ export const SETTINGS = {
     type: 'durationMs', default: () => 30 * 24 * 3_600_000, min: 0,
     help: 'how long a local delete keeps repair from copying the blob back to this node',
   },
+  ecShardBytes: {
+    type: 'bytes', default: () => 1 * MiB, min: 1, max: 256 * MiB,
+    help: 'erasure coding: shard size of blobs up to ecLargeBlobBytes (the spec: 1 MiB); a blob is cut into stripes of k shards',
+  },
+  ecLargeShardBytes: { type: 'bytes', default: () => 16 * MiB, min: 1, max: 256 * MiB, help: 'erasure coding: shard size of blobs larger than ecLargeBlobBytes (the spec: 16 MiB)' },
+  ecLargeBlobBytes: { type: 'bytes', default: () => 64 * MiB, min: 0, help: 'erasure coding: blobs larger than this use ecLargeShardBytes (the spec: 64 MiB)' },
+  ecStoreTimeoutMs: {
+    type: 'durationMs', default: () => 30_000, min: 10,
+    help: 'erasure coding: a shard store to a node that sends nothing back for this long counts as failed (up to m failures are tolerated and repaired)',
+  },
+  ecFetchTimeoutMs: {
+    type: 'durationMs', default: () => 2_000, min: 10,
+    help: 'erasure coding: a shard read slower than this is replaced by a reconstruction from the other shards',
+  },
+  ecReadAheadCells: { type: 'int', default: () => 8, min: 1, max: 256, help: 'erasure coding: 1 MiB pieces of shards a read fetches ahead of what it sends' },
+  scrubBytesPerSecond: {
+    type: 'bytes', default: () => 8 * MiB, min: 0,
+    help: 'the scrubber re-reads and verifies local blobs and shards at most this fast; 0: no scrubbing',
+  },
+  scrubIntervalMs: { type: 'durationMs', default: () => 24 * 3_600_000, min: 10, help: 'a scrub pass over every local blob and shard starts this long after the previous one began' },
   apiVariant: {
     type: 'enum', default: () => 'b', choices: ['a', 'b'], specName: 'ApiVariant',
     help: 'HTTP API variant: b (hex ids, numeric policies, 201 on create, raw bytes) or a (gRPC-gateway JSON)',

@@ -1,10 +1,13 @@
 /**
  * How a log record changes the index. Runs inside the index transaction of the record's batch,
  * in log order, both for live writes and for recovery replay, so both end in the same state.
+ * Whole blobs and shard columns (record.ts) follow the same rules, each in its own keyspace.
  */
+import { ecScheme, StripeLayout } from '../ec/layout.js';
 import type { BlobIndex } from '../index/blob-index.js';
 import { type IndexEntry, Location } from '../index/entry.js';
-import { RecordFlag, RecordType, recordLength } from './record.js';
+import { isDeleteRecord, isFileRecord, isInlineRecord, isShardRecord, RecordFlag, recordLength } from './record.js';
+import { decodeShardInfo, shardIndexOf, shardKey } from './shard-info.js';
 
 export interface ApplyInput {
   type: number;
@@ -22,28 +25,85 @@ export interface ApplyInput {
   flags: number;
 }
 
-/** Applies one record; returns true when a put found its id already stored (a duplicate). */
+/** The index operations of one keyspace, and what a record there adds to the counters. */
+interface Keyspace {
+  key(r: ApplyInput): Buffer;
+  get(key: Buffer): IndexEntry | undefined;
+  has(key: Buffer): boolean;
+  put(key: Buffer, entry: IndexEntry): void;
+  remove(key: Buffer): void;
+  count(entry: { policy: number; size: number; labels: Buffer }, sign: 1 | -1): void;
+}
+
+function blobKeyspace(index: BlobIndex): Keyspace {
+  return {
+    key: (r) => r.id,
+    get: (key) => index.get(key),
+    has: (key) => index.has(key),
+    put: (key, e) => index.put(key, e),
+    remove: (key) => index.remove(key),
+    count: (e, sign) => {
+      index.counters.blobCount += sign;
+      index.counters.storedBytes += sign * e.size;
+    },
+  };
+}
+
+function shardKeyspace(index: BlobIndex): Keyspace {
+  return {
+    key: (r) => shardKey(r.id, shardIndexOf(r.labels)),
+    get: (key) => index.getShard(key),
+    has: (key) => index.hasShard(key),
+    put: (key, e) => index.putShard(key, e),
+    remove: (key) => index.removeShard(key),
+    count: (e, sign) => {
+      index.counters.shardCount += sign * shardsOfColumn(e.policy, e.labels);
+      index.counters.shardBytes += sign * e.size;
+    },
+  };
+}
+
+/** Shards (one per stripe) a column holds, for `shard_count`. */
+function shardsOfColumn(policy: number, labels: Buffer): number {
+  const scheme = ecScheme(policy);
+  if (!scheme) return 1;
+  const info = decodeShardInfo(labels);
+  return new StripeLayout(scheme.k, scheme.m, info.shardBytes, info.blobBytes).shardsPerColumn;
+}
+
+const keyspaces = new WeakMap<BlobIndex, { blobs: Keyspace; shards: Keyspace }>();
+
+function keyspaceOf(index: BlobIndex, type: number): Keyspace {
+  let spaces = keyspaces.get(index);
+  if (!spaces) {
+    spaces = { blobs: blobKeyspace(index), shards: shardKeyspace(index) };
+    keyspaces.set(index, spaces);
+  }
+  return isShardRecord(type) ? spaces.shards : spaces.blobs;
+}
+
+/** Applies one record; returns true when a put found its key already stored (a duplicate). */
 export function applyRecord(index: BlobIndex, r: ApplyInput): boolean {
   index.space(r.segment).totalBytes += r.length;
-  if (r.type !== RecordType.DELETE && r.relocatedFromSegment === 0) {
-    // A plain put: only whether the id exists matters (no decoding on the hot path).
-    if (index.has(r.id)) return true;
-    index.put(r.id, entryOf(r));
-    index.counters.blobCount++;
-    index.counters.storedBytes += r.size;
-    if (r.type === RecordType.PUT_INLINE) index.space(r.segment).liveBytes += r.length;
+  const ks = keyspaceOf(index, r.type);
+  const key = ks.key(r);
+  if (!isDeleteRecord(r.type) && r.relocatedFromSegment === 0) {
+    // A plain put: only whether the key exists matters (no decoding on the hot path).
+    if (ks.has(key)) return true;
+    ks.put(key, entryOf(r));
+    ks.count(r, 1);
+    if (isInlineRecord(r.type)) index.space(r.segment).liveBytes += r.length;
     index.clearDeleted(r.id);
     // The intent to copy it to the owners is as durable as the blob: same transaction, and replay queues it again.
     if (r.flags & RecordFlag.REPLICATE) index.enqueue(r.id, Date.now());
     return false;
   }
-  const existing = index.get(r.id);
-  if (r.type === RecordType.DELETE) {
+  const existing = ks.get(key);
+  if (isDeleteRecord(r.type)) {
     if (!existing) return false;
     if (!(r.flags & RecordFlag.HANDOFF)) index.markDeleted(r.id, Date.now(), existing.policy);
-    index.remove(r.id);
-    index.counters.blobCount--;
-    index.counters.storedBytes -= existing.size;
+    ks.remove(key);
+    ks.count(existing, -1);
     if (existing.location === Location.SEGMENT) {
       index.space(existing.segment).liveBytes -= recordLength(existing.labels.length, existing.size);
     }
@@ -53,14 +113,14 @@ export function applyRecord(index: BlobIndex, r: ApplyInput): boolean {
   const current =
     existing?.location === Location.SEGMENT && existing.segment === r.relocatedFromSegment && existing.offset === r.relocatedFromOffset;
   if (!current) return false;
-  index.put(r.id, entryOf(r));
+  ks.put(key, entryOf(r));
   index.space(existing.segment).liveBytes -= r.length;
   index.space(r.segment).liveBytes += r.length;
   return false;
 }
 
 function entryOf(r: ApplyInput): IndexEntry {
-  const file = r.type === RecordType.PUT_FILE;
+  const file = isFileRecord(r.type);
   return {
     location: file ? Location.FILE : Location.SEGMENT,
     policy: r.policy,

@@ -22,6 +22,7 @@ import { writeAll } from './fs-util.js';
 const FILE_MAGIC = 0x31465342; // "BSF1"
 const FOOTER_BYTES = 32;
 const WRITEBACK_BYTES = 32 * 1024 * 1024;
+const NO_DIGEST = Promise.resolve(Buffer.alloc(0));
 
 export function blobFilePath(dataDir: string, idHex: string): string {
   return join(dataDir, 'blobs', idHex.slice(0, 2), idHex);
@@ -38,6 +39,8 @@ export class BlobFileWriter {
   private readonly digests: Promise<Buffer>[] = [];
   private syncing: Promise<void> | undefined;
   private syncedUpTo = 0;
+  /** A transient file (the source an EC store encodes from): never flushed, removed afterwards. */
+  private durable = true;
   size = 0;
 
   constructor(
@@ -58,6 +61,16 @@ export class BlobFileWriter {
     this.handle = await fsp.open(this.tmpPath, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644);
   }
 
+  /**
+   * The file is only the source of an erasure-coded store (its columns go to other nodes, then
+   * the file is removed): no chunk digests, no background flushes and no fsync at the end, since
+   * they would only compete with the columns' own hashing and writes. Only the content digest
+   * (the id) is computed.
+   */
+  transient(): void {
+    this.durable = false;
+  }
+
   /** The temp file was renamed into place: nothing is left to clean up. */
   committed(): void {
     this.unfinished.delete(this);
@@ -68,7 +81,7 @@ export class BlobFileWriter {
     const hashStart = performance.now();
     this.hasher.update(chunk);
     this.recorder.stage('hash', hashStart);
-    const digest = this.digester(chunk);
+    const digest = this.durable ? this.digester(chunk) : NO_DIGEST;
     this.digests.push(digest);
     const at = this.size;
     this.size += chunk.length;
@@ -94,7 +107,7 @@ export class BlobFileWriter {
    * works while the body still arrives, and the fsync at the end has little left to do.
    */
   private startWriteback(): void {
-    if (this.syncing || this.size - this.syncedUpTo < WRITEBACK_BYTES || !this.handle) return;
+    if (!this.durable || this.syncing || this.size - this.syncedUpTo < WRITEBACK_BYTES || !this.handle) return;
     const upTo = this.size;
     this.syncing = this.handle.datasync().then(
       () => {
@@ -105,8 +118,14 @@ export class BlobFileWriter {
     );
   }
 
-  /** Writes the digest table and footer, fsyncs, and returns the content digest. */
+  /** Writes the digest table and footer, fsyncs (transient: neither), and returns the content digest. */
   async finish(): Promise<Buffer> {
+    if (!this.durable) {
+      await this.syncing;
+      await this.handle!.close();
+      this.handle = undefined;
+      return this.hasher.digest();
+    }
     const table = Buffer.concat(await Promise.all(this.digests));
     const footer = Buffer.alloc(FOOTER_BYTES);
     footer.writeUInt32LE(FILE_MAGIC, 0);
@@ -117,9 +136,11 @@ export class BlobFileWriter {
     footer.writeUInt32LE(crc32(table), 24);
     await this.writeData(Buffer.concat([table, footer]), this.size);
     await this.syncing;
-    const syncStart = performance.now();
-    await this.handle!.sync();
-    this.recorder.stage('fsync', syncStart);
+    if (this.durable) {
+      const syncStart = performance.now();
+      await this.handle!.sync();
+      this.recorder.stage('fsync', syncStart);
+    }
     await this.handle!.close();
     this.handle = undefined;
     return this.hasher.digest();

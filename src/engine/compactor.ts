@@ -12,7 +12,8 @@
  */
 import { Location } from '../index/entry.js';
 import type { Engine } from './engine.js';
-import { RecordType } from './record.js';
+import { isInlineRecord, isShardRecord } from './record.js';
+import { shardIndexOf, shardKey } from './shard-info.js';
 import { scanSegment } from './scan.js';
 
 /** Relocated bytes allowed in flight before compaction waits for their commit. */
@@ -99,8 +100,8 @@ export class Compactor {
     try {
       await scanSegment(open.handle, open.sizeBytes, 0, { firstLsn: 1, exact: false, verifyData: false, bufferBytes: 8 * 1024 * 1024 },
         async (rec) => {
-          if (rec.header.type !== RecordType.PUT_INLINE || this.stopped) return;
-          const entry = index.get(rec.header.id);
+          if (!isInlineRecord(rec.header.type) || this.stopped) return;
+          const entry = isShardRecord(rec.header.type) ? index.getShard(shardKey(rec.header.id, shardIndexOf(rec.labels))) : index.get(rec.header.id);
           if (entry?.location !== Location.SEGMENT || entry.segment !== segment || entry.offset !== rec.offset) return;
           pending.push(this.engine.relocate(rec, segment));
           pendingBytes += rec.length;

@@ -10,12 +10,12 @@ import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
 import { blake3 } from '../hash/blake3.js';
 import { BlobIndex } from '../index/blob-index.js';
-import { type IndexEntry, Location } from '../index/entry.js';
+import type { IndexEntry } from '../index/entry.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from './blob-id.js';
 import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
 import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
-import type { ReplicationQueue } from '../index/blob-index.js';
+import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { WorkerPool } from '../pool/pool.js';
@@ -27,7 +27,10 @@ import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { fsyncDir } from './fs-util.js';
 import { type LogRecord, SegmentLog } from './log.js';
 import type { Policy } from './policy.js';
-import { HEADER_BYTES, RecordFlag, RecordType } from './record.js';
+import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } from './record.js';
+import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, type ShardMeta, shardMetaOf, type ShardWrite } from './shards.js';
+import { shardFilePath } from './shard-info.js';
+import { fileIntact, fileKeyOf, unlinkDeletedFiles } from './record-files.js';
 import { recoverLog } from './recovery.js';
 import { SegmentReader, SYNC_READ_MAX_BYTES } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
@@ -67,6 +70,8 @@ export interface EngineStats {
   usedBytes: number;
   storedBytes: number;
   blobCount: number;
+  /** Shards of erasure-coded blobs held (a column holds one per stripe). */
+  shardCount: number;
   corruptionsDetected: number;
 }
 
@@ -133,10 +138,10 @@ export class Engine {
       if (recovered.replay.length > 0) {
         const last = recovered.replay[recovered.replay.length - 1]!;
         const replayed = recovered.replay.map((s) => ({ ...s.header, labels: s.labels, segment: s.segment, offset: s.offset, length: s.length }));
-        // A delete's file goes unless a later record of the replay stored the same id again.
+        // A delete's file goes unless a later record of the replay stored the same key again.
         const lastFilePut = new Map<string, number>();
-        replayed.forEach((r, i) => r.type === RecordType.PUT_FILE && lastFilePut.set(r.id.toString('hex'), i));
-        await unlinkDeletedFiles(dataDir.path, index, replayed.filter((r, i) => !((lastFilePut.get(r.id.toString('hex')) ?? -1) > i)));
+        replayed.forEach((r, i) => isFileRecord(r.type) && lastFilePut.set(fileKeyOf(r), i));
+        await unlinkDeletedFiles(dataDir.path, index, replayed.filter((r, i) => !((lastFilePut.get(fileKeyOf(r)) ?? -1) > i)));
         await index.commit(
           { segment: replayed[replayed.length - 1]!.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
           () => replayed.forEach((r) => applyRecord(index, r)),
@@ -156,8 +161,8 @@ export class Engine {
     }
   }
 
-  /** Runs `fn` after every earlier operation on the same id has finished. */
-  private exclusive<T>(id: Buffer, fn: () => Promise<T>): Promise<T> {
+  /** Runs `fn` after every earlier operation on the same id has finished (engine-internal: shards.ts). */
+  exclusive<T>(id: Buffer, fn: () => Promise<T>): Promise<T> {
     const key = id.toString('hex');
     const prior = this.busy.get(key);
     const run = prior ? prior.then(fn, fn) : fn();
@@ -172,12 +177,13 @@ export class Engine {
   /**
    * Appends to the log. Stores are `timed` (they report the log's stages); compaction's
    * relocations are not. Tombstones and relocations are maintenance: they may use the reserve.
+   * Engine-internal (shards.ts appends shard records).
    */
-  private appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'lsn' | 'appendedMs' | 'maintenance'>, timed = true): Promise<LogRecord> {
+  appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'lsn' | 'appendedMs' | 'maintenance'>, timed = true): Promise<LogRecord> {
     return new Promise((resolve, reject) => {
       const r = record as LogRecord;
       r.appendedMs = timed ? performance.now() : -1;
-      r.maintenance = record.type === RecordType.DELETE || record.relocatedFromSegment !== 0;
+      r.maintenance = isDeleteRecord(record.type) || record.relocatedFromSegment !== 0;
       r.segment = 0;
       r.offset = 0;
       r.length = 0;
@@ -266,6 +272,11 @@ export class Engine {
     return this.index.replication;
   }
 
+  /** Blobs whose shard columns need repair. */
+  get ecRepairs(): EcRepairQueue {
+    return this.index.ecRepairs;
+  }
+
   stat(id: Buffer): BlobMeta | undefined {
     const entry = this.index.get(id);
     return entry && { ...entry, id };
@@ -301,30 +312,64 @@ export class Engine {
   }
 
   filePath(meta: BlobMeta): string {
-    return blobFilePath(this.dataDir.path, meta.id.toString('hex'));
+    const hex = meta.id.toString('hex');
+    return 'shard' in meta ? shardFilePath(this.dataDir.path, hex, (meta as ShardMeta).shard.index) : blobFilePath(this.dataDir.path, hex);
   }
 
+  /** A corrupt copy was found (counted in errors_total{type="corruption"} here, once): the error to throw. */
   corruption(meta: BlobMeta): BlobstoreError {
     this.corruptionsDetected++;
-    this.log.error({ blob: meta.id.toString('hex') }, `corrupt copy of blob ${meta.id.toString('hex')} detected; not served`);
-    return new BlobstoreError('corruption', `stored copy of blob ${meta.id.toString('hex')} failed its checksum`);
+    const what = 'shard' in meta ? `shard column ${(meta as ShardMeta).shard.index} of blob` : 'blob';
+    this.log.error({ blob: meta.id.toString('hex') }, `corrupt copy of ${what} ${meta.id.toString('hex')} detected; not served`);
+    const err = new BlobstoreError('corruption', `stored copy of ${what} ${meta.id.toString('hex')} failed its checksum`);
+    this.recorder.countError(err);
+    return err;
   }
 
   /**
    * Deletes locally: a tombstone in the log, then the index record goes. Idempotent. Works on a
    * full disk (the tombstone may use the reserve); there, compaction is asked to run soon. A
-   * user's delete is remembered (repair does not copy the blob back here); a `handoff` delete
-   * drops a copy the owners hold and is not.
+   * user's delete is remembered (repair does not copy the blob back here) and takes the blob's
+   * shard columns held here too; a `handoff` delete drops a whole copy the owners hold and is not
+   * remembered.
    */
   delete(id: Buffer, handoff = false): Promise<void> {
     return this.exclusive(id, async () => {
-      if (!this.index.has(id)) return;
-      await this.appendRecord({
-        type: RecordType.DELETE, policy: 0, labelsLength: 0, dataLength: 0, relocatedFromSegment: 0, relocatedFromOffset: 0,
-        size: 0, createdAtNs: nowNs(), id, checksum: EMPTY_CHECKSUM, labels: EMPTY, data: undefined, flags: handoff ? RecordFlag.HANDOFF : 0,
-      });
+      const deletes: Promise<unknown>[] = [];
+      if (this.index.has(id)) {
+        deletes.push(this.appendRecord({
+          type: RecordType.DELETE, policy: 0, labelsLength: 0, dataLength: 0, relocatedFromSegment: 0, relocatedFromOffset: 0,
+          size: 0, createdAtNs: nowNs(), id, checksum: EMPTY_CHECKSUM, labels: EMPTY, data: undefined, flags: handoff ? RecordFlag.HANDOFF : 0,
+        }));
+      }
+      if (!handoff) deletes.push(appendShardDeletes(this, id, undefined, false));
+      await Promise.all(deletes);
       if (this.failure) this.compactor?.soon();
     });
+  }
+
+  // Shard columns of erasure-coded blobs (shards.ts).
+
+  /** Every column of blob `id` held here. */
+  shardsOf(id: Buffer): ShardMeta[] {
+    return this.index.shardsOf(id).map((c) => shardMetaOf(id, c.entry));
+  }
+
+  putShardInline(w: ShardWrite, data: Buffer): Promise<{ created: boolean }> {
+    return putShardInline(this, w, data);
+  }
+
+  commitShardFile(writer: BlobFileWriter, w: ShardWrite): Promise<{ created: boolean }> {
+    return commitShardFile(this, writer, w);
+  }
+
+  /** Drops the column `index` of a blob (all of its columns when undefined); see shards.ts. */
+  deleteShards(id: Buffer, index: number | undefined, handoff: boolean): Promise<void> {
+    return deleteShards(this, id, index, handoff);
+  }
+
+  scanShards(start: Buffer | undefined, visit: (id: Buffer, index: number, policy: number, size: number) => boolean): void {
+    this.index.scanShards(start, visit);
   }
 
   /** Relocates a live record (compaction); it applies only if the index still points at the source. */
@@ -353,15 +398,16 @@ export class Engine {
       usedBytes: segmentBytes + this.fileBytes(),
       storedBytes: this.index.counters.storedBytes,
       blobCount: this.index.counters.blobCount,
+      shardCount: this.index.counters.shardCount,
       corruptionsDetected: this.corruptionsDetected,
     };
   }
 
-  /** Bytes in own-file blobs: stored bytes minus those held inline in segments. */
+  /** Bytes in own-file blobs and columns: stored bytes minus those held inline in segments. */
   private fileBytes(): number {
     let inline = 0;
     for (const s of this.index.segments.values()) inline += s.liveBytes;
-    return Math.max(0, this.index.counters.storedBytes - inline);
+    return Math.max(0, this.index.counters.storedBytes + this.index.counters.shardBytes - inline);
   }
 
   get activeSegment(): number {
@@ -417,20 +463,3 @@ const EMPTY = Buffer.alloc(0);
 const EMPTY_CHECKSUM = Buffer.alloc(32);
 const flagsOf = (origin: StoreOrigin): number => (origin.replicate ? RecordFlag.REPLICATE : 0);
 
-async function fileIntact(dataDir: string, record: ScannedRecord): Promise<boolean> {
-  try {
-    const st = await fsp.stat(blobFilePath(dataDir, record.header.id.toString('hex')));
-    return st.size >= record.header.size;
-  } catch {
-    return false;
-  }
-}
-
-/** A deleted own-file blob's file goes before the index commit, so no crash can orphan it. */
-async function unlinkDeletedFiles(dataDir: string, index: BlobIndex, records: readonly { type: number; id: Buffer }[]): Promise<void> {
-  for (const r of records) {
-    if (r.type !== RecordType.DELETE) continue;
-    const entry = index.get(r.id);
-    if (entry?.location === Location.FILE) await fsp.rm(blobFilePath(dataDir, r.id.toString('hex')), { force: true });
-  }
-}

@@ -11,8 +11,14 @@
  * 104  labels (UTF-8 JSON)  ·  data (inline blobs only)  ·  zero padding to 8 bytes
  *
  * Types: PUT_INLINE carries the bytes; PUT_FILE names a blob stored in its own file
- * (blobs/xx/<id>); DELETE is a tombstone. A relocation (compaction) is a PUT_INLINE that applies
- * only while the index still points at its source.
+ * (blobs/xx/<id>); DELETE is a tombstone. A relocation (compaction) is a PUT_INLINE (or
+ * SHARD_INLINE) that applies only while the index still points at its source.
+ *
+ * The SHARD_* types do the same for one erasure-coded shard column of a blob (docs/erasure-coding.md):
+ * `id` is the blob's id, `size` and `checksum` are the column's own, and the labels area starts
+ * with the shard info (shard-info.ts: the column's index, the blob's size and checksum, the shard
+ * size) followed by the blob's labels, so the header CRC covers it. Their index records live in a
+ * keyspace of their own (id + column index).
  *
  * Flags (written as 0 before the cluster, so old records read as "no flags"): REPLICATE on a put
  * that this node took from a client in a cluster (its index commit queues the copies for the
@@ -26,9 +32,18 @@ export const RECORD_MAGIC = 0x31525342; // "BSR1"
 export const HEADER_BYTES = 104;
 export const RECORD_ALIGN = 8;
 
-export const RecordType = { PUT_INLINE: 1, PUT_FILE: 2, DELETE: 3 } as const;
+export const RecordType = { PUT_INLINE: 1, PUT_FILE: 2, DELETE: 3, SHARD_INLINE: 4, SHARD_FILE: 5, SHARD_DELETE: 6 } as const;
 export const RecordFlag = { REPLICATE: 1, HANDOFF: 2 } as const;
 export type RecordTypeValue = (typeof RecordType)[keyof typeof RecordType];
+
+/** A shard column's record (SHARD_INLINE, SHARD_FILE, SHARD_DELETE). */
+export const isShardRecord = (type: number): boolean => type >= RecordType.SHARD_INLINE && type <= RecordType.SHARD_DELETE;
+/** The record carries its bytes (PUT_INLINE, SHARD_INLINE). */
+export const isInlineRecord = (type: number): boolean => type === RecordType.PUT_INLINE || type === RecordType.SHARD_INLINE;
+/** The bytes are in a file of their own (PUT_FILE, SHARD_FILE). */
+export const isFileRecord = (type: number): boolean => type === RecordType.PUT_FILE || type === RecordType.SHARD_FILE;
+/** A tombstone (DELETE, SHARD_DELETE). */
+export const isDeleteRecord = (type: number): boolean => type === RecordType.DELETE || type === RecordType.SHARD_DELETE;
 
 export interface RecordHeader {
   type: RecordTypeValue;
@@ -71,7 +86,7 @@ export function writeHeader(buf: Buffer, at: number, h: RecordHeader, labels: Bu
   buf.writeBigUInt64LE(BigInt(h.size), at + 24);
   buf.writeBigUInt64LE(h.createdAtNs, at + 32);
   h.id.copy(buf, at + 40, 0, 16);
-  if (h.type === RecordType.DELETE) buf.fill(0, at + 56, at + 88);
+  if (isDeleteRecord(h.type)) buf.fill(0, at + 56, at + 88);
   else h.checksum.copy(buf, at + 56, 0, 32);
   buf.writeBigUInt64LE(BigInt(h.lsn), at + 88);
   labels.copy(buf, at + HEADER_BYTES);
@@ -83,7 +98,7 @@ export function writeHeader(buf: Buffer, at: number, h: RecordHeader, labels: Bu
 export function readHeader(buf: Buffer, at: number, available: number): RecordHeader | undefined {
   if (available < HEADER_BYTES || buf.readUInt32LE(at) !== RECORD_MAGIC) return undefined;
   const type = buf[at + 4] as RecordTypeValue;
-  if (type !== RecordType.PUT_INLINE && type !== RecordType.PUT_FILE && type !== RecordType.DELETE) return undefined;
+  if (!(type >= RecordType.PUT_INLINE && type <= RecordType.SHARD_DELETE)) return undefined;
   const labelsLength = buf.readUInt16LE(at + 6);
   const dataLength = buf.readUInt32LE(at + 8);
   if (available < HEADER_BYTES + labelsLength) return undefined;

@@ -7,7 +7,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import type { BlobIndex } from '../index/blob-index.js';
 import { punchHole, writeAll } from './fs-util.js';
-import { RecordType } from './record.js';
+import { isFileRecord } from './record.js';
 import { type ScannedRecord, scanSegment } from './scan.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
 
@@ -29,7 +29,7 @@ export interface RecoveryOptions {
   scanBufferBytes: number;
   /** Bytes past the end of the log that in-flight batches could have reached. */
   tornSpanBytes: number;
-  /** Whether a PUT_FILE record's blob file made it to disk whole. */
+  /** Whether a PUT_FILE (SHARD_FILE) record's file made it to disk whole. */
   fileIntact(record: ScannedRecord): Promise<boolean>;
 }
 
@@ -76,7 +76,7 @@ export async function recoverLog(store: SegmentStore, index: BlobIndex, options:
       start,
       { firstLsn: nextLsn, exact: first, verifyData: true, bufferBytes: options.scanBufferBytes },
       async (record) => {
-        if (record.header.type === RecordType.PUT_FILE && !(await options.fileIntact(record))) return;
+        if (isFileRecord(record.header.type) && !(await options.fileIntact(record))) return;
         replay.push({ ...record, segment: id, data: record.data && Buffer.from(record.data) });
       },
     );

@@ -5,7 +5,7 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import { blake3 } from '../hash/blake3.js';
-import { HEADER_BYTES, RecordType, type RecordHeader, readHeader, recordLength } from './record.js';
+import { HEADER_BYTES, isInlineRecord, type RecordHeader, readHeader, recordLength } from './record.js';
 
 export interface ScannedRecord {
   header: RecordHeader;
@@ -69,7 +69,7 @@ export async function scanSegment(
     if (!(await need(length))) break;
     const labels = Buffer.from(buf.subarray(rel + HEADER_BYTES, rel + HEADER_BYTES + header.labelsLength));
     let data: Buffer | undefined;
-    if (header.type === RecordType.PUT_INLINE) {
+    if (isInlineRecord(header.type)) {
       data = buf.subarray(rel + HEADER_BYTES + header.labelsLength, rel + HEADER_BYTES + header.labelsLength + header.dataLength);
       if (data.length !== header.size) break;
       if (options.verifyData && !blake3(data).equals(header.checksum)) break;

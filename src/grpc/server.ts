@@ -18,6 +18,7 @@ import type { Cluster } from '../cluster/cluster.js';
 import { clusterServiceHandlers } from './cluster-handlers.js';
 import { internalServiceHandlers } from './internal-handlers.js';
 import { serverDefinition } from './proto.js';
+import { MAX_FRAME_BYTES } from './http2-frames.js';
 import { StandardServices } from './standard-services.js';
 import { authorization, toStatus } from './status.js';
 
@@ -51,7 +52,8 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
 function widenHttp2Windows(windowBytes: number): () => void {
   const original = http2.createServer;
   const widened = (options: http2.ServerOptions, handler?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) => {
-    const server = original({ ...options, settings: { ...options.settings, initialWindowSize: windowBytes } }, handler);
+    // Frames of up to MAX_FRAME_BYTES (http2-frames.ts): a 1 MiB message arrives in one.
+    const server = original({ ...options, settings: { ...options.settings, initialWindowSize: windowBytes, maxFrameSize: MAX_FRAME_BYTES } }, handler);
     server.on('session', (session) => session.setLocalWindowSize(windowBytes));
     // Nagle's algorithm held small frames (a unary answer, a stream's last message) until the
     // peer's delayed ACK, ~40 ms: a node's read from a peer took 20-60 ms instead of 2.

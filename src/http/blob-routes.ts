@@ -7,7 +7,6 @@ import type { NodeConfig } from '../config/settings.js';
 import { ClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, invalidArgument, payloadTooLarge, toBlobstoreError } from '../errors/errors.js';
 import type { BlobMeta, PutResult } from '../engine/engine.js';
-import { Location } from '../index/entry.js';
 import { parseLabelsHeader } from '../engine/labels.js';
 import { parsePolicy } from '../engine/policy.js';
 import type { Logger } from '../log/logger.js';
@@ -95,7 +94,7 @@ export class BlobRoutes {
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
       if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
       release = this.intake.admit();
-      writer = kind === 'raw' ? this.service.openWriter(flowOf(x), limit, length) : this.service.openBodyReader(flowOf(x), limit, length);
+      writer = kind === 'raw' ? this.service.openWriter(flowOf(x), limit, length, policy) : this.service.openBodyReader(flowOf(x), limit, length);
     } catch (err) {
       release();
       this.service.recordFailure('put', err);

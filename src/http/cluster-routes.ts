@@ -16,7 +16,7 @@ import type { Logger } from '../log/logger.js';
 const BODY_MAX_BYTES = 1024 * 1024;
 
 /** Fields that are int64/uint64 in cluster.proto (strings in variant A). */
-const INT64_FIELDS = new Set(['ring_version', 'capacity_bytes', 'used_bytes', 'blob_count', 'incarnation']);
+const INT64_FIELDS = new Set(['ring_version', 'capacity_bytes', 'used_bytes', 'blob_count', 'incarnation', 'bytes_left', 'bytes_repaired', 'bytes_checked']);
 
 function encode(wire: Wire, value: unknown): string {
   if (wire.variant === 'b') return JSON.stringify(value);
@@ -82,6 +82,7 @@ export class ClusterRoutes {
   readonly leave = this.post((body) => this.api.leave(body));
   readonly heartbeat = this.post((body) => this.api.heartbeat(body));
   readonly syncRing = this.post((body) => this.api.syncRing(body));
+  readonly repair = this.post((body) => this.api.repair(body));
 
   /** GET (and HEAD, through the Router) /v1/cluster/state. */
   readonly state = (res: HttpResponse, req: HttpRequest, head: boolean): void => {

@@ -79,6 +79,8 @@ export class Intake {
     let empty = true;
     x.res.onData((ab, isLast) => {
       if (x.done || x.aborted) return;
+      // Set before the last piece is taken: a pause it causes is never resumed (reply.ts flowOf).
+      if (isLast) x.bodyDone = true;
       empty &&= ab.byteLength === 0;
       try {
         if (chunked && isLast && empty) throw emptyChunkedBody();

@@ -23,6 +23,12 @@ export interface Exchange {
   log: Logger;
   /** A HEAD request: answers carry the GET's status and headers, without the body. */
   head: boolean;
+  /**
+   * The request body's last byte is in. From then on the body is never resumed: uWS re-arms its
+   * 10 s idle timer on resume(), and a store still working (an EC store distributing its columns)
+   * would have its connection closed without an answer.
+   */
+  bodyDone: boolean;
 }
 
 const STATUS_LINE: Record<number, string> = {
@@ -96,20 +102,24 @@ export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): v
   sendJson(x, err.status, x.wire.errorBody(err), headers, close);
 }
 
-/** Pauses and resumes the request body while the response is still open. */
+/**
+ * Pauses and resumes the request body while the response is still open. Once the body is in,
+ * a pause still holds (it also stops uWS's idle timer while the answer is being worked out) but
+ * nothing resumes it (see Exchange.bodyDone); the answer is written all the same.
+ */
 export function flowOf(x: Exchange): { pause(): void; resume(): void } {
   return {
     pause: () => {
       if (!x.aborted && !x.done) x.res.pause();
     },
     resume: () => {
-      if (!x.aborted && !x.done) x.res.resume();
+      if (!x.aborted && !x.done && !x.bodyDone) x.res.resume();
     },
   };
 }
 
 export function newExchange(res: HttpResponse, wire: Wire, log: Logger, head = false): Exchange {
-  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire, log, head };
+  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire, log, head, bodyDone: false };
   res.onAborted(() => {
     x.aborted = true;
     x.onAbort?.();

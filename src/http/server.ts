@@ -82,6 +82,7 @@ export class ApiServer {
       .post('/v1/cluster/leave', c.leave)
       .post('/v1/cluster/heartbeat', c.heartbeat)
       .post('/v1/cluster/sync-ring', c.syncRing)
+      .post('/v1/cluster/repair', c.repair)
       .get('/v1/cluster/state', c.state)
       .any('/v1/cluster/*', unimplemented('admin'))
       .get('/healthz', (res, _req, head) => this.healthz(res, head));

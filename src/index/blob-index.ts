@@ -4,6 +4,11 @@
  * and `segments`, never the blob records, so it does not grow with the number of blobs.
  * Writes go through `commit()`: one asynchronous LMDB transaction per group commit of the log.
  *
+ * Erasure-coded blobs: `shards`, one record per shard column held here, keyed by the blob id and
+ * the column index (src/engine/shard-info.ts), in the same entry format; `ecq`, the blobs whose
+ * columns need repair (a store that lost up to m shard stores, a read or scrub that found one
+ * missing or corrupt), kept until the repair is done.
+ *
  * For the cluster: `replq`, the replication queue (an entry per blob this node took from a client
  * whose copies are not all on the owners yet, written in the same transaction as the blob's
  * record), and `deleted`, the ids a user deleted here (repair never copies those back). The
@@ -34,6 +39,9 @@ export interface Counters {
   blobCount: number;
   /** Sum of the sizes of the blobs stored. */
   storedBytes: number;
+  /** Shards held (a column holds one shard per stripe) and the bytes of their columns. */
+  shardCount: number;
+  shardBytes: number;
 }
 
 export interface ListPage {
@@ -62,6 +70,28 @@ export interface ReplicationQueue {
   remove(id: Buffer): Promise<void>;
 }
 
+/** A blob whose shard columns need repair: its policy, and when it was queued. */
+export interface EcRepairEntry {
+  policy: number;
+  queuedAtMs: number;
+  /** Why (a failed shard store, a missing or corrupt column found by a read or the scrubber). */
+  reason: string;
+  /** Bytes the repair is estimated to rebuild (0: not known until it looks). */
+  bytes?: number;
+}
+
+/** The EC repair queue (durable once put() resolves). */
+export interface EcRepairQueue {
+  readonly depth: number;
+  page(limit: number, after?: Buffer): { id: Buffer; entry: EcRepairEntry }[];
+  get(id: Buffer): EcRepairEntry | undefined;
+  put(id: Buffer, entry: EcRepairEntry): Promise<void>;
+  remove(id: Buffer): Promise<void>;
+}
+
+const ZERO = Buffer.from([0]);
+const FF = Buffer.from([0xff]);
+
 /**
  * How long the replicator's queue changes wait for an index transaction to ride along in (a busy
  * node commits every few ms) before they get one of their own.
@@ -75,6 +105,8 @@ export class BlobIndex {
   private readonly segmentDb: Database<SegmentSpace, number>;
   private readonly queueDb: Database<QueueEntry, Buffer>;
   private readonly deletedDb: Database<DeletedEntry, Buffer>;
+  private readonly shardDb: Database<Buffer, Buffer>;
+  private readonly ecQueueDb: Database<EcRepairEntry, Buffer>;
   /** Entries in the replication queue and in `deleted` (counted at open, kept up to date). */
   queueDepth: number;
   private deletedCount: number;
@@ -91,9 +123,12 @@ export class BlobIndex {
     this.segmentDb = this.root.openDB<SegmentSpace, number>({ name: 'segments', keyEncoding: 'uint32' });
     this.queueDb = this.root.openDB<QueueEntry, Buffer>({ name: 'replq', keyEncoding: 'binary' });
     this.deletedDb = this.root.openDB<DeletedEntry, Buffer>({ name: 'deleted', keyEncoding: 'binary' });
+    this.shardDb = this.root.openDB<Buffer, Buffer>({ name: 'shards', keyEncoding: 'binary', encoding: 'binary' });
+    this.ecQueueDb = this.root.openDB<EcRepairEntry, Buffer>({ name: 'ecq', keyEncoding: 'binary' });
     this.queueDepth = this.queueDb.getCount();
     this.deletedCount = this.deletedDb.getCount();
-    this.counters = (this.meta.get('counters') as Counters | undefined) ?? { blobCount: 0, storedBytes: 0 };
+    // Data dirs from before erasure coding have no shard counters.
+    this.counters = { blobCount: 0, storedBytes: 0, shardCount: 0, shardBytes: 0, ...(this.meta.get('counters') as Partial<Counters> | undefined) };
     this.checkpoint = (this.meta.get('checkpoint') as Checkpoint | undefined) ?? { segment: 1, offset: 0, nextLsn: 1 };
     for (const { key, value } of this.segmentDb.getRange()) this.segments.set(key, { ...value });
   }
@@ -115,6 +150,70 @@ export class BlobIndex {
   remove(id: Buffer): void {
     this.blobs.removeSync(id);
   }
+
+  /** The record of a shard column (key: shardKey(id, index)). */
+  getShard(key: Buffer): IndexEntry | undefined {
+    const raw = this.shardDb.getBinaryFast(key);
+    return raw === undefined ? undefined : decodeEntry(raw);
+  }
+
+  hasShard(key: Buffer): boolean {
+    return this.shardDb.doesExist(key);
+  }
+
+  /** Inside commit(). */
+  putShard(key: Buffer, entry: IndexEntry): void {
+    this.shardDb.putSync(key, encodeEntry(entry));
+  }
+
+  /** Inside commit(). */
+  removeShard(key: Buffer): void {
+    this.shardDb.removeSync(key);
+  }
+
+  /** The columns of blob `id` held here, by column index. */
+  shardsOf(id: Buffer): { index: number; entry: IndexEntry }[] {
+    const out: { index: number; entry: IndexEntry }[] = [];
+    for (const { key, value } of this.shardDb.getRange({ start: Buffer.concat([id, ZERO]), end: Buffer.concat([id, FF, FF]) })) {
+      out.push({ index: (key as Buffer)[16]!, entry: decodeEntry(value as Uint8Array) });
+    }
+    return out;
+  }
+
+  /**
+   * Every shard column held here from blob id `start` (inclusive) in byte order, with its blob
+   * id (valid only during the call), column index, policy and column size, until `visit` returns false.
+   */
+  scanShards(start: Buffer | undefined, visit: (id: Buffer, index: number, policy: number, size: number) => boolean): void {
+    for (const { key, value } of this.shardDb.getRange({ start })) {
+      const raw = value as Uint8Array;
+      const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+      const k = key as Buffer;
+      if (!visit(k.subarray(0, 16), k[16]!, b[1]!, Number(b.readBigUInt64LE(16)))) return;
+    }
+  }
+
+  /** The EC repair queue: blobs whose columns need repair, with what is known of them. */
+  readonly ecRepairs: EcRepairQueue = ((index: BlobIndex) => ({
+    get depth(): number {
+      return index.ecQueueDb.getCount();
+    },
+    page: (limit: number, after?: Buffer) => {
+      const out: { id: Buffer; entry: EcRepairEntry }[] = [];
+      for (const { key, value } of index.ecQueueDb.getRange({ start: after, limit: limit + 1 })) {
+        if (after && (key as Buffer).equals(after)) continue;
+        if (out.length === limit) break;
+        out.push({ id: Buffer.from(key as Buffer), entry: value });
+      }
+      return out;
+    },
+    get: (id: Buffer) => index.ecQueueDb.get(id),
+    put: async (id: Buffer, entry: EcRepairEntry) => {
+      await index.ecQueueDb.put(id, entry);
+      await index.root.flushed;
+    },
+    remove: async (id: Buffer) => void (await index.ecQueueDb.remove(id)),
+  }))(this);
 
   readonly replication: ReplicationQueue = ((index: BlobIndex) => ({
     get depth(): number {
@@ -290,19 +389,37 @@ export class BlobIndex {
     return this.root.flushed;
   }
 
-  /** Ids in byte order after `after` (exclusive) whose hex form starts with `prefix`. */
+  /**
+   * Ids in byte order after `after` (exclusive) whose hex form starts with `prefix`: whole blobs
+   * and blobs a shard column of which is held here, each once.
+   */
   list(prefix: string, after: Buffer | undefined, limit: number): ListPage {
     const start = after ?? Buffer.from(prefix.padEnd(32, '0').slice(0, 32), 'hex');
+    const blobs = this.blobs.getKeys({ start })[Symbol.iterator]();
+    // Column keys (id + index) sort right after their id: from the id's last column on.
+    const shards = this.shardDb.getKeys({ start: after ? Buffer.concat([after, FF]) : start })[Symbol.iterator]();
+    const next = (it: Iterator<Buffer>): Buffer | undefined => {
+      const r = it.next();
+      return r.done ? undefined : Buffer.from(r.value.subarray(0, 16));
+    };
+    let b = next(blobs);
+    let s = next(shards);
     const ids: Buffer[] = [];
     let hasMore = false;
-    for (const key of this.blobs.getKeys({ start })) {
-      if (after && key.equals(after)) continue;
-      if (!key.toString('hex').startsWith(prefix)) break;
+    for (;;) {
+      if (after && b?.equals(after)) b = next(blobs);
+      const cmp = b && s ? Buffer.compare(b, s) : b ? -1 : s ? 1 : 0;
+      if (!b && !s) break;
+      const id = cmp <= 0 ? b! : s!;
+      if (!id.toString('hex').startsWith(prefix)) break;
       if (ids.length === limit) {
         hasMore = true;
         break;
       }
-      ids.push(Buffer.from(key));
+      ids.push(id);
+      // Skip every other key of the same id (the blob and its columns, or several columns).
+      while (b && b.equals(id)) b = next(blobs);
+      while (s && s.equals(id)) s = next(shards);
     }
     return { ids, hasMore };
   }

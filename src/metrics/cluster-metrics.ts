@@ -10,6 +10,19 @@ import { CounterFamily, HistogramFamily } from './series.js';
 export const CLUSTER_LATENCIES = ['ec_encode', 'ec_decode', 'shard_fetch', 'shard_store', 'replicate'] as const;
 export type ClusterLatency = (typeof CLUSTER_LATENCIES)[number];
 
+/** Repair and scrub figures of a node, read at scrape time. */
+export interface RepairStats {
+  queueDepth: number;
+  bytesLeft: number;
+  bytesPerSecond: number;
+  etaSeconds: number;
+  rateLimitBytesPerSecond: number;
+  bytesRepaired: number;
+  scrubBytesChecked: number;
+}
+
+const NO_REPAIR: RepairStats = { queueDepth: 0, bytesLeft: 0, bytesPerSecond: 0, etaSeconds: 0, rateLimitBytesPerSecond: 0, bytesRepaired: 0, scrubBytesChecked: 0 };
+
 export class ClusterMetrics {
   nodesTotal = 1;
   nodesActive = 1;
@@ -18,9 +31,10 @@ export class ClusterMetrics {
   grpcConnectionsActive = 0;
   replicationQueueDepth = 0;
   replicationLagSeconds = 0;
-  shardCount = 0;
   /** Unix ms of the last successful outbound heartbeat; 0 = never. */
   lastHeartbeatMs = 0;
+  /** Repair on this node (the cluster sets it once it runs). */
+  repair: () => RepairStats = () => NO_REPAIR;
   /** Peers whose heartbeat was observed at least once: node_id -> online. */
   readonly peers = new Map<string, boolean>();
 
@@ -69,10 +83,6 @@ export class ClusterMetrics {
     this.replicationLagSeconds = lagSeconds;
   }
 
-  setShardCount(shards: number): void {
-    this.shardCount = shards;
-  }
-
   ecReconstructed(count = 1): void {
     this.ecReconstructions.add(0, count);
   }
@@ -83,6 +93,11 @@ export class ClusterMetrics {
 
   /** One cluster operation took `startMs` (performance.now()) until now. */
   observe(kind: ClusterLatency, startMs: number): void {
-    this.latencies[CLUSTER_LATENCIES.indexOf(kind)]!.observe(0, (performance.now() - startMs) / 1000);
+    this.observeSeconds(kind, (performance.now() - startMs) / 1000);
+  }
+
+  /** One cluster operation took `seconds` (time summed over its parts). */
+  observeSeconds(kind: ClusterLatency, seconds: number): void {
+    this.latencies[CLUSTER_LATENCIES.indexOf(kind)]!.observe(0, seconds);
   }
 }

@@ -75,7 +75,7 @@ export interface NodeMetricsOptions {
   log: Logger;
 }
 
-const NO_STATS: EngineStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, corruptionsDetected: 0 };
+const NO_STATS: EngineStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, shardCount: 0, corruptionsDetected: 0 };
 
 export class NodeMetrics implements Recorder {
   readonly registry = new Registry();
@@ -124,14 +124,15 @@ export class NodeMetrics implements Recorder {
     this.operations.values[i]! += 1;
     // A client that went away did not see the request fail.
     if (type !== ErrorTypeIndex.cancelled) this.requestFailures.values[i]! += 1;
-    this.errors.values[type]! += 1;
+    // A corrupt copy is counted where it was found (countError), once, whatever the request did next.
+    if (type !== ErrorTypeIndex.corruption) this.errors.values[type]! += 1;
   }
 
   stage(stage: Stage, startMs: number): void {
     this.stages.observe(STAGE_INDEX[stage], (performance.now() - startMs) / 1000);
   }
 
-  /** An error outside any request (a failed replication, a corrupt copy found by a scrub). */
+  /** An error outside a request's outcome (a corrupt copy found, a failed background copy). */
   countError(err: BlobstoreError): void {
     this.errors.values[errorTypeIndex(err)]! += 1;
   }
@@ -183,7 +184,7 @@ export class NodeMetrics implements Recorder {
     return {
       nodeId: this.options.nodeId,
       uptime: Math.floor(this.uptimeSeconds()),
-      storage: { totalBytes: this.stats.capacityBytes, usedBytes: this.stats.usedBytes, blobCount: this.stats.blobCount, shardCount: c.shardCount },
+      storage: { totalBytes: this.stats.capacityBytes, usedBytes: this.stats.usedBytes, blobCount: this.stats.blobCount, shardCount: this.stats.shardCount },
       throughput: { bytesReadTotal: this.bytesRead.value(0), bytesWrittenTotal: this.bytesWritten.value(0), operations },
       cluster: { nodesTotal: c.nodesTotal, nodesActive: c.nodesActive, nodesOffline: c.nodesOffline, ringVersion: c.ringVersion },
       health: { nodeUp: this.nodeUp, backendHealthy: this.backendHealthy, peerHealth: Object.fromEntries(c.peers) },
@@ -217,7 +218,7 @@ export class NodeMetrics implements Recorder {
   }
 
   /** The cluster's view for detail(): set by the node once its cluster runs. */
-  clusterView: (() => { ring_version: number; nodes: object[] }) | undefined;
+  clusterView: (() => { ring_version: number; nodes: object[]; repair?: object }) | undefined;
 
   close(): void {
     this.stopping = true;
@@ -256,7 +257,7 @@ export class NodeMetrics implements Recorder {
     this.gauge('blobstore_capacity_bytes_total', 'Capacity of the data dir file system in bytes.', () => this.stats.capacityBytes);
     this.gauge('blobstore_capacity_bytes_used', 'Bytes the node uses on disk (segments and blob files).', () => this.stats.usedBytes);
     this.gauge('blobstore_blob_count', 'Blobs stored on the node.', () => this.stats.blobCount);
-    this.gauge('blobstore_shard_count', 'Erasure-coded shards stored on the node.', () => c.shardCount);
+    this.gauge('blobstore_shard_count', 'Erasure-coded shards stored on the node.', () => this.stats.shardCount);
     this.add(this.bytesRead);
     this.add(this.bytesWritten);
     this.add(this.operations);
@@ -271,6 +272,14 @@ export class NodeMetrics implements Recorder {
     this.gauge('blobstore_replication_lag_seconds', 'Estimated replication lag in seconds.', () => c.replicationLagSeconds);
     this.add(c.ecReconstructions);
     this.add(c.shardsMissing);
+    // Beyond the spec: repair's progress and its bandwidth cap (docs/erasure-coding.md), the scrubber.
+    this.gauge('blobstore_repair_queue_depth', 'Erasure-coded blobs queued for repair.', () => c.repair().queueDepth);
+    this.gauge('blobstore_repair_bytes_left', 'Bytes the queued repairs are estimated to rebuild.', () => c.repair().bytesLeft);
+    this.gauge('blobstore_repair_bytes_per_second', 'Bytes rebuilt per second in the last repair pass.', () => c.repair().bytesPerSecond);
+    this.gauge('blobstore_repair_eta_seconds', 'Estimated seconds until the repair queue is empty.', () => c.repair().etaSeconds);
+    this.gauge('blobstore_repair_rate_limit_bytes_per_second', 'The repair bandwidth cap in force (0: none).', () => c.repair().rateLimitBytesPerSecond);
+    this.add(counterOf('blobstore_repair_bytes_total', 'Bytes of shard columns rebuilt by repair.', () => c.repair().bytesRepaired));
+    this.add(counterOf('blobstore_scrub_bytes_total', 'Bytes read and verified by the scrubber.', () => c.repair().scrubBytesChecked));
     this.add(this.errors);
     this.add(this.requestFailures);
     // Beyond the spec: where the time goes.
@@ -282,6 +291,15 @@ export class NodeMetrics implements Recorder {
     // The standard process_* and nodejs_* series (runtime.ts).
     registerRuntimeMetrics(this.registry);
   }
+}
+
+/** A counter whose value is read at scrape time (a running total kept elsewhere). */
+function counterOf(name: string, help: string, read: () => number): CollectedMetric {
+  return {
+    name, help,
+    get: () => Promise.resolve({ name, help, type: 'counter', aggregator: 'sum', values: [{ labels: {}, value: read() }] }),
+    reset: () => undefined,
+  } as unknown as CollectedMetric;
 }
 
 /** blobstore_event_loop_lag_seconds: quantiles of the last window, sum and count over the run. */

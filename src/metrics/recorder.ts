@@ -15,10 +15,15 @@ export type Stage = (typeof STAGES)[number];
 export interface Recorder {
   /** A request that succeeded: latency since `startMs`; `bytes` read or written (0 for none). */
   done(op: Operation, startMs: number, bytes: number): void;
-  /** A request that failed with `err` (counted in request_failures_total and errors_total). */
+  /**
+   * A request that failed with `err`: counted in request_failures_total, and in errors_total
+   * unless it is a corruption (those are counted once, where the corrupt copy is found).
+   */
   failed(op: Operation, err: BlobstoreError): void;
+  /** An error outside a request's outcome: a corrupt copy found (served from elsewhere, or by a scrub), a failed background copy. */
+  countError(err: BlobstoreError): void;
   /** One stage of a request took from `startMs` until now. */
   stage(stage: Stage, startMs: number): void;
 }
 
-export const NO_RECORDER: Recorder = { done() {}, failed() {}, stage() {} };
+export const NO_RECORDER: Recorder = { done() {}, failed() {}, countError() {}, stage() {} };

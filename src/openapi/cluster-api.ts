@@ -51,7 +51,28 @@ export function clusterSchemas(int64: Int64): Record<string, Schema> {
         commands: { type: 'array', items: { type: 'string', enum: ['rejoin'] } }, members: { type: 'array', items: ref('MemberRecord') }, digest: { type: 'string' },
       },
     },
-    ClusterState: { type: 'object', required: ['nodes', 'ring_version'], properties: { nodes: { type: 'array', items: ref('NodeInfo') }, ring_version: int64('ring version') } },
+    ClusterState: {
+      type: 'object', required: ['nodes', 'ring_version'],
+      properties: { nodes: { type: 'array', items: ref('NodeInfo') }, ring_version: int64('ring version'), repair: ref('RepairView') },
+    },
+    RepairRequest: {
+      type: 'object', required: ['bytes_per_second', 'seconds'],
+      properties: {
+        bytes_per_second: { type: 'integer', minimum: 0, description: 'the repair bandwidth cap to use (0: none)' },
+        seconds: { type: 'integer', minimum: 1, description: 'how long, before the cap falls back to the setting repairBytesPerSecond' },
+      },
+    },
+    RepairView: {
+      type: 'object', description: 'blobstore addition: repair on the answering node (docs/erasure-coding.md)',
+      properties: {
+        queue_depth: { type: 'integer', description: 'erasure-coded blobs queued for repair' }, bytes_left: int64('bytes the queued repairs are estimated to rebuild'),
+        bytes_per_second: { type: 'integer', description: 'rebuilt per second in the last pass' }, eta_seconds: { type: 'integer', description: 'estimated time to an empty queue' },
+        rate_limit_bytes_per_second: { type: 'integer', description: 'the cap in force (0: none)' }, base_rate_bytes_per_second: { type: 'integer', description: 'the setting' },
+        boosted_until_ms: { type: 'integer', description: 'when a cap set by POST /v1/cluster/repair ends (Unix ms; 0: none)' },
+        columns_repaired: { type: 'integer' }, bytes_repaired: int64('since start'),
+        scrub: { type: 'object', properties: { active: { type: 'boolean' }, passes: { type: 'integer' }, bytes_checked: int64('in the current or last pass'), corrupt_found: { type: 'integer' } } },
+      },
+    },
     SyncRingRequest: { type: 'object', required: ['ring_version'], properties: { ring_version: int64('the caller\'s ring version') } },
     SyncRingResponse: {
       type: 'object', required: ['ring_version', 'node_ids', 'vnodes_per_node'],
@@ -78,6 +99,9 @@ export function clusterPaths(): Record<string, Record<string, Operation>> {
       }),
     },
     '/v1/cluster/sync-ring': { post: post('clusterSyncRing', 'The ring: version, node ids, vnodes per node', 'SyncRingRequest', 'SyncRingResponse', [400, 401, 403, 500]) },
+    '/v1/cluster/repair': {
+      post: post('clusterRepair', 'blobstore addition: set this node\'s repair bandwidth cap for a while (the repair priority knob)', 'RepairRequest', 'RepairView', [400, 401, 403, 501, 503]),
+    },
     '/v1/cluster/state': {
       get: { operationId: 'clusterState', tags: ['cluster'], summary: 'Members and ring version as this node sees them', description: NOTE, responses: { 200: { description: 'state', content: json(ref('ClusterState')) }, ...errorResponses([401, 403, 501, 503]) } },
       head: { operationId: 'clusterStateHead', tags: ['cluster'], summary: 'As GET, without a body', description: NOTE, responses: { 200: { description: 'state' } } },

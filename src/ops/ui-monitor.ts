@@ -22,10 +22,15 @@ export const UI_MONITOR: string = String.raw`  function renderNodes(snap, cluste
         capacity_bytes: st.totalBytes, used_bytes: st.usedBytes, blob_count: st.blobCount }];
     }
     var ring = cluster && cluster.ring_version !== undefined ? cluster.ring_version : c.ringVersion;
-    var repl = cluster && cluster.replication;
+    var repl = cluster && cluster.replication, rep = cluster && cluster.repair;
     text('cluster-summary', count(num(c.nodesTotal) || nodes.length, 'node') + ' \u00b7 ' + fmtInt(num(c.nodesActive)) +
       ' active \u00b7 ' + fmtInt(num(c.nodesOffline)) + ' offline \u00b7 ring version ' + fmtInt(num(ring)) +
       (repl ? ' \u00b7 replication queue ' + fmtInt(num(repl.queueDepth)) + (num(repl.queueDepth) ? ' (lag ' + num(repl.lagSeconds).toFixed(1) + ' s)' : '') : '') +
+      (rep ? ' \u00b7 repair queue ' + fmtInt(num(rep.queue_depth)) + (num(rep.queue_depth) ? ' (' + fmtBytes(num(rep.bytes_left)) + ' left at ' +
+        fmtBytes(num(rep.bytes_per_second)) + '/s, about ' + fmtInt(num(rep.eta_seconds)) + ' s)' : '') +
+        ' \u00b7 repair cap ' + (num(rep.rate_limit_bytes_per_second) ? fmtBytes(num(rep.rate_limit_bytes_per_second)) + '/s' : 'none') +
+        (num(rep.boosted_until_ms) ? ' (raised)' : '') +
+        (rep.scrub ? ' \u00b7 scrubbed ' + fmtBytes(num(rep.scrub.bytes_checked)) + (num(rep.scrub.corrupt_found) ? ', ' + fmtInt(num(rep.scrub.corrupt_found)) + ' corrupt' : '') : '') : '') +
       (!cluster && num(c.nodesTotal) > 1 ? ' \u00b7 cluster view unavailable, showing this node' : ''));
     var list = nodes.map(function (n) {
       var d = el('div', 'node'), row = el('div', 'row'), total = num(n.capacity_bytes), used = num(n.used_bytes);

@@ -12,10 +12,12 @@
  * recorded here.
  */
 import type { NodeConfig } from '../config/settings.js';
-import { BlobstoreError, notFound, payloadTooLarge, toBlobstoreError, unavailable, unimplemented } from '../errors/errors.js';
+import { BlobstoreError, notFound, payloadTooLarge, toBlobstoreError, unavailable } from '../errors/errors.js';
 import { BlobFileWriter } from '../engine/blob-file.js';
 import type { ListResult, PutResult } from '../engine/engine.js';
-import { checkPlacement, POLICIES, replicaCount } from '../engine/policy.js';
+import { checkPlacement, type Policy } from '../engine/policy.js';
+import { ecScheme } from '../ec/layout.js';
+import { ecBlobMeta } from './ec-meta.js';
 import { Location } from '../index/entry.js';
 import { NO_RECORDER, type Operation, type Recorder } from '../metrics/recorder.js';
 import { BlobWriter, type FlowControl, type StoreContent, type StoreOptions } from './blob-writer.js';
@@ -79,16 +81,20 @@ export class BlobService {
   checkPlacement(options: StoreOptions): void {
     if (options.placed) return;
     checkPlacement(options.policy, this.placement.nodesAvailable());
-    if (replicaCount(options.policy) === 0) {
-      // Enough nodes for an EC policy, but shards are not stored yet (see the README's feature table).
-      throw unimplemented(`${POLICIES[options.policy]}: erasure-coded storage across the cluster is not implemented yet; use a replica policy`);
-    }
     options.placed = true;
   }
 
   /** The one commit point of every store: placement, the local durable write, the copies. */
   private readonly commit = async (content: StoreContent, target: StoreOptions): Promise<PutResult> => {
     this.checkPlacement(target);
+    if (ecScheme(target.policy)) {
+      // Columns on the owners; an upload's file was only the source of the encoding.
+      try {
+        return await this.placement.storeEc(content, target.policy, target.labels);
+      } finally {
+        if ('file' in content) await content.file.abort();
+      }
+    }
     const origin = { replicate: this.placement.replicates() };
     let result: PutResult;
     if ('data' in content) {
@@ -111,8 +117,8 @@ export class BlobService {
    * A streamed store: write() the bytes as they come, then finish(options). `limit` bounds the
    * size (413 beyond); `flow` is paused while the disk is behind. The put is recorded at finish.
    */
-  openWriter(flow?: FlowControl, limit = this.config.maxBlobBytes, contentLength?: number): BlobWriter {
-    return new BlobWriter(flow, this.store, this.commit, this.config, contentLength, limit, true, this.recorder);
+  openWriter(flow?: FlowControl, limit = this.config.maxBlobBytes, contentLength?: number, policy?: Policy): BlobWriter {
+    return new BlobWriter(flow, this.store, this.commit, this.config, contentLength, limit, true, this.recorder, policy);
   }
 
   /** Collects a request body (a JSON store) in memory, bounded by `limit` (413 beyond). */
@@ -120,14 +126,22 @@ export class BlobService {
     return new BlobWriter(flow, this.store, this.commit, this.config, contentLength, limit, false);
   }
 
-  /** The metadata of a blob stored here, if it is. */
+  /** The metadata of a blob stored here (whole, or columns of it), if it is. */
   local(id: Buffer): Located | undefined {
-    return this.store.stat(id);
+    return this.held(id);
+  }
+
+  /** The blob (or columns of an EC blob) held here. */
+  private held(id: Buffer): Located | undefined {
+    const here = this.store.stat(id);
+    if (here) return here;
+    const column = this.store.shardsOf(id)[0];
+    return column && ecBlobMeta(column);
   }
 
   /** The blob here or, in a cluster, on a node that holds it; 404 when nobody has it. */
   async find(id: Buffer): Promise<Located> {
-    const here = this.store.stat(id);
+    const here = this.held(id);
     if (here) return here;
     const there = await this.placement.find(id);
     if (!there) throw notFound(`blob ${id.toString('hex')} not found`);
@@ -145,7 +159,7 @@ export class BlobService {
   /** Stat: the metadata here or on another node; undefined when nobody has it. */
   async stat(id: Buffer): Promise<Located | undefined> {
     const start = performance.now();
-    const meta = this.store.stat(id) ?? (await this.placement.find(id));
+    const meta = this.held(id) ?? (await this.placement.find(id));
     this.recorder.done('stat', start, 0);
     return meta;
   }
@@ -164,7 +178,7 @@ export class BlobService {
    * file, elsewhere; or a corrupt copy a replica can stand in for).
    */
   readSmallSync(meta: Located): Buffer | undefined {
-    if (meta.peer !== undefined || meta.location !== Location.SEGMENT) return undefined;
+    if (meta.peer !== undefined || meta.ec !== undefined || meta.location !== Location.SEGMENT) return undefined;
     try {
       return this.store.readInlineSync(meta);
     } catch (err) {
@@ -202,7 +216,7 @@ export class BlobService {
    * hands over to an owner for the rest (the client never sees wrong bytes) and is repaired.
    */
   private async deliver(meta: Located, sink: ChunkSink, range: ByteRange = { start: 0, end: meta.size }): Promise<void> {
-    if (meta.peer !== undefined) return this.placement.fetch(meta, sink, range);
+    if (meta.peer !== undefined || meta.ec !== undefined) return this.placement.fetch(meta, sink, range);
     let delivered = 0;
     let index = 0;
     try {

@@ -15,6 +15,7 @@ import type { PutResult } from '../engine/engine.js';
 import type { Policy } from '../engine/policy.js';
 import { toBlobstoreError } from '../errors/errors.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
+import { ecScheme } from '../ec/layout.js';
 import type { LocalStore } from './local-store.js';
 
 const WRITES_IN_FLIGHT = 8;
@@ -37,9 +38,11 @@ export interface StoreOptions {
 export interface ChunkWriter {
   readonly size: number;
   write(chunk: Buffer): Promise<void>;
-  /** After the last chunk: the content's BLAKE3 digest, with everything durable. */
+  /** After the last chunk: the content's BLAKE3 digest, with everything durable (unless transient). */
   finish(): Promise<Buffer>;
   abort(): Promise<void>;
+  /** Only the source of an erasure-coded store (encoded, then removed): nothing needs to be durable. */
+  transient(): void;
 }
 
 /** A received blob: in memory, or in a chunk sink with its digest. */
@@ -67,6 +70,8 @@ export class BlobWriter {
   private writes: Promise<void>[] = [];
   private paused = false;
   private failed: unknown;
+  /** The blob is erasure coded: a file it spills to is only the source of the encoding. */
+  private ecSource = false;
 
   private closed = false;
 
@@ -80,8 +85,11 @@ export class BlobWriter {
     /** Stream to a file once the body outgrows memory (raw bodies); JSON bodies stay in memory. */
     private readonly spill: boolean,
     private readonly recorder: Recorder = NO_RECORDER,
+    /** The policy when the transport knows it before the body (raw HTTP). */
+    policy?: Policy,
     private readonly startMs = performance.now(),
   ) {
+    if (policy !== undefined) this.expectPolicy(policy);
     if (contentLength !== undefined && (contentLength <= config.smallBlobMaxBytes || !spill)) {
       this.small = Buffer.allocUnsafe(contentLength);
     } else if (spill && contentLength !== undefined) {
@@ -92,9 +100,19 @@ export class BlobWriter {
   }
 
   private openWriter(): Promise<ChunkWriter> {
-    const writer = this.store.beginFile();
+    const writer = this.store.beginFile().then((w) => {
+      if (this.ecSource) w.transient();
+      return w;
+    });
     writer.catch((err: unknown) => (this.failed ??= err));
     return writer;
+  }
+
+  /** The policy is known (a stream's first chunk): an EC blob's file needs no flushes. */
+  expectPolicy(policy: Policy): void {
+    if (ecScheme(policy) === undefined || this.ecSource) return;
+    this.ecSource = true;
+    void this.writer?.then((w) => w.transient(), () => undefined);
   }
 
   /** Copies `bytes` (which may be reused after this call); throws a BlobstoreError on overflow. */
@@ -213,6 +231,7 @@ export class BlobWriter {
     await Promise.all(this.writes);
     const writer = await this.writer!;
     if (this.failed) throw this.failed;
+    if (ecScheme(target.policy)) writer.transient();
     const checksum = await writer.finish();
     return this.commit({ file: writer, checksum }, target);
   }
@@ -221,6 +240,7 @@ export class BlobWriter {
   static async storeBuffer(store: LocalStore, config: NodeConfig, commit: Committer, data: Buffer, target: StoreOptions): Promise<PutResult> {
     if (data.length <= config.smallBlobMaxBytes) return commit({ data }, target);
     const writer = await store.beginFile();
+    if (ecScheme(target.policy)) writer.transient();
     try {
       for (let at = 0; at < data.length; at += CHUNK_BYTES) await writer.write(data.subarray(at, at + CHUNK_BYTES));
       const checksum = await writer.finish();

@@ -8,7 +8,8 @@ import type { BlobFileWriter } from '../engine/blob-file.js';
 import type { BufferPool } from '../engine/buffer-pool.js';
 import type { BlobMeta, EngineStats, ListResult, PutResult, StoreOrigin } from '../engine/engine.js';
 import type { Policy } from '../engine/policy.js';
-import type { ReplicationQueue } from '../index/blob-index.js';
+import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
+import type { ShardMeta, ShardWrite } from '../engine/shards.js';
 
 import type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
 
@@ -44,6 +45,20 @@ export interface LocalStore {
 
   /** The replication queue (entries are written by stores with origin.replicate). */
   readonly replication: ReplicationQueue;
+
+  // Shard columns of erasure-coded blobs (src/engine/shards.ts).
+  /** Every column of blob `id` held here. */
+  shardsOf(id: Buffer): ShardMeta[];
+  /** A small column held in memory, checked against its checksum; created false when held already. */
+  putShardInline(w: ShardWrite, data: Buffer): Promise<{ created: boolean }>;
+  /** A column written with beginFile() (finish() checked its checksum). */
+  commitShardFile(writer: BlobFileWriter, w: ShardWrite): Promise<{ created: boolean }>;
+  /** Drops column `index` (every column of the blob when undefined); `handoff`: not a user's delete. */
+  deleteShards(id: Buffer, index: number | undefined, handoff: boolean): Promise<void>;
+  /** Every column held here from blob id `start`, until `visit` returns false. */
+  scanShards(start: Buffer | undefined, visit: (id: Buffer, index: number, policy: number, size: number) => boolean): void;
+  /** Blobs whose columns need repair. */
+  readonly ecRepairs: EcRepairQueue;
 
   stats(): Promise<EngineStats>;
   /** Why stores cannot be taken now, if they cannot. */

@@ -4,15 +4,25 @@
  * (src/cluster/cluster.ts) answers from the ring, queues copies for the owners and reads what this
  * node lacks from them.
  */
-import type { BlobMeta } from '../engine/engine.js';
+import type { BlobMeta, PutResult } from '../engine/engine.js';
+import type { Policy } from '../engine/policy.js';
+import { BlobstoreError } from '../errors/errors.js';
+import type { StoreContent } from './blob-writer.js';
 import type { ByteRange, ChunkSink } from './local-store.js';
 
-/** A blob found: here (no `peer`), or on the peer named. */
-export type Located = BlobMeta & { readonly peer?: string };
+/** How an erasure-coded blob is cut (its columns are read through Placement.fetch). */
+export interface EcPlacement {
+  readonly shardBytes: number;
+}
+
+/** A blob found: here (no `peer`), on the peer named, or as EC columns (`ec`) wherever they are. */
+export type Located = BlobMeta & { readonly peer?: string; readonly ec?: EcPlacement };
 
 export interface Placement {
-  /** Nodes copies can go to now (an EC policy needs data + parity of them). */
+  /** Nodes copies can go to now, this one included (an EC policy needs data + parity of them). */
   nodesAvailable(): number;
+  /** Stores an erasure-coded blob as columns on its owners (the coordinator's part of an EC store). */
+  storeEc(content: StoreContent, policy: Policy, labels: Buffer): Promise<PutResult>;
   /** A client's store here queues copies for the ring's owners (there are other members). */
   replicates(): boolean;
   /**
@@ -24,7 +34,7 @@ export interface Placement {
   stored(id: Buffer, data?: Buffer): Promise<void>;
   /** A blob this node lacks, from the nodes that may hold it; undefined when none does. */
   find(id: Buffer): Promise<Located | undefined>;
-  /** Streams (a range of) a blob found on a peer, verified. */
+  /** Streams (a range of) a blob found on a peer, or an EC blob from its columns, verified. */
   fetch(blob: Located, sink: ChunkSink, range?: ByteRange): Promise<void>;
   /** A local copy failed its checksum: it is replaced from an owner in the background. */
   repair(meta: BlobMeta): void;
@@ -33,6 +43,7 @@ export interface Placement {
 /** A node on its own: every copy is the local one, nothing is anywhere else. */
 export const SINGLE_NODE: Placement = {
   nodesAvailable: () => 1,
+  storeEc: () => Promise.reject(new BlobstoreError('failed_precondition', 'not enough nodes for EC: have 1')),
   replicates: () => false,
   stored: () => Promise.resolve(),
   find: () => Promise.resolve(undefined),

@@ -53,6 +53,7 @@ export class PutStream {
       this.policy = parsePolicy(msg.policy);
       this.labels = encodeLabels(msg.labels, this.service.config);
       this.service.checkPlacement({ policy: this.policy, labels: this.labels });
+      this.writer.expectPolicy(this.policy);
     } else {
       // Later chunks may repeat the first chunk's policy and labels, not change them.
       if (msg.policy !== undefined && msg.policy !== null && msg.policy !== '' && parsePolicy(msg.policy) !== this.policy) {

@@ -34,7 +34,7 @@ const RPCS: Record<string, Shape> = {
   'ClusterService/Heartbeat': 'unary',
   'InternalService/Replicate': 'unary',
   'InternalService/ReplicateStream': 'client-stream',
-  'InternalService/FetchShard': 'unary',
+  'InternalService/StoreShardBatch': 'unary',
   'Nothing/Here': 'unary',
 };
 

@@ -166,7 +166,7 @@ describe('status codes', () => {
     expect(tooMany.code).toBe(Status.INVALID_ARGUMENT);
   });
 
-  it('ClusterService answers as a one-node cluster; InternalService answers peers; shard rpcs are UNIMPLEMENTED', async () => {
+  it('ClusterService answers as a one-node cluster; InternalService answers peers, shard rpcs included', async () => {
     const cluster = client('ClusterService', n.target);
     const internal = client('InternalService', n.target);
     try {
@@ -178,11 +178,13 @@ describe('status codes', () => {
       expect((await failure(unary(cluster, 'Join', {}))).code).toBe(Status.INVALID_ARGUMENT);
       const put = await unary<{ id: { id: Buffer } }>(n.blobs, 'Put', { data: Buffer.from('held here'), policy: 1 });
       expect(await unary(internal, 'StatBlob', { id: put.id })).toMatchObject({ exists: true });
-      for (const method of ['FetchShard', 'StoreShard']) {
-        const err = await failure(unary(internal, method, {}));
-        expect(err.code, method).toBe(Status.UNIMPLEMENTED);
-        expect(err.details).toMatch(/erasure-coded shards/);
-      }
+      // Shard rpcs check what they are given: no id, no column here, a column that does not fit its layout.
+      expect((await failure(unary(internal, 'DeleteShard', {}))).code).toBe(Status.INVALID_ARGUMENT);
+      expect(await unary(internal, 'DeleteShard', { id: put.id, index: 0 })).toMatchObject({ deleted: 0 });
+      const batch = await unary<{ results: { stored: boolean; error: string }[] }>(internal, 'StoreShardBatch', {
+        shards: [{ header: { id: put.id, index: 9, shard_size: 1024, column_size: 1, meta: { size: 9, checksum: Buffer.alloc(32), policy: 4 } }, data: Buffer.alloc(1) }],
+      });
+      expect(batch.results).toEqual([expect.objectContaining({ stored: false, error: expect.stringMatching(/checksum|index|layout/) })]);
     } finally {
       cluster.close();
       internal.close();

@@ -18,12 +18,12 @@ export function putRaw(url: string, data: Uint8Array, headers: Record<string, st
 }
 
 /** Stores a raw body streamed from `parts` (chunked transfer encoding: no Content-Length). */
-export function postStream(url: string, parts: Iterable<Uint8Array>): Promise<Response> {
+export function postStream(url: string, parts: Iterable<Uint8Array>, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(`${url}/v1/blobs`, {
     method: 'POST',
     body: Readable.toWeb(Readable.from(parts)) as ReadableStream,
     duplex: 'half',
-    headers: { 'Content-Type': 'application/octet-stream' },
+    headers: { 'Content-Type': 'application/octet-stream', ...headers },
   } as RequestInit);
 }
 

@@ -25,8 +25,16 @@ export interface NodeProcess {
   rssBytes(): number;
 }
 
+/** Temp dirs made by this test process; removed when it exits (a shared machine's /tmp fills up otherwise). */
+const temps = new Set<string>();
+process.once('exit', () => {
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+});
+
 export function tempDir(prefix = 'blobstore-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  temps.add(dir);
+  return dir;
 }
 
 export interface StartOptions {

@@ -128,7 +128,7 @@ describe('errors_total types', () => {
 });
 
 describe('NodeMetrics', () => {
-  it('the cluster API drives the cluster series: members, ring, peers (a series per observed peer), heartbeats, replication, EC', async () => {
+  it('the cluster API drives the cluster series: members, ring, peers (a series per observed peer), heartbeats, replication, EC, repair', async () => {
     const m = metricsFor('n1');
     opened.push(m);
     m.cluster.setMembers(3, 2, 1);
@@ -139,10 +139,10 @@ describe('NodeMetrics', () => {
     m.cluster.heartbeatFailed();
     m.cluster.setGrpcConnections(2);
     m.cluster.setReplication(5, 1.5);
-    m.cluster.setShardCount(12);
     m.cluster.ecReconstructed();
     m.cluster.shardsMissingDetected(3);
     m.cluster.observe('replicate', performance.now() - 3);
+    m.cluster.repair = () => ({ queueDepth: 4, bytesLeft: 4096, bytesPerSecond: 1024, etaSeconds: 4, rateLimitBytesPerSecond: 2048, bytesRepaired: 77, scrubBytesChecked: 99 });
     const f = parseExposition(await m.exposition());
     const v = (name: string, labels: Record<string, string> = {}): number | undefined => sampleValue(f, `blobstore_${name}`, `blobstore_${name}`, labels);
     expect([v('nodes_total'), v('nodes_active'), v('nodes_offline'), v('ring_version')]).toEqual([3, 2, 1, 7]);
@@ -153,7 +153,8 @@ describe('NodeMetrics', () => {
     expect(v('heartbeat_failures_total')).toBe(1);
     expect(v('grpc_connections_active')).toBe(2);
     expect([v('replication_queue_depth'), v('replication_lag_seconds')]).toEqual([5, 1.5]);
-    expect(v('shard_count')).toBe(12);
+    expect([v('repair_queue_depth'), v('repair_bytes_left'), v('repair_bytes_per_second'), v('repair_eta_seconds')]).toEqual([4, 4096, 1024, 4]);
+    expect([v('repair_rate_limit_bytes_per_second'), v('repair_bytes_total'), v('scrub_bytes_total')]).toEqual([2048, 77, 99]);
     expect(v('ec_reconstruction_total')).toBe(1);
     expect(v('shards_missing_total')).toBe(3);
     expect(sampleValue(f, 'blobstore_replicate_latency_seconds', 'blobstore_replicate_latency_seconds_count')).toBe(1);

@@ -1,0 +1,190 @@
+/**
+ * Erasure coding's figures (issue: EC across the cluster), ratios within one run:
+ *
+ *   ec42_1GiB_put / _get   a 1 GiB EC42 blob PUT (curl -T, chunked) to and GET from a 6-node cluster
+ *                          on this host, against NONE on one node (1.5x the bytes on one shared disk);
+ *                          rounds interleave the two. Then degraded: the same GET with 2 nodes down.
+ *   ec42_64MiB_put / _get  MiB/s of 64 MiB objects one after another (OpenStack Swift's EC 4+2
+ *                          figures on a 2-core machine are ~120 / ~300 MiB/s).
+ *   scrub                  the scrubber's MiB/s with no cap, and 4 KiB GET/s while it runs at its
+ *                          default cap against GET/s with it off.
+ */
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { GiB, KiB, MiB, REPEATS, curlGetSeconds, emit, log, median, memoryDir, removeDir, round, runNonce, runWrk, settle, startNode, tempDir } from '../node/lib.js';
+import { startCluster } from './lib.js';
+
+const BENCH = 'cluster-ec';
+const execFileAsync = promisify(execFile);
+const BLOB_BYTES = Number(process.env.BENCH_EC_BYTES ?? GiB);
+
+/** A body file in memory with a fresh nonce in every MiB (no two runs store the same bytes). */
+function bodyFile(dir: string, name: string, bytes: number): string {
+  const path = join(dir, name);
+  const fd = openSync(path, 'w');
+  const chunk = Buffer.alloc(MiB);
+  const nonce = runNonce();
+  for (let at = 0, i = 0; at < bytes; at += MiB, i++) {
+    chunk.fill(i & 0xff);
+    chunk.write(`${nonce}:${name}:${i}`, 0);
+    writeSync(fd, chunk, 0, Math.min(MiB, bytes - at));
+  }
+  closeSync(fd);
+  return path;
+}
+
+/** PUT a file (chunked); the seconds until the answer, and the id. */
+async function putFile(url: string, path: string, policy: number): Promise<{ seconds: number; id: string }> {
+  const t0 = performance.now();
+  const { stdout } = await execFileAsync('curl', ['-sS', '--max-time', '600', '-X', 'POST', '-T', path, '-H', 'Transfer-Encoding: chunked',
+    '-H', 'Content-Type: application/octet-stream', '-H', `X-Blobstore-Policy: ${policy}`, `${url}/v1/blobs`]);
+  const seconds = (performance.now() - t0) / 1000;
+  const answer = JSON.parse(stdout) as { id?: string; message?: string };
+  if (!answer.id) throw new Error(`PUT ${path}: ${stdout}`);
+  return { seconds, id: answer.id };
+}
+
+async function largeBlobs(dir: string, bodies: string): Promise<void> {
+  const alone = await startNode(join(dir, 'alone'), ['--grpc-addr', '127.0.0.1:0']);
+  const c = await startCluster(6, join(dir, 'c6'), ['--metrics-addr', '']);
+  const mbps = (s: number): number => BLOB_BYTES / MiB / s;
+  try {
+    const put: { none: number; ec: number }[] = [];
+    const get: { none: number; ec: number }[] = [];
+    let ecId = '';
+    for (let i = 0; i < REPEATS; i++) {
+      const noneBody = bodyFile(bodies, `none-${i}`, BLOB_BYTES);
+      const none = await putFile(`http://127.0.0.1:${alone.port}`, noneBody, 1);
+      removeDir(noneBody);
+      await settle(BENCH);
+      const ecBody = bodyFile(bodies, `ec-${i}`, BLOB_BYTES);
+      const ec = await putFile(c.url(0), ecBody, 4);
+      removeDir(ecBody);
+      await settle(BENCH);
+      ecId = ec.id;
+      put.push({ none: none.seconds, ec: ec.seconds });
+      const noneGet = await curlGetSeconds(`http://127.0.0.1:${alone.port}/v1/blobs/${none.id}`, BLOB_BYTES);
+      const ecGet = await curlGetSeconds(`${c.url(0)}/v1/blobs/${ec.id}`, BLOB_BYTES);
+      get.push({ none: noneGet, ec: ecGet });
+      log(`${BENCH} round ${i + 1}: PUT NONE ${mbps(none.seconds).toFixed(0)} / EC42 ${mbps(ec.seconds).toFixed(0)} MiB/s; GET NONE ${mbps(noneGet).toFixed(0)} / EC42 ${mbps(ecGet).toFixed(0)} MiB/s`);
+    }
+    const putRatio = median(put.map((r) => r.none / r.ec));
+    const getRatio = median(get.map((r) => r.none / r.ec));
+    emit({ bench: BENCH, metric: 'none_1GiB_put_mib_s', value: round(median(put.map((r) => mbps(r.none))), 0), unit: 'MiB/s' });
+    emit({ bench: BENCH, metric: 'ec42_1GiB_put_mib_s', value: round(median(put.map((r) => mbps(r.ec))), 0), unit: 'MiB/s', nodes: 6 });
+    emit({ bench: BENCH, metric: 'ec42_vs_none_1GiB_put', value: round(putRatio), unit: 'ratio', target: '>= 0.60', pass: putRatio >= 0.6 });
+    emit({ bench: BENCH, metric: 'none_1GiB_get_mib_s', value: round(median(get.map((r) => mbps(r.none))), 0), unit: 'MiB/s' });
+    emit({ bench: BENCH, metric: 'ec42_1GiB_get_mib_s', value: round(median(get.map((r) => mbps(r.ec))), 0), unit: 'MiB/s', nodes: 6 });
+    emit({ bench: BENCH, metric: 'ec42_vs_none_1GiB_get', value: round(getRatio), unit: 'ratio', target: '>= 0.60', pass: getRatio >= 0.6 });
+
+    // 64 MiB objects, one after another (the scale of Swift's published EC figures).
+    const objects = 8;
+    let putSeconds = 0;
+    const ids: string[] = [];
+    for (let i = 0; i < objects; i++) {
+      const body = bodyFile(bodies, `obj-${i}`, 64 * MiB);
+      const r = await putFile(c.url(i % 6), body, 4);
+      removeDir(body);
+      putSeconds += r.seconds;
+      ids.push(r.id);
+    }
+    let getSeconds = 0;
+    for (const [i, id] of ids.entries()) getSeconds += await curlGetSeconds(`${c.url((i + 3) % 6)}/v1/blobs/${id}`, 64 * MiB);
+    emit({ bench: BENCH, metric: 'ec42_64MiB_put_mib_s', value: round((objects * 64) / putSeconds, 0), unit: 'MiB/s', reference: 'Swift EC 4+2 ~120 MiB/s', objects });
+    emit({ bench: BENCH, metric: 'ec42_64MiB_get_mib_s', value: round((objects * 64) / getSeconds, 0), unit: 'MiB/s', reference: 'Swift EC 4+2 ~300 MiB/s', objects });
+
+    // Degraded: two nodes down (not the one asked), the same GET, against the healthy one.
+    const healthy: number[] = [];
+    for (let i = 0; i < REPEATS; i++) healthy.push(await curlGetSeconds(`${c.url(0)}/v1/blobs/${ecId}`, BLOB_BYTES));
+    await c.nodes[2]!.stop();
+    await c.nodes[4]!.stop();
+    const degraded: number[] = [];
+    for (let i = 0; i < REPEATS; i++) degraded.push(await curlGetSeconds(`${c.url(0)}/v1/blobs/${ecId}`, BLOB_BYTES));
+    const degradedRatio = median(healthy) / median(degraded);
+    log(`${BENCH}: 1 GiB EC42 GET healthy ${mbps(median(healthy)).toFixed(0)} MiB/s, with 2 of 6 nodes down ${mbps(median(degraded)).toFixed(0)} MiB/s`);
+    emit({ bench: BENCH, metric: 'ec42_degraded_1GiB_get_mib_s', value: round(mbps(median(degraded)), 0), unit: 'MiB/s', nodes_down: 2 });
+    emit({ bench: BENCH, metric: 'ec42_degraded_vs_healthy_get', value: round(degradedRatio), unit: 'ratio', target: '>= 0.70', pass: degradedRatio >= 0.7 });
+  } finally {
+    await c.stop();
+    await alone.stop();
+  }
+}
+
+async function scrubState(port: number): Promise<{ active: boolean; passes: number; bytes_checked: number }> {
+  const s = (await (await fetch(`http://127.0.0.1:${port}/v1/cluster/state`)).json()) as { repair: { scrub: { active: boolean; passes: number; bytes_checked: number } } };
+  return s.repair.scrub;
+}
+
+async function scrub(dir: string, bodies: string): Promise<void> {
+  const data = join(dir, 'scrub');
+  // Data to scrub: 2 GiB in 64 MiB blobs, and 20,000 small blobs to read under load.
+  let node = await startNode(data, ['--grpc-addr', '127.0.0.1:0', '--scrub-bytes-per-second', '0']);
+  for (let i = 0; i < 2 * 16; i++) {
+    const body = bodyFile(bodies, `scrub-${i}`, 64 * MiB);
+    await putFile(`http://127.0.0.1:${node.port}`, body, 1);
+    removeDir(body);
+  }
+  const small = Buffer.alloc(4 * KiB);
+  const ids: string[] = [];
+  for (let i = 0; i < 20_000; i++) {
+    small.write(`${runNonce()}:${i}`, 0);
+    const res = await fetch(`http://127.0.0.1:${node.port}/v1/blobs`, { method: 'POST', body: small, headers: { 'content-type': 'application/octet-stream', 'x-blobstore-policy': '1' } });
+    ids.push(((await res.json()) as { id: string }).id);
+  }
+  const idsFile = join(dir, 'scrub-ids.txt');
+  writeFileSync(idsFile, ids.join('\n') + '\n');
+  await node.stop();
+  await settle(BENCH);
+  try {
+    // Full speed: no cap, a pass a second; the rate over one whole pass.
+    node = await startNode(data, ['--grpc-addr', '127.0.0.1:0', '--scrub-bytes-per-second', '1TiB', '--scrub-interval-ms', '1000']);
+    let s = await scrubState(node.port);
+    while (!s.active) s = await scrubState(node.port);
+    const t0 = performance.now();
+    const passes = s.passes;
+    let last = s;
+    while (s.passes === passes) {
+      last = s;
+      await new Promise((r) => setTimeout(r, 20));
+      s = await scrubState(node.port);
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const scrubMibS = last.bytes_checked / MiB / seconds;
+    log(`${BENCH}: a scrub pass over ${(last.bytes_checked / MiB).toFixed(0)} MiB took ${seconds.toFixed(1)} s (${scrubMibS.toFixed(0)} MiB/s)`);
+    emit({ bench: BENCH, metric: 'scrub_full_speed_mib_s', value: round(scrubMibS, 0), unit: 'MiB/s', bytes: last.bytes_checked });
+    await node.stop();
+    // Foreground 4 KiB GET/s with the scrubber at its default cap, against the scrubber off.
+    const on: number[] = [];
+    const off: number[] = [];
+    for (let i = 0; i < REPEATS; i++) {
+      node = await startNode(data, ['--grpc-addr', '127.0.0.1:0', '--scrub-bytes-per-second', '0']);
+      off.push((await runWrk({ url: `http://127.0.0.1:${node.port}`, script: 'get-ids.lua', args: [idsFile] })).rps);
+      await node.stop();
+      node = await startNode(data, ['--grpc-addr', '127.0.0.1:0', '--scrub-interval-ms', '500']);
+      while (!(await scrubState(node.port)).active) await new Promise((r) => setTimeout(r, 20));
+      on.push((await runWrk({ url: `http://127.0.0.1:${node.port}`, script: 'get-ids.lua', args: [idsFile] })).rps);
+      await node.stop();
+      log(`${BENCH} round ${i + 1}: 4 KiB GET/s scrubber off ${off[i]!.toFixed(0)}, at its default cap ${on[i]!.toFixed(0)}`);
+    }
+    const ratio = median(on.map((r, i) => r / off[i]!));
+    emit({ bench: BENCH, metric: 'get_4KiB_rps_scrub_off', value: round(median(off), 0), unit: 'req/s' });
+    emit({ bench: BENCH, metric: 'get_4KiB_rps_scrub_default_cap', value: round(median(on), 0), unit: 'req/s', cap: '8 MiB/s' });
+    emit({ bench: BENCH, metric: 'get_4KiB_scrub_on_vs_off', value: round(ratio), unit: 'ratio', target: '>= 0.90', pass: ratio >= 0.9 });
+  } finally {
+    await node.stop();
+  }
+}
+
+const dir = tempDir('ec');
+const bodies = memoryDir('ec');
+try {
+  const only = process.env.BENCH_EC_ONLY ?? 'large,scrub';
+  if (only.includes('large')) await largeBlobs(dir, bodies);
+  if (only.includes('scrub')) await scrub(dir, bodies);
+} finally {
+  removeDir(bodies);
+  removeDir(dir);
+}

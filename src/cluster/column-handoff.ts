@@ -1,0 +1,116 @@
+/**
+ * Handoff of shard columns: a column held here whose blob this node no longer owns (the ring
+ * changed, or this node is leaving) goes to an owner that holds no column of the blob, then the
+ * copy here goes (a leaving node keeps its files). A column whose index an owner already holds is
+ * surplus and goes at once. Columns missing altogether are EC repair's work, not this.
+ *
+ *   column (id, i) here, not owned ──▶ survey ──▶ an owner holds i: drop here
+ *                                              └▶ else: stream it to an owner with no column ─▶ drop here
+ */
+import { ecScheme } from '../ec/layout.js';
+import { columnWriteOf, type ShardMeta } from '../engine/shards.js';
+import type { Logger } from '../log/logger.js';
+import type { LocalStore } from '../service/local-store.js';
+import type { ClusterNode } from './cluster-node.js';
+import type { EcReader } from './ec-reader.js';
+import type { PeerClients } from './peers.js';
+import { ColumnSender } from './shard-transfer.js';
+import type { TokenBucket } from './token-bucket.js';
+
+const PAGE = 256;
+
+export interface ColumnCount {
+  columns: number;
+  bytes: number;
+}
+
+export class ColumnHandoff {
+  constructor(
+    private readonly store: LocalStore,
+    private readonly cluster: ClusterNode,
+    private readonly peers: PeerClients,
+    private readonly reader: EcReader,
+    private readonly log: Logger,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Columns held here whose blob this node does not own, from `after` on (at most `limit`; 0: only counted). */
+  notOwned(after: Buffer | undefined, limit: number): { page: ShardMeta[] } & ColumnCount {
+    const ring = this.cluster.ring;
+    const self = this.cluster.nodeId;
+    const page: ShardMeta[] = [];
+    let columns = 0;
+    let bytes = 0;
+    if (ring.size === 0) return { page, columns, bytes };
+    let last: Buffer | undefined;
+    this.store.scanShards(after, (id, _index, policy, size) => {
+      if (after && id.equals(after)) return true;
+      const scheme = ecScheme(policy);
+      if (!scheme || ring.owners(id, scheme.k + scheme.m).includes(self)) return true;
+      columns++;
+      bytes += size;
+      if (limit === 0 || last?.equals(id)) return true;
+      last = Buffer.from(id);
+      page.push(...this.store.shardsOf(last));
+      return page.length < limit;
+    });
+    return { page, columns, bytes };
+  }
+
+  /** Hands every column not owned to an owner; how many could not be placed yet (progress per column). */
+  async pass(leaving: boolean, bucket: TokenBucket, done: (bytes: number) => void, stopped: () => boolean): Promise<number> {
+    let stuck = 0;
+    for (let after: Buffer | undefined; !stopped();) {
+      const { page } = this.notOwned(after, PAGE);
+      if (page.length === 0) break;
+      after = page[page.length - 1]!.id;
+      for (const meta of page) {
+        if (stopped()) break;
+        try {
+          if (await this.handOne(meta, leaving, bucket)) done(meta.size);
+          else stuck++;
+        } catch (err) {
+          stuck++;
+          this.log.warn({ blob: meta.id.toString('hex'), column: meta.shard.index, err: (err as Error).message }, 'handoff: a column could not be handed over; next pass');
+        }
+      }
+    }
+    return stuck;
+  }
+
+  /** True once an owner holds the column's index (and the copy here is gone, unless leaving). */
+  private async handOne(meta: ShardMeta, leaving: boolean, bucket: TokenBucket): Promise<boolean> {
+    const scheme = ecScheme(meta.policy)!;
+    const shards = scheme.k + scheme.m;
+    const self = this.cluster.nodeId;
+    const owners = this.cluster.ring.owners(meta.id, shards);
+    const { byNode } = await this.reader.survey(meta.id, shards);
+    const holding = new Map([...byNode].map(([node, indices]) => [node === '' ? self : node, indices]));
+    const ownerHasIndex = owners.some((o) => o !== self && (holding.get(o) ?? []).includes(meta.shard.index));
+    if (!ownerHasIndex) {
+      const target = owners.find((o) => o !== self && !holding.has(o) && this.cluster.online(o));
+      if (!target) return false;
+      await bucket.take(meta.size);
+      await this.copy(meta, target);
+      this.log.info({ blob: meta.id.toString('hex'), column: meta.shard.index, to: target }, 'handoff: column handed to an owner');
+    }
+    if (!leaving) await this.store.deleteShards(meta.id, meta.shard.index, true);
+    this.reader.forget(meta.id);
+    return true;
+  }
+
+  private async copy(meta: ShardMeta, target: string): Promise<void> {
+    const member = this.cluster.member(target)!;
+    const sender = new ColumnSender(this.peers, { nodeId: target, grpcAddress: member.grpcAddress }, columnWriteOf(meta), {
+      repair: true, timeoutMs: this.timeoutMs + meta.size / 8192,
+    });
+    try {
+      // The reader reuses its chunk buffers: each is copied before it is queued.
+      await this.store.read(meta, (chunk) => sender.write(Buffer.from(chunk)));
+    } catch (err) {
+      sender.abort();
+      throw err;
+    }
+    await sender.finish(meta.checksum);
+  }
+}

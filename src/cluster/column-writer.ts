@@ -1,0 +1,130 @@
+/**
+ * Writes one shard column into the local store as its cells arrive, in order: a column small
+ * enough for a segment record gathers in memory; a larger one goes to a file in whole 1 MiB chunks
+ * (the file's chunk digests are per 1 MiB, so cells of other sizes are gathered into chunks). The
+ * column's checksum is checked before it is committed; nothing stays behind when it does not match
+ * or the column is abandoned.
+ */
+import type { NodeConfig } from '../config/settings.js';
+import { invalidArgument } from '../errors/errors.js';
+import type { BlobFileWriter } from '../engine/blob-file.js';
+import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import type { ShardWrite } from '../engine/shards.js';
+import type { LocalStore } from '../service/local-store.js';
+
+const noop = (): void => undefined;
+
+/** Chunk writes of one column under way at most; beyond, write() waits (backpressure). */
+const WRITES_IN_FLIGHT = 8;
+
+export type ColumnHeader = Omit<ShardWrite, 'columnChecksum'>;
+
+export class ColumnWriter {
+  private inline: Buffer | undefined;
+  private file: BlobFileWriter | undefined;
+  private opening: Promise<BlobFileWriter> | undefined;
+  /** The chunk being gathered (file columns). */
+  private chunk: Buffer | undefined;
+  private chunkLength = 0;
+  private writes: Promise<void>[] = [];
+  received = 0;
+
+  constructor(
+    private readonly store: LocalStore,
+    config: NodeConfig,
+    readonly header: ColumnHeader,
+    readonly columnBytes: number,
+  ) {
+    if (columnBytes <= config.smallBlobMaxBytes) this.inline = Buffer.allocUnsafe(columnBytes);
+    else store.checkSpace(columnBytes);
+  }
+
+  private what(): string {
+    return `shard ${this.header.index} of ${this.header.id.toString('hex')}`;
+  }
+
+  /**
+   * Takes the next bytes of the column; resolves when it can take more. `done` runs once the cell's
+   * bytes are no longer needed: a whole 1 MiB cell is written in place (no copy), so only after its
+   * write; any other is copied first.
+   */
+  async write(cell: Buffer, done: () => void = noop): Promise<void> {
+    if (this.received + cell.length > this.columnBytes) {
+      done();
+      throw invalidArgument(`${this.what()}: more bytes than the column's ${this.columnBytes}`);
+    }
+    if (this.inline) {
+      cell.copy(this.inline, this.received);
+      this.received += cell.length;
+      done();
+      return;
+    }
+    try {
+      this.file ??= await (this.opening ??= this.store.beginFile());
+    } catch (err) {
+      done();
+      throw err;
+    }
+    let handed = false;
+    for (let at = 0; at < cell.length;) {
+      if (this.chunkLength === 0 && cell.length - at >= CHUNK_BYTES) {
+        handed = true;
+        this.received += CHUNK_BYTES;
+        await this.push(cell.subarray(at, at + CHUNK_BYTES), done);
+        at += CHUNK_BYTES;
+        continue;
+      }
+      this.chunk ??= Buffer.allocUnsafe(CHUNK_BYTES);
+      const n = Math.min(cell.length - at, CHUNK_BYTES - this.chunkLength);
+      cell.copy(this.chunk, this.chunkLength, at, at + n);
+      this.chunkLength += n;
+      at += n;
+      this.received += n;
+      if (this.chunkLength === CHUNK_BYTES) await this.flushChunk();
+    }
+    if (!handed) done();
+  }
+
+  private async flushChunk(): Promise<void> {
+    const chunk = this.chunk!.subarray(0, this.chunkLength);
+    this.chunk = undefined;
+    this.chunkLength = 0;
+    await this.push(chunk);
+  }
+
+  private async push(chunk: Buffer, written: () => void = noop): Promise<void> {
+    const write = this.file!.write(chunk);
+    void write.then(written, written);
+    write.catch(() => undefined); // awaited in turn or in finish/abort
+    this.writes.push(write);
+    if (this.writes.length >= WRITES_IN_FLIGHT) await this.writes.shift();
+  }
+
+  /** All bytes came: checks them against `columnChecksum` and commits the column durably. */
+  async finish(columnChecksum: Buffer): Promise<{ created: boolean }> {
+    if (this.received !== this.columnBytes) {
+      await this.abort();
+      throw invalidArgument(`${this.what()}: ${this.received} bytes, the column has ${this.columnBytes}`);
+    }
+    const w: ShardWrite = { ...this.header, columnChecksum };
+    if (this.inline) return this.store.putShardInline(w, this.inline);
+    try {
+      this.file ??= await (this.opening ??= this.store.beginFile());
+      if (this.chunkLength > 0) await this.flushChunk();
+      await Promise.all(this.writes.splice(0));
+      const digest = await this.file.finish();
+      if (!digest.equals(columnChecksum)) throw invalidArgument(`${this.what()}: bytes do not match the column's checksum`);
+      return await this.store.commitShardFile(this.file, w);
+    } catch (err) {
+      await this.abort();
+      throw err;
+    }
+  }
+
+  async abort(): Promise<void> {
+    await Promise.allSettled(this.writes.splice(0));
+    const file = this.file ?? (await this.opening?.catch(() => undefined));
+    await file?.abort();
+    this.inline = undefined;
+  }
+}

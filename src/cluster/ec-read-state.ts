@@ -1,0 +1,172 @@
+/**
+ * One EC read's plan and state (ec-reader.ts runs it): the pieces of the range in blob order, the
+ * stream of each data column, and the rebuilding of pieces whose column is missing, slow or failing.
+ */
+import { BlobstoreError } from '../errors/errors.js';
+import { reconstruct } from '../ec/codec.js';
+import { CELL_BYTES, type StripeLayout } from '../ec/layout.js';
+import type { ByteRange } from '../service/local-store.js';
+import type { ColumnStream } from './column-stream.js';
+import type { EcBlob, EcReader, Holders } from './ec-reader.js';
+
+/** A part of a data shard the read hands on: within its cell (at most 1 MiB of the shard), bytes [from, to). */
+export interface Piece {
+  stripe: number;
+  index: number;
+  /** The cell: where it starts in the shard, and its length. */
+  cellStart: number;
+  cellLength: number;
+  /** The bytes of the cell this piece hands on. */
+  from: number;
+  to: number;
+}
+
+/** The pieces of `range`, in blob order: parts of data shards, cut at cell boundaries. */
+export function piecesOf(layout: StripeLayout, range: ByteRange): Piece[] {
+  const pieces: Piece[] = [];
+  const stripeBytes = layout.k * layout.shardBytes;
+  for (let stripe = Math.floor(range.start / stripeBytes); stripe < layout.stripes; stripe++) {
+    if (layout.blobOffset(stripe) >= range.end) break;
+    const shardLength = layout.shardLength(stripe);
+    for (let index = 0; index < layout.k; index++) {
+      const { start, end } = layout.dataRange(stripe, index);
+      const from = Math.max(start, range.start);
+      const to = Math.min(end, range.end);
+      if (to <= from) continue;
+      for (let cellStart = Math.floor((from - start) / CELL_BYTES) * CELL_BYTES; start + cellStart < to; cellStart += CELL_BYTES) {
+        const cellLength = Math.min(CELL_BYTES, shardLength - cellStart);
+        pieces.push({
+          stripe, index, cellStart, cellLength,
+          from: Math.max(0, from - start - cellStart),
+          to: Math.min(cellLength, to - start - cellStart),
+        });
+      }
+    }
+  }
+  return pieces;
+}
+
+/**
+ * One read's view of the holders. A column read healthily streams its whole needed range once
+ * (column-stream.ts); a column that fails during the read is not asked again, and its pieces are
+ * rebuilt from k other columns, a cell at a time.
+ */
+export class ReadState {
+  private readonly bad = new Set<number>();
+  /** Cells rebuilt for missing data columns, by `${stripe}:${cellStart}:${index}` (the stripe's other pieces use them). */
+  private readonly rebuilt = new Map<string, Buffer>();
+  private readonly streams = new Map<number, ColumnStream>();
+  /** Per data column, the contiguous column range the read needs. */
+  private readonly ranges = new Map<number, { start: number; end: number }>();
+
+  constructor(
+    private readonly reader: EcReader,
+    private readonly blob: EcBlob,
+    private readonly layout: StripeLayout,
+    private readonly holders: Holders,
+    pieces: readonly Piece[],
+  ) {
+    for (const p of pieces) {
+      const at = layout.columnOffset(p.stripe) + p.cellStart;
+      const r = this.ranges.get(p.index);
+      if (!r) this.ranges.set(p.index, { start: at + p.from, end: at + p.to });
+      else r.end = at + p.to;
+    }
+  }
+
+  /** A piece's bytes: taken from its column's stream, else rebuilt. */
+  async piece(p: Piece): Promise<Buffer> {
+    const key = `${p.stripe}:${p.cellStart}:${p.index}`;
+    const done = this.rebuilt.get(key);
+    if (done) {
+      this.rebuilt.delete(key);
+      return done.subarray(p.from, p.to);
+    }
+    if (!this.bad.has(p.index)) {
+      const stream = this.stream(p.index);
+      if (stream) {
+        try {
+          const fetchStart = performance.now();
+          const bytes = await stream.take(p.to - p.from);
+          this.reader.fetched(fetchStart);
+          return bytes;
+        } catch (err) {
+          this.failed(p.index, err);
+        }
+      }
+    }
+    const cell = await this.rebuild(p, this.layout.columnOffset(p.stripe) + p.cellStart);
+    return cell.subarray(p.from, p.to);
+  }
+
+  /** The column's stream over its needed range, opened on first use; undefined when nobody holds it. */
+  private stream(index: number): ColumnStream | undefined {
+    const open = this.streams.get(index);
+    if (open) return open;
+    const node = this.holders.get(index);
+    const range = this.ranges.get(index);
+    if (node === undefined || !range) return undefined;
+    const stream = this.reader.openColumn(this.blob, node, index, range.start, range.end);
+    if (stream) this.streams.set(index, stream);
+    return stream;
+  }
+
+  close(): void {
+    for (const s of this.streams.values()) s.close();
+    this.streams.clear();
+  }
+
+  private failed(index: number, err: unknown): void {
+    if (this.bad.has(index)) return;
+    this.bad.add(index);
+    this.streams.get(index)?.close();
+    this.streams.delete(index);
+    this.reader.forget(this.blob.meta.id);
+    this.reader.noteMissing(this.blob, [index], `failed a read (${(err as Error).message})`);
+  }
+
+  /** Reconstructs the piece's cell (and the same cell of any other missing data column) from k columns. */
+  private async rebuild(p: Piece, offset: number): Promise<Buffer> {
+    const { k, m } = this.layout;
+    const shards: Buffer[] = [];
+    const present: boolean[] = [];
+    for (let i = 0; i < k + m; i++) {
+      shards.push(Buffer.alloc(p.cellLength));
+      present.push(false);
+    }
+    // Data columns first (a reconstruction from data alone is cheapest), then parity.
+    const order = [...Array(k + m).keys()].filter((i) => i !== p.index);
+    let have = 0;
+    let next = 0;
+    const fetchOne = async (): Promise<void> => {
+      while (have < k && next < order.length) {
+        const i = order[next++]!;
+        const node = this.holders.get(i);
+        if (node === undefined || this.bad.has(i)) continue;
+        try {
+          shards[i] = await this.reader.fetchRange(this.blob, node, i, offset, p.cellLength);
+          present[i] = true;
+          have++;
+          return;
+        } catch (err) {
+          this.failed(i, err);
+        }
+      }
+    };
+    // k fetches at once; each one that fails tries the next column in line.
+    await Promise.all(Array.from({ length: k }, () => fetchOne()));
+    if (have < k) {
+      throw new BlobstoreError('unavailable', `EC blob ${this.blob.meta.id.toString('hex')}: only ${have} of the ${k} shards needed are readable (${k + m - have} unavailable, at most ${m} may be)`, {
+        headers: { 'Retry-After': '1' },
+      });
+    }
+    const decodeStart = performance.now();
+    reconstruct(k, m, shards, present, { dataOnly: true });
+    this.reader.reconstructed(decodeStart);
+    for (let i = 0; i < k; i++) {
+      if (present[i] || i === p.index) continue;
+      this.rebuilt.set(`${p.stripe}:${p.cellStart}:${i}`, shards[i]!);
+    }
+    return shards[p.index]!;
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * Reads of erasure-coded blobs from any node (docs/erasure-coding.md). The holders of the columns
+ * are found once (StatBlob on the blob's owners, answered with the columns each holds); then the
+ * blob streams out in order, a piece of a data shard at a time, up to ecReadAheadCells pieces
+ * fetched ahead:
+ *
+ *   piece (stripe s, data shard i, cell c) ──▶ holder of column i (local read, or FetchShard)
+ *     missing, slow (ecFetchTimeoutMs) or failing ──▶ the same cell of k other columns
+ *                                                      ──▶ Reed-Solomon reconstruct ──▶ the piece
+ *
+ * Holders verify what they send against their stored digests; a whole-blob read is also hashed on
+ * the way and checked against the blob's checksum at the end (a mismatch throws, so the caller
+ * cuts its answer: never wrong bytes). A column found missing or failing is queued for repair.
+ * With more than m columns of a stripe unavailable the read fails with 503.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import type { NodeConfig } from '../config/settings.js';
+import { BlobstoreError } from '../errors/errors.js';
+import { ecScheme, StripeLayout } from '../ec/layout.js';
+import { idOfDigest } from '../engine/blob-id.js';
+import type { BlobMeta } from '../engine/engine.js';
+import { createHasher } from '../hash/blake3.js';
+import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
+import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
+import type { ClusterNode } from './cluster-node.js';
+import { PeerCallError, type PeerClients } from './peers.js';
+import { metaFromWire } from './remote-reader.js';
+import { type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
+import { piecesOf, ReadState } from './ec-read-state.js';
+import type { BlobMetaMessage } from '../grpc/messages.js';
+import { ecBlobMeta } from '../service/ec-meta.js';
+import type { ShardMeta } from '../engine/shards.js';
+
+/** An EC blob to read: its metadata and shard size. */
+export interface EcBlob {
+  readonly meta: BlobMeta;
+  readonly shardBytes: number;
+}
+
+/** Column index -> the node that holds it ('' = this node). */
+export type Holders = Map<number, string>;
+
+/** Located holders are kept this long (columns move only on repair and ring changes). */
+const HOLDERS_CACHE_MS = 30_000;
+const HOLDERS_CACHE_ENTRIES = 4096;
+const SELF = '';
+
+
+export class EcReader {
+  private readonly cache = new Map<string, { holders: Holders; atMs: number }>();
+
+  constructor(
+    private readonly store: LocalStore,
+    private readonly cluster: ClusterNode,
+    private readonly peers: PeerClients,
+    private readonly metrics: ClusterMetrics,
+    private readonly config: NodeConfig,
+    /** Columns were found missing or failing, about `bytes` to rebuild (the repair worker takes the blob). */
+    private readonly onMissing: (id: Buffer, policy: number, why: string, bytes: number) => void,
+    /** A column held here failed its check (it is dropped and rebuilt). */
+    private readonly onCorruptColumn: (meta: ShardMeta) => void,
+  ) {}
+
+  layoutOf(blob: EcBlob): StripeLayout {
+    const scheme = ecScheme(blob.meta.policy);
+    if (!scheme) throw new BlobstoreError('internal', `blob ${blob.meta.id.toString('hex')} has no EC policy`);
+    return new StripeLayout(scheme.k, scheme.m, blob.shardBytes, blob.meta.size);
+  }
+
+  /** Nodes that may hold columns: the owners, then the next as many in ring order (columns not yet moved after a ring change). */
+  private candidates(id: Buffer, shards: number): string[] {
+    return this.cluster.ring.owners(id, 2 * shards).filter((n) => n !== this.cluster.nodeId);
+  }
+
+  /** Which node holds which column; asks every candidate at once. */
+  async locate(id: Buffer, layout: StripeLayout, fresh = false): Promise<Holders> {
+    const key = id.toString('hex');
+    const cached = this.cache.get(key);
+    if (!fresh && cached && Date.now() - cached.atMs < HOLDERS_CACHE_MS) return cached.holders;
+    const { holders } = await this.survey(id, layout.shards);
+    // Only a complete answer is kept: a missing column is looked for again on the next read.
+    if (holders.size === layout.shards) {
+      if (this.cache.size >= HOLDERS_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(key, { holders, atMs: Date.now() });
+    }
+    return holders;
+  }
+
+  /**
+   * Asks this node and every candidate (the owners of `shards` columns and as many after them on
+   * the ring) which columns of the blob they hold: the holders, the blob as a column describes
+   * it, and how many candidates could not be asked.
+   */
+  async survey(id: Buffer, shards: number): Promise<{ holders: Holders; byNode: Map<string, number[]>; blob: EcBlob | undefined; unreachable: number }> {
+    const holders: Holders = new Map();
+    /** Every column each node holds ('' = this node), duplicates included. */
+    const byNode = new Map<string, number[]>();
+    let blob: EcBlob | undefined;
+    const local = this.store.shardsOf(id);
+    for (const c of local) holders.set(c.shard.index, SELF);
+    if (local.length > 0) byNode.set(SELF, local.map((c) => c.shard.index));
+    if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes };
+    let unreachable = 0;
+    const answers = await Promise.all(this.candidates(id, shards).map(async (node) => {
+      const member = this.cluster.member(node);
+      if (!member || member.grpcAddress === '' || !this.cluster.online(node)) {
+        unreachable++;
+        return { node, indices: [] as number[] };
+      }
+      try {
+        const stub = this.peers.get(node, member.grpcAddress).internal;
+        const res = await this.peers.unary<{ meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number }>(stub, node, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
+        const indices = res.shard_indices ?? [];
+        if (!blob && indices.length > 0 && res.meta) blob = { meta: metaFromWire(id, res.meta, this.config), shardBytes: Number(res.shard_size ?? 0) };
+        return { node, indices };
+      } catch {
+        unreachable++;
+        return { node, indices: [] as number[] };
+      }
+    }));
+    for (const { node, indices } of answers) {
+      if (indices.length > 0) byNode.set(node, indices);
+      for (const i of indices) if (i < shards && !holders.has(i)) holders.set(i, node);
+    }
+    return { holders, byNode, blob, unreachable };
+  }
+
+  forget(id: Buffer): void {
+    this.cache.delete(id.toString('hex'));
+  }
+
+  /** The ring changed: columns may have moved, every cached answer goes. */
+  forgetAll(): void {
+    this.cache.clear();
+  }
+
+  /** Streams `range` (default: all) of the blob to `sink` in chunks of at most 1 MiB. */
+  async read(blob: EcBlob, sink: ChunkSink, range: ByteRange = { start: 0, end: blob.meta.size }): Promise<void> {
+    const layout = this.layoutOf(blob);
+    const id = blob.meta.id;
+    if (range.end <= range.start) return sink(Buffer.alloc(0), 0);
+    const holders = await this.locate(id, layout);
+    const missing = [...Array(layout.shards).keys()].filter((i) => !holders.has(i));
+    if (missing.length > 0) this.noteMissing(blob, missing, 'not found on any node');
+    const pieces = piecesOf(layout, range);
+    const read = new ReadState(this, blob, layout, holders, pieces);
+    const whole = range.start === 0 && range.end === blob.meta.size;
+    const hasher = whole ? createHasher() : undefined;
+    const ahead = this.config.ecReadAheadCells;
+    const inflight: Promise<Buffer>[] = [];
+    const start = (j: number): void => {
+      const p = read.piece(pieces[j]!);
+      p.catch(() => undefined); // awaited in turn
+      inflight[j % ahead] = p;
+    };
+    for (let j = 0; j < Math.min(pieces.length, ahead); j++) start(j);
+    let index = 0;
+    try {
+      for (let j = 0; j < pieces.length; j++) {
+        const bytes = await inflight[j % ahead]!;
+        hasher?.update(bytes);
+        await sink(bytes, index++);
+        if (j + ahead < pieces.length) start(j + ahead);
+      }
+    } finally {
+      await Promise.allSettled(inflight);
+      read.close();
+    }
+    if (hasher && !idOfDigest(hasher.digest()).equals(id)) {
+      this.forget(id);
+      throw new BlobstoreError('corruption', `EC blob ${id.toString('hex')}: the bytes read do not match its checksum`);
+    }
+  }
+
+  noteMissing(blob: EcBlob, indices: number[], why: string): void {
+    this.metrics.shardsMissingDetected(indices.length);
+    this.onMissing(blob.meta.id, blob.meta.policy, `columns ${indices.join(', ')} ${why}`, indices.length * this.layoutOf(blob).columnBytes);
+  }
+
+  /** Bytes [offset, offset + length) of column `index` from `node`. */
+  async fetchRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer> {
+    const fetchStart = performance.now();
+    const out = node === SELF ? await this.localRange(blob.meta.id, index, offset, length) : await this.remoteRange(blob.meta.id, node, index, offset, length);
+    this.metrics.observe('shard_fetch', fetchStart);
+    return out;
+  }
+
+  private async localRange(id: Buffer, index: number, offset: number, length: number): Promise<Buffer> {
+    const meta = this.store.shardsOf(id).find((c) => c.shard.index === index);
+    if (!meta) throw new BlobstoreError('not_found', `column ${index} of ${id.toString('hex')} is not here any more`);
+    const out = Buffer.allocUnsafe(length);
+    let at = 0;
+    try {
+      await this.store.read(meta, (chunk) => {
+        chunk.copy(out, at);
+        at += chunk.length;
+      }, { start: offset, end: offset + length });
+    } catch (err) {
+      if (err instanceof BlobstoreError && err.kind === 'corruption') this.onCorruptColumn(meta);
+      throw err;
+    }
+    if (at !== length) throw new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')}: ${at} bytes, expected ${length}`);
+    return out;
+  }
+
+  private remoteRange(id: Buffer, node: string, index: number, offset: number, length: number): Promise<Buffer> {
+    const member = this.cluster.member(node);
+    if (!member || member.grpcAddress === '') return Promise.reject(new BlobstoreError('unavailable', `node ${node} is not a member any more`));
+    const stub = this.peers.get(node, member.grpcAddress).internal;
+    return new Promise<Buffer>((resolve, reject) => {
+      const out = Buffer.allocUnsafe(length);
+      let at = 0;
+      const call = stub.FetchShard!({ id: { id }, index, offset, length }, this.peers.metadata(), { deadline: Date.now() + this.config.ecFetchTimeoutMs }) as unknown as grpc.ClientReadableStream<{ data?: Buffer }>;
+      call.on('data', (msg) => {
+        const data = msg.data;
+        if (!data || data.length === 0) return;
+        if (at + data.length > length) {
+          call.cancel();
+          reject(new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')} from ${node}: more bytes than asked`));
+          return;
+        }
+        data.copy(out, at);
+        at += data.length;
+      });
+      call.on('error', (err: grpc.ServiceError) => reject(new PeerCallError(node, 'FetchShard', err.code, err.details)));
+      call.on('end', () => {
+        if (at === length) resolve(out);
+        else reject(new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')} from ${node}: ${at} bytes, expected ${length}`));
+      });
+    });
+  }
+
+  /** A stream of column `index`'s bytes [start, end) from `node` (this node: its engine). */
+  openColumn(blob: EcBlob, node: string, index: number, start: number, end: number): ColumnStream | undefined {
+    if (node === SELF) {
+      const meta = this.store.shardsOf(blob.meta.id).find((c) => c.shard.index === index);
+      return meta && localColumn(this.store, meta, start, end, this.config.ecFetchTimeoutMs, () => this.onCorruptColumn(meta));
+    }
+    const member = this.cluster.member(node);
+    if (!member || member.grpcAddress === '') return undefined;
+    const stub = this.peers.get(node, member.grpcAddress).internal;
+    return remoteColumn(stub, this.peers.metadata(), node, blob.meta.id, index, start, end, this.config.ecFetchTimeoutMs);
+  }
+
+  /** A piece of a shard arrived (shard_fetch_latency_seconds). */
+  fetched(startMs: number): void {
+    this.metrics.observe('shard_fetch', startMs);
+  }
+
+  reconstructed(startMs: number): void {
+    this.metrics.ecReconstructed();
+    this.metrics.observe('ec_decode', startMs);
+  }
+}
+

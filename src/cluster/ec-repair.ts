@@ -1,0 +1,272 @@
+/**
+ * Repair of erasure-coded blobs (docs/erasure-coding.md): a persistent queue of blobs whose
+ * columns need work (a store that lost up to m shard stores, a read or the scrubber that found a
+ * column missing or corrupt), and a worker that rebuilds what is missing onto the owners:
+ *
+ *   queued id ─▶ survey: who holds which column (StatBlob on the owners and the next ones)
+ *     ─▶ missing columns ─▶ paired with owners that hold none (a node's second column when the
+ *        ring has fewer than k + m nodes)
+ *     ─▶ every cell row: the same cell of k present columns ─▶ reconstruct ─▶ StoreShard (repair)
+ *     ─▶ all stored (or declined: a user deleted the blob there) ─▶ the entry goes
+ *
+ * A target that is offline, or a survey that cannot reach enough nodes, leaves the entry for a
+ * later pass, retried with back-off. Bytes read for repair are capped at repairBytesPerSecond.
+ * Progress (blobs and bytes queued, rate, time left) is kept for metrics, cluster/state and the UI.
+ */
+import { BlobstoreError } from '../errors/errors.js';
+import { reconstruct } from '../ec/codec.js';
+import { CELL_BYTES, ecScheme, StripeLayout } from '../ec/layout.js';
+import { createHasher } from '../hash/blake3.js';
+import type { Logger } from '../log/logger.js';
+import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
+import type { LocalStore } from '../service/local-store.js';
+import type { ClusterNode } from './cluster-node.js';
+import { type ColumnHeader, ColumnWriter } from './column-writer.js';
+import type { EcBlob, EcReader, Holders } from './ec-reader.js';
+import type { PeerClients } from './peers.js';
+import { ColumnSender } from './shard-transfer.js';
+import type { TokenBucket } from './token-bucket.js';
+import type { NodeConfig } from '../config/settings.js';
+
+export interface EcRepairOptions {
+  retryMaxMs: number;
+  /** The cap on bytes read for repair (shared with anti-entropy and handoff). */
+  bucket: TokenBucket;
+  timeoutMs: number;
+}
+
+export interface EcRepairProgress {
+  /** Blobs in the queue, and the bytes their repairs are estimated to rebuild. */
+  blobsQueued: number;
+  bytesLeft: number;
+  /** Columns rebuilt and their bytes, since start. */
+  columnsRepaired: number;
+  bytesRepaired: number;
+  /** Bytes read for repair per second over the last pass. */
+  bytesPerSecond: number;
+}
+
+const RETRY_FIRST_MS = 500;
+const PAGE = 256;
+
+export class EcRepairer {
+  readonly progress: EcRepairProgress = { blobsQueued: 0, bytesLeft: 0, columnsRepaired: 0, bytesRepaired: 0, bytesPerSecond: 0 };
+  private readonly backoff = new Map<string, { untilMs: number; failures: number }>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly store: LocalStore,
+    private readonly cluster: ClusterNode,
+    private readonly peers: PeerClients,
+    private readonly reader: EcReader,
+    private readonly metrics: ClusterMetrics,
+    private readonly config: NodeConfig,
+    private readonly log: Logger,
+    private readonly options: EcRepairOptions,
+  ) {
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), Math.min(5_000, this.options.retryMaxMs));
+    this.timer.unref();
+    this.kick();
+  }
+
+  /** A column of the blob was found missing or failing: queued (durably) and repaired soon; `bytes`: an estimate of what to rebuild. */
+  queue(id: Buffer, policy: number, reason: string, bytes = 0): void {
+    if (this.stopped || this.store.ecRepairs.get(id)) return;
+    void this.store.ecRepairs.put(Buffer.from(id), { policy, queuedAtMs: Date.now(), reason, bytes }).then(
+      () => {
+        this.progress.blobsQueued++;
+        this.progress.bytesLeft += bytes;
+        this.kick();
+      },
+      (err: Error) => this.log.error({ blob: id.toString('hex'), err }, `EC repair: could not queue: ${err.message}`),
+    );
+  }
+
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass().catch((err: Error) => this.log.error({ err }, `EC repair: ${err.message}`)).finally(() => {
+      this.running = undefined;
+      if (this.again && !this.stopped) {
+        this.again = false;
+        setImmediate(() => this.kick());
+      }
+    });
+  }
+
+  private async pass(): Promise<void> {
+    let after: Buffer | undefined;
+    const passStart = performance.now();
+    const bytesBefore = this.progress.bytesRepaired;
+    this.recount();
+    for (;;) {
+      const page = this.store.ecRepairs.page(PAGE, after);
+      if (page.length === 0) break;
+      for (const { id, entry } of page) {
+        if (this.stopped) return;
+        const key = id.toString('hex');
+        if ((this.backoff.get(key)?.untilMs ?? 0) > Date.now()) continue;
+        let done = false;
+        try {
+          done = await this.repairOne(id, entry.policy);
+        } catch (err) {
+          this.log.warn({ blob: key, err: (err as Error).message }, 'EC repair failed; retrying with back-off');
+        }
+        if (done) {
+          await this.store.ecRepairs.remove(id);
+          this.backoff.delete(key);
+          this.progress.blobsQueued = Math.max(0, this.progress.blobsQueued - 1);
+          this.progress.bytesLeft = Math.max(0, this.progress.bytesLeft - (entry.bytes ?? 0));
+        } else {
+          const failures = (this.backoff.get(key)?.failures ?? 0) + 1;
+          const delay = Math.min(this.options.retryMaxMs, RETRY_FIRST_MS * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
+          this.backoff.set(key, { untilMs: Date.now() + delay, failures });
+        }
+      }
+      after = page[page.length - 1]!.id;
+      if (page.length < PAGE) break;
+    }
+    const seconds = (performance.now() - passStart) / 1000;
+    if (seconds > 0.05) this.progress.bytesPerSecond = (this.progress.bytesRepaired - bytesBefore) / seconds;
+  }
+
+  /** The queue's size and estimated bytes, counted afresh (once a pass). */
+  private recount(): void {
+    let blobs = 0;
+    let bytes = 0;
+    for (let after: Buffer | undefined; ;) {
+      const page = this.store.ecRepairs.page(PAGE, after);
+      for (const { entry } of page) {
+        blobs++;
+        bytes += entry.bytes ?? 0;
+      }
+      if (page.length < PAGE) break;
+      after = page[page.length - 1]!.id;
+    }
+    this.progress.blobsQueued = blobs;
+    this.progress.bytesLeft = bytes;
+  }
+
+  /** Rebuilds the blob's missing columns onto owners; true when nothing is left to do for it. */
+  async repairOne(id: Buffer, policy: number): Promise<boolean> {
+    const scheme = ecScheme(policy);
+    if (!scheme) return true;
+    const shards = scheme.k + scheme.m;
+    const { holders, blob, unreachable } = await this.reader.survey(id, shards);
+    if (!blob) {
+      // No column anywhere it could be: gone for good when every candidate answered (deleted
+      // everywhere, or a store that never completed), else ask again later.
+      return unreachable === 0;
+    }
+    const layout = this.reader.layoutOf(blob);
+    const missing = [...Array(shards).keys()].filter((i) => !holders.has(i));
+    if (missing.length === 0) return true;
+    if (holders.size < scheme.k) {
+      this.log.error({ blob: id.toString('hex'), held: holders.size, k: scheme.k }, 'EC repair: fewer than k columns are left; the blob cannot be rebuilt now');
+      return false;
+    }
+    const targets = this.targetsFor(id, shards, holders, missing);
+    if (targets.size === 0) return false;
+    const settled = await this.rebuild(blob, layout, holders, targets);
+    return settled === missing.length;
+  }
+
+  /** Missing column -> owner to hold it: owners without a column first (in ring order), online ones only. */
+  private targetsFor(id: Buffer, shards: number, holders: Holders, missing: number[]): Map<number, string> {
+    const self = this.cluster.nodeId;
+    const owners = this.cluster.ring.owners(id, shards);
+    const holding = new Set([...holders.values()].map((n) => (n === '' ? self : n)));
+    const free = owners.filter((n) => !holding.has(n));
+    // With fewer nodes than columns some node holds two: owners again, in ring order.
+    const order = [...free, ...owners];
+    const targets = new Map<number, string>();
+    missing.forEach((index, j) => {
+      const node = order[j % Math.max(1, order.length)];
+      if (node !== undefined && (node === self || this.cluster.online(node))) targets.set(index, node);
+    });
+    return targets;
+  }
+
+  /** Rebuilds `targets`' columns cell row by cell row and stores them; how many settled (stored or declined). */
+  private async rebuild(blob: EcBlob, layout: StripeLayout, holders: Holders, targets: Map<number, string>): Promise<number> {
+    const { k, m } = layout;
+    const id = blob.meta.id;
+    const header = (index: number): ColumnHeader => ({
+      id, index, policy: blob.meta.policy, shardBytes: layout.shardBytes, blobBytes: layout.blobBytes,
+      blobChecksum: blob.meta.checksum, blobLabels: blob.meta.labels, createdAtNs: blob.meta.createdAtNs,
+    });
+    const self = this.cluster.nodeId;
+    const sinks = new Map<number, ColumnWriter | ColumnSender>();
+    for (const [index, node] of targets) {
+      if (node === self) sinks.set(index, new ColumnWriter(this.store, this.config, header(index), layout.columnBytes));
+      else {
+        const member = this.cluster.member(node)!;
+        sinks.set(index, new ColumnSender(this.peers, { nodeId: node, grpcAddress: member.grpcAddress }, header(index), { repair: true, timeoutMs: this.options.timeoutMs + layout.columnBytes / 8192 }));
+      }
+    }
+    const hashers = new Map([...targets.keys()].map((i) => [i, createHasher()]));
+    // Sources: present columns, data first.
+    const sources = [...holders.keys()].sort((a, b) => a - b).slice(0, k);
+    try {
+      for (let stripe = 0; stripe < layout.stripes; stripe++) {
+        const shardLength = layout.shardLength(stripe);
+        for (let offset = 0; offset < shardLength; offset += CELL_BYTES) {
+          if (this.stopped) throw new BlobstoreError('unavailable', 'EC repair stopped');
+          const length = Math.min(CELL_BYTES, shardLength - offset);
+          const columnOffset = layout.columnOffset(stripe) + offset;
+          await this.options.bucket.take(k * length);
+          const cells: Buffer[] = [];
+          const present: boolean[] = [];
+          for (let i = 0; i < k + m; i++) {
+            cells.push(Buffer.alloc(length));
+            present.push(false);
+          }
+          await Promise.all(sources.map(async (i) => {
+            cells[i] = await this.reader.fetchRange(blob, holders.get(i)!, i, columnOffset, length);
+            present[i] = true;
+          }));
+          const decodeStart = performance.now();
+          reconstruct(k, m, cells, present);
+          this.metrics.observe('ec_decode', decodeStart);
+          for (const [index, sink] of sinks) {
+            hashers.get(index)!.update(cells[index]!);
+            await sink.write(cells[index]!);
+          }
+          this.progress.bytesRepaired += length * targets.size;
+        }
+      }
+    } catch (err) {
+      for (const sink of sinks.values()) void sink.abort();
+      throw err;
+    }
+    let settled = 0;
+    await Promise.all([...sinks].map(async ([index, sink]) => {
+      try {
+        await sink.finish(hashers.get(index)!.digest());
+        settled++;
+        this.progress.columnsRepaired++;
+        this.metrics.ecReconstructed();
+        this.log.info({ blob: id.toString('hex'), column: index, node: targets.get(index) }, 'EC repair: column rebuilt');
+      } catch (err) {
+        this.log.warn({ blob: id.toString('hex'), column: index, node: targets.get(index), err: (err as Error).message }, 'EC repair: storing a rebuilt column failed');
+      }
+    }));
+    this.reader.forget(id);
+    return settled;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+}

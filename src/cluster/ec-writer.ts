@@ -1,0 +1,226 @@
+/**
+ * The coordinator of an erasure-coded store (docs/erasure-coding.md). Any node takes the store;
+ * the blob's id places its k + m columns on the first k + m distinct nodes of the ring:
+ *
+ *   bytes (memory, or the upload's transient file) ─▶ rows of cells (striper.ts, parity in line)
+ *     ─▶ column i ─▶ owner i: this node (ColumnWriter) | a peer (StoreShard stream, or a batch of
+ *                                                          small columns: StoreShardBatch)
+ *   all answered: ≤ m failed ─▶ failed columns queued for repair (durable) ─▶ 2xx
+ *                 > m failed ─▶ the stored columns are taken back ─▶ 503, nothing visible
+ *
+ * A column is acknowledged only once durable on its node, so a 2xx means at least k columns on k
+ * distinct nodes: the blob survives the loss of any m of them from then on.
+ */
+import type { NodeConfig } from '../config/settings.js';
+import { BlobstoreError } from '../errors/errors.js';
+import { CELL_BYTES, ecScheme, shardBytesFor, StripeLayout } from '../ec/layout.js';
+import { type BlobSource, encodeRows, fileSource, memorySource, RowPool } from '../ec/striper.js';
+import { idOfDigest } from '../engine/blob-id.js';
+import type { PutResult } from '../engine/engine.js';
+import type { Policy } from '../engine/policy.js';
+import { blake3, createHasher } from '../hash/blake3.js';
+import type { Logger } from '../log/logger.js';
+import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
+import type { LocalStore } from '../service/local-store.js';
+import type { ChunkWriter } from '../service/blob-writer.js';
+import type { ClusterNode } from './cluster-node.js';
+import { type ColumnHeader, ColumnWriter } from './column-writer.js';
+import type { PeerClients } from './peers.js';
+import { ColumnSender, type ShardBatcher } from './shard-transfer.js';
+
+/** A received blob: in memory, or in the upload's (transient) file. */
+export type EcContent = { readonly data: Buffer } | { readonly file: ChunkWriter & { readonly tmpPath: string }; readonly checksum: Buffer };
+
+/** Where one column goes and how it went. */
+interface ColumnTarget {
+  index: number;
+  node: string;
+  /** The peer's gRPC address ('' for this node). */
+  grpcAddress: string;
+  failure?: Error;
+  created?: boolean;
+}
+
+/** Rows of cells one streamed EC store keeps in flight: (k + m) MiB each. */
+const ROWS_IN_FLIGHT = 4;
+
+/** Bytes a column stream may take per second at least before it counts as failed (with ecStoreTimeoutMs). */
+const SLOWEST_STORE_BYTES_PER_S = 8 * 1024 * 1024;
+
+export class EcWriter {
+  constructor(
+    private readonly store: LocalStore,
+    private readonly cluster: ClusterNode,
+    private readonly peers: PeerClients,
+    private readonly batcher: ShardBatcher,
+    private readonly metrics: ClusterMetrics,
+    private readonly config: NodeConfig,
+    private readonly log: Logger,
+    /** A store left columns to repair (about `bytes` to rebuild): the repair worker takes them soon. */
+    private readonly queuedForRepair: (id: Buffer, bytes: number) => void,
+  ) {}
+
+  /** Stores the blob as k + m columns on its owners; see the module comment for the outcome. */
+  async put(content: EcContent, policy: Policy, labels: Buffer): Promise<PutResult> {
+    const scheme = ecScheme(policy)!;
+    const checksum = 'data' in content ? blake3(content.data) : content.checksum;
+    const id = Buffer.from(idOfDigest(checksum));
+    const size = 'data' in content ? content.data.length : content.file.size;
+    // Bytes stored here already in full keep their first policy (a store of existing bytes is a no-op).
+    if (this.store.stat(id)) return { id, size, created: false };
+    const layout = new StripeLayout(scheme.k, scheme.m, shardBytesFor(size, this.config), size);
+    const header = (index: number): ColumnHeader => ({
+      id, index, policy, shardBytes: layout.shardBytes, blobBytes: size, blobChecksum: checksum, blobLabels: labels, createdAtNs: BigInt(Date.now()) * 1_000_000n,
+    });
+    const targets = this.targets(id, layout);
+    const source = 'data' in content ? memorySource(content.data) : await fileSource(content.file.tmpPath, size);
+    try {
+      if ('data' in content) await this.storeWhole(source, layout, targets, header);
+      else await this.storeStreamed(source, layout, targets, header);
+    } finally {
+      await source.close();
+    }
+    return this.outcome(id, size, policy, targets, layout.columnBytes);
+  }
+
+  /** Column i goes to the i-th owner; an owner known to be offline fails at once. */
+  private targets(id: Buffer, layout: StripeLayout): ColumnTarget[] {
+    const owners = this.cluster.ring.owners(id, layout.shards);
+    if (owners.length < layout.shards) {
+      throw new BlobstoreError('failed_precondition', `not enough nodes for EC: have ${owners.length}, need ${layout.shards}`);
+    }
+    return owners.map((node, index) => {
+      const self = node === this.cluster.nodeId;
+      const member = self ? undefined : this.cluster.member(node);
+      const target: ColumnTarget = { index, node, grpcAddress: member?.grpcAddress ?? '' };
+      if (!self && (!member || member.grpcAddress === '' || !this.cluster.online(node))) target.failure = new Error(`node ${node} is offline`);
+      return target;
+    });
+  }
+
+  /** A blob held in memory: whole columns built at once, small ones batched per peer. */
+  private async storeWhole(source: BlobSource, layout: StripeLayout, targets: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
+    const encodeStart = performance.now();
+    const columns = targets.map(() => Buffer.allocUnsafe(layout.columnBytes));
+    for await (const row of encodeRows(source, layout)) row.cells.forEach((cell, i) => cell.copy(columns[i]!, row.columnOffset));
+    if (layout.stripes > 0) this.metrics.observe('ec_encode', encodeStart);
+    await Promise.all(targets.map(async (t) => {
+      if (t.failure) return;
+      const storeStart = performance.now();
+      const data = columns[t.index]!;
+      try {
+        const columnChecksum = blake3(data);
+        const h = header(t.index);
+        if (t.grpcAddress === '') {
+          const writer = new ColumnWriter(this.store, this.config, h, layout.columnBytes);
+          await writer.write(data);
+          t.created = (await writer.finish(columnChecksum)).created;
+        } else {
+          t.created = (await this.batcher.store({ nodeId: t.node, grpcAddress: t.grpcAddress }, h, data, columnChecksum)).created;
+        }
+        this.metrics.observe('shard_store', storeStart);
+      } catch (err) {
+        t.failure = err as Error;
+      }
+    }));
+  }
+
+  /**
+   * A blob in a file: rows are encoded and sent column by column as each sink drains. Row buffers
+   * are reused (ROWS_IN_FLIGHT of them): a row goes back once every sink is done with its cell, and
+   * the next row is read and encoded while the sinks drain the last one.
+   */
+  private async storeStreamed(source: BlobSource, layout: StripeLayout, targets: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
+    const storeStart = performance.now();
+    const timeoutMs = this.config.ecStoreTimeoutMs + (layout.columnBytes / SLOWEST_STORE_BYTES_PER_S) * 1000;
+    const sinks = targets.map((t) => {
+      if (t.failure) return undefined;
+      return t.grpcAddress === ''
+        ? new ColumnWriter(this.store, this.config, header(t.index), layout.columnBytes)
+        : new ColumnSender(this.peers, { nodeId: t.node, grpcAddress: t.grpcAddress }, header(t.index), { repair: false, timeoutMs });
+    });
+    const pool = new RowPool(layout.shards, CELL_BYTES, ROWS_IN_FLIGHT);
+    // Rows each sink still holds: handed back at once if the sink fails.
+    const held = targets.map(() => new Set<Buffer[]>());
+    const hashers = targets.map(() => createHasher());
+    const failed = (t: ColumnTarget, err: unknown): void => {
+      t.failure ??= err as Error;
+      const sink = sinks[t.index];
+      sinks[t.index] = undefined;
+      if (sink instanceof ColumnSender) sink.abort();
+      else void sink?.abort();
+      for (const row of held[t.index]!) pool.release(row);
+      held[t.index]!.clear();
+    };
+    let encodeMs = 0;
+    let drains: Promise<void>[] = [];
+    const rows = encodeRows(source, layout, pool.take);
+    for (;;) {
+      const t0 = performance.now();
+      const next = await rows.next();
+      encodeMs += performance.now() - t0;
+      if (next.done) break;
+      const row = next.value;
+      await Promise.all(drains);
+      const live = targets.filter((t) => sinks[t.index]);
+      pool.handOut(row.buffers, live.length);
+      drains = live.map((t) => {
+        const cell = row.cells[t.index]!;
+        hashers[t.index]!.update(cell);
+        held[t.index]!.add(row.buffers);
+        const done = (): void => {
+          if (held[t.index]!.delete(row.buffers)) pool.release(row.buffers);
+        };
+        return sinks[t.index]!.write(cell, done).catch((err: unknown) => failed(t, err));
+      });
+      if (targets.filter((t) => t.failure).length > layout.m) break;
+    }
+    await Promise.all(drains);
+    if (layout.stripes > 0) this.metrics.observeSeconds('ec_encode', encodeMs / 1000);
+    await Promise.all(targets.map(async (t) => {
+      const sink = sinks[t.index];
+      if (!sink || t.failure) return;
+      try {
+        t.created = (await sink.finish(hashers[t.index]!.digest())).created;
+        this.metrics.observe('shard_store', storeStart);
+      } catch (err) {
+        failed(t, err);
+      }
+    }));
+  }
+
+  private async outcome(id: Buffer, size: number, policy: Policy, targets: ColumnTarget[], columnBytes: number): Promise<PutResult> {
+    const failures = targets.filter((t) => t.failure);
+    const m = ecScheme(policy)!.m;
+    if (failures.length > m) {
+      // Too few columns to trust: take back the ones stored, so nothing of the blob stays visible.
+      await this.takeBack(id, targets.filter((t) => !t.failure));
+      throw new BlobstoreError('unavailable', `${failures.length} of ${targets.length} shard stores failed (at most ${m} may): ${failures[0]!.failure!.message}; retrying is safe`, {
+        headers: { 'Retry-After': '1' },
+      });
+    }
+    if (failures.length > 0) {
+      // Durable before the answer: the missing columns will be rebuilt whatever happens next.
+      await this.store.ecRepairs.put(id, {
+        policy, queuedAtMs: Date.now(), reason: `store: ${failures.map((t) => `column ${t.index} on ${t.node}`).join(', ')} failed`, bytes: failures.length * columnBytes,
+      });
+      this.metrics.shardsMissingDetected(failures.length);
+      this.log.warn({ blob: id.toString('hex'), failed: failures.map((t) => ({ column: t.index, node: t.node, err: t.failure!.message })) },
+        'EC store: some shard stores failed; the blob is stored and their columns are queued for repair');
+      this.queuedForRepair(id, failures.length * columnBytes);
+    }
+    return { id, size, created: targets.some((t) => t.created === true) };
+  }
+
+  private async takeBack(id: Buffer, stored: ColumnTarget[]): Promise<void> {
+    await Promise.allSettled(stored.map(async (t) => {
+      if (t.grpcAddress === '') return this.store.deleteShards(id, t.index, true);
+      const stub = this.peers.get(t.node, t.grpcAddress).internal;
+      await this.peers.unary(stub, t.node, 'DeleteShard', { id: { id }, index: t.index });
+    })).then((results) => {
+      const left = results.filter((r) => r.status === 'rejected').length;
+      if (left > 0) this.log.warn({ blob: id.toString('hex'), left }, 'EC store failed: some stored columns could not be taken back (the scrubber finds them)');
+    });
+  }
+}
+

@@ -1,0 +1,242 @@
+/**
+ * Shard columns between nodes, both ends (docs/erasure-coding.md):
+ *
+ *   sender:   cells of a column ──▶ StoreShard stream [header, ≤ 1 MiB…, final + column checksum]
+ *             small whole columns ──▶ ShardBatcher ──▶ StoreShardBatch (every column for a peer
+ *                                     from one event-loop turn in one call)
+ *   receiver: header checked against the layout ──▶ ColumnWriter ──▶ checksum ──▶ committed (durable)
+ *
+ * The header carries the whole blob's metadata; the receiver checks that the column's size fits
+ * the blob's layout and that the bytes match the column's checksum before it commits.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import type { NodeConfig } from '../config/settings.js';
+import { invalidArgument } from '../errors/errors.js';
+import { ecScheme, StripeLayout } from '../ec/layout.js';
+import { decodeLabels } from '../engine/labels.js';
+import type { BlobMetaMessage } from '../grpc/messages.js';
+import type { LocalStore } from '../service/local-store.js';
+import { type ColumnHeader, ColumnWriter } from './column-writer.js';
+import { PeerCallError, type PeerClients } from './peers.js';
+import { incomingMeta, type PeerAddress } from './transfer.js';
+
+export interface ShardHeaderMessage {
+  id: { id: Buffer };
+  index: number;
+  shard_size: number;
+  meta: BlobMetaMessage;
+  column_size: number;
+}
+
+/** The layout of the blob a column header describes. */
+export function layoutOf(h: Pick<ColumnHeader, 'policy' | 'shardBytes' | 'blobBytes'>): StripeLayout {
+  const scheme = ecScheme(h.policy);
+  if (!scheme) throw invalidArgument(`policy ${h.policy} is not erasure coded`);
+  return new StripeLayout(scheme.k, scheme.m, h.shardBytes, h.blobBytes);
+}
+
+export function headerMessage(h: ColumnHeader): ShardHeaderMessage {
+  const created = h.createdAtNs.toString();
+  return {
+    id: { id: h.id },
+    index: h.index,
+    shard_size: h.shardBytes,
+    meta: { size: h.blobBytes, created_at: created, modified_at: created, checksum: h.blobChecksum, labels: decodeLabels(h.blobLabels), policy: h.policy },
+    column_size: layoutOf(h).columnBytes,
+  };
+}
+
+/** A header as it arrived: checked against the blob's layout. */
+export function columnHeaderOf(msg: Partial<ShardHeaderMessage> | undefined, config: NodeConfig): { header: ColumnHeader; columnBytes: number } {
+  if (!msg) throw invalidArgument('shard column without a header');
+  const m = incomingMeta(msg.id, msg.meta, config);
+  const shardBytes = Number(msg.shard_size ?? 0);
+  if (!Number.isSafeInteger(shardBytes) || shardBytes < 1) throw invalidArgument('shard column: invalid shard size');
+  const header: ColumnHeader = {
+    id: m.id, index: Number(msg.index ?? 0), policy: m.policy, shardBytes, blobBytes: m.size, blobChecksum: m.checksum, blobLabels: m.labels, createdAtNs: m.createdAtNs,
+  };
+  const layout = layoutOf(header);
+  if (!(header.index >= 0 && header.index < layout.shards)) throw invalidArgument(`shard column: index ${header.index} out of 0..${layout.shards - 1}`);
+  if (Number(msg.column_size ?? -1) !== layout.columnBytes) throw invalidArgument(`shard column: ${msg.column_size} bytes, the layout says ${layout.columnBytes}`);
+  return { header, columnBytes: layout.columnBytes };
+}
+
+/** Stores a whole column that arrived in one message (StoreShardBatch). */
+export async function storeColumn(store: LocalStore, config: NodeConfig, msg: { header?: Partial<ShardHeaderMessage>; data?: Buffer; column_checksum?: Buffer }, repair: boolean): Promise<{ stored: boolean; created: boolean }> {
+  const { header, columnBytes } = columnHeaderOf(msg.header, config);
+  if (repair && store.deletedAt(header.id) !== undefined) return { stored: false, created: false };
+  const writer = new ColumnWriter(store, config, header, columnBytes);
+  try {
+    await writer.write(msg.data ?? Buffer.alloc(0));
+  } catch (err) {
+    await writer.abort();
+    throw err;
+  }
+  return { stored: true, ...(await writer.finish(msg.column_checksum ?? Buffer.alloc(0))) };
+}
+
+/** The receiving end of a StoreShard stream. */
+export class ShardReceiver {
+  private writer: ColumnWriter | undefined;
+  private skipped = false;
+  created = false;
+  /** A repair of a blob a user deleted here: not taken. */
+  declined = false;
+
+  constructor(
+    private readonly store: LocalStore,
+    private readonly config: NodeConfig,
+    /** Repair traffic: a column of a blob a user deleted here is not taken. */
+    private readonly repair: boolean,
+  ) {}
+
+  async chunk(msg: { header?: Partial<ShardHeaderMessage>; data?: Buffer; final?: boolean; column_checksum?: Buffer }): Promise<void> {
+    if (!this.writer && !this.skipped) {
+      const { header, columnBytes } = columnHeaderOf(msg.header, this.config);
+      if (this.repair && this.store.deletedAt(header.id) !== undefined) this.skipped = this.declined = true;
+      else this.writer = new ColumnWriter(this.store, this.config, header, columnBytes);
+    }
+    if (this.skipped) return;
+    const data = msg.data;
+    if (data && data.length > 0) await this.writer!.write(data);
+    if (msg.final) {
+      const writer = this.writer!;
+      this.writer = undefined;
+      this.skipped = true; // nothing more is taken on this stream
+      this.created = (await writer.finish(msg.column_checksum ?? Buffer.alloc(0))).created;
+    }
+  }
+
+  /** The stream ended: a column without its final message is dropped. */
+  async end(): Promise<void> {
+    if (!this.writer) return;
+    await this.abort();
+    throw invalidArgument('shard stream ended before its final message');
+  }
+
+  async abort(): Promise<void> {
+    const writer = this.writer;
+    this.writer = undefined;
+    await writer?.abort();
+  }
+}
+
+/** One column streamed to a peer over StoreShard; cells are written in order. */
+export class ColumnSender {
+  private readonly call: grpc.ClientWritableStream<unknown>;
+  private readonly answer: Promise<{ created: boolean; declined: boolean }>;
+  private first = true;
+
+  constructor(
+    peers: PeerClients,
+    private readonly peer: PeerAddress,
+    private readonly header: ColumnHeader,
+    options: { repair: boolean; timeoutMs: number },
+  ) {
+    const stub = peers.get(peer.nodeId, peer.grpcAddress).internal;
+    const md = peers.metadata();
+    if (options.repair) md.set('x-blobstore-repair', '1');
+    let resolve!: (r: { created: boolean; declined: boolean }) => void;
+    let reject!: (err: Error) => void;
+    this.answer = new Promise((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.answer.catch(() => undefined); // awaited by finish(), or dropped after an abort
+    this.call = stub.StoreShard!(md, { deadline: Date.now() + options.timeoutMs }, (err: grpc.ServiceError | null, res: { created?: boolean; declined?: boolean }) => {
+      if (err) reject(new PeerCallError(peer.nodeId, 'StoreShard', err.code, err.details));
+      else resolve({ created: res?.created === true, declined: res?.declined === true });
+    }) as unknown as grpc.ClientWritableStream<unknown>;
+    // A failed call ends the stream: writes waiting for 'drain' must not wait forever.
+    this.call.on('error', () => this.call.emit('drain'));
+  }
+
+  /**
+   * Sends the next cell; resolves while the stream has room, else once it drained. `done` runs
+   * once grpc-js has encoded the message (the cell's buffer may then be reused).
+   */
+  write(cell: Buffer, done: () => void = () => undefined): Promise<void> {
+    const msg = this.first ? { header: headerMessage(this.header), data: cell } : { data: cell };
+    this.first = false;
+    return this.call.write(msg, () => done()) ? Promise.resolve() : new Promise((r) => this.call.once('drain', () => r()));
+  }
+
+  /** The last message, with the column's checksum; resolves once the peer holds the column durably (or declined a repair). */
+  finish(columnChecksum: Buffer): Promise<{ created: boolean; declined: boolean }> {
+    const last = this.first ? { header: headerMessage(this.header), final: true, column_checksum: columnChecksum } : { final: true, column_checksum: columnChecksum };
+    this.call.write(last);
+    this.call.end();
+    return this.answer;
+  }
+
+  abort(): void {
+    this.call.cancel();
+  }
+
+  get target(): string {
+    return this.peer.nodeId;
+  }
+}
+
+interface PendingColumn {
+  msg: { header: ShardHeaderMessage; data: Buffer; column_checksum: Buffer };
+  resolve: (r: { created: boolean }) => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * Small whole columns to peers, batched: every column for a peer that comes during one
+ * event-loop turn goes in one StoreShardBatch call (up to `batchBytes`), so concurrent EC stores of
+ * small blobs share calls the way their local writes share a group commit.
+ */
+export class ShardBatcher {
+  private readonly pending = new Map<string, { peer: PeerAddress; columns: PendingColumn[]; bytes: number }>();
+  private scheduled = false;
+
+  constructor(
+    private readonly peers: PeerClients,
+    private readonly options: { batchBytes: number; timeoutMs: number },
+  ) {}
+
+  /** Resolves once the peer holds the column durably. */
+  store(peer: PeerAddress, header: ColumnHeader, data: Buffer, columnChecksum: Buffer): Promise<{ created: boolean }> {
+    return new Promise((resolve, reject) => {
+      let batch = this.pending.get(peer.nodeId);
+      if (!batch) {
+        batch = { peer, columns: [], bytes: 0 };
+        this.pending.set(peer.nodeId, batch);
+      }
+      batch.columns.push({ msg: { header: headerMessage(header), data, column_checksum: columnChecksum }, resolve, reject });
+      batch.bytes += data.length;
+      if (batch.bytes >= this.options.batchBytes) {
+        this.pending.delete(peer.nodeId);
+        void this.send(batch.peer, batch.columns);
+      } else if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const batches = [...this.pending.values()];
+    this.pending.clear();
+    for (const b of batches) void this.send(b.peer, b.columns);
+  };
+
+  private async send(peer: PeerAddress, columns: PendingColumn[]): Promise<void> {
+    try {
+      const stub = this.peers.get(peer.nodeId, peer.grpcAddress).internal;
+      const res = await this.peers.unary<{ results?: { stored?: boolean; created?: boolean; error?: string }[] }>(
+        stub, peer.nodeId, 'StoreShardBatch', { shards: columns.map((c) => c.msg) }, this.options.timeoutMs);
+      columns.forEach((c, i) => {
+        const r = res.results?.[i];
+        if (r?.stored) c.resolve({ created: r.created === true });
+        else c.reject(new PeerCallError(peer.nodeId, 'StoreShardBatch', 13, r?.error ?? 'column not stored'));
+      });
+    } catch (err) {
+      for (const c of columns) c.reject(err as Error);
+    }
+  }
+}

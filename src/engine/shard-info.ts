@@ -1,0 +1,68 @@
+/**
+ * A shard column's record carries what any node needs to serve the blob and to check the column
+ * alone: the shard info, written at the start of the record's labels area (inside the header CRC),
+ * followed by the blob's labels (little endian):
+ *
+ *   0 u8 version (1)   1 u8 column index   2 u16 reserved   4 u32 shardBytes
+ *   8 u64 blob size    16 32 blob checksum (BLAKE3-256 of the whole blob; the id is its first 16 bytes)
+ *  48 blob labels (UTF-8 JSON)
+ *
+ * The record's own size and checksum are the column's. Index records of columns are keyed by the
+ * blob id followed by the column index (17 bytes), in a keyspace apart from whole blobs.
+ */
+import { join } from 'node:path';
+import { invalidArgument } from '../errors/errors.js';
+
+export const SHARD_INFO_BYTES = 48;
+export const SHARD_KEY_BYTES = 17;
+const VERSION = 1;
+
+export interface ShardInfo {
+  /** The column: 0..k-1 data, k..k+m-1 parity. */
+  readonly index: number;
+  readonly shardBytes: number;
+  readonly blobBytes: number;
+  readonly blobChecksum: Buffer;
+}
+
+/** The labels area of a column's record: shard info, then the blob's labels. */
+export function encodeShardLabels(info: ShardInfo, blobLabels: Buffer): Buffer {
+  const out = Buffer.alloc(SHARD_INFO_BYTES + blobLabels.length);
+  out[0] = VERSION;
+  out[1] = info.index;
+  out.writeUInt32LE(info.shardBytes, 4);
+  out.writeBigUInt64LE(BigInt(info.blobBytes), 8);
+  info.blobChecksum.copy(out, 16, 0, 32);
+  blobLabels.copy(out, SHARD_INFO_BYTES);
+  return out;
+}
+
+/** The shard info of a column record's labels area (throws on a malformed one). */
+export function decodeShardInfo(labels: Uint8Array): ShardInfo {
+  const b = Buffer.from(labels.buffer, labels.byteOffset, labels.byteLength);
+  if (b.length < SHARD_INFO_BYTES || b[0] !== VERSION) throw invalidArgument('malformed shard record');
+  return { index: b[1]!, shardBytes: b.readUInt32LE(4), blobBytes: Number(b.readBigUInt64LE(8)), blobChecksum: Buffer.from(b.subarray(16, 48)) };
+}
+
+/** The blob's own labels after the shard info (a view). */
+export function blobLabelsOf(labels: Buffer): Buffer {
+  return labels.subarray(SHARD_INFO_BYTES);
+}
+
+/** The column index written in a labels area, without decoding the rest (apply's hot path). */
+export function shardIndexOf(labels: Uint8Array): number {
+  return labels[1]!;
+}
+
+/** Index key of a column: the blob id, then the column index. */
+export function shardKey(id: Uint8Array, index: number): Buffer {
+  const key = Buffer.allocUnsafe(SHARD_KEY_BYTES);
+  key.set(id.subarray(0, 16), 0);
+  key[16] = index;
+  return key;
+}
+
+/** A column in a file of its own: shards/xx/<id>.<index> (never the path of a whole blob). */
+export function shardFilePath(dataDir: string, idHex: string, index: number): string {
+  return join(dataDir, 'shards', idHex.slice(0, 2), `${idHex}.${index}`);
+}

@@ -1,0 +1,22 @@
+/**
+ * The whole blob's metadata as a column of it tells it (every column carries it): what stat,
+ * HEAD and the first bytes of a GET of an EC blob answer on any node that holds a column.
+ */
+import { Location } from '../index/entry.js';
+import { blobLabels, type ShardMeta } from '../engine/shards.js';
+import type { Located } from './placement.js';
+
+export function ecBlobMeta(column: ShardMeta): Located {
+  return {
+    id: column.id,
+    location: Location.SEGMENT,
+    policy: column.policy,
+    segment: 0,
+    offset: 0,
+    size: column.shard.blobBytes,
+    createdAtNs: column.createdAtNs,
+    checksum: column.shard.blobChecksum,
+    labels: blobLabels(column),
+    ec: { shardBytes: column.shard.shardBytes },
+  };
+}

@@ -1,0 +1,179 @@
+/**
+ * Erasure-coded blobs that heal, on real clusters: the receiving node killed right after its
+ * answers; a node that missed writes while it was down, and one that lost its disk, get their
+ * columns rebuilt; a flipped byte in a column on disk is read around, found by the scrubber
+ * (errors_total{type="corruption"} moves) and rebuilt; a node that leaves hands its columns over.
+ * Every scenario ends with every acknowledged blob read back byte-exact from every node.
+ */
+import { readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { flipByte, patternBytes, putRaw } from '../helpers/blobs.js';
+import { eventually, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
+
+const KiB = 1024;
+const ARGS = [
+  '--ec-shard-bytes', String(64 * KiB), '--small-blob-max-bytes', String(128 * KiB), '--metrics-addr', 'same',
+  '--repair-interval-ms', '1000', '--handoff-interval-ms', '1000', '--replication-retry-max-ms', '1000', '--ec-fetch-timeout-ms', '1000',
+  '--scrub-interval-ms', '1000', '--scrub-bytes-per-second', String(256 * 1024 * KiB),
+];
+
+const CORRUPTION = 'blobstore_errors_total\\{type="corruption",node="[^"]*"\\}';
+
+async function store(c: TestCluster, at: number, bytes: Buffer, acked: Map<string, Buffer>): Promise<string> {
+  const res = await putRaw(c.url(at), bytes, { 'X-Blobstore-Policy': '4' });
+  expect(res.status, await res.clone().text()).toBeOneOf([200, 201]);
+  const { id } = (await res.json()) as { id: string };
+  acked.set(id, bytes);
+  return id;
+}
+
+async function metric(c: TestCluster, i: number, name: string): Promise<number> {
+  const text = await (await fetch(`${c.url(i)}/metrics`)).text();
+  return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+}
+
+/** The ids whose columns node i holds (its list). */
+async function listed(c: TestCluster, i: number): Promise<Set<string>> {
+  const page = (await (await fetch(`${c.url(i)}/v1/blobs?limit=10000`)).json()) as { ids: string[] };
+  return new Set(page.ids);
+}
+
+/** Column files on node i's disk (columns too large for a segment record). */
+function columnFiles(c: TestCluster, i: number): string[] {
+  const root = join(c.dataDirs[i]!, 'shards');
+  const out: string[] = [];
+  for (const dir of readdirSync(root, { withFileTypes: true })) if (dir.isDirectory()) for (const f of readdirSync(join(root, dir.name))) out.push(join(root, dir.name, f));
+  return out;
+}
+
+describe('EC42 that heals, on a 7-node cluster', () => {
+  let c: TestCluster;
+  const acked = new Map<string, Buffer>();
+  beforeAll(async () => {
+    c = await TestCluster.start({ size: 7, args: ARGS, together: true });
+    await c.converged({ members: c.ids });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('every blob stays readable from every survivor when the receiving node is killed right after its answers', async () => {
+    for (let i = 0; i < 12; i++) await store(c, 0, patternBytes(i % 3 === 0 ? 700 * KiB + i : 3000 + i, 700 + i), acked);
+    await c.kill(0);
+    await expectReadableEverywhere(c, acked);
+    await c.startNode(0);
+    await c.converged({ members: c.ids });
+  });
+
+  it('a node that was down while blobs were stored gets its columns rebuilt when it is back', async () => {
+    const down = 3;
+    await c.kill(down);
+    // Wait until the others see it offline: with 6 of 7 up, EC42 stores go on.
+    await eventually(async () => (await c.state(1)).nodes.find((n) => n.node_id === c.ids[down])?.state === 'offline', 'node seen offline');
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push(await store(c, i % 3, patternBytes(i % 4 === 0 ? 600 * KiB : 2000 + i, 3300 + i), acked));
+    await c.startNode(down);
+    await c.converged({ members: c.ids });
+    // Every blob it is an owner of comes back to it (the others' repair queues rebuild its columns).
+    const shouldHold = async (): Promise<string[]> => {
+      const owners = await Promise.all(ids.map(async (id) => ({ id, held: (await listed(c, down)).has(id) })));
+      return owners.filter((o) => !o.held).map((o) => o.id);
+    };
+    const missingBefore = await shouldHold();
+    expect(missingBefore.length).toBeGreaterThan(0);
+    await eventually(async () => {
+      // Owners of a blob are 6 of the 7 nodes: the blobs it should hold are those listed by 6 nodes with it among them.
+      const counts = await Promise.all(ids.map(async (id) => {
+        const lists = await Promise.all(c.live().map((i) => listed(c, i)));
+        return lists.filter((l) => l.has(id)).length;
+      }));
+      return counts.every((n) => n === 6);
+    }, 'every blob stored while the node was down has its six columns again', 30_000);
+    await expectReadableEverywhere(c, acked);
+  });
+
+  it('a node that lost its disk gets its columns back (anti-entropy finds them missing)', async () => {
+    const lost = 5;
+    const before = await listed(c, lost);
+    expect(before.size).toBeGreaterThan(0);
+    await c.kill(lost);
+    rmSync(c.dataDirs[lost]!, { recursive: true, force: true });
+    await c.startNode(lost);
+    // No read touches the blobs first: anti-entropy alone finds what the node lacks.
+    await eventually(async () => {
+      const now = await listed(c, lost);
+      return [...before].every((id) => now.has(id));
+    }, `node ${c.ids[lost]} holds again a column of every blob it held`, 40_000);
+    await expectReadableEverywhere(c, acked, [lost]);
+  });
+
+  it('a flipped byte in a column on disk: reads stay correct, the scrubber finds it, counts it and rebuilds the column', async () => {
+    const node = 2;
+    const files = columnFiles(c, node).filter((f) => statSync(f).size > 100 * KiB);
+    expect(files.length).toBeGreaterThan(0);
+    const corruptBefore = await metric(c, node, CORRUPTION);
+    flipByte(files[0]!, 1000);
+    await expectReadableEverywhere(c, acked, [node, 4]);
+    await eventually(async () => (await metric(c, node, CORRUPTION)) > corruptBefore, 'the corruption counted');
+    await eventually(() => c.node(node).output().includes('EC repair: column rebuilt'), 'the column rebuilt', 30_000);
+    // Scrubbed again: nothing corrupt is left on the node.
+    const after = await metric(c, node, CORRUPTION);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await metric(c, node, CORRUPTION)).toBe(after);
+    await expectReadableEverywhere(c, acked);
+  });
+
+  it('repair shows its progress, and an admin call changes its bandwidth cap for a while (the priority knob)', async () => {
+    const coordinator = 1;
+    const knob = (body: object): Promise<Response> =>
+      fetch(`${c.url(coordinator)}/v1/cluster/repair`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await knob({ bytes_per_second: -1, seconds: 10 })).status).toBe(400);
+    expect((await knob({ bytes_per_second: 1000 })).status).toBe(400);
+    // Slow repair right down, so its queue can be watched.
+    const slow = (await (await knob({ bytes_per_second: 64 * KiB, seconds: 300 })).json()) as { rate_limit_bytes_per_second: number; boosted_until_ms: number };
+    expect(slow.rate_limit_bytes_per_second).toBe(64 * KiB);
+    expect(slow.boosted_until_ms).toBeGreaterThan(Date.now());
+    const down = 4;
+    await c.kill(down);
+    await eventually(async () => (await c.state(coordinator)).nodes.find((n) => n.node_id === c.ids[down])?.state === 'offline', 'node seen offline');
+    for (let i = 0; i < 6; i++) await store(c, coordinator, patternBytes(600 * KiB + i, 5100 + i), acked);
+    await c.startNode(down);
+    type Repair = { queue_depth: number; bytes_left: number; eta_seconds: number; rate_limit_bytes_per_second: number };
+    const repairOf = async (): Promise<Repair> => ((await c.state(coordinator)) as unknown as { repair: Repair }).repair;
+    const seen = await repairOf();
+    expect(seen.queue_depth).toBeGreaterThan(0);
+    expect(seen.bytes_left).toBeGreaterThan(0);
+    expect(seen.eta_seconds).toBeGreaterThan(0);
+    expect(await metric(c, coordinator, 'blobstore_repair_queue_depth')).toBe(seen.queue_depth);
+    expect(await metric(c, coordinator, 'blobstore_repair_rate_limit_bytes_per_second')).toBe(64 * KiB);
+    // Raised (no cap) for a minute: the queue drains.
+    expect((await (await knob({ bytes_per_second: 0, seconds: 60 })).json()) as Repair).toMatchObject({ rate_limit_bytes_per_second: 0 });
+    await eventually(async () => (await repairOf()).queue_depth === 0, 'the repair queue drained', 40_000);
+    expect(await metric(c, coordinator, 'blobstore_repair_bytes_total')).toBeGreaterThan(0);
+    // A short boost falls back to the setting (64 MiB/s by default) when its time is up.
+    await knob({ bytes_per_second: 1, seconds: 1 });
+    await eventually(async () => (await repairOf()).rate_limit_bytes_per_second === 64 * 1024 * KiB, 'back to the setting');
+    await expectReadableEverywhere(c, acked);
+  });
+
+  it('a node that leaves hands its columns to the owners; afterwards nothing needs a reconstruction', { timeout: 120_000 }, async () => {
+    const leaving = 6;
+    const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node_id: c.ids[leaving], graceful: true }) });
+    expect(await res.json()).toEqual({ acknowledged: true });
+    await eventually(async () => (await c.state(0)).nodes.every((n) => n.node_id !== c.ids[leaving]), 'the node left', 60_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${c.node(leaving).output().split('\n').filter((l) => /handoff|EC/.test(l)).slice(-20).join('\n')}`);
+    });
+    await c.stop(leaving);
+    const among = [0, 1, 2, 3, 4, 5];
+    await c.converged({ among, members: c.ids.slice(0, 6) });
+    // Six nodes left: every blob has a column on each.
+    await eventually(async () => {
+      const lists = await Promise.all(among.map((i) => listed(c, i)));
+      return [...acked.keys()].every((id) => lists.every((l) => l.has(id)));
+    }, 'every blob with a column on each of the six nodes', 40_000);
+    const reconstructions = await metric(c, 1, 'blobstore_ec_reconstruction_total');
+    await expectReadableEverywhere(c, acked, [1]);
+    expect(await metric(c, 1, 'blobstore_ec_reconstruction_total')).toBe(reconstructions);
+  });
+});

@@ -1,0 +1,168 @@
+/**
+ * Shard columns of erasure-coded blobs in the local engine: stored inline or in a file, read back
+ * verified, listed once with the blob's id, counted, deleted (by a user, or handed off), and kept
+ * across a restart and a compaction, like whole blobs.
+ */
+import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { CHUNK_BYTES } from '../src/engine/buffer-pool.js';
+import type { Engine } from '../src/engine/engine.js';
+import { HEADER_BYTES, RecordType, recordLength, writeHeader } from '../src/engine/record.js';
+import { encodeShardLabels } from '../src/engine/shard-info.js';
+import type { ShardWrite } from '../src/engine/shards.js';
+import { blake3 } from '../src/hash/blake3.js';
+import { patternBytes } from './helpers/blobs.js';
+import { openEngine, testConfig } from './helpers/engine.js';
+
+/** A column of a made-up EC42 blob (the engine checks the column's own checksum only). */
+function column(seed: number, index: number, bytes: number, blobBytes = bytes * 4): { w: ShardWrite; data: Buffer } {
+  const blob = patternBytes(64, seed);
+  const blobChecksum = blake3(blob);
+  const data = patternBytes(bytes, seed * 100 + index);
+  return {
+    data,
+    w: {
+      id: blobChecksum.subarray(0, 16), index, policy: 4, shardBytes: CHUNK_BYTES, blobBytes, blobChecksum,
+      blobLabels: Buffer.from('{"team":"ec"}'), createdAtNs: 123n, columnChecksum: blake3(data),
+    },
+  };
+}
+
+async function readAll(engine: Engine, meta: Parameters<Engine['read']>[0]): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  await engine.read(meta, (chunk) => void parts.push(Buffer.from(chunk)));
+  return Buffer.concat(parts);
+}
+
+async function storeFile(engine: Engine, w: ShardWrite, data: Buffer): Promise<{ created: boolean }> {
+  const writer = await engine.beginFile();
+  for (let at = 0; at < data.length; at += CHUNK_BYTES) await writer.write(data.subarray(at, at + CHUNK_BYTES));
+  await writer.finish();
+  return engine.commitShardFile(writer, w);
+}
+
+describe('shard columns in the engine', () => {
+  it('stores a small column inline and a large one in a file; both read back verified with their shard info', async () => {
+    const engine = await openEngine(testConfig({ smallBlobMaxBytes: '64KiB' }));
+    const small = column(1, 2, 5000);
+    const large = column(2, 5, 3 * CHUNK_BYTES + 17);
+    expect((await engine.putShardInline(small.w, small.data)).created).toBe(true);
+    expect((await storeFile(engine, large.w, large.data)).created).toBe(true);
+    const [s] = engine.shardsOf(small.w.id);
+    const [l] = engine.shardsOf(large.w.id);
+    expect(s!.shard).toMatchObject({ index: 2, blobBytes: 20000, shardBytes: CHUNK_BYTES });
+    expect(s!.shard.blobChecksum.equals(small.w.blobChecksum)).toBe(true);
+    expect(l!.shard.index).toBe(5);
+    expect((await readAll(engine, s!)).equals(small.data)).toBe(true);
+    expect((await readAll(engine, l!)).equals(large.data)).toBe(true);
+    // A column is not a whole blob: stat finds no blob, the list shows the blob's id once.
+    expect(engine.stat(small.w.id)).toBeUndefined();
+    expect(engine.list('', undefined, 10).ids.map((b) => b.toString('hex')).sort()).toEqual([small.w.id, large.w.id].map((b) => b.toString('hex')).sort());
+    const stats = await engine.stats();
+    expect(stats.blobCount).toBe(0);
+    // A column holds one shard per stripe: 1 for the small blob, 4 (3 whole stripes and a short one) for the large.
+    expect(stats.shardCount).toBe(5);
+    await engine.close();
+  });
+
+  it('refuses a column whose bytes do not match its checksum, and a second store of a column is not created again', async () => {
+    const engine = await openEngine(testConfig());
+    const c = column(3, 0, 1000);
+    await expect(engine.putShardInline(c.w, patternBytes(1000, 999))).rejects.toThrow(/checksum/);
+    expect(engine.shardsOf(c.w.id)).toHaveLength(0);
+    expect((await engine.putShardInline(c.w, c.data)).created).toBe(true);
+    expect((await engine.putShardInline(c.w, c.data)).created).toBe(false);
+    // Another column of the same blob is a record of its own.
+    const other = column(3, 1, 1000);
+    expect((await engine.putShardInline(other.w, other.data)).created).toBe(true);
+    expect(engine.shardsOf(c.w.id).map((m) => m.shard.index)).toEqual([0, 1]);
+    await engine.close();
+  });
+
+  it('lists blobs and columns of the same id once, in order, across pages', async () => {
+    const engine = await openEngine(testConfig());
+    const ids = new Set<string>();
+    for (let i = 0; i < 30; i++) {
+      const c = column(10 + i, 0, 100);
+      await engine.putShardInline(c.w, c.data);
+      if (i % 3 === 0) await engine.putShardInline(column(10 + i, 1, 100).w, column(10 + i, 1, 100).data);
+      ids.add(c.w.id.toString('hex'));
+      const blob = await engine.putInline(patternBytes(100, 500 + i), 1, Buffer.alloc(0));
+      ids.add(blob.id.toString('hex'));
+    }
+    const listed: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = engine.list('', cursor, 7);
+      listed.push(...page.ids.map((b) => b.toString('hex')));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(listed).toEqual([...ids].sort());
+    await engine.close();
+  });
+
+  it('a user delete removes the columns and is remembered; a handoff delete of one column is not', async () => {
+    const engine = await openEngine(testConfig({ smallBlobMaxBytes: '64KiB' }));
+    const a = column(40, 1, 3000);
+    const b = column(41, 2, 2 * CHUNK_BYTES);
+    await engine.putShardInline(a.w, a.data);
+    await storeFile(engine, b.w, b.data);
+    const file = engine.filePath(engine.shardsOf(b.w.id)[0]!);
+    expect(existsSync(file)).toBe(true);
+    await engine.delete(a.w.id);
+    expect(engine.shardsOf(a.w.id)).toHaveLength(0);
+    expect(engine.deletedAt(a.w.id)).toBeDefined();
+    await engine.deleteShards(b.w.id, 2, true);
+    expect(engine.shardsOf(b.w.id)).toHaveLength(0);
+    expect(existsSync(file)).toBe(false);
+    expect(engine.deletedAt(b.w.id)).toBeUndefined();
+    expect((await engine.stats()).shardCount).toBe(0);
+    await engine.close();
+  });
+
+  it('replays a column record written after the index checkpoint (fsynced but not indexed)', async () => {
+    const config = testConfig();
+    let engine = await openEngine(config);
+    const { segment, offset, nextLsn } = engine.index.checkpoint;
+    const path = engine.store.path(segment);
+    await engine.close();
+    const c = column(77, 3, 5000);
+    const labels = encodeShardLabels(c.w, c.w.blobLabels);
+    const record = Buffer.alloc(recordLength(labels.length, c.data.length));
+    writeHeader(record, 0, {
+      type: RecordType.SHARD_INLINE, policy: 4, labelsLength: labels.length, dataLength: c.data.length, relocatedFromSegment: 0, relocatedFromOffset: 0,
+      size: c.data.length, createdAtNs: 1n, id: c.w.id, checksum: c.w.columnChecksum, lsn: nextLsn, flags: 0,
+    }, labels);
+    c.data.copy(record, HEADER_BYTES + labels.length);
+    const fd = openSync(path, 'r+');
+    writeSync(fd, record, 0, record.length, offset);
+    closeSync(fd);
+    engine = await openEngine(config);
+    const [meta] = engine.shardsOf(c.w.id);
+    expect(meta?.shard.index).toBe(3);
+    expect((await readAll(engine, meta!)).equals(c.data)).toBe(true);
+    await engine.close();
+  });
+
+  it('keeps columns across a restart and a compaction', async () => {
+    const config = testConfig({ segmentSizeBytes: '1MiB', smallBlobMaxBytes: '64KiB', compactionLiveRatio: 60 });
+    const engine = await openEngine(config);
+    const kept: { w: ShardWrite; data: Buffer }[] = [];
+    for (let i = 0; i < 120; i++) {
+      const c = column(100 + i, i % 6, 20_000);
+      await engine.putShardInline(c.w, c.data);
+      if (i % 3 === 0) kept.push(c);
+      else await engine.deleteShards(c.w.id, c.w.index, true);
+    }
+    expect(await engine.compactNow()).toBeGreaterThan(0);
+    await engine.close();
+    const reopened = await openEngine(config);
+    for (const c of kept) {
+      const [meta] = reopened.shardsOf(c.w.id);
+      expect(meta?.shard.index).toBe(c.w.index);
+      expect((await readAll(reopened, meta!)).equals(c.data)).toBe(true);
+    }
+    expect((await reopened.stats()).shardCount).toBe(kept.length);
+    await reopened.close();
+  });
+});
