@@ -81,7 +81,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   }
   let cluster: Cluster | undefined;
   const clusterApi = new ClusterApi(() => cluster, clusterEnabled);
-  const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi });
+  const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi, internal: clusterEnabled ? () => cluster : undefined });
   const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops) : undefined;
   const grpc = clusterEnabled ? new GrpcServer(config, service, gate, log, { api: clusterApi, internal: () => cluster }) : undefined;
   let grpcPort: number | undefined;

@@ -256,7 +256,7 @@ export class AntiEntropy {
       if (lacking.length === 0) continue;
       const bytes = lacking.reduce((n, m) => n + m.size, 0);
       await this.options.bucket.take(bytes);
-      await this.sender.send({ nodeId: peer, grpcAddress: member.grpcAddress }, lacking, true);
+      await this.sender.send({ nodeId: peer, grpcAddress: member.grpcAddress, address: member.address }, lacking, true);
       this.stats.blobsSent += lacking.length;
       this.stats.bytesSent += bytes;
       this.log.info({ peer, leaf, blobs: lacking.length, bytes }, 'anti-entropy: copied blobs a peer lacked');

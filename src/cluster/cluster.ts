@@ -32,10 +32,12 @@ import { AntiEntropy } from './anti-entropy.js';
 import { ClusterNode } from './cluster-node.js';
 import { Handoff } from './handoff.js';
 import type { PersistedMembership, SelfInfo } from './membership.js';
+import { HttpFetcher } from './http-fetcher.js';
 import { PeerClients, SECRET_METADATA } from './peers.js';
 import { RemoteReader } from './remote-reader.js';
 import { Replicator } from './replicator.js';
-import { BlobSender, storeReplica } from './transfer.js';
+import { BlobSender } from './blob-sender.js';
+import { storeReplica } from './transfer.js';
 
 const MEMBERSHIP_KEY = 'membership';
 
@@ -52,6 +54,7 @@ export class Cluster implements Placement {
   readonly antiEntropy: AntiEntropy;
   readonly handoff: Handoff;
   readonly remote: RemoteReader;
+  private readonly http: HttpFetcher;
   readonly ecWriter: EcWriter;
   readonly ecReader: EcReader;
   readonly ecRepair: EcRepairer;
@@ -104,14 +107,19 @@ export class Cluster implements Placement {
       // Larger blobs stream; the batch limit also keeps one call under the message size.
       inlineMaxBytes: Math.min(config.smallBlobMaxBytes, config.grpcMaxMessageBytes - 64 * 1024),
       callTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000),
+      streamChunksInFlight: config.replicationStreamChunks,
+      secret: config.clusterSecret,
     });
     this.replicator = new Replicator(store, this.node, sender, metrics, log, {
       pageSize: 1024, retryMaxMs: config.replicationRetryMaxMs, retryTickMs: Math.min(1000, config.heartbeatIntervalMs),
+      batchDelayMs: config.replicationBatchDelayMs,
+      freshBytesMax: config.replicationMemoryBytes,
     });
     this.antiEntropy = new AntiEntropy(store, this.node, this.peers, sender, log, {
       intervalMs: config.repairIntervalMs, bucket: this.repairControl.bucket, treeMaxAgeMs: config.repairIntervalMs,
     }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
-    this.remote = new RemoteReader(this.node, this.peers, config);
+    this.http = new HttpFetcher({ secret: config.clusterSecret, connectionsPerPeer: config.peerReadConnections, idleTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000) });
+    this.remote = new RemoteReader(this.node, this.peers, config, this.http);
     this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why, bytes) => this.ecRepair.queue(id, policy, why, bytes), (meta) => this.corruptColumn(meta));
     this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
       intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket,
@@ -166,6 +174,7 @@ export class Cluster implements Placement {
     await this.replicator.stop();
     await this.node.stop();
     this.peers.close();
+    this.http.close();
   }
 
   /**
@@ -202,8 +211,8 @@ export class Cluster implements Placement {
     return this.node.ring.nodeIds.some((n) => n !== this.node.nodeId);
   }
 
-  async stored(id: Buffer): Promise<void> {
-    this.replicator.stored(id);
+  async stored(id: Buffer, data?: Buffer): Promise<void> {
+    this.replicator.stored(id, data);
     const need = Math.min(this.config.replicationAcks, Math.max(0, this.node.ring.size - 1));
     if (need === 0) return;
     let timer: NodeJS.Timeout | undefined;

@@ -170,7 +170,7 @@ export class Handoff {
         const lacking = list.filter((_, i) => ((have[i >> 3] ?? 0) & (1 << (i & 7))) === 0);
         if (lacking.length > 0) {
           await this.options.bucket.take(lacking.reduce((n, m) => n + m.size, 0));
-          await this.sender.send({ nodeId: owner, grpcAddress: member.grpcAddress }, lacking, true);
+          await this.sender.send({ nodeId: owner, grpcAddress: member.grpcAddress, address: member.address }, lacking, true);
         }
         for (const meta of list) placed.set(meta.id.toString('hex'), (placed.get(meta.id.toString('hex')) ?? 0) + 1);
       } catch (err) {

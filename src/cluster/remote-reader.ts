@@ -5,7 +5,8 @@
  * way and checked against the id at the end (a mismatch throws, so the caller cuts its answer:
  * never wrong bytes). 404 only when nobody has it.
  *
- *   GET here ── not local ──▶ StatBlob on owners (≤ 3) ──▶ FetchBlob from the first that has it
+ *   GET here ── not local ──▶ StatBlob on owners (≤ 3) ──▶ the bytes from the first that has it:
+ *                                                          its API listener (http-fetcher.ts), else FetchBlob
  */
 import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
@@ -20,6 +21,7 @@ import { Location } from '../index/entry.js';
 import type { ByteRange, ChunkSink } from '../service/local-store.js';
 import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
+import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 
 /** Tries per read (the spec: up to 3 replica nodes). */
@@ -56,6 +58,7 @@ export class RemoteReader {
     private readonly cluster: ClusterNode,
     private readonly peers: PeerClients,
     private readonly config: NodeConfig,
+    private readonly http: HttpFetcher,
   ) {}
 
   /** Nodes that may hold the blob: its owners now, then owners before a node began leaving. */
@@ -120,19 +123,46 @@ export class RemoteReader {
 
   /**
    * Streams `range` (default: all) of a blob held by `peer` to `sink` in chunks of at most
-   * 1 MiB. A whole-blob read is checked against the id at the end.
+   * 1 MiB: over the peer's API listener (http-fetcher.ts), or over gRPC FetchBlob when that path
+   * cannot serve it. A whole-blob read is checked against the id at the end.
    */
-  fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange): Promise<void> {
+  async fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange): Promise<void> {
     const member = this.cluster.member(blob.peer);
-    if (!member) return Promise.reject(new BlobstoreError('unavailable', `node ${blob.peer} is not a member any more`));
-    const stub = this.peers.get(blob.peer, member.grpcAddress).internal;
+    if (!member) throw new BlobstoreError('unavailable', `node ${blob.peer} is not a member any more`);
     const whole = range === undefined || (range.start === 0 && range.end === blob.meta.size);
+    const hasher = whole ? createHasher() : undefined;
+    let index = 0;
+    let received = 0;
+    const take = (chunk: Buffer): Promise<void> | void => {
+      hasher?.update(chunk);
+      received += chunk.length;
+      return sink(chunk, index++);
+    };
+    const wanted = whole ? undefined : range;
+    let done = false;
+    if (member.address !== '' && (wanted === undefined || wanted.end > wanted.start)) {
+      try {
+        await this.http.fetch(member.address, blob.meta.id, wanted, take);
+        done = true;
+      } catch (err) {
+        if (!(err instanceof FetchUnavailable)) throw new BlobstoreError('unavailable', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${(err as Error).message}`, { cause: err });
+      }
+    }
+    if (!done) await this.fetchGrpc(blob, member.grpcAddress, take, range);
+    const expected = range ? range.end - range.start : blob.meta.size;
+    if (received !== expected) throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${received} bytes, expected ${expected}`);
+    if (hasher && !idOfDigest(hasher.digest()).equals(blob.meta.id)) {
+      throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer} failed its checksum`);
+    }
+  }
+
+  /** The same read over InternalService.FetchBlob. */
+  private fetchGrpc(blob: RemoteBlob, grpcAddress: string, take: (chunk: Buffer) => Promise<void> | void, range?: ByteRange): Promise<void> {
+    const stub = this.peers.get(blob.peer, grpcAddress).internal;
     const request = { id: { id: blob.meta.id }, offset: range?.start ?? 0, length: range ? range.end - range.start : 0 };
     return new Promise<void>((resolve, reject) => {
       const call = stub.FetchBlob!(request, this.peers.metadata()) as unknown as grpc.ClientReadableStream<{ data?: Buffer; final?: boolean }>;
-      const hasher = whole ? createHasher() : undefined;
-      let index = 0;
-      let received = 0;
+      let first = true;
       let settled = false;
       const fail = (err: unknown): void => {
         if (settled) return;
@@ -143,13 +173,12 @@ export class RemoteReader {
       let chain = Promise.resolve();
       call.on('data', (msg) => {
         const data = msg.data ?? Buffer.alloc(0);
-        if (data.length === 0 && index > 0) return;
+        if (data.length === 0 && !first) return;
+        first = false;
         call.pause();
         chain = chain.then(async () => {
           if (settled) return;
-          hasher?.update(data);
-          received += data.length;
-          await sink(data, index++);
+          await take(data);
           call.resume();
         }).catch(fail);
       });
@@ -157,11 +186,6 @@ export class RemoteReader {
       call.on('end', () => {
         chain = chain.then(() => {
           if (settled) return;
-          const expected = range ? range.end - range.start : blob.meta.size;
-          if (received !== expected) throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${received} bytes, expected ${expected}`);
-          if (hasher && !idOfDigest(hasher.digest()).equals(blob.meta.id)) {
-            throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer} failed its checksum`);
-          }
           settled = true;
           resolve();
         }).catch(fail);

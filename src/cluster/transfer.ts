@@ -1,33 +1,27 @@
 /**
- * Copies of whole blobs between nodes, both ends: the sender packs small blobs many to a
- * ReplicateBatch call (a grpc-js call costs ~60 us, more than a 4 KiB blob) and streams large ones
- * in 1 MiB chunks over ReplicateStream, waiting for the stream to drain (flow control both ways);
- * the receiver checks every byte against the checksum the sender's metadata names, and stores the
- * copy with the sender's metadata and no replication of its own.
+ * Copies of whole blobs between nodes, the receiving end (blob-sender.ts is the sending end): the
+ * receiver checks every byte against the checksum the sender's metadata names, and stores the
+ * copy with the sender's metadata and no replication of its own, through the same group commit as
+ * a client's store.
  *
  *   sender:   local store ──verified chunks──▶ ReplicateBatch [≤ batchBytes] / ReplicateStream [1 MiB…]
  *   receiver: bytes ──BLAKE3──▶ same checksum? ──▶ local store (origin: not replicated, original time)
  */
-import type * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import { blobIdFromBytes, idOfDigest } from '../engine/blob-id.js';
 import { CHUNK_BYTES } from '../engine/buffer-pool.js';
-import type { BlobMeta, PutResult, StoreOrigin } from '../engine/engine.js';
+import type { PutResult, StoreOrigin } from '../engine/engine.js';
 import { encodeLabels } from '../engine/labels.js';
 import { parsePolicy } from '../engine/policy.js';
-import { Location } from '../index/entry.js';
 import { blake3 } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import type { LocalStore } from '../service/local-store.js';
-import { metaMessage } from '../service/meta.js';
-import type { BlobFileWriter } from '../engine/blob-file.js';
-import { PeerCallError, type PeerClients } from './peers.js';
+import type { metaMessage } from '../service/meta.js';
+import { BlobFileWriter } from '../engine/blob-file.js';
+import type { Committer } from '../service/blob-writer.js';
 
-export interface PeerAddress {
-  readonly nodeId: string;
-  readonly grpcAddress: string;
-}
+export { BlobSender, type PeerAddress, type SenderOptions } from './blob-sender.js';
 
 /** A blob as the wire carries it to a replica. */
 export interface ReplicaMessage {
@@ -37,7 +31,7 @@ export interface ReplicaMessage {
 }
 
 /** The metadata of a replica as it arrived: checked, in the engine's terms. */
-interface IncomingMeta {
+export interface IncomingMeta {
   id: Buffer;
   size: number;
   checksum: Buffer;
@@ -81,6 +75,22 @@ export async function storeReplica(store: LocalStore, config: NodeConfig, m: Inc
     await writer.abort();
     throw err;
   }
+}
+
+/**
+ * The commit point of a replica that arrived as a request body (PUT /internal/v1/replicas/{id},
+ * src/http/internal-routes.ts, through the same BlobWriter as a client's raw store): the bytes
+ * must be the ones the sender's metadata names, and the copy keeps that metadata.
+ */
+export function replicaCommitter(store: LocalStore, config: NodeConfig, m: IncomingMeta): Committer {
+  return async (content) => {
+    if ('data' in content) return storeReplica(store, config, m, content.data);
+    const file = content.file;
+    if (!(file instanceof BlobFileWriter)) throw new BlobstoreError('internal', 'a replica ended in a chunk sink the local store did not make');
+    if (file.size !== m.size) throw invalidArgument(`replica of ${m.id.toString('hex')}: ${file.size} bytes, metadata says ${m.size}`);
+    if (!content.checksum.equals(m.checksum)) throw invalidArgument(`replica of ${m.id.toString('hex')}: bytes do not match the checksum`);
+    return store.commitFile(file, m.checksum, m.policy, m.labels, originOf(m));
+  };
 }
 
 /** A streamed replica being received. */
@@ -202,108 +212,5 @@ export class ReplicaReceiver {
     this.current = undefined;
     await Promise.allSettled(cur?.writes ?? []);
     await cur?.writer?.abort();
-  }
-}
-
-export interface SenderOptions {
-  /** Bytes of small blobs packed into one ReplicateBatch call. */
-  batchBytes: number;
-  /** Blobs above this go over ReplicateStream (at most the gRPC message size, less framing). */
-  inlineMaxBytes: number;
-  /** Deadline of a batch call and of each chunk of a stream. */
-  callTimeoutMs: number;
-}
-
-/** Sends local blobs to a peer; resolves with the ids (hex) the peer holds afterwards. */
-export class BlobSender {
-  constructor(
-    private readonly store: LocalStore,
-    private readonly peers: PeerClients,
-    private readonly options: SenderOptions,
-  ) {}
-
-  async send(peer: PeerAddress, metas: readonly BlobMeta[], repair: boolean): Promise<Set<string>> {
-    const held = new Set<string>();
-    let batch: ReplicaMessage[] = [];
-    let batchBytes = 0;
-    const flush = async (): Promise<void> => {
-      if (batch.length === 0) return;
-      const sent = batch;
-      batch = [];
-      batchBytes = 0;
-      const stub = this.peers.get(peer.nodeId, peer.grpcAddress).internal;
-      await this.peers.unary(stub, peer.nodeId, 'ReplicateBatch', { blobs: sent, repair }, this.options.callTimeoutMs);
-      for (const b of sent) held.add(b.id.id.toString('hex'));
-    };
-    const small = metas.filter((m) => m.size <= this.options.inlineMaxBytes);
-    // Small blobs are read a batch at a time, concurrently (each read is a thread-pool round trip).
-    for (let at = 0; at < small.length;) {
-      let end = at;
-      let bytes = 0;
-      while (end < small.length && (end === at || bytes + small[end]!.size <= this.options.batchBytes)) bytes += small[end++]!.size;
-      const chunk = small.slice(at, end);
-      const datas = await Promise.all(chunk.map((m) => (m.location === Location.SEGMENT ? this.store.readInline(m) : this.readWhole(m))));
-      chunk.forEach((meta, i) => {
-        batch.push({ id: { id: meta.id }, data: datas[i]!, meta: metaMessage(meta) });
-        batchBytes += datas[i]!.length;
-      });
-      await flush();
-      at = end;
-    }
-    for (const meta of metas) {
-      if (meta.size <= this.options.inlineMaxBytes) continue;
-      await this.stream(peer, meta, repair);
-      held.add(meta.id.toString('hex'));
-    }
-    return held;
-  }
-
-  private async readWhole(meta: BlobMeta): Promise<Buffer> {
-    const out = Buffer.allocUnsafe(meta.size);
-    let at = 0;
-    await this.store.read(meta, (chunk) => {
-      chunk.copy(out, at);
-      at += chunk.length;
-    });
-    return out;
-  }
-
-  /** One large blob over ReplicateStream, chunk by chunk as the stream drains. */
-  private stream(peer: PeerAddress, meta: BlobMeta, repair: boolean): Promise<void> {
-    const stub = this.peers.get(peer.nodeId, peer.grpcAddress).internal;
-    return new Promise<void>((resolve, reject) => {
-      let failed: Error | undefined;
-      const md = this.peers.metadata();
-      if (repair) md.set('x-blobstore-repair', '1');
-      const call = stub.ReplicateStream!(md, (err: grpc.ServiceError | null) => {
-        if (err) reject(new PeerCallError(peer.nodeId, 'ReplicateStream', err.code, err.details));
-        else if (failed) reject(failed);
-        else resolve();
-      }) as unknown as grpc.ClientWritableStream<unknown>;
-      let first = true;
-      // The reader reuses a chunk's buffer once the sink returns, and grpc-js may encode a queued
-      // write later: each chunk is copied (~0.1 ms a MiB). Waiting for each write's callback
-      // instead kept one message in flight and held a replica stream to ~70 MB/s. The stream's
-      // buffer (16 messages) bounds the memory; 'drain' is the backpressure.
-      const write = (msg: unknown): Promise<void> => (call.write(msg) ? Promise.resolve() : new Promise((r) => call.once('drain', () => r())));
-      this.store
-        .read(meta, async (view) => {
-          const chunk = Buffer.from(view);
-          const msg = first ? { id: { id: meta.id }, meta: metaMessage(meta), data: chunk } : { data: chunk };
-          first = false;
-          await write(msg);
-        })
-        .then(
-          () => {
-            if (first) call.write({ id: { id: meta.id }, meta: metaMessage(meta), data: Buffer.alloc(0) });
-            call.write({ final: true });
-            call.end();
-          },
-          (err: Error) => {
-            failed = err;
-            call.cancel();
-          },
-        );
-    });
   }
 }

@@ -90,12 +90,28 @@ export const SETTINGS = {
   offlineAfterMs: { type: 'durationMs', default: () => 15_000, min: 10, help: 'a peer not heard from for this long is offline (the spec: 15 s)' },
   vnodesPerNode: { type: 'int', default: () => 128, min: 1, max: 4096, help: 'virtual nodes per member on the consistent-hash ring' },
   peerCallTimeoutMs: { type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch)' },
+  peerReadConnections: {
+    type: 'int', default: () => 16, min: 1, max: 1024,
+    help: 'connections kept open to each peer for reads of blobs this node lacks (each holds a 1 MiB buffer); more reads wait for one',
+  },
   replicationAcks: {
     type: 'int', default: () => 0, min: 0, max: 2,
     help: 'owners besides this node that must hold a new blob before the store is answered; 0: best effort, as the spec says',
   },
   replicationAckTimeoutMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'with replicationAcks > 0: a store not confirmed this long answers 503' },
   replicationBatchBytes: { type: 'bytes', default: () => 4 * MiB, min: 64 * KiB, help: 'bytes of small blobs sent to a peer in one call' },
+  replicationBatchDelayMs: {
+    type: 'durationMs', default: () => 25, min: 0, max: 10_000,
+    help: 'stores gather this long before copies go out (unless one waits for its copies): fewer, larger batches, fewer syncs on the owners',
+  },
+  replicationMemoryBytes: {
+    type: 'bytes', default: () => 16 * MiB, min: 0,
+    help: 'bytes of just-stored small blobs kept in memory for their copies (beyond, copies read them back from disk)',
+  },
+  replicationStreamChunks: {
+    type: 'int', default: () => 8, min: 1, max: 64,
+    help: 'chunks (1 MiB) of a large blob being copied that are encoded and in flight at once, for all its peers together',
+  },
   replicationRetryMaxMs: { type: 'durationMs', default: () => 30_000, min: 10, help: 'longest back-off between attempts to copy a blob to an owner' },
   repairIntervalMs: { type: 'durationMs', default: () => 60_000, min: 10, help: 'how often anti-entropy compares id digests with every owner' },
   repairBytesPerSecond: { type: 'bytes', default: () => 64 * MiB, min: 0, help: 'bandwidth cap of repair and handoff copies (per second); 0: none' },

@@ -65,9 +65,10 @@ export class Intake {
    * piece answers the error (the rest is drained, Connection: close) and drops what came, as do an
    * abort and an idle body. Once the last byte is in, `complete` answers; the slot goes back when
    * it settles. `startMs` (performance.now() at the request) times the receive stage; `chunked`
-   * (isChunked) says how the body is framed.
+   * (isChunked) says how the body is framed; `client` false: a peer's body, kept out of the
+   * clients' metrics.
    */
-  receive(x: Exchange, sink: BodySink, release: () => void, startMs: number, chunked: boolean, complete: () => Promise<void>): void {
+  receive(x: Exchange, sink: BodySink, release: () => void, startMs: number, chunked: boolean, complete: () => Promise<void>, client = true): void {
     const entry: Receiving = { x, lastActivityMs: () => sink.lastActivityMs, discard: () => cut() };
     const finish = this.begin(entry, release);
     const cut = (): void => {
@@ -87,13 +88,13 @@ export class Intake {
       } catch (err) {
         x.onAbort = undefined;
         cut();
-        this.service.recordFailure('put', err);
+        if (client) this.service.recordFailure('put', err);
         // Once the body is in, nothing is left to drain: close, so a misread tail is never read as a request.
         return sendError(x, err, isLast ? 'now' : 'drain');
       }
       if (!isLast) return;
       this.receiving.delete(entry);
-      this.service.recorder.stage('receive', startMs);
+      if (client) this.service.recorder.stage('receive', startMs);
       x.onAbort = () => void sink.discard();
       void complete().finally(finish);
     });

@@ -11,7 +11,9 @@ import { BlobstoreError, notFound } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
 import { BlobRoutes } from './blob-routes.js';
 import { ClusterApi } from '../cluster/cluster-api.js';
+import type { Cluster } from '../cluster/cluster.js';
 import { ClusterRoutes } from './cluster-routes.js';
+import { INTERNAL_BLOB_PATH, INTERNAL_REPLICA_PATH, InternalRoutes } from './internal-routes.js';
 import { Intake } from './intake.js';
 import { writeAnswer } from './reply.js';
 import { Router } from './router.js';
@@ -30,6 +32,8 @@ export interface ApiServerOptions {
   mount?: (routes: Router) => void;
   /** The cluster endpoints (/v1/cluster/*). */
   cluster?: ClusterApi;
+  /** The cluster itself, for the node-to-node data path (/internal/v1/*); none on a node alone. */
+  internal?: () => Cluster | undefined;
 }
 
 export class ApiServer {
@@ -82,6 +86,10 @@ export class ApiServer {
       .get('/v1/cluster/state', c.state)
       .any('/v1/cluster/*', unimplemented('admin'))
       .get('/healthz', (res, _req, head) => this.healthz(res, head));
+    if (options.internal) {
+      const internal = new InternalRoutes(options.internal, this.gate, this.intake, this.wire, log);
+      routes.get(`${INTERNAL_BLOB_PATH}:id`, internal.get).put(`${INTERNAL_REPLICA_PATH}:id`, internal.putReplica);
+    }
     options.mount?.(routes);
     // The message names the path only: HEAD must answer what GET does, to the byte.
     routes.any('/*', (res, req) =>

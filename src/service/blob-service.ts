@@ -104,7 +104,7 @@ export class BlobService {
       result = await this.store.commitFile(content.file, content.checksum, target.policy, target.labels, origin);
     }
     // A retried store of bytes held here still waits for its copies (replicationAcks), if any are pending.
-    if (origin.replicate) await this.placement.stored(result.id);
+    if (origin.replicate) await this.placement.stored(result.id, 'data' in content ? content.data : undefined);
     return result;
   };
 

@@ -28,8 +28,10 @@ export interface Placement {
   /**
    * A store that queued copies was committed: they go out soon. Resolves at once, or, with
    * replicationAcks W, once W owners besides this node hold the blob (503 after the timeout).
+   * `data`: a small blob's bytes, which the copies may take instead of reading them back (the
+   * caller does not change them afterwards).
    */
-  stored(id: Buffer): Promise<void>;
+  stored(id: Buffer, data?: Buffer): Promise<void>;
   /** A blob this node lacks, from the nodes that may hold it; undefined when none does. */
   find(id: Buffer): Promise<Located | undefined>;
   /** Streams (a range of) a blob found on a peer, or an EC blob from its columns, verified. */

@@ -1,0 +1,174 @@
+/**
+ * The sending end of copies between nodes (transfer.ts is the receiving end). Small blobs travel
+ * many to a ReplicateBatch call (a grpc-js call costs ~60 us of CPU, more than a 4 KiB blob); large
+ * ones stream to the peers' API listeners, or over ReplicateStream (replica-stream.ts). Every
+ * blob is read, and its checksum verified, once for all the peers it goes to:
+ *
+ *   targets (peer, blobs) ─▶ small: rounds of <= batchBytes, each blob read once ─▶ one batch per peer, peers at once
+ *                          └▶ large: one at a time, read once ─▶ streamed to every peer that lacks it
+ *
+ * A peer whose call fails gets nothing more in this send (its blobs are retried by the caller).
+ */
+import type { BlobMeta } from '../engine/engine.js';
+import { Location } from '../index/entry.js';
+import type { LocalStore } from '../service/local-store.js';
+import { metaMessage } from '../service/meta.js';
+import { encodeInternalRequest, type PeerClients } from './peers.js';
+import { ReplicaPutError } from './http-replica.js';
+import { type PeerAddress, streamReplica } from './replica-stream.js';
+
+export type { PeerAddress } from './replica-stream.js';
+
+export interface SenderOptions {
+  /** Bytes of small blobs packed into one ReplicateBatch call. */
+  batchBytes: number;
+  /** Blobs above this go over ReplicateStream (at most the gRPC message size, less framing). */
+  inlineMaxBytes: number;
+  /** Deadline of a batch call; a stream's peer that takes no chunk for this long is dropped. */
+  callTimeoutMs: number;
+  /** Chunks of a large blob encoded and in flight at once, for all its peers together. */
+  streamChunksInFlight: number;
+  /** The cluster secret (large replicas to the peers' API listeners carry it as a header). */
+  secret: string;
+}
+
+/** A peer and the blobs it lacks. */
+export interface SendTarget {
+  readonly peer: PeerAddress;
+  readonly metas: readonly BlobMeta[];
+}
+
+/** One target's outcome: the ids (hex) the peer holds now, or the error that stopped its copies. */
+export type SendResult = Set<string> | Error;
+
+export class BlobSender {
+  constructor(
+    private readonly store: LocalStore,
+    private readonly peers: PeerClients,
+    private readonly options: SenderOptions,
+  ) {}
+
+  /** Sends one peer its blobs; resolves with the ids (hex) it holds afterwards, throws when a call failed. */
+  async send(peer: PeerAddress, metas: readonly BlobMeta[], repair: boolean): Promise<Set<string>> {
+    const [result] = await this.sendEach([{ peer, metas }], repair);
+    if (result instanceof Error) throw result;
+    return result!;
+  }
+
+  /**
+   * Sends each target its blobs, reading each blob once for every target that lacks it (`known`:
+   * small blobs' bytes already in memory, by hex id: just stored and hashed, not read back).
+   */
+  async sendEach(targets: readonly SendTarget[], repair: boolean, known?: ReadonlyMap<string, Buffer | undefined>): Promise<SendResult[]> {
+    const held = targets.map(() => new Set<string>());
+    const failed: (Error | undefined)[] = targets.map(() => undefined);
+    await this.sendSmall(targets, repair, held, failed, known);
+    await this.sendLarge(targets, repair, held, failed);
+    return targets.map((_, i) => failed[i] ?? held[i]!);
+  }
+
+  /** Small blobs in rounds of at most batchBytes: each blob read once, then one batch call per peer. */
+  private async sendSmall(
+    targets: readonly SendTarget[], repair: boolean, held: Set<string>[], failed: (Error | undefined)[], known?: ReadonlyMap<string, Buffer | undefined>,
+  ): Promise<void> {
+    const wanted = new Map<string, { meta: BlobMeta; by: number[] }>();
+    targets.forEach((t, i) => {
+      for (const meta of t.metas) {
+        if (meta.size > this.options.inlineMaxBytes) continue;
+        const key = meta.id.toString('hex');
+        const entry = wanted.get(key) ?? { meta, by: [] };
+        entry.by.push(i);
+        wanted.set(key, entry);
+      }
+    });
+    const all = [...wanted.values()];
+    for (let at = 0; at < all.length;) {
+      let end = at;
+      let bytes = 0;
+      while (end < all.length && (end === at || bytes + all[end]!.meta.size <= this.options.batchBytes)) bytes += all[end++]!.meta.size;
+      const round = all.slice(at, end).filter((w) => w.by.some((i) => !failed[i]));
+      at = end;
+      if (round.length === 0) continue;
+      // Reads run concurrently (a file blob's read is a thread-pool round trip; a segment record's is synchronous).
+      const datas = await Promise.all(round.map((w) => known?.get(w.meta.id.toString('hex')) ?? this.readSmall(w.meta)));
+      const batches = targets.map((): { id: { id: Buffer }; data: Buffer; meta: ReturnType<typeof metaMessage> }[] => []);
+      round.forEach((w, k) => {
+        const message = { id: { id: w.meta.id }, data: datas[k]!, meta: metaMessage(w.meta) };
+        for (const i of w.by) if (!failed[i]) batches[i]!.push(message);
+      });
+      // Peers that take the same blobs (every owner, with REPLICA3 on three nodes) share one encoding.
+      const encoded = new Map<(typeof batches)[number], Buffer>();
+      const encodingOf = (blobs: (typeof batches)[number]): Buffer => {
+        for (const [other, bytes] of encoded) if (sameBlobs(other, blobs)) return bytes;
+        const bytes = encodeInternalRequest('ReplicateBatch', { blobs, repair });
+        encoded.set(blobs, bytes);
+        return bytes;
+      };
+      await Promise.all(batches.map(async (blobs, i) => {
+        if (blobs.length === 0) return;
+        const { peer } = targets[i]!;
+        try {
+          const stub = this.peers.get(peer.nodeId, peer.grpcAddress).internal;
+          await this.peers.unary(stub, peer.nodeId, 'ReplicateBatch', encodingOf(blobs), this.options.callTimeoutMs);
+          for (const b of blobs) held[i]!.add(b.id.id.toString('hex'));
+        } catch (err) {
+          failed[i] = err as Error;
+        }
+      }));
+    }
+  }
+
+  /** Large blobs one at a time, each streamed to every target that lacks it from one read. */
+  private async sendLarge(targets: readonly SendTarget[], repair: boolean, held: Set<string>[], failed: (Error | undefined)[]): Promise<void> {
+    const wanted = new Map<string, { meta: BlobMeta; by: number[] }>();
+    targets.forEach((t, i) => {
+      for (const meta of t.metas) {
+        if (meta.size <= this.options.inlineMaxBytes) continue;
+        const key = meta.id.toString('hex');
+        const entry = wanted.get(key) ?? { meta, by: [] };
+        entry.by.push(i);
+        wanted.set(key, entry);
+      }
+    });
+    const stream = (meta: BlobMeta, who: number[], http: boolean): Promise<(Error | undefined)[]> =>
+      streamReplica(this.store, this.peers, who.map((i) => targets[i]!.peer), meta, repair, {
+        chunksInFlight: this.options.streamChunksInFlight, callTimeoutMs: this.options.callTimeoutMs, http, secret: this.options.secret,
+      });
+    for (const [key, { meta, by }] of wanted) {
+      const live = by.filter((i) => !failed[i]);
+      if (live.length === 0) continue;
+      const errors = await stream(meta, live, true);
+      // Peers that cannot take it over their API listener get it over gRPC (a second read).
+      const again = live.filter((_, k) => errors[k] instanceof ReplicaPutError && errors[k].unsupported);
+      const retried = again.length > 0 ? await stream(meta, again, false) : [];
+      live.forEach((i, k) => {
+        const at = again.indexOf(i);
+        const error = at >= 0 ? retried[at] : errors[k];
+        if (error) failed[i] = error;
+        else held[i]!.add(key);
+      });
+    }
+  }
+
+  private readSmall(meta: BlobMeta): Promise<Buffer> {
+    return meta.location === Location.SEGMENT ? this.store.readInline(meta) : this.readWhole(meta);
+  }
+
+  private async readWhole(meta: BlobMeta): Promise<Buffer> {
+    const out = Buffer.allocUnsafe(meta.size);
+    let at = 0;
+    await this.store.read(meta, (chunk) => {
+      // fill(): one native memcpy, also from the pool's shared memory (copy() is ~7x slower there).
+      if (chunk.length > 0) out.fill(chunk, at, at + chunk.length);
+      at += chunk.length;
+    });
+    return out;
+  }
+}
+
+/** The same messages in the same order (a round builds each blob's message once for all peers). */
+function sameBlobs(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -1,0 +1,264 @@
+/**
+ * Reads of a blob's bytes from a peer's API listener (GET /internal/v1/blobs/{id}, src/http/
+ * internal-routes.ts) over keep-alive HTTP/1.1 connections, at most `connectionsPerPeer` per
+ * peer. The kernel reads straight into the connection's own 1 MiB buffer (net's `onread` with a
+ * buffer function), which is handed to the sink as it fills: no allocation and no copy per chunk
+ * on this side. Over gRPC (FetchBlob) each 1 MiB message is framed, copied and allocated on both
+ * ends, and the garbage it leaves cost as much again: ~1.9 ms of CPU per MiB here, against ~0.4 ms
+ * for this path (bench: remote 1 MiB GET/s).
+ *
+ *   request ─▶ [status + headers | body bytes ...] ─▶ buffer[0 .. 1 MiB) ─▶ sink(chunk) ─▶ (socket paused until it returns)
+ *
+ * A fetch that fails before its first body byte (no route: an older peer; tokens without a
+ * cluster secret; a connection refused) rejects with FetchUnavailable, and the caller asks over
+ * gRPC instead. A connection kept idle that the peer closed meanwhile is retried once.
+ */
+import { connect, type Socket } from 'node:net';
+import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import type { ByteRange } from '../service/local-store.js';
+import { SECRET_METADATA } from './peers.js';
+
+/** The peer could not serve the read this way (nothing was delivered): ask over gRPC. */
+export class FetchUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FetchUnavailable';
+  }
+}
+
+export interface HttpFetcherOptions {
+  secret: string;
+  /** Connections kept per peer (each with a 1 MiB buffer); more fetches wait for one. */
+  connectionsPerPeer: number;
+  /** A fetch that receives nothing for this long fails. */
+  idleTimeoutMs: number;
+}
+
+export type BytesSink = (chunk: Buffer) => Promise<void> | void;
+
+const HEAD_END = Buffer.from('\r\n\r\n');
+const CONTENT_LENGTH = /\r\ncontent-length:\s*(\d+)/i;
+
+/** One request on a connection: the head is parsed, then the body is delivered chunk by chunk. */
+interface Exchange {
+  sink: BytesSink;
+  /** Body bytes still to come; -1 while the head is incomplete. */
+  left: number;
+  status: number;
+  delivered: number;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * Net asks for the buffer of the next read right after each read's callback, so while the sink
+ * holds the main buffer the next read must go elsewhere: into a small spare, copied into the main
+ * buffer once the sink is done with it (one read's worth per chunk).
+ */
+const SPARE_BYTES = 64 * 1024;
+
+class Connection {
+  readonly socket: Socket;
+  private readonly buffer = Buffer.allocUnsafeSlow(CHUNK_BYTES);
+  private readonly spare = Buffer.allocUnsafeSlow(SPARE_BYTES);
+  /** The sink holds the buffer: reads go to the spare. */
+  private holding = false;
+  private filled = 0;
+  private exchange: Exchange | undefined;
+  /** Responses completed on this connection (a failure on a reused one may be a stale close). */
+  served = 0;
+  closed = false;
+
+  constructor(host: string, port: number, private readonly idleTimeoutMs: number, onClose: (c: Connection) => void) {
+    this.socket = connect({
+      host, port, noDelay: true,
+      onread: { buffer: () => (this.holding ? this.spare : this.buffer.subarray(this.filled)), callback: (n: number, buf: Uint8Array) => this.onRead(n, buf) },
+    });
+    this.socket.setTimeout(idleTimeoutMs);
+    this.socket.on('timeout', () => this.fail(new Error(`no bytes for ${idleTimeoutMs} ms`)));
+    this.socket.on('error', (err) => this.fail(err));
+    this.socket.on('close', () => {
+      this.closed = true;
+      this.fail(new Error('connection closed by the peer'));
+      onClose(this);
+    });
+  }
+
+  request(head: string, sink: BytesSink): Promise<void> {
+    if (this.closed) return Promise.reject(new FetchUnavailable('connection closed by the peer'));
+    return new Promise((resolve, reject) => {
+      this.exchange = { sink, left: -1, status: 0, delivered: 0, resolve, reject };
+      this.filled = 0;
+      this.socket.write(head);
+    });
+  }
+
+  private fail(err: Error): void {
+    const ex = this.exchange;
+    this.exchange = undefined;
+    if (!this.closed) this.socket.destroy();
+    ex?.reject(ex.delivered === 0 ? new FetchUnavailable(err.message) : err);
+  }
+
+  /** Returns false to pause the socket while the sink holds the buffer. */
+  private onRead(n: number, into: Uint8Array): boolean {
+    const ex = this.exchange;
+    if (!ex) {
+      this.fail(new Error('bytes from the peer outside a response'));
+      return false;
+    }
+    if (into === this.spare) {
+      if (this.filled + n > this.buffer.length) {
+        this.fail(new Error('more bytes than the buffer holds'));
+        return false;
+      }
+      this.buffer.set(this.spare.subarray(0, n), this.filled);
+    }
+    this.filled += n;
+    if (ex.left < 0 && !this.parseHead(ex)) return true;
+    if (this.filled > ex.left) {
+      this.fail(new Error('more bytes than the response announced'));
+      return false;
+    }
+    if (this.filled < ex.left && this.filled < this.buffer.length) return true;
+    this.deliver(ex);
+    return false;
+  }
+
+  /** True once the head is in (its body bytes moved to the buffer's start). */
+  private parseHead(ex: Exchange): boolean {
+    const end = this.buffer.subarray(0, this.filled).indexOf(HEAD_END);
+    if (end < 0) {
+      if (this.filled === this.buffer.length) this.fail(new Error('response head too large'));
+      return false;
+    }
+    const head = this.buffer.toString('latin1', 0, end + 2);
+    ex.status = Number(head.slice(9, 12));
+    const length = CONTENT_LENGTH.exec(head);
+    if ((ex.status !== 200 && ex.status !== 206) || !length) {
+      this.fail(new Error(`answered ${head.slice(9, head.indexOf('\r\n'))}`));
+      return false;
+    }
+    ex.left = Number(length[1]);
+    this.buffer.copyWithin(0, end + HEAD_END.length, this.filled);
+    this.filled -= end + HEAD_END.length;
+    return true;
+  }
+
+  /** Hands the buffer's bytes to the sink; reading resumes once it returns. */
+  private deliver(ex: Exchange): void {
+    const chunk = this.buffer.subarray(0, this.filled);
+    ex.delivered += chunk.length;
+    ex.left -= chunk.length;
+    // The sink may wait for a slow client as long as it likes; the timeout is for the peer.
+    this.socket.setTimeout(0);
+    this.holding = true;
+    Promise.resolve()
+      .then(() => (chunk.length > 0 ? ex.sink(chunk) : undefined))
+      .then(() => {
+        if (this.exchange !== ex) return;
+        this.filled = 0;
+        this.holding = false;
+        this.socket.setTimeout(this.idleTimeoutMs);
+        if (ex.left > 0) {
+          this.socket.resume();
+          return;
+        }
+        this.exchange = undefined;
+        this.served++;
+        this.socket.resume();
+        ex.resolve();
+      }, (err: Error) => {
+        if (this.exchange !== ex) return;
+        this.exchange = undefined;
+        this.socket.destroy();
+        ex.reject(err);
+      });
+  }
+}
+
+/** The connections to one peer: idle ones, and fetches waiting for one. */
+interface PeerPool {
+  idle: Connection[];
+  open: number;
+  waiting: ((c: Connection) => void)[];
+}
+
+export class HttpFetcher {
+  private readonly pools = new Map<string, PeerPool>();
+
+  constructor(private readonly options: HttpFetcherOptions) {}
+
+  /**
+   * Streams `range` (default: all) of the blob from the peer at `address` (host:port of its API)
+   * to `sink` in chunks of at most 1 MiB. Checks the length; the caller checks the bytes.
+   */
+  async fetch(address: string, id: Buffer, range: ByteRange | undefined, sink: BytesSink): Promise<void> {
+    const head = `GET /internal/v1/blobs/${id.toString('hex')} HTTP/1.1\r\nHost: ${address}\r\n`
+      + (this.options.secret === '' ? '' : `${SECRET_METADATA}: ${this.options.secret}\r\n`)
+      + (range ? `Range: bytes=${range.start}-${range.end - 1}\r\n` : '') + '\r\n';
+    for (let attempt = 0; ; attempt++) {
+      const conn = await this.take(address);
+      const reused = conn.served > 0;
+      try {
+        await conn.request(head, sink);
+        this.give(address, conn);
+        return;
+      } catch (err) {
+        this.drop(address, conn);
+        // A kept connection the peer had closed meanwhile: once more on a new one.
+        if (err instanceof FetchUnavailable && reused && attempt === 0) continue;
+        throw err;
+      }
+    }
+  }
+
+  private pool(address: string): PeerPool {
+    let pool = this.pools.get(address);
+    if (!pool) {
+      pool = { idle: [], open: 0, waiting: [] };
+      this.pools.set(address, pool);
+    }
+    return pool;
+  }
+
+  private take(address: string): Promise<Connection> {
+    const pool = this.pool(address);
+    const idle = pool.idle.pop();
+    if (idle) return Promise.resolve(idle);
+    if (pool.open < this.options.connectionsPerPeer) {
+      const at = address.lastIndexOf(':');
+      const host = address.slice(0, at).replace(/^\[|\]$/g, '');
+      pool.open++;
+      return Promise.resolve(new Connection(host, Number(address.slice(at + 1)), this.options.idleTimeoutMs, (c) => this.closed(address, c)));
+    }
+    return new Promise((resolve) => pool.waiting.push(resolve));
+  }
+
+  private give(address: string, conn: Connection): void {
+    if (conn.closed) return; // closed() has counted it out already
+    const pool = this.pool(address);
+    const next = pool.waiting.shift();
+    if (next) next(conn);
+    else pool.idle.push(conn);
+  }
+
+  private drop(address: string, conn: Connection): void {
+    if (!conn.closed) conn.socket.destroy();
+  }
+
+  /** A connection ended (the peer's idle timeout, an error): a waiting fetch gets a new one. */
+  private closed(address: string, conn: Connection): void {
+    const pool = this.pool(address);
+    pool.open--;
+    const at = pool.idle.indexOf(conn);
+    if (at >= 0) pool.idle.splice(at, 1);
+    const next = pool.waiting.shift();
+    if (next) void this.take(address).then(next);
+  }
+
+  close(): void {
+    for (const pool of this.pools.values()) for (const conn of pool.idle.splice(0)) conn.socket.destroy();
+    this.pools.clear();
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * One peer's leg of a large replica over its API listener (PUT /internal/v1/replicas/{id},
+ * src/http/internal-routes.ts) instead of InternalService.ReplicateStream: the metadata in
+ * headers, the bytes as a chunked body written straight from the sender's chunk buffer (no
+ * framing copy, no allocation per chunk), the answer `{"created": bool}` once the copy is durable.
+ * Chunked, because this uWS closes a connection whose Content-Length has ten digits (1e9 bytes or
+ * more) before any handler runs.
+ *
+ * A peer that cannot take it this way (no such route, tokens without a cluster secret, its API
+ * address unreachable) fails with `unsupported` set, and the sender streams to it over gRPC.
+ */
+import { connect, type Socket } from 'node:net';
+import type { BlobMeta } from '../engine/engine.js';
+import { SECRET_METADATA } from './peers.js';
+
+const CRLF = Buffer.from('\r\n');
+const LAST_CHUNK = Buffer.from('0\r\n\r\n');
+/** The answer is a short JSON object; anything longer is not ours. */
+const ANSWER_MAX_BYTES = 64 * 1024;
+/** Statuses that mean "not this way" rather than "not this blob": ask over gRPC instead. */
+const UNSUPPORTED = new Set([401, 403, 404, 405, 501]);
+
+export class ReplicaPutError extends Error {
+  constructor(
+    message: string,
+    /** The peer cannot take replicas over HTTP: use gRPC. */
+    readonly unsupported: boolean,
+  ) {
+    super(message);
+    this.name = 'ReplicaPutError';
+  }
+}
+
+export interface HttpReplicaTarget {
+  readonly nodeId: string;
+  /** host:port of the peer's API listener. */
+  readonly address: string;
+}
+
+export class HttpReplicaLeg {
+  failure: Error | undefined;
+  readonly done: Promise<void>;
+  private settle!: () => void;
+  private readonly socket: Socket;
+  private answer: Buffer = Buffer.alloc(0);
+  private answered = false;
+
+  constructor(
+    readonly peer: HttpReplicaTarget,
+    meta: BlobMeta,
+    repair: boolean,
+    secret: string,
+    timeoutMs: number,
+  ) {
+    this.done = new Promise((resolve) => (this.settle = resolve));
+    const at = peer.address.lastIndexOf(':');
+    this.socket = connect({ host: peer.address.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(peer.address.slice(at + 1)), noDelay: true });
+    this.socket.setTimeout(timeoutMs, () => this.fail(new ReplicaPutError(`${peer.nodeId}: no progress for ${timeoutMs} ms`, false)));
+    // Refused: nothing listens at the API address it gave (gRPC may still reach it).
+    this.socket.on('error', (err: NodeJS.ErrnoException) => this.fail(new ReplicaPutError(`${peer.nodeId}: ${err.message}`, err.code === 'ECONNREFUSED')));
+    this.socket.on('close', () => this.fail(new ReplicaPutError(`${peer.nodeId}: connection closed before the answer`, false)));
+    this.socket.on('data', (bytes: Buffer) => this.onAnswer(bytes));
+    this.socket.write(
+      `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\nTransfer-Encoding: chunked\r\nX-Blobstore-Size: ${meta.size}\r\n`
+      + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
+      + `X-Blobstore-Checksum: ${meta.checksum.toString('hex')}\r\nX-Blobstore-Created-At: ${meta.createdAtNs}\r\n`
+      + `X-Blobstore-Policy: ${meta.policy}\r\nX-Blobstore-Labels-Encoded: ${meta.labels.toString('base64')}\r\n`
+      + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n',
+    );
+  }
+
+  /** Writes bytes of the body (one chunk); `taken` once the kernel has them (the buffer may be reused then). */
+  write(bytes: Buffer, taken: () => void): void {
+    if (this.failure || bytes.length === 0) return taken();
+    // One writev: the chunk's size line, the bytes (not copied), its CRLF.
+    this.socket.cork();
+    this.socket.write(`${bytes.length.toString(16)}\r\n`);
+    this.socket.write(bytes, () => taken());
+    this.socket.write(CRLF);
+    this.socket.uncork();
+  }
+
+  /** After the last bytes: the chunked body's end. */
+  end(): void {
+    if (!this.failure) this.socket.write(LAST_CHUNK);
+  }
+
+  cancel(err: Error): void {
+    this.fail(err);
+  }
+
+  private fail(err: Error): void {
+    if (this.failure || this.answered) return;
+    this.failure = err;
+    this.socket.destroy();
+    this.settle();
+  }
+
+  private onAnswer(bytes: Buffer): void {
+    if (this.failure || this.answered) return;
+    this.answer = this.answer.length === 0 ? bytes : Buffer.concat([this.answer, bytes]);
+    if (this.answer.length > ANSWER_MAX_BYTES) return this.fail(new ReplicaPutError(`${this.peer.nodeId}: answer too long`, false));
+    const text = this.answer.toString('latin1');
+    const end = text.indexOf('\r\n\r\n');
+    if (end < 0) return;
+    const length = /\r\ncontent-length:\s*(\d+)/i.exec(text.slice(0, end + 2));
+    if (!length || text.length < end + 4 + Number(length[1])) return;
+    const status = Number(text.slice(9, 12));
+    if (status !== 200) {
+      const body = text.slice(end + 4, end + 4 + Number(length[1]));
+      return this.fail(new ReplicaPutError(`${this.peer.nodeId} answered ${status}: ${body.slice(0, 300)}`, UNSUPPORTED.has(status)));
+    }
+    this.answered = true;
+    this.socket.destroy();
+    this.settle();
+  }
+}

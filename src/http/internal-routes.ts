@@ -1,0 +1,154 @@
+/**
+ * The node-to-node data path on the API listener, for the bytes of large blobs: uWS sends a chunk
+ * with one write from the pooled buffer and takes a body into pooled chunks, while a grpc-js
+ * stream copies and allocates each 1 MiB message on both ends (about 1.9 ms of CPU per MiB here
+ * against ~0.4 ms for this path; see docs/cluster.md). The gRPC calls stay as the fallback.
+ *
+ *   GET /internal/v1/blobs/{id}     InternalService.FetchBlob's bytes (src/cluster/http-fetcher.ts)
+ *   PUT /internal/v1/replicas/{id}  InternalService.ReplicateStream's (src/cluster/replica-stream.ts)
+ *
+ * A replica's metadata comes in headers (X-Blobstore-Size, -Checksum hex, -Created-At ns, -Policy,
+ * -Labels-Encoded base64 of the engine's encoded labels, -Repair), its bytes as a chunked body
+ * (this uWS refuses a Content-Length of ten digits); it is received as a client's raw store is (BlobWriter: pooled chunks, hashed as
+ * they arrive, the sender paused while the disk is behind), checked against the checksum, and
+ * answered {"created": bool} once durable.
+ *
+ * Local copies only (a peer never asks on our behalf), verified chunk by chunk as every read; one
+ * `Range: bytes=a-b` (206). A chunk that fails its checksum after the first byte cuts the
+ * connection, so the peer sees a short body, never wrong bytes. Access as InternalService's: with
+ * a cluster secret, the peer's `X-Blobstore-Cluster-Secret` must match; without one, a token with
+ * the read scope when tokens are configured (peers have none: they use gRPC then), else open.
+ * Not counted as client reads in the metrics (the peer's read is).
+ */
+import type { Gate } from '../auth/gate.js';
+import type { Cluster } from '../cluster/cluster.js';
+import { SECRET_METADATA } from '../cluster/peers.js';
+import { parseBlobId } from '../engine/blob-id.js';
+import { BlobstoreError, invalidArgument, notFound } from '../errors/errors.js';
+import type { Logger } from '../log/logger.js';
+import { decodeLabels } from '../engine/labels.js';
+import { incomingMeta, replicaCommitter } from '../cluster/transfer.js';
+import { BlobWriter } from '../service/blob-writer.js';
+import type { ByteRange } from '../service/local-store.js';
+import { BodySender } from './download.js';
+import { type Intake, isChunked } from './intake.js';
+import { parseRange } from './range.js';
+import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
+import type { HttpRequest, HttpResponse } from './uws.js';
+import type { Wire } from './wire.js';
+
+export const INTERNAL_BLOB_PATH = '/internal/v1/blobs/';
+export const INTERNAL_REPLICA_PATH = '/internal/v1/replicas/';
+
+export class InternalRoutes {
+  constructor(
+    private readonly cluster: () => Cluster | undefined,
+    private readonly gate: Gate,
+    private readonly intake: Intake,
+    private readonly wire: Wire,
+    private readonly log: Logger,
+  ) {}
+
+  /** GET /internal/v1/blobs/:id (HEAD answers the same head without the body). */
+  readonly get = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
+    const x = newExchange(res, this.wire, this.log, head);
+    let range: ByteRange | undefined;
+    let meta;
+    try {
+      const cluster = this.authorize(req);
+      const id = parseBlobId(req.getParameter(0));
+      meta = cluster.store.stat(id);
+      if (!meta) throw notFound(`blob ${id.toString('hex')} not on this node`);
+      const rangeHeader = req.getHeader('range');
+      range = rangeHeader === '' ? undefined : parseRange(rangeHeader, '', '', meta.size);
+    } catch (err) {
+      return sendError(x, err);
+    }
+    const found = meta;
+    this.intake.track(x, this.send(x, found, range, this.cluster()!));
+  };
+
+  /** PUT /internal/v1/replicas/:id: a replica's bytes as the body, stored once durable. */
+  readonly putReplica = (res: HttpResponse, req: HttpRequest): void => {
+    const start = performance.now();
+    const x = newExchange(res, this.wire, this.log);
+    let release = (): void => undefined;
+    let writer: BlobWriter;
+    let meta: ReturnType<typeof incomingMeta>;
+    try {
+      const cluster = this.authorize(req);
+      // The size comes apart from the body: a chunked body (this uWS refuses Content-Lengths of ten digits).
+      const size = req.getHeader('x-blobstore-size');
+      if (!/^\d{1,15}$/.test(size)) throw invalidArgument('a replica needs its X-Blobstore-Size');
+      meta = incomingMeta({ id: parseBlobId(req.getParameter(0)) }, {
+        size: Number(size), created_at: req.getHeader('x-blobstore-created-at'), checksum: Buffer.from(req.getHeader('x-blobstore-checksum'), 'hex'),
+        policy: Number(req.getHeader('x-blobstore-policy')), labels: decodeLabels(Buffer.from(req.getHeader('x-blobstore-labels-encoded'), 'base64')),
+      }, cluster.config);
+      if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(meta.id) !== undefined) {
+        // A user deleted it here: repair does not bring it back.
+        res.onData(() => undefined);
+        return sendJson(x, 200, '{"created":false}', undefined, 'drain');
+      }
+      cluster.store.checkSpace(meta.size);
+      release = this.intake.admit();
+      writer = new BlobWriter(flowOf(x), cluster.store, replicaCommitter(cluster.store, cluster.config, meta), cluster.config, undefined, meta.size, true);
+    } catch (err) {
+      release();
+      res.onData(() => undefined);
+      return sendError(x, err, 'drain');
+    }
+    const target = { policy: meta.policy, labels: meta.labels };
+    this.intake.receive(x, writer, release, start, isChunked(req), async () => {
+      try {
+        const result = await writer.finish(target);
+        sendJson(x, 200, result.created ? '{"created":true}' : '{"created":false}');
+      } catch (err) {
+        await writer.discard();
+        sendError(x, err);
+      }
+    }, false);
+  };
+
+  private authorize(req: HttpRequest): Cluster {
+    const cluster = this.cluster();
+    if (!cluster) throw new BlobstoreError('unavailable', 'the cluster side of this node is starting', { headers: { 'Retry-After': '1' } });
+    if (cluster.config.clusterSecret !== '') {
+      if (!cluster.secretMatches(req.getHeader(SECRET_METADATA))) throw new BlobstoreError('unauthenticated', 'node-to-node call without the cluster secret');
+    } else if (this.gate.enabled) {
+      this.gate.check(req.getHeader('authorization'), 'read');
+    }
+    return cluster;
+  }
+
+  private async send(x: Exchange, meta: NonNullable<ReturnType<Cluster['store']['stat']>>, range: ByteRange | undefined, cluster: Cluster): Promise<void> {
+    const total = range ? range.end - range.start : meta.size;
+    const writeHead = (ex: Exchange): void => {
+      ex.res.writeStatus(range ? '206 Partial Content' : '200 OK').writeHeader('Content-Type', 'application/octet-stream');
+      if (range) ex.res.writeHeader('Content-Range', `bytes ${range.start}-${range.end - 1}/${meta.size}`);
+    };
+    if (x.head) {
+      x.done = true;
+      x.res.cork(() => {
+        writeHead(x);
+        x.res.writeHeader('Content-Length', String(total)).endWithoutBody();
+      });
+      return;
+    }
+    const sender = new BodySender(x, total);
+    let sent = false;
+    try {
+      await cluster.store.read(meta, async (chunk, i) => {
+        await sender.send(chunk, i === 0 ? writeHead : undefined);
+        sent = true;
+      }, range);
+    } catch (err) {
+      // After the first byte the status is gone: cut the body short rather than send wrong bytes.
+      if (sent && !x.aborted && !x.done) {
+        x.done = true;
+        x.res.close();
+        return;
+      }
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The node-to-node data path of large blobs: reads of blobs a node lacks take the bytes from the
+ * owner's API listener (GET /internal/v1/blobs/{id}), large replicas go to the owners' (PUT
+ * /internal/v1/replicas/{id}), and both fall back to gRPC (FetchBlob, ReplicateStream) when that
+ * path cannot serve them. The routes take peers that present the cluster secret (or, without a
+ * secret, what the auth gate lets through); the read route serves local copies only.
+ */
+import { createBLAKE3 } from 'hash-wasm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
+import { eventually, freePort, TestCluster } from '../helpers/cluster.js';
+
+const SECRET = 'correct horse battery staple';
+
+/**
+ * Stores NONE blobs at node 0 until one sits on each node alone: a blob node 1 owns is copied
+ * there and node 0's copy handed off (--handoff-interval-ms 500); one node 0 owns never leaves.
+ */
+async function oneCopyEach(c: TestCluster, size: number): Promise<Map<number, { id: string; bytes: Buffer }>> {
+  const held = new Map<number, { id: string; bytes: Buffer }>();
+  for (let seed = 1; held.size < 2 && seed < 32; seed++) {
+    const bytes = patternBytes(size, seed * 7919 + size);
+    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '1' });
+    expect(res.status).toBeOneOf([200, 201]);
+    const { id } = (await res.json()) as { id: string };
+    let holders: number[] = [];
+    const deadline = Date.now() + 3000;
+    while (Date.now() < deadline) {
+      holders = await holdersOf(c, id);
+      if (holders.length === 1 && holders[0] === 1) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    if (holders.length === 1 && !held.has(holders[0]!)) held.set(holders[0]!, { id, bytes });
+  }
+  expect(held.size).toBe(2);
+  return held;
+}
+
+/** The nodes that list the blob. */
+async function holdersOf(c: TestCluster, id: string): Promise<number[]> {
+  const holders: number[] = [];
+  for (const i of c.live()) {
+    const page = (await (await fetch(`${c.url(i)}/v1/blobs?prefix=${id}`)).json()) as { ids: string[] };
+    if (page.ids.includes(id)) holders.push(i);
+  }
+  return holders;
+}
+
+describe('the data path with a cluster secret', () => {
+  let c: TestCluster;
+  let blobs: Map<number, { id: string; bytes: Buffer }>;
+  beforeAll(async () => {
+    c = await TestCluster.start({ size: 2, args: ['--cluster-secret', SECRET, '--handoff-interval-ms', '500'] });
+    await c.converged({ members: c.ids });
+    blobs = await oneCopyEach(c, 3 * 1024 * 1024 + 17);
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('a node without a copy answers GET and a range with the owner\'s bytes', async () => {
+    for (const [holder, { id, bytes }] of blobs) {
+      const other = 1 - holder;
+      const res = await fetch(`${c.url(other)}/v1/blobs/${id}`);
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+      const part = await fetch(`${c.url(other)}/v1/blobs/${id}`, { headers: { range: 'bytes=1048570-2097160' } });
+      expect(part.status).toBe(206);
+      expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(1048570, 2097161))).toBe(true);
+    }
+  });
+
+  it('the internal route serves local copies to peers with the secret only', async () => {
+    const [holder, { id, bytes }] = [...blobs][0]!;
+    const url = `${c.url(holder)}/internal/v1/blobs/${id}`;
+    expect((await fetch(url)).status).toBe(401);
+    expect((await fetch(url, { headers: { 'x-blobstore-cluster-secret': 'wrong' } })).status).toBe(401);
+    const ok = await fetch(url, { headers: { 'x-blobstore-cluster-secret': SECRET } });
+    expect(ok.status).toBe(200);
+    expect(Buffer.from(await ok.arrayBuffer()).equals(bytes)).toBe(true);
+    const range = await fetch(url, { headers: { 'x-blobstore-cluster-secret': SECRET, range: 'bytes=5-9' } });
+    expect(range.status).toBe(206);
+    expect(range.headers.get('content-range')).toBe(`bytes 5-9/${bytes.length}`);
+    expect(Buffer.from(await range.arrayBuffer()).equals(bytes.subarray(5, 10))).toBe(true);
+    // Never on another node's behalf: the node without a copy answers 404 here.
+    expect((await fetch(`${c.url(1 - holder)}/internal/v1/blobs/${id}`, { headers: { 'x-blobstore-cluster-secret': SECRET } })).status).toBe(404);
+  });
+
+  it('a large REPLICA2 blob reaches the other node byte-exact, with its original metadata', async () => {
+    const bytes = patternBytes(5 * 1024 * 1024 + 3, 4242);
+    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '2', 'X-Blobstore-Labels': '{"team":"ingest","n":"7"}' });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    await eventually(async () => (await holdersOf(c, id)).length === 2, 'two copies');
+    const heads = await Promise.all([0, 1].map((i) => fetch(`${c.url(i)}/v1/blobs/${id}`, { method: 'HEAD' })));
+    for (const name of ['x-blobstore-blob-size', 'x-blobstore-created-at', 'x-blobstore-policy']) {
+      expect(heads[1]!.headers.get(name), name).toBe(heads[0]!.headers.get(name));
+    }
+    const stats = await Promise.all([0, 1].map(async (i) => (await (await fetch(`${c.url(i)}/v1/blobs/${id}/stat`)).json()) as { meta: { labels: object } }));
+    expect(stats[1]!.meta.labels).toEqual({ team: 'ingest', n: '7' });
+    expect(stats[1]!.meta).toEqual(stats[0]!.meta);
+    // Read from the replica's disk, not from node 0: stop node 0 first.
+    await c.stop(0);
+    const copy = await fetch(`${c.url(1)}/v1/blobs/${id}`);
+    expect(Buffer.from(await copy.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  it('the replica route refuses calls without the secret, and bytes that are not the ones named', async () => {
+    const bytes = patternBytes(2 * 1024 * 1024, 99);
+    const put = (secret: string, body: Buffer, checksum: string, id: string): Promise<Response> => fetch(`${c.url(1)}/internal/v1/replicas/${id}`, {
+      method: 'PUT', body, headers: {
+        'x-blobstore-cluster-secret': secret, 'x-blobstore-size': String(body.length), 'x-blobstore-checksum': checksum,
+        'x-blobstore-created-at': '1', 'x-blobstore-policy': '2', 'x-blobstore-labels-encoded': '',
+      },
+    });
+    const id = await expectedId(bytes);
+    const hasher = await createBLAKE3(256);
+    hasher.update(bytes);
+    const checksum = hasher.digest('hex');
+    expect((await put('wrong', bytes, checksum, id)).status).toBe(401);
+    const other = Buffer.from(bytes);
+    other[12345] ^= 1;
+    const refused = await put(SECRET, other, checksum, id);
+    expect(refused.status).toBe(400);
+    expect(await holdersOf(c, id)).toEqual([]);
+    const ok = await put(SECRET, bytes, checksum, id);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ created: true });
+    expect(await holdersOf(c, id)).toEqual([1]);
+  });
+});
+
+describe('the data path when the peers\' API listeners cannot be reached', () => {
+  let c: TestCluster;
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('replicas go over ReplicateStream and reads over FetchBlob instead, byte-exact (GET and a range)', async () => {
+    // Each node tells the others an API address nobody listens on; gRPC works as usual.
+    const nowhere = await Promise.all([0, 1].map(() => freePort()));
+    c = await TestCluster.start({ size: 2, args: ['--handoff-interval-ms', '500'], nodeArgs: (i) => ['--advertise-addr', `127.0.0.1:${nowhere[i]}`] });
+    await c.converged({ members: c.ids });
+    for (const [holder, { id, bytes }] of await oneCopyEach(c, 2 * 1024 * 1024 + 5)) {
+      const res = await fetch(`${c.url(1 - holder)}/v1/blobs/${id}`);
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+      const part = await fetch(`${c.url(1 - holder)}/v1/blobs/${id}`, { headers: { range: 'bytes=7-1048600' } });
+      expect(part.status).toBe(206);
+      expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(7, 1048601))).toBe(true);
+    }
+  });
+});
