@@ -14,6 +14,8 @@ import { BlobstoreError } from '../errors/errors.js';
 import type { ShardMeta } from '../engine/shards.js';
 import type { LocalStore } from '../service/local-store.js';
 import { PeerCallError, type Stub } from './peers.js';
+import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
+import { shardPath } from './http-column.js';
 
 /** Bytes received ahead of the reader before the stream is paused (plus the HTTP/2 window in flight). */
 const QUEUE_BYTES = 8 * 1024 * 1024;
@@ -133,14 +135,42 @@ class ByteQueue implements ColumnStream {
   }
 }
 
-/** A FetchShard stream of column `index`, bytes [start, end), from a peer. */
-export function remoteColumn(stub: Stub, metadata: grpc.Metadata, peer: string, id: Buffer, index: number, start: number, end: number, timeoutMs: number): ColumnStream {
+/** A peer that holds a column: its node id, its API address (the bulk path) and its gRPC stub (the fallback). */
+export interface ColumnPeer {
+  nodeId: string;
+  address: string;
+  stub: Stub;
+  metadata: () => grpc.Metadata;
+}
+
+/**
+ * Column `index` of blob `id`, bytes [start, end), from a peer: over its API listener
+ * (GET /internal/v1/shards/{id}/{index}, http-fetcher.ts) when `http` is set and it has an address,
+ * else, or when that path cannot serve it before the first byte, over gRPC FetchShard.
+ */
+export function remoteColumn(peer: ColumnPeer, http: HttpFetcher | undefined, id: Buffer, index: number, start: number, end: number, timeoutMs: number): ColumnStream {
   let call: grpc.ClientReadableStream<{ data?: Buffer }> | undefined;
-  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer}`, timeoutMs, () => call?.pause(), () => call?.resume(), () => call?.cancel());
-  call = stub.FetchShard!({ id: { id }, index, offset: start, length: end - start }, metadata) as unknown as grpc.ClientReadableStream<{ data?: Buffer }>;
-  call.on('data', (msg) => void queue.push(msg.data ?? EMPTY));
-  call.on('error', (err: grpc.ServiceError) => queue.fail(new PeerCallError(peer, 'FetchShard', err.code, err.details)));
-  call.on('end', () => queue.end());
+  let closed = false;
+  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer.nodeId}`, timeoutMs, () => call?.pause(), () => call?.resume(), () => {
+    closed = true;
+    call?.cancel();
+  });
+  const overGrpc = (): void => {
+    if (closed) return;
+    call = peer.stub.FetchShard!({ id: { id }, index, offset: start, length: end - start }, peer.metadata()) as unknown as grpc.ClientReadableStream<{ data?: Buffer }>;
+    call.on('data', (msg) => void queue.push(msg.data ?? EMPTY));
+    call.on('error', (err: grpc.ServiceError) => queue.fail(new PeerCallError(peer.nodeId, 'FetchShard', err.code, err.details)));
+    call.on('end', () => queue.end());
+  };
+  if (!http || peer.address === '') {
+    overGrpc();
+    return queue;
+  }
+  // The fetcher reuses its buffer once the sink returns: each chunk is copied into the queue.
+  http.fetchPath(peer.address, shardPath(id, index), { start, end }, (chunk) => {
+    if (closed) throw new BlobstoreError('unavailable', 'column read closed');
+    return queue.push(Buffer.from(chunk));
+  }).then(() => queue.end(), (err: Error) => (err instanceof FetchUnavailable ? overGrpc() : queue.fail(err)));
   return queue;
 }
 

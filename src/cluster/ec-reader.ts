@@ -13,7 +13,6 @@
  * cuts its answer: never wrong bytes). A column found missing or failing is queued for repair.
  * With more than m columns of a stripe unavailable the read fails with 503.
  */
-import type * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
@@ -23,10 +22,11 @@ import { createHasher } from '../hash/blake3.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
-import { PeerCallError, type PeerClients } from './peers.js';
+import type { PeerClients } from './peers.js';
 import { metaFromWire } from './remote-reader.js';
 import { type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { piecesOf, ReadState } from './ec-read-state.js';
+import type { HttpFetcher } from './http-fetcher.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import type { ShardMeta } from '../engine/shards.js';
@@ -59,6 +59,8 @@ export class EcReader {
     private readonly onMissing: (id: Buffer, policy: number, why: string, bytes: number) => void,
     /** A column held here failed its check (it is dropped and rebuilt). */
     private readonly onCorruptColumn: (meta: ShardMeta) => void,
+    /** The bulk path to peers' API listeners (undefined: gRPC only). */
+    private readonly http?: HttpFetcher,
   ) {}
 
   layoutOf(blob: EcBlob): StripeLayout {
@@ -180,7 +182,7 @@ export class EcReader {
   /** Bytes [offset, offset + length) of column `index` from `node`. */
   async fetchRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer> {
     const fetchStart = performance.now();
-    const out = node === SELF ? await this.localRange(blob.meta.id, index, offset, length) : await this.remoteRange(blob.meta.id, node, index, offset, length);
+    const out = node === SELF ? await this.localRange(blob.meta.id, index, offset, length) : await this.remoteRange(blob, node, index, offset, length);
     this.metrics.observe('shard_fetch', fetchStart);
     return out;
   }
@@ -203,31 +205,15 @@ export class EcReader {
     return out;
   }
 
-  private remoteRange(id: Buffer, node: string, index: number, offset: number, length: number): Promise<Buffer> {
-    const member = this.cluster.member(node);
-    if (!member || member.grpcAddress === '') return Promise.reject(new BlobstoreError('unavailable', `node ${node} is not a member any more`));
-    const stub = this.peers.get(node, member.grpcAddress).internal;
-    return new Promise<Buffer>((resolve, reject) => {
-      const out = Buffer.allocUnsafe(length);
-      let at = 0;
-      const call = stub.FetchShard!({ id: { id }, index, offset, length }, this.peers.metadata(), { deadline: Date.now() + this.config.ecFetchTimeoutMs }) as unknown as grpc.ClientReadableStream<{ data?: Buffer }>;
-      call.on('data', (msg) => {
-        const data = msg.data;
-        if (!data || data.length === 0) return;
-        if (at + data.length > length) {
-          call.cancel();
-          reject(new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')} from ${node}: more bytes than asked`));
-          return;
-        }
-        data.copy(out, at);
-        at += data.length;
-      });
-      call.on('error', (err: grpc.ServiceError) => reject(new PeerCallError(node, 'FetchShard', err.code, err.details)));
-      call.on('end', () => {
-        if (at === length) resolve(out);
-        else reject(new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')} from ${node}: ${at} bytes, expected ${length}`));
-      });
-    });
+  /** Bytes of a peer's column, through a column stream of just that range (the bulk path first, gRPC as fallback). */
+  private async remoteRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer> {
+    const stream = this.openColumn(blob, node, index, offset, offset + length);
+    if (!stream) throw new BlobstoreError('unavailable', `node ${node} is not a member any more`);
+    try {
+      return await stream.take(length);
+    } finally {
+      stream.close();
+    }
   }
 
   /** A stream of column `index`'s bytes [start, end) from `node` (this node: its engine). */
@@ -239,7 +225,8 @@ export class EcReader {
     const member = this.cluster.member(node);
     if (!member || member.grpcAddress === '') return undefined;
     const stub = this.peers.get(node, member.grpcAddress).internal;
-    return remoteColumn(stub, this.peers.metadata(), node, blob.meta.id, index, start, end, this.config.ecFetchTimeoutMs);
+    const peer = { nodeId: node, address: member.address, stub, metadata: () => this.peers.metadata() };
+    return remoteColumn(peer, this.http, blob.meta.id, index, start, end, this.config.ecFetchTimeoutMs);
   }
 
   /** A piece of a shard arrived (shard_fetch_latency_seconds). */

@@ -27,6 +27,7 @@ import type { ClusterNode } from './cluster-node.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { PeerClients } from './peers.js';
 import { ColumnSender, type ShardBatcher } from './shard-transfer.js';
+import { HttpColumnSender } from './http-column.js';
 
 /** A received blob: in memory, or in the upload's (transient) file. */
 export type EcContent = { readonly data: Buffer } | { readonly file: ChunkWriter & { readonly tmpPath: string }; readonly checksum: Buffer };
@@ -37,6 +38,8 @@ interface ColumnTarget {
   node: string;
   /** The peer's gRPC address ('' for this node). */
   grpcAddress: string;
+  /** The peer's API address: the bulk path (http-column.ts), where it can be used. */
+  address: string;
   failure?: Error;
   created?: boolean;
 }
@@ -92,7 +95,7 @@ export class EcWriter {
     return owners.map((node, index) => {
       const self = node === this.cluster.nodeId;
       const member = self ? undefined : this.cluster.member(node);
-      const target: ColumnTarget = { index, node, grpcAddress: member?.grpcAddress ?? '' };
+      const target: ColumnTarget = { index, node, grpcAddress: member?.grpcAddress ?? '', address: member?.address ?? '' };
       if (!self && (!member || member.grpcAddress === '' || !this.cluster.online(node))) target.failure = new Error(`node ${node} is offline`);
       return target;
     });
@@ -133,11 +136,16 @@ export class EcWriter {
   private async storeStreamed(source: BlobSource, layout: StripeLayout, targets: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
     const storeStart = performance.now();
     const timeoutMs = this.config.ecStoreTimeoutMs + (layout.columnBytes / SLOWEST_STORE_BYTES_PER_S) * 1000;
+    // Columns go over the peers' API listeners (a fraction of grpc-js's CPU per MiB) unless they
+    // would need a user token there (a token file and no cluster secret): then over gRPC.
+    const http = this.config.clusterSecret !== '' || this.config.authTokensFile === '';
     const sinks = targets.map((t) => {
       if (t.failure) return undefined;
-      return t.grpcAddress === ''
-        ? new ColumnWriter(this.store, this.config, header(t.index), layout.columnBytes)
-        : new ColumnSender(this.peers, { nodeId: t.node, grpcAddress: t.grpcAddress }, header(t.index), { repair: false, timeoutMs });
+      if (t.grpcAddress === '') return new ColumnWriter(this.store, this.config, header(t.index), layout.columnBytes);
+      if (http && t.address !== '') {
+        return new HttpColumnSender({ nodeId: t.node, address: t.address }, header(t.index), layout.columnBytes, { repair: false, secret: this.config.clusterSecret, timeoutMs });
+      }
+      return new ColumnSender(this.peers, { nodeId: t.node, grpcAddress: t.grpcAddress }, header(t.index), { repair: false, timeoutMs });
     });
     const pool = new RowPool(layout.shards, CELL_BYTES, ROWS_IN_FLIGHT);
     // Rows each sink still holds: handed back at once if the sink fails.
@@ -147,8 +155,8 @@ export class EcWriter {
       t.failure ??= err as Error;
       const sink = sinks[t.index];
       sinks[t.index] = undefined;
-      if (sink instanceof ColumnSender) sink.abort();
-      else void sink?.abort();
+      if (sink instanceof ColumnWriter) void sink.abort();
+      else sink?.abort();
       for (const row of held[t.index]!) pool.release(row);
       held[t.index]!.clear();
     };

@@ -193,8 +193,13 @@ export class HttpFetcher {
    * Streams `range` (default: all) of the blob from the peer at `address` (host:port of its API)
    * to `sink` in chunks of at most 1 MiB. Checks the length; the caller checks the bytes.
    */
-  async fetch(address: string, id: Buffer, range: ByteRange | undefined, sink: BytesSink): Promise<void> {
-    const head = `GET /internal/v1/blobs/${id.toString('hex')} HTTP/1.1\r\nHost: ${address}\r\n`
+  fetch(address: string, id: Buffer, range: ByteRange | undefined, sink: BytesSink): Promise<void> {
+    return this.fetchPath(address, `/internal/v1/blobs/${id.toString('hex')}`, range, sink);
+  }
+
+  /** As fetch(), for any of the peer's /internal/v1 read paths (a shard column: /internal/v1/shards/{id}/{index}). */
+  async fetchPath(address: string, path: string, range: ByteRange | undefined, sink: BytesSink): Promise<void> {
+    const head = `GET ${path} HTTP/1.1\r\nHost: ${address}\r\n`
       + (this.options.secret === '' ? '' : `${SECRET_METADATA}: ${this.options.secret}\r\n`)
       + (range ? `Range: bytes=${range.start}-${range.end - 1}\r\n` : '') + '\r\n';
     for (let attempt = 0; ; attempt++) {

@@ -37,19 +37,33 @@ export interface HttpReplicaTarget {
   readonly address: string;
 }
 
+/** The request head of a replica: its metadata in headers, the bytes as a chunked body. */
+export function replicaHead(peer: HttpReplicaTarget, meta: BlobMeta, repair: boolean, secret: string): string {
+  return `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\nTransfer-Encoding: chunked\r\nX-Blobstore-Size: ${meta.size}\r\n`
+    + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
+    + `X-Blobstore-Checksum: ${meta.checksum.toString('hex')}\r\nX-Blobstore-Created-At: ${meta.createdAtNs}\r\n`
+    + `X-Blobstore-Policy: ${meta.policy}\r\nX-Blobstore-Labels-Encoded: ${meta.labels.toString('base64')}\r\n`
+    + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n';
+}
+
+/**
+ * A PUT of a body to a peer's /internal/v1 path over one connection: the head, the body as
+ * chunks written straight from the caller's buffers, the JSON answer (`answer`) once it is 200.
+ */
 export class HttpReplicaLeg {
   failure: Error | undefined;
   readonly done: Promise<void>;
+  /** The answer's body (JSON) once it came with 200. */
+  answer = '';
   private settle!: () => void;
   private readonly socket: Socket;
-  private answer: Buffer = Buffer.alloc(0);
+  private received: Buffer = Buffer.alloc(0);
   private answered = false;
 
   constructor(
     readonly peer: HttpReplicaTarget,
-    meta: BlobMeta,
-    repair: boolean,
-    secret: string,
+    /** The request head (replicaHead, or a shard column's), ending in an empty line. */
+    head: string,
     timeoutMs: number,
   ) {
     this.done = new Promise((resolve) => (this.settle = resolve));
@@ -60,24 +74,39 @@ export class HttpReplicaLeg {
     this.socket.on('error', (err: NodeJS.ErrnoException) => this.fail(new ReplicaPutError(`${peer.nodeId}: ${err.message}`, err.code === 'ECONNREFUSED')));
     this.socket.on('close', () => this.fail(new ReplicaPutError(`${peer.nodeId}: connection closed before the answer`, false)));
     this.socket.on('data', (bytes: Buffer) => this.onAnswer(bytes));
-    this.socket.write(
-      `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\nTransfer-Encoding: chunked\r\nX-Blobstore-Size: ${meta.size}\r\n`
-      + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
-      + `X-Blobstore-Checksum: ${meta.checksum.toString('hex')}\r\nX-Blobstore-Created-At: ${meta.createdAtNs}\r\n`
-      + `X-Blobstore-Policy: ${meta.policy}\r\nX-Blobstore-Labels-Encoded: ${meta.labels.toString('base64')}\r\n`
-      + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n',
-    );
+    this.socket.write(head);
   }
 
-  /** Writes bytes of the body (one chunk); `taken` once the kernel has them (the buffer may be reused then). */
-  write(bytes: Buffer, taken: () => void): void {
-    if (this.failure || bytes.length === 0) return taken();
+  /**
+   * Writes bytes of the body (one chunk); `taken` once the kernel has them (the buffer may be
+   * reused then). False when the socket's buffer is full: wait for writable() before more.
+   */
+  write(bytes: Buffer, taken: () => void): boolean {
+    if (this.failure || bytes.length === 0) {
+      taken();
+      return true;
+    }
     // One writev: the chunk's size line, the bytes (not copied), its CRLF.
     this.socket.cork();
     this.socket.write(`${bytes.length.toString(16)}\r\n`);
     this.socket.write(bytes, () => taken());
-    this.socket.write(CRLF);
+    const room = this.socket.write(CRLF);
     this.socket.uncork();
+    return room;
+  }
+
+  /** Resolves once the socket takes more (or the leg failed). */
+  writable(): Promise<void> {
+    if (this.failure || !this.socket.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const go = (): void => {
+        this.socket.off('drain', go);
+        this.socket.off('close', go);
+        resolve();
+      };
+      this.socket.once('drain', go);
+      this.socket.once('close', go);
+    });
   }
 
   /** After the last bytes: the chunked body's end. */
@@ -98,9 +127,9 @@ export class HttpReplicaLeg {
 
   private onAnswer(bytes: Buffer): void {
     if (this.failure || this.answered) return;
-    this.answer = this.answer.length === 0 ? bytes : Buffer.concat([this.answer, bytes]);
-    if (this.answer.length > ANSWER_MAX_BYTES) return this.fail(new ReplicaPutError(`${this.peer.nodeId}: answer too long`, false));
-    const text = this.answer.toString('latin1');
+    this.received = this.received.length === 0 ? bytes : Buffer.concat([this.received, bytes]);
+    if (this.received.length > ANSWER_MAX_BYTES) return this.fail(new ReplicaPutError(`${this.peer.nodeId}: answer too long`, false));
+    const text = this.received.toString('latin1');
     const end = text.indexOf('\r\n\r\n');
     if (end < 0) return;
     const length = /\r\ncontent-length:\s*(\d+)/i.exec(text.slice(0, end + 2));
@@ -111,6 +140,7 @@ export class HttpReplicaLeg {
       return this.fail(new ReplicaPutError(`${this.peer.nodeId} answered ${status}: ${body.slice(0, 300)}`, UNSUPPORTED.has(status)));
     }
     this.answered = true;
+    this.answer = text.slice(end + 4, end + 4 + Number(length[1]));
     this.socket.destroy();
     this.settle();
   }

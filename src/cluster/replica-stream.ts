@@ -21,7 +21,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { BlobMeta } from '../engine/engine.js';
 import type { LocalStore } from '../service/local-store.js';
 import { metaMessage } from '../service/meta.js';
-import { HttpReplicaLeg } from './http-replica.js';
+import { HttpReplicaLeg, replicaHead } from './http-replica.js';
 import { encodeInternalRequest, PeerCallError, type PeerClients } from './peers.js';
 
 export interface PeerAddress {
@@ -74,9 +74,11 @@ export interface ReplicaStreamOptions {
 export async function streamReplica(
   store: LocalStore, peers: PeerClients, targets: readonly PeerAddress[], meta: BlobMeta, repair: boolean, options: ReplicaStreamOptions,
 ): Promise<(Error | undefined)[]> {
-  const legs: Leg[] = targets.map((peer) => (options.http && peer.address
-    ? httpLeg(new HttpReplicaLeg({ nodeId: peer.nodeId, address: peer.address }, meta, repair, options.secret, options.callTimeoutMs))
-    : grpcLeg(peers, peer, repair)));
+  const legs: Leg[] = targets.map((peer) => {
+    if (!options.http || !peer.address) return grpcLeg(peers, peer, repair);
+    const target = { nodeId: peer.nodeId, address: peer.address };
+    return httpLeg(new HttpReplicaLeg(target, replicaHead(target, meta, repair, options.secret), options.callTimeoutMs));
+  });
   const live = (): Leg[] => legs.filter((l) => l.failure === undefined);
   const slots: Slot[] = [];
   let next = 0;

@@ -47,7 +47,7 @@ export function headerMessage(h: ColumnHeader): ShardHeaderMessage {
 }
 
 /** A header as it arrived: checked against the blob's layout. */
-export function columnHeaderOf(msg: Partial<ShardHeaderMessage> | undefined, config: NodeConfig): { header: ColumnHeader; columnBytes: number } {
+export function columnHeaderOf(msg: (Partial<Omit<ShardHeaderMessage, 'meta'>> & { meta?: Partial<BlobMetaMessage> }) | undefined, config: NodeConfig): { header: ColumnHeader; columnBytes: number } {
   if (!msg) throw invalidArgument('shard column without a header');
   const m = incomingMeta(msg.id, msg.meta, config);
   const shardBytes = Number(msg.shard_size ?? 0);

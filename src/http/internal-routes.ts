@@ -31,6 +31,11 @@ import { incomingMeta, replicaCommitter } from '../cluster/transfer.js';
 import { BlobWriter } from '../service/blob-writer.js';
 import type { ByteRange } from '../service/local-store.js';
 import { BodySender } from './download.js';
+import { ColumnBody } from './column-body.js';
+import { ColumnWriter } from '../cluster/column-writer.js';
+import { columnHeaderOf } from '../cluster/shard-transfer.js';
+import type { BlobMeta } from '../engine/engine.js';
+import type { ShardMeta } from '../engine/shards.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseRange } from './range.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
@@ -51,14 +56,31 @@ export class InternalRoutes {
 
   /** GET /internal/v1/blobs/:id (HEAD answers the same head without the body). */
   readonly get = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
+    this.getOne(res, req, head, (cluster, id) => {
+      const meta = cluster.store.stat(id);
+      if (!meta) throw notFound(`blob ${id.toString('hex')} not on this node`);
+      return meta;
+    });
+  };
+
+  /** GET /internal/v1/shards/:id/:index: (a range of) a shard column held here. */
+  readonly getShard = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
+    this.getOne(res, req, head, (cluster, id) => {
+      const index = Number(req.getParameter(1));
+      const meta = cluster.store.shardsOf(id).find((c) => c.shard.index === index);
+      if (!meta) throw notFound(`column ${req.getParameter(1)} of ${id.toString('hex')} not on this node`);
+      return meta;
+    });
+  };
+
+  private getOne(res: HttpResponse, req: HttpRequest, head: boolean, lookup: (cluster: Cluster, id: Buffer) => BlobMeta): void {
     const x = newExchange(res, this.wire, this.log, head);
     let range: ByteRange | undefined;
     let meta;
     try {
       const cluster = this.authorize(req);
       const id = parseBlobId(req.getParameter(0));
-      meta = cluster.store.stat(id);
-      if (!meta) throw notFound(`blob ${id.toString('hex')} not on this node`);
+      meta = lookup(cluster, id);
       const rangeHeader = req.getHeader('range');
       range = rangeHeader === '' ? undefined : parseRange(rangeHeader, '', '', meta.size);
     } catch (err) {
@@ -66,6 +88,45 @@ export class InternalRoutes {
     }
     const found = meta;
     this.intake.track(x, this.send(x, found, range, this.cluster()!));
+  }
+
+  /** PUT /internal/v1/shards/:id/:index: a shard column's bytes then its checksum, stored once durable (http-column.ts). */
+  readonly putShard = (res: HttpResponse, req: HttpRequest): void => {
+    const start = performance.now();
+    const x = newExchange(res, this.wire, this.log);
+    let release = (): void => undefined;
+    let body: ColumnBody;
+    try {
+      const cluster = this.authorize(req);
+      const { header, columnBytes } = columnHeaderOf({
+        id: { id: parseBlobId(req.getParameter(0)) }, index: Number(req.getParameter(1)), shard_size: Number(req.getHeader('x-blobstore-shard-size')),
+        column_size: Number(req.getHeader('x-blobstore-column-size')),
+        meta: {
+          size: Number(req.getHeader('x-blobstore-size')), created_at: req.getHeader('x-blobstore-created-at'), checksum: Buffer.from(req.getHeader('x-blobstore-checksum'), 'hex'),
+          policy: Number(req.getHeader('x-blobstore-policy')), labels: decodeLabels(Buffer.from(req.getHeader('x-blobstore-labels-encoded'), 'base64')),
+        },
+      }, cluster.config);
+      if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(header.id) !== undefined) {
+        // A user deleted the blob here: repair does not bring a column of it back.
+        res.onData(() => undefined);
+        return sendJson(x, 200, '{"created":false,"declined":true}', undefined, 'drain');
+      }
+      release = this.intake.admit();
+      body = new ColumnBody(new ColumnWriter(cluster.store, cluster.config, header, columnBytes), columnBytes, cluster.store.pool, flowOf(x));
+    } catch (err) {
+      release();
+      res.onData(() => undefined);
+      return sendError(x, err, 'drain');
+    }
+    this.intake.receive(x, body, release, start, isChunked(req), async () => {
+      try {
+        const result = await body.finish();
+        sendJson(x, 200, result.created ? '{"created":true,"declined":false}' : '{"created":false,"declined":false}');
+      } catch (err) {
+        await body.discard();
+        sendError(x, err);
+      }
+    }, false);
   };
 
   /** PUT /internal/v1/replicas/:id: a replica's bytes as the body, stored once durable. */
@@ -142,6 +203,8 @@ export class InternalRoutes {
         sent = true;
       }, range);
     } catch (err) {
+      // A corrupt column is dropped and rebuilt here (the reader reconstructs around it).
+      if ('shard' in meta && err instanceof BlobstoreError && err.kind === 'corruption') cluster.corruptColumn(meta as ShardMeta);
       // After the first byte the status is gone: cut the body short rather than send wrong bytes.
       if (sent && !x.aborted && !x.done) {
         x.done = true;

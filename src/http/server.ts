@@ -14,6 +14,7 @@ import { ClusterApi } from '../cluster/cluster-api.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { ClusterRoutes } from './cluster-routes.js';
 import { INTERNAL_BLOB_PATH, INTERNAL_REPLICA_PATH, InternalRoutes } from './internal-routes.js';
+import { INTERNAL_SHARD_PATH } from '../cluster/http-column.js';
 import { Intake } from './intake.js';
 import { writeAnswer } from './reply.js';
 import { Router } from './router.js';
@@ -88,7 +89,8 @@ export class ApiServer {
       .get('/healthz', (res, _req, head) => this.healthz(res, head));
     if (options.internal) {
       const internal = new InternalRoutes(options.internal, this.gate, this.intake, this.wire, log);
-      routes.get(`${INTERNAL_BLOB_PATH}:id`, internal.get).put(`${INTERNAL_REPLICA_PATH}:id`, internal.putReplica);
+      routes.get(`${INTERNAL_BLOB_PATH}:id`, internal.get).put(`${INTERNAL_REPLICA_PATH}:id`, internal.putReplica)
+        .get(`${INTERNAL_SHARD_PATH}:id/:index`, internal.getShard).put(`${INTERNAL_SHARD_PATH}:id/:index`, internal.putShard);
     }
     options.mount?.(routes);
     // The message names the path only: HEAD must answer what GET does, to the byte.

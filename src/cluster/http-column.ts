@@ -1,0 +1,64 @@
+/**
+ * Shard columns over the peers' API listeners (the bulk path beside gRPC's StoreShard, as large
+ * replicas go: http-replica.ts, docs/cluster.md): PUT /internal/v1/shards/{id}/{index}, the blob's
+ * metadata and the column's place in headers, the column's bytes as a chunked body written from the
+ * encoder's cells (no framing copy), then its 32-byte BLAKE3 checksum as the body's last bytes (the
+ * checksum is known only once the last cell is hashed). The peer answers {"created", "declined"}
+ * once the column is durable.
+ */
+import type { ColumnHeader } from './column-writer.js';
+import { HttpReplicaLeg, type HttpReplicaTarget } from './http-replica.js';
+import { SECRET_METADATA } from './peers.js';
+
+export const INTERNAL_SHARD_PATH = '/internal/v1/shards/';
+
+/** The path of column `index` of blob `id` on a peer's API listener. */
+export function shardPath(id: Buffer, index: number): string {
+  return `${INTERNAL_SHARD_PATH}${id.toString('hex')}/${index}`;
+}
+
+function columnHead(target: HttpReplicaTarget, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string): string {
+  return `PUT ${shardPath(h.id, h.index)} HTTP/1.1\r\nHost: ${target.address}\r\nTransfer-Encoding: chunked\r\n`
+    + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
+    + `X-Blobstore-Size: ${h.blobBytes}\r\nX-Blobstore-Checksum: ${h.blobChecksum.toString('hex')}\r\nX-Blobstore-Created-At: ${h.createdAtNs}\r\n`
+    + `X-Blobstore-Policy: ${h.policy}\r\nX-Blobstore-Labels-Encoded: ${h.blobLabels.toString('base64')}\r\n`
+    + `X-Blobstore-Shard-Size: ${h.shardBytes}\r\nX-Blobstore-Column-Size: ${columnBytes}\r\n`
+    + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n';
+}
+
+/** One column streamed to a peer's API listener; the same shape as ColumnSender (gRPC). */
+export class HttpColumnSender {
+  private readonly leg: HttpReplicaLeg;
+
+  constructor(
+    target: HttpReplicaTarget,
+    header: ColumnHeader,
+    columnBytes: number,
+    options: { repair: boolean; secret: string; timeoutMs: number },
+  ) {
+    this.leg = new HttpReplicaLeg(target, columnHead(target, header, columnBytes, options.repair, options.secret), options.timeoutMs);
+  }
+
+  /** Sends the next cell; resolves while the socket has room. `done` once the kernel has the bytes. */
+  write(cell: Buffer, done: () => void = () => undefined): Promise<void> {
+    return this.leg.write(cell, done) ? Promise.resolve() : this.leg.writable();
+  }
+
+  /** The column's checksum as the body's last bytes; resolves once the peer holds the column durably (or declined a repair). */
+  async finish(columnChecksum: Buffer): Promise<{ created: boolean; declined: boolean }> {
+    this.leg.write(columnChecksum, () => undefined);
+    this.leg.end();
+    await this.leg.done;
+    if (this.leg.failure) throw this.leg.failure;
+    const answer = JSON.parse(this.leg.answer || '{}') as { created?: boolean; declined?: boolean };
+    return { created: answer.created === true, declined: answer.declined === true };
+  }
+
+  abort(): void {
+    this.leg.cancel(new Error('column store abandoned'));
+  }
+
+  get target(): string {
+    return this.leg.peer.nodeId;
+  }
+}

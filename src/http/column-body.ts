@@ -1,0 +1,104 @@
+/**
+ * The body of PUT /internal/v1/shards/{id}/{index} (internal-routes.ts): a column's bytes, then
+ * its 32-byte checksum. The bytes are copied once out of uWS's buffer into pooled 1 MiB chunks and
+ * handed whole to the ColumnWriter (which writes them in place); the request is paused while the
+ * disk is behind. The checksum is checked when the column is committed.
+ */
+import { invalidArgument } from '../errors/errors.js';
+import type { BufferPool } from '../engine/buffer-pool.js';
+import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import type { ColumnWriter } from '../cluster/column-writer.js';
+import type { FlowControl } from '../service/blob-writer.js';
+import type { BodySink } from './intake.js';
+
+const CHECKSUM_BYTES = 32;
+/** Chunks handed to the writer and not yet written; beyond, the request is paused. */
+const CHUNKS_IN_FLIGHT = 4;
+
+const fromPool = (chunk: Buffer): boolean => chunk.buffer instanceof SharedArrayBuffer && chunk.length === CHUNK_BYTES;
+
+export class ColumnBody implements BodySink {
+  lastActivityMs = Date.now();
+  private received = 0;
+  private chunk: Buffer | undefined;
+  private chunkLength = 0;
+  private readonly checksum = Buffer.alloc(CHECKSUM_BYTES);
+  private checksumLength = 0;
+  /** Writes to the column, one after another. */
+  private chain: Promise<void> = Promise.resolve();
+  private inFlight = 0;
+  private paused = false;
+  private failed: unknown;
+
+  constructor(
+    private readonly writer: ColumnWriter,
+    private readonly columnBytes: number,
+    private readonly pool: BufferPool,
+    private readonly flow: FlowControl,
+  ) {}
+
+  write(bytes: Uint8Array, isLast: boolean): void {
+    this.lastActivityMs = Date.now();
+    if (this.failed) throw this.failed;
+    let at = 0;
+    while (at < bytes.length) {
+      if (this.received < this.columnBytes) {
+        this.chunk ??= this.pool.tryAcquire() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
+        const n = Math.min(bytes.length - at, CHUNK_BYTES - this.chunkLength, this.columnBytes - this.received);
+        this.chunk.set(bytes.subarray(at, at + n), this.chunkLength);
+        this.chunkLength += n;
+        this.received += n;
+        at += n;
+        if (this.chunkLength === CHUNK_BYTES || this.received === this.columnBytes) this.submit();
+        continue;
+      }
+      const n = Math.min(bytes.length - at, CHECKSUM_BYTES - this.checksumLength);
+      if (n === 0) throw invalidArgument('shard column: more bytes than the column and its checksum');
+      this.checksum.set(bytes.subarray(at, at + n), this.checksumLength);
+      this.checksumLength += n;
+      at += n;
+    }
+    if (isLast && (this.received < this.columnBytes || this.checksumLength < CHECKSUM_BYTES)) {
+      throw invalidArgument(`shard column: the body ended after ${this.received} of ${this.columnBytes} bytes (and ${this.checksumLength} of the checksum's ${CHECKSUM_BYTES})`);
+    }
+  }
+
+  private submit(): void {
+    const chunk = this.chunk!;
+    const length = this.chunkLength;
+    this.chunk = undefined;
+    this.chunkLength = 0;
+    this.inFlight++;
+    if (this.inFlight >= CHUNKS_IN_FLIGHT && !this.paused) {
+      this.paused = true;
+      this.flow.pause();
+    }
+    const release = (): void => {
+      if (fromPool(chunk)) this.pool.release(chunk);
+    };
+    this.chain = this.chain.then(() => this.writer.write(chunk.subarray(0, length), release)).catch((err: unknown) => {
+      release();
+      this.failed ??= err;
+    }).finally(() => {
+      this.inFlight--;
+      if (this.paused && this.inFlight < CHUNKS_IN_FLIGHT) {
+        this.paused = false;
+        this.flow.resume();
+      }
+    });
+  }
+
+  /** Every byte is in: the column committed once its checksum holds. */
+  async finish(): Promise<{ created: boolean }> {
+    await this.chain;
+    if (this.failed) throw this.failed;
+    return this.writer.finish(this.checksum);
+  }
+
+  async discard(): Promise<void> {
+    await this.chain.catch(() => undefined);
+    if (this.chunk && fromPool(this.chunk)) this.pool.release(this.chunk);
+    this.chunk = undefined;
+    await this.writer.abort();
+  }
+}
