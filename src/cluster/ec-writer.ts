@@ -28,6 +28,7 @@ import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { PeerClients } from './peers.js';
 import { ColumnSender, type ShardBatcher } from './shard-transfer.js';
 import { HttpColumnSender } from './http-column.js';
+import { ReplicaPutError } from './http-replica.js';
 
 /** A received blob: in memory, or in the upload's (transient) file. */
 export type EcContent = { readonly data: Buffer } | { readonly file: ChunkWriter & { readonly tmpPath: string }; readonly checksum: Buffer };
@@ -128,37 +129,53 @@ export class EcWriter {
     }));
   }
 
-  /**
-   * A blob in a file: rows are encoded and sent column by column as each sink drains. Row buffers
-   * are reused (ROWS_IN_FLIGHT of them): a row goes back once every sink is done with its cell, and
-   * the next row is read and encoded while the sinks drain the last one.
-   */
+  /** A blob in a file: rows are encoded and sent column by column as each sink drains. */
   private async storeStreamed(source: BlobSource, layout: StripeLayout, targets: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
-    const storeStart = performance.now();
-    const timeoutMs = this.config.ecStoreTimeoutMs + (layout.columnBytes / SLOWEST_STORE_BYTES_PER_S) * 1000;
     // Columns go over the peers' API listeners (a fraction of grpc-js's CPU per MiB) unless they
     // would need a user token there (a token file and no cluster secret): then over gRPC.
     const http = this.config.clusterSecret !== '' || this.config.authTokensFile === '';
-    const sinks = targets.map((t) => {
-      if (t.failure) return undefined;
-      if (t.grpcAddress === '') return new ColumnWriter(this.store, this.config, header(t.index), layout.columnBytes);
-      if (http && t.address !== '') {
-        return new HttpColumnSender({ nodeId: t.node, address: t.address }, header(t.index), layout.columnBytes, { repair: false, secret: this.config.clusterSecret, timeoutMs });
-      }
-      return new ColumnSender(this.peers, { nodeId: t.node, grpcAddress: t.grpcAddress }, header(t.index), { repair: false, timeoutMs });
-    });
+    const viaHttp = new Set(targets.filter((t) => !t.failure && t.grpcAddress !== '' && t.address !== '' && http));
+    await this.sendColumns(source, layout, targets.filter((t) => !t.failure), targets, header, (t) => viaHttp.has(t));
+    // A peer whose API listener could not take its column at all (refused, no such route) gets
+    // it over gRPC: a second pass over the source, for those columns only.
+    const again = [...viaHttp].filter((t) => t.failure instanceof ReplicaPutError && t.failure.unsupported);
+    if (again.length === 0 || targets.filter((t) => t.failure).length - again.length > layout.m) return;
+    for (const t of again) t.failure = undefined;
+    await this.sendColumns(source, layout, again, targets, header, () => false);
+  }
+
+  /**
+   * Encodes the source and sends the columns of `sending` (the others of `all` are not written;
+   * more than m failures in `all` stop it). Row buffers are reused (ROWS_IN_FLIGHT of them): a row
+   * goes back once every sink is done with its cell, and the next row is read and encoded while
+   * the sinks drain the last one.
+   */
+  private async sendColumns(
+    source: BlobSource, layout: StripeLayout, sending: ColumnTarget[], all: ColumnTarget[], header: (i: number) => ColumnHeader, overHttp: (t: ColumnTarget) => boolean,
+  ): Promise<void> {
+    const storeStart = performance.now();
+    const timeoutMs = this.config.ecStoreTimeoutMs + (layout.columnBytes / SLOWEST_STORE_BYTES_PER_S) * 1000;
+    const sinks = new Map<ColumnTarget, ColumnWriter | ColumnSender | HttpColumnSender>();
+    for (const t of sending) {
+      const h = header(t.index);
+      sinks.set(t, t.grpcAddress === ''
+        ? new ColumnWriter(this.store, this.config, h, layout.columnBytes)
+        : overHttp(t)
+          ? new HttpColumnSender({ nodeId: t.node, address: t.address }, h, layout.columnBytes, { repair: false, secret: this.config.clusterSecret, timeoutMs })
+          : new ColumnSender(this.peers, { nodeId: t.node, grpcAddress: t.grpcAddress }, h, { repair: false, timeoutMs }));
+    }
     const pool = new RowPool(layout.shards, CELL_BYTES, ROWS_IN_FLIGHT);
     // Rows each sink still holds: handed back at once if the sink fails.
-    const held = targets.map(() => new Set<Buffer[]>());
-    const hashers = targets.map(() => createHasher());
+    const held = new Map(sending.map((t) => [t, new Set<Buffer[]>()]));
+    const hashers = new Map(sending.map((t) => [t, createHasher()]));
     const failed = (t: ColumnTarget, err: unknown): void => {
       t.failure ??= err as Error;
-      const sink = sinks[t.index];
-      sinks[t.index] = undefined;
+      const sink = sinks.get(t);
+      sinks.delete(t);
       if (sink instanceof ColumnWriter) void sink.abort();
       else sink?.abort();
-      for (const row of held[t.index]!) pool.release(row);
-      held[t.index]!.clear();
+      for (const row of held.get(t)!) pool.release(row);
+      held.get(t)!.clear();
     };
     let encodeMs = 0;
     let drains: Promise<void>[] = [];
@@ -170,26 +187,25 @@ export class EcWriter {
       if (next.done) break;
       const row = next.value;
       await Promise.all(drains);
-      const live = targets.filter((t) => sinks[t.index]);
+      const live = [...sinks.keys()];
       pool.handOut(row.buffers, live.length);
       drains = live.map((t) => {
         const cell = row.cells[t.index]!;
-        hashers[t.index]!.update(cell);
-        held[t.index]!.add(row.buffers);
+        hashers.get(t)!.update(cell);
+        held.get(t)!.add(row.buffers);
         const done = (): void => {
-          if (held[t.index]!.delete(row.buffers)) pool.release(row.buffers);
+          if (held.get(t)!.delete(row.buffers)) pool.release(row.buffers);
         };
-        return sinks[t.index]!.write(cell, done).catch((err: unknown) => failed(t, err));
+        return sinks.get(t)!.write(cell, done).catch((err: unknown) => failed(t, err));
       });
-      if (targets.filter((t) => t.failure).length > layout.m) break;
+      if (all.filter((t) => t.failure).length > layout.m || sinks.size === 0) break;
     }
     await Promise.all(drains);
     if (layout.stripes > 0) this.metrics.observeSeconds('ec_encode', encodeMs / 1000);
-    await Promise.all(targets.map(async (t) => {
-      const sink = sinks[t.index];
-      if (!sink || t.failure) return;
+    await Promise.all([...sinks].map(async ([t, sink]) => {
+      if (t.failure) return;
       try {
-        t.created = (await sink.finish(hashers[t.index]!.digest())).created;
+        t.created = (await sink.finish(hashers.get(t)!.digest())).created;
         this.metrics.observe('shard_store', storeStart);
       } catch (err) {
         failed(t, err);

@@ -74,8 +74,27 @@ export class TestCluster {
     return `http://${this.host(i)}:${this.ports[i]}`;
   }
 
-  /** Starts (or restarts) node i on its data dir and port; node 0 is the seed of the others. */
+  /**
+   * Starts (or restarts) node i on its data dir and port; node 0 is the seed of the others. A
+   * first start whose port another process took meanwhile (a node's gRPC listener on port 0, say)
+   * tries a new free port.
+   */
   async startNode(i: number, extraArgs: string[] = []): Promise<NodeProcess> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.startOnce(i, extraArgs);
+      } catch (err) {
+        const taken = /cannot listen on/.test((err as Error).message);
+        if (!taken || i === 0 || this.options.port || this.started.has(i) || attempt === 2) throw err;
+        this.ports[i] = await freePort(this.host(i));
+      }
+    }
+  }
+
+  /** Nodes started at least once (their port is theirs from then on: a restart keeps it). */
+  private readonly started = new Set<number>();
+
+  private async startOnce(i: number, extraArgs: string[]): Promise<NodeProcess> {
     const seeds = i === 0 ? [] : ['--seed-nodes', `${this.host(0)}:${this.ports[0]}`];
     const node = await startNode({
       dataDir: this.dataDirs[i],
@@ -88,6 +107,7 @@ export class TestCluster {
       ],
     });
     this.nodes[i] = node;
+    this.started.add(i);
     return node;
   }
 
