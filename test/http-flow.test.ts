@@ -4,7 +4,7 @@
  * that takes longer to answer, an EC store distributing its columns, without an answer).
  */
 import { describe, expect, it } from 'vitest';
-import { flowOf, newExchange } from '../src/http/reply.js';
+import { flowOf, newExchange, sendJson } from '../src/http/reply.js';
 import { silentLogger } from '../src/log/logger.js';
 import type { HttpResponse } from '../src/http/uws.js';
 import { WIRE_B } from '../src/http/wire.js';
@@ -14,6 +14,7 @@ function fakeResponse(): { res: HttpResponse; calls: string[] } {
   const res = {
     pause: () => void calls.push('pause'),
     resume: () => void calls.push('resume'),
+    cork: () => void calls.push('cork'),
     onAborted: () => res,
   } as unknown as HttpResponse;
   return { res, calls };
@@ -29,7 +30,7 @@ describe('body flow control', () => {
     expect(calls).toEqual(['pause', 'resume']);
   });
 
-  it('once the body is in, a pause holds and a resume is never sent', () => {
+  it('once the body is in, a pause holds and a resume is never sent until the answer, which resumes it', () => {
     const { res, calls } = fakeResponse();
     const x = newExchange(res, WIRE_B, silentLogger());
     const flow = flowOf(x);
@@ -37,5 +38,7 @@ describe('body flow control', () => {
     flow.pause();
     flow.resume();
     expect(calls).toEqual(['pause']);
+    sendJson(x, 201, '{}');
+    expect(calls).toEqual(['pause', 'resume', 'cork']);
   });
 });

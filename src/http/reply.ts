@@ -29,6 +29,8 @@ export interface Exchange {
    * would have its connection closed without an answer.
    */
   bodyDone: boolean;
+  /** The body is paused (flowOf); an answer resumes it, so the connection reads its next request. */
+  paused: boolean;
 }
 
 const STATUS_LINE: Record<number, string> = {
@@ -77,6 +79,12 @@ export function writeAnswer(res: HttpResponse, a: Answer, head = false, close: C
 export function sendJson(x: Exchange, status: number, body: string, headers?: Readonly<Record<string, string>>, close: Close = 'keep'): void {
   if (x.aborted || x.done) return;
   x.done = true;
+  if (x.paused) {
+    // Left paused once its body was in (flowOf): resumed with the answer, or a kept-alive
+    // connection would never read its next request.
+    x.paused = false;
+    x.res.resume();
+  }
   writeAnswer(x.res, { status, contentType: 'application/json', body, headers }, x.head, close);
 }
 
@@ -110,16 +118,20 @@ export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): v
 export function flowOf(x: Exchange): { pause(): void; resume(): void } {
   return {
     pause: () => {
-      if (!x.aborted && !x.done) x.res.pause();
+      if (x.aborted || x.done) return;
+      x.paused = true;
+      x.res.pause();
     },
     resume: () => {
-      if (!x.aborted && !x.done && !x.bodyDone) x.res.resume();
+      if (x.aborted || x.done || x.bodyDone) return;
+      x.paused = false;
+      x.res.resume();
     },
   };
 }
 
 export function newExchange(res: HttpResponse, wire: Wire, log: Logger, head = false): Exchange {
-  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire, log, head, bodyDone: false };
+  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire, log, head, bodyDone: false, paused: false };
   res.onAborted(() => {
     x.aborted = true;
     x.onAbort?.();
