@@ -5,7 +5,7 @@
  */
 import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CHUNK_BYTES } from '../src/engine/buffer-pool.js';
+import { CHUNK_BYTES } from '../src/blob/chunk.js';
 import type { Engine } from '../src/engine/engine.js';
 import { HEADER_BYTES, RecordType, recordLength, writeHeader } from '../src/engine/record.js';
 import { encodeShardLabels } from '../src/engine/shard-info.js';

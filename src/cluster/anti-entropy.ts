@@ -22,8 +22,8 @@
  * leaf id lists are read live. Sends are capped at repairBytesPerSecond.
  */
 import type { Logger } from '../log/logger.js';
-import type { BlobMeta } from '../engine/engine.js';
-import { replicaCount } from '../engine/policy.js';
+import type { BlobMeta } from '../blob/meta.js';
+import { replicaCount } from '../blob/policy.js';
 import { ecScheme } from '../ec/layout.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';

@@ -9,7 +9,7 @@
  *
  * A peer whose call fails gets nothing more in this send (its blobs are retried by the caller).
  */
-import type { BlobMeta } from '../engine/engine.js';
+import type { BlobMeta } from '../blob/meta.js';
 import { Location } from '../index/entry.js';
 import type { LocalStore } from '../service/local-store.js';
 import { metaMessage } from '../service/meta.js';

@@ -8,7 +8,7 @@
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument } from '../errors/errors.js';
 import type { BlobFileWriter } from '../engine/blob-file.js';
-import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { ShardWrite } from '../engine/shards.js';
 import type { LocalStore } from '../service/local-store.js';
 

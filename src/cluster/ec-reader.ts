@@ -16,8 +16,8 @@
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
-import { idOfDigest } from '../engine/blob-id.js';
-import type { BlobMeta } from '../engine/engine.js';
+import { idOfDigest } from '../blob/id.js';
+import type { BlobMeta } from '../blob/meta.js';
 import { createHasher } from '../hash/blake3.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';

@@ -12,8 +12,8 @@
  * When a leaving node has handed everything over it tells the cluster it is gone.
  */
 import type { Logger } from '../log/logger.js';
-import type { BlobMeta } from '../engine/engine.js';
-import { replicaCount } from '../engine/policy.js';
+import type { BlobMeta } from '../blob/meta.js';
+import { replicaCount } from '../blob/policy.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';

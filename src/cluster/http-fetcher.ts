@@ -14,7 +14,7 @@
  * gRPC instead. A connection kept idle that the peer closed meanwhile is retried once.
  */
 import { connect, type Socket } from 'node:net';
-import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { ByteRange } from '../service/local-store.js';
 import { SECRET_METADATA } from './peers.js';
 

@@ -10,7 +10,7 @@
  * address unreachable) fails with `unsupported` set, and the sender streams to it over gRPC.
  */
 import { connect, type Socket } from 'node:net';
-import type { BlobMeta } from '../engine/engine.js';
+import type { BlobMeta } from '../blob/meta.js';
 import { SECRET_METADATA } from './peers.js';
 
 const CRLF = Buffer.from('\r\n');

@@ -10,10 +10,10 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
-import { idOfDigest } from '../engine/blob-id.js';
-import type { BlobMeta } from '../engine/engine.js';
-import { encodeLabels } from '../engine/labels.js';
-import { parsePolicy } from '../engine/policy.js';
+import { idOfDigest } from '../blob/id.js';
+import type { BlobMeta } from '../blob/meta.js';
+import { encodeLabels } from '../blob/labels.js';
+import { parsePolicy } from '../blob/policy.js';
 import type { NodeConfig } from '../config/settings.js';
 import { createHasher } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';

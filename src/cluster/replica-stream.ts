@@ -18,7 +18,7 @@
  * A peer whose call fails, or takes no chunk within the call timeout, drops out; the others go on.
  */
 import type * as grpc from '@grpc/grpc-js';
-import type { BlobMeta } from '../engine/engine.js';
+import type { BlobMeta } from '../blob/meta.js';
 import type { LocalStore } from '../service/local-store.js';
 import { metaMessage } from '../service/meta.js';
 import { HttpReplicaLeg, replicaHead } from './http-replica.js';

@@ -16,9 +16,9 @@
  */
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
-import type { BlobMeta } from '../engine/engine.js';
+import type { BlobMeta } from '../blob/meta.js';
 import type { QueueEntry } from '../index/blob-index.js';
-import { replicaCount } from '../engine/policy.js';
+import { replicaCount } from '../blob/policy.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import type { BlobSender, SendTarget } from './blob-sender.js';

@@ -9,7 +9,7 @@
  *     ──▶ corrupt: repair (cluster.ts) ──▶ next
  */
 import { BlobstoreError } from '../errors/errors.js';
-import type { BlobMeta } from '../engine/engine.js';
+import type { BlobMeta } from '../blob/meta.js';
 import type { ShardMeta } from '../engine/shards.js';
 import { createHasher } from '../hash/blake3.js';
 import type { Logger } from '../log/logger.js';

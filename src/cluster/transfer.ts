@@ -9,11 +9,11 @@
  */
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
-import { blobIdFromBytes, idOfDigest } from '../engine/blob-id.js';
-import { CHUNK_BYTES } from '../engine/buffer-pool.js';
-import type { PutResult, StoreOrigin } from '../engine/engine.js';
-import { encodeLabels } from '../engine/labels.js';
-import { parsePolicy } from '../engine/policy.js';
+import { blobIdFromBytes, idOfDigest } from '../blob/id.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
+import type { PutResult, StoreOrigin } from '../blob/meta.js';
+import { encodeLabels } from '../blob/labels.js';
+import { parsePolicy } from '../blob/policy.js';
 import { blake3 } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import type { LocalStore } from '../service/local-store.js';

@@ -15,7 +15,7 @@ import { crc32 } from 'node:zlib';
 import { BlobstoreError } from '../errors/errors.js';
 import { type IncrementalHasher, createHasher, DIGEST_BYTES } from '../hash/blake3.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
-import { CHUNK_BYTES } from './buffer-pool.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { DiskSpace } from './disk-space.js';
 import { writeAll } from './fs-util.js';
 

@@ -9,8 +9,9 @@ import { promises as fsp } from 'node:fs';
 import { BlobstoreError } from '../errors/errors.js';
 import { Location } from '../index/entry.js';
 import { type BlobFileLayout, chunkIntact, readLayout } from './blob-file.js';
-import { CHUNK_BYTES } from './buffer-pool.js';
-import type { BlobMeta, Engine } from './engine.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
+import type { Engine } from './engine.js';
+import type { BlobMeta } from '../blob/meta.js';
 
 /** Chunks read ahead of the one being handed on (1 MiB each, from the buffer pool). */
 const READ_AHEAD = 4;

@@ -4,7 +4,8 @@
  * memory. When the pool is empty, callers wait (uploads pause their socket) instead of
  * allocating without bound.
  */
-export const CHUNK_BYTES = 1024 * 1024;
+import { CHUNK_BYTES } from '../blob/chunk.js';
+
 
 export class BufferPool {
   private readonly free: Buffer[] = [];

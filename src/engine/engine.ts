@@ -5,28 +5,29 @@
  * wait for each other.
  */
 import { promises as fsp } from 'node:fs';
+import { type BlobMeta, type ListResult, LOCAL_STORE, type PutResult, type StoreOrigin } from '../blob/meta.js';
 import { join } from 'node:path';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
 import { blake3 } from '../hash/blake3.js';
 import { BlobIndex } from '../index/blob-index.js';
-import type { IndexEntry } from '../index/entry.js';
 import { applyRecord } from './apply.js';
-import { idOfDigest } from './blob-id.js';
+import { idOfDigest } from '../blob/id.js';
 import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
 import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
 import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { WorkerPool } from '../pool/pool.js';
-import { BufferPool, CHUNK_BYTES } from './buffer-pool.js';
+import { BufferPool } from './buffer-pool.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
 import { Compactor } from './compactor.js';
-import { CursorCodec } from './cursor.js';
+import { CursorCodec } from '../blob/cursor.js';
 import { DiskSpace } from './disk-space.js';
 import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { fsyncDir } from './fs-util.js';
 import { type LogRecord, SegmentLog } from './log.js';
-import type { Policy } from './policy.js';
+import type { Policy } from '../blob/policy.js';
 import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } from './record.js';
 import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, type ShardMeta, shardMetaOf, type ShardWrite } from './shards.js';
 import { shardFilePath } from './shard-info.js';
@@ -35,34 +36,6 @@ import { recoverLog } from './recovery.js';
 import { SegmentReader, SYNC_READ_MAX_BYTES } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
 import type { ScannedRecord } from './scan.js';
-
-export interface PutResult {
-  id: Buffer;
-  size: number;
-  /** False when the bytes were already stored (the first write's metadata stays). */
-  created: boolean;
-}
-
-export interface BlobMeta extends IndexEntry {
-  id: Buffer;
-}
-
-export interface ListResult {
-  ids: Buffer[];
-  nextCursor: string | undefined;
-  hasMore: boolean;
-}
-
-/** Where a store comes from, for the cluster. */
-export interface StoreOrigin {
-  /** A client's store in a cluster: the index commit queues copies for the ring's owners. */
-  readonly replicate: boolean;
-  /** The original write's time (a replica keeps the sender's metadata); now when absent. */
-  readonly createdAtNs?: bigint;
-}
-
-/** A client's store on a node alone: nothing to copy anywhere. */
-export const LOCAL_STORE: StoreOrigin = { replicate: false };
 
 export interface EngineStats {
   capacityBytes: number;

@@ -12,11 +12,11 @@ import type {
 } from '@grpc/grpc-js';
 import type { Gate, Scope } from '../auth/gate.js';
 import { ClientGone } from '../errors/client-gone.js';
-import { blobIdFromBytes } from '../engine/blob-id.js';
-import { CHUNK_BYTES } from '../engine/buffer-pool.js';
-import type { BlobMeta } from '../engine/engine.js';
-import { encodeLabels } from '../engine/labels.js';
-import { parsePolicy } from '../engine/policy.js';
+import { blobIdFromBytes } from '../blob/id.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
+import type { BlobMeta } from '../blob/meta.js';
+import { encodeLabels } from '../blob/labels.js';
+import { parsePolicy } from '../blob/policy.js';
 import type { BlobService } from '../service/blob-service.js';
 import { metaMessage } from '../service/meta.js';
 import type {

@@ -6,8 +6,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import { blobIdFromBytes } from '../engine/blob-id.js';
-import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import { blobIdFromBytes } from '../blob/id.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
 import { BlobstoreError, notFound } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { Cluster } from '../cluster/cluster.js';

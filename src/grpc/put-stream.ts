@@ -16,7 +16,7 @@
 import type { sendUnaryData, ServerReadableStream } from '@grpc/grpc-js';
 import type { Gate } from '../auth/gate.js';
 import { BlobstoreError } from '../errors/errors.js';
-import { blobIdFromBytes } from '../engine/blob-id.js';
+import { blobIdFromBytes } from '../blob/id.js';
 import type { BlobService } from '../service/blob-service.js';
 import { PutStream } from '../service/put-stream.js';
 import type { PutChunk, PutResponse } from './messages.js';

@@ -6,7 +6,7 @@
  */
 import { invalidArgument } from '../errors/errors.js';
 import type { BufferPool } from '../engine/buffer-pool.js';
-import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { ColumnWriter } from '../cluster/column-writer.js';
 import type { FlowControl } from '../service/blob-writer.js';
 import type { BodySink } from './intake.js';

@@ -3,8 +3,8 @@
  * Bytes follow protojson: standard or URL-safe base64, padded or not.
  */
 import { invalidArgument } from '../errors/errors.js';
-import { type LabelLimits, encodeLabels } from '../engine/labels.js';
-import { type Policy, parsePolicy } from '../engine/policy.js';
+import { type LabelLimits, encodeLabels } from '../blob/labels.js';
+import { type Policy, parsePolicy } from '../blob/policy.js';
 import { decodeBase64 } from './base64.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

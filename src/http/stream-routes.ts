@@ -6,8 +6,8 @@
  */
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument, payloadTooLarge, toBlobstoreError as toError } from '../errors/errors.js';
-import { blobIdFromBytes } from '../engine/blob-id.js';
-import { CHUNK_BYTES } from '../engine/buffer-pool.js';
+import { blobIdFromBytes } from '../blob/id.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { Located } from '../service/blob-service.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';

@@ -4,9 +4,9 @@
  * (grpc-gateway over protojson, proto field names): ids {id: base64}, policies by enum name,
  * 200 on create, int64 as JSON strings, errors {code: gRPC code, message}.
  */
-import { formatBlobId, parseBlobId, parseBlobIdLiberal } from '../engine/blob-id.js';
-import type { BlobMeta, ListResult, PutResult } from '../engine/engine.js';
-import { POLICIES } from '../engine/policy.js';
+import { formatBlobId, parseBlobId, parseBlobIdLiberal } from '../blob/id.js';
+import type { BlobMeta, ListResult, PutResult } from '../blob/meta.js';
+import { POLICIES } from '../blob/policy.js';
 import type { BlobstoreError } from '../errors/errors.js';
 import { metaMessage } from '../service/meta.js';
 

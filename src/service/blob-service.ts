@@ -14,8 +14,8 @@
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, notFound, payloadTooLarge, toBlobstoreError, unavailable } from '../errors/errors.js';
 import { BlobFileWriter } from '../engine/blob-file.js';
-import type { ListResult, PutResult } from '../engine/engine.js';
-import { checkPlacement, type Policy } from '../engine/policy.js';
+import type { ListResult, PutResult } from '../blob/meta.js';
+import { checkPlacement, type Policy } from '../blob/policy.js';
 import { ecScheme } from '../ec/layout.js';
 import { ecBlobMeta } from './ec-meta.js';
 import { Location } from '../index/entry.js';

@@ -10,9 +10,9 @@
  */
 import type { NodeConfig } from '../config/settings.js';
 import { payloadTooLarge } from '../errors/errors.js';
-import { CHUNK_BYTES } from '../engine/buffer-pool.js';
-import type { PutResult } from '../engine/engine.js';
-import type { Policy } from '../engine/policy.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
+import type { PutResult } from '../blob/meta.js';
+import type { Policy } from '../blob/policy.js';
 import { toBlobstoreError } from '../errors/errors.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { ecScheme } from '../ec/layout.js';

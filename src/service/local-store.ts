@@ -6,8 +6,9 @@
  */
 import type { BlobFileWriter } from '../engine/blob-file.js';
 import type { BufferPool } from '../engine/buffer-pool.js';
-import type { BlobMeta, EngineStats, ListResult, PutResult, StoreOrigin } from '../engine/engine.js';
-import type { Policy } from '../engine/policy.js';
+import type { EngineStats } from '../engine/engine.js';
+import type { BlobMeta, ListResult, PutResult, StoreOrigin } from '../blob/meta.js';
+import type { Policy } from '../blob/policy.js';
 import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
 import type { ShardMeta, ShardWrite } from '../engine/shards.js';
 

@@ -2,8 +2,8 @@
  * BlobMeta as the spec and the .proto define it. `modified_at` equals `created_at`: blobs are
  * immutable (there is no update), so the first write is also the last modification.
  */
-import type { BlobMeta } from '../engine/engine.js';
-import { decodeLabels } from '../engine/labels.js';
+import type { BlobMeta } from '../blob/meta.js';
+import { decodeLabels } from '../blob/labels.js';
 
 export interface MetaMessage {
   size: number;

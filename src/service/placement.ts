@@ -4,8 +4,8 @@
  * (src/cluster/cluster.ts) answers from the ring, queues copies for the owners and reads what this
  * node lacks from them.
  */
-import type { BlobMeta, PutResult } from '../engine/engine.js';
-import type { Policy } from '../engine/policy.js';
+import type { BlobMeta, PutResult } from '../blob/meta.js';
+import type { Policy } from '../blob/policy.js';
 import { BlobstoreError } from '../errors/errors.js';
 import type { StoreContent } from './blob-writer.js';
 import type { ByteRange, ChunkSink } from './local-store.js';

@@ -6,9 +6,9 @@
  * with another blob's id, policy or labels, is INVALID_ARGUMENT.
  */
 import { internal, invalidArgument } from '../errors/errors.js';
-import type { PutResult } from '../engine/engine.js';
-import { encodeLabels } from '../engine/labels.js';
-import { type Policy, parsePolicy } from '../engine/policy.js';
+import type { PutResult } from '../blob/meta.js';
+import { encodeLabels } from '../blob/labels.js';
+import { type Policy, parsePolicy } from '../blob/policy.js';
 import type { BlobService } from './blob-service.js';
 import type { BlobWriter, FlowControl } from './blob-writer.js';
 
