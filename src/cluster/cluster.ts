@@ -26,7 +26,7 @@ import { ShardBatcher } from './shard-transfer.js';
 import { Scrubber } from './scrubber.js';
 import { ColumnHandoff } from './column-handoff.js';
 import { RepairControl, type RepairView } from './repair-control.js';
-import type { ShardMeta } from '../engine/shards.js';
+import type { ShardMeta } from '../blob/shard.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { AntiEntropy } from './anti-entropy.js';
 import { ClusterNode } from './cluster-node.js';

@@ -8,7 +8,7 @@
  *                                              └▶ else: stream it to an owner with no column ─▶ drop here
  */
 import { ecScheme } from '../ec/layout.js';
-import { columnWriteOf, type ShardMeta } from '../engine/shards.js';
+import { columnWriteOf, type ShardMeta } from '../blob/shard.js';
 import type { Logger } from '../log/logger.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';

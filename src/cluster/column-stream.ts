@@ -11,7 +11,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
-import type { ShardMeta } from '../engine/shards.js';
+import type { ShardMeta } from '../blob/shard.js';
 import type { LocalStore } from '../service/local-store.js';
 import { PeerCallError, type Stub } from './peers.js';
 import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';

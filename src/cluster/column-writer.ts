@@ -7,10 +7,9 @@
  */
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument } from '../errors/errors.js';
-import type { BlobFileWriter } from '../engine/blob-file.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
-import type { ShardWrite } from '../engine/shards.js';
-import type { LocalStore } from '../service/local-store.js';
+import type { ShardWrite } from '../blob/shard.js';
+import type { FileSink, LocalStore } from '../service/local-store.js';
 
 const noop = (): void => undefined;
 
@@ -21,8 +20,8 @@ export type ColumnHeader = Omit<ShardWrite, 'columnChecksum'>;
 
 export class ColumnWriter {
   private inline: Buffer | undefined;
-  private file: BlobFileWriter | undefined;
-  private opening: Promise<BlobFileWriter> | undefined;
+  private file: FileSink | undefined;
+  private opening: Promise<FileSink> | undefined;
   /** The chunk being gathered (file columns). */
   private chunk: Buffer | undefined;
   private chunkLength = 0;

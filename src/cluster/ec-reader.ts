@@ -29,7 +29,7 @@ import { piecesOf, ReadState } from './ec-read-state.js';
 import type { HttpFetcher } from './http-fetcher.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
-import type { ShardMeta } from '../engine/shards.js';
+import type { ShardMeta } from '../blob/shard.js';
 
 /** An EC blob to read: its metadata and shard size. */
 export interface EcBlob {

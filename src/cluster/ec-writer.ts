@@ -22,7 +22,7 @@ import { blake3, createHasher } from '../hash/blake3.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { LocalStore } from '../service/local-store.js';
-import type { ChunkWriter } from '../service/blob-writer.js';
+import type { FileSink } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { PeerClients } from './peers.js';
@@ -31,7 +31,7 @@ import { HttpColumnSender } from './http-column.js';
 import { ReplicaPutError } from './http-replica.js';
 
 /** A received blob: in memory, or in the upload's (transient) file. */
-export type EcContent = { readonly data: Buffer } | { readonly file: ChunkWriter & { readonly tmpPath: string }; readonly checksum: Buffer };
+export type EcContent = { readonly data: Buffer } | { readonly file: FileSink; readonly checksum: Buffer };
 
 /** Where one column goes and how it went. */
 interface ColumnTarget {

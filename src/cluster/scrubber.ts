@@ -10,7 +10,7 @@
  */
 import { BlobstoreError } from '../errors/errors.js';
 import type { BlobMeta } from '../blob/meta.js';
-import type { ShardMeta } from '../engine/shards.js';
+import type { ShardMeta } from '../blob/shard.js';
 import { createHasher } from '../hash/blake3.js';
 import type { Logger } from '../log/logger.js';
 import type { LocalStore } from '../service/local-store.js';

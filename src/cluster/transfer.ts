@@ -16,9 +16,8 @@ import { encodeLabels } from '../blob/labels.js';
 import { parsePolicy } from '../blob/policy.js';
 import { blake3 } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
-import type { LocalStore } from '../service/local-store.js';
+import type { FileSink, LocalStore } from '../service/local-store.js';
 import type { metaMessage } from '../service/meta.js';
-import { BlobFileWriter } from '../engine/blob-file.js';
 import type { Committer } from '../service/blob-writer.js';
 
 export { BlobSender, type PeerAddress, type SenderOptions } from './blob-sender.js';
@@ -86,7 +85,6 @@ export function replicaCommitter(store: LocalStore, config: NodeConfig, m: Incom
   return async (content) => {
     if ('data' in content) return storeReplica(store, config, m, content.data);
     const file = content.file;
-    if (!(file instanceof BlobFileWriter)) throw new BlobstoreError('internal', 'a replica ended in a chunk sink the local store did not make');
     if (file.size !== m.size) throw invalidArgument(`replica of ${m.id.toString('hex')}: ${file.size} bytes, metadata says ${m.size}`);
     if (!content.checksum.equals(m.checksum)) throw invalidArgument(`replica of ${m.id.toString('hex')}: bytes do not match the checksum`);
     return store.commitFile(file, m.checksum, m.policy, m.labels, originOf(m));
@@ -96,7 +94,7 @@ export function replicaCommitter(store: LocalStore, config: NodeConfig, m: Incom
 /** A streamed replica being received. */
 interface Incoming {
   meta: IncomingMeta;
-  writer?: BlobFileWriter;
+  writer?: FileSink;
   /** Bytes not yet handed to the writer (or, for a small blob, all of them). */
   parts: Buffer[];
   received: number;

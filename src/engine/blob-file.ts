@@ -31,8 +31,24 @@ export function blobFilePath(dataDir: string, idHex: string): string {
 /** BLAKE3 of one chunk, inline or on a worker thread. */
 export type ChunkDigester = (chunk: Buffer) => Promise<Buffer>;
 
+/**
+ * A large blob's bytes on their way to this node's disk (Engine.beginFile): hashed as they are written,
+ * moved into place by commitFile, removed by abort. Chunks are whole 1 MiB but the last, in order.
+ */
+export interface FileSink {
+  readonly size: number;
+  /** Where the bytes are until committed (an erasure-coded store reads its source from here). */
+  readonly tmpPath: string;
+  write(chunk: Buffer): Promise<void>;
+  /** After the last chunk: the content's BLAKE3 digest, with everything durable (unless transient). */
+  finish(): Promise<Buffer>;
+  abort(): Promise<void>;
+  /** Only the source of an erasure-coded store (encoded, then removed): nothing needs to be durable. */
+  transient(): void;
+}
+
 /** Streams one upload into a temp file, hashing as it goes. Chunks must be written in order. */
-export class BlobFileWriter {
+export class BlobFileWriter implements FileSink {
   readonly tmpPath: string;
   private handle: fsp.FileHandle | undefined;
   private readonly hasher: IncrementalHasher = createHasher();

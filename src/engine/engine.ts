@@ -13,13 +13,13 @@ import { blake3 } from '../hash/blake3.js';
 import { BlobIndex } from '../index/blob-index.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from '../blob/id.js';
-import { blobFilePath, BlobFileWriter, type ChunkDigester } from './blob-file.js';
+import { blobFilePath, BlobFileWriter, type ChunkDigester, type FileSink } from './blob-file.js';
 import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
 import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { WorkerPool } from '../pool/pool.js';
-import { BufferPool } from './buffer-pool.js';
+import { BufferPool } from '../pool/buffer-pool.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import { Compactor } from './compactor.js';
 import { CursorCodec } from '../blob/cursor.js';
@@ -29,7 +29,8 @@ import { fsyncDir } from './fs-util.js';
 import { type LogRecord, SegmentLog } from './log.js';
 import type { Policy } from '../blob/policy.js';
 import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } from './record.js';
-import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, type ShardMeta, shardMetaOf, type ShardWrite } from './shards.js';
+import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, shardMetaOf } from './shards.js';
+import { type ShardMeta, type ShardWrite } from '../blob/shard.js';
 import { shardFilePath } from './shard-info.js';
 import { fileIntact, fileKeyOf, unlinkDeletedFiles } from './record-files.js';
 import { recoverLog } from './recovery.js';
@@ -194,14 +195,15 @@ export class Engine {
   }
 
   /** Starts a streamed upload to its own file; finish it with commitFile() or abort it. */
-  async beginFile(): Promise<BlobFileWriter> {
+  async beginFile(): Promise<FileSink> {
     const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk, this.space, this.recorder, this.uploads);
     await writer.open();
     return writer;
   }
 
   /** Moves a finished upload into place and records it; deduplicates against stored bytes. */
-  commitFile(writer: BlobFileWriter, checksum: Buffer, policy: Policy, labels: Buffer, origin: StoreOrigin = LOCAL_STORE): Promise<PutResult> {
+  commitFile(file: FileSink, checksum: Buffer, policy: Policy, labels: Buffer, origin: StoreOrigin = LOCAL_STORE): Promise<PutResult> {
+    const writer = ownFile(file);
     const id = idOfDigest(checksum);
     const size = writer.size;
     return this.exclusive(id, async () => {
@@ -332,8 +334,8 @@ export class Engine {
     return putShardInline(this, w, data);
   }
 
-  commitShardFile(writer: BlobFileWriter, w: ShardWrite): Promise<{ created: boolean }> {
-    return commitShardFile(this, writer, w);
+  commitShardFile(file: FileSink, w: ShardWrite): Promise<{ created: boolean }> {
+    return commitShardFile(this, ownFile(file), w);
   }
 
   /** Drops the column `index` of a blob (all of its columns when undefined); see shards.ts. */
@@ -436,3 +438,8 @@ const EMPTY = Buffer.alloc(0);
 const EMPTY_CHECKSUM = Buffer.alloc(32);
 const flagsOf = (origin: StoreOrigin): number => (origin.replicate ? RecordFlag.REPLICATE : 0);
 
+/** A sink handed back to commit must be one this engine made (beginFile). */
+function ownFile(file: FileSink): BlobFileWriter {
+  if (!(file instanceof BlobFileWriter)) throw new BlobstoreError('internal', 'a file sink the local store did not make was committed');
+  return file;
+}

@@ -11,19 +11,13 @@
  * blob id followed by the column index (17 bytes), in a keyspace apart from whole blobs.
  */
 import { join } from 'node:path';
+import type { ShardInfo } from '../blob/shard.js';
 import { invalidArgument } from '../errors/errors.js';
 
 export const SHARD_INFO_BYTES = 48;
 export const SHARD_KEY_BYTES = 17;
 const VERSION = 1;
 
-export interface ShardInfo {
-  /** The column: 0..k-1 data, k..k+m-1 parity. */
-  readonly index: number;
-  readonly shardBytes: number;
-  readonly blobBytes: number;
-  readonly blobChecksum: Buffer;
-}
 
 /** The labels area of a column's record: shard info, then the blob's labels. */
 export function encodeShardLabels(info: ShardInfo, blobLabels: Buffer): Buffer {

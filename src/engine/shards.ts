@@ -11,45 +11,13 @@ import { blake3 } from '../hash/blake3.js';
 import type { IndexEntry } from '../index/entry.js';
 import type { BlobFileWriter } from './blob-file.js';
 import type { Engine } from './engine.js';
-import type { BlobMeta } from '../blob/meta.js';
+import type { ShardMeta, ShardWrite } from '../blob/shard.js';
 import { fsyncDir } from './fs-util.js';
 import { RecordFlag, RecordType } from './record.js';
-import { blobLabelsOf, decodeShardInfo, encodeShardLabels, type ShardInfo, shardFilePath, shardKey } from './shard-info.js';
-
-/** A column held here: its index entry (size and checksum are the column's) and its shard info. */
-export interface ShardMeta extends BlobMeta {
-  readonly shard: ShardInfo;
-}
-
-/** What a node needs to store a column: the blob's metadata, the column's index and checksum. */
-export interface ShardWrite {
-  readonly id: Buffer;
-  readonly index: number;
-  readonly policy: number;
-  readonly shardBytes: number;
-  readonly blobBytes: number;
-  readonly blobChecksum: Buffer;
-  readonly blobLabels: Buffer;
-  readonly createdAtNs: bigint;
-  /** BLAKE3-256 of the column's bytes. */
-  readonly columnChecksum: Buffer;
-}
+import { blobLabelsOf, decodeShardInfo, encodeShardLabels, shardFilePath, shardKey } from './shard-info.js';
 
 export function shardMetaOf(id: Buffer, entry: IndexEntry): ShardMeta {
-  return { ...entry, id, shard: decodeShardInfo(entry.labels) };
-}
-
-/** The blob's own labels of a column record (after the shard info). */
-export function blobLabels(meta: ShardMeta): Buffer {
-  return blobLabelsOf(meta.labels);
-}
-
-/** What a column held here says of itself, as another node needs it to store a copy (all but its checksum). */
-export function columnWriteOf(meta: ShardMeta): Omit<ShardWrite, 'columnChecksum'> {
-  return {
-    id: meta.id, index: meta.shard.index, policy: meta.policy, shardBytes: meta.shard.shardBytes, blobBytes: meta.shard.blobBytes,
-    blobChecksum: meta.shard.blobChecksum, blobLabels: blobLabels(meta), createdAtNs: meta.createdAtNs,
-  };
+  return { ...entry, id, shard: decodeShardInfo(entry.labels), blobLabels: blobLabelsOf(entry.labels) };
 }
 
 const NO_DATA = { relocatedFromSegment: 0, relocatedFromOffset: 0 } as const;

@@ -13,7 +13,7 @@ import type { Logger } from '../log/logger.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { incomingMeta, ReplicaReceiver, storeReplica } from '../cluster/transfer.js';
 import { headerMessage, ShardReceiver, storeColumn } from '../cluster/shard-transfer.js';
-import { columnWriteOf } from '../engine/shards.js';
+import { columnWriteOf } from '../blob/shard.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import { blobMeta } from './blob-handlers.js';
 import type { MalformedMessage } from './proto.js';

@@ -5,7 +5,7 @@
  * disk is behind. The checksum is checked when the column is committed.
  */
 import { invalidArgument } from '../errors/errors.js';
-import type { BufferPool } from '../engine/buffer-pool.js';
+import type { BufferPool } from '../pool/buffer-pool.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { ColumnWriter } from '../cluster/column-writer.js';
 import type { FlowControl } from '../service/blob-writer.js';

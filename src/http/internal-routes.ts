@@ -35,7 +35,7 @@ import { ColumnBody } from './column-body.js';
 import { ColumnWriter } from '../cluster/column-writer.js';
 import { columnHeaderOf } from '../cluster/shard-transfer.js';
 import type { BlobMeta } from '../blob/meta.js';
-import type { ShardMeta } from '../engine/shards.js';
+import type { ShardMeta } from '../blob/shard.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseRange } from './range.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';

@@ -13,7 +13,6 @@
  */
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, notFound, payloadTooLarge, toBlobstoreError, unavailable } from '../errors/errors.js';
-import { BlobFileWriter } from '../engine/blob-file.js';
 import type { ListResult, PutResult } from '../blob/meta.js';
 import { checkPlacement, type Policy } from '../blob/policy.js';
 import { ecScheme } from '../ec/layout.js';
@@ -100,7 +99,6 @@ export class BlobService {
     if ('data' in content) {
       result = await this.store.putInline(content.data, target.policy, target.labels, origin);
     } else {
-      if (!(content.file instanceof BlobFileWriter)) throw new BlobstoreError('internal', 'a store ended in a chunk sink the local store did not make');
       result = await this.store.commitFile(content.file, content.checksum, target.policy, target.labels, origin);
     }
     // A retried store of bytes held here still waits for its copies (replicationAcks), if any are pending.

@@ -16,7 +16,7 @@ import type { Policy } from '../blob/policy.js';
 import { toBlobstoreError } from '../errors/errors.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { ecScheme } from '../ec/layout.js';
-import type { LocalStore } from './local-store.js';
+import type { FileSink, LocalStore } from './local-store.js';
 
 const WRITES_IN_FLIGHT = 8;
 
@@ -31,22 +31,8 @@ export interface StoreOptions {
   placed?: boolean;
 }
 
-/**
- * Where the bytes of a large blob go as they arrive: a local temp file today (BlobFileWriter);
- * the same shape fits a replica stream or an EC striper. Chunks are whole 1 MiB but the last.
- */
-export interface ChunkWriter {
-  readonly size: number;
-  write(chunk: Buffer): Promise<void>;
-  /** After the last chunk: the content's BLAKE3 digest, with everything durable (unless transient). */
-  finish(): Promise<Buffer>;
-  abort(): Promise<void>;
-  /** Only the source of an erasure-coded store (encoded, then removed): nothing needs to be durable. */
-  transient(): void;
-}
-
 /** A received blob: in memory, or in a chunk sink with its digest. */
-export type StoreContent = { readonly data: Buffer } | { readonly file: ChunkWriter; readonly checksum: Buffer };
+export type StoreContent = { readonly data: Buffer } | { readonly file: FileSink; readonly checksum: Buffer };
 
 /** The service's one commit point for every kind of store. */
 export type Committer = (content: StoreContent, target: StoreOptions) => Promise<PutResult>;
@@ -65,7 +51,7 @@ export class BlobWriter {
   private chunks: Buffer[] = [];
   private current: Buffer | undefined;
   private currentLength = 0;
-  private writer: Promise<ChunkWriter> | undefined;
+  private writer: Promise<FileSink> | undefined;
   private inflight = 0;
   private writes: Promise<void>[] = [];
   private paused = false;
@@ -99,7 +85,7 @@ export class BlobWriter {
     }
   }
 
-  private openWriter(): Promise<ChunkWriter> {
+  private openWriter(): Promise<FileSink> {
     const writer = this.store.beginFile().then((w) => {
       if (this.ecSource) w.transient();
       return w;

@@ -3,7 +3,7 @@
  * HEAD and the first bytes of a GET of an EC blob answer on any node that holds a column.
  */
 import { Location } from '../index/entry.js';
-import { blobLabels, type ShardMeta } from '../engine/shards.js';
+import type { ShardMeta } from '../blob/shard.js';
 import type { Located } from './placement.js';
 
 export function ecBlobMeta(column: ShardMeta): Located {
@@ -16,7 +16,7 @@ export function ecBlobMeta(column: ShardMeta): Located {
     size: column.shard.blobBytes,
     createdAtNs: column.createdAtNs,
     checksum: column.shard.blobChecksum,
-    labels: blobLabels(column),
+    labels: column.blobLabels,
     ec: { shardBytes: column.shard.shardBytes },
   };
 }

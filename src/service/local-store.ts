@@ -4,17 +4,18 @@
  * replica is stored here and never replicated again. The engine (src/engine) implements it; no
  * transport reaches past this interface.
  */
-import type { BlobFileWriter } from '../engine/blob-file.js';
-import type { BufferPool } from '../engine/buffer-pool.js';
+import type { BufferPool } from '../pool/buffer-pool.js';
 import type { EngineStats } from '../engine/engine.js';
 import type { BlobMeta, ListResult, PutResult, StoreOrigin } from '../blob/meta.js';
 import type { Policy } from '../blob/policy.js';
 import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
-import type { ShardMeta, ShardWrite } from '../engine/shards.js';
+import type { ShardMeta, ShardWrite } from '../blob/shard.js';
 
 import type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
+import type { FileSink } from '../engine/blob-file.js';
 
 export type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
+export type { FileSink } from '../engine/blob-file.js';
 
 export interface LocalStore {
   /** Buffers of 1 MiB for chunks in flight (uploads, downloads, replication). */
@@ -23,8 +24,8 @@ export interface LocalStore {
   putInline(data: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
   /** 507 before a body the disk cannot hold is read. */
   checkSpace(bytes: number): void;
-  beginFile(): Promise<BlobFileWriter>;
-  commitFile(writer: BlobFileWriter, checksum: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
+  beginFile(): Promise<FileSink>;
+  commitFile(file: FileSink, checksum: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
 
   stat(id: Buffer): BlobMeta | undefined;
   /** The blob (or `range` of it) in verified chunks of at most 1 MiB; corrupt bytes are never handed on. */
@@ -53,7 +54,7 @@ export interface LocalStore {
   /** A small column held in memory, checked against its checksum; created false when held already. */
   putShardInline(w: ShardWrite, data: Buffer): Promise<{ created: boolean }>;
   /** A column written with beginFile() (finish() checked its checksum). */
-  commitShardFile(writer: BlobFileWriter, w: ShardWrite): Promise<{ created: boolean }>;
+  commitShardFile(file: FileSink, w: ShardWrite): Promise<{ created: boolean }>;
   /** Drops column `index` (every column of the blob when undefined); `handoff`: not a user's delete. */
   deleteShards(id: Buffer, index: number | undefined, handoff: boolean): Promise<void>;
   /** Every column held here from blob id `start`, until `visit` returns false. */

@@ -6,7 +6,6 @@
  */
 import { CHUNK_BYTES } from '../blob/chunk.js';
 
-
 export class BufferPool {
   private readonly free: Buffer[] = [];
   private readonly waiters: ((buf: Buffer) => void)[] = [];

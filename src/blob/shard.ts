@@ -1,0 +1,43 @@
+/**
+ * A column of an erasure-coded blob, as every part of the store speaks of it
+ * (docs/erasure-coding.md): what a node holds (ShardMeta) and what it needs to store one
+ * (ShardWrite). How a column's record encodes it on disk is the engine's (engine/shard-info.ts).
+ */
+import type { BlobMeta } from './meta.js';
+
+export interface ShardInfo {
+  /** The column: 0..k-1 data, k..k+m-1 parity. */
+  readonly index: number;
+  readonly shardBytes: number;
+  readonly blobBytes: number;
+  readonly blobChecksum: Buffer;
+}
+
+/** A column held here: its index entry (size and checksum are the column's), its shard info and the blob's labels. */
+export interface ShardMeta extends BlobMeta {
+  readonly shard: ShardInfo;
+  /** The whole blob's labels (a column record carries them after its shard info). */
+  readonly blobLabels: Buffer;
+}
+
+/** What a node needs to store a column: the blob's metadata, the column's index and checksum. */
+export interface ShardWrite {
+  readonly id: Buffer;
+  readonly index: number;
+  readonly policy: number;
+  readonly shardBytes: number;
+  readonly blobBytes: number;
+  readonly blobChecksum: Buffer;
+  readonly blobLabels: Buffer;
+  readonly createdAtNs: bigint;
+  /** BLAKE3-256 of the column's bytes. */
+  readonly columnChecksum: Buffer;
+}
+
+/** What a column held here says of itself, as another node needs it to store a copy (all but its checksum). */
+export function columnWriteOf(meta: ShardMeta): Omit<ShardWrite, 'columnChecksum'> {
+  return {
+    id: meta.id, index: meta.shard.index, policy: meta.policy, shardBytes: meta.shard.shardBytes, blobBytes: meta.shard.blobBytes,
+    blobChecksum: meta.shard.blobChecksum, blobLabels: meta.blobLabels, createdAtNs: meta.createdAtNs,
+  };
+}
