@@ -9,7 +9,7 @@ import { CHUNK_BYTES } from '../src/blob/chunk.js';
 import type { Engine } from '../src/engine/engine.js';
 import { HEADER_BYTES, RecordType, recordLength, writeHeader } from '../src/engine/record.js';
 import { encodeShardLabels } from '../src/engine/shard-info.js';
-import type { ShardWrite } from '../src/engine/shards.js';
+import type { ShardWrite } from '../src/blob/shard.js';
 import { blake3 } from '../src/hash/blake3.js';
 import { patternBytes } from './helpers/blobs.js';
 import { openEngine, testConfig } from './helpers/engine.js';

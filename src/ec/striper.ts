@@ -12,6 +12,7 @@
  * at tens of GB/s), less than a worker round trip (~70 us) plus the copies to shared memory.
  */
 import { open } from 'node:fs/promises';
+import { internal } from '../errors/errors.js';
 import { encode } from './codec.js';
 import { CELL_BYTES, type StripeLayout } from './layout.js';
 
@@ -43,7 +44,7 @@ export async function fileSource(path: string, size: number): Promise<BlobSource
     read: async (start, end, into) => {
       for (let done = 0; done < end - start;) {
         const { bytesRead } = await handle.read(into, done, end - start - done, start + done);
-        if (bytesRead === 0) throw new Error(`EC source ${path} ended at ${start + done}, before ${end}`);
+        if (bytesRead === 0) throw internal(`EC source ${path} ended at ${start + done}, before ${end}`);
         done += bytesRead;
       }
     },

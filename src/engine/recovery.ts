@@ -5,6 +5,7 @@
  * the log, and the span a crash could have left half-written after that point is zeroed.
  */
 import type { FileHandle } from 'node:fs/promises';
+import { BlobstoreError } from '../errors/errors.js';
 import type { BlobIndex } from '../index/blob-index.js';
 import { punchHole, writeAll } from './fs-util.js';
 import { isFileRecord } from './record.js';
@@ -56,7 +57,7 @@ export async function recoverLog(store: SegmentStore, index: BlobIndex, options:
   const present = (await store.list()).filter((id) => id >= checkpoint.segment);
   if (!present.includes(checkpoint.segment)) {
     if (present.length > 0 || checkpoint.offset > 0) {
-      throw new Error(`log segment ${checkpoint.segment} named by the index checkpoint is missing`);
+      throw new BlobstoreError('corruption', `log segment ${checkpoint.segment} named by the index checkpoint is missing`);
     }
     const active = await store.create(checkpoint.segment);
     return { active, offset: 0, nextLsn: checkpoint.nextLsn, replay: [], removedSegments: [] };

@@ -4,6 +4,7 @@
  * ones go through the thread pool; a segment being removed waits for reads in progress.
  */
 import { closeSync, openSync, read, readSync, constants as fsc } from 'node:fs';
+import { BlobstoreError } from '../errors/errors.js';
 import type { SegmentStore } from './segment-store.js';
 
 /** Records up to this size are read synchronously. */
@@ -32,7 +33,7 @@ export class SegmentReader {
   readSmall(segment: number, position: number, length: number, into?: Buffer): Buffer {
     const buf = into ?? Buffer.allocUnsafe(length);
     const n = length === 0 ? 0 : readSync(this.fd(segment), buf, 0, length, position);
-    if (n !== length) throw new Error(`short read in segment ${segment}`);
+    if (n !== length) throw shortRead(segment, position, length, n);
     return buf.subarray(0, length);
   }
 
@@ -50,7 +51,7 @@ export class SegmentReader {
       const n = await new Promise<number>((resolve, reject) =>
         read(fd, buf, 0, length, position, (err, bytes) => (err ? reject(err) : resolve(bytes))),
       );
-      if (n !== length) throw new Error(`short read in segment ${segment}`);
+      if (n !== length) throw shortRead(segment, position, length, n);
       return buf;
     } finally {
       const left = this.pins.get(segment)! - 1;
@@ -74,4 +75,9 @@ export class SegmentReader {
     for (const fd of this.fds.values()) closeSync(fd);
     this.fds.clear();
   }
+}
+
+/** The segment holds fewer bytes than its index record names: the stored copy is damaged. */
+function shortRead(segment: number, position: number, length: number, got: number): BlobstoreError {
+  return new BlobstoreError('corruption', `short read in segment ${segment} at ${position}: ${got} of ${length} bytes`);
 }

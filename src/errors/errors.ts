@@ -1,7 +1,7 @@
 /**
  * One error catalog. Every error the service raises is a BlobstoreError with a stable code, the
  * spec's HTTP status and gRPC code, and a message; each transport maps it in one place
- * (src/http/error-response.ts for HTTP). Never throw strings.
+ * (src/http/reply.ts errorAnswer for HTTP, src/grpc/status.ts for gRPC). Never throw strings.
  */
 
 /** gRPC status codes (the numbers are part of the wire format). */

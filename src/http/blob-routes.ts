@@ -5,7 +5,7 @@
 import type { Scope, Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
 import { ClientGone } from '../errors/client-gone.js';
-import { BlobstoreError, invalidArgument, payloadTooLarge, toBlobstoreError } from '../errors/errors.js';
+import { BlobstoreError, invalidArgument, notFound, payloadTooLarge } from '../errors/errors.js';
 import type { BlobMeta, PutResult } from '../blob/meta.js';
 import { parseLabelsHeader } from '../blob/labels.js';
 import { parsePolicy } from '../blob/policy.js';
@@ -17,7 +17,7 @@ import { BodySender } from './download.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseStoreJson } from './json-body.js';
 import { type ByteRange, parseRange } from './range.js';
-import { type Exchange, flowOf, newExchange, sendError, sendJson, statusLine } from './reply.js';
+import { type Exchange, flowOf, newExchange, sendError, sendJson, writeError } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
 
@@ -269,38 +269,36 @@ export class BlobRoutes {
    * given one and crashes on endWithoutBody(length), so Content-Length is written by hand.
    */
   readonly head = (res: HttpResponse, req: HttpRequest): void => {
+    let id: Buffer;
     let found: Located | Promise<Located | undefined> | undefined;
     try {
       this.authorize(req, 'read');
-      const id = this.wire.parseId(req.getParameter(0));
+      id = this.wire.parseId(req.getParameter(0));
       found = this.service.statLocal(id) ?? this.service.stat(id);
     } catch (err) {
-      this.service.recordFailure('stat', err);
-      return this.headAnswer(res, undefined, toBlobstoreError(err));
+      return this.headFailed(res, err);
     }
-    if (!(found instanceof Promise)) return this.headAnswer(res, found, undefined);
+    if (!(found instanceof Promise)) return this.headAnswer(res, id, found);
     let aborted = false;
     res.onAborted(() => (aborted = true));
     found.then(
-      (meta) => !aborted && this.headAnswer(res, meta, undefined),
-      (err: unknown) => {
-        this.service.recordFailure('stat', err);
-        if (!aborted) this.headAnswer(res, undefined, toBlobstoreError(err));
-      },
+      (meta) => !aborted && this.headAnswer(res, id, meta),
+      (err: unknown) => !aborted && this.headFailed(res, err),
     );
   };
 
-  private headAnswer(res: HttpResponse, meta: Located | undefined, failure: BlobstoreError | undefined): void {
+  /** Variant B's HEAD: the blob's headers, or a 404 (the error answer, without its body). */
+  private headAnswer(res: HttpResponse, id: Buffer, meta: Located | undefined): void {
+    if (!meta) return writeError(res, notFound(`blob ${id.toString('hex')} not found`), this.wire, this.log, true);
     res.cork(() => {
-      if (meta) {
-        this.writeBlobHead(res, meta, '200 OK');
-        res.writeHeader('Content-Length', String(meta.size)).endWithoutBody();
-        return;
-      }
-      res.writeStatus(failure ? statusLine(failure.status) : '404 Not Found');
-      if (failure?.headers) for (const key in failure.headers) res.writeHeader(key, failure.headers[key]!);
-      res.writeHeader('Content-Length', '0').endWithoutBody();
+      this.writeBlobHead(res, meta, '200 OK');
+      res.writeHeader('Content-Length', String(meta.size)).endWithoutBody();
     });
+  }
+
+  private headFailed(res: HttpResponse, err: unknown): void {
+    this.service.recordFailure('stat', err);
+    writeError(res, err, this.wire, this.log, true);
   }
 
   /** GET /v1/blobs/{id}/stat: 200 with exists false for a missing blob. */

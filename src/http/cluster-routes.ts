@@ -5,9 +5,9 @@
  * JSON objects (at most clusterBodyMaxBytes). Variant A writes int64 fields as strings (protojson).
  */
 import { type ClusterApi, HeartbeatDenied } from '../cluster/cluster-api.js';
-import { invalidArgument, payloadTooLarge, toBlobstoreError } from '../errors/errors.js';
+import { invalidArgument, payloadTooLarge } from '../errors/errors.js';
 import type { Gate } from '../auth/gate.js';
-import { type Exchange, newExchange, sendError, sendJson, writeAnswer } from './reply.js';
+import { type Exchange, newExchange, sendError, sendJson, writeAnswer, writeError } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
 import type { Logger } from '../log/logger.js';
@@ -89,9 +89,8 @@ export class ClusterRoutes {
     try {
       this.authorize(req);
       writeAnswer(res, { status: 200, contentType: 'application/json', body: encode(this.wire, this.api.state()) }, head);
-    } catch (error) {
-      const err = toBlobstoreError(error);
-      writeAnswer(res, { status: err.status, contentType: 'application/json', body: this.wire.errorBody(err), headers: err.headers }, head);
+    } catch (err) {
+      writeError(res, err, this.wire, this.log, head);
     }
   };
 }

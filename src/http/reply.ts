@@ -94,20 +94,31 @@ export function errorBody(err: BlobstoreError, variant: Variant | Wire = WIRE_B)
 }
 
 /**
- * Answers with the error shape. A server failure (5xx other than 503) is logged with a new request
- * id, which the answer carries in X-Request-Id.
+ * The one error answer of every route and listener: the variant's shape with the error's status
+ * and headers. An error that is a fault of this node (`err.logged`) is logged with a new request
+ * id, which the answer carries in X-Request-Id; a client's mistake or an overload is not.
  */
-export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): void {
-  // A client that went away has nobody to answer, and its leaving is no failure of ours to log.
-  if (isClientGone(error)) return;
-  const err = toBlobstoreError(error);
+export function errorAnswer(err: BlobstoreError, wire: Wire, log: Logger): Answer {
   let headers = err.headers;
   if (err.logged) {
     const reqId = requestId();
-    x.log.error({ reqId, status: err.status, err: err.cause ?? err }, `${err.message}${err.cause ? `: ${(err.cause as Error).message ?? String(err.cause)}` : ''}`);
+    log.error({ reqId, status: err.status, err: err.cause ?? err }, `${err.message}${err.cause ? `: ${(err.cause as Error).message ?? String(err.cause)}` : ''}`);
     headers = { ...headers, [REQUEST_ID_HEADER]: reqId };
   }
-  sendJson(x, err.status, x.wire.errorBody(err), headers, close);
+  return { status: err.status, contentType: 'application/json', body: wire.errorBody(err), headers };
+}
+
+/** Answers `error` on a bare response (a route without an Exchange): see errorAnswer. */
+export function writeError(res: HttpResponse, error: unknown, wire: Wire, log: Logger, head: boolean): void {
+  writeAnswer(res, errorAnswer(toBlobstoreError(error), wire, log), head);
+}
+
+/** Answers `error` on an Exchange, once, unless the client went away: see errorAnswer. */
+export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): void {
+  // A client that went away has nobody to answer, and its leaving is no failure of ours to log.
+  if (isClientGone(error) || x.aborted || x.done) return;
+  const a = errorAnswer(toBlobstoreError(error), x.wire, x.log);
+  sendJson(x, a.status, a.body, a.headers, close);
 }
 
 /**

@@ -16,7 +16,7 @@ import { ClusterRoutes } from './cluster-routes.js';
 import { INTERNAL_BLOB_PATH, INTERNAL_REPLICA_PATH, InternalRoutes } from './internal-routes.js';
 import { INTERNAL_SHARD_PATH } from '../cluster/http-column.js';
 import { Intake } from './intake.js';
-import { writeAnswer } from './reply.js';
+import { writeAnswer, writeError } from './reply.js';
 import { Router } from './router.js';
 import { StreamRoutes } from './stream-routes.js';
 import { listenExclusive, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from './uws.js';
@@ -50,7 +50,7 @@ export class ApiServer {
   constructor(
     private readonly service: BlobService,
     private readonly config: NodeConfig,
-    log: Logger,
+    private readonly log: Logger,
     options: ApiServerOptions = {},
   ) {
     this.wire = wireOf(config.apiVariant);
@@ -103,7 +103,7 @@ export class ApiServer {
 
   /** The error answer (to HEAD without its body). */
   private answer(res: HttpResponse, err: BlobstoreError, head: boolean): void {
-    writeAnswer(res, { status: err.status, contentType: 'application/json', body: this.wire.errorBody(err), headers: err.headers }, head);
+    writeError(res, err, this.wire, this.log, head);
   }
 
   private unimplemented(res: HttpResponse, req: HttpRequest, scope: 'read' | 'admin', message: string): void {

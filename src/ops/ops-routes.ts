@@ -15,11 +15,11 @@
 import { Registry } from 'prom-client';
 import type { Gate } from '../auth/gate.js';
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
-import { type Answer, errorBody, writeAnswer as write } from '../http/reply.js';
+import { type Answer, errorAnswer, errorBody, writeAnswer as write, writeError } from '../http/reply.js';
 import type { GetHandler, Router } from '../http/router.js';
 import type { HttpRequest, HttpResponse } from '../http/uws.js';
+import { type Wire, wireOf } from '../http/wire.js';
 import type { Logger } from '../log/logger.js';
-import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { type UiConfig, uiPage } from './ui-page.js';
 
@@ -41,27 +41,17 @@ export const OPS_PATHS = ['/metrics', '/api/v1/metrics', '/api/v1/metrics/detail
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json';
 
-function errorAnswer(err: BlobstoreError, variant: ApiVariant): Answer {
-  return { status: err.status, contentType: JSON_TYPE, body: errorBody(err, variant), headers: err.headers };
-}
-
 /**
- * Answers with what `work` resolves to, unless the client went away meanwhile. A failure is logged
- * with a request id, which the error answer carries in X-Request-Id.
+ * Answers with what `work` resolves to, unless the client went away meanwhile; a failure gets the
+ * one error answer (errorAnswer: logged with a request id when it is a fault of this node).
  */
-function later(res: HttpResponse, head: boolean, work: () => Promise<Answer>, variant: ApiVariant, log: Logger): void {
+function later(res: HttpResponse, head: boolean, work: () => Promise<Answer>, wire: Wire, log: Logger): void {
   let aborted = false;
   res.onAborted(() => {
     aborted = true;
   });
   work()
-    .catch((err: unknown): Answer => {
-      const e = toBlobstoreError(err);
-      const reqId = requestId();
-      log.error({ reqId, err }, `metrics: ${(err as Error).message ?? String(err)}`);
-      const answer = errorAnswer(e, variant);
-      return { ...answer, headers: { ...answer.headers, [REQUEST_ID_HEADER]: reqId } };
-    })
+    .catch((err: unknown): Answer => errorAnswer(toBlobstoreError(err), wire, log))
     .then((answer) => {
       if (!aborted) write(res, answer, head);
     });
@@ -82,6 +72,7 @@ export function registerOpsRoutes(router: Router, ctx: OpsContext): Router {
   const { metrics, gate, log } = ctx;
   let page: string | undefined;
   const variant: ApiVariant = ctx.variant === 'a' ? 'a' : 'b';
+  const wire = wireOf(variant);
 
   /** The gate's verdict: undefined to go on, else the 401/403 answer already sent. */
   const denied = (res: HttpResponse, req: HttpRequest, head: boolean): boolean => {
@@ -89,7 +80,7 @@ export function registerOpsRoutes(router: Router, ctx: OpsContext): Router {
       gate.check(req.getHeader('authorization'), 'read');
       return false;
     } catch (err) {
-      write(res, errorAnswer(toBlobstoreError(err), variant), head);
+      writeError(res, err, wire, log, head);
       return true;
     }
   };
@@ -98,13 +89,13 @@ export function registerOpsRoutes(router: Router, ctx: OpsContext): Router {
   const routes: Record<(typeof OPS_PATHS)[number], GetHandler> = {
     '/metrics': (res, req, head) => {
       if (denied(res, req, head)) return;
-      later(res, head, async () => ({ status: 200, contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await metrics.exposition() }), variant, log);
+      later(res, head, async () => ({ status: 200, contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await metrics.exposition() }), wire, log);
     },
     '/api/v1/metrics': (res, req, head) => {
       if (denied(res, req, head)) return;
       later(res, head, async () => ({
         status: 200, contentType: JSON_TYPE, body: JSON.stringify(await metrics.snapshot()), headers: { 'Cache-Control': 'no-cache' },
-      }), variant, log);
+      }), wire, log);
     },
     '/api/v1/metrics/detail': (res, req, head) => {
       if (denied(res, req, head)) return;
@@ -117,7 +108,7 @@ export function registerOpsRoutes(router: Router, ctx: OpsContext): Router {
         return ok
           ? { status: 200, contentType: TEXT, body: 'OK', headers: { 'Cache-Control': 'no-cache' } }
           : { status: 503, contentType: TEXT, body: 'UNHEALTHY: backend error', headers: { 'Cache-Control': 'no-cache' } };
-      }, variant, log);
+      }, wire, log);
     },
     '/': (res, _req, head) => {
       page ??= uiPage(ctx.ui());

@@ -5,7 +5,8 @@
  */
 import { parseHostPort } from '../config/units.js';
 import { notFound } from '../errors/errors.js';
-import { errorBody, writeAnswer } from '../http/reply.js';
+import { writeAnswer, writeError } from '../http/reply.js';
+import { wireOf } from '../http/wire.js';
 import { Router } from '../http/router.js';
 import { listenExclusive, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
 import { type OpsContext, registerOpsRoutes } from './ops-routes.js';
@@ -50,8 +51,7 @@ export class OpsServer {
   constructor(ctx: OpsContext) {
     this.app = registerOpsRoutes(new Router(uws.App()), ctx).app;
     this.app.any('/*', (res, req) => {
-      const body = errorBody(notFound(`no route for ${req.getUrl().slice(0, 200)}`), ctx.variant === 'a' ? 'a' : 'b');
-      writeAnswer(res, { status: 404, contentType: 'application/json', body }, req.getMethod() === 'head');
+      writeError(res, notFound(`no route for ${req.getUrl().slice(0, 200)}`), wireOf(ctx.variant === 'a' ? 'a' : 'b'), ctx.log, req.getMethod() === 'head');
     });
   }
 
