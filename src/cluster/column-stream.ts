@@ -4,7 +4,7 @@
  * One call per column and read, instead of one per 1 MiB piece: the holder opens its file once,
  * and HTTP/2 flow control keeps the holder at most a window ahead of the reader.
  *
- *   holder ──FetchShard [start, end)──▶ queue (≤ QUEUE_BYTES, then the call pauses) ──take(n)──▶ piece
+ *   holder ──FetchShard [start, end)──▶ queue (≤ ecColumnQueueBytes, then the call pauses) ──take(n)──▶ piece
  *
  * A take that waits longer than the timeout, or a stream that fails, fails every take after it;
  * the reader then rebuilds those pieces from other columns.
@@ -18,7 +18,11 @@ import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { shardPath } from './http-column.js';
 
 /** Bytes received ahead of the reader before the stream is paused (plus the HTTP/2 window in flight). */
-const QUEUE_BYTES = 8 * 1024 * 1024;
+/** How long a read waits for bytes, and how many it queues ahead (settings ecFetchTimeoutMs, ecColumnQueueBytes). */
+export interface ColumnLimits {
+  readonly timeoutMs: number;
+  readonly queueBytes: number;
+}
 
 export interface ColumnStream {
   /** The next `length` bytes of the range (exactly; a view when one chunk holds them). */
@@ -38,7 +42,7 @@ class ByteQueue implements ColumnStream {
 
   constructor(
     private readonly what: string,
-    private readonly timeoutMs: number,
+    private readonly limits: ColumnLimits,
     private readonly onFull: () => void = () => undefined,
     private readonly onRoom: () => void = () => undefined,
     private readonly onClose: () => void = () => undefined,
@@ -51,7 +55,7 @@ class ByteQueue implements ColumnStream {
       this.queued += chunk.length;
     }
     this.serve();
-    if (this.queued < QUEUE_BYTES) return Promise.resolve();
+    if (this.queued < this.limits.queueBytes) return Promise.resolve();
     this.onFull();
     return new Promise((resolve) => (this.space = resolve));
   }
@@ -72,7 +76,7 @@ class ByteQueue implements ColumnStream {
       this.takes.push(go);
       if (this.takes.length === 1) go();
     }).then(() => new Promise<Buffer>((resolve, reject) => {
-      const timer = setTimeout(() => this.fail(new BlobstoreError('unavailable', `${this.what}: no data within ${this.timeoutMs} ms`)), this.timeoutMs);
+      const timer = setTimeout(() => this.fail(new BlobstoreError('unavailable', `${this.what}: no data within ${this.limits.timeoutMs} ms`)), this.limits.timeoutMs);
       this.wanted = { length, resolve, reject, timer };
       this.serve();
     })).finally(() => {
@@ -88,7 +92,7 @@ class ByteQueue implements ColumnStream {
       this.wanted = undefined;
       clearTimeout(w.timer);
       w.resolve(this.shift(w.length));
-      if (this.queued < QUEUE_BYTES && this.space) {
+      if (this.queued < this.limits.queueBytes && this.space) {
         const room = this.space;
         this.space = undefined;
         this.onRoom();
@@ -148,10 +152,10 @@ export interface ColumnPeer {
  * (GET /internal/v1/shards/{id}/{index}, http-fetcher.ts) when `http` is set and it has an address,
  * else, or when that path cannot serve it before the first byte, over gRPC FetchShard.
  */
-export function remoteColumn(peer: ColumnPeer, http: HttpFetcher | undefined, id: Buffer, index: number, start: number, end: number, timeoutMs: number): ColumnStream {
+export function remoteColumn(peer: ColumnPeer, http: HttpFetcher | undefined, id: Buffer, index: number, start: number, end: number, limits: ColumnLimits): ColumnStream {
   let call: grpc.ClientReadableStream<{ data?: Buffer }> | undefined;
   let closed = false;
-  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer.nodeId}`, timeoutMs, () => call?.pause(), () => call?.resume(), () => {
+  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer.nodeId}`, limits, () => call?.pause(), () => call?.resume(), () => {
     closed = true;
     call?.cancel();
   });
@@ -175,9 +179,9 @@ export function remoteColumn(peer: ColumnPeer, http: HttpFetcher | undefined, id
 }
 
 /** Bytes [start, end) of a column held here (verified by the engine's read). */
-export function localColumn(store: LocalStore, meta: ShardMeta, start: number, end: number, timeoutMs: number, onCorrupt: (err: BlobstoreError) => void): ColumnStream {
+export function localColumn(store: LocalStore, meta: ShardMeta, start: number, end: number, limits: ColumnLimits, onCorrupt: (err: BlobstoreError) => void): ColumnStream {
   let closed = false;
-  const queue = new ByteQueue(`column ${meta.shard.index} of ${meta.id.toString('hex')} here`, timeoutMs, undefined, undefined, () => (closed = true));
+  const queue = new ByteQueue(`column ${meta.shard.index} of ${meta.id.toString('hex')} here`, limits, undefined, undefined, () => (closed = true));
   store.read(meta, async (chunk) => {
     if (closed) throw new BlobstoreError('unavailable', 'local column read closed');
     // The engine reuses its chunk buffers: each is copied before it is queued.

@@ -14,7 +14,6 @@ import type { FileSink, LocalStore } from '../service/local-store.js';
 const noop = (): void => undefined;
 
 /** Chunk writes of one column under way at most; beyond, write() waits (backpressure). */
-const WRITES_IN_FLIGHT = 8;
 
 export type ColumnHeader = Omit<ShardWrite, 'columnChecksum'>;
 
@@ -27,6 +26,8 @@ export class ColumnWriter {
   private chunkLength = 0;
   private writes: Promise<void>[] = [];
   received = 0;
+  /** Chunk writes under way at most (setting chunkWritesInFlight); the column's body pauses beyond. */
+  readonly writesInFlight: number;
 
   constructor(
     private readonly store: LocalStore,
@@ -34,6 +35,7 @@ export class ColumnWriter {
     readonly header: ColumnHeader,
     readonly columnBytes: number,
   ) {
+    this.writesInFlight = config.chunkWritesInFlight;
     if (columnBytes <= config.smallBlobMaxBytes) this.inline = Buffer.allocUnsafe(columnBytes);
     else store.checkSpace(columnBytes);
   }
@@ -96,7 +98,7 @@ export class ColumnWriter {
     void write.then(written, written);
     write.catch(() => undefined); // awaited in turn or in finish/abort
     this.writes.push(write);
-    if (this.writes.length >= WRITES_IN_FLIGHT) await this.writes.shift();
+    if (this.writes.length >= this.writesInFlight) await this.writes.shift();
   }
 
   /** All bytes came: checks them against `columnChecksum` and commits the column durably. */

@@ -24,7 +24,7 @@ import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js
 import type { ClusterNode } from './cluster-node.js';
 import type { PeerClients } from './peers.js';
 import { metaFromWire } from './remote-reader.js';
-import { type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
+import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { piecesOf, ReadState } from './ec-read-state.js';
 import type { HttpFetcher } from './http-fetcher.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
@@ -49,6 +49,8 @@ const SELF = '';
 export class EcReader {
   private readonly cache = new Map<string, { holders: Holders; atMs: number }>();
 
+  private readonly columnLimits: ColumnLimits;
+
   constructor(
     private readonly store: LocalStore,
     private readonly cluster: ClusterNode,
@@ -61,7 +63,9 @@ export class EcReader {
     private readonly onCorruptColumn: (meta: ShardMeta) => void,
     /** The bulk path to peers' API listeners (undefined: gRPC only). */
     private readonly http?: HttpFetcher,
-  ) {}
+  ) {
+    this.columnLimits = { timeoutMs: config.ecFetchTimeoutMs, queueBytes: config.ecColumnQueueBytes };
+  }
 
   layoutOf(blob: EcBlob): StripeLayout {
     const scheme = ecScheme(blob.meta.policy);
@@ -220,13 +224,13 @@ export class EcReader {
   openColumn(blob: EcBlob, node: string, index: number, start: number, end: number): ColumnStream | undefined {
     if (node === SELF) {
       const meta = this.store.shardsOf(blob.meta.id).find((c) => c.shard.index === index);
-      return meta && localColumn(this.store, meta, start, end, this.config.ecFetchTimeoutMs, () => this.onCorruptColumn(meta));
+      return meta && localColumn(this.store, meta, start, end, this.columnLimits, () => this.onCorruptColumn(meta));
     }
     const member = this.cluster.member(node);
     if (!member || member.grpcAddress === '') return undefined;
     const stub = this.peers.get(node, member.grpcAddress).internal;
     const peer = { nodeId: node, address: member.address, stub, metadata: () => this.peers.metadata() };
-    return remoteColumn(peer, this.http, blob.meta.id, index, start, end, this.config.ecFetchTimeoutMs);
+    return remoteColumn(peer, this.http, blob.meta.id, index, start, end, this.columnLimits);
   }
 
   /** A piece of a shard arrived (shard_fetch_latency_seconds). */

@@ -45,9 +45,6 @@ interface ColumnTarget {
   created?: boolean;
 }
 
-/** Rows of cells one streamed EC store keeps in flight: (k + m) MiB each. */
-const ROWS_IN_FLIGHT = 4;
-
 /** Bytes a column stream may take per second at least before it counts as failed (with ecStoreTimeoutMs). */
 const SLOWEST_STORE_BYTES_PER_S = 8 * 1024 * 1024;
 
@@ -146,7 +143,7 @@ export class EcWriter {
 
   /**
    * Encodes the source and sends the columns of `sending` (the others of `all` are not written;
-   * more than m failures in `all` stop it). Row buffers are reused (ROWS_IN_FLIGHT of them): a row
+   * more than m failures in `all` stop it). Row buffers are reused (ecRowsInFlight of them): a row
    * goes back once every sink is done with its cell, and the next row is read and encoded while
    * the sinks drain the last one.
    */
@@ -164,7 +161,7 @@ export class EcWriter {
           ? new HttpColumnSender({ nodeId: t.node, address: t.address }, h, layout.columnBytes, { repair: false, secret: this.config.clusterSecret, timeoutMs })
           : new ColumnSender(this.peers, { nodeId: t.node, grpcAddress: t.grpcAddress }, h, { repair: false, timeoutMs }));
     }
-    const pool = new RowPool(layout.shards, CELL_BYTES, ROWS_IN_FLIGHT);
+    const pool = new RowPool(layout.shards, CELL_BYTES, this.config.ecRowsInFlight);
     // Rows each sink still holds: handed back at once if the sink fails.
     const held = new Map(sending.map((t) => [t, new Set<Buffer[]>()]));
     const hashers = new Map(sending.map((t) => [t, createHasher()]));

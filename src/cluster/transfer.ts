@@ -102,9 +102,6 @@ interface Incoming {
   writes: Promise<void>[];
 }
 
-/** Chunk writes of one replica under way at most; beyond, the stream waits (backpressure). */
-const WRITES_IN_FLIGHT = 8;
-
 /**
  * Receives streamed replicas (ReplicateStream: one blob; Migrate: several in a row): meta on the
  * first chunk of each blob, `final` on its last. Bytes go to a file as they come (a small blob
@@ -162,7 +159,7 @@ export class ReplicaReceiver {
       const write = cur.writer!.write(chunk);
       write.catch(() => undefined); // awaited below or in finishBlob
       cur.writes.push(write);
-      if (cur.writes.length >= WRITES_IN_FLIGHT) await cur.writes.shift();
+      if (cur.writes.length >= this.config.chunkWritesInFlight) await cur.writes.shift();
       pending -= chunk.length;
     }
   }

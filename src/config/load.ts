@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configFilePath } from './paths.js';
-import { type NodeConfig, type SettingKey, type SettingSpec, SETTINGS, envName } from './settings.js';
+import { type NodeConfig, type SettingKey, type SettingSpec, SETTINGS, envName, largestRecordBytes } from './settings.js';
 import { parseBytes, parseDurationMs, parseHostPort } from './units.js';
 
 /** A bad setting: the CLI prints the message and exits with status 2. */
@@ -160,7 +160,7 @@ export function loadConfig(options: LoadOptions = {}): NodeConfig {
     throw new ConfigError('setting listMaxLimit must be at least listDefaultLimit');
   }
   // A segment must hold the largest inline record (blob, labels, header) with room to spare.
-  const largestRecord = config.smallBlobMaxBytes + config.maxLabels * (config.labelKeyMaxBytes + config.labelValueMaxBytes + 8) + 1024;
+  const largestRecord = largestRecordBytes(config);
   if (config.segmentSizeBytes < 2 * largestRecord) {
     throw new ConfigError(
       `setting segmentSizeBytes (${config.segmentSizeBytes}) must be at least twice the largest inline record (${largestRecord}); raise it or lower smallBlobMaxBytes`,

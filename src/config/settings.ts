@@ -185,6 +185,41 @@ export const SETTINGS = {
     help: 'where the BLAKE3 digests of 1 MiB chunks of large blobs are computed: inline (on the main thread) or pool (in the worker pool)',
   },
   poolThreads: { type: 'int', default: () => 2, min: 1, max: 64, help: 'worker threads (hashing, erasure coding)' },
+  poolQueueMax: {
+    type: 'int', default: () => 256, min: 1, max: 65_536,
+    help: 'worker pool tasks that may wait for a thread; beyond, a chunk digest runs inline and an erasure-coding task is refused',
+  },
+
+  // Bounds of the data path: how much of one request is in flight at once.
+  chunkWritesInFlight: {
+    type: 'int', default: () => 8, min: 1, max: 256,
+    help: 'chunk writes (1 MiB) of one large blob, replica or shard column under way at once; beyond, its sender is paused',
+  },
+  readAheadChunks: { type: 'int', default: () => 4, min: 1, max: 256, help: 'chunks (1 MiB) a read of a large blob reads and verifies ahead of what it sends' },
+  syncReadMaxBytes: {
+    type: 'bytes', default: () => 256 * KiB, min: 4 * KiB, max: 16 * MiB,
+    help: 'segment reads up to this size run on the calling thread (a thread-pool round trip costs more than the read)',
+  },
+  logPipelineDepth: {
+    type: 'int', default: () => 4, min: 1, max: 64,
+    help: 'group-commit batches written and synced at once (recovery checks the span they could have reached)',
+  },
+  logUncommittedBatchesMax: {
+    type: 'int', default: () => 32, min: 1, max: 4096,
+    help: 'synced batches gathered into one index transaction, at most (one LMDB commit costs the same whatever its size)',
+  },
+  compactionWindowBytes: {
+    type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, max: 1 * GiB,
+    help: 'bytes compaction relocates between two log syncs; a segment is compacted only with this much free above its live bytes',
+  },
+  ecRowsInFlight: {
+    type: 'int', default: () => 4, min: 1, max: 64,
+    help: 'erasure coding: stripe rows (k + m cells of 1 MiB) of one store encoded and in flight at once',
+  },
+  ecColumnQueueBytes: {
+    type: 'bytes', default: () => 8 * MiB, min: 1 * MiB, max: 1 * GiB,
+    help: 'erasure coding: bytes of one shard column a read queues ahead of what it uses; beyond, the fetch pauses',
+  },
   ...LOG_SETTINGS,
 } as const satisfies Record<string, SettingSpec>;
 
@@ -209,4 +244,16 @@ export function envName(key: string): string {
 /** `nodeId` -> `node-id`, the flag form. */
 export function flagName(key: string): string {
   return key.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
+}
+
+/** Bytes of a record's header and shard info, and of the JSON around labels, counted by largestRecordBytes. */
+const RECORD_OVERHEAD_BYTES = 104 + 48 + 1024;
+
+/**
+ * The largest segment record a node writes or accepts: a small blob (or shard column) with its
+ * labels at their limits. Segment sizing, recovery's scan buffer and torn span derive from it.
+ */
+export function largestRecordBytes(config: Pick<NodeConfig, 'smallBlobMaxBytes' | 'maxLabels' | 'labelKeyMaxBytes' | 'labelValueMaxBytes'>): number {
+  // Each label costs its key and value plus quotes, a colon and a comma in the JSON.
+  return config.smallBlobMaxBytes + config.maxLabels * (config.labelKeyMaxBytes + config.labelValueMaxBytes + 8) + RECORD_OVERHEAD_BYTES;
 }

@@ -11,15 +11,13 @@
  * ~68 GB/s in line. Use the async form for stripes of 1 MiB shards and up, where the round trip
  * is small beside the copy and disk work around it; call encode/reconstruct directly below.
  */
-import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
+import { WorkerPool } from '../pool/pool.js';
 
 import { checkStatus, type StatusContext } from './errors.js';
 import type { ReconstructOptions, Shard } from './codec.js';
-import { native, repoRoot } from './native.js';
+import { native } from './native.js';
+import { compiledPath } from '../util/repo-root.js';
 import type { EcTask } from './worker.js';
 
 export interface EcAsyncOptions extends ReconstructOptions {
@@ -32,30 +30,17 @@ export interface EcAsyncOptions extends ReconstructOptions {
 
 /** The worker entry as compiled JavaScript: dist/src/ec/worker.js even when running from src/. */
 export function ecWorkerFilename(): string {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.ts')) return join(repoRoot(), 'dist', 'src', 'ec', 'worker.js');
-  return join(here, '..', 'worker.js');
+  return compiledPath('ec', 'worker.js');
 }
 
-/** Tasks that may wait for a thread in the codec's own pool; Piscina rejects any beyond. */
-export const EC_POOL_QUEUE_MAX = 1024;
-
-let ownPool: Piscina | undefined;
-
-function defaultPool(): Piscina {
-  ownPool ??= new Piscina({
-    filename: ecWorkerFilename(),
-    maxThreads: availableParallelism(),
-    maxQueue: EC_POOL_QUEUE_MAX,
-  });
-  return ownPool;
-}
+/** The process's worker pool (src/pool), made at the first task unless one is injected. */
+let ownPool: WorkerPool | undefined;
 
 /** Stops the pool the codec created for itself (not an injected one). */
 export async function closeEcPool(): Promise<void> {
   const pool = ownPool;
   ownPool = undefined;
-  await pool?.destroy();
+  await pool?.close();
 }
 
 /**
@@ -94,8 +79,9 @@ function shareAll(xs: unknown, isOutput: (i: number) => boolean, copyBack: CopyB
 }
 
 async function runTask(task: EcTask, copyBack: CopyBack, context: Omit<StatusContext, 'kMax' | 'mMax'>, options?: EcAsyncOptions): Promise<void> {
-  const pool = options?.pool ?? defaultPool();
-  const status = (await pool.run(task, { filename: ecWorkerFilename() })) as number;
+  const status = options?.pool
+    ? ((await options.pool.run(task, { filename: ecWorkerFilename() })) as number)
+    : await (ownPool ??= new WorkerPool()).ec(task);
   if (status !== 0) {
     const { kMax, mMax } = native().limits();
     checkStatus(status, { ...context, kMax, mMax });

@@ -3,10 +3,9 @@
  * `make -C native`). It resolves the addon from the repository root, so the same code works from
  * src/ (vitest) and dist/src/ (runtime), in the main thread and in Piscina workers.
  */
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { repoRoot } from '../util/repo-root.js';
 
 import { EcError, EcErrorCode, checkStatus } from './errors.js';
 
@@ -44,17 +43,6 @@ export interface EcAddon {
 }
 
 export const ADDON_RELATIVE_PATH = 'native/build/Release/blobstore_ec.node';
-
-/** The nearest directory above this module that holds package.json. */
-export function repoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'package.json'))) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}`);
-    dir = parent;
-  }
-}
 
 let addon: EcAddon | undefined;
 

@@ -1,6 +1,6 @@
 /**
  * Reading a stored blob, whatever the transport: verified chunks of at most 1 MiB, in order.
- * File blobs are read READ_AHEAD chunks ahead from pooled buffers, each chunk checked against its
+ * File blobs are read readAheadChunks (a setting) chunks ahead from pooled buffers, each chunk checked against its
  * digest before any of it is handed on; segment blobs are read whole and checked against the
  * checksum. A chunk that fails its check throws the corruption error: a caller that has already
  * sent bytes must cut its response (the client sees a short body, never wrong bytes).
@@ -13,8 +13,6 @@ import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { Engine } from './engine.js';
 import type { BlobMeta } from '../blob/meta.js';
 
-/** Chunks read ahead of the one being handed on (1 MiB each, from the buffer pool). */
-const READ_AHEAD = 4;
 
 /** Bytes [start, end) of a blob. */
 export interface ByteRange {
@@ -67,7 +65,7 @@ async function readFileBlob(engine: Engine, meta: BlobMeta, sink: ChunkSink, ran
     const first = Math.floor(range.start / layout.chunkBytes);
     const last = Math.floor((range.end - 1) / layout.chunkBytes);
     const count = last - first + 1;
-    for (let i = 0; i < Math.min(READ_AHEAD, count); i++) buffers.push(await engine.pool.acquire());
+    for (let i = 0; i < Math.min(engine.config.readAheadChunks, count); i++) buffers.push(await engine.pool.acquire());
     const startRead = (i: number): void => {
       const read = readChunk(handle, buffers[i % buffers.length]!, layout, first + i);
       read.catch(() => undefined); // awaited in turn, or settled in finally
@@ -85,7 +83,7 @@ async function readFileBlob(engine: Engine, meta: BlobMeta, sink: ChunkSink, ran
       const from = Math.max(range.start - base, 0);
       const to = Math.min(range.end - base, chunk.length);
       await sink(from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to), i);
-      // This chunk's buffer is free again: read the one READ_AHEAD chunks on into it.
+      // This chunk's buffer is free again: read the one readAheadChunks on into it.
       if (i + buffers.length < count) startRead(i + buffers.length);
     }
   } finally {

@@ -16,9 +16,6 @@ import { isInlineRecord, isShardRecord } from './record.js';
 import { shardIndexOf, shardKey } from './shard-info.js';
 import { scanSegment } from './scan.js';
 
-/** Relocated bytes allowed in flight before compaction waits for their commit. */
-const RELOCATE_WINDOW_BYTES = 8 * 1024 * 1024;
-
 /** How long a run asked for by soon() waits, so that a burst of deletes makes one run. */
 const SOON_DELAY_MS = 50;
 
@@ -32,6 +29,8 @@ export class Compactor {
     private readonly engine: Engine,
     private readonly liveRatio: number,
     intervalMs: number,
+    /** Bytes relocated between two log syncs (setting compactionWindowBytes). */
+    private readonly windowBytes: number,
   ) {
     this.timer = setInterval(() => void this.runOnce().catch((err: Error) => this.failed(err)), intervalMs);
     this.timer.unref();
@@ -68,7 +67,7 @@ export class Compactor {
       if (this.stopped || id >= limit) break;
       if (!this.deadEnough(id)) continue;
       const liveBytes = index.segments.get(id)?.liveBytes ?? 0;
-      if (liveBytes > 0 && liveBytes + RELOCATE_WINDOW_BYTES > space.freeBytes()) continue;
+      if (liveBytes > 0 && liveBytes + this.windowBytes > space.freeBytes()) continue;
       if (liveBytes > 0) await this.relocateLive(id);
       if (this.stopped) break;
       if ((index.segments.get(id)?.liveBytes ?? 0) > 0) {
@@ -105,7 +104,7 @@ export class Compactor {
           if (entry?.location !== Location.SEGMENT || entry.segment !== segment || entry.offset !== rec.offset) return;
           pending.push(this.engine.relocate(rec, segment));
           pendingBytes += rec.length;
-          if (pendingBytes >= RELOCATE_WINDOW_BYTES) {
+          if (pendingBytes >= this.windowBytes) {
             await Promise.all(pending.splice(0));
             pendingBytes = 0;
           }

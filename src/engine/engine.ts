@@ -7,7 +7,7 @@
 import { promises as fsp } from 'node:fs';
 import { type BlobMeta, type ListResult, LOCAL_STORE, type PutResult, type StoreOrigin } from '../blob/meta.js';
 import { join } from 'node:path';
-import type { NodeConfig } from '../config/settings.js';
+import { largestRecordBytes, type NodeConfig } from '../config/settings.js';
 import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
 import { blake3 } from '../hash/blake3.js';
 import { BlobIndex } from '../index/blob-index.js';
@@ -34,7 +34,7 @@ import { type ShardMeta, type ShardWrite } from '../blob/shard.js';
 import { shardFilePath } from './shard-info.js';
 import { fileIntact, fileKeyOf, unlinkDeletedFiles } from './record-files.js';
 import { recoverLog } from './recovery.js';
-import { SegmentReader, SYNC_READ_MAX_BYTES } from './segment-reader.js';
+import { SegmentReader } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
 import type { ScannedRecord } from './scan.js';
 
@@ -95,14 +95,14 @@ export class Engine {
       const space = await DiskSpace.open(dataDir.path, config.diskReserveBytes, log);
       const index = new BlobIndex(join(dataDir.path, 'index'));
       const store = new SegmentStore(dataDir.path, config.segmentSizeBytes);
-      const largestRecord = config.smallBlobMaxBytes + 128 * 1024;
+      const largestRecord = largestRecordBytes(config);
       const batchBytes = Math.max(config.groupCommitMaxBytes, largestRecord);
       const recovered = await recoverLog(store, index, {
         scanBufferBytes: Math.max(8 * 1024 * 1024, largestRecord),
-        tornSpanBytes: PIPELINE_DEPTH * batchBytes + largestRecord,
+        tornSpanBytes: config.logPipelineDepth * batchBytes + largestRecord,
         fileIntact: (record) => fileIntact(dataDir.path, record),
       });
-      const reader = new SegmentReader(store);
+      const reader = new SegmentReader(store, config.syncReadMaxBytes);
       const hooks = {
         apply: (r: LogRecord): void => {
           r.existed = applyRecord(index, r);
@@ -123,11 +123,11 @@ export class Engine {
         await index.flushed();
       }
       const segmentLog = new SegmentLog(store, index, hooks, {
-        groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH, ackAfterIndexFlush: config.durableAck === 'index',
+        groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: config.logPipelineDepth, uncommittedBatchesMax: config.logUncommittedBatchesMax, ackAfterIndexFlush: config.durableAck === 'index',
         allocBytes: config.segmentAllocBytes, space, recorder,
       }, recovered.active, recovered.offset, recovered.nextLsn);
       const engine = new Engine(config, dataDir, index, store, reader, segmentLog, recorder, space, log);
-      engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs);
+      engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs, config.compactionWindowBytes);
       return engine;
     } catch (err) {
       await dataDir.unlock();
@@ -271,7 +271,7 @@ export class Engine {
    * does), so no buffer is allocated per read.
    */
   readInlineSync(meta: BlobMeta): Buffer | undefined {
-    if (meta.size > SYNC_READ_MAX_BYTES) return undefined;
+    if (meta.size > this.config.syncReadMaxBytes) return undefined;
     const readStart = performance.now();
     const data = this.reader.readSmallScratch(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
     this.recorder.stage('read', readStart);
@@ -432,8 +432,6 @@ export class Engine {
   }
 }
 
-/** Batches written and synced at once; recovery zeroes the span they could have reached. */
-const PIPELINE_DEPTH = 4;
 const EMPTY = Buffer.alloc(0);
 const EMPTY_CHECKSUM = Buffer.alloc(32);
 const flagsOf = (origin: StoreOrigin): number => (origin.replicate ? RecordFlag.REPLICATE : 0);

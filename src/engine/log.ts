@@ -26,8 +26,6 @@ const PADDING = Array.from({ length: RECORD_ALIGN }, (_, n) => Buffer.alloc(n));
 /** Allocation steps are whole multiples of this (file systems allocate in pages or blocks). */
 const ALLOC_ALIGN_BYTES = 64 * 1024;
 const alignUp = (n: number, to: number): number => Math.ceil(n / to) * to;
-/** Batches formed but not yet committed, at most; beyond it records wait in the queue. */
-const UNCOMMITTED_BATCHES_MAX = 32;
 
 /** A record waiting in the log; the engine builds it and is called back once it is durable. */
 export interface LogRecord extends RecordHeader {
@@ -67,7 +65,10 @@ interface Batch {
 
 export interface LogOptions {
   groupCommitMaxBytes: number;
+  /** Batches written and synced at once (setting logPipelineDepth). */
   pipelineDepth: number;
+  /** Batches formed but not yet committed, at most; beyond it records wait in the queue (setting logUncommittedBatchesMax). */
+  uncommittedBatchesMax: number;
   /** Acknowledge after the index flush (true) or once the index commit is visible (false). */
   ackAfterIndexFlush: boolean;
   /** Segment space allocated ahead of the tail at a time. */
@@ -139,7 +140,7 @@ export class SegmentLog {
     }
     while (
       this.writing < this.options.pipelineDepth &&
-      this.uncommitted.length < UNCOMMITTED_BATCHES_MAX &&
+      this.uncommitted.length < this.options.uncommittedBatchesMax &&
       this.queue.length > 0 &&
       !this.rolling &&
       !this.allocating &&

@@ -8,14 +8,19 @@ import { BlobstoreError } from '../errors/errors.js';
 import type { SegmentStore } from './segment-store.js';
 
 /** Records up to this size are read synchronously. */
-export const SYNC_READ_MAX_BYTES = 256 * 1024;
 
 export class SegmentReader {
   private readonly fds = new Map<number, number>();
   private readonly pins = new Map<number, number>();
   private readonly unpinned = new Map<number, () => void>();
 
-  constructor(private readonly store: SegmentStore) {}
+  constructor(
+    private readonly store: SegmentStore,
+    /** Reads up to this size run on the calling thread (setting syncReadMaxBytes). */
+    readonly syncReadMaxBytes: number,
+  ) {
+    this.scratch = Buffer.allocUnsafeSlow(syncReadMaxBytes);
+  }
 
   private fd(segment: number): number {
     let fd = this.fds.get(segment);
@@ -27,9 +32,9 @@ export class SegmentReader {
   }
 
   /** One buffer for every synchronous read whose bytes are copied out before the next one. */
-  private readonly scratch = Buffer.allocUnsafeSlow(SYNC_READ_MAX_BYTES);
+  private readonly scratch: Buffer;
 
-  /** A small read on the calling thread (at most SYNC_READ_MAX_BYTES), into `into` or a new buffer. */
+  /** A small read on the calling thread (at most syncReadMaxBytes), into `into` or a new buffer. */
   readSmall(segment: number, position: number, length: number, into?: Buffer): Buffer {
     const buf = into ?? Buffer.allocUnsafe(length);
     const n = length === 0 ? 0 : readSync(this.fd(segment), buf, 0, length, position);
@@ -43,7 +48,7 @@ export class SegmentReader {
   }
 
   async read(segment: number, position: number, length: number): Promise<Buffer> {
-    if (length <= SYNC_READ_MAX_BYTES) return this.readSmall(segment, position, length);
+    if (length <= this.syncReadMaxBytes) return this.readSmall(segment, position, length);
     const buf = Buffer.allocUnsafe(length);
     const fd = this.fd(segment);
     this.pins.set(segment, (this.pins.get(segment) ?? 0) + 1);

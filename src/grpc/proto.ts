@@ -10,10 +10,10 @@
  * MalformedMessage instead of throwing, so the handler answers INVALID_ARGUMENT where grpc-js
  * would answer INTERNAL; and a DeferredMessage response encodes itself when grpc-js frames it.
  */
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { type Options, type PackageDefinition, loadSync } from '@grpc/proto-loader';
+import { repoRoot } from '../util/repo-root.js';
 import { DeferredMessage } from './messages.js';
 import { type MessageDescriptor, WireRules } from './wire-check.js';
 
@@ -27,16 +27,9 @@ export const LOADER_OPTIONS: Options = {
   oneofs: false,
 };
 
-/**
- * src/proto, from this module in src/grpc (vitest, tsx) or in dist/src/grpc (the build does not
- * copy .proto files: they are read from the source tree).
- */
+/** src/proto (the build does not copy .proto files: they are read from the source tree). */
 export function protoDir(): string {
-  for (const relative of ['../proto', '../../../src/proto']) {
-    const dir = fileURLToPath(new URL(relative, import.meta.url));
-    if (existsSync(`${dir}/${PROTO_FILES[0]}`)) return dir;
-  }
-  throw new Error(`cannot find ${PROTO_FILES[0]} from ${fileURLToPath(import.meta.url)}`);
+  return join(repoRoot(), 'src', 'proto');
 }
 
 let loaded: PackageDefinition | undefined;

@@ -12,8 +12,6 @@ import type { FlowControl } from '../service/blob-writer.js';
 import type { BodySink } from './intake.js';
 
 const CHECKSUM_BYTES = 32;
-/** Chunks handed to the writer and not yet written; beyond, the request is paused. */
-const CHUNKS_IN_FLIGHT = 4;
 
 const fromPool = (chunk: Buffer): boolean => chunk.buffer instanceof SharedArrayBuffer && chunk.length === CHUNK_BYTES;
 
@@ -69,7 +67,7 @@ export class ColumnBody implements BodySink {
     this.chunk = undefined;
     this.chunkLength = 0;
     this.inFlight++;
-    if (this.inFlight >= CHUNKS_IN_FLIGHT && !this.paused) {
+    if (this.inFlight >= this.writer.writesInFlight && !this.paused) {
       this.paused = true;
       this.flow.pause();
     }
@@ -81,7 +79,7 @@ export class ColumnBody implements BodySink {
       this.failed ??= err;
     }).finally(() => {
       this.inFlight--;
-      if (this.paused && this.inFlight < CHUNKS_IN_FLIGHT) {
+      if (this.paused && this.inFlight < this.writer.writesInFlight) {
         this.paused = false;
         this.flow.resume();
       }

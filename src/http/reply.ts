@@ -7,6 +7,7 @@ import { isClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
+import { statusLine } from './status-line.js';
 import type { HttpResponse } from './uws.js';
 import { type Variant, type Wire, WIRE_B, wireOf } from './wire.js';
 
@@ -31,18 +32,6 @@ export interface Exchange {
   bodyDone: boolean;
   /** The body is paused (flowOf); an answer resumes it, so the connection reads its next request. */
   paused: boolean;
-}
-
-const STATUS_LINE: Record<number, string> = {
-  200: '200 OK', 201: '201 Created', 206: '206 Partial Content', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden',
-  404: '404 Not Found', 405: '405 Method Not Allowed', 408: '408 Request Timeout', 409: '409 Conflict',
-  411: '411 Length Required', 412: '412 Precondition Failed', 413: '413 Payload Too Large',
-  415: '415 Unsupported Media Type', 416: '416 Range Not Satisfiable', 500: '500 Internal Server Error', 501: '501 Not Implemented',
-  503: '503 Service Unavailable', 507: '507 Insufficient Storage',
-};
-
-export function statusLine(status: number): string {
-  return STATUS_LINE[status] ?? `${status} Status`;
 }
 
 /** A whole answer of a known body (not an Exchange's: written at once, no abort handling). */

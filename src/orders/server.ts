@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module';
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { listenExclusive } from '../http/uws.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '../http/uws.js';
+import { statusLine } from '../http/status-line.js';
+import { listenExclusive, loadUws } from '../http/uws.js';
 import { parseHostPort } from '../config/units.js';
 import { bodyTooLarge } from './errors.js';
 import type { OrdersRequest, OrdersResponse, OrdersService } from './service.js';
@@ -11,30 +11,12 @@ import type { OrdersRequest, OrdersResponse, OrdersService } from './service.js'
  * the route that takes one (bounded by ordersMaxBodyBytes), write the answer corked.
  */
 
-type Uws = typeof import('uWebSockets.js');
-
-/** The native uWS binary; its package silently falls back to a slow JS server, which we refuse. */
-export function loadUws(): Uws {
-  const uws = createRequire(import.meta.url)('uWebSockets.js') as Uws;
-  if (typeof uws.getParts !== 'function' || typeof uws.us_socket_local_port !== 'function') {
-    throw new Error('uWebSockets.js native binary did not load (Node ABI not supported); refusing the slow JS fallback');
-  }
-  return uws;
-}
-
-const STATUS_TEXT: Record<number, string> = {
-  200: '200 OK', 307: '307 Temporary Redirect', 400: '400 Bad Request', 401: '401 Unauthorized',
-  403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 413: '413 Payload Too Large',
-  422: '422 Unprocessable Entity', 500: '500 Internal Server Error',
-};
-
 export interface OrdersServer {
   /** The bound port (useful with port 0). */
   readonly port: number;
   /** Stops accepting; resolves once the writes in progress answered (at most `timeoutMs`). */
   close(timeoutMs: number): Promise<void>;
 }
-
 
 export function startOrdersServer(service: OrdersService, addr: string, maxBodyBytes: number): OrdersServer {
   const hostPort = parseHostPort(addr);
@@ -132,7 +114,7 @@ function send(reply: Reply, response: OrdersResponse, close = false): void {
   if (reply.aborted) return;
   const { res } = reply;
   res.cork(() => {
-    res.writeStatus(STATUS_TEXT[response.status] ?? String(response.status));
+    res.writeStatus(statusLine(response.status));
     if (response.status !== 307) res.writeHeader('content-type', response.contentType ?? 'application/json');
     if (response.headers) for (const [name, value] of Object.entries(response.headers)) res.writeHeader(name, value);
     if (reply.head) {

@@ -1,40 +1,39 @@
 /**
- * The node's worker pool (Piscina). It takes work only in 1 MiB chunks: a task costs ~65-130 us
- * here, BLAKE3 of 4 KiB ~3 us, so small requests are hashed inline (decisions.md §10).
+ * The process's worker pool (Piscina): BLAKE3 digests of 1 MiB chunks and Reed-Solomon tasks run
+ * on the same threads (the worker file exports both). It takes work only in 1 MiB pieces: a task
+ * costs ~65-130 us here, BLAKE3 of 4 KiB ~3 us, so small requests are hashed inline
+ * (docs/decisions.md §10). Sized by the settings poolThreads and poolQueueMax.
  */
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
+import { SETTINGS } from '../config/settings.js';
+import type { EcTask } from '../ec/worker.js';
 import { blake3 } from '../hash/blake3.js';
+import { compiledPath } from '../util/repo-root.js';
 import type { DigestTask } from './worker.js';
-
-/** Tasks that may wait for a thread; beyond it the caller hashes inline instead of queueing. */
-const QUEUE_MAX = 256;
-
-/** The compiled worker, also when this module runs from src/ (tests). */
-function workerFilename(): string {
-  const here = fileURLToPath(import.meta.url);
-  if (!here.endsWith('.ts')) return join(dirname(here), 'worker.js');
-  let dir = dirname(here);
-  while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
-  return join(dir, 'dist', 'src', 'pool', 'worker.js');
-}
 
 export class WorkerPool {
   private readonly piscina: Piscina;
 
-  constructor(threads: number) {
-    this.piscina = new Piscina({ filename: workerFilename(), minThreads: threads, maxThreads: threads, maxQueue: QUEUE_MAX });
+  constructor(
+    threads: number = SETTINGS.poolThreads.default(),
+    /** Tasks that may wait for a thread: beyond, a digest runs inline and an EC task is refused. */
+    private readonly queueMax: number = SETTINGS.poolQueueMax.default(),
+  ) {
+    this.piscina = new Piscina({ filename: compiledPath('pool', 'worker.js'), minThreads: threads, maxThreads: threads, maxQueue: queueMax });
   }
 
   /** BLAKE3 of `chunk` on a worker thread; inline when the chunk is not in shared memory or the queue is full. */
   digest(chunk: Buffer): Promise<Buffer> {
-    if (!(chunk.buffer instanceof SharedArrayBuffer) || this.piscina.queueSize >= QUEUE_MAX) {
+    if (!(chunk.buffer instanceof SharedArrayBuffer) || this.piscina.queueSize >= this.queueMax) {
       return Promise.resolve(blake3(chunk));
     }
     const task: DigestTask = { buffer: chunk.buffer, offset: chunk.byteOffset, length: chunk.length };
-    return this.piscina.run(task).then((d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength));
+    return this.piscina.run(task, { name: 'digest' }).then((d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength));
+  }
+
+  /** A Reed-Solomon task (src/ec/async.ts) on a worker thread: its native status. */
+  ec(task: EcTask): Promise<number> {
+    return this.piscina.run(task, { name: 'ec' }) as Promise<number>;
   }
 
   /** For metrics: threads, tasks waiting, and the share of thread time spent on tasks since start. */

@@ -1,8 +1,11 @@
 /**
- * The worker side of the node's Piscina pool: BLAKE3 digests of 1 MiB chunks, read in place from
- * shared memory (the chunk buffers are SharedArrayBuffer views, so nothing is copied).
+ * The worker side of the process's Piscina pool (pool.ts), one file for every kind of task:
+ * `digest`, BLAKE3 of a 1 MiB chunk read in place from shared memory (the chunk buffers are
+ * SharedArrayBuffer views, so nothing is copied), and `ec`, a Reed-Solomon task (src/ec/worker.ts).
  */
 import { blake3 } from '@napi-rs/blake-hash';
+
+export { default as ec } from '../ec/worker.js';
 
 export interface DigestTask {
   buffer: SharedArrayBuffer;
@@ -10,6 +13,6 @@ export interface DigestTask {
   length: number;
 }
 
-export default function digest(task: DigestTask): Uint8Array {
+export function digest(task: DigestTask): Uint8Array {
   return blake3(Buffer.from(task.buffer, task.offset, task.length));
 }

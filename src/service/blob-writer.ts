@@ -2,7 +2,7 @@
  * Receiving the bytes of a blob, whatever the transport (raw HTTP body, NDJSON or gRPC stream).
  * Bodies up to smallBlobMaxBytes are collected in memory; larger ones (or streams that grow past
  * it) go to a chunk sink in 1 MiB chunks from the buffer pool, hashed as they arrive, never held
- * whole. At most WRITES_IN_FLIGHT chunks per blob wait for the sink; beyond that the sender is
+ * whole. At most chunkWritesInFlight (a setting) chunks per blob wait for the sink; beyond that the sender is
  * paused through its FlowControl. The finished blob goes to the service's one commit point.
  *
  *   write -> copy once into a pooled 1 MiB chunk -> ChunkSink.write (hash + pwrite) -> release
@@ -18,7 +18,6 @@ import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { ecScheme } from '../ec/layout.js';
 import type { FileSink, LocalStore } from './local-store.js';
 
-const WRITES_IN_FLIGHT = 8;
 
 /** Pool buffers live in shared memory; a stop-gap buffer taken when the pool ran dry does not. */
 const fromPool = (chunk: Buffer): boolean => chunk.buffer instanceof SharedArrayBuffer && chunk.length === CHUNK_BYTES;
@@ -155,7 +154,7 @@ export class BlobWriter {
       },
     );
     this.writes.push(write);
-    if (this.inflight >= WRITES_IN_FLIGHT && !this.paused && this.live()) {
+    if (this.inflight >= this.config.chunkWritesInFlight && !this.paused && this.live()) {
       this.paused = true;
       this.flow!.pause();
     }
@@ -164,7 +163,7 @@ export class BlobWriter {
   private written(chunk: Buffer): void {
     this.inflight--;
     if (fromPool(chunk)) this.store.pool.release(chunk);
-    if (this.paused && this.inflight < WRITES_IN_FLIGHT && this.live()) {
+    if (this.paused && this.inflight < this.config.chunkWritesInFlight && this.live()) {
       this.paused = false;
       this.flow!.resume();
     }

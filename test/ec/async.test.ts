@@ -22,7 +22,7 @@ import {
   reconstructAsync,
 } from '../../src/ec/index.js';
 import { share } from '../../src/ec/async.js';
-import { repoRoot } from '../../src/ec/native.js';
+import { repoRoot } from '../../src/util/repo-root.js';
 import { randomBytes, referenceParity, rng } from './reference.js';
 
 beforeAll(() => {
