@@ -16,7 +16,7 @@
  * digest: not even JSON.parse's message, which quotes the text around the error.
  */
 import { hash } from 'node:crypto';
-import { BodyParseError, JsonDecodeError, parsePyJson } from '../orders/json-parse.js';
+import { BodyParseError, JsonDecodeError, parsePyJson } from '../util/json-parse.js';
 import type { Scope } from './gate.js';
 import { TOKEN_CHARS } from './bearer.js';
 

@@ -5,11 +5,11 @@
  */
 import { Command, CommanderError } from 'commander';
 import { registerServe } from './serve.js';
-import { registerOrders } from './orders.js';
+import { registerOrders } from '../apps/orders/cli.js';
 import { registerConfig } from './config.js';
-import { registerDeploy } from './deploy.js';
-import { registerStatus } from './status.js';
-import { registerDown } from './down.js';
+import { registerDeploy } from '../apps/stack/deploy.js';
+import { registerStatus } from '../apps/stack/status.js';
+import { registerDown } from '../apps/stack/down.js';
 import { registerAuth } from './auth.js';
 import { printError } from './output.js';
 import { packageVersion } from '../version.js';

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { ORDERS_SETTINGS, loadOrdersConfig } from '../config/orders-settings.js';
-import { createLogger } from '../log/logger.js';
-import { exitOnStartFailure, loadSettingsOrUsageError } from './service-start.js';
-import { addSettingOptions, settingFlags } from './setting-options.js';
+import { ORDERS_SETTINGS, loadOrdersConfig } from './settings.js';
+import { createLogger } from '../../log/logger.js';
+import { exitOnStartFailure, loadSettingsOrUsageError } from '../../cli/service-start.js';
+import { addSettingOptions, settingFlags } from '../../cli/setting-options.js';
 
 /** `blobstore orders serve`: runs the orders HTTP service alone until SIGTERM/SIGINT. */
 export function registerOrders(program: Command): void {
@@ -16,7 +16,7 @@ export function registerOrders(program: Command): void {
     const flags = settingFlags(opts, ORDERS_SETTINGS);
     const config = loadSettingsOrUsageError(() => loadOrdersConfig({ flags, file: opts.config as string | undefined }));
     const log = createLogger({ level: config.logLevel, format: config.logFormat, name: 'orders' });
-    const { runOrders } = await import('../orders/run.js');
+    const { runOrders } = await import('./run.js');
     await runOrders(config, log).catch((err: unknown) => exitOnStartFailure(log, err));
   });
 }

@@ -1,8 +1,8 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { writeAllSync } from '../util/write-all.js';
+import { writeAllSync } from '../../util/write-all.js';
 import { join } from 'node:path';
 import { type Database, type RootDatabase, open } from 'lmdb';
-import { assert } from '../util/assert.js';
+import { assert } from '../../util/assert.js';
 import type { CreateOrder } from './model.js';
 
 /**

@@ -1,4 +1,4 @@
-import { PyFloat, type PyJson } from './json-parse.js';
+import { PyFloat, type PyJson } from '../../util/json-parse.js';
 
 /**
  * The pydantic v2 (lax mode, Python input) validators the orders model needs, with pydantic's own

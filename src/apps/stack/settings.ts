@@ -1,5 +1,5 @@
-import { ConfigError, coerce } from './load.js';
-import type { SettingSpec } from './settings.js';
+import { ConfigError, coerce } from '../../config/load.js';
+import type { SettingSpec } from '../../config/settings.js';
 
 /**
  * Stacks that `blobstore deploy` brings up on this machine, declared in the config file under

@@ -1,9 +1,9 @@
 import { type Command, Option } from 'commander';
-import { REGIONS, type Region } from '../config/stacks.js';
+import { REGIONS, type Region } from './settings.js';
 import { readState } from './deploy-state.js';
-import { failure } from './errors.js';
+import { failure } from '../../cli/errors.js';
 import { probe } from './health.js';
-import { print } from './output.js';
+import { print } from '../../cli/output.js';
 import { isOurProcess } from './processes.js';
 import { parseRegion, parseStackName } from './stack-cli.js';
 import { SERVICE_HEADER, formatTable, serviceCells } from './table.js';

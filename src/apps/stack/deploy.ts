@@ -1,8 +1,8 @@
 import { type Command, Option } from 'commander';
-import { REGIONS, type Region } from '../config/stacks.js';
-import { withFileLock } from './atomic-file.js';
+import { REGIONS, type Region } from './settings.js';
+import { withFileLock } from '../../cli/atomic-file.js';
 import { type ServiceState, readState, writeState } from './deploy-state.js';
-import { failure, usageError } from './errors.js';
+import { failure, usageError } from '../../cli/errors.js';
 import { waitHealthy } from './health.js';
 import { checkOrdersApi, ordersBaseUrlFromEnv } from './orders-check.js';
 import { type Step, planDeploy } from './plan.js';
@@ -10,7 +10,7 @@ import { isOurProcess, portFree, startService, stopService, waitReaped } from '.
 import { type ServiceSpec, LOOPBACK, regionDir, serviceEnv, stateFile } from './stack.js';
 import { loadStack, parseRegion, progressPrinter, logTail } from './stack-cli.js';
 import { SERVICE_HEADER, formatTable, serviceCells } from './table.js';
-import { print } from './output.js';
+import { print } from '../../cli/output.js';
 
 /**
  * `blobstore deploy <stack> --region <r> [--dry-run]`: brings the stack up on this machine, one

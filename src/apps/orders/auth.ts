@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../../config/load.js';
 import { invalidCredentials, notAuthenticated, notEnoughPermissions } from './errors.js';
 
 /**

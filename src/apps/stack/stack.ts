@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { xdgStateHome } from '../config/paths.js';
-import { SETTINGS } from '../config/settings.js';
-import { type Region, type StackDefinition, stackLayout } from '../config/stacks.js';
+import { xdgStateHome } from '../../config/paths.js';
+import { SETTINGS } from '../../config/settings.js';
+import { type Region, type StackDefinition, stackLayout } from './settings.js';
+import { compiledPath } from '../../util/repo-root.js';
 
 /**
  * What a deployed stack consists of: one process per blob node plus the orders service, each with
@@ -17,7 +17,7 @@ import { type Region, type StackDefinition, stackLayout } from '../config/stacks
  *     logs/<service>.log     stdout and stderr of each service (JSON log lines)
  *
  * Every node runs its metrics listener (metrics, /health, the web UI) and gRPC on loopback ports of
- * the stack's block (config/stacks.ts has the layout).
+ * the stack's block (settings.ts has the layout).
  */
 
 export interface ServiceSpec {
@@ -45,8 +45,8 @@ export interface ServiceSpec {
 
 export const LOOPBACK = '127.0.0.1';
 
-/** dist/src/cli/main.js, next to this module once built. */
-export const CLI_ENTRY = fileURLToPath(new URL('./main.js', import.meta.url));
+/** dist/src/cli/main.js: the command a stack's processes run. */
+export const CLI_ENTRY = compiledPath('cli', 'main.js');
 
 export function stateRoot(): string {
   return join(xdgStateHome(), 'blobstore');

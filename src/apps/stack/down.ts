@@ -1,13 +1,13 @@
 import { rmSync } from 'node:fs';
 import { type Command, Option } from 'commander';
-import { REGIONS } from '../config/stacks.js';
-import { withFileLock } from './atomic-file.js';
+import { REGIONS } from './settings.js';
+import { withFileLock } from '../../cli/atomic-file.js';
 import { readState } from './deploy-state.js';
 import { stopService } from './processes.js';
 import { regionDir, stateFile } from './stack.js';
 import { parseRegion, parseStackName } from './stack-cli.js';
 import { formatTable } from './table.js';
-import { print } from './output.js';
+import { print } from '../../cli/output.js';
 
 /**
  * `blobstore down <stack> --region r [--purge]`: stops every process of a deployed stack (SIGTERM,

@@ -1,5 +1,5 @@
 import { isIso4217 } from './currencies.js';
-import type { PyJson } from './json-parse.js';
+import type { PyJson } from '../../util/json-parse.js';
 import {
   type Checked, type ErrorItem, I64_MAX, MISSING, at, greaterThan, greaterThanEqual, lessThanEqual, maxLength,
   validateInt, validateStr, valueError,

@@ -1,4 +1,4 @@
-import { failure, usageError } from './errors.js';
+import { failure, usageError } from '../../cli/errors.js';
 
 /**
  * The check `deploy` runs against the orders API once the stack is healthy: GET /orders through

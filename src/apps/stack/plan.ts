@@ -1,4 +1,4 @@
-import type { Region, StackDefinition } from '../config/stacks.js';
+import type { Region, StackDefinition } from './settings.js';
 import type { DeployState, ServiceState } from './deploy-state.js';
 import { isOurProcess } from './processes.js';
 import { type ServiceInputs, type ServiceSpec, desiredServices } from './stack.js';

@@ -1,6 +1,6 @@
-import type { Region } from '../config/stacks.js';
-import { readFileIfExists, writeFileAtomic } from './atomic-file.js';
-import { failure } from './errors.js';
+import type { Region } from './settings.js';
+import { readFileIfExists, writeFileAtomic } from '../../cli/atomic-file.js';
+import { failure } from '../../cli/errors.js';
 import { stateFile } from './stack.js';
 
 /**

@@ -1,4 +1,4 @@
-import { PyFloat, type PyJson } from './json-parse.js';
+import { PyFloat, type PyJson } from '../../util/json-parse.js';
 
 /**
  * Writes values the way FastAPI's JSONResponse does (json.dumps, compact separators,

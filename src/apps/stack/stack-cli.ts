@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/load.js';
-import { configFilePath } from '../config/paths.js';
-import { REGIONS, type Region, STACK_NAME, type StackDefinition, isRegion, resolveStack } from '../config/stacks.js';
-import { readFileIfExists } from './atomic-file.js';
-import { usageError } from './errors.js';
+import { ConfigError } from '../../config/load.js';
+import { configFilePath } from '../../config/paths.js';
+import { REGIONS, type Region, STACK_NAME, type StackDefinition, isRegion, resolveStack } from './settings.js';
+import { readFileIfExists } from '../../cli/atomic-file.js';
+import { usageError } from '../../cli/errors.js';
 
 /** Argument checks and output helpers shared by deploy, status and down. */
 

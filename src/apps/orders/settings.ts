@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { ConfigError, type LoadOptions, loadSettings } from './load.js';
-import { xdgDataHome } from './paths.js';
-import { LOG_SETTINGS, type SettingSpec } from './settings.js';
+import { ConfigError, type LoadOptions, loadSettings } from '../../config/load.js';
+import { xdgDataHome } from '../../config/paths.js';
+import { LOG_SETTINGS, type SettingSpec } from '../../config/settings.js';
 
 /**
  * Every setting of the orders service, declared once (file section `orders`, env BLOBSTORE_ORDERS_*,

@@ -4,7 +4,7 @@
  * (CreateOrderBody, Order, HTTPValidationError, ValidationError), 422 on every operation that
  * validates input. Bearer auth is listed when API keys are configured.
  */
-import { type Operation, type Schema, json, ref } from './schema.js';
+import { type Operation, type Schema, json, ref } from '../../openapi/schema.js';
 
 const detail = (description: string) => ({ description, content: json({ type: 'object', required: ['detail'], properties: { detail: { type: 'string' } } }) });
 const validationError = { description: 'Validation Error', content: json(ref('HTTPValidationError')) };

@@ -1,11 +1,11 @@
-import type { Logger } from '../log/logger.js';
-import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
-import { docsPage } from '../openapi/docs-page.js';
-import { ordersApiDocument } from '../openapi/orders-api.js';
-import { packageVersion } from '../version.js';
+import type { Logger } from '../../log/logger.js';
+import { REQUEST_ID_HEADER, requestId } from '../../log/request-id.js';
+import { docsPage } from '../../openapi/docs-page.js';
+import { ordersApiDocument } from './openapi.js';
+import { packageVersion } from '../../version.js';
 import type { ApiKeys } from './auth.js';
 import { OrdersHttpError, RequestValidationError, bodyParseFailed, notFound } from './errors.js';
-import { BodyParseError, JsonDecodeError, decodeJsonBytes, parsePyJson } from './json-parse.js';
+import { BodyParseError, JsonDecodeError, decodeJsonBytes, parsePyJson } from '../../util/json-parse.js';
 import { writePyJson } from './json-write.js';
 import { type RequestBody, validateCreateOrder, validateListQuery, validateOrderId } from './model.js';
 import { OPEN_ROUTES, type RouteName, matchRoute, parseQuery, percentDecode } from './routes.js';

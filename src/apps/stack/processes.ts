@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname } from 'node:path';
-import { processAlive } from './atomic-file.js';
+import { processAlive } from '../../cli/atomic-file.js';
 import type { ServiceState } from './deploy-state.js';
 import type { ServiceSpec } from './stack.js';
 

@@ -1,7 +1,7 @@
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '../http/uws.js';
-import { statusLine } from '../http/status-line.js';
-import { listenExclusive, loadUws } from '../http/uws.js';
-import { parseHostPort } from '../config/units.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '../../http/uws.js';
+import { statusLine } from '../../http/status-line.js';
+import { listenExclusive, loadUws } from '../../http/uws.js';
+import { parseHostPort } from '../../config/units.js';
 import { bodyTooLarge } from './errors.js';
 import type { OrdersRequest, OrdersResponse, OrdersService } from './service.js';
 

@@ -1,5 +1,5 @@
-import type { OrdersConfig } from '../config/orders-settings.js';
-import type { Logger } from '../log/logger.js';
+import type { OrdersConfig } from './settings.js';
+import type { Logger } from '../../log/logger.js';
 import { ApiKeys } from './auth.js';
 import { startOrdersServer } from './server.js';
 import { OrdersService } from './service.js';
