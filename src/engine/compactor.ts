@@ -10,11 +10,12 @@
  * full disk ask for a run soon instead of at the next interval. Relocations may use the disk's
  * reserve, but a segment whose live bytes would not fit in the free space is left for later.
  */
+import { largestRecordBytes } from '../config/settings.js';
 import { Location } from '../index/entry.js';
 import type { Engine } from './engine.js';
 import { isInlineRecord, isShardRecord } from './record.js';
 import { shardIndexOf, shardKey } from './shard-info.js';
-import { scanSegment } from './scan.js';
+import { scanBufferBytes, scanSegment } from './scan.js';
 
 /** How long a run asked for by soon() waits, so that a burst of deletes makes one run. */
 const SOON_DELAY_MS = 50;
@@ -97,7 +98,7 @@ export class Compactor {
     const pending: Promise<unknown>[] = [];
     let pendingBytes = 0;
     try {
-      await scanSegment(open.handle, open.sizeBytes, 0, { firstLsn: 1, exact: false, verifyData: false, bufferBytes: 8 * 1024 * 1024 },
+      await scanSegment(open.handle, open.sizeBytes, 0, { firstLsn: 1, exact: false, verifyData: false, bufferBytes: scanBufferBytes(largestRecordBytes(this.engine.config)) },
         async (rec) => {
           if (!isInlineRecord(rec.header.type) || this.stopped) return;
           const entry = isShardRecord(rec.header.type) ? index.getShard(shardKey(rec.header.id, shardIndexOf(rec.labels))) : index.get(rec.header.id);

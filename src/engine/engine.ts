@@ -36,7 +36,7 @@ import { fileIntact, fileKeyOf, unlinkDeletedFiles } from './record-files.js';
 import { recoverLog } from './recovery.js';
 import { SegmentReader } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
-import type { ScannedRecord } from './scan.js';
+import { type ScannedRecord, scanBufferBytes } from './scan.js';
 
 export interface EngineStats {
   capacityBytes: number;
@@ -98,7 +98,7 @@ export class Engine {
       const largestRecord = largestRecordBytes(config);
       const batchBytes = Math.max(config.groupCommitMaxBytes, largestRecord);
       const recovered = await recoverLog(store, index, {
-        scanBufferBytes: Math.max(8 * 1024 * 1024, largestRecord),
+        scanBufferBytes: scanBufferBytes(largestRecord),
         tornSpanBytes: config.logPipelineDepth * batchBytes + largestRecord,
         fileIntact: (record) => fileIntact(dataDir.path, record),
       });

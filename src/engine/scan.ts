@@ -16,6 +16,14 @@ export interface ScannedRecord {
   length: number;
 }
 
+/** A scan reads a segment this much at a time (or one largest record, if larger: scanBufferBytes). */
+const SCAN_READ_BYTES = 8 * 1024 * 1024;
+
+/** The scan buffer of recovery and compaction: room for SCAN_READ_BYTES and for the largest record. */
+export function scanBufferBytes(largestRecord: number): number {
+  return Math.max(SCAN_READ_BYTES, largestRecord);
+}
+
 export interface ScanOptions {
   /** First lsn accepted: exactly this one when `exact`, else any at least this. */
   firstLsn: number;
