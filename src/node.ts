@@ -172,6 +172,12 @@ export async function runNode(config: NodeConfig, log: Logger): Promise<void> {
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
+  // Started over an IPC channel by a supervisor (the tests do): when it goes away, so does the node,
+  // as on SIGTERM. The channel itself keeps nothing alive.
+  if (process.channel) {
+    process.channel.unref();
+    process.once('disconnect', () => onSignal('SIGTERM'));
+  }
   const ecPath = await ecPathName();
   const host = config.listen.replace(/:\d+$/, '');
   log.info({ dataDir: config.dataDir }, `data dir ${config.dataDir}`);

@@ -2,7 +2,7 @@
 import { rmSync } from 'node:fs';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ORDERS_SETTINGS } from '../../src/config/orders-settings.js';
+import { ORDERS_SETTINGS } from '../../src/apps/orders/settings.js';
 import { SETTINGS, type SettingSpec, envName, flagName } from '../../src/config/settings.js';
 import { ROOT, type Sandbox, run, sandbox } from './helpers.js';
 

@@ -88,9 +88,12 @@ export async function startNode(options: StartOptions = {}): Promise<NodeProcess
     wrap.length > 0 ? [...wrap.slice(1), process.execPath, ...argv] : argv,
     {
       env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data'), ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // An IPC channel: a test worker that dies (a timeout, vitest ending a fork) takes its nodes
+      // with it, instead of leaving them running and loading the machine for every later test.
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     },
   );
+  child.channel?.unref();
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

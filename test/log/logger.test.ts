@@ -12,7 +12,7 @@ import type { HttpResponse } from '../../src/http/uws.js';
 import { WIRE_B } from '../../src/http/wire.js';
 import { isPretty } from '../../src/log/logger.js';
 import { requestId } from '../../src/log/request-id.js';
-import { errorResponse } from '../../src/orders/service.js';
+import { errorResponse } from '../../src/apps/orders/service.js';
 import { captureLogger } from '../helpers/log.js';
 
 describe('JSON lines', () => {

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTE_TABLE } from '../../src/orders/routes.js';
+import { ROUTE_TABLE } from '../../src/apps/orders/routes.js';
 import { type OrdersProcess, removeDir, startOrders, tempDir } from '../orders/helpers.js';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components: { schemas: Record<string, unknown> }; security?: unknown };

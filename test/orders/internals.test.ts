@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { JsonDecodeError, PyFloat, parsePyJson } from '../../src/orders/json-parse.js';
-import { pyFloatRepr, writePyJson } from '../../src/orders/json-write.js';
-import { strAsInt, validateInt } from '../../src/orders/pydantic.js';
-import { parseQuery, percentDecode } from '../../src/orders/routes.js';
+import { JsonDecodeError, PyFloat, parsePyJson } from '../../src/util/json-parse.js';
+import { pyFloatRepr, writePyJson } from '../../src/apps/orders/json-write.js';
+import { strAsInt, validateInt } from '../../src/apps/orders/pydantic.js';
+import { parseQuery, percentDecode } from '../../src/apps/orders/routes.js';
 
 /** The private Python-compatibility pieces, against values taken from CPython and pydantic-core. */
 
