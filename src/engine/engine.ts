@@ -31,7 +31,7 @@ import type { Policy } from '../blob/policy.js';
 import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } from './record.js';
 import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, type ShardMeta, shardMetaOf, type ShardWrite } from './shards.js';
 import { shardFilePath } from './shard-info.js';
-import { fileIntact, fileKeyOf, unlinkDeletedFiles } from './record-files.js';
+import { fileIntact, fileKeyOf, unlinkDeletedFiles, unlinkFileOf } from './record-files.js';
 import { recoverLog } from './recovery.js';
 import { SegmentReader, SYNC_READ_MAX_BYTES } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
@@ -98,15 +98,20 @@ export class Engine {
       const batchBytes = Math.max(config.groupCommitMaxBytes, largestRecord);
       const recovered = await recoverLog(store, index, {
         scanBufferBytes: Math.max(8 * 1024 * 1024, largestRecord),
-        tornSpanBytes: PIPELINE_DEPTH * batchBytes + largestRecord,
+        tornSpanBytes: config.logPipelineDepth * batchBytes + largestRecord,
         fileIntact: (record) => fileIntact(dataDir.path, record),
       });
       const reader = new SegmentReader(store);
       const hooks = {
-        apply: (r: LogRecord): void => {
-          r.existed = applyRecord(index, r);
+        // Once fsynced (in log order): into the overlay, where reads see it until its commit.
+        stage: (r: LogRecord): Promise<void> | undefined => {
+          const unlink = unlinkFileOf(dataDir.path, index, r);
+          index.stage(r.lsn, (w) => {
+            r.existed = applyRecord(w, r);
+          });
+          return unlink;
         },
-        beforeCommit: (records: readonly LogRecord[]) => unlinkDeletedFiles(dataDir.path, index, records),
+        apply: (r: LogRecord): void => void applyRecord(index.direct, r),
       };
       if (recovered.replay.length > 0) {
         const last = recovered.replay[recovered.replay.length - 1]!;
@@ -117,12 +122,13 @@ export class Engine {
         await unlinkDeletedFiles(dataDir.path, index, replayed.filter((r, i) => !((lastFilePut.get(fileKeyOf(r)) ?? -1) > i)));
         await index.commit(
           { segment: replayed[replayed.length - 1]!.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
-          () => replayed.forEach((r) => applyRecord(index, r)),
+          () => replayed.forEach((r) => applyRecord(index.direct, r)),
         );
         await index.flushed();
       }
       const segmentLog = new SegmentLog(store, index, hooks, {
-        groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: PIPELINE_DEPTH, ackAfterIndexFlush: config.durableAck === 'index',
+        groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: config.logPipelineDepth, indexLagBatches: config.indexLagBatches,
+        ackAfterIndexFlush: config.durableAck === 'index',
         allocBytes: config.segmentAllocBytes, space, recorder,
       }, recovered.active, recovered.offset, recovered.nextLsn);
       const engine = new Engine(config, dataDir, index, store, reader, segmentLog, recorder, space, log);
@@ -362,6 +368,8 @@ export class Engine {
   }
 
   async stats(): Promise<EngineStats> {
+    // Segment space is accounted at the index commit: wait for the records acknowledged so far.
+    await this.segmentLog.settled();
     const fs = await fsp.statfs(this.dataDir.path);
     let segmentBytes = 0;
     for (const s of this.index.segments.values()) segmentBytes += s.totalBytes;
@@ -406,6 +414,11 @@ export class Engine {
     return undefined;
   }
 
+  /** Resolves once every record acknowledged so far is committed to the index and flushed. */
+  settled(): Promise<void> {
+    return this.segmentLog.settled();
+  }
+
   compactNow(): Promise<number> {
     return this.compactor!.runOnce();
   }
@@ -430,8 +443,6 @@ export class Engine {
   }
 }
 
-/** Batches written and synced at once; recovery zeroes the span they could have reached. */
-const PIPELINE_DEPTH = 4;
 const EMPTY = Buffer.alloc(0);
 const EMPTY_CHECKSUM = Buffer.alloc(32);
 const flagsOf = (origin: StoreOrigin): number => (origin.replicate ? RecordFlag.REPLICATE : 0);
