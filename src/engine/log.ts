@@ -1,6 +1,6 @@
 /**
  * The segment log with group commit. Records appended during one event-loop turn form a batch:
- * one writev at the segment's tail and one fdatasync. Batches are written and synced up to
+ * one writev at the segment's tail (on the main thread) and one fdatasync (in the thread pool). Batches are written and synced up to
  * `pipelineDepth` at a time. Once a batch and every one before it have synced, its records are
  * staged in the index overlay (reads see them at once, index/overlay.ts) and, with
  * durableAck=log, acknowledged: the fsynced record is what a crash replays. One committer applies
@@ -23,7 +23,7 @@ import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import type { BlobIndex, Checkpoint } from '../index/blob-index.js';
 import { HEADER_BYTES, RECORD_ALIGN, type RecordHeader, recordLength, writeHeader } from './record.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
-import { punchHole, writevFully } from './fs-util.js';
+import { punchHole, writevFullySync } from './fs-util.js';
 import type { DiskSpace } from './disk-space.js';
 
 const PADDING = Array.from({ length: RECORD_ALIGN }, (_, n) => Buffer.alloc(n));
@@ -240,12 +240,21 @@ export class SegmentLog {
       this.pump();
       void this.commitSynced();
     };
-    writevFully(batch.segment.fd, iov, batch.records[0]!.offset, (err) => {
+    const written = (err: Error | null): void => {
       if (err) return done(err);
       for (const r of batch.records) if (r.appendedMs >= 0) this.recorder.stage('write', r.appendedMs);
       batch.writtenMs = performance.now();
       fdatasync(batch.segment.fd, done);
-    });
+    };
+    // On this thread: copying a batch into the page cache costs less than a thread-pool hop (under
+    // load each hop waits for a CPU); only the fdatasync goes to the pool.
+    let error: Error | null = null;
+    try {
+      writevFullySync(batch.segment.fd, iov, batch.records[0]!.offset);
+    } catch (err) {
+      error = err as Error;
+    }
+    written(error);
   }
 
   /**
@@ -496,6 +505,7 @@ export class SegmentLog {
         this.reject(this.queue.splice(0), this.failure);
         this.rejectUnanswered(this.uncommitted.splice(0), this.failure);
         this.stagedCount = 0;
+        for (const wake of this.commitWaiters.splice(0)) wake();
         break;
       }
       await new Promise((r) => setTimeout(r, 2));
