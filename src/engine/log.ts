@@ -1,15 +1,15 @@
 /**
  * The segment log with group commit. Records appended during one event-loop turn form a batch:
- * one writev at the segment's tail (on the main thread) and one fdatasync (in the thread pool). Batches are written and synced up to
- * `pipelineDepth` at a time. Once a batch and every one before it have synced, its records are
- * staged in the index overlay (reads see them at once, index/overlay.ts) and, with
- * durableAck=log, acknowledged: the fsynced record is what a crash replays. One committer applies
- * every staged batch, in log order, in a single LMDB transaction together with the checkpoint (the
- * log position it covers), then drops them from the overlay: an index transaction costs ~0.66 ms
- * here whatever its size (it waits for the previous one's sync), so one per batch would cap the
- * rate, while one per group of staged batches lets it grow with the load. With durableAck=index
- * records are acknowledged once their transaction is flushed instead. At most `indexLagBatches`
- * batches wait for their commit; beyond it records wait in the queue.
+ * one writev at the segment's tail (on the main thread) and one fdatasync (in the thread pool).
+ * Batches are written and synced up to `pipelineDepth` at a time. Once a batch and every one
+ * before it have synced, its records are staged in the index overlay (reads see them at once,
+ * index/overlay.ts) and, with durableAck=log, acknowledged: the fsynced record is what a crash
+ * replays. One committer applies every staged batch, in log order, in a single LMDB transaction
+ * together with the checkpoint (the log position it covers), then drops them from the overlay: an
+ * index transaction costs ~0.66 ms here whatever its size (it waits for the previous one's sync),
+ * so one per batch would cap the rate, while one per group of staged batches lets it grow with the
+ * load. With durableAck=index records are acknowledged once their transaction is flushed instead.
+ * At most `indexLagBatches` batches wait for their commit; beyond it records wait in the queue.
  *
  *   append() -> queue -> batch: writev -> fdatasync ─┐                      (durableAck=log)
  *                        batch: writev -> fdatasync ─┼─> in log order: stage in overlay -> callbacks
