@@ -160,8 +160,13 @@ export const SETTINGS = {
   },
   groupCommitMaxBytes: { type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
   durableAck: {
-    type: 'enum', default: () => 'index', choices: ['index', 'log'],
-    help: 'index: acknowledge a store once its index commit is flushed; log: once its segment record is fsynced and the index commit is visible (recovery replays the log past the last flushed checkpoint, decisions.md §3)',
+    type: 'enum', default: () => 'log', choices: ['index', 'log'],
+    help: 'log: acknowledge a store (delete) once its segment record is fsynced, its index record served from memory until its index commit (recovery replays the log past the last flushed checkpoint, decisions.md §3); index: once its index commit is flushed',
+  },
+  logPipelineDepth: { type: 'int', default: () => 4, min: 1, max: 64, help: 'group-commit batches of the log written and fsynced at once' },
+  indexLagBatches: {
+    type: 'int', default: () => 32, min: 1, max: 1024,
+    help: 'log batches fsynced (acknowledged with durable-ack log) or in flight whose index commit is pending, at most; further stores wait',
   },
   compactionLiveRatio: { type: 'int', default: () => 50, min: 1, max: 99, help: 'compact a sealed segment whose live bytes fall under this percentage' },
   compactionIntervalMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'how often compaction looks for work' },
@@ -199,14 +204,6 @@ export const SETTINGS = {
   syncReadMaxBytes: {
     type: 'bytes', default: () => 256 * KiB, min: 4 * KiB, max: 16 * MiB,
     help: 'segment reads up to this size run on the calling thread (a thread-pool round trip costs more than the read)',
-  },
-  logPipelineDepth: {
-    type: 'int', default: () => 4, min: 1, max: 64,
-    help: 'group-commit batches written and synced at once (recovery checks the span they could have reached)',
-  },
-  logUncommittedBatchesMax: {
-    type: 'int', default: () => 32, min: 1, max: 4096,
-    help: 'synced batches gathered into one index transaction, at most (one LMDB commit costs the same whatever its size)',
   },
   compactionWindowBytes: {
     type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, max: 1 * GiB,

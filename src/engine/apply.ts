@@ -1,10 +1,12 @@
 /**
- * How a log record changes the index. Runs inside the index transaction of the record's batch,
- * in log order, both for live writes and for recovery replay, so both end in the same state.
+ * How a log record changes the index. Runs in log order, for live writes and for recovery replay,
+ * so both end in the same state: once a record's batch is synced, into the index overlay (what
+ * reads see until the transaction commits, index/overlay.ts), and again inside the index
+ * transaction of the record's batch (`direct`).
  * Whole blobs and shard columns (record.ts) follow the same rules, each in its own keyspace.
  */
 import { ecScheme, StripeLayout } from '../ec/layout.js';
-import type { BlobIndex } from '../index/blob-index.js';
+import type { IndexWriter } from '../index/overlay.js';
 import { type IndexEntry, Location } from '../index/entry.js';
 import { isDeleteRecord, isFileRecord, isInlineRecord, isShardRecord, RecordFlag, recordLength } from './record.js';
 import { decodeShardInfo, shardIndexOf, shardKey } from './shard-info.js';
@@ -35,7 +37,7 @@ interface Keyspace {
   count(entry: { policy: number; size: number; labels: Buffer }, sign: 1 | -1): void;
 }
 
-function blobKeyspace(index: BlobIndex): Keyspace {
+function blobKeyspace(index: IndexWriter): Keyspace {
   return {
     key: (r) => r.id,
     get: (key) => index.get(key),
@@ -49,7 +51,7 @@ function blobKeyspace(index: BlobIndex): Keyspace {
   };
 }
 
-function shardKeyspace(index: BlobIndex): Keyspace {
+function shardKeyspace(index: IndexWriter): Keyspace {
   return {
     key: (r) => shardKey(r.id, shardIndexOf(r.labels)),
     get: (key) => index.getShard(key),
@@ -71,9 +73,9 @@ function shardsOfColumn(policy: number, labels: Buffer): number {
   return new StripeLayout(scheme.k, scheme.m, info.shardBytes, info.blobBytes).shardsPerColumn;
 }
 
-const keyspaces = new WeakMap<BlobIndex, { blobs: Keyspace; shards: Keyspace }>();
+const keyspaces = new WeakMap<IndexWriter, { blobs: Keyspace; shards: Keyspace }>();
 
-function keyspaceOf(index: BlobIndex, type: number): Keyspace {
+function keyspaceOf(index: IndexWriter, type: number): Keyspace {
   let spaces = keyspaces.get(index);
   if (!spaces) {
     spaces = { blobs: blobKeyspace(index), shards: shardKeyspace(index) };
@@ -83,7 +85,7 @@ function keyspaceOf(index: BlobIndex, type: number): Keyspace {
 }
 
 /** Applies one record; returns true when a put found its key already stored (a duplicate). */
-export function applyRecord(index: BlobIndex, r: ApplyInput): boolean {
+export function applyRecord(index: IndexWriter, r: ApplyInput): boolean {
   index.space(r.segment).totalBytes += r.length;
   const ks = keyspaceOf(index, r.type);
   const key = ks.key(r);

@@ -71,12 +71,13 @@ export class Compactor {
       if (liveBytes > 0 && liveBytes + this.windowBytes > space.freeBytes()) continue;
       if (liveBytes > 0) await this.relocateLive(id);
       if (this.stopped) break;
+      // The relocations (acknowledged once fsynced in the log) must be committed to the index and
+      // flushed before the originals go: recovery replays from the flushed checkpoint on.
+      await this.engine.settled();
       if ((index.segments.get(id)?.liveBytes ?? 0) > 0) {
         this.engine.log.warn({ segment: id }, `compaction: segment ${id} still holds live records; kept`);
         continue;
       }
-      // The relocations must be durable in the index before the originals go.
-      await index.flushed();
       await this.engine.reader.release(id);
       await store.remove(id);
       await index.dropSegment(id);

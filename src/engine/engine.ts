@@ -32,7 +32,7 @@ import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } fr
 import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, shardMetaOf } from './shards.js';
 import { type ShardMeta, type ShardWrite } from '../blob/shard.js';
 import { shardFilePath } from './shard-info.js';
-import { fileIntact, fileKeyOf, unlinkDeletedFiles } from './record-files.js';
+import { fileIntact, fileKeyOf, unlinkDeletedFiles, unlinkFileOf } from './record-files.js';
 import { recoverLog } from './recovery.js';
 import { SegmentReader } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
@@ -104,10 +104,15 @@ export class Engine {
       });
       const reader = new SegmentReader(store, config.syncReadMaxBytes);
       const hooks = {
-        apply: (r: LogRecord): void => {
-          r.existed = applyRecord(index, r);
+        // Once fsynced (in log order): into the overlay, where reads see it until its commit.
+        stage: (r: LogRecord): Promise<void> | undefined => {
+          const unlink = unlinkFileOf(dataDir.path, index, r);
+          index.stage(r.lsn, (w) => {
+            r.existed = applyRecord(w, r);
+          });
+          return unlink;
         },
-        beforeCommit: (records: readonly LogRecord[]) => unlinkDeletedFiles(dataDir.path, index, records),
+        apply: (r: LogRecord): void => void applyRecord(index.direct, r),
       };
       if (recovered.replay.length > 0) {
         const last = recovered.replay[recovered.replay.length - 1]!;
@@ -118,12 +123,13 @@ export class Engine {
         await unlinkDeletedFiles(dataDir.path, index, replayed.filter((r, i) => !((lastFilePut.get(fileKeyOf(r)) ?? -1) > i)));
         await index.commit(
           { segment: replayed[replayed.length - 1]!.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
-          () => replayed.forEach((r) => applyRecord(index, r)),
+          () => replayed.forEach((r) => applyRecord(index.direct, r)),
         );
         await index.flushed();
       }
       const segmentLog = new SegmentLog(store, index, hooks, {
-        groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: config.logPipelineDepth, uncommittedBatchesMax: config.logUncommittedBatchesMax, ackAfterIndexFlush: config.durableAck === 'index',
+        groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: config.logPipelineDepth, indexLagBatches: config.indexLagBatches,
+        ackAfterIndexFlush: config.durableAck === 'index',
         allocBytes: config.segmentAllocBytes, space, recorder,
       }, recovered.active, recovered.offset, recovered.nextLsn);
       const engine = new Engine(config, dataDir, index, store, reader, segmentLog, recorder, space, log);
@@ -364,6 +370,8 @@ export class Engine {
   }
 
   async stats(): Promise<EngineStats> {
+    // Segment space is accounted at the index commit: wait for the records acknowledged so far.
+    await this.segmentLog.settled();
     const fs = await fsp.statfs(this.dataDir.path);
     let segmentBytes = 0;
     for (const s of this.index.segments.values()) segmentBytes += s.totalBytes;
@@ -406,6 +414,11 @@ export class Engine {
       return err as Error; // statfs failed: the data dir is gone or unreadable
     }
     return undefined;
+  }
+
+  /** Resolves once every record acknowledged so far is committed to the index and flushed. */
+  settled(): Promise<void> {
+    return this.segmentLog.settled();
   }
 
   compactNow(): Promise<number> {

@@ -1,15 +1,20 @@
 /**
  * The segment log with group commit. Records appended during one event-loop turn form a batch:
- * one writev at the segment's tail and one fdatasync. Batches are written and synced up to
- * `pipelineDepth` at a time. One committer applies every batch that has synced, in log order, in
- * a single LMDB transaction together with the checkpoint (the log position it covers): an index
- * transaction costs ~0.66 ms here whatever its size, so one per batch would cap the rate, while
- * one per group of synced batches lets it grow with the load. Records are acknowledged once their
- * transaction is flushed (durableAck=index) or committed (durableAck=log).
+ * one writev at the segment's tail (on the main thread) and one fdatasync (in the thread pool).
+ * Batches are written and synced up to `pipelineDepth` at a time. Once a batch and every one
+ * before it have synced, its records are staged in the index overlay (reads see them at once,
+ * index/overlay.ts) and, with durableAck=log, acknowledged: the fsynced record is what a crash
+ * replays. One committer applies every staged batch, in log order, in a single LMDB transaction
+ * together with the checkpoint (the log position it covers), then drops them from the overlay: an
+ * index transaction costs ~0.66 ms here whatever its size (it waits for the previous one's sync),
+ * so one per batch would cap the rate, while one per group of staged batches lets it grow with the
+ * load. With durableAck=index records are acknowledged once their transaction is flushed instead.
+ * At most `indexLagBatches` batches wait for their commit; beyond it records wait in the queue.
  *
- *   append() -> queue -> batch: writev -> fdatasync ─┐
- *                        batch: writev -> fdatasync ─┼─> committer: [txn: records + checkpoint] -> flush -> callbacks
- *                        ...                          ┘
+ *   append() -> queue -> batch: writev -> fdatasync ─┐                      (durableAck=log)
+ *                        batch: writev -> fdatasync ─┼─> in log order: stage in overlay -> callbacks
+ *                        ...                          ┘        └─> committer: [txn: records + checkpoint] -> drop from overlay
+ *                                                                                        -> flush -> callbacks (durableAck=index)
  */
 import { fdatasync } from 'node:fs';
 import { toBlobstoreError } from '../errors/errors.js';
@@ -18,10 +23,16 @@ import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import type { BlobIndex, Checkpoint } from '../index/blob-index.js';
 import { HEADER_BYTES, RECORD_ALIGN, type RecordHeader, recordLength, writeHeader } from './record.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
-import { punchHole, writevFully } from './fs-util.js';
+import { punchHole, writevFullySync } from './fs-util.js';
 import type { DiskSpace } from './disk-space.js';
 
 const PADDING = Array.from({ length: RECORD_ALIGN }, (_, n) => Buffer.alloc(n));
+
+/**
+ * Test hook: every index commit is held back this long (the tests kill a node whose acknowledged
+ * records are in the overlay only). Never set in production.
+ */
+const TEST_COMMIT_DELAY_MS = Number(process.env.BLOBSTORE_TEST_INDEX_COMMIT_DELAY_MS ?? 0);
 
 /** Allocation steps are whole multiples of this (file systems allocate in pages or blocks). */
 const ALLOC_ALIGN_BYTES = 64 * 1024;
@@ -46,10 +57,14 @@ export interface LogRecord extends RecordHeader {
 }
 
 export interface LogHooks {
+  /**
+   * Runs in log order once the record's batch and every one before it are synced: stages the
+   * record in the index overlay. Returns a promise the record's acknowledgement and commit wait
+   * for, if there is something to do first (a deleted blob's file to unlink).
+   */
+  stage(record: LogRecord): Promise<void> | undefined;
   /** Runs in log order inside the index transaction of the record's batch. */
   apply(record: LogRecord): void;
-  /** Runs before a batch's index transaction (file unlinks that must precede the commit). */
-  beforeCommit(records: readonly LogRecord[]): Promise<void>;
 }
 
 interface Batch {
@@ -58,6 +73,12 @@ interface Batch {
   endOffset: number;
   nextLsn: number;
   state: 'writing' | 'synced' | 'failed';
+  /** Its records are in the index overlay. */
+  staged: boolean;
+  /** Its records' callbacks have run (or are due once `waits` settle). */
+  answered: boolean;
+  /** What the batch's acknowledgement and commit wait for (file unlinks of deletes). */
+  waits: Promise<void>[];
   /** performance.now() when the writev ended and when the fdatasync ended (stage metrics). */
   writtenMs: number;
   syncedMs: number;
@@ -67,24 +88,28 @@ export interface LogOptions {
   groupCommitMaxBytes: number;
   /** Batches written and synced at once (setting logPipelineDepth). */
   pipelineDepth: number;
-  /** Batches formed but not yet committed, at most; beyond it records wait in the queue (setting logUncommittedBatchesMax). */
-  uncommittedBatchesMax: number;
-  /** Acknowledge after the index flush (true) or once the index commit is visible (false). */
+  /** Batches staged or in flight whose index transaction has not committed, at most. */
+  indexLagBatches: number;
+  /** Acknowledge after the index flush (true) or once the record is fsynced and staged (false). */
   ackAfterIndexFlush: boolean;
   /** Segment space allocated ahead of the tail at a time. */
   allocBytes: number;
   space: DiskSpace;
   /**
    * Per record: `write` from append to the end of its batch's writev (queueing included),
-   * `fsync` the batch's fdatasync, `index` from then until acknowledged (commit and flush).
+   * `fsync` the batch's fdatasync, `index` from then until acknowledged (durableAck=log: staged in
+   * the overlay; index: committed and flushed).
    */
   recorder?: Recorder;
 }
 
 export class SegmentLog {
   private queue: LogRecord[] = [];
-  /** Formed batches not yet committed, in log order. */
+  /** Formed batches not yet committed, in log order; the first `stagedCount` are staged. */
   private readonly uncommitted: Batch[] = [];
+  private stagedCount = 0;
+  /** settled() callers, woken after each commit. */
+  private commitWaiters: (() => void)[] = [];
   /** Batches being written or synced. */
   private writing = 0;
   private committing = false;
@@ -140,7 +165,7 @@ export class SegmentLog {
     }
     while (
       this.writing < this.options.pipelineDepth &&
-      this.uncommitted.length < this.options.uncommittedBatchesMax &&
+      this.uncommitted.length < this.options.indexLagBatches &&
       this.queue.length > 0 &&
       !this.rolling &&
       !this.allocating &&
@@ -178,7 +203,10 @@ export class SegmentLog {
       else this.extend(head, length);
       return undefined;
     }
-    const batch: Batch = { segment: this.active, records, endOffset: this.offset, nextLsn: this.nextLsn, state: 'writing', writtenMs: 0, syncedMs: 0 };
+    const batch: Batch = {
+      segment: this.active, records, endOffset: this.offset, nextLsn: this.nextLsn, state: 'writing', staged: false, answered: false, waits: [],
+      writtenMs: 0, syncedMs: 0,
+    };
     this.uncommitted.push(batch);
     return batch;
   }
@@ -209,15 +237,25 @@ export class SegmentLog {
         this.timeStage(batch.records, 'fsync', batch.writtenMs);
         batch.syncedMs = performance.now();
       }
+      this.stageSynced();
       this.pump();
       void this.commitSynced();
     };
-    writevFully(batch.segment.fd, iov, batch.records[0]!.offset, (err) => {
+    const written = (err: Error | null): void => {
       if (err) return done(err);
       for (const r of batch.records) if (r.appendedMs >= 0) this.recorder.stage('write', r.appendedMs);
       batch.writtenMs = performance.now();
       fdatasync(batch.segment.fd, done);
-    });
+    };
+    // On this thread: copying a batch into the page cache costs less than a thread-pool hop (under
+    // load each hop waits for a CPU); only the fdatasync goes to the pool.
+    let error: Error | null = null;
+    try {
+      writevFullySync(batch.segment.fd, iov, batch.records[0]!.offset);
+    } catch (err) {
+      error = err as Error;
+    }
+    written(error);
   }
 
   /**
@@ -265,14 +303,44 @@ export class SegmentLog {
     for (const r of records) if (r.appendedMs >= 0) this.recorder.stage(stage, startMs);
   }
 
-  private acknowledge(group: readonly Batch[]): void {
-    for (const b of group) this.timeStage(b.records, 'index', b.syncedMs);
-    for (const b of group) for (const r of b.records) r.callback(undefined, r);
+  /**
+   * Stages the synced batches at the head of the log that are not staged yet, in log order (a
+   * batch synced before an earlier one waits for it: recovery ends the log at the first unwritten
+   * bytes), and with durableAck=log acknowledges them.
+   */
+  private stageSynced(): void {
+    while (this.stagedCount < this.uncommitted.length && !this.failure) {
+      const batch = this.uncommitted[this.stagedCount]!;
+      if (batch.state !== 'synced') return;
+      this.stagedCount++;
+      for (const r of batch.records) {
+        const wait = this.hooks.stage(r);
+        if (wait) batch.waits.push(wait);
+      }
+      batch.staged = true;
+      this.index.checkpoint = { segment: batch.segment.id, offset: batch.endOffset, nextLsn: batch.nextLsn };
+      if (!this.options.ackAfterIndexFlush) this.answer(batch);
+    }
+  }
+
+  /** Runs the batch's callbacks (once what it waits for is done). */
+  private answer(batch: Batch): void {
+    batch.answered = true;
+    const ack = (): void => {
+      this.timeStage(batch.records, 'index', batch.syncedMs);
+      for (const r of batch.records) r.callback(undefined, r);
+    };
+    if (batch.waits.length === 0) return ack();
+    Promise.all(batch.waits).then(ack, (err: Error) => {
+      this.failure ??= err;
+      this.reject(batch.records, err);
+    });
   }
 
   /**
-   * The committer: applies every synced batch at the head of the log in one index transaction,
-   * and repeats while more have synced meanwhile. Only one runs at a time.
+   * The committer: applies every staged batch at the head of the log in one index transaction,
+   * and repeats while more have been staged meanwhile. Only one runs at a time. After a failure it
+   * answers the batches left with the error.
    */
   private async commitSynced(): Promise<void> {
     if (this.committing) return;
@@ -280,8 +348,13 @@ export class SegmentLog {
     try {
       while (this.headDone()) {
         const group: Batch[] = [];
-        while (this.headDone()) group.push(this.uncommitted.shift()!);
+        while (this.headDone()) {
+          const b = this.uncommitted.shift()!;
+          if (b.staged) this.stagedCount--;
+          group.push(b);
+        }
         await this.commitGroup(group);
+        for (const wake of this.commitWaiters.splice(0)) wake();
         this.closeSealed();
         this.pump();
       }
@@ -290,19 +363,20 @@ export class SegmentLog {
     }
   }
 
-  /** The oldest uncommitted batch is synced (or failed). */
+  /** The oldest uncommitted batch is staged (or, once the log failed, done writing). */
   private headDone(): boolean {
     const head = this.uncommitted[0];
-    return head !== undefined && head.state !== 'writing';
+    return head !== undefined && (head.staged || (this.failure !== undefined && head.state !== 'writing'));
   }
 
   private async commitGroup(group: readonly Batch[]): Promise<void> {
+    if (this.failure) return this.rejectUnanswered(group, this.failure);
     const records = group.length === 1 ? group[0]!.records : group.flatMap((b) => b.records);
-    if (this.failure) return this.reject(records, this.failure);
     const last = group[group.length - 1]!;
     const checkpoint: Checkpoint = { segment: last.segment.id, offset: last.endOffset, nextLsn: last.nextLsn };
     try {
-      await this.hooks.beforeCommit(records);
+      for (const b of group) if (b.waits.length > 0) await Promise.all(b.waits);
+      if (TEST_COMMIT_DELAY_MS > 0) await new Promise((resolve) => setTimeout(resolve, TEST_COMMIT_DELAY_MS));
       // An index commit needs free pages: on a disk someone else filled, the ballast goes first.
       await this.options.space.makeRoom();
       await this.index.commit(checkpoint, () => {
@@ -310,20 +384,39 @@ export class SegmentLog {
       });
     } catch (err) {
       this.failure ??= err as Error;
-      return this.reject(records, err as Error);
+      return this.rejectUnanswered(group, err as Error);
     }
-    if (!this.options.ackAfterIndexFlush) {
-      // The records are fsynced in the log; recovery replays them past the last flushed checkpoint.
-      this.acknowledge(group);
-      return;
-    }
+    // durableAck=log: answered when staged; the fsynced records are replayed past the last flushed checkpoint.
+    if (!this.options.ackAfterIndexFlush) return;
     this.index.flushed().then(
-      () => this.acknowledge(group),
+      () => {
+        for (const b of group) this.answer(b);
+      },
       (err: Error) => {
         this.failure ??= err;
-        this.reject(records, err);
+        this.rejectUnanswered(group, err);
       },
     );
+  }
+
+  private rejectUnanswered(group: readonly Batch[], err: Error): void {
+    for (const b of group) {
+      if (b.answered) continue;
+      b.answered = true;
+      this.reject(b.records, err);
+    }
+  }
+
+  /**
+   * Resolves once every record taken into a batch before the call is committed to the index and
+   * flushed (or the log failed): what compaction waits for before it removes a segment.
+   */
+  async settled(): Promise<void> {
+    const target = this.nextLsn;
+    while (this.index.committedCheckpoint.nextLsn < target && this.uncommitted.length > 0 && !this.failure) {
+      await new Promise<void>((resolve) => this.commitWaiters.push(resolve));
+    }
+    await this.index.flushed();
   }
 
   private reject(records: readonly LogRecord[], err: Error): void {
@@ -411,7 +504,9 @@ export class SegmentLog {
     while (this.queue.length > 0 || this.uncommitted.length > 0 || this.writing > 0 || this.rolling || this.scheduled || this.committing) {
       if (this.failure && this.writing === 0 && !this.committing) {
         this.reject(this.queue.splice(0), this.failure);
-        for (const b of this.uncommitted.splice(0)) this.reject(b.records, this.failure);
+        this.rejectUnanswered(this.uncommitted.splice(0), this.failure);
+        this.stagedCount = 0;
+        for (const wake of this.commitWaiters.splice(0)) wake();
         break;
       }
       await new Promise((r) => setTimeout(r, 2));

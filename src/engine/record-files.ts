@@ -44,3 +44,16 @@ export async function unlinkDeletedFiles(dataDir: string, index: BlobIndex, reco
     if (entry?.location === Location.FILE) await fsp.rm(filePathOf(dataDir, r), { force: true });
   }
 }
+
+/**
+ * The file a tombstone's blob (or column) has, if it has one: its path and a promise of its
+ * removal. Looks the index up on the call, so call it before the tombstone is staged; the log
+ * waits for the removal before it acknowledges the tombstone (a store of the same id after the
+ * delete must not see its new file go) and before the index commit that forgets the entry.
+ */
+export function unlinkFileOf(dataDir: string, index: BlobIndex, r: Named): Promise<void> | undefined {
+  if (!isDeleteRecord(r.type)) return undefined;
+  const entry = isShardRecord(r.type) ? index.getShard(shardKey(r.id, shardIndexOf(r.labels))) : index.get(r.id);
+  if (entry?.location !== Location.FILE) return undefined;
+  return fsp.rm(filePathOf(dataDir, r), { force: true });
+}

@@ -16,9 +16,15 @@
  * index transaction instead of one of their own: a lost change only repeats a copy (the owner
  * answers that it has it), and a transaction of their own cost each replication pass an LMDB
  * commit and flush, as many as the stores' own on the REPLICA3 bench.
+ *
+ * Reads see the overlay (overlay.ts): records acknowledged from the log whose transaction has not
+ * committed yet. `direct` writes inside commit() and reads LMDB alone; `staged` writes the overlay.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { type IndexEntry, decodeEntry, encodeEntry } from './entry.js';
+import { type Counters, type DeletedEntry, IndexOverlay, type IndexWriter, mergeRange, type QueueEntry, type SegmentSpace } from './overlay.js';
+
+export type { Counters, DeletedEntry, IndexWriter, QueueEntry, SegmentSpace } from './overlay.js';
 
 /** Every record before this log position has been applied to the index. */
 export interface Checkpoint {
@@ -28,37 +34,9 @@ export interface Checkpoint {
   nextLsn: number;
 }
 
-export interface SegmentSpace {
-  /** Bytes of records appended to the segment. */
-  totalBytes: number;
-  /** Bytes of records the index still points at. */
-  liveBytes: number;
-}
-
-export interface Counters {
-  blobCount: number;
-  /** Sum of the sizes of the blobs stored. */
-  storedBytes: number;
-  /** Shards held (a column holds one shard per stripe) and the bytes of their columns. */
-  shardCount: number;
-  shardBytes: number;
-}
-
 export interface ListPage {
   ids: Buffer[];
   hasMore: boolean;
-}
-
-/** A user's delete kept for repair: when, and the policy the blob had (its owners follow from it). */
-export interface DeletedEntry {
-  atMs: number;
-  policy: number;
-}
-
-/** A replication queue entry: when the blob was queued, and the owners that have it already. */
-export interface QueueEntry {
-  queuedAtMs: number;
-  done: string[];
 }
 
 /** The queue's operations outside the index transaction (the replicator's view of it). */
@@ -107,13 +85,24 @@ export class BlobIndex {
   private readonly deletedDb: Database<DeletedEntry, Buffer>;
   private readonly shardDb: Database<Buffer, Buffer>;
   private readonly ecQueueDb: Database<EcRepairEntry, Buffer>;
-  /** Entries in the replication queue and in `deleted` (counted at open, kept up to date). */
+  /** Entries in the replication queue as reads see it (staged ones included; counted at open, kept up to date). */
   queueDepth: number;
   private deletedCount: number;
+  /** Space accounting per segment, as committed (the overlay keeps none). */
   readonly segments = new Map<number, SegmentSpace>();
   private readonly dirtySegments = new Set<number>();
-  counters: Counters;
+  /** Counters as committed in LMDB (written with each transaction). */
+  private readonly committedCounters: Counters;
+  /** Counters as reads see them: committed plus what staged records changed. */
+  readonly counters: Counters;
+  /**
+   * The log position up to which every record is applied, as reads see the index (staged records
+   * included). The checkpoint in LMDB lags behind it by the batches whose transaction is pending.
+   */
   checkpoint: Checkpoint;
+  /** The last checkpoint committed (with the records it covers, in one transaction). */
+  committedCheckpoint: Checkpoint;
+  readonly overlay = new IndexOverlay();
 
   constructor(path: string) {
     // overlappingSync: a commit resolves before its flush; callers that need durability await flushed().
@@ -128,56 +117,47 @@ export class BlobIndex {
     this.queueDepth = this.queueDb.getCount();
     this.deletedCount = this.deletedDb.getCount();
     // Data dirs from before erasure coding have no shard counters.
-    this.counters = { blobCount: 0, storedBytes: 0, shardCount: 0, shardBytes: 0, ...(this.meta.get('counters') as Partial<Counters> | undefined) };
-    this.checkpoint = (this.meta.get('checkpoint') as Checkpoint | undefined) ?? { segment: 1, offset: 0, nextLsn: 1 };
+    this.committedCounters = { blobCount: 0, storedBytes: 0, shardCount: 0, shardBytes: 0, ...(this.meta.get('counters') as Partial<Counters> | undefined) };
+    this.counters = { ...this.committedCounters };
+    this.committedCheckpoint = (this.meta.get('checkpoint') as Checkpoint | undefined) ?? { segment: 1, offset: 0, nextLsn: 1 };
+    this.checkpoint = this.committedCheckpoint;
     for (const { key, value } of this.segmentDb.getRange()) this.segments.set(key, { ...value });
   }
 
   get(id: Buffer): IndexEntry | undefined {
-    const raw = this.blobs.getBinaryFast(id);
-    return raw === undefined ? undefined : decodeEntry(raw);
+    const slot = this.overlay.blobs.lookup(id);
+    if (slot) return slot.value ?? undefined;
+    return this.direct.get(id);
   }
 
   has(id: Buffer): boolean {
+    const slot = this.overlay.blobs.lookup(id);
+    if (slot) return slot.value !== null;
     return this.blobs.doesExist(id);
-  }
-
-  /** Inside commit(): writes happen in the open transaction. */
-  put(id: Buffer, entry: IndexEntry): void {
-    this.blobs.putSync(id, encodeEntry(entry));
-  }
-
-  remove(id: Buffer): void {
-    this.blobs.removeSync(id);
   }
 
   /** The record of a shard column (key: shardKey(id, index)). */
   getShard(key: Buffer): IndexEntry | undefined {
-    const raw = this.shardDb.getBinaryFast(key);
-    return raw === undefined ? undefined : decodeEntry(raw);
+    const slot = this.overlay.shards.lookup(key);
+    if (slot) return slot.value ?? undefined;
+    return this.direct.getShard(key);
   }
 
   hasShard(key: Buffer): boolean {
+    const slot = this.overlay.shards.lookup(key);
+    if (slot) return slot.value !== null;
     return this.shardDb.doesExist(key);
-  }
-
-  /** Inside commit(). */
-  putShard(key: Buffer, entry: IndexEntry): void {
-    this.shardDb.putSync(key, encodeEntry(entry));
-  }
-
-  /** Inside commit(). */
-  removeShard(key: Buffer): void {
-    this.shardDb.removeSync(key);
   }
 
   /** The columns of blob `id` held here, by column index. */
   shardsOf(id: Buffer): { index: number; entry: IndexEntry }[] {
     const out: { index: number; entry: IndexEntry }[] = [];
-    for (const { key, value } of this.shardDb.getRange({ start: Buffer.concat([id, ZERO]), end: Buffer.concat([id, FF, FF]) })) {
-      out.push({ index: (key as Buffer)[16]!, entry: decodeEntry(value as Uint8Array) });
-    }
-    return out;
+    const start = Buffer.concat([id, ZERO]);
+    mergeRange(this.shardDb.getRange({ start, end: Buffer.concat([id, FF, FF]) }), this.overlay.shards, start,
+      (key, value) => out.push({ index: key[16]!, entry: decodeEntry(value) }) > 0,
+      () => true);
+    for (const { key, slot } of this.overlay.shards.withPrefix(id)) if (slot.value) out.push({ index: key[16]!, entry: slot.value });
+    return out.sort((a, b) => a.index - b.index);
   }
 
   /**
@@ -185,12 +165,12 @@ export class BlobIndex {
    * id (valid only during the call), column index, policy and column size, until `visit` returns false.
    */
   scanShards(start: Buffer | undefined, visit: (id: Buffer, index: number, policy: number, size: number) => boolean): void {
-    for (const { key, value } of this.shardDb.getRange({ start })) {
-      const raw = value as Uint8Array;
-      const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-      const k = key as Buffer;
-      if (!visit(k.subarray(0, 16), k[16]!, b[1]!, Number(b.readBigUInt64LE(16)))) return;
-    }
+    mergeRange(this.shardDb.getRange({ start }), this.overlay.shards, start,
+      (k, raw) => {
+        const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+        return visit(k.subarray(0, 16), k[16]!, b[1]!, Number(b.readBigUInt64LE(16)));
+      },
+      (k, e) => visit(k.subarray(0, 16), k[16]!, e.policy, e.size));
   }
 
   /** The EC repair queue: blobs whose columns need repair, with what is known of them. */
@@ -244,27 +224,31 @@ export class BlobIndex {
     await this.root.flushed;
   }
 
-  /** Inside commit(): queues the blob's copies for the owners (after the pending changes, so it wins). */
-  enqueue(id: Buffer, queuedAtMs: number): void {
-    if (!this.queueDb.doesExist(id)) this.queueDepth++;
-    this.queueDb.putSync(id, { queuedAtMs, done: [] });
-  }
-
   /** The oldest-first page of the replication queue is not kept in order: entries by id, from `after`. */
   queued(limit: number, after?: Buffer): { id: Buffer; entry: QueueEntry }[] {
     const out: { id: Buffer; entry: QueueEntry }[] = [];
     // Removals not yet written are skipped, so a page may come short while there are more: read on.
-    for (const { key, value } of this.queueDb.getRange({ start: after })) {
-      if (after && key.equals(after)) continue;
-      if (out.length === limit) break;
-      const change = this.queueChanges.get(key.toString('hex'));
-      if (change?.entry === null) continue;
-      out.push({ id: Buffer.from(key), entry: change?.entry ?? value });
-    }
+    mergeRange(this.queueDb.getRange({ start: after }), this.overlay.queue, after,
+      (key, value) => {
+        if (after && key.equals(after)) return true;
+        if (out.length === limit) return false;
+        const change = this.queueChanges.get(key.toString('hex'));
+        if (change?.entry !== null) out.push({ id: Buffer.from(key), entry: change?.entry ?? value });
+        return true;
+      },
+      (key, entry) => {
+        if (after && key.equals(after)) return true;
+        if (out.length === limit) return false;
+        out.push({ id: key, entry });
+        return true;
+      });
     return out;
   }
 
   queueEntry(id: Buffer): QueueEntry | undefined {
+    // A staged entry is kept up to date by the replicator's changes (they also go to queueChanges once written).
+    const slot = this.overlay.queue.lookup(id);
+    if (slot) return slot.value ?? undefined;
     const change = this.queueChanges.get(id.toString('hex'));
     if (change) return change.entry ?? undefined;
     return this.queueDb.get(id);
@@ -272,6 +256,13 @@ export class BlobIndex {
 
   /** Records owners that confirmed a copy (written with the next index transaction). */
   updateQueued(id: Buffer, entry: QueueEntry): Promise<void> {
+    const slot = this.overlay.queue.lookup(id);
+    if (slot) {
+      if (slot.value === null) return Promise.resolve();
+      slot.value = entry;
+      // Not written yet: the record's transaction writes the entry as it is then.
+      if (!slot.written) return Promise.resolve();
+    }
     const key = id.toString('hex');
     if (this.queueChanges.get(key)?.entry !== null) this.queueChanges.set(key, { id: Buffer.from(id), entry });
     this.scheduleQueueWrite();
@@ -281,9 +272,17 @@ export class BlobIndex {
   /** Every owner has the blob: the entry goes (written with the next index transaction). */
   dequeue(id: Buffer): Promise<void> {
     const key = id.toString('hex');
-    if (this.queueChanges.get(key)?.entry === null || !this.queueDb.doesExist(id)) return Promise.resolve();
+    const slot = this.overlay.queue.lookup(id);
+    if (slot) {
+      if (slot.value === null) return Promise.resolve();
+      slot.value = null;
+      this.queueDepth--;
+      if (!slot.written) return Promise.resolve();
+    } else {
+      if (this.queueChanges.get(key)?.entry === null || !this.queueDb.doesExist(id)) return Promise.resolve();
+      this.queueDepth--;
+    }
     this.queueChanges.set(key, { id: Buffer.from(id), entry: null });
-    this.queueDepth--;
     this.scheduleQueueWrite();
     return Promise.resolve();
   }
@@ -306,19 +305,10 @@ export class BlobIndex {
     this.queueChanges.clear();
   }
 
-  /** Inside commit(): a user deleted the blob here (repair must not copy it back). */
-  markDeleted(id: Buffer, atMs: number, policy: number): void {
-    if (!this.deletedDb.doesExist(id)) this.deletedCount++;
-    this.deletedDb.putSync(id, { atMs, policy });
-  }
-
-  /** Inside commit(): the blob is stored here again (nothing to look up while no delete is kept). */
-  clearDeleted(id: Buffer): void {
-    if (this.deletedCount > 0 && this.deletedDb.removeSync(id)) this.deletedCount--;
-  }
-
   /** When a user deleted the blob here, if one did. */
   deletedAt(id: Buffer): number | undefined {
+    const slot = this.overlay.deleted.lookup(id);
+    if (slot) return slot.value?.atMs;
     return this.deletedCount === 0 ? undefined : this.deletedDb.get(id)?.atMs;
   }
 
@@ -336,27 +326,18 @@ export class BlobIndex {
    * size, until it returns false. The id is valid only during the call (copy it to keep it).
    */
   scan(start: Buffer | undefined, visit: (id: Buffer, policy: number, size: number) => boolean): void {
-    for (const { key, value } of this.blobs.getRange({ start })) {
-      const raw = value as Uint8Array;
-      const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-      if (!visit(key, b[1]!, Number(b.readBigUInt64LE(16)))) return;
-    }
+    mergeRange(this.blobs.getRange({ start }), this.overlay.blobs, start,
+      (key, raw) => {
+        const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+        return visit(key, b[1]!, Number(b.readBigUInt64LE(16)));
+      },
+      (key, e) => visit(key, e.policy, e.size));
   }
 
   /** Ids a user deleted here, from `start` in byte order, with their policy, until `visit` returns false. */
   scanDeleted(start: Buffer | undefined, visit: (id: Buffer, policy: number) => boolean): void {
-    if (this.deletedCount === 0) return;
-    for (const { key, value } of this.deletedDb.getRange({ start })) if (!visit(key, value.policy)) return;
-  }
-
-  space(segment: number): SegmentSpace {
-    let s = this.segments.get(segment);
-    if (!s) {
-      s = { totalBytes: 0, liveBytes: 0 };
-      this.segments.set(segment, s);
-    }
-    this.dirtySegments.add(segment);
-    return s;
+    if (this.deletedCount === 0 && this.overlay.deleted.size === 0) return;
+    mergeRange(this.deletedDb.getRange({ start }), this.overlay.deleted, start, (key, value) => visit(key, value.policy), (key, e) => visit(key, e.policy));
   }
 
   dropSegment(segment: number): Promise<unknown> {
@@ -365,23 +346,113 @@ export class BlobIndex {
     return this.segmentDb.remove(segment);
   }
 
+  /** Writes to LMDB inside commit(), reading LMDB alone (the transaction's own writes included). */
+  readonly direct: IndexWriter = ((index: BlobIndex) => ({
+    get counters(): Counters {
+      return index.committedCounters;
+    },
+    space: (segment: number): SegmentSpace => {
+      let s = index.segments.get(segment);
+      if (!s) {
+        s = { totalBytes: 0, liveBytes: 0 };
+        index.segments.set(segment, s);
+      }
+      index.dirtySegments.add(segment);
+      return s;
+    },
+    get: (id: Buffer) => {
+      const raw = index.blobs.getBinaryFast(id);
+      return raw === undefined ? undefined : decodeEntry(raw);
+    },
+    has: (id: Buffer) => index.blobs.doesExist(id),
+    put: (id: Buffer, entry: IndexEntry) => void index.blobs.putSync(id, encodeEntry(entry)),
+    remove: (id: Buffer) => void index.blobs.removeSync(id),
+    getShard: (key: Buffer) => {
+      const raw = index.shardDb.getBinaryFast(key);
+      return raw === undefined ? undefined : decodeEntry(raw);
+    },
+    hasShard: (key: Buffer) => index.shardDb.doesExist(key),
+    putShard: (key: Buffer, entry: IndexEntry) => void index.shardDb.putSync(key, encodeEntry(entry)),
+    removeShard: (key: Buffer) => void index.shardDb.removeSync(key),
+    markDeleted: (id: Buffer, atMs: number, policy: number) => {
+      if (!index.deletedDb.doesExist(id)) index.deletedCount++;
+      index.deletedDb.putSync(id, { atMs, policy });
+    },
+    // Nothing to look up while no delete is kept.
+    clearDeleted: (id: Buffer) => {
+      if (index.deletedCount > 0 && index.deletedDb.removeSync(id)) index.deletedCount--;
+    },
+    // Queues the blob's copies for the owners (after the pending changes, so it wins). An entry
+    // staged before was counted then, and the replicator may have changed it since: that goes in.
+    enqueue: (id: Buffer, queuedAtMs: number) => {
+      const slot = index.overlay.queue.lookup(id);
+      if (slot) {
+        slot.written = true;
+        if (slot.value) index.queueDb.putSync(id, slot.value);
+        else index.queueDb.removeSync(id);
+        return;
+      }
+      if (!index.queueDb.doesExist(id)) index.queueDepth++;
+      index.queueDb.putSync(id, { queuedAtMs, done: [] });
+    },
+  }))(this);
+
+  /** Writes to the overlay (a record acknowledged before its transaction), reading what reads see. */
+  readonly staged: IndexWriter = ((index: BlobIndex, o: IndexOverlay) => {
+    const scratch: SegmentSpace = { totalBytes: 0, liveBytes: 0 };
+    return {
+      get counters(): Counters {
+        return index.counters;
+      },
+      space: () => scratch,
+      get: (id: Buffer) => index.get(id),
+      has: (id: Buffer) => index.has(id),
+      put: (id: Buffer, entry: IndexEntry) => o.blobs.set(id, entry, o.lsn),
+      remove: (id: Buffer) => o.blobs.set(id, null, o.lsn),
+      getShard: (key: Buffer) => index.getShard(key),
+      hasShard: (key: Buffer) => index.hasShard(key),
+      putShard: (key: Buffer, entry: IndexEntry) => o.shards.set(key, entry, o.lsn),
+      removeShard: (key: Buffer) => o.shards.set(key, null, o.lsn),
+      markDeleted: (id: Buffer, atMs: number, policy: number) => o.deleted.set(id, { atMs, policy }, o.lsn),
+      clearDeleted: (id: Buffer) => {
+        if (index.deletedAt(id) !== undefined) o.deleted.set(id, null, o.lsn);
+      },
+      enqueue: (id: Buffer, queuedAtMs: number) => {
+        if (index.queueEntry(id) === undefined) index.queueDepth++;
+        o.queue.set(id, { queuedAtMs, done: [] }, o.lsn);
+      },
+    };
+  })(this, this.overlay);
+
+  /** Stages one record (its LSN) in the overlay: `apply` writes through `staged`. */
+  stage(lsn: number, apply: (w: IndexWriter) => void): void {
+    this.overlay.lsn = lsn;
+    apply(this.staged);
+    this.overlay.stagedLsn = lsn;
+  }
+
   /**
-   * Runs `apply` in one write transaction with the new checkpoint, counters and segment space,
-   * resolving once committed (visible to reads); flushed() tells when it is on disk.
+   * Runs `apply` (writing through `direct`) in one write transaction with the new checkpoint,
+   * counters and segment space, resolving once committed (visible to reads); flushed() tells when
+   * it is on disk. The overlay's slots staged up to the checkpoint go then.
    */
   async commit(checkpoint: Checkpoint, apply: () => void): Promise<void> {
     await this.root.transaction(() => {
       this.writeQueueChanges();
       apply();
-      this.checkpoint = checkpoint;
       this.meta.putSync('checkpoint', checkpoint);
-      this.meta.putSync('counters', this.counters);
+      this.meta.putSync('counters', this.committedCounters);
       for (const segment of this.dirtySegments) {
         const s = this.segments.get(segment);
         if (s) this.segmentDb.putSync(segment, s);
       }
       this.dirtySegments.clear();
     });
+    this.committedCheckpoint = checkpoint;
+    if (checkpoint.nextLsn >= this.checkpoint.nextLsn) this.checkpoint = checkpoint;
+    this.overlay.dropThrough(checkpoint.nextLsn - 1);
+    // Nothing staged is left: the counters reads see are the committed ones (also after a replay).
+    if (this.overlay.stagedLsn < checkpoint.nextLsn) Object.assign(this.counters, this.committedCounters);
   }
 
   /** Resolves once every transaction committed so far is flushed to disk. */
@@ -391,13 +462,14 @@ export class BlobIndex {
 
   /**
    * Ids in byte order after `after` (exclusive) whose hex form starts with `prefix`: whole blobs
-   * and blobs a shard column of which is held here, each once.
+   * and blobs a shard column of which is held here, each once (staged ones included).
    */
   list(prefix: string, after: Buffer | undefined, limit: number): ListPage {
     const start = after ?? Buffer.from(prefix.padEnd(32, '0').slice(0, 32), 'hex');
-    const blobs = this.blobs.getKeys({ start })[Symbol.iterator]();
     // Column keys (id + index) sort right after their id: from the id's last column on.
-    const shards = this.shardDb.getKeys({ start: after ? Buffer.concat([after, FF]) : start })[Symbol.iterator]();
+    const shardStart = after ? Buffer.concat([after, FF]) : start;
+    const blobs = mergedKeys(this.blobs.getKeys({ start }), this.overlay.blobs, start);
+    const shards = mergedKeys(this.shardDb.getKeys({ start: shardStart }), this.overlay.shards, shardStart);
     const next = (it: Iterator<Buffer>): Buffer | undefined => {
       const r = it.next();
       return r.done ? undefined : Buffer.from(r.value.subarray(0, 16));
@@ -430,4 +502,22 @@ export class BlobIndex {
     await this.root.flushed;
     await this.root.close();
   }
+}
+
+/** The keys of an LMDB range from `start` merged with the staged ones (a staged removal hides its key). */
+function* mergedKeys(base: Iterable<Buffer>, staged: IndexOverlay['blobs'], start: Buffer): Generator<Buffer> {
+  if (staged.size === 0) {
+    yield* base;
+    return;
+  }
+  const extra = staged.sortedFrom(start);
+  let i = 0;
+  for (const key of base) {
+    for (; i < extra.length && Buffer.compare(extra[i]!.key, key) <= 0; i++) {
+      if (extra[i]!.slot.value !== null) yield extra[i]!.key;
+    }
+    if (i > 0 && extra[i - 1]!.key.equals(key)) continue;
+    yield key;
+  }
+  for (; i < extra.length; i++) if (extra[i]!.slot.value !== null) yield extra[i]!.key;
 }

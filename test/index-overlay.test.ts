@@ -1,0 +1,226 @@
+/**
+ * The index overlay (src/index/overlay.ts): a store is acknowledged once its log record is
+ * fsynced, and its index record is served from memory until its LMDB transaction commits. These
+ * tests hold the commits back: in-process (reads, dedup, list, deletes and the replication queue
+ * see the held records, and LMDB has them once the commits go), and in a node process killed
+ * while its acknowledged records were in the overlay only (a restart replays them from the log).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Engine } from '../src/engine/engine.js';
+import type { Checkpoint } from '../src/index/blob-index.js';
+import { expectedId, patternBytes } from './helpers/blobs.js';
+import { openEngine, testConfig } from './helpers/engine.js';
+import { type NodeProcess, startNode, tempDir } from './helpers/node-process.js';
+
+const EMPTY = Buffer.alloc(0);
+const hex = (id: Buffer): string => id.toString('hex');
+/** Small reserve: this shared machine's disk is often nearly full. */
+const config = (flags: Record<string, unknown> = {}): ReturnType<typeof testConfig> => testConfig({ diskReserveBytes: '1MiB', ...flags });
+
+/** Holds every index commit until the returned function is called. */
+function holdCommits(engine: Engine): () => void {
+  const index = engine.index;
+  const commit = index.commit.bind(index);
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  index.commit = async (checkpoint: Checkpoint, apply: () => void): Promise<void> => {
+    await gate;
+    return commit(checkpoint, apply);
+  };
+  return () => {
+    index.commit = commit;
+    release();
+  };
+}
+
+/** Every id the engine lists, page by page. */
+function listAll(engine: Engine, prefix = '', limit = 7): string[] {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = engine.list(prefix, cursor, limit);
+    ids.push(...page.ids.map(hex));
+    if (!page.hasMore) return ids;
+    cursor = page.nextCursor;
+  }
+}
+
+describe('the index overlay, commits held back', () => {
+  it('serves an acknowledged record whose transaction has not committed: read, stat, dedup, counters', async () => {
+    const engine = await openEngine(config());
+    const first = await engine.putInline(patternBytes(3000, 1), 1, EMPTY);
+    await engine.settled();
+    const committed = engine.index.committedCheckpoint.nextLsn;
+    const release = holdCommits(engine);
+    const data = patternBytes(4096, 2);
+    const put = await engine.putInline(data, 1, EMPTY);
+    expect(put.created).toBe(true);
+    // Acknowledged, but LMDB has neither the record nor a checkpoint past it.
+    expect(engine.index.committedCheckpoint.nextLsn).toBe(committed);
+    expect(engine.index.direct.has(put.id)).toBe(false);
+    expect(engine.index.checkpoint.nextLsn).toBeGreaterThan(committed);
+    const meta = engine.stat(put.id);
+    expect(meta?.size).toBe(4096);
+    expect((await engine.readInline(meta!)).equals(data)).toBe(true);
+    expect(engine.readInlineSync(meta!)?.equals(data)).toBe(true);
+    expect((await engine.putInline(data, 1, EMPTY)).created).toBe(false);
+    expect(engine.index.counters).toMatchObject({ blobCount: 2, storedBytes: 7096 });
+    expect(listAll(engine)).toEqual([hex(first.id), hex(put.id)].sort());
+    release();
+    await engine.settled();
+    expect(engine.index.direct.has(put.id)).toBe(true);
+    expect(engine.index.overlay.empty).toBe(true);
+    expect(engine.index.counters).toMatchObject({ blobCount: 2, storedBytes: 7096 });
+    await engine.close();
+  });
+
+  it('merges held records into list pages in id order, with held deletes of committed blobs', async () => {
+    const engine = await openEngine(config());
+    const committed: string[] = [];
+    for (let i = 0; i < 30; i++) committed.push(hex((await engine.putInline(patternBytes(500, 100 + i), 1, EMPTY)).id));
+    await engine.settled();
+    const release = holdCommits(engine);
+    const held: string[] = [];
+    const puts = Array.from({ length: 30 }, (_, i) => engine.putInline(patternBytes(600, 200 + i), 1, EMPTY));
+    for (const p of await Promise.all(puts)) held.push(hex(p.id));
+    const gone = [...committed.slice(0, 5), ...held.slice(0, 5)];
+    await Promise.all(gone.map((id) => engine.delete(Buffer.from(id, 'hex'))));
+    expect(engine.index.overlay.blobs.size).toBe(35);
+    const expected = [...committed, ...held].filter((id) => !gone.includes(id)).sort();
+    for (const limit of [1, 7, 100]) expect(listAll(engine, '', limit)).toEqual(expected);
+    const prefix = expected[10]!.slice(0, 1);
+    expect(listAll(engine, prefix, 3)).toEqual(expected.filter((id) => id.startsWith(prefix)));
+    const scanned: string[] = [];
+    engine.scan(undefined, (id) => scanned.push(hex(id)) > 0);
+    expect(scanned).toEqual(expected);
+    expect(engine.index.counters.blobCount).toBe(50);
+    release();
+    await engine.settled();
+    expect(engine.index.overlay.empty).toBe(true);
+    expect(listAll(engine, '', 9)).toEqual(expected);
+    const cfg = engine.config;
+    await engine.close();
+    const reopened = await openEngine(cfg);
+    expect(listAll(reopened)).toEqual(expected);
+    expect(reopened.index.counters.blobCount).toBe(50);
+    await reopened.close();
+  });
+
+  it('deletes a record that is in the overlay only, stores it again, and LMDB ends the same', async () => {
+    const engine = await openEngine(config());
+    const release = holdCommits(engine);
+    const data = patternBytes(2048, 7);
+    const { id } = await engine.putInline(data, 1, EMPTY);
+    expect(engine.index.overlay.blobs.size).toBe(1);
+    await engine.delete(id);
+    expect(engine.stat(id)).toBeUndefined();
+    expect(engine.index.has(id)).toBe(false);
+    expect(engine.deletedAt(id)).toBeGreaterThan(0);
+    expect(listAll(engine)).toEqual([]);
+    expect(engine.index.counters).toMatchObject({ blobCount: 0, storedBytes: 0 });
+    const deleted: string[] = [];
+    engine.scanDeleted(undefined, (d) => deleted.push(hex(d)) > 0);
+    expect(deleted).toEqual([hex(id)]);
+    // Stored again (a new record), deleted again is idempotent on the second call.
+    expect((await engine.putInline(data, 1, EMPTY)).created).toBe(true);
+    expect(engine.deletedAt(id)).toBeUndefined();
+    const other = await engine.putInline(patternBytes(100, 8), 1, EMPTY);
+    await engine.delete(other.id);
+    await engine.delete(other.id);
+    expect(engine.index.direct.has(id)).toBe(false);
+    release();
+    await engine.settled();
+    expect(engine.index.direct.has(id)).toBe(true);
+    expect(engine.index.direct.has(other.id)).toBe(false);
+    expect(engine.deletedAt(other.id)).toBeGreaterThan(0);
+    expect((await engine.readInline(engine.stat(id)!)).equals(data)).toBe(true);
+    const cfg = engine.config;
+    await engine.close();
+    const reopened = await openEngine(cfg);
+    expect(reopened.stat(other.id)).toBeUndefined();
+    expect((await reopened.readInline(reopened.stat(id)!)).equals(data)).toBe(true);
+    expect(reopened.index.counters).toMatchObject({ blobCount: 1, storedBytes: 2048 });
+    await reopened.close();
+  });
+
+  it('shows held stores in the replication queue; a copy finished before the commit leaves no entry', async () => {
+    const engine = await openEngine(config());
+    const release = holdCommits(engine);
+    const a = await engine.putInline(patternBytes(1000, 11), 1, EMPTY, { replicate: true });
+    const b = await engine.putInline(patternBytes(1000, 12), 1, EMPTY, { replicate: true });
+    expect(engine.replication.depth).toBe(2);
+    expect(engine.replication.get(a.id)?.done).toEqual([]);
+    expect(engine.replication.page(10).map((e) => hex(e.id))).toEqual([hex(a.id), hex(b.id)].sort());
+    await engine.replication.update(b.id, { queuedAtMs: 1, done: ['peer-1'] });
+    await engine.replication.remove(a.id);
+    expect(engine.replication.get(a.id)).toBeUndefined();
+    expect(engine.replication.depth).toBe(1);
+    release();
+    await engine.settled();
+    expect(engine.replication.depth).toBe(1);
+    expect(engine.replication.get(b.id)?.done).toEqual(['peer-1']);
+    const cfg = engine.config;
+    await engine.close();
+    const reopened = await openEngine(cfg);
+    expect(reopened.replication.depth).toBe(1);
+    expect(reopened.replication.page(10).map((e) => hex(e.id))).toEqual([hex(b.id)]);
+    expect(reopened.replication.get(b.id)?.done).toEqual(['peer-1']);
+    await reopened.close();
+  });
+});
+
+describe('a crash after the acknowledgement, before the index commit', () => {
+  const ARGS = ['--small-blob-max-bytes', '64KiB', '--disk-reserve-bytes', '1MiB', '--durable-ack', 'log'];
+  const HOLD = { BLOBSTORE_TEST_INDEX_COMMIT_DELAY_MS: '600000' };
+  const dataDir = tempDir();
+  let node: NodeProcess | undefined;
+  afterAll(async () => {
+    await node?.kill();
+  });
+
+  const put = async (url: string, data: Buffer): Promise<string> => {
+    const res = await fetch(`${url}/v1/blobs`, { method: 'POST', body: data, headers: { 'Content-Type': 'application/octet-stream' } });
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { id: string }).id;
+  };
+  const get = async (url: string, id: string): Promise<Buffer | number> => {
+    const res = await fetch(`${url}/v1/blobs/${id}`);
+    return res.status === 200 ? Buffer.from(await res.arrayBuffer()) : res.status;
+  };
+  const list = async (url: string): Promise<string[]> =>
+    ((await (await fetch(`${url}/v1/blobs?limit=1000`)).json()) as { ids: string[] }).ids;
+
+  it('loses nothing acknowledged: stores (small and large) and deletes come back from the log', async () => {
+    // Committed before: one to delete while commits are held, one to keep.
+    node = await startNode({ dataDir, args: ARGS });
+    const doomed = await put(node.url, patternBytes(3000, 1));
+    const kept = await put(node.url, patternBytes(200_000, 2));
+    expect(await node.stop()).toBe(0);
+
+    node = await startNode({ dataDir, args: ARGS, env: HOLD });
+    const blobs = new Map<string, Buffer>([[kept, patternBytes(200_000, 2)]]);
+    for (let i = 0; i < 12; i++) {
+      const data = patternBytes(i % 4 === 3 ? 150_000 + i : 1000 + i * 300, 10 + i);
+      const id = await put(node.url, data);
+      expect(id).toBe(await expectedId(data));
+      blobs.set(id, data);
+    }
+    const short = [...blobs.keys()][3]!;
+    const large = [...blobs.keys()][4]!;
+    for (const id of [doomed, short, large]) expect((await fetch(`${node.url}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBe(200);
+    blobs.delete(short);
+    blobs.delete(large);
+    // Served from the overlay: nothing of this life is committed.
+    for (const [id, data] of blobs) expect(await get(node.url, id)).toEqual(data);
+    for (const id of [doomed, short, large]) expect(await get(node.url, id)).toBe(404);
+    expect((await list(node.url)).sort()).toEqual([...blobs.keys()].sort());
+    await node.kill();
+
+    node = await startNode({ dataDir, args: ARGS });
+    for (const [id, data] of blobs) expect(await get(node.url, id), id).toEqual(data);
+    for (const id of [doomed, short, large]) expect(await get(node.url, id), id).toBe(404);
+    expect((await list(node.url)).sort()).toEqual([...blobs.keys()].sort());
+    expect(await node.stop()).toBe(0);
+    node = undefined;
+  }, 60_000);
+});
