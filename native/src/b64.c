@@ -18,16 +18,24 @@
 static const uint8_t alphabet[64] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* Whole groups of 3 bytes, then the 1- or 2-byte tail with its padding. */
+/* pairs[v] is the two characters of the 12-bit value v, in memory order (filled by probe()). */
+static uint16_t pairs[4096];
+
+static void fill_pairs(void) {
+    for (unsigned v = 0; v < 4096; v++) {
+        uint8_t two[2] = {alphabet[v >> 6], alphabet[v & 63]};
+        memcpy(&pairs[v], two, 2);
+    }
+}
+
+/* Whole groups of 3 bytes (two 12-bit table lookups each), then the 1- or 2-byte tail with its padding. */
 static size_t encode_portable(const uint8_t *src, size_t len, uint8_t *dst) {
     uint8_t *o = dst;
     size_t i = 0;
     for (; i + 3 <= len; i += 3, o += 4) {
         uint32_t v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 | src[i + 2];
-        o[0] = alphabet[v >> 18];
-        o[1] = alphabet[(v >> 12) & 63];
-        o[2] = alphabet[(v >> 6) & 63];
-        o[3] = alphabet[v & 63];
+        memcpy(o, &pairs[v >> 12], 2);
+        memcpy(o + 2, &pairs[v & 0xfff], 2);
     }
     if (len - i == 1) {
         uint32_t v = (uint32_t)src[i] << 16;
@@ -108,6 +116,7 @@ static int path_by_name(const char *name) {
 }
 
 static void probe(void) {
+    fill_pairs();
 #ifdef B64_X86
     cpu_paths = probe_x86();
 #else
