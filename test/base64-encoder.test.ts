@@ -104,7 +104,8 @@ describe('the NDJSON get stream', () => {
   it.each(['auto', 'portable'])('is byte-identical to the framing from Buffer strings (BLOBSTORE_B64_PATH=%s)', async (path) => {
     const node = await startNode({ env: { BLOBSTORE_B64_PATH: path } });
     try {
-      for (const size of [0, 1, 2, 3 * MiB + 2, 2 * MiB]) {
+      // Around the 196,578-byte pieces a line is written in (stream-routes.ts), and whole and partial MiB lines.
+      for (const size of [0, 1, 2, 196_577, 196_578, 196_579, 2 * 196_578 + 1, 3 * MiB + 2, 2 * MiB]) {
         const data = patternBytes(size, 40 + size);
         const id = ((await (await putRaw(node.url, data)).json()) as { id: string }).id;
         const res = await fetch(`${node.url}/v1/blobs/${id}/stream`);
