@@ -9,7 +9,9 @@
 import { execFile } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { promisify } from 'node:util';
-import { GiB, REPEATS, curlGetSeconds, emit, envInt, log, median, memoryDir, removeDir, round, runNonce, settle, startNode, tempDir } from './lib.js';
+import { base64Length, base64Paths, encodeBase64Into, setBase64Path } from '../../src/http/base64-encoder.js';
+import { GiB, MiB, REPEATS, curlGetSeconds, emit, envInt, log, median, memoryDir, removeDir, round, runNonce, settle, startNode, tempDir } from './lib.js';
+import { runMicro, type MicroTask } from './micro.js';
 import { chunk, chunkCount } from './stream-client.js';
 
 const BENCH = 'http-ndjson-1GiB';
@@ -102,4 +104,30 @@ async function main(): Promise<void> {
   emit({ bench: BENCH, metric: 'get_ndjson_vs_raw', value: round(getRatio), unit: 'ratio', target: '>= 0.70', pass: getRatio >= 0.7 });
 }
 
+/** Microseconds to encode 1 MiB into a line buffer: each native path, and Buffer's string + write. */
+async function encodeMicro(): Promise<void> {
+  const src = Buffer.allocUnsafe(MiB);
+  for (let i = 0; i < MiB; i++) src[i] = (i * 131 + (i >>> 11)) & 0xff;
+  const dst = Buffer.allocUnsafe(base64Length(MiB) + 64);
+  const tasks: MicroTask[] = [{ name: 'buffer_toString_write', fn: () => dst.write(src.toString('base64'), 19, 'latin1') }];
+  const native = base64Paths().filter((p) => p.supported && p.name !== 'js').map((p) => p.name);
+  for (const path of native) {
+    tasks.push({ name: `native_${path}`, fn: () => {
+      setBase64Path(path);
+      return encodeBase64Into(src, dst, 19);
+    } });
+  }
+  const results = await runMicro(tasks);
+  setBase64Path('auto');
+  // Speeds and the ratio from the medians: on a shared machine the means carry the preemptions.
+  const baseline = results[0]!.usPerOpP50;
+  for (const r of results) {
+    emit({
+      bench: BENCH, metric: `base64_1MiB_${r.name}`, value: round(r.usPerOp, 1), unit: 'us/MiB', p50_us: round(r.usPerOpP50, 1),
+      gbps_in_p50: round(MiB / r.usPerOpP50 / 1e3, 2), vs_buffer_p50: round(baseline / r.usPerOpP50, 2), rme_pct: round(r.rmePercent, 1),
+    });
+  }
+}
+
 await main();
+await encodeMicro();

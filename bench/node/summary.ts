@@ -138,6 +138,10 @@ for (const size of ['4KiB', '1MiB']) {
   const m = ['batched_async', 'batched_async_flushed', 'awaited_single', 'awaited_single_flushed', 'putSync'].map((k) => find('lmdb-index-put', k));
   micro.push(['LMDB put: batched async / batched + flushed / awaited single / awaited + flushed / putSync', m.map((l) => num(l?.value)).join(' / ') + ' puts/s']);
 }
+{
+  const b = ['buffer_toString_write', 'native_portable', 'native_avx2', 'native_avx512vbmi'].map((k) => find('http-ndjson-1GiB', `base64_1MiB_${k}`));
+  micro.push(['base64 of 1 MiB into a buffer, median: Buffer toString + write / native portable / avx2 / avx512vbmi', b.map((l) => num(l?.p50_us as number | undefined, 1)).join(' / ') + ' µs']);
+}
 out.push('', '### Micro-benchmarks (tinybench)', '');
 row(['Benchmark', 'Result']);
 row(['---', '---']);

@@ -205,6 +205,7 @@ static napi_value init(napi_env env, napi_value exports) {
         {"fallocateModes", NULL, js_fallocate_modes, NULL, NULL, NULL, napi_default, NULL},
     };
     if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
+    if (!define_b64(env, exports)) return NULL;
     /* Each worker thread has its own plan cache; free it when the thread's environment ends. */
     napi_add_env_cleanup_hook(env, cleanup_cache, NULL);
     return exports;

@@ -1,0 +1,164 @@
+/*
+ * The base64 entry point, the portable path and the path choice. The portable code is also what
+ * every SIMD path ends with (the last < one vector step of input, and the padding).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b64.h"
+#include "b64_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define B64_X86 1
+#endif
+
+static const uint8_t alphabet[64] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* pairs[v] is the two characters of the 12-bit value v, in memory order (filled by probe()). */
+static uint16_t pairs[4096];
+
+static void fill_pairs(void) {
+    for (unsigned v = 0; v < 4096; v++) {
+        uint8_t two[2] = {alphabet[v >> 6], alphabet[v & 63]};
+        memcpy(&pairs[v], two, 2);
+    }
+}
+
+/* Whole groups of 3 bytes (two 12-bit table lookups each), then the 1- or 2-byte tail with its padding. */
+static size_t encode_portable(const uint8_t *src, size_t len, uint8_t *dst) {
+    uint8_t *o = dst;
+    size_t i = 0;
+    for (; i + 3 <= len; i += 3, o += 4) {
+        uint32_t v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 | src[i + 2];
+        memcpy(o, &pairs[v >> 12], 2);
+        memcpy(o + 2, &pairs[v & 0xfff], 2);
+    }
+    if (len - i == 1) {
+        uint32_t v = (uint32_t)src[i] << 16;
+        o[0] = alphabet[v >> 18];
+        o[1] = alphabet[(v >> 12) & 63];
+        o[2] = '=';
+        o[3] = '=';
+        o += 4;
+    } else if (len - i == 2) {
+        uint32_t v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8;
+        o[0] = alphabet[v >> 18];
+        o[1] = alphabet[(v >> 12) & 63];
+        o[2] = alphabet[(v >> 6) & 63];
+        o[3] = '=';
+        o += 4;
+    }
+    return (size_t)(o - dst);
+}
+
+static const char *const path_names[B64_PATH_COUNT] = {"portable", "avx2", "avx512vbmi"};
+
+static b64_kernel *const path_kernels[B64_PATH_COUNT] = {
+    NULL, /* portable: encode_portable does it all */
+#ifndef RS_NO_AVX2
+    b64_kernel_avx2,
+#else
+    NULL,
+#endif
+#ifndef RS_NO_AVX512VBMI
+    b64_kernel_avx512vbmi,
+#else
+    NULL,
+#endif
+};
+
+static unsigned cpu_paths; /* bit p set: the CPU and OS can run path p */
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static atomic_int current_path = -1;
+
+#ifdef B64_X86
+static uint64_t read_xcr0(void) {
+    uint32_t eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((uint64_t)edx << 32) | eax;
+}
+
+static unsigned probe_x86(void) {
+    unsigned a, b, c, d;
+    unsigned paths = 1u << B64_PATH_PORTABLE;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return paths;
+    if (!((c >> 27) & 1) || !((c >> 28) & 1)) return paths; /* OSXSAVE, AVX */
+    uint64_t xcr0 = read_xcr0();
+    if ((xcr0 & 0x6) != 0x6) return paths; /* the OS saves XMM and YMM state */
+    int zmm_os = (xcr0 & 0xe6) == 0xe6;    /* and opmask and all ZMM state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return paths;
+    int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1;
+    int vbmi = (c >> 1) & 1;
+    if (avx2) paths |= 1u << B64_PATH_AVX2;
+    if (zmm_os && avx512f && avx512bw && vbmi) paths |= 1u << B64_PATH_AVX512VBMI;
+    return paths;
+}
+#endif
+
+static int supported_probed(int path) { return b64_path_compiled(path) && ((cpu_paths >> path) & 1u); }
+
+static int widest_path(void) {
+    for (int p = B64_PATH_COUNT - 1; p > 0; p--) {
+        if (supported_probed(p)) return p;
+    }
+    return B64_PATH_PORTABLE;
+}
+
+static int path_by_name(const char *name) {
+    for (int p = 0; p < B64_PATH_COUNT; p++) {
+        if (strcmp(name, path_names[p]) == 0) return p;
+    }
+    return -1;
+}
+
+static void probe(void) {
+    fill_pairs();
+#ifdef B64_X86
+    cpu_paths = probe_x86();
+#else
+    cpu_paths = 1u << B64_PATH_PORTABLE;
+#endif
+    const char *env = getenv("BLOBSTORE_B64_PATH");
+    int forced = env ? path_by_name(env) : -1;
+    /* An unknown or unavailable name falls back to auto here; the TypeScript loader rejects it. */
+    atomic_store(&current_path, forced >= 0 && supported_probed(forced) ? forced : widest_path());
+}
+
+const char *b64_path_name(int path) { return path >= 0 && path < B64_PATH_COUNT ? path_names[path] : "unknown"; }
+
+int b64_path_compiled(int path) {
+    return path == B64_PATH_PORTABLE || (path > 0 && path < B64_PATH_COUNT && path_kernels[path] != NULL);
+}
+
+int b64_path_supported(int path) {
+    pthread_once(&probe_once, probe);
+    return supported_probed(path);
+}
+
+int b64_path_current(void) {
+    pthread_once(&probe_once, probe);
+    return atomic_load(&current_path);
+}
+
+int b64_path_force(const char *name) {
+    pthread_once(&probe_once, probe);
+    if (strcmp(name, "auto") == 0) {
+        atomic_store(&current_path, widest_path());
+        return B64_OK;
+    }
+    int p = path_by_name(name);
+    if (p < 0) return B64_E_PATH_UNKNOWN;
+    if (!supported_probed(p)) return B64_E_PATH_UNAVAILABLE;
+    atomic_store(&current_path, p);
+    return B64_OK;
+}
+
+size_t b64_encode(const uint8_t *src, size_t len, uint8_t *dst) {
+    b64_kernel *k = path_kernels[b64_path_current()];
+    size_t done = k ? k(src, len, dst) : 0;
+    return done / 3 * 4 + encode_portable(src + done, len - done, dst + done / 3 * 4);
+}

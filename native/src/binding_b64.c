@@ -1,0 +1,101 @@
+/*
+ * N-API glue of the base64 encoder (b64.h). Like the EC functions it never throws: it returns
+ * a count or a negative status, and src/http/base64-encoder.ts turns statuses into errors.
+ */
+#include <stdbool.h>
+
+#include "b64.h"
+#include "binding.h"
+
+/* Negative results of base64Encode. */
+enum {
+    B64_ARG_SRC = -1,     /* src is not a typed array */
+    B64_ARG_DST = -2,     /* dst is not a typed array, or dstOffset not an integer in 0..dst length */
+    B64_ARG_SPACE = -3,   /* the encoding does not fit in dst after dstOffset */
+    B64_ARG_OVERLAP = -4, /* the output range overlaps src */
+};
+
+static int typed_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
+    bool is = false;
+    if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return 0;
+    napi_typedarray_type type;
+    size_t count, offset;
+    napi_value ab;
+    void *p;
+    if (napi_get_typedarray_info(env, v, &type, &count, &p, &ab, &offset) != napi_ok) return 0;
+    static const size_t width[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8}; /* by napi_typedarray_type */
+    if ((unsigned)type >= sizeof width / sizeof width[0]) return 0;
+    *data = p;
+    *len = count * width[type];
+    return 1;
+}
+
+/* base64Encode(src, dst, dstOffset) -> characters written at dst[dstOffset..], or a status < 0 */
+static napi_value js_b64_encode(napi_env env, napi_callback_info info) {
+    size_t argc = 3;
+    napi_value argv[3];
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return make_int(env, B64_ARG_SRC);
+    uint8_t *src, *dst;
+    size_t src_len, dst_len;
+    double at;
+    if (!typed_bytes(env, argv[0], &src, &src_len)) return make_int(env, B64_ARG_SRC);
+    if (!typed_bytes(env, argv[1], &dst, &dst_len) || napi_get_value_double(env, argv[2], &at) != napi_ok ||
+        !(at >= 0 && at <= (double)dst_len) || at != (double)(size_t)at) {
+        return make_int(env, B64_ARG_DST);
+    }
+    size_t need = b64_encoded_length(src_len);
+    if (need > dst_len - (size_t)at) return make_int(env, B64_ARG_SPACE);
+    uint8_t *out = dst + (size_t)at;
+    if (need > 0 && src_len > 0 && out < src + src_len && src < out + need) return make_int(env, B64_ARG_OVERLAP);
+    napi_value result;
+    napi_create_double(env, (double)b64_encode(src, src_len, out), &result);
+    return result;
+}
+
+static napi_value js_b64_path(napi_env env, napi_callback_info info) {
+    (void)info;
+    napi_value out;
+    napi_create_string_utf8(env, b64_path_name(b64_path_current()), NAPI_AUTO_LENGTH, &out);
+    return out;
+}
+
+/* setBase64Path(name) -> enum b64_status; "auto" picks the widest supported path. */
+static napi_value js_b64_set_path(napi_env env, napi_callback_info info) {
+    size_t argc = 1, n = 0;
+    napi_value argv[1];
+    char name[32];
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
+        napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n) != napi_ok) {
+        return make_int(env, B64_E_PATH_UNKNOWN);
+    }
+    return make_int(env, b64_path_force(name));
+}
+
+/* base64Paths() -> [{ name, compiled, supported }], portable first */
+static napi_value js_b64_paths(napi_env env, napi_callback_info info) {
+    (void)info;
+    napi_value arr;
+    if (napi_create_array_with_length(env, B64_PATH_COUNT, &arr) != napi_ok) return NULL;
+    for (int p = 0; p < B64_PATH_COUNT; p++) {
+        napi_value obj, name, compiled, supported;
+        napi_create_object(env, &obj);
+        napi_create_string_utf8(env, b64_path_name(p), NAPI_AUTO_LENGTH, &name);
+        napi_get_boolean(env, b64_path_compiled(p), &compiled);
+        napi_get_boolean(env, b64_path_supported(p), &supported);
+        napi_set_named_property(env, obj, "name", name);
+        napi_set_named_property(env, obj, "compiled", compiled);
+        napi_set_named_property(env, obj, "supported", supported);
+        napi_set_element(env, arr, (uint32_t)p, obj);
+    }
+    return arr;
+}
+
+int define_b64(napi_env env, napi_value exports) {
+    napi_property_descriptor props[] = {
+        {"base64Encode", NULL, js_b64_encode, NULL, NULL, NULL, napi_default, NULL},
+        {"base64Path", NULL, js_b64_path, NULL, NULL, NULL, napi_default, NULL},
+        {"setBase64Path", NULL, js_b64_set_path, NULL, NULL, NULL, napi_default, NULL},
+        {"base64Paths", NULL, js_b64_paths, NULL, NULL, NULL, napi_default, NULL},
+    };
+    return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok;
+}
