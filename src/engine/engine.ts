@@ -36,6 +36,8 @@ import { recoverLog } from './recovery.js';
 import { SegmentReader, SYNC_READ_MAX_BYTES } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
 import type { ScannedRecord } from './scan.js';
+import { type CachedRecord, VerifiedCache } from './verified-cache.js';
+import { Location } from '../index/entry.js';
 
 export interface EngineStats {
   capacityBytes: number;
@@ -57,6 +59,8 @@ export class Engine {
   readonly cursors: CursorCodec;
   private readonly busy = new Map<string, Promise<unknown>>();
   corruptionsDetected = 0;
+  /** Small blobs already read and verified (readCacheBytes). */
+  readonly cache: VerifiedCache;
   private compactor: Compactor | undefined;
   private closed = false;
   private readonly workers: WorkerPool | undefined;
@@ -77,6 +81,7 @@ export class Engine {
     readonly log: Logger,
   ) {
     this.pool = new BufferPool(Math.floor(config.chunkPoolBytes / CHUNK_BYTES));
+    this.cache = new VerifiedCache(config.readCacheBytes, Math.min(config.readCacheRecordMaxBytes, SYNC_READ_MAX_BYTES));
     this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
     if (config.chunkDigests === 'pool') {
       const workers = new WorkerPool(config.poolThreads);
@@ -265,15 +270,30 @@ export class Engine {
 
   /**
    * readInline on the calling thread, for records small enough to read synchronously. The bytes
-   * are a view of a scratch buffer, valid until the next call: copy them out at once (uWS's end()
-   * does), so no buffer is allocated per read.
+   * are a view of a scratch buffer or of the read cache, valid until the next call: copy them out
+   * at once (uWS's end() does), so no buffer is allocated per read. What is read and verified here
+   * goes into the read cache (verified-cache.ts), and a cached record is answered from it.
    */
   readInlineSync(meta: BlobMeta): Buffer | undefined {
     if (meta.size > SYNC_READ_MAX_BYTES) return undefined;
+    const cached = this.cache.getMeta(meta);
+    if (cached) return cached.data;
     const readStart = performance.now();
     const data = this.reader.readSmallScratch(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
     this.recorder.stage('read', readStart);
-    return this.verified(meta, data);
+    this.verified(meta, data);
+    return this.cache.admit(meta, data)?.data ?? data;
+  }
+
+  /**
+   * The cached, verified record of a small blob stored here in a segment, while the index names
+   * the same bytes; undefined otherwise (then readInlineSync reads and caches it). Allocates
+   * nothing: `id` may be a scratch buffer, and the index record is read in place.
+   */
+  cachedRecord(id: Buffer): CachedRecord | undefined {
+    if (!this.cache.enabled) return undefined;
+    const raw = this.index.peek(id);
+    return raw === undefined || raw[0] !== Location.SEGMENT ? undefined : this.cache.get(id, raw);
   }
 
   private verified(meta: BlobMeta, data: Buffer): Buffer {

@@ -138,6 +138,14 @@ export class BlobIndex {
     return raw === undefined ? undefined : decodeEntry(raw);
   }
 
+  /**
+   * The raw index record of `id` (entry.ts layout), without decoding or copying it: a buffer
+   * lmdb-js reuses, valid until the next read of the index. The GET fast path reads it in place.
+   */
+  peek(id: Buffer): Buffer | undefined {
+    return this.blobs.getBinaryFast(id);
+  }
+
   has(id: Buffer): boolean {
     return this.blobs.doesExist(id);
   }

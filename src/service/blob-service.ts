@@ -14,6 +14,7 @@
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, notFound, payloadTooLarge, toBlobstoreError, unavailable } from '../errors/errors.js';
 import { BlobFileWriter } from '../engine/blob-file.js';
+import type { CachedRecord } from '../engine/verified-cache.js';
 import type { ListResult, PutResult } from '../blob/meta.js';
 import { checkPlacement, type Policy } from '../blob/policy.js';
 import { ecScheme } from '../ec/layout.js';
@@ -186,6 +187,14 @@ export class BlobService {
       this.placement.repair(meta);
       return undefined;
     }
+  }
+
+  /**
+   * A small blob stored here, from the read cache (verified when it was read): the GET fast path,
+   * which allocates nothing. undefined sends the caller the long way (locate, readSmallSync).
+   */
+  cachedLocal(id: Buffer): CachedRecord | undefined {
+    return this.store.cachedRecord(id);
   }
 
   /** The whole blob, verified; 413 when it is larger than `maxBytes` (use a stream). */

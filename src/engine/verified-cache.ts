@@ -1,0 +1,230 @@
+/**
+ * Small blobs already read from their segment and verified (BLAKE3 against the index's checksum),
+ * kept in memory: a hot blob is answered again without a pread and without re-hashing it. RocksDB
+ * does the same with its block cache (a hit is not re-verified); the bytes on disk stay checked by
+ * the scrubber. Bounded by readCacheBytes (buffer bytes) and readCacheRecordMaxBytes (largest
+ * record kept); readCacheBytes 0 turns it off.
+ *
+ * A hit allocates nothing and calls nothing native. The table is set-associative (WAYS entries per
+ * set), indexed by the id's first four bytes (a BLAKE3 output, so uniform). An entry is keyed by
+ * the id and the index entry's size, created-at time and checksum: a deleted blob is gone from the
+ * index before anyone looks here, and a blob stored again after a delete (a new created-at time)
+ * misses, while a record moved by compaction (same bytes) keeps its entry.
+ *
+ * Eviction is CLOCK over the table slots. An evicted record whose buffer fits the record coming
+ * in is reused for it, buffer and all, so a stream of misses of same-sized blobs (a working set
+ * larger than the cache) allocates no buffers either.
+ */
+import type { BlobMeta } from '../blob/meta.js';
+
+/** Entries per set: four ways make a set overflow rare at the table's load (at most one half). */
+const WAYS = 4;
+/** Key words: id (16 bytes), size (8), created-at (8), checksum (32), as 16 int32 words. */
+const KEY_WORDS = 16;
+/** Buffers are sized in steps of this, so an evicted buffer fits records of nearly the same size. */
+const BUFFER_STEP = 512;
+
+export class CachedRecord {
+  /** id, size, created-at, checksum as int32 words (see KEY_WORDS). */
+  readonly key = new Int32Array(KEY_WORDS);
+  policy = 0;
+  /** The verified bytes: a view of `buffer` (or `buffer` itself). */
+  data: Buffer;
+  /**
+   * Owned by the HTTP GET path: the status line and headers of this record's 200 answer, made on
+   * its first hit (the record never changes, so neither does its answer); reset on reuse.
+   */
+  answerHead: Buffer | undefined = undefined;
+  referenced = false;
+  /** Its table slot; -1 once evicted. */
+  slot = -1;
+
+  constructor(readonly buffer: Buffer) {
+    this.data = buffer;
+  }
+
+  /** Size, created-at time and checksum, read from the key (allocates: for answers made once). */
+  meta(): { size: number; createdAtNs: bigint; checksum: Buffer } {
+    const b = Buffer.from(this.key.buffer, this.key.byteOffset, this.key.byteLength);
+    return { size: b.readUInt32LE(16) + b.readUInt32LE(20) * 2 ** 32, createdAtNs: b.readBigUInt64LE(24), checksum: Buffer.from(b.subarray(32, 64)) };
+  }
+}
+
+export interface VerifiedCacheStats {
+  entries: number;
+  bytes: number;
+  hits: number;
+  misses: number;
+}
+
+export class VerifiedCache {
+  readonly enabled: boolean;
+  private readonly table: (CachedRecord | undefined)[];
+  private readonly setMask: number;
+  private hand = 0;
+  private bytes = 0;
+  private entries = 0;
+  /** The key being looked up or admitted (int32 words read little endian, as Node's platforms are). */
+  private readonly probe = new Int32Array(KEY_WORDS);
+  private readonly probeBytes = Buffer.from(this.probe.buffer);
+  /** Views for get()'s reads: the id is a scratch buffer and lmdb-js reuses its value buffer, so both are made once. */
+  private readonly ids = new ViewOf();
+  private readonly entries_ = new ViewOf();
+  hits = 0;
+  misses = 0;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly maxRecordBytes: number,
+  ) {
+    this.enabled = maxBytes > 0 && maxRecordBytes > 0;
+    // Slots for twice the records of 4 KiB that fit in maxBytes: a table at most half full.
+    let sets = 1;
+    while (sets * WAYS < (2 * maxBytes) / 4096 && sets < 1 << 22) sets *= 2;
+    this.setMask = sets - 1;
+    this.table = new Array<CachedRecord | undefined>(this.enabled ? sets * WAYS : 0).fill(undefined);
+  }
+
+  /** The record of `id` whose index entry (its raw bytes, src/index/entry.ts) is `entry`. */
+  get(id: Buffer, entry: Buffer): CachedRecord | undefined {
+    if (!this.enabled) return undefined;
+    const p = this.probe;
+    const idView = this.ids.of(id);
+    const entryView = this.entries_.of(entry);
+    for (let i = 0; i < 4; i++) p[i] = idView.getInt32(id.byteOffset + 4 * i, true);
+    for (let i = 4; i < KEY_WORDS; i++) p[i] = entryView.getInt32(entry.byteOffset + 4 * i, true);
+    return this.counted(this.find(entry[1]!));
+  }
+
+  /** The record of a blob's metadata, if cached. */
+  getMeta(meta: BlobMeta): CachedRecord | undefined {
+    if (!this.enabled) return undefined;
+    this.probeOf(meta);
+    return this.counted(this.find(meta.policy));
+  }
+
+  /** Keeps a copy of `data`, the verified bytes of `meta` (nothing when too large or off). */
+  admit(meta: BlobMeta, data: Buffer): CachedRecord | undefined {
+    if (!this.enabled || data.length > this.maxRecordBytes) return undefined;
+    this.probeOf(meta);
+    const found = this.find(meta.policy);
+    if (found) return found;
+    const need = Math.ceil(Math.max(data.length, 1) / BUFFER_STEP) * BUFFER_STEP;
+    if (need > this.maxBytes) return undefined;
+    let reuse: CachedRecord | undefined;
+    const base = (this.probe[0]! & this.setMask) * WAYS;
+    let slot = -1;
+    for (let i = base; i < base + WAYS && slot < 0; i++) if (this.table[i] === undefined) slot = i;
+    if (slot < 0) {
+      // A full set: its first unreferenced way goes (or its first way).
+      slot = base;
+      for (let i = base; i < base + WAYS; i++) {
+        if (!this.table[i]!.referenced) {
+          slot = i;
+          break;
+        }
+      }
+      const victim = this.remove(this.table[slot]!);
+      if (fits(victim, need)) reuse = victim;
+      else this.bytes -= victim.buffer.length;
+    }
+    // CLOCK: a referenced entry gets a second chance, an unreferenced one goes; two turns at most.
+    for (let steps = 2 * this.table.length; reuse === undefined && this.bytes + need > this.maxBytes && steps > 0; steps--) {
+      const e = this.table[this.hand];
+      this.hand = (this.hand + 1) % this.table.length;
+      if (e === undefined) continue;
+      if (e.referenced) {
+        e.referenced = false;
+        continue;
+      }
+      this.remove(e);
+      if (fits(e, need)) reuse = e;
+      else this.bytes -= e.buffer.length;
+    }
+    if (reuse === undefined && this.bytes + need > this.maxBytes) return undefined;
+    let rec = reuse;
+    if (rec === undefined) {
+      rec = new CachedRecord(Buffer.allocUnsafeSlow(need));
+      this.bytes += need;
+    }
+    data.copy(rec.buffer);
+    rec.data = data.length === rec.buffer.length ? rec.buffer : rec.buffer.subarray(0, data.length);
+    rec.key.set(this.probe);
+    rec.policy = meta.policy;
+    rec.answerHead = undefined;
+    rec.referenced = false;
+    rec.slot = slot;
+    this.table[slot] = rec;
+    this.entries++;
+    return rec;
+  }
+
+  stats(): VerifiedCacheStats {
+    return { entries: this.entries, bytes: this.bytes, hits: this.hits, misses: this.misses };
+  }
+
+  private counted(e: CachedRecord | undefined): CachedRecord | undefined {
+    if (e === undefined) this.misses++;
+    else this.hits++;
+    return e;
+  }
+
+  /** The entry keyed by the probe, marked as used. */
+  private find(policy: number): CachedRecord | undefined {
+    const p = this.probe;
+    const base = (p[0]! & this.setMask) * WAYS;
+    for (let i = base; i < base + WAYS; i++) {
+      const e = this.table[i];
+      if (e !== undefined && e.policy === policy && sameKey(e.key, p)) {
+        e.referenced = true;
+        return e;
+      }
+    }
+    return undefined;
+  }
+
+  private probeOf(meta: BlobMeta): void {
+    const b = this.probeBytes;
+    meta.id.copy(b, 0, 0, 16);
+    b.writeUInt32LE(meta.size % 2 ** 32, 16);
+    b.writeUInt32LE(Math.floor(meta.size / 2 ** 32), 20);
+    b.writeBigUInt64LE(meta.createdAtNs, 24);
+    meta.checksum.copy(b, 32, 0, 32);
+  }
+
+  /** Out of the table (its buffer still counted in `bytes`: the caller reuses or drops it). */
+  private remove(e: CachedRecord): CachedRecord {
+    this.table[e.slot] = undefined;
+    e.slot = -1;
+    this.entries--;
+    return e;
+  }
+}
+
+/**
+ * A DataView of a buffer's memory, made again only when the memory changes. Reads through it stay
+ * monomorphic and inlined (Buffer's read methods are shared by every kind of buffer, and lmdb-js's
+ * reused value buffer has a shape of its own).
+ */
+class ViewOf {
+  private memory: ArrayBufferLike | undefined = undefined;
+  private view: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
+
+  of(buf: Buffer): DataView<ArrayBufferLike> {
+    if (buf.buffer !== this.memory) {
+      this.memory = buf.buffer;
+      this.view = new DataView(buf.buffer);
+    }
+    return this.view;
+  }
+}
+
+/** An evicted buffer is reused for a record of `need` bytes (rounded) if it is at most twice that. */
+function fits(e: CachedRecord, need: number): boolean {
+  return e.buffer.length >= need && e.buffer.length <= 2 * need;
+}
+
+function sameKey(a: Int32Array, b: Int32Array): boolean {
+  for (let i = 0; i < KEY_WORDS; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

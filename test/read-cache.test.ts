@@ -1,0 +1,94 @@
+/**
+ * The read cache of verified small blobs (src/engine/verified-cache.ts): bounded by its settings,
+ * keyed so that a blob stored again after a delete is not answered from an old entry, and a GET
+ * answered from it says exactly what the long path says.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BlobMeta } from '../src/blob/meta.js';
+import { VerifiedCache } from '../src/engine/verified-cache.js';
+import { Location } from '../src/index/entry.js';
+import { patternBytes, putRaw } from './helpers/blobs.js';
+import { type NodeProcess, startNode } from './helpers/node-process.js';
+
+function metaOf(n: number, size: number, createdAtNs = 1_700_000_000_000_000_000n): BlobMeta {
+  const checksum = patternBytes(32, 77 + n);
+  return { id: checksum.subarray(0, 16), location: Location.SEGMENT, policy: 1, segment: 1, offset: 0, size, createdAtNs, checksum, labels: Buffer.alloc(0) };
+}
+
+describe('VerifiedCache', () => {
+  it('keeps at most readCacheBytes, evicts with CLOCK, and keeps what is read again', () => {
+    const cache = new VerifiedCache(64 * 1024, 64 * 1024);
+    const hot = metaOf(0, 4096);
+    cache.admit(hot, patternBytes(4096, 0));
+    for (let n = 1; n <= 64; n++) {
+      expect(cache.getMeta(hot)?.data.equals(patternBytes(4096, 0))).toBe(true);
+      cache.admit(metaOf(n, 4096), patternBytes(4096, n));
+      expect(cache.stats().bytes).toBeLessThanOrEqual(64 * 1024);
+    }
+    expect(cache.stats().entries).toBe(16);
+    expect(cache.getMeta(metaOf(64, 4096))?.data.equals(patternBytes(4096, 64))).toBe(true);
+    expect(cache.getMeta(metaOf(1, 4096))).toBeUndefined();
+  });
+
+  it('misses a blob whose index entry changed (stored again: a new created-at time) and records over the size limit', () => {
+    const cache = new VerifiedCache(1024 * 1024, 8 * 1024);
+    const meta = metaOf(1, 100);
+    cache.admit(meta, patternBytes(100, 1));
+    expect(cache.getMeta(meta)?.data.length).toBe(100);
+    expect(cache.getMeta({ ...meta, createdAtNs: meta.createdAtNs + 1n })).toBeUndefined();
+    expect(cache.getMeta({ ...meta, policy: 2 })).toBeUndefined();
+    expect(cache.admit(metaOf(2, 9000), patternBytes(9000, 2))).toBeUndefined();
+    expect(new VerifiedCache(0, 8 * 1024).admit(meta, patternBytes(100, 1))).toBeUndefined();
+  });
+});
+
+describe('GET answered from the read cache', () => {
+  let node: NodeProcess;
+  beforeAll(async () => {
+    node = await startNode();
+  });
+  afterAll(async () => {
+    await node.stop();
+  });
+
+  const headersOf = (res: Response): Record<string, string> => {
+    const out: Record<string, string> = {};
+    res.headers.forEach((value, key) => {
+      if (key !== 'date') out[key] = value;
+    });
+    return out;
+  };
+
+  it('says what the long path says, byte for byte; conditions and ranges still apply', async () => {
+    const bytes = patternBytes(4096, 31);
+    const put = await putRaw(node.url, bytes, { 'X-Blobstore-Policy': '2' });
+    expect(put.status).toBe(201);
+    const { id } = (await put.json()) as { id: string };
+    const first = await fetch(`${node.url}/v1/blobs/${id}`); // read, verified, cached
+    const second = await fetch(`${node.url}/v1/blobs/${id}`); // from the cache
+    expect(Buffer.from(await first.arrayBuffer()).equals(bytes)).toBe(true);
+    expect(Buffer.from(await second.arrayBuffer()).equals(bytes)).toBe(true);
+    expect(headersOf(second)).toEqual(headersOf(first));
+    expect(second.headers.get('x-blobstore-policy')).toBe('2');
+    const etag = second.headers.get('etag')!;
+    expect((await fetch(`${node.url}/v1/blobs/${id}`, { headers: { 'If-None-Match': etag } })).status).toBe(304);
+    const part = await fetch(`${node.url}/v1/blobs/${id}`, { headers: { Range: 'bytes=10-19' } });
+    expect(part.status).toBe(206);
+    expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(10, 20))).toBe(true);
+  });
+
+  it('a deleted blob is gone at once, and stored again it carries its new created-at time', async () => {
+    const bytes = patternBytes(4096, 32);
+    const { id } = (await (await putRaw(node.url, bytes)).json()) as { id: string };
+    await (await fetch(`${node.url}/v1/blobs/${id}`)).arrayBuffer();
+    const cached = await fetch(`${node.url}/v1/blobs/${id}`);
+    await cached.arrayBuffer();
+    expect((await fetch(`${node.url}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBe(200);
+    expect((await fetch(`${node.url}/v1/blobs/${id}`)).status).toBe(404);
+    await new Promise((resolve) => setTimeout(resolve, 5)); // a created-at time of another millisecond
+    expect((await putRaw(node.url, bytes)).status).toBe(201);
+    const again = await fetch(`${node.url}/v1/blobs/${id}`);
+    expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
+    expect(again.headers.get('x-blobstore-created-at')).not.toBe(cached.headers.get('x-blobstore-created-at'));
+  });
+});
