@@ -286,14 +286,30 @@ export class Engine {
   }
 
   /**
-   * The cached, verified record of a small blob stored here in a segment, while the index names
-   * the same bytes; undefined otherwise (then readInlineSync reads and caches it). Allocates
-   * nothing: `id` may be a scratch buffer, and the index record is read in place.
+   * The verified record of a small blob stored here in a segment: from the read cache (allocating
+   * nothing: `id` may be a scratch buffer, the index record is read in place), or read, verified
+   * and cached now (one index read for both). undefined when it is not such a blob, when the cache
+   * is off, and for a copy that fails its check: the long path (readInlineSync) finds that again,
+   * counts it and answers for it.
    */
   cachedRecord(id: Buffer): CachedRecord | undefined {
     if (!this.cache.enabled) return undefined;
     const raw = this.index.peek(id);
-    return raw === undefined || raw[0] !== Location.SEGMENT ? undefined : this.cache.get(id, raw);
+    if (raw === undefined || raw[0] !== Location.SEGMENT) return undefined;
+    const hit = this.cache.get(id, raw);
+    if (hit !== undefined) return hit;
+    // entry.ts layout, read before anything else reads the index (raw is lmdb-js's reused buffer).
+    const size = raw.readUInt32LE(16);
+    if (raw.readUInt32LE(20) !== 0 || size > this.cache.recordMaxBytes) return undefined;
+    const policy = raw[1]!;
+    const at = raw.readUInt32LE(8) + raw.readUInt32LE(12) * 2 ** 32 + HEADER_BYTES + raw.readUInt16LE(2);
+    const readStart = performance.now();
+    const data = this.reader.readSmallScratch(raw.readUInt32LE(4), at, size);
+    this.recorder.stage('read', readStart);
+    const verifyStart = performance.now();
+    const intact = this.cache.missedChecksumIs(blake3(data));
+    this.recorder.stage('verify', verifyStart);
+    return intact ? this.cache.admitMissed(policy, data) : undefined;
   }
 
   private verified(meta: BlobMeta, data: Buffer): Buffer {

@@ -17,8 +17,12 @@
  */
 import type { BlobMeta } from '../blob/meta.js';
 
-/** Entries per set: four ways make a set overflow rare at the table's load (at most one half). */
-const WAYS = 4;
+/**
+ * Entries per set. The table has a slot for twice the 4 KiB records that fit, so a set holds one
+ * such record on average (Poisson): with 4 ways about one set in 10,000 overflows (a hot set of
+ * 4096 lost two records to it), with 8 one in a million.
+ */
+const WAYS = 8;
 /** Key words: id (16 bytes), size (8), created-at (8), checksum (32), as 16 int32 words. */
 const KEY_WORDS = 16;
 /** Buffers are sized in steps of this, so an evicted buffer fits records of nearly the same size. */
@@ -107,7 +111,27 @@ export class VerifiedCache {
   admit(meta: BlobMeta, data: Buffer): CachedRecord | undefined {
     if (!this.enabled || data.length > this.maxRecordBytes) return undefined;
     this.probeOf(meta);
-    const found = this.find(meta.policy);
+    return this.admitProbed(meta.policy, data);
+  }
+
+  /** The largest record kept (0 when off). */
+  get recordMaxBytes(): number {
+    return this.enabled ? this.maxRecordBytes : 0;
+  }
+
+  /** `digest` is the checksum of the entry that the last get() missed. */
+  missedChecksumIs(digest: Buffer): boolean {
+    return digest.length === 32 && digest.compare(this.probeBytes, 32, 64) === 0;
+  }
+
+  /** admit() for the entry that the last get() missed, its bytes verified by the caller. */
+  admitMissed(policy: number, data: Buffer): CachedRecord | undefined {
+    if (!this.enabled || data.length > this.maxRecordBytes) return undefined;
+    return this.admitProbed(policy, data);
+  }
+
+  private admitProbed(policy: number, data: Buffer): CachedRecord | undefined {
+    const found = this.find(policy);
     if (found) return found;
     const need = Math.ceil(Math.max(data.length, 1) / BUFFER_STEP) * BUFFER_STEP;
     if (need > this.maxBytes) return undefined;
@@ -150,7 +174,7 @@ export class VerifiedCache {
     data.copy(rec.buffer);
     rec.data = data.length === rec.buffer.length ? rec.buffer : rec.buffer.subarray(0, data.length);
     rec.key.set(this.probe);
-    rec.policy = meta.policy;
+    rec.policy = policy;
     rec.answerHead = undefined;
     rec.referenced = false;
     rec.slot = slot;
@@ -202,17 +226,18 @@ export class VerifiedCache {
 }
 
 /**
- * A DataView of a buffer's memory, made again only when the memory changes. Reads through it stay
- * monomorphic and inlined (Buffer's read methods are shared by every kind of buffer, and lmdb-js's
- * reused value buffer has a shape of its own).
+ * A DataView of a buffer's memory, made again only when another buffer comes. Reads through it
+ * stay monomorphic and inlined (Buffer's read methods are shared by every kind of buffer, and
+ * lmdb-js's reused value buffer has a shape of its own); the buffer is compared by identity, as
+ * reading `.buffer` is a call into V8's runtime. A typed array's memory never changes.
  */
 class ViewOf {
-  private memory: ArrayBufferLike | undefined = undefined;
+  private last: Buffer | undefined = undefined;
   private view: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
 
   of(buf: Buffer): DataView<ArrayBufferLike> {
-    if (buf.buffer !== this.memory) {
-      this.memory = buf.buffer;
+    if (buf !== this.last) {
+      this.last = buf;
       this.view = new DataView(buf.buffer);
     }
     return this.view;

@@ -180,10 +180,11 @@ export class BlobRoutes {
   };
 
   /**
-   * The GET of a small blob in the read cache (variant B): one index read in place, two calls into
-   * uWS (the status line with every header, made once per cached record, then the body), and no
-   * object, closure or string of ours per request (test/get-alloc.test.ts). A condition, a range,
-   * a miss or an id in another spelling goes the long way, which answers it and fills the cache.
+   * The GET of a small blob stored here (variant B), through the read cache: one index read in
+   * place, two calls into uWS (the status line with every header, made once per cached record,
+   * then the body); a hit allocates no object, closure or string of ours (test/get-alloc.test.ts),
+   * a miss reads, verifies and caches the record first. A condition, a range, a large or remote
+   * blob, a corrupt copy or an id in another spelling goes the long way.
    */
   private answerCached(res: HttpResponse, req: HttpRequest, start: number): boolean {
     if (this.wire.variant !== 'b') return false;

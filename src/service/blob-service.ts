@@ -190,8 +190,9 @@ export class BlobService {
   }
 
   /**
-   * A small blob stored here, from the read cache (verified when it was read): the GET fast path,
-   * which allocates nothing. undefined sends the caller the long way (locate, readSmallSync).
+   * A small blob stored here, verified, from the read cache or read into it now: the GET fast path
+   * (a hit allocates nothing). undefined sends the caller the long way (locate, readSmallSync),
+   * which also handles a corrupt copy.
    */
   cachedLocal(id: Buffer): CachedRecord | undefined {
     return this.store.cachedRecord(id);

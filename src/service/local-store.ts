@@ -34,7 +34,7 @@ export interface LocalStore {
   readInline(meta: BlobMeta): Promise<Buffer>;
   /** readInline on the calling thread for small records (a view of a scratch buffer; undefined when too large). */
   readInlineSync(meta: BlobMeta): Buffer | undefined;
-  /** A small segment blob's verified record from the read cache, without allocating (id may be a scratch buffer). */
+  /** A small segment blob's verified record: from the read cache without allocating (id may be a scratch buffer), or read and cached now. */
   cachedRecord(id: Buffer): CachedRecord | undefined;
 
   /** A local delete; `handoff` drops a copy the owners hold (not remembered as a user's delete). */
