@@ -32,6 +32,19 @@ describe('VerifiedCache', () => {
     expect(cache.getMeta(metaOf(1, 4096))).toBeUndefined();
   });
 
+  it('holds a hot set of ids that share their first bytes (a listing page, a prefix) as well as any other', () => {
+    const cache = new VerifiedCache(64 * 1024 * 1024, 64 * 1024);
+    const metas = Array.from({ length: 4096 }, (_, n) => {
+      const meta = metaOf(n, 4096);
+      meta.checksum.writeUInt32LE(0x00000102, 0); // every id starts 02 01 00 00
+      return meta;
+    });
+    const data = patternBytes(4096, 5);
+    for (const meta of metas) cache.admit(meta, data);
+    expect(cache.stats().entries).toBe(4096);
+    expect(metas.every((meta) => cache.getMeta(meta) !== undefined)).toBe(true);
+  });
+
   it('misses a blob whose index entry changed (stored again: a new created-at time) and records over the size limit', () => {
     const cache = new VerifiedCache(1024 * 1024, 8 * 1024);
     const meta = metaOf(1, 100);

@@ -6,7 +6,7 @@
  * record kept); readCacheBytes 0 turns it off.
  *
  * A hit allocates nothing and calls nothing native. The table is set-associative (WAYS entries per
- * set), indexed by the id's first four bytes (a BLAKE3 output, so uniform). An entry is keyed by
+ * set), indexed by bits of the id (a BLAKE3 output, so uniform). An entry is keyed by
  * the id and the index entry's size, created-at time and checksum: a deleted blob is gone from the
  * index before anyone looks here, and a blob stored again after a delete (a new created-at time)
  * misses, while a record moved by compaction (same bytes) keeps its entry.
@@ -136,7 +136,7 @@ export class VerifiedCache {
     const need = Math.ceil(Math.max(data.length, 1) / BUFFER_STEP) * BUFFER_STEP;
     if (need > this.maxBytes) return undefined;
     let reuse: CachedRecord | undefined;
-    const base = (this.probe[0]! & this.setMask) * WAYS;
+    const base = this.setOf(this.probe);
     let slot = -1;
     for (let i = base; i < base + WAYS && slot < 0; i++) if (this.table[i] === undefined) slot = i;
     if (slot < 0) {
@@ -196,7 +196,7 @@ export class VerifiedCache {
   /** The entry keyed by the probe, marked as used. */
   private find(policy: number): CachedRecord | undefined {
     const p = this.probe;
-    const base = (p[0]! & this.setMask) * WAYS;
+    const base = this.setOf(p);
     for (let i = base; i < base + WAYS; i++) {
       const e = this.table[i];
       if (e !== undefined && e.policy === policy && sameKey(e.key, p)) {
@@ -205,6 +205,14 @@ export class VerifiedCache {
       }
     }
     return undefined;
+  }
+
+  /**
+   * The first slot of the key's set: from the id's first and last words, as ids that share a
+   * prefix (a listing's page, a prefix of hot ids) have the same first bytes.
+   */
+  private setOf(key: Int32Array): number {
+    return ((key[0]! ^ key[3]!) & this.setMask) * WAYS;
   }
 
   private probeOf(meta: BlobMeta): void {
