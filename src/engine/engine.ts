@@ -295,9 +295,9 @@ export class Engine {
   cachedRecord(id: Buffer): CachedRecord | undefined {
     if (!this.cache.enabled) return undefined;
     const raw = this.index.peek(id);
-    if (raw === undefined || raw[0] !== Location.SEGMENT) return undefined;
+    if (raw === undefined) return undefined;
     const hit = this.cache.get(id, raw);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined || raw[0] !== Location.SEGMENT) return hit;
     // entry.ts layout, read before anything else reads the index (raw is lmdb-js's reused buffer).
     const size = raw.readUInt32LE(16);
     if (raw.readUInt32LE(20) !== 0 || size > this.cache.recordMaxBytes) return undefined;
