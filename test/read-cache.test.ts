@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BlobMeta } from '../src/blob/meta.js';
 import { VerifiedCache } from '../src/engine/verified-cache.js';
+import { u64Digits, writeU64 } from '../src/http/blob-head.js';
 import { Location } from '../src/index/entry.js';
 import { flipByte, patternBytes, putRaw } from './helpers/blobs.js';
 import { type NodeProcess, startNode } from './helpers/node-process.js';
@@ -57,6 +58,21 @@ describe('VerifiedCache', () => {
   });
 });
 
+describe('answer heads written in place', () => {
+  it('writes a u64 in decimal as BigInt does, with its length', () => {
+    const values = [0n, 1n, 9999n, 10000n, 2n ** 32n - 1n, 2n ** 32n, 1_795_576_548_143_000_000n, 2n ** 63n - 1n, 2n ** 64n - 1n];
+    for (let i = 0; i < 200; i++) values.push(BigInt.asUintN(64, BigInt(Math.floor(Math.random() * 2 ** 53)) * 4099n + BigInt(i)));
+    const out = Buffer.alloc(24);
+    for (const v of values) {
+      const lo = Number(v & 0xffffffffn);
+      const hi = Number(v >> 32n);
+      const end = writeU64(out, 2, lo, hi);
+      expect(out.toString('latin1', 2, end)).toBe(v.toString());
+      expect(u64Digits(lo, hi)).toBe(v.toString().length);
+    }
+  });
+});
+
 describe('GET answered from the read cache', () => {
   let node: NodeProcess;
   beforeAll(async () => {
@@ -81,9 +97,11 @@ describe('GET answered from the read cache', () => {
     const { id } = (await put.json()) as { id: string };
     const first = await fetch(`${node.url}/v1/blobs/${id}`); // read, verified, cached
     const second = await fetch(`${node.url}/v1/blobs/${id}`); // from the cache
+    const head = await fetch(`${node.url}/v1/blobs/${id}`, { method: 'HEAD' }); // the long path's headers
     expect(Buffer.from(await first.arrayBuffer()).equals(bytes)).toBe(true);
     expect(Buffer.from(await second.arrayBuffer()).equals(bytes)).toBe(true);
-    expect(headersOf(second)).toEqual(headersOf(first));
+    expect(headersOf(first)).toEqual(headersOf(head));
+    expect(headersOf(second)).toEqual(headersOf(head));
     expect(second.headers.get('x-blobstore-policy')).toBe('2');
     const etag = second.headers.get('etag')!;
     expect((await fetch(`${node.url}/v1/blobs/${id}`, { headers: { 'If-None-Match': etag } })).status).toBe(304);

@@ -33,6 +33,8 @@ const BUFFER_STEP = 512;
 export class CachedRecord {
   /** id, size, created-at, checksum as int32 words (see KEY_WORDS). */
   readonly key = new Int32Array(KEY_WORDS);
+  /** The same key as bytes. */
+  readonly keyBytes = Buffer.from(this.key.buffer, this.key.byteOffset, this.key.byteLength);
   policy = 0;
   /** The verified bytes: a view of `buffer` (or `buffer` itself). */
   data: Buffer;
@@ -41,6 +43,8 @@ export class CachedRecord {
    * its first hit (the record never changes, so neither does its answer); reset on reuse.
    */
   answerHead: Buffer | undefined = undefined;
+  /** The answer head of the record this one held before (reused by the next head of its length). */
+  spareHead: Buffer | undefined = undefined;
   referenced = false;
   /** Its table slot; -1 once evicted. */
   slot = -1;
@@ -49,11 +53,6 @@ export class CachedRecord {
     this.data = buffer;
   }
 
-  /** Size, created-at time and checksum, read from the key (allocates: for answers made once). */
-  meta(): { size: number; createdAtNs: bigint; checksum: Buffer } {
-    const b = Buffer.from(this.key.buffer, this.key.byteOffset, this.key.byteLength);
-    return { size: b.readUInt32LE(16) + b.readUInt32LE(20) * 2 ** 32, createdAtNs: b.readBigUInt64LE(24), checksum: Buffer.from(b.subarray(32, 64)) };
-  }
 }
 
 export interface VerifiedCacheStats {
@@ -195,6 +194,7 @@ export class VerifiedCache {
     rec.data = data.length === rec.buffer.length ? rec.buffer : rec.buffer.subarray(0, data.length);
     rec.key.set(this.probe);
     rec.policy = policy;
+    if (rec.answerHead !== undefined) rec.spareHead = rec.answerHead;
     rec.answerHead = undefined;
     rec.referenced = false;
     rec.slot = slot;

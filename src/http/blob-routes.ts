@@ -13,7 +13,7 @@ import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { type BlobWriter } from '../service/blob-writer.js';
 import type { Located } from '../service/blob-service.js';
-import type { CachedRecord } from '../engine/verified-cache.js';
+import { answerHeadOf } from './blob-head.js';
 import { BodySender } from './download.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseStoreJson } from './json-body.js';
@@ -63,12 +63,6 @@ function blobHeaders(etag: string, size: number, createdAtNs: bigint, policy: nu
     `application/octet-stream\r\nAccept-Ranges: bytes\r\nETag: ${etag}\r\nX-Blobstore-Blob-Size: ${size}` +
     `\r\nX-Blobstore-Created-At: ${createdAtNs}\r\nX-Blobstore-Policy: ${policy}`
   );
-}
-
-/** A cached record's 200 answer up to its Content-Length, as uWS's writeStatus takes it (uWS adds the CRLF). */
-function answerHeadOf(rec: CachedRecord): Buffer {
-  const m = rec.meta();
-  return Buffer.from(`200 OK\r\nContent-Type: ${blobHeaders(`"${m.checksum.toString('hex')}"`, m.size, m.createdAtNs, rec.policy)}`, 'latin1');
 }
 
 export class BlobRoutes {
