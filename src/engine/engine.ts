@@ -287,10 +287,11 @@ export class Engine {
 
   /**
    * The verified record of a small blob stored here in a segment: from the read cache (allocating
-   * nothing: `id` may be a scratch buffer, the index record is read in place), or read, verified
-   * and cached now (one index read for both). undefined when it is not such a blob, when the cache
-   * is off, and for a copy that fails its check: the long path (readInlineSync) finds that again,
-   * counts it and answers for it.
+   * nothing: `id` may be a scratch buffer, the index record is read in place), or read and
+   * verified now (one index read for both), and kept if the cache takes it; one it does not keep
+   * is a transient record, valid until the next call. undefined when it is not such a blob, when
+   * the cache is off, and for a copy that fails its check: the long path (readInlineSync) finds
+   * that again, counts it and answers for it.
    */
   cachedRecord(id: Buffer): CachedRecord | undefined {
     if (!this.cache.enabled) return undefined;

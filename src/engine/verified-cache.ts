@@ -11,7 +11,8 @@
  * index before anyone looks here, and a blob stored again after a delete (a new created-at time)
  * misses, while a record moved by compaction (same bytes) keeps its entry.
  *
- * Eviction is CLOCK over the table slots. An evicted record whose buffer fits the record coming
+ * A record is kept on its second read (a doorkeeper, as in TinyLFU), so a scan does not evict
+ * what is hot. Eviction is CLOCK over the table slots. An evicted record whose buffer fits the record coming
  * in is reused for it, buffer and all, so a stream of misses of same-sized blobs (a working set
  * larger than the cache) allocates no buffers either.
  */
@@ -27,6 +28,8 @@ const WAYS = 8;
 const SEGMENT_LOCATION = 1;
 /** Key words: id (16 bytes), size (8), created-at (8), checksum (32), as 16 int32 words. */
 const KEY_WORDS = 16;
+/** Doorkeeper marks per table slot: at most one in eight is set, so few first reads pass as second ones. */
+const DOORKEEPER_BYTES_PER_SLOT = 4;
 /** Buffers are sized in steps of this, so an evicted buffer fits records of nearly the same size. */
 const BUFFER_STEP = 512;
 
@@ -73,6 +76,11 @@ export class VerifiedCache {
   private readonly tags: Int32Array;
   private readonly keys: Int32Array;
   private readonly policies: Uint8Array;
+  /** Marks of records read once (firstSight); cleared after as many marks as the table has records of 4 KiB. */
+  private readonly doorkeeper: Uint8Array;
+  private doorkeeperMarks = 0;
+  /** What admitMissed hands back for a record it does not keep. */
+  private readonly transient = new CachedRecord(Buffer.alloc(0));
   private readonly setMask: number;
   private hand = 0;
   private bytes = 0;
@@ -100,6 +108,7 @@ export class VerifiedCache {
     this.tags = new Int32Array(slots);
     this.keys = new Int32Array(slots * KEY_WORDS);
     this.policies = new Uint8Array(slots);
+    this.doorkeeper = new Uint8Array(slots * DOORKEEPER_BYTES_PER_SLOT);
   }
 
   /**
@@ -126,11 +135,14 @@ export class VerifiedCache {
     return this.counted(this.find(meta.policy));
   }
 
-  /** Keeps a copy of `data`, the verified bytes of `meta` (nothing when too large or off). */
+  /**
+   * Keeps a copy of `data`, the verified bytes of `meta`: on its second read within the
+   * doorkeeper's window (nothing when too large or off).
+   */
   admit(meta: BlobMeta, data: Buffer): CachedRecord | undefined {
     if (!this.enabled || data.length > this.maxRecordBytes) return undefined;
     this.probeOf(meta);
-    return this.admitProbed(meta.policy, data);
+    return this.firstSight() ? undefined : this.admitProbed(meta.policy, data);
   }
 
   /** The largest record kept (0 when off). */
@@ -143,10 +155,39 @@ export class VerifiedCache {
     return digest.length === 32 && digest.compare(this.probeBytes, 32, 64) === 0;
   }
 
-  /** admit() for the entry that the last get() missed, its bytes verified by the caller. */
-  admitMissed(policy: number, data: Buffer): CachedRecord | undefined {
-    if (!this.enabled || data.length > this.maxRecordBytes) return undefined;
-    return this.admitProbed(policy, data);
+  /**
+   * admit() for the entry that the last get() missed, its bytes verified by the caller. A record
+   * not kept (seen for the first time, or too large) comes back as a transient record over `data`,
+   * valid until the next call, so that the caller answers it the same way.
+   */
+  admitMissed(policy: number, data: Buffer): CachedRecord {
+    const kept = !this.enabled || data.length > this.maxRecordBytes || this.firstSight() ? undefined : this.admitProbed(policy, data);
+    if (kept !== undefined) return kept;
+    const t = this.transient;
+    t.key.set(this.probe);
+    t.policy = policy;
+    t.data = data;
+    if (t.answerHead !== undefined) t.spareHead = t.answerHead;
+    t.answerHead = undefined;
+    return t;
+  }
+
+  /**
+   * The doorkeeper (as in TinyLFU): the first read of a record only marks it, the second within
+   * the window keeps it. A working set larger than the cache, read in a cycle, then costs no
+   * copies or evictions and does not push the hot records out.
+   */
+  private firstSight(): boolean {
+    const d = this.doorkeeper;
+    const i = this.probe[2]! & (d.length - 1);
+    if (d[i] === 1) return false;
+    if (this.doorkeeperMarks >= d.length / DOORKEEPER_BYTES_PER_SLOT / 2) {
+      d.fill(0);
+      this.doorkeeperMarks = 0;
+    }
+    d[i] = 1;
+    this.doorkeeperMarks++;
+    return true;
   }
 
   private admitProbed(policy: number, data: Buffer): CachedRecord | undefined {
