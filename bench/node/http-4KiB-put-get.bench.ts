@@ -1,57 +1,84 @@
 /**
  * 4 KiB durable PUT/s and GET/s at 64 connections against the bare uWS echo ceiling, same wrk,
  * same run. Rounds interleave echo and node so that load from elsewhere hits both alike; each
- * figure is the median of REPEATS runs of RUN_SECONDS.
+ * figure is the median of REPEATS runs of RUN_SECONDS. GETs are measured two ways: a hot set
+ * (HOT_SET blobs, held by the node's read cache) and every stored blob (at least LARGE_SET,
+ * several times readCacheBytes, read in a cycle: every GET misses the cache, a pread + BLAKE3).
+ * Each GET run also reports CPU microseconds per request of the node and of the echo server.
  *
- *   warm-up PUTs (pre-populate) -> list ids -> REPEATS x [echo GET, echo POST, node PUT, node GET]
+ *   bulk load (LARGE_SET, in-process engine) -> warm-up PUTs -> list ids ->
+ *   REPEATS x [echo GET, echo POST, node PUT, node GET hot, node GET large] ->
+ *   perf profile of a node started with --perf-basic-prof during a hot and a large GET run
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { bulkLoad } from './bulk.js';
 import {
-  CONNECTIONS, KiB, REPEATS, RUN_SECONDS, WRK_THREADS, emit, listIds, log, median, removeDir, round, runNonce, runWrk,
-  settle, startEcho, startNode, tempDir, type WrkResult,
+  CONNECTIONS, KiB, REPEATS, RUN_SECONDS, WRK_THREADS, emit, envInt, listIds, log, median, removeDir, round, runNonce, runWrk,
+  settle, startEcho, startNode, tempDir, type RunningProcess, type WrkResult,
 } from './lib.js';
+import { byKind, perfAvailable, perfRecord, perfSymbols, withCpu } from './perf-profile.js';
 
 const BENCH = 'http-4KiB';
 const SIZE = 4 * KiB;
-const GET_SET = 100_000;
+const HOT_SET = envInt('BENCH_GET_HOT_SET', 4096);
+/** 512 MiB of 4 KiB blobs: 8x the default readCacheBytes (64 MiB). */
+const LARGE_SET = envInt('BENCH_GET_LARGE_SET', 131_072);
+const PROFILE_TOP = envInt('BENCH_PROFILE_TOP', 15);
+
+type Key = 'echoGet' | 'echoPost' | 'put' | 'get' | 'getLarge';
 
 async function main(): Promise<void> {
   const dir = tempDir('4k');
+  const dataDir = join(dir, 'data');
   const nonce = runNonce();
+  log(`${BENCH}: bulk loading ${LARGE_SET} blobs of ${SIZE} B (the large GET set)`);
+  const bulk = await bulkLoad({ dataDir, count: LARGE_SET, sizeBytes: SIZE, nonce: `${nonce}b` });
+  log(`${BENCH}: bulk loaded ${bulk.stored} in ${bulk.seconds.toFixed(1)} s`);
   const echo = await startEcho();
-  const node = await startNode(join(dir, 'data'));
+  let node: RunningProcess = await startNode(dataDir);
+  const hotFile = join(dir, 'ids-hot.txt');
+  const largeFile = join(dir, 'ids-all.txt');
   try {
     const echoUrl = `http://127.0.0.1:${echo.port}`;
-    const nodeUrl = `http://127.0.0.1:${node.port}`;
-    log(`${BENCH}: pre-populating the GET set (5 s of PUTs)`);
-    const warm = await runWrk({ url: nodeUrl, script: 'post-unique.lua', args: [String(SIZE), `${nonce}w`], seconds: 5 });
-    const ids = await listIds(node.port, GET_SET);
-    const idsFile = join(dir, 'ids.txt');
-    writeFileSync(idsFile, ids.join('\n') + '\n');
-    log(`${BENCH}: warm-up stored ${warm.requests} blobs (${warm.errors} errors); GET set ${ids.length} ids`);
+    const nodeUrl = (): string => `http://127.0.0.1:${node.port}`;
+    log(`${BENCH}: warm-up PUTs (5 s)`);
+    const warm = await runWrk({ url: nodeUrl(), script: 'post-unique.lua', args: [String(SIZE), `${nonce}w`], seconds: 5 });
+    const ids = await listIds(node.port, 10_000_000);
+    // Ids are content hashes listed in byte order: the first HOT_SET are a random sample.
+    writeFileSync(hotFile, ids.slice(0, HOT_SET).join('\n') + '\n');
+    writeFileSync(largeFile, ids.join('\n') + '\n');
+    log(`${BENCH}: warm-up stored ${warm.requests} blobs (${warm.errors} errors); GET sets: hot ${Math.min(HOT_SET, ids.length)}, large ${ids.length} ids`);
     await runWrk({ url: `${echoUrl}/4k`, script: 'get-static.lua', seconds: 2 });
+    await runWrk({ url: nodeUrl(), script: 'get-ids.lua', args: [hotFile], seconds: 2 });
     await settle(BENCH);
 
-    const runs: Record<'echoGet' | 'echoPost' | 'put' | 'get', WrkResult[]> = { echoGet: [], echoPost: [], put: [], get: [] };
+    const runs: Record<Key, WrkResult[]> = { echoGet: [], echoPost: [], put: [], get: [], getLarge: [] };
+    const cpu: Record<'echoGet' | 'get' | 'getLarge', number[]> = { echoGet: [], get: [], getLarge: [] };
+    const perRequest = (key: 'echoGet' | 'get' | 'getLarge', r: { result: WrkResult; cpuUs: number }): WrkResult => {
+      cpu[key].push(r.cpuUs / r.result.requests);
+      return r.result;
+    };
     for (let i = 0; i < REPEATS; i++) {
-      runs.echoGet.push(await runWrk({ url: `${echoUrl}/4k`, script: 'get-static.lua' }));
+      runs.echoGet.push(perRequest('echoGet', await withCpu(echo.pid, () => runWrk({ url: `${echoUrl}/4k`, script: 'get-static.lua' }))));
       runs.echoPost.push(await runWrk({ url: echoUrl, script: 'post-unique.lua', args: [String(SIZE), `${nonce}e${i}`, '/echo'] }));
-      runs.put.push(await runWrk({ url: nodeUrl, script: 'post-unique.lua', args: [String(SIZE), `${nonce}p${i}`] }));
-      runs.get.push(await runWrk({ url: nodeUrl, script: 'get-ids.lua', args: [idsFile] }));
+      runs.put.push(await runWrk({ url: nodeUrl(), script: 'post-unique.lua', args: [String(SIZE), `${nonce}p${i}`] }));
+      runs.get.push(perRequest('get', await withCpu(node.pid, () => runWrk({ url: nodeUrl(), script: 'get-ids.lua', args: [hotFile] }))));
+      runs.getLarge.push(perRequest('getLarge', await withCpu(node.pid, () => runWrk({ url: nodeUrl(), script: 'get-ids.lua', args: [largeFile] }))));
       log(`${BENCH} round ${i + 1}/${REPEATS}: echo GET ${runs.echoGet[i]!.rps.toFixed(0)}, echo POST ${runs.echoPost[i]!.rps.toFixed(0)}, ` +
-        `node PUT ${runs.put[i]!.rps.toFixed(0)} (errors ${runs.put[i]!.errors}), node GET ${runs.get[i]!.rps.toFixed(0)} (errors ${runs.get[i]!.errors}) req/s`);
+        `node PUT ${runs.put[i]!.rps.toFixed(0)} (errors ${runs.put[i]!.errors}), node GET hot ${runs.get[i]!.rps.toFixed(0)} (errors ${runs.get[i]!.errors}), ` +
+        `large ${runs.getLarge[i]!.rps.toFixed(0)} (errors ${runs.getLarge[i]!.errors}) req/s; CPU per GET: echo ${cpu.echoGet[i]!.toFixed(1)}, ` +
+        `hot ${cpu.get[i]!.toFixed(1)}, large ${cpu.getLarge[i]!.toFixed(1)} us`);
     }
     const sent = warm.requests + runs.put.reduce((a, r) => a + r.requests, 0);
-    const listed = (await listIds(node.port, 10 * sent)).length;
-    log(`${BENCH}: ${sent} PUTs answered, ${listed} ids stored`);
-    if (listed < sent) throw new Error(`${BENCH}: ${sent} PUTs answered but only ${listed} ids stored (bodies repeated?)`);
+    const listed = (await listIds(node.port, 10_000_000)).length;
+    log(`${BENCH}: ${sent} PUTs answered, ${listed} ids stored (${bulk.stored} bulk loaded)`);
+    if (listed < sent + bulk.stored) throw new Error(`${BENCH}: ${sent} PUTs answered but only ${listed - bulk.stored} of their ids stored (bodies repeated?)`);
     const common = { connections: CONNECTIONS, wrk_threads: WRK_THREADS, seconds: RUN_SECONDS, repeats: REPEATS, body_bytes: SIZE };
-    const rate = (key: keyof typeof runs): number => median(runs[key].map((r) => r.rps));
-    const report = (metric: string, key: keyof typeof runs): void => {
+    const report = (metric: string, key: Key, extra: Record<string, unknown> = {}): void => {
       const rs = runs[key];
       emit({
-        bench: BENCH, metric, value: round(rate(key), 0), unit: 'req/s', ...common,
+        bench: BENCH, metric, value: round(median(rs.map((r) => r.rps)), 0), unit: 'req/s', ...common, ...extra,
         runs: rs.map((r) => round(r.rps, 0)), p50_ms: round(median(rs.map((r) => r.p50Ms))), p99_ms: round(median(rs.map((r) => r.p99Ms))),
         errors: rs.reduce((a, r) => a + r.errors, 0),
       });
@@ -59,12 +86,37 @@ async function main(): Promise<void> {
     report('echo_get_rps', 'echoGet');
     report('echo_post_rps', 'echoPost');
     report('put_rps', 'put');
-    report('get_rps', 'get');
+    report('get_rps', 'get', { get_set: Math.min(HOT_SET, ids.length), note: 'hot set: answered from the read cache' });
+    report('get_large_rps', 'getLarge', { get_set: ids.length, note: 'every stored blob in a cycle: each GET a cache miss (pread + BLAKE3)' });
+    for (const key of ['echoGet', 'get', 'getLarge'] as const) {
+      emit({ bench: BENCH, metric: `cpu_us_per_${key === 'echoGet' ? 'echo_get' : key === 'get' ? 'get' : 'get_large'}`, value: round(median(cpu[key]), 1), unit: 'us', runs: cpu[key].map((c) => round(c, 1)) });
+    }
     // Ratios per round (same minute), then their median.
     const putRatio = median(runs.put.map((r, i) => r.rps / runs.echoPost[i]!.rps));
     const getRatio = median(runs.get.map((r, i) => r.rps / runs.echoGet[i]!.rps));
+    const largeRatio = median(runs.getLarge.map((r, i) => r.rps / runs.echoGet[i]!.rps));
     emit({ bench: BENCH, metric: 'put_vs_echo_post', value: round(putRatio), unit: 'ratio', target: '>= 0.50', pass: putRatio >= 0.5 });
     emit({ bench: BENCH, metric: 'get_vs_echo_get', value: round(getRatio), unit: 'ratio', target: '>= 0.70', pass: getRatio >= 0.7 });
+    emit({ bench: BENCH, metric: 'get_large_vs_echo_get', value: round(largeRatio), unit: 'ratio', target: '>= 0.70', pass: largeRatio >= 0.7 });
+
+    // Where the CPU goes: perf on a node started with --perf-basic-prof (JS frames by name).
+    if (!(await perfAvailable())) {
+      emit({ bench: BENCH, metric: 'profile', value: null, unit: '', note: 'perf not installed: no CPU profile' });
+      return;
+    }
+    await node.stop();
+    node = await startNode(dataDir, [], ['--perf-basic-prof']);
+    for (const [name, file] of [['get_hot', hotFile], ['get_large', largeFile]] as const) {
+      await runWrk({ url: nodeUrl(), script: 'get-ids.lua', args: [file], seconds: 3 });
+      const data = join(dir, `perf-${name}.data`);
+      const run = await perfRecord(node.pid, data, () => runWrk({ url: nodeUrl(), script: 'get-ids.lua', args: [file] }));
+      const symbols = await perfSymbols(data);
+      log(`${BENCH}: profile ${name}: ${run.rps.toFixed(0)} req/s under perf; top: ` + symbols.slice(0, 5).map((s) => `${s.symbol.slice(0, 40)} ${s.pct}%`).join(', '));
+      for (const k of byKind(symbols)) emit({ bench: BENCH, metric: `profile_${name}_kind`, value: round(k.pct, 2), unit: '%', kind: k.kind });
+      symbols.slice(0, PROFILE_TOP).forEach((s, rank) => {
+        emit({ bench: BENCH, metric: `profile_${name}_self`, value: s.pct, unit: '%', rank: rank + 1, symbol: s.symbol.slice(0, 120), dso: s.dso, kind: s.kind });
+      });
+    }
   } finally {
     await node.stop();
     await echo.stop();

@@ -168,6 +168,14 @@ export const SETTINGS = {
     type: 'int', default: () => 32, min: 1, max: 1024,
     help: 'log batches fsynced (acknowledged with durable-ack log) or in flight whose index commit is pending, at most; further stores wait',
   },
+  readCacheBytes: {
+    type: 'bytes', default: () => 64 * MiB, min: 0, max: 64 * GiB,
+    help: 'memory for small blobs already read and verified, answered again without a disk read or re-hash (the scrubber re-verifies what is on disk); 0: off',
+  },
+  readCacheRecordMaxBytes: {
+    type: 'bytes', default: () => 64 * KiB, min: 0, max: 256 * KiB,
+    help: 'small blobs up to this size are kept in the read cache (readCacheBytes)',
+  },
   compactionLiveRatio: { type: 'int', default: () => 50, min: 1, max: 99, help: 'compact a sealed segment whose live bytes fall under this percentage' },
   compactionIntervalMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'how often compaction looks for work' },
 

@@ -37,6 +37,8 @@ import { recoverLog } from './recovery.js';
 import { SegmentReader } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
 import { type ScannedRecord, scanBufferBytes } from './scan.js';
+import { type CachedRecord, VerifiedCache } from './verified-cache.js';
+import { Location } from '../index/entry.js';
 
 export interface EngineStats {
   capacityBytes: number;
@@ -58,6 +60,8 @@ export class Engine {
   readonly cursors: CursorCodec;
   private readonly busy = new Map<string, Promise<unknown>>();
   corruptionsDetected = 0;
+  /** Small blobs already read and verified (readCacheBytes). */
+  readonly cache: VerifiedCache;
   private compactor: Compactor | undefined;
   private closed = false;
   private readonly workers: WorkerPool | undefined;
@@ -78,9 +82,10 @@ export class Engine {
     readonly log: Logger,
   ) {
     this.pool = new BufferPool(Math.floor(config.chunkPoolBytes / CHUNK_BYTES));
+    this.cache = new VerifiedCache(config.readCacheBytes, Math.min(config.readCacheRecordMaxBytes, config.syncReadMaxBytes));
     this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
     if (config.chunkDigests === 'pool') {
-      const workers = new WorkerPool(config.poolThreads);
+      const workers = new WorkerPool(config.poolThreads, config.poolQueueMax);
       this.workers = workers;
       this.digestChunk = (chunk) => workers.digest(chunk);
     } else {
@@ -273,15 +278,47 @@ export class Engine {
 
   /**
    * readInline on the calling thread, for records small enough to read synchronously. The bytes
-   * are a view of a scratch buffer, valid until the next call: copy them out at once (uWS's end()
-   * does), so no buffer is allocated per read.
+   * are a view of a scratch buffer or of the read cache, valid until the next call: copy them out
+   * at once (uWS's end() does), so no buffer is allocated per read. What is read and verified here
+   * goes into the read cache (verified-cache.ts), and a cached record is answered from it.
    */
   readInlineSync(meta: BlobMeta): Buffer | undefined {
     if (meta.size > this.config.syncReadMaxBytes) return undefined;
+    const cached = this.cache.getMeta(meta);
+    if (cached) return cached.data;
     const readStart = performance.now();
     const data = this.reader.readSmallScratch(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
     this.recorder.stage('read', readStart);
-    return this.verified(meta, data);
+    this.verified(meta, data);
+    return this.cache.admit(meta, data)?.data ?? data;
+  }
+
+  /**
+   * The verified record of a small blob stored here in a segment: from the read cache (allocating
+   * nothing: `id` may be a scratch buffer, the index record is read in place), or read and
+   * verified now (one index read for both), and kept if the cache takes it; one it does not keep
+   * is a transient record, valid until the next call. undefined when it is not such a blob, when
+   * the cache is off, and for a copy that fails its check: the long path (readInlineSync) finds
+   * that again, counts it and answers for it.
+   */
+  cachedRecord(id: Buffer): CachedRecord | undefined {
+    if (!this.cache.enabled) return undefined;
+    const raw = this.index.peek(id);
+    if (raw === undefined) return undefined;
+    const hit = this.cache.get(id, raw);
+    if (hit !== undefined || raw[0] !== Location.SEGMENT) return hit;
+    // entry.ts layout, read before anything else reads the index (raw is lmdb-js's reused buffer).
+    const size = raw.readUInt32LE(16);
+    if (raw.readUInt32LE(20) !== 0 || size > this.cache.recordMaxBytes) return undefined;
+    const policy = raw[1]!;
+    const at = raw.readUInt32LE(8) + raw.readUInt32LE(12) * 2 ** 32 + HEADER_BYTES + raw.readUInt16LE(2);
+    const readStart = performance.now();
+    const data = this.reader.readSmallScratch(raw.readUInt32LE(4), at, size);
+    this.recorder.stage('read', readStart);
+    const verifyStart = performance.now();
+    const intact = this.cache.missedChecksumIs(blake3(data));
+    this.recorder.stage('verify', verifyStart);
+    return intact ? this.cache.admitMissed(policy, data) : undefined;
   }
 
   private verified(meta: BlobMeta, data: Buffer): Buffer {

@@ -130,6 +130,14 @@ export class BlobIndex {
     return this.direct.get(id);
   }
 
+  /**
+   * The raw index record of `id` (entry.ts layout), without decoding or copying it: a buffer
+   * lmdb-js reuses, valid until the next read of the index. The GET fast path reads it in place.
+   */
+  peek(id: Buffer): Buffer | undefined {
+    return this.blobs.getBinaryFast(id);
+  }
+
   has(id: Buffer): boolean {
     const slot = this.overlay.blobs.lookup(id);
     if (slot) return slot.value !== null;

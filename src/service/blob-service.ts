@@ -13,6 +13,7 @@
  */
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, notFound, payloadTooLarge, toBlobstoreError, unavailable } from '../errors/errors.js';
+import type { CachedRecord } from '../engine/verified-cache.js';
 import type { ListResult, PutResult } from '../blob/meta.js';
 import { checkPlacement, type Policy } from '../blob/policy.js';
 import { ecScheme } from '../ec/layout.js';
@@ -184,6 +185,15 @@ export class BlobService {
       this.placement.repair(meta);
       return undefined;
     }
+  }
+
+  /**
+   * A small blob stored here, verified, from the read cache or read into it now: the GET fast path
+   * (a hit allocates nothing). undefined sends the caller the long way (locate, readSmallSync),
+   * which also handles a corrupt copy.
+   */
+  cachedLocal(id: Buffer): CachedRecord | undefined {
+    return this.store.cachedRecord(id);
   }
 
   /** The whole blob, verified; 413 when it is larger than `maxBytes` (use a stream). */

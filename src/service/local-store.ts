@@ -10,12 +10,14 @@ import type { BlobMeta, ListResult, PutResult, StoreOrigin } from '../blob/meta.
 import type { Policy } from '../blob/policy.js';
 import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
 import type { ShardMeta, ShardWrite } from '../blob/shard.js';
+import type { CachedRecord } from '../engine/verified-cache.js';
 
 import type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
 import type { FileSink } from '../engine/blob-file.js';
 
 export type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
 export type { FileSink } from '../engine/blob-file.js';
+export type { CachedRecord } from '../engine/verified-cache.js';
 
 export interface LocalStore {
   /** Buffers of 1 MiB for chunks in flight (uploads, downloads, replication). */
@@ -34,6 +36,8 @@ export interface LocalStore {
   readInline(meta: BlobMeta): Promise<Buffer>;
   /** readInline on the calling thread for small records (a view of a scratch buffer; undefined when too large). */
   readInlineSync(meta: BlobMeta): Buffer | undefined;
+  /** A small segment blob's verified record: from the read cache without allocating (id may be a scratch buffer), or read and cached now. */
+  cachedRecord(id: Buffer): CachedRecord | undefined;
 
   /** A local delete; `handoff` drops a copy the owners hold (not remembered as a user's delete). */
   delete(id: Buffer, handoff?: boolean): Promise<void>;

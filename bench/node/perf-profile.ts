@@ -1,0 +1,99 @@
+/**
+ * CPU accounting for the HTTP benches: a process's CPU time from /proc (per request, beside the
+ * reference's), and a Linux `perf` profile of a node started with --perf-basic-prof (JS frames by
+ * name, native frames of V8, uWS, LMDB, libc and the kernel too), summarised by self time.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
+/** Linux reports CPU time in clock ticks of 1/100 s (USER_HZ). */
+const TICK_US = 10_000;
+
+/** User + system CPU time of a process (all its threads) so far, in microseconds. */
+export function cpuUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+}
+
+/** Runs `load` and returns its result with the process's CPU microseconds meanwhile. */
+export async function withCpu<T>(pid: number, load: () => Promise<T>): Promise<{ result: T; cpuUs: number }> {
+  const before = cpuUs(pid);
+  const result = await load();
+  return { result, cpuUs: cpuUs(pid) - before };
+}
+
+export async function perfAvailable(): Promise<boolean> {
+  try {
+    await execFileAsync('perf', ['--version'], { timeout: 10_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `perf record` (self samples, no call graphs) of `pid` while `load` runs. */
+export async function perfRecord<T>(pid: number, out: string, load: () => Promise<T>): Promise<T> {
+  const rec = spawn('perf', ['record', '-F', '999', '-p', String(pid), '-o', out, '--quiet'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  rec.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => rec.once('exit', resolve));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  try {
+    return await load();
+  } finally {
+    rec.kill('SIGINT');
+    const code = await exited;
+    if (code !== 0 && code !== null) throw new Error(`perf record exited ${code}: ${err.slice(0, 400)}`);
+  }
+}
+
+export interface PerfSymbol {
+  pct: number;
+  dso: string;
+  symbol: string;
+  kind: string;
+}
+
+/** Where a sampled symbol belongs. */
+export function kindOf(dso: string, symbol: string, kernel: boolean): string {
+  if (kernel) return 'kernel (sockets, syscalls, scheduling)';
+  if (symbol.startsWith('JS:') || symbol.startsWith('LazyCompile:') || symbol.startsWith('Function:')) return 'JS (ours and Node/lmdb-js JS)';
+  if (symbol.startsWith('RegExp:')) return 'JS (ours and Node/lmdb-js JS)';
+  if (symbol.startsWith('Builtins_') || symbol.startsWith('Builtin:')) return 'V8 builtins (ICs, stubs)';
+  if (/uws/i.test(dso)) return 'uWS (native)';
+  // lmdb-js's prebuilt binary is named node.abi<N>.glibc.node.
+  if (/lmdb|^node\.abi/i.test(dso)) return 'LMDB (native)';
+  if (/blake/i.test(dso)) return 'BLAKE3 (native)';
+  if (/Scaveng|MarkCompact|Heap::|GC|Sweep|Marking|Evacuat/.test(symbol)) return 'V8 GC';
+  if (/libc|ld-linux/.test(dso)) return 'libc (memcpy, malloc)';
+  if (/^(v8::|node::|uv_|uv__)/.test(symbol) || dso === 'node') return 'V8/Node runtime (API calls, libuv)';
+  return 'other';
+}
+
+/** Self-time shares by symbol (largest first) from a perf.data file. */
+export async function perfSymbols(file: string): Promise<PerfSymbol[]> {
+  const { stdout } = await execFileAsync('perf', ['report', '-i', file, '--no-children', '--sort', 'dso,sym', '--stdio', '-q', '-g', 'none', '-t', '|'], {
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 120_000,
+  });
+  const out: PerfSymbol[] = [];
+  for (const line of stdout.split('\n')) {
+    // " 12.34% |node        |[.] Builtins_LoadIC" (a JIT dso has spaces: "[JIT] tid 1388")
+    const m = /^\s*([\d.]+)%\s*\|([^|]*)\|\[([.k])\]\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const dso = m[2]!.trim();
+    const symbol = m[4]!.trim();
+    out.push({ pct: Number(m[1]), dso, symbol, kind: kindOf(dso, symbol, m[3] === 'k') });
+  }
+  return out;
+}
+
+/** Self-time shares summed by kind, largest first. */
+export function byKind(symbols: readonly PerfSymbol[]): { kind: string; pct: number }[] {
+  const sums = new Map<string, number>();
+  for (const s of symbols) sums.set(s.kind, (sums.get(s.kind) ?? 0) + s.pct);
+  return [...sums].map(([kind, pct]) => ({ kind, pct })).sort((a, b) => b.pct - a.pct);
+}

@@ -1,0 +1,57 @@
+// A node (in this process, from dist/) and a bare uWS server beside it, for test/get-alloc.test.ts:
+// the test drives GETs from its own process and asks this one how much it allocated meanwhile.
+//   node --expose-gc --max-semi-space-size=64 --min-semi-space-size=64 get-alloc-probe.mjs DATA_DIR
+// stdout: one JSON line {port, barePort}; then per stdin line: "mark" -> "marked", "read" ->
+// {newSpaceBytes, gcs} (young-generation bytes allocated since the mark, and collections since it).
+import { createRequire } from 'node:module';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { getHeapSpaceStatistics } from 'node:v8';
+
+const dist = new URL('../../dist/src/', import.meta.url);
+const { loadConfig } = await import(new URL('config/load.js', dist).href);
+const { startNode } = await import(new URL('node.js', dist).href);
+const { silentLogger } = await import(new URL('log/logger.js', dist).href);
+
+const dataDir = process.argv[2];
+const config = loadConfig({
+  flags: { dataDir, nodeId: 'alloc-probe', listen: '127.0.0.1:0', metricsAddr: '', grpcAddr: '' },
+  env: {},
+  file: '/nonexistent/blobstore-alloc-probe.json',
+});
+const node = await startNode(config, silentLogger());
+
+// The reference: bare uWS answering a 4 KiB buffer (its own per-request objects are the floor).
+const uws = createRequire(import.meta.url)('uWebSockets.js');
+const page = Buffer.alloc(4096, 'g');
+const app = uws.App();
+app.get('/4k', (res) => void res.end(page));
+const barePort = await new Promise((resolve, reject) =>
+  app.listen('127.0.0.1', 0, (token) => (token ? resolve(uws.us_socket_local_port(token)) : reject(new Error('bare listen failed')))),
+);
+
+let gcs = 0;
+new PerformanceObserver((list) => (gcs += list.getEntries().length)).observe({ entryTypes: ['gc'] });
+const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_used_size;
+let mark = 0;
+
+process.stdout.write(JSON.stringify({ port: node.port, barePort }) + '\n');
+for await (const line of createInterface({ input: process.stdin })) {
+  if (line === 'mark') {
+    globalThis.gc();
+    globalThis.gc();
+    // Let the observer hear of those two before counting from zero.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    gcs = 0;
+    mark = newSpace();
+    process.stdout.write('marked\n');
+  } else if (line === 'read') {
+    const used = newSpace();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    process.stdout.write(JSON.stringify({ newSpaceBytes: used - mark, gcs }) + '\n');
+  } else if (line === 'stop') {
+    break;
+  }
+}
+await node.stop();
+process.exit(0);
