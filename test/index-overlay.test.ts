@@ -74,6 +74,30 @@ describe('the index overlay, commits held back', () => {
     await engine.close();
   });
 
+  it('a GET of a blob in the read cache sees a held delete, and a held store, through the overlay', async () => {
+    const engine = await openEngine(config());
+    const data = patternBytes(4096, 7);
+    const { id } = await engine.putInline(data, 1, EMPTY);
+    await engine.settled();
+    // Kept on its second read: from then on a GET is answered from memory.
+    engine.cachedRecord(id);
+    expect(engine.cachedRecord(id)?.data.equals(data)).toBe(true);
+    const release = holdCommits(engine);
+    await engine.delete(id);
+    // Acknowledged, not committed: LMDB still has the record, the cache still holds its bytes.
+    expect(engine.index.direct.has(id)).toBe(true);
+    expect(engine.cachedRecord(id)).toBeUndefined();
+    expect(engine.stat(id)).toBeUndefined();
+    await engine.putInline(data, 1, EMPTY);
+    expect(engine.cachedRecord(id)).toBeUndefined(); // the long path answers it (from the overlay)
+    expect(engine.stat(id)?.size).toBe(4096);
+    release();
+    await engine.settled();
+    engine.cachedRecord(id);
+    expect(engine.cachedRecord(id)?.data.equals(data)).toBe(true);
+    await engine.close();
+  });
+
   it('merges held records into list pages in id order, with held deletes of committed blobs', async () => {
     const engine = await openEngine(config());
     const committed: string[] = [];

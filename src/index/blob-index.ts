@@ -135,6 +135,9 @@ export class BlobIndex {
    * lmdb-js reuses, valid until the next read of the index. The GET fast path reads it in place.
    */
   peek(id: Buffer): Buffer | undefined {
+    // A record in the overlay (stored or deleted, not yet committed) is not LMDB's to answer: the
+    // caller takes the long path (get), which sees it. Empty in a read-only workload: one size check.
+    if (this.overlay.blobs.lookup(id)) return undefined;
     return this.blobs.getBinaryFast(id);
   }
 
