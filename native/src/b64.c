@@ -9,11 +9,7 @@
 
 #include "b64.h"
 #include "b64_kernels.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#define B64_X86 1
-#endif
+#include "cpu.h"
 
 static const uint8_t alphabet[64] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -75,29 +71,13 @@ static unsigned cpu_paths; /* bit p set: the CPU and OS can run path p */
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static atomic_int current_path = -1;
 
-#ifdef B64_X86
-static uint64_t read_xcr0(void) {
-    uint32_t eax, edx;
-    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
-    return ((uint64_t)edx << 32) | eax;
-}
-
-static unsigned probe_x86(void) {
-    unsigned a, b, c, d;
+static unsigned probe_paths(void) {
+    cpu_features f = cpu_features_read();
     unsigned paths = 1u << B64_PATH_PORTABLE;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return paths;
-    if (!((c >> 27) & 1) || !((c >> 28) & 1)) return paths; /* OSXSAVE, AVX */
-    uint64_t xcr0 = read_xcr0();
-    if ((xcr0 & 0x6) != 0x6) return paths; /* the OS saves XMM and YMM state */
-    int zmm_os = (xcr0 & 0xe6) == 0xe6;    /* and opmask and all ZMM state */
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return paths;
-    int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1;
-    int vbmi = (c >> 1) & 1;
-    if (avx2) paths |= 1u << B64_PATH_AVX2;
-    if (zmm_os && avx512f && avx512bw && vbmi) paths |= 1u << B64_PATH_AVX512VBMI;
+    if (f.avx2) paths |= 1u << B64_PATH_AVX2;
+    if (f.avx512vbmi) paths |= 1u << B64_PATH_AVX512VBMI;
     return paths;
 }
-#endif
 
 static int supported_probed(int path) { return b64_path_compiled(path) && ((cpu_paths >> path) & 1u); }
 
@@ -117,11 +97,7 @@ static int path_by_name(const char *name) {
 
 static void probe(void) {
     fill_pairs();
-#ifdef B64_X86
-    cpu_paths = probe_x86();
-#else
-    cpu_paths = 1u << B64_PATH_PORTABLE;
-#endif
+    cpu_paths = probe_paths();
     const char *env = getenv("BLOBSTORE_B64_PATH");
     int forced = env ? path_by_name(env) : -1;
     /* An unknown or unavailable name falls back to auto here; the TypeScript loader rejects it. */

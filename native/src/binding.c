@@ -31,21 +31,25 @@ static int get_int(napi_env env, napi_value v, int *out) {
     return 1;
 }
 
+int typed_array_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
+    bool is = false;
+    if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return 0;
+    napi_typedarray_type type;
+    size_t count, offset;
+    napi_value ab;
+    void *p;
+    if (napi_get_typedarray_info(env, v, &type, &count, &p, &ab, &offset) != napi_ok) return 0;
+    static const size_t width[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8}; /* by napi_typedarray_type */
+    if ((unsigned)type >= sizeof width / sizeof width[0]) return 0;
+    *data = p;
+    *len = count * width[type];
+    return 1;
+}
+
 /* The bytes of a typed array (Buffer included) or an ArrayBuffer; 0 for anything else. */
 static int get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
+    if (typed_array_bytes(env, v, data, len)) return 1;
     bool is = false;
-    if (napi_is_typedarray(env, v, &is) == napi_ok && is) {
-        napi_typedarray_type type;
-        size_t count, offset;
-        napi_value ab;
-        void *p;
-        if (napi_get_typedarray_info(env, v, &type, &count, &p, &ab, &offset) != napi_ok) return 0;
-        static const size_t width[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8}; /* by napi_typedarray_type */
-        if ((unsigned)type >= sizeof width / sizeof width[0]) return 0;
-        *data = p;
-        *len = count * width[type];
-        return 1;
-    }
     if (napi_is_arraybuffer(env, v, &is) == napi_ok && is) {
         void *p;
         if (napi_get_arraybuffer_info(env, v, &p, len) != napi_ok) return 0;

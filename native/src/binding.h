@@ -3,8 +3,12 @@
 #define BLOBSTORE_BINDING_H
 
 #include <node_api.h>
+#include <stddef.h>
+#include <stdint.h>
 
 napi_value make_int(napi_env env, int v);
+/* The bytes of a typed array (Buffer included); 0 for anything else (binding.c). */
+int typed_array_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
 
 /* paths() -> [{ name, compiled, supported }] in order portable .. gfni512 */
 napi_value js_paths(napi_env env, napi_callback_info info);

@@ -15,21 +15,6 @@ enum {
     B64_ARG_OVERLAP = -4, /* the output range overlaps src */
 };
 
-static int typed_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
-    bool is = false;
-    if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return 0;
-    napi_typedarray_type type;
-    size_t count, offset;
-    napi_value ab;
-    void *p;
-    if (napi_get_typedarray_info(env, v, &type, &count, &p, &ab, &offset) != napi_ok) return 0;
-    static const size_t width[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8}; /* by napi_typedarray_type */
-    if ((unsigned)type >= sizeof width / sizeof width[0]) return 0;
-    *data = p;
-    *len = count * width[type];
-    return 1;
-}
-
 /* base64Encode(src, dst, dstOffset) -> characters written at dst[dstOffset..], or a status < 0 */
 static napi_value js_b64_encode(napi_env env, napi_callback_info info) {
     size_t argc = 3;
@@ -38,8 +23,8 @@ static napi_value js_b64_encode(napi_env env, napi_callback_info info) {
     uint8_t *src, *dst;
     size_t src_len, dst_len;
     double at;
-    if (!typed_bytes(env, argv[0], &src, &src_len)) return make_int(env, B64_ARG_SRC);
-    if (!typed_bytes(env, argv[1], &dst, &dst_len) || napi_get_value_double(env, argv[2], &at) != napi_ok ||
+    if (!typed_array_bytes(env, argv[0], &src, &src_len)) return make_int(env, B64_ARG_SRC);
+    if (!typed_array_bytes(env, argv[1], &dst, &dst_len) || napi_get_value_double(env, argv[2], &at) != napi_ok ||
         !(at >= 0 && at <= (double)dst_len) || at != (double)(size_t)at) {
         return make_int(env, B64_ARG_DST);
     }

@@ -8,13 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "dispatch.h"
 #include "rs.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#define RS_X86 1
-#endif
 
 #if !defined(RS_NO_SSSE3) && !defined(RS_NO_AVX2)
 static int cpu_has_avx; /* set by the probe */
@@ -61,37 +58,19 @@ static unsigned cpu_paths; /* bit p set: the CPU and OS can run path p */
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static atomic_int current_path = -1;
 
-#ifdef RS_X86
-/* XCR0 says which register states the OS saves on context switch. */
-static uint64_t read_xcr0(void) {
-    uint32_t eax, edx;
-    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
-    return ((uint64_t)edx << 32) | eax;
-}
-
-static unsigned probe_x86(void) {
-    unsigned a, b, c, d;
+static unsigned probe_paths(void) {
+    cpu_features f = cpu_features_read();
     unsigned paths = 1u << RS_PATH_PORTABLE;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return paths;
-    int ssse3 = (c >> 9) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
-    if (ssse3) paths |= 1u << RS_PATH_SSSE3;
-    if (!osxsave || !avx) return paths;
-    uint64_t xcr0 = read_xcr0();
-    int ymm_os = (xcr0 & 0x6) == 0x6;    /* XMM and YMM state */
-    int zmm_os = (xcr0 & 0xe6) == 0xe6;  /* plus opmask, ZMM0-15 high halves, ZMM16-31 */
-    if (!ymm_os) return paths;
+    if (f.ssse3) paths |= 1u << RS_PATH_SSSE3;
+    if (!f.avx) return paths;
 #if !defined(RS_NO_SSSE3) && !defined(RS_NO_AVX2)
     cpu_has_avx = 1; /* rs_zero_upper (in the AVX2 file) holds only vzeroupper, an AVX instruction */
 #endif
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return paths;
-    int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1;
-    int gfni = (c >> 8) & 1;
-    if (avx2) paths |= 1u << RS_PATH_AVX2;
-    if (avx2 && gfni) paths |= 1u << RS_PATH_GFNI256;
-    if (zmm_os && avx512f && avx512bw && gfni) paths |= 1u << RS_PATH_GFNI512;
+    if (f.avx2) paths |= 1u << RS_PATH_AVX2;
+    if (f.avx2 && f.gfni) paths |= 1u << RS_PATH_GFNI256;
+    if (f.avx512bw && f.gfni) paths |= 1u << RS_PATH_GFNI512;
     return paths;
 }
-#endif
 
 /* Callable inside probe(): does not go through pthread_once. */
 static int supported_probed(int path) {
@@ -113,11 +92,7 @@ static int path_by_name(const char *name) {
 }
 
 static void probe(void) {
-#ifdef RS_X86
-    cpu_paths = probe_x86();
-#else
-    cpu_paths = 1u << RS_PATH_PORTABLE;
-#endif
+    cpu_paths = probe_paths();
     const char *env = getenv("BLOBSTORE_EC_PATH");
     int forced = env ? path_by_name(env) : -1;
     /* An unknown or unavailable name falls back to auto here; the TypeScript loader rejects it. */

@@ -10,18 +10,7 @@
 
 #include "b64.h"
 
-static int failures;
-static int checks;
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        checks++;                                                \
-        if (!(cond)) {                                           \
-            failures++;                                          \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fputc('\n', stderr);                                 \
-        }                                                        \
-    } while (0)
+#include "check.h"
 
 static uint64_t rng_state;
 static uint64_t rnd(void) {
