@@ -10,6 +10,7 @@
 #include "b64.h"
 #include "b64_kernels.h"
 #include "cpu.h"
+#include "paths.h"
 
 static const uint8_t alphabet[64] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -67,41 +68,22 @@ static b64_kernel *const path_kernels[B64_PATH_COUNT] = {
 #endif
 };
 
-static unsigned cpu_paths; /* bit p set: the CPU and OS can run path p */
+static path_set paths = {path_names, B64_PATH_COUNT, 0, -1};
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
-static atomic_int current_path = -1;
 
 static unsigned probe_paths(void) {
     cpu_features f = cpu_features_read();
-    unsigned paths = 1u << B64_PATH_PORTABLE;
-    if (f.avx2) paths |= 1u << B64_PATH_AVX2;
-    if (f.avx512vbmi) paths |= 1u << B64_PATH_AVX512VBMI;
-    return paths;
-}
-
-static int supported_probed(int path) { return b64_path_compiled(path) && ((cpu_paths >> path) & 1u); }
-
-static int widest_path(void) {
-    for (int p = B64_PATH_COUNT - 1; p > 0; p--) {
-        if (supported_probed(p)) return p;
-    }
-    return B64_PATH_PORTABLE;
-}
-
-static int path_by_name(const char *name) {
-    for (int p = 0; p < B64_PATH_COUNT; p++) {
-        if (strcmp(name, path_names[p]) == 0) return p;
-    }
-    return -1;
+    unsigned runs = 1u << B64_PATH_PORTABLE;
+    if (f.avx2) runs |= 1u << B64_PATH_AVX2;
+    if (f.avx512vbmi) runs |= 1u << B64_PATH_AVX512VBMI;
+    return runs;
 }
 
 static void probe(void) {
     fill_pairs();
-    cpu_paths = probe_paths();
-    const char *env = getenv("BLOBSTORE_B64_PATH");
-    int forced = env ? path_by_name(env) : -1;
-    /* An unknown or unavailable name falls back to auto here; the TypeScript loader rejects it. */
-    atomic_store(&current_path, forced >= 0 && supported_probed(forced) ? forced : widest_path());
+    unsigned compiled = 0;
+    for (int p = 0; p < B64_PATH_COUNT; p++) compiled |= (unsigned)b64_path_compiled(p) << p;
+    path_set_init(&paths, compiled & probe_paths(), "BLOBSTORE_B64_PATH");
 }
 
 const char *b64_path_name(int path) { return path >= 0 && path < B64_PATH_COUNT ? path_names[path] : "unknown"; }
@@ -112,25 +94,18 @@ int b64_path_compiled(int path) {
 
 int b64_path_supported(int path) {
     pthread_once(&probe_once, probe);
-    return supported_probed(path);
+    return path_set_runs(&paths, path);
 }
 
 int b64_path_current(void) {
     pthread_once(&probe_once, probe);
-    return atomic_load(&current_path);
+    return atomic_load(&paths.current);
 }
 
 int b64_path_force(const char *name) {
     pthread_once(&probe_once, probe);
-    if (strcmp(name, "auto") == 0) {
-        atomic_store(&current_path, widest_path());
-        return B64_OK;
-    }
-    int p = path_by_name(name);
-    if (p < 0) return B64_E_PATH_UNKNOWN;
-    if (!supported_probed(p)) return B64_E_PATH_UNAVAILABLE;
-    atomic_store(&current_path, p);
-    return B64_OK;
+    int p = path_set_force(&paths, name);
+    return p == PATH_UNKNOWN ? B64_E_PATH_UNKNOWN : p == PATH_UNAVAILABLE ? B64_E_PATH_UNAVAILABLE : B64_OK;
 }
 
 size_t b64_encode(const uint8_t *src, size_t len, uint8_t *dst) {

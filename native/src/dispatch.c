@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "paths.h"
 #include "dispatch.h"
 #include "rs.h"
 
@@ -54,49 +55,27 @@ static rs_kernel *const path_kernels[RS_PATH_COUNT] = {
 #endif
 };
 
-static unsigned cpu_paths; /* bit p set: the CPU and OS can run path p */
+static path_set paths = {path_names, RS_PATH_COUNT, 0, -1};
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
-static atomic_int current_path = -1;
 
 static unsigned probe_paths(void) {
     cpu_features f = cpu_features_read();
-    unsigned paths = 1u << RS_PATH_PORTABLE;
-    if (f.ssse3) paths |= 1u << RS_PATH_SSSE3;
-    if (!f.avx) return paths;
+    unsigned runs = 1u << RS_PATH_PORTABLE;
+    if (f.ssse3) runs |= 1u << RS_PATH_SSSE3;
+    if (!f.avx) return runs;
 #if !defined(RS_NO_SSSE3) && !defined(RS_NO_AVX2)
     cpu_has_avx = 1; /* rs_zero_upper (in the AVX2 file) holds only vzeroupper, an AVX instruction */
 #endif
-    if (f.avx2) paths |= 1u << RS_PATH_AVX2;
-    if (f.avx2 && f.gfni) paths |= 1u << RS_PATH_GFNI256;
-    if (f.avx512bw && f.gfni) paths |= 1u << RS_PATH_GFNI512;
-    return paths;
-}
-
-/* Callable inside probe(): does not go through pthread_once. */
-static int supported_probed(int path) {
-    return rs_path_compiled(path) && ((cpu_paths >> path) & 1u);
-}
-
-static int widest_path(void) {
-    for (int p = RS_PATH_COUNT - 1; p > 0; p--) {
-        if (supported_probed(p)) return p;
-    }
-    return RS_PATH_PORTABLE;
-}
-
-static int path_by_name(const char *name) {
-    for (int p = 0; p < RS_PATH_COUNT; p++) {
-        if (strcmp(name, path_names[p]) == 0) return p;
-    }
-    return -1;
+    if (f.avx2) runs |= 1u << RS_PATH_AVX2;
+    if (f.avx2 && f.gfni) runs |= 1u << RS_PATH_GFNI256;
+    if (f.avx512bw && f.gfni) runs |= 1u << RS_PATH_GFNI512;
+    return runs;
 }
 
 static void probe(void) {
-    cpu_paths = probe_paths();
-    const char *env = getenv("BLOBSTORE_EC_PATH");
-    int forced = env ? path_by_name(env) : -1;
-    /* An unknown or unavailable name falls back to auto here; the TypeScript loader rejects it. */
-    atomic_store(&current_path, forced >= 0 && supported_probed(forced) ? forced : widest_path());
+    unsigned compiled = 0;
+    for (int p = 0; p < RS_PATH_COUNT; p++) compiled |= (unsigned)(path_kernels[p] != NULL) << p;
+    path_set_init(&paths, compiled & probe_paths(), "BLOBSTORE_EC_PATH");
 }
 
 const char *rs_path_name(int path) {
@@ -109,24 +88,23 @@ int rs_path_compiled(int path) {
 
 int rs_path_supported(int path) {
     pthread_once(&probe_once, probe);
-    return supported_probed(path);
+    return path_set_runs(&paths, path);
 }
 
 int rs_path_current(void) {
     pthread_once(&probe_once, probe);
-    return atomic_load(&current_path);
+    return atomic_load(&paths.current);
 }
 
 int rs_path_force(const char *name) {
     pthread_once(&probe_once, probe);
-    if (strcmp(name, "auto") == 0) {
-        atomic_store(&current_path, widest_path());
-        return RS_OK;
+    int p = path_set_force(&paths, name);
+    if (p == PATH_UNKNOWN) return RS_STATUS(RS_E_PATH_UNKNOWN, 0);
+    if (p == PATH_UNAVAILABLE) {
+        for (int q = 0; q < RS_PATH_COUNT; q++) {
+            if (strcmp(name, path_names[q]) == 0) return RS_STATUS(RS_E_PATH_UNAVAILABLE, q);
+        }
     }
-    int p = path_by_name(name);
-    if (p < 0) return RS_STATUS(RS_E_PATH_UNKNOWN, 0);
-    if (!rs_path_supported(p)) return RS_STATUS(RS_E_PATH_UNAVAILABLE, p);
-    atomic_store(&current_path, p);
     return RS_OK;
 }
 
