@@ -116,8 +116,11 @@ afterAll(async () => {
 
 describe('GET of a cached 4 KiB blob', () => {
   it('allocates nothing of ours per request: bare uWS plus the id string and two clock readings', async () => {
-    const bare = await bytesPerRequest(barePort, ['/4k']);
-    const node = await bytesPerRequest(port, paths);
+    // The least of three windows each: an allocation of the process's own (a timer, a metrics
+    // tick) that lands in one window is not the request's; the limit stays as strict.
+    const least = async (measure: () => Promise<number>): Promise<number> => Math.min(await measure(), await measure(), await measure());
+    const bare = await least(() => bytesPerRequest(barePort, ['/4k']));
+    const node = await least(() => bytesPerRequest(port, paths));
     console.log(`young-generation bytes per GET: bare uWS ${bare.toFixed(1)}, node ${node.toFixed(1)}`);
     expect(node).toBeLessThanOrEqual(bare + TOLERANCE_BYTES);
   });
