@@ -23,6 +23,7 @@ import { registerOpenApiRoute } from './openapi/api-routes.js';
 import { blobApiDocument } from './openapi/blob-api.js';
 import { OpsServer, opsLayout, opsMount, registerUiOnApiPort } from './ops/ops-server.js';
 import { BlobService } from './service/blob-service.js';
+import { STARTING } from './service/placement.js';
 import { packageVersion } from './version.js';
 
 export interface RunningNode {
@@ -81,6 +82,8 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   }
   let cluster: Cluster | undefined;
   const clusterApi = new ClusterApi(() => cluster, clusterEnabled);
+  // Until the cluster runs (and has admitted this node), stores and reads of blobs not here wait.
+  if (clusterEnabled) service.usePlacement(STARTING);
   const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi, internal: clusterEnabled ? () => cluster : undefined });
   const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops) : undefined;
   const grpc = clusterEnabled ? new GrpcServer(config, service, gate, log, { api: clusterApi, internal: () => cluster }) : undefined;

@@ -198,6 +198,11 @@ export class Cluster implements Placement {
   // Placement: how the blob service places copies and reads what this node lacks.
 
   /** Members this node can reach now, itself included. */
+  /** Admitted (a member record of its own): the ring then names the owners. */
+  ready(): boolean {
+    return this.node.membership.selfStatus() !== 'joining';
+  }
+
   nodesAvailable(): number {
     const self = this.node.nodeId;
     return this.node.ring.nodeIds.filter((n) => n === self || this.node.online(n)).length;

@@ -96,7 +96,7 @@ export class GrpcServer {
       this.server.addService(clusterService, unimplementedHandlers(clusterService, 'ClusterService', gate, log));
       this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined, log));
     }
-    this.standard = new StandardServices(this.server, () => !service.failure);
+    this.standard = new StandardServices(this.server, () => !service.failure && service.ready);
   }
 
   /** Listens on grpcAddr (port 0: a free port; `port` overrides the setting's) and returns the bound port. */

@@ -4,7 +4,8 @@
  * - grpc.health.v1.Health (grpc-health-check): Check and Watch for "" (the whole server) and for
  *   blobstore.v1.BlobService, so Kubernetes gRPC probes and grpc_health_probe work. A service is
  *   SERVING while the node serves and its engine has not failed (what /healthz answers 200 for),
- *   NOT_SERVING before listening, after an engine failure and from the start of shutdown.
+ *   NOT_SERVING before listening, while a cluster node has not joined yet, after an engine
+ *   failure and from the start of shutdown.
  *   ClusterService and InternalService are not listed (NOT_FOUND) until the cluster exists.
  * - grpc.reflection.v1 and v1alpha ServerReflection (@grpc/reflection), describing the blobstore
  *   protos and the health service, so `grpcurl list` and `grpcurl describe` work without .proto
@@ -31,7 +32,7 @@ export class StandardServices {
   /** Open Watch calls: ended at shutdown, which would otherwise wait for them until its timeout. */
   private readonly watches = new Set<ServerWritableStream<unknown, unknown>>();
 
-  /** `healthy` says whether the node can serve (its engine has not failed). */
+  /** `healthy` says whether the node can serve (its engine has not failed, it is not joining). */
   constructor(server: Pick<Server, 'addService'>, private readonly healthy: () => boolean) {
     this.health.addToServer({
       addService: (definition, implementation: UntypedServiceImplementation) => {

@@ -117,11 +117,12 @@ export class ApiServer {
   }
 
   /**
-   * Ready to serve: 200 from start until shutdown. A backend that cannot take stores (a full
-   * disk, a failed log write) still serves reads, so it stays ready here; /health reports it.
+   * Ready to serve: 200 from start until shutdown, except while a cluster node has not joined yet
+   * (it could not tell who holds a blob). A backend that cannot take stores (a full disk, a failed
+   * log write) still serves reads, so it stays ready here; /health reports it.
    */
   private healthz(res: HttpResponse, head: boolean): void {
-    const ok = this.ready;
+    const ok = this.ready && this.service.ready;
     writeAnswer(res, { status: ok ? 200 : 503, contentType: 'text/plain', body: ok ? 'OK' : 'UNAVAILABLE' }, head);
   }
 

@@ -39,9 +39,22 @@ export class BlobService {
     private placement: Placement = SINGLE_NODE,
   ) {}
 
-  /** The cluster takes over placement once it runs (before any request is served). */
+  /**
+   * The cluster takes over placement once it runs; a cluster node serves with STARTING before
+   * that (its listener opens first: peers learn its port from it).
+   */
   usePlacement(placement: Placement): void {
     this.placement = placement;
+  }
+
+  /** Ready for every request (readiness: /healthz, gRPC health): not while joining a cluster. */
+  get ready(): boolean {
+    return this.placement.ready();
+  }
+
+  /** 503 while the placement is not ready: a node alone would place and answer wrongly. */
+  private checkReady(): void {
+    if (!this.placement.ready()) throw unavailable('this node has not joined its cluster yet; retry shortly', 1);
   }
 
   /** Runs `fn` as operation `op`: its latency and failure are recorded. */
@@ -80,6 +93,7 @@ export class BlobService {
    */
   checkPlacement(options: StoreOptions): void {
     if (options.placed) return;
+    this.checkReady();
     checkPlacement(options.policy, this.placement.nodesAvailable());
     options.placed = true;
   }
@@ -142,6 +156,7 @@ export class BlobService {
   async find(id: Buffer): Promise<Located> {
     const here = this.held(id);
     if (here) return here;
+    this.checkReady();
     const there = await this.placement.find(id);
     if (!there) throw notFound(`blob ${id.toString('hex')} not found`);
     return there;
@@ -158,7 +173,11 @@ export class BlobService {
   /** Stat: the metadata here or on another node; undefined when nobody has it. */
   async stat(id: Buffer): Promise<Located | undefined> {
     const start = performance.now();
-    const meta = this.held(id) ?? (await this.placement.find(id));
+    let meta = this.held(id);
+    if (!meta) {
+      this.checkReady();
+      meta = await this.placement.find(id);
+    }
     this.recorder.done('stat', start, 0);
     return meta;
   }

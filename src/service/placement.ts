@@ -19,6 +19,11 @@ export interface EcPlacement {
 export type Located = BlobMeta & { readonly peer?: string; readonly ec?: EcPlacement };
 
 export interface Placement {
+  /**
+   * Whether this node can place copies and say who holds a blob: false on a cluster node until its
+   * cluster runs and has admitted it (a fresh data dir joining through its seeds knows no owners).
+   */
+  ready(): boolean;
   /** Nodes copies can go to now, this one included (an EC policy needs data + parity of them). */
   nodesAvailable(): number;
   /** Stores an erasure-coded blob as columns on its owners (the coordinator's part of an EC store). */
@@ -42,6 +47,7 @@ export interface Placement {
 
 /** A node on its own: every copy is the local one, nothing is anywhere else. */
 export const SINGLE_NODE: Placement = {
+  ready: () => true,
   nodesAvailable: () => 1,
   storeEc: () => Promise.reject(new BlobstoreError('failed_precondition', 'not enough nodes for EC: have 1')),
   replicates: () => false,
@@ -50,3 +56,9 @@ export const SINGLE_NODE: Placement = {
   fetch: () => Promise.reject(new Error('no cluster to read from')),
   repair: () => undefined,
 };
+
+/**
+ * A cluster node between its listener opening and its cluster running: local blobs are served,
+ * while stores and reads of blobs it lacks wait (503) rather than place or answer as a node alone.
+ */
+export const STARTING: Placement = { ...SINGLE_NODE, ready: () => false };

@@ -100,6 +100,7 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     await c.kill(lost);
     rmSync(c.dataDirs[lost]!, { recursive: true, force: true });
     await c.startNode(lost);
+    await c.ready(lost); // admitted again: until then it answers 503, as a load balancer sees
     // No read touches the blobs first: anti-entropy alone finds what the node lacks.
     await eventually(async () => {
       const now = await listed(c, lost);

@@ -1,10 +1,12 @@
 /**
  * Membership with real node processes on loopback: nodes started with SeedNodes join by
  * themselves and agree on one member list and ring version; the states table (join, heartbeat of
- * an unknown node, offline and back, immediate leave); restarts keep the membership.
+ * an unknown node, offline and back, immediate leave); restarts keep the membership; a node that
+ * has not joined yet is not ready and answers 503 rather than as a node alone.
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { freePort, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 
@@ -169,5 +171,44 @@ describe('nodes sharing a host, started with only --listen, --data-dir and SeedN
     const metricsPorts = nodes.map((n) => /metrics on http:\/\/[^\s"]*:(\d+)/.exec(n.output())?.[1]);
     expect(metricsPorts.every((p) => p !== undefined)).toBe(true);
     expect(new Set(metricsPorts).size).toBe(3);
+  });
+});
+
+describe('a node that has not joined yet (fresh data dir, its seed down)', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    c = await TestCluster.start({ size: 2 });
+    await c.converged({ members: c.ids });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('is not ready and answers 503 (Retry-After), never 404 or a lone store, until it is admitted', async () => {
+    const bytes = patternBytes(5000, 77);
+    const put = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '1' });
+    expect(put.status).toBe(201);
+    const { id } = (await put.json()) as { id: string };
+    await c.stop(0);
+    await c.kill(1);
+    rmSync(c.dataDirs[1]!, { recursive: true, force: true });
+    await c.startNode(1);
+
+    const healthz = await fetch(`${c.url(1)}/healthz`);
+    expect(healthz.status).toBe(503);
+    const get = await fetch(`${c.url(1)}/v1/blobs/${id}`);
+    expect(get.status).toBe(503);
+    expect(get.headers.get('retry-after')).toBe('1');
+    expect(await get.json()).toMatchObject({ code: 503, message: expect.stringMatching(/not joined/) });
+    expect((await fetch(`${c.url(1)}/v1/blobs/${id}/stat`)).status).toBe(503);
+    const lone = await putRaw(c.url(1), patternBytes(3000, 78), { 'X-Blobstore-Policy': '3' });
+    expect(lone.status).toBe(503);
+    expect((await (await fetch(`${c.url(1)}/v1/blobs`)).json()) as { ids: string[] }).toMatchObject({ ids: [] });
+
+    await c.startNode(0);
+    await c.ready(1);
+    const after = await fetch(`${c.url(1)}/v1/blobs/${id}`);
+    expect(after.status).toBe(200);
+    expect(Buffer.from(await after.arrayBuffer()).equals(bytes)).toBe(true);
   });
 });

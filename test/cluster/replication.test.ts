@@ -121,6 +121,7 @@ describe('replication on a 4-node cluster', () => {
     const { rmSync } = await import('node:fs');
     rmSync(c.dataDirs[lost]!, { recursive: true, force: true });
     await c.startNode(lost);
+    await c.ready(lost); // admitted again: until then it answers 503, as a load balancer sees
     await expectReadableEverywhere(c, acked, [lost]);
     await eventually(async () => {
       const holders = await copiesOf(c, [lost]);

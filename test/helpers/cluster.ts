@@ -121,6 +121,11 @@ export class TestCluster {
     return this.nodes.flatMap((n, i) => (n ? [i] : []));
   }
 
+  /** Waits until node i is ready (/healthz 200): a node with a fresh data dir once admitted. */
+  async ready(i: number): Promise<void> {
+    await eventually(async () => (await fetch(`${this.url(i)}/healthz`).catch(() => undefined))?.status === 200, `${this.ids[i]} ready`);
+  }
+
   async kill(i: number): Promise<void> {
     await this.nodes[i]?.kill();
     this.nodes[i] = undefined;
