@@ -2,8 +2,9 @@
  * 1 GiB streamed PUT (chunked) and GET against what the disk does for the bench itself: a plain
  * write of the same bytes in 1 MiB chunks plus one fsync, and a plain read of them. Also the node
  * process's peak RSS growth during the PUT (VmHWM reset through clear_refs, and VmRSS sampled).
- * Each round: baseline write+fsync, node PUT, then both files dropped from the page cache and read
- * back (plain read, GET with curl), then again warm; figures are medians, ratios are per round.
+ * Each round, on each side (plain file, node): the write, the file dropped from the page cache and
+ * read back (plain read, GET with curl), again warm, then removed; the sides swap order every
+ * round. Figures are medians, ratios are per round.
  * For reference, the same chunked POST into a bare uWS sink (/sink of the echo server): what the
  * client and loopback alone allow.
  */
@@ -112,6 +113,12 @@ async function blobFile(dataDir: string, id: string): Promise<string> {
   throw new Error(`no file for blob ${id} under ${dataDir}`);
 }
 
+/** Writes and removes a file of TOTAL bytes: the pages it used are free and warm for the first measured write. */
+async function scratchWriteAndRemove(path: string): Promise<void> {
+  await writeFsync(path, 'scratch');
+  await fsp.rm(path, { force: true });
+}
+
 async function del(port: number, id: string): Promise<void> {
   await fetch(`http://127.0.0.1:${port}/v1/blobs/${id}`, { method: 'DELETE' });
 }
@@ -126,44 +133,59 @@ async function main(): Promise<void> {
     write: number; put: number; sink: number; read: number; get: number; readWarm: number; getWarm: number; getNode: number; stalledAt?: number; rssGrowthKiB: number;
   }[] = [];
   try {
+    // Writes land in the page cache, and on this VM a page the guest has not used lately costs a
+    // fault in the host on its first write (a 1 GiB dd into fresh pages runs at ~1/3 of one into
+    // pages just freed). So each measured write follows the removal of a 1 GiB file, the plain
+    // side and the node alike, and the two sides swap order every round.
+    await scratchWriteAndRemove(join(dir, 'scratch.bin'));
     for (let r = 0; r < REPEATS; r++) {
       const plain = join(dir, 'plain.bin');
       await settle(`${BENCH} round ${r + 1}`);
-      const write = await writeFsync(plain, `${nonce}w${r}`);
       const { seconds: sink } = await putChunked(echo.port, TOTAL, `${nonce}k${r}`, '/sink', 200);
-
-      const before = procStatus(node.pid);
-      const hwmReset = resetPeakRss(node.pid);
-      const base = hwmReset ? procStatus(node.pid).VmRSS! : before.VmRSS!;
-      let sampled = base;
-      const sampler = setInterval(() => {
-        try {
-          sampled = Math.max(sampled, procStatus(node.pid).VmRSS!);
-        } catch {
-          /* the process may be gone; the PUT reports that */
-        }
-      }, 20);
-      const { seconds: putS, id } = await putChunked(node.port, TOTAL, `${nonce}p${r}`);
-      clearInterval(sampler);
-      const after = procStatus(node.pid);
-      const peak = Math.max(sampled, hwmReset ? after.VmHWM! : 0);
-      const rssGrowthKiB = peak - base;
-
-      // Cold: both files dropped from the page cache, so both reads come from the disk.
-      await dropCache(plain);
-      await dropCache(await blobFile(dataDir, id));
-      const read = await readAll(plain);
-      const getS = await getCurl(node.port, id);
-      const readWarm = await readAll(plain);
-      const getWarm = await getCurl(node.port, id);
-      const viaNode = await getNode(node.port, id);
-      if (viaNode.stalledAt !== undefined) log(`${BENCH}: GET with Node's http client stalled at ${viaNode.stalledAt} bytes (no progress for ${STALL_MS} ms)`);
-      rounds.push({ write, put: putS, sink, read, get: getS, readWarm, getWarm, getNode: viaNode.seconds, stalledAt: viaNode.stalledAt, rssGrowthKiB });
-      log(`${BENCH} round ${r + 1}/${REPEATS}: write+fsync ${(TOTAL / write / 1e6).toFixed(0)} MB/s, uWS sink ${(TOTAL / sink / 1e6).toFixed(0)} MB/s, PUT ${(TOTAL / putS / 1e6).toFixed(0)} MB/s, ` +
+      const sides = [
+        async () => {
+          const write = await writeFsync(plain, `${nonce}w${r}`);
+          // Cold: dropped from the page cache, so the read comes from the disk.
+          await dropCache(plain);
+          const read = await readAll(plain);
+          const readWarm = await readAll(plain);
+          await fsp.rm(plain, { force: true });
+          return { write, read, readWarm };
+        },
+        async () => {
+          const before = procStatus(node.pid);
+          const hwmReset = resetPeakRss(node.pid);
+          const base = hwmReset ? procStatus(node.pid).VmRSS! : before.VmRSS!;
+          let sampled = base;
+          const sampler = setInterval(() => {
+            try {
+              sampled = Math.max(sampled, procStatus(node.pid).VmRSS!);
+            } catch {
+              /* the process may be gone; the PUT reports that */
+            }
+          }, 20);
+          const { seconds: put, id } = await putChunked(node.port, TOTAL, `${nonce}p${r}`);
+          clearInterval(sampler);
+          const after = procStatus(node.pid);
+          const rssGrowthKiB = Math.max(sampled, hwmReset ? after.VmHWM! : 0) - base;
+          await dropCache(await blobFile(dataDir, id));
+          const get = await getCurl(node.port, id);
+          const getWarm = await getCurl(node.port, id);
+          const viaNode = await getNode(node.port, id);
+          if (viaNode.stalledAt !== undefined) log(`${BENCH}: GET with Node's http client stalled at ${viaNode.stalledAt} bytes (no progress for ${STALL_MS} ms)`);
+          await del(node.port, id);
+          return { put, get, getWarm, getNode: viaNode.seconds, stalledAt: viaNode.stalledAt, rssGrowthKiB, base };
+        },
+      ] as const;
+      const nodeFirst = r % 2 === 1;
+      const plainSide = nodeFirst ? undefined : await sides[0]();
+      const nodeSide = await sides[1]();
+      const { write, read, readWarm } = plainSide ?? (await sides[0]());
+      const { put: putS, get: getS, getWarm, rssGrowthKiB, base } = nodeSide;
+      rounds.push({ write, put: putS, sink, read, get: getS, readWarm, getWarm, getNode: nodeSide.getNode, stalledAt: nodeSide.stalledAt, rssGrowthKiB });
+      log(`${BENCH} round ${r + 1}/${REPEATS} (${nodeFirst ? 'node' : 'plain'} first): write+fsync ${(TOTAL / write / 1e6).toFixed(0)} MB/s, uWS sink ${(TOTAL / sink / 1e6).toFixed(0)} MB/s, PUT ${(TOTAL / putS / 1e6).toFixed(0)} MB/s, ` +
         `read ${(TOTAL / read / 1e6).toFixed(0)} MB/s, GET ${(TOTAL / getS / 1e6).toFixed(0)} MB/s (cold), ` +
         `read ${(TOTAL / readWarm / 1e6).toFixed(0)} MB/s, GET ${(TOTAL / getWarm / 1e6).toFixed(0)} MB/s (warm), RSS growth ${(rssGrowthKiB / 1024).toFixed(1)} MiB (base ${(base / 1024).toFixed(0)} MiB)`);
-      await del(node.port, id);
-      await fsp.rm(plain, { force: true });
     }
   } finally {
     await node.stop();

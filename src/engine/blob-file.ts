@@ -17,12 +17,21 @@ import { type IncrementalHasher, createHasher, DIGEST_BYTES } from '../hash/blak
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { DiskSpace } from './disk-space.js';
-import { writeAll } from './fs-util.js';
+import { writevAll } from '../util/write-all.js';
 
 const FILE_MAGIC = 0x31465342; // "BSF1"
 const FOOTER_BYTES = 32;
 const WRITEBACK_BYTES = 32 * 1024 * 1024;
 const NO_DIGEST = Promise.resolve(Buffer.alloc(0));
+/** Chunks one pwritev takes at most (well under IOV_MAX). */
+const WRITE_BATCH_MAX = 64;
+
+interface QueuedWrite {
+  readonly bytes: Buffer;
+  readonly at: number;
+  resolve(): void;
+  reject(err: unknown): void;
+}
 
 export function blobFilePath(dataDir: string, idHex: string): string {
   return join(dataDir, 'blobs', idHex.slice(0, 2), idHex);
@@ -54,6 +63,9 @@ export class BlobFileWriter implements FileSink {
   private readonly hasher: IncrementalHasher = createHasher();
   private readonly digests: Promise<Buffer>[] = [];
   private syncing: Promise<void> | undefined;
+  /** Chunks waiting for the file, in order (pump writes them). */
+  private readonly queue: QueuedWrite[] = [];
+  private writing = false;
   private syncedUpTo = 0;
   /** A transient file (the source an EC store encodes from): never flushed, removed afterwards. */
   private durable = true;
@@ -112,10 +124,33 @@ export class BlobFileWriter implements FileSink {
   private async writeData(bytes: Buffer, at: number): Promise<void> {
     const taken = this.space.takeForData(bytes.length);
     try {
-      await writeAll(this.handle!, bytes, at);
+      await new Promise<void>((resolve, reject) => {
+        this.queue.push({ bytes, at, resolve, reject });
+        this.pump();
+      });
     } finally {
       this.space.written(taken);
     }
+  }
+
+  /**
+   * One write to the file at a time, of every chunk queued meanwhile that follows on (one
+   * pwritev). Writes to one file hold its inode lock: with several at once the thread-pool
+   * threads only spin on it (perf, 1 GiB PUT: a quarter of the node's CPU in rwsem spinning).
+   */
+  private pump(): void {
+    if (this.writing || this.queue.length === 0) return;
+    let n = 1;
+    let end = this.queue[0]!.at + this.queue[0]!.bytes.length;
+    while (n < this.queue.length && n < WRITE_BATCH_MAX && this.queue[n]!.at === end) end += this.queue[n++]!.bytes.length;
+    const batch = this.queue.splice(0, n);
+    this.writing = true;
+    const done = (err?: unknown): void => {
+      this.writing = false;
+      for (const w of batch) if (err === undefined) w.resolve(); else w.reject(err);
+      this.pump();
+    };
+    writevAll(this.handle!, batch.map((w) => w.bytes), batch[0]!.at).then(() => done(), done);
   }
 
   /**

@@ -27,6 +27,21 @@ export async function writeAll(handle: fsp.FileHandle, data: Uint8Array, positio
   }
 }
 
+/** Writes all of `parts`, one after another, from `position` (pwritev), however many calls it takes. */
+export async function writevAll(handle: fsp.FileHandle, parts: Uint8Array[], position: number): Promise<void> {
+  let rest = parts;
+  while (rest.length > 0) {
+    const { bytesWritten } = await handle.writev(rest, position);
+    if (bytesWritten === 0) throw noProgress();
+    position += bytesWritten;
+    // Drop what was written: whole parts, then the front of a part written in part.
+    let skip = bytesWritten;
+    let i = 0;
+    while (i < rest.length && skip >= rest[i]!.length) skip -= rest[i++]!.length;
+    rest = i < rest.length && skip > 0 ? [rest[i]!.subarray(skip), ...rest.slice(i + 1)] : rest.slice(i);
+  }
+}
+
 /** writeAll for the synchronous paths (small files written at start or by the CLI). */
 export function writeAllSync(fd: number, data: Uint8Array | string, position: number | null = null): void {
   const bytes = typeof data === 'string' ? Buffer.from(data) : data;
