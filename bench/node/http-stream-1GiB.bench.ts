@@ -6,7 +6,9 @@
  * read back (plain read, GET with curl), again warm, then removed; the sides swap order every
  * round. Figures are medians, ratios are per round.
  * For reference, the same chunked POST into a bare uWS sink (/sink of the echo server): what the
- * client and loopback alone allow.
+ * client and loopback alone allow. Two nodes run side by side: the default, and one with
+ * `--chunk-digests pool` (the worker pool hashes chunks, and reads and checks them in one task).
+ * The three sides take turns going first (BENCH_REPEATS a multiple of 3 gives each the same share).
  */
 import { promises as fsp } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
@@ -15,6 +17,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
   GiB, REPEATS, emit, settle, startEcho, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
+  type RunningProcess,
 } from './lib.js';
 import { CHUNK_BYTES as CHUNK, chunk as chunkOf, chunkCount as chunkCountOf, putChunked, responseText } from './stream-client.js';
 
@@ -123,99 +126,121 @@ async function del(port: number, id: string): Promise<void> {
   await fetch(`http://127.0.0.1:${port}/v1/blobs/${id}`, { method: 'DELETE' });
 }
 
+interface NodeRound {
+  put: number; get: number; getWarm: number; getNode: number; stalledAt?: number; rssGrowthKiB: number; base: number;
+}
+
+/** One node's part of a round: the PUT (peak RSS sampled), GET cold, warm, with Node's client; then DELETE. */
+async function nodeRound(node: RunningProcess, dataDir: string, nonce: string): Promise<NodeRound> {
+  const before = procStatus(node.pid);
+  const hwmReset = resetPeakRss(node.pid);
+  const base = hwmReset ? procStatus(node.pid).VmRSS! : before.VmRSS!;
+  let sampled = base;
+  const sampler = setInterval(() => {
+    try {
+      sampled = Math.max(sampled, procStatus(node.pid).VmRSS!);
+    } catch {
+      /* the process may be gone; the PUT reports that */
+    }
+  }, 20);
+  const { seconds: put, id } = await putChunked(node.port, TOTAL, nonce);
+  clearInterval(sampler);
+  const after = procStatus(node.pid);
+  const rssGrowthKiB = Math.max(sampled, hwmReset ? after.VmHWM! : 0) - base;
+  // Cold: dropped from the page cache, so the read comes from the disk.
+  await dropCache(await blobFile(dataDir, id));
+  const get = await getCurl(node.port, id);
+  const getWarm = await getCurl(node.port, id);
+  const viaNode = await getNode(node.port, id);
+  if (viaNode.stalledAt !== undefined) log(`${BENCH}: GET with Node's http client stalled at ${viaNode.stalledAt} bytes (no progress for ${STALL_MS} ms)`);
+  await del(node.port, id);
+  return { put, get, getWarm, getNode: viaNode.seconds, stalledAt: viaNode.stalledAt, rssGrowthKiB, base };
+}
+
+/**
+ * Two nodes: the default (chunk digests inline, file I/O on libuv's thread pool) and
+ * `--chunk-digests pool` (digests, and reads with their checks, on the worker pool), so the
+ * product card's "shard and file I/O in the worker pool" is measured against the libuv path.
+ */
 async function main(): Promise<void> {
   const dir = tempDir('stream');
-  const dataDir = join(dir, 'data');
-  const node = await startNode(dataDir);
+  const dataDirs = { inline: join(dir, 'data'), pool: join(dir, 'data-pool') };
+  const nodes = { inline: await startNode(dataDirs.inline), pool: await startNode(dataDirs.pool, ['--chunk-digests', 'pool']) };
   const echo = await startEcho();
   const nonce = runNonce();
-  const rounds: {
-    write: number; put: number; sink: number; read: number; get: number; readWarm: number; getWarm: number; getNode: number; stalledAt?: number; rssGrowthKiB: number;
-  }[] = [];
+  const rounds: { write: number; sink: number; read: number; readWarm: number; inline: NodeRound; pool: NodeRound }[] = [];
   try {
     // Writes land in the page cache, and on this VM a page the guest has not used lately costs a
     // fault in the host on its first write (a 1 GiB dd into fresh pages runs at ~1/3 of one into
     // pages just freed). So each measured write follows the removal of a 1 GiB file, the plain
-    // side and the node alike, and the two sides swap order every round.
+    // side and the nodes alike, and the sides take turns going first.
     await scratchWriteAndRemove(join(dir, 'scratch.bin'));
     for (let r = 0; r < REPEATS; r++) {
       const plain = join(dir, 'plain.bin');
       await settle(`${BENCH} round ${r + 1}`);
       const { seconds: sink } = await putChunked(echo.port, TOTAL, `${nonce}k${r}`, '/sink', 200);
-      const sides = [
-        async () => {
+      const got: Partial<{ plain: { write: number; read: number; readWarm: number }; inline: NodeRound; pool: NodeRound }> = {};
+      const sides = {
+        plain: async () => {
           const write = await writeFsync(plain, `${nonce}w${r}`);
-          // Cold: dropped from the page cache, so the read comes from the disk.
           await dropCache(plain);
           const read = await readAll(plain);
           const readWarm = await readAll(plain);
           await fsp.rm(plain, { force: true });
-          return { write, read, readWarm };
+          got.plain = { write, read, readWarm };
         },
-        async () => {
-          const before = procStatus(node.pid);
-          const hwmReset = resetPeakRss(node.pid);
-          const base = hwmReset ? procStatus(node.pid).VmRSS! : before.VmRSS!;
-          let sampled = base;
-          const sampler = setInterval(() => {
-            try {
-              sampled = Math.max(sampled, procStatus(node.pid).VmRSS!);
-            } catch {
-              /* the process may be gone; the PUT reports that */
-            }
-          }, 20);
-          const { seconds: put, id } = await putChunked(node.port, TOTAL, `${nonce}p${r}`);
-          clearInterval(sampler);
-          const after = procStatus(node.pid);
-          const rssGrowthKiB = Math.max(sampled, hwmReset ? after.VmHWM! : 0) - base;
-          await dropCache(await blobFile(dataDir, id));
-          const get = await getCurl(node.port, id);
-          const getWarm = await getCurl(node.port, id);
-          const viaNode = await getNode(node.port, id);
-          if (viaNode.stalledAt !== undefined) log(`${BENCH}: GET with Node's http client stalled at ${viaNode.stalledAt} bytes (no progress for ${STALL_MS} ms)`);
-          await del(node.port, id);
-          return { put, get, getWarm, getNode: viaNode.seconds, stalledAt: viaNode.stalledAt, rssGrowthKiB, base };
-        },
-      ] as const;
-      const nodeFirst = r % 2 === 1;
-      const plainSide = nodeFirst ? undefined : await sides[0]();
-      const nodeSide = await sides[1]();
-      const { write, read, readWarm } = plainSide ?? (await sides[0]());
-      const { put: putS, get: getS, getWarm, rssGrowthKiB, base } = nodeSide;
-      rounds.push({ write, put: putS, sink, read, get: getS, readWarm, getWarm, getNode: nodeSide.getNode, stalledAt: nodeSide.stalledAt, rssGrowthKiB });
-      log(`${BENCH} round ${r + 1}/${REPEATS} (${nodeFirst ? 'node' : 'plain'} first): write+fsync ${(TOTAL / write / 1e6).toFixed(0)} MB/s, uWS sink ${(TOTAL / sink / 1e6).toFixed(0)} MB/s, PUT ${(TOTAL / putS / 1e6).toFixed(0)} MB/s, ` +
-        `read ${(TOTAL / read / 1e6).toFixed(0)} MB/s, GET ${(TOTAL / getS / 1e6).toFixed(0)} MB/s (cold), ` +
-        `read ${(TOTAL / readWarm / 1e6).toFixed(0)} MB/s, GET ${(TOTAL / getWarm / 1e6).toFixed(0)} MB/s (warm), RSS growth ${(rssGrowthKiB / 1024).toFixed(1)} MiB (base ${(base / 1024).toFixed(0)} MiB)`);
+        inline: async () => void (got.inline = await nodeRound(nodes.inline, dataDirs.inline, `${nonce}p${r}`)),
+        pool: async () => void (got.pool = await nodeRound(nodes.pool, dataDirs.pool, `${nonce}q${r}`)),
+      };
+      const order = (['plain', 'inline', 'pool'] as const).map((_, i, all) => all[(i + r) % all.length]!);
+      for (const side of order) await sides[side]();
+      const { write, read, readWarm } = got.plain!;
+      rounds.push({ write, sink, read, readWarm, inline: got.inline!, pool: got.pool! });
+      const mb = (seconds: number): string => (TOTAL / seconds / 1e6).toFixed(0);
+      const line = (n: NodeRound): string => `PUT ${mb(n.put)}, GET ${mb(n.get)} cold / ${mb(n.getWarm)} warm, RSS growth ${(n.rssGrowthKiB / 1024).toFixed(1)} MiB`;
+      log(`${BENCH} round ${r + 1}/${REPEATS} (order ${order.join(', ')}): write+fsync ${mb(write)} MB/s, uWS sink ${mb(sink)}, read ${mb(read)} cold / ${mb(readWarm)} warm; ` +
+        `inline: ${line(got.inline!)}; pool: ${line(got.pool!)}`);
     }
   } finally {
-    await node.stop();
+    await nodes.inline.stop();
+    await nodes.pool.stop();
     await echo.stop();
     removeDir(dir);
   }
-  const mbps = (key: 'write' | 'put' | 'sink' | 'read' | 'get' | 'readWarm' | 'getWarm'): number => median(rounds.map((x) => TOTAL / x[key] / 1e6));
+  const mbps = (of: (x: (typeof rounds)[number]) => number): number => median(rounds.map((x) => TOTAL / of(x) / 1e6));
+  const runs = (of: (x: (typeof rounds)[number]) => number): number[] => rounds.map((x) => round(TOTAL / of(x) / 1e6, 1));
+  const ratio = (of: (x: (typeof rounds)[number]) => number): number => round(median(rounds.map(of)));
   const common = { bytes: TOTAL, repeats: REPEATS };
-  emit({ bench: BENCH, metric: 'plain_write_fsync', value: round(mbps('write'), 1), unit: 'MB/s', ...common });
-  emit({ bench: BENCH, metric: 'put_chunked', value: round(mbps('put'), 1), unit: 'MB/s', ...common, runs: rounds.map((x) => round(TOTAL / x.put / 1e6, 1)) });
-  emit({ bench: BENCH, metric: 'uws_sink_chunked', value: round(mbps('sink'), 1), unit: 'MB/s', ...common, note: 'same client into a bare uWS handler that drops the body' });
-  const sinkRatio = median(rounds.map((x) => x.sink / x.put));
-  emit({ bench: BENCH, metric: 'put_vs_uws_sink', value: round(sinkRatio), unit: 'ratio', note: 'reference: how much of the client+loopback ceiling the PUT reaches' });
-  emit({ bench: BENCH, metric: 'plain_read', value: round(mbps('read'), 1), unit: 'MB/s', ...common, page_cache: 'cold' });
-  emit({ bench: BENCH, metric: 'get', value: round(mbps('get'), 1), unit: 'MB/s', ...common, client: 'curl', page_cache: 'cold', runs: rounds.map((x) => round(TOTAL / x.get / 1e6, 1)) });
-  emit({ bench: BENCH, metric: 'plain_read_warm', value: round(mbps('readWarm'), 1), unit: 'MB/s', ...common, page_cache: 'warm' });
-  emit({ bench: BENCH, metric: 'get_warm', value: round(mbps('getWarm'), 1), unit: 'MB/s', ...common, client: 'curl', page_cache: 'warm' });
-  const stalls = rounds.filter((x) => x.stalledAt !== undefined);
-  emit({
-    bench: BENCH, metric: 'get_node_client', value: stalls.length ? NaN : round(median(rounds.map((x) => TOTAL / x.getNode / 1e6)), 1), unit: 'MB/s', ...common,
-    client: 'node:http', stalled_rounds: stalls.length, stalled_at_bytes: stalls.map((x) => x.stalledAt),
-  });
-  const putRatio = median(rounds.map((x) => x.write / x.put));
-  const getRatio = median(rounds.map((x) => x.read / x.get));
-  emit({ bench: BENCH, metric: 'put_vs_write_fsync', value: round(putRatio), unit: 'ratio', target: '>= 0.85', pass: putRatio >= 0.85 });
-  emit({ bench: BENCH, metric: 'get_vs_read', value: round(getRatio), unit: 'ratio', target: '>= 0.85', pass: getRatio >= 0.85, page_cache: 'cold' });
-  const warmRatio = median(rounds.map((x) => x.readWarm / x.getWarm));
-  emit({ bench: BENCH, metric: 'get_vs_read_warm', value: round(warmRatio), unit: 'ratio', page_cache: 'warm', note: 'page-cache read is a memcpy; for reference only' });
-  const rss = Math.max(...rounds.map((x) => x.rssGrowthKiB)) / 1024;
-  emit({ bench: BENCH, metric: 'put_peak_rss_growth', value: round(rss, 1), unit: 'MiB', target: '<= 64', pass: rss <= 64, runs: rounds.map((x) => round(x.rssGrowthKiB / 1024, 1)), note: 'max over rounds' });
+  emit({ bench: BENCH, metric: 'plain_write_fsync', value: round(mbps((x) => x.write), 1), unit: 'MB/s', ...common });
+  emit({ bench: BENCH, metric: 'uws_sink_chunked', value: round(mbps((x) => x.sink), 1), unit: 'MB/s', ...common, note: 'same client into a bare uWS handler that drops the body' });
+  emit({ bench: BENCH, metric: 'plain_read', value: round(mbps((x) => x.read), 1), unit: 'MB/s', ...common, page_cache: 'cold' });
+  emit({ bench: BENCH, metric: 'plain_read_warm', value: round(mbps((x) => x.readWarm), 1), unit: 'MB/s', ...common, page_cache: 'warm' });
+  for (const variant of ['inline', 'pool'] as const) {
+    // The default node's metrics keep their names; the pool node's carry _pool.
+    const name = (m: string): string => (variant === 'inline' ? m : `${m}_pool`);
+    const io = variant === 'inline' ? 'chunk digests inline, file I/O on libuv' : '--chunk-digests pool: digests and verified reads on the worker pool';
+    const n = (x: (typeof rounds)[number]): NodeRound => x[variant];
+    emit({ bench: BENCH, metric: name('put_chunked'), value: round(mbps((x) => n(x).put), 1), unit: 'MB/s', ...common, io, runs: runs((x) => n(x).put) });
+    emit({ bench: BENCH, metric: name('get'), value: round(mbps((x) => n(x).get), 1), unit: 'MB/s', ...common, io, client: 'curl', page_cache: 'cold', runs: runs((x) => n(x).get) });
+    emit({ bench: BENCH, metric: name('get_warm'), value: round(mbps((x) => n(x).getWarm), 1), unit: 'MB/s', ...common, io, client: 'curl', page_cache: 'warm', runs: runs((x) => n(x).getWarm) });
+    const stalls = rounds.filter((x) => n(x).stalledAt !== undefined);
+    emit({
+      bench: BENCH, metric: name('get_node_client'), value: stalls.length ? NaN : round(mbps((x) => n(x).getNode), 1), unit: 'MB/s', ...common, io,
+      client: 'node:http', stalled_rounds: stalls.length, stalled_at_bytes: stalls.map((x) => n(x).stalledAt),
+    });
+    emit({ bench: BENCH, metric: name('put_vs_uws_sink'), value: ratio((x) => x.sink / n(x).put), unit: 'ratio', io, note: 'reference: how much of the client+loopback ceiling the PUT reaches' });
+    const putRatio = ratio((x) => x.write / n(x).put);
+    const getRatio = ratio((x) => x.read / n(x).get);
+    emit({ bench: BENCH, metric: name('put_vs_write_fsync'), value: putRatio, unit: 'ratio', io, target: '>= 0.85', pass: putRatio >= 0.85 });
+    emit({ bench: BENCH, metric: name('get_vs_read'), value: getRatio, unit: 'ratio', io, target: '>= 0.85', pass: getRatio >= 0.85, page_cache: 'cold' });
+    emit({ bench: BENCH, metric: name('get_vs_read_warm'), value: ratio((x) => x.readWarm / n(x).getWarm), unit: 'ratio', io, page_cache: 'warm', note: 'page-cache read is a memcpy; for reference only' });
+  }
+  // Pool against libuv, per round (same bytes, same minute).
+  emit({ bench: BENCH, metric: 'pool_vs_inline_put', value: ratio((x) => x.inline.put / x.pool.put), unit: 'ratio', note: '> 1: the pool node is faster' });
+  emit({ bench: BENCH, metric: 'pool_vs_inline_get_cold', value: ratio((x) => x.inline.get / x.pool.get), unit: 'ratio', note: '> 1: the pool node is faster' });
+  emit({ bench: BENCH, metric: 'pool_vs_inline_get_warm', value: ratio((x) => x.inline.getWarm / x.pool.getWarm), unit: 'ratio', note: '> 1: the pool node is faster' });
+  const rss = Math.max(...rounds.map((x) => x.inline.rssGrowthKiB)) / 1024;
+  emit({ bench: BENCH, metric: 'put_peak_rss_growth', value: round(rss, 1), unit: 'MiB', target: '<= 64', pass: rss <= 64, runs: rounds.map((x) => round(x.inline.rssGrowthKiB / 1024, 1)), note: 'max over rounds' });
 }
 
 await main();

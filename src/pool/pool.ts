@@ -1,6 +1,6 @@
 /**
- * The process's worker pool (Piscina): BLAKE3 digests of 1 MiB chunks and Reed-Solomon tasks run
- * on the same threads (the worker file exports both). It takes work only in 1 MiB pieces: a task
+ * The process's worker pool (Piscina): BLAKE3 digests of 1 MiB chunks, verified chunk reads of
+ * blob files and Reed-Solomon tasks run on the same threads (the worker file exports them all). It takes work only in 1 MiB pieces: a task
  * costs ~65-130 us here, BLAKE3 of 4 KiB ~3 us, so small requests are hashed inline
  * (docs/decisions.md §10). Sized by the settings poolThreads and poolQueueMax.
  */
@@ -9,7 +9,7 @@ import { SETTINGS } from '../config/settings.js';
 import type { EcTask } from '../ec/worker.js';
 import { blake3 } from '../hash/blake3.js';
 import { compiledPath } from '../util/repo-root.js';
-import type { DigestTask } from './worker.js';
+import type { DigestTask, ReadChunkTask } from './worker.js';
 
 export class WorkerPool {
   private readonly piscina: Piscina;
@@ -29,6 +29,18 @@ export class WorkerPool {
     }
     const task: DigestTask = { buffer: chunk.buffer, offset: chunk.byteOffset, length: chunk.length };
     return this.piscina.run(task, { name: 'digest' }).then((d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength));
+  }
+
+  /**
+   * Reads `length` bytes of file `fd` at `position` into `chunk` and checks them against `digest`,
+   * on a worker thread: one hop for the read and its check, so the check runs as far ahead as
+   * the read. undefined when the chunk is not in shared memory or the queue is full (the caller
+   * reads on the thread pool and hashes here).
+   */
+  readChunk(fd: number, chunk: Buffer, position: number, length: number, digest: Buffer): Promise<[number, number, number]> | undefined {
+    if (!(chunk.buffer instanceof SharedArrayBuffer) || this.piscina.queueSize >= this.queueMax) return undefined;
+    const task: ReadChunkTask = { fd, position, length, buffer: chunk.buffer, offset: chunk.byteOffset, digest };
+    return this.piscina.run(task, { name: 'readChunk' }) as Promise<[number, number, number]>;
   }
 
   /** A Reed-Solomon task (src/ec/async.ts) on a worker thread: its native status. */

@@ -1,9 +1,12 @@
 /**
  * The worker side of the process's Piscina pool (pool.ts), one file for every kind of task:
  * `digest`, BLAKE3 of a 1 MiB chunk read in place from shared memory (the chunk buffers are
- * SharedArrayBuffer views, so nothing is copied), and `ec`, a Reed-Solomon task (src/ec/worker.ts).
+ * SharedArrayBuffer views, so nothing is copied); `readChunk`, a chunk of a blob file read into
+ * shared memory and checked against its digest in one task; and `ec`, a Reed-Solomon task
+ * (src/ec/worker.ts).
  */
 import { blake3 } from '@napi-rs/blake-hash';
+import { readSync } from 'node:fs';
 
 export { default as ec } from '../ec/worker.js';
 
@@ -15,4 +18,33 @@ export interface DigestTask {
 
 export function digest(task: DigestTask): Uint8Array {
   return blake3(Buffer.from(task.buffer, task.offset, task.length));
+}
+
+export interface ReadChunkTask {
+  /** An open descriptor of the blob file (descriptors are the process's, so any thread reads it). */
+  fd: number;
+  position: number;
+  length: number;
+  buffer: SharedArrayBuffer;
+  offset: number;
+  /** The chunk's BLAKE3 digest from the file's table. */
+  digest: Uint8Array;
+}
+
+/**
+ * [bytes read, read ms, verify ms]; bytes read is -1 when the chunk does not match its digest,
+ * and fewer than asked when the file ends early. A failed read throws (its errno reaches the caller).
+ */
+export function readChunk(task: ReadChunkTask): [number, number, number] {
+  const view = Buffer.from(task.buffer, task.offset, task.length);
+  const t0 = performance.now();
+  let done = 0;
+  while (done < task.length) {
+    const n = readSync(task.fd, view, done, task.length - done, task.position + done);
+    if (n === 0) return [done, performance.now() - t0, 0];
+    done += n;
+  }
+  const t1 = performance.now();
+  const intact = blake3(view).equals(task.digest);
+  return [intact ? done : -1, t1 - t0, performance.now() - t1];
 }
