@@ -55,17 +55,23 @@ describe('a node', () => {
 });
 
 describe('the orders service', () => {
-  it('writes JSON lines named orders, its listener among them', async () => {
+  it('writes JSON lines named orders, its listener among them; a SIGTERM as soon as that line shows stops it cleanly', async () => {
     const dir = tempDir();
     const child = spawn(process.execPath, [MAIN, 'orders', 'serve', '--orders-addr', '127.0.0.1:0', '--orders-data-dir', dir], {
       env: { ...process.env, BLOBSTORE_CONFIG: '/nonexistent/blobstore.json' }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    // The signal goes the moment the listener line is read, as a supervisor's would.
+    const listening = new Promise<void>((resolve) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (logLines(out).some((l) => l.listener === 'orders')) resolve();
+      });
+    });
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     try {
-      await expect.poll(() => logLines(out).find((l) => l.listener === 'orders'), { timeout: 15_000 }).toBeDefined();
+      await Promise.race([listening, exited.then(() => expect.fail(`exited before listening:\n${out}`))]);
     } finally {
       child.kill('SIGTERM');
     }

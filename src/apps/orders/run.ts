@@ -16,7 +16,6 @@ export async function runOrders(config: OrdersConfig, log: Logger): Promise<void
   const server = startOrdersServer(service, config.ordersAddr, config.ordersMaxBodyBytes);
   const host = config.ordersAddr.slice(0, config.ordersAddr.lastIndexOf(':')) || '0.0.0.0';
   const url = `http://${host}:${server.port}`;
-  log.info({ listener: 'orders', url, dataDir: config.ordersDataDir, auth: keys !== undefined }, `listening on ${url} (data ${config.ordersDataDir}, auth ${keys ? 'on' : 'off'})`);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -38,4 +37,7 @@ export async function runOrders(config: OrdersConfig, log: Logger): Promise<void
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Only now: a supervisor that signals as soon as it reads this line finds the handlers in place
+  // (before, a SIGTERM right after it killed the process with no clean stop).
+  log.info({ listener: 'orders', url, dataDir: config.ordersDataDir, auth: keys !== undefined }, `listening on ${url} (data ${config.ordersDataDir}, auth ${keys ? 'on' : 'off'})`);
 }
