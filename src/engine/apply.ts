@@ -84,14 +84,19 @@ function keyspaceOf(index: IndexWriter, type: number): Keyspace {
   return isShardRecord(type) ? spaces.shards : spaces.blobs;
 }
 
-/** Applies one record; returns true when a put found its key already stored (a duplicate). */
-export function applyRecord(index: IndexWriter, r: ApplyInput): boolean {
+/**
+ * Applies one record; returns true when a put found its key already stored (a duplicate).
+ * `existed`: what staging the same record found (applyRecord's answer then), when it was staged:
+ * the overlay and the index then stood at the same point of the log, so a plain put does not
+ * look the key up again inside the transaction.
+ */
+export function applyRecord(index: IndexWriter, r: ApplyInput, existed?: boolean): boolean {
   index.space(r.segment).totalBytes += r.length;
   const ks = keyspaceOf(index, r.type);
   const key = ks.key(r);
   if (!isDeleteRecord(r.type) && r.relocatedFromSegment === 0) {
     // A plain put: only whether the key exists matters (no decoding on the hot path).
-    if (ks.has(key)) return true;
+    if (existed ?? ks.has(key)) return true;
     ks.put(key, entryOf(r));
     ks.count(r, 1);
     if (isInlineRecord(r.type)) index.space(r.segment).liveBytes += r.length;

@@ -58,7 +58,7 @@ export class Engine {
   /** Large uploads whose temp file may still exist. */
   private readonly uploads = new Set<BlobFileWriter>();
   readonly cursors: CursorCodec;
-  private readonly busy = new Map<string, Promise<unknown>>();
+  private readonly busy = new Map<number, Promise<unknown>>();
   corruptionsDetected = 0;
   /** Small blobs already read and verified (readCacheBytes). */
   readonly cache: VerifiedCache;
@@ -117,7 +117,8 @@ export class Engine {
           });
           return unlink;
         },
-        apply: (r: LogRecord): void => void applyRecord(index.direct, r),
+        // Every record is staged before its commit (log.ts), so staging's answer holds here.
+        apply: (r: LogRecord): void => void applyRecord(index.direct, r, r.existed),
       };
       if (recovered.replay.length > 0) {
         const last = recovered.replay[recovered.replay.length - 1]!;
@@ -146,16 +147,20 @@ export class Engine {
     }
   }
 
-  /** Runs `fn` after every earlier operation on the same id has finished (engine-internal: shards.ts). */
+  /**
+   * Runs `fn` after every earlier operation on the same id has finished (engine-internal:
+   * shards.ts). Keyed by the id's first 6 bytes as a number (no string per store): two ids that
+   * share them only wait for each other.
+   */
   exclusive<T>(id: Buffer, fn: () => Promise<T>): Promise<T> {
-    const key = id.toString('hex');
+    const key = id.readUIntLE(0, 6);
     const prior = this.busy.get(key);
     const run = prior ? prior.then(fn, fn) : fn();
-    const tail = run.catch(() => undefined);
-    this.busy.set(key, tail);
-    void tail.then(() => {
+    const release = (): void => {
       if (this.busy.get(key) === tail) this.busy.delete(key);
-    });
+    };
+    const tail: Promise<void> = run.then(release, release);
+    this.busy.set(key, tail);
     return run;
   }
 
