@@ -65,6 +65,8 @@ step auth-gate         300  node dist/bench/auth/gate-check.bench.js
 step auth-http         900  node dist/bench/auth/http-get-auth.bench.js
 step startup           1200 node $N/startup-1M.bench.js
 step profile           600  node $N/profile.js
+# Where the 4 KiB PUT and GET allocate, by site (V8's sampling heap profiler).
+step alloc-profile     300  node $N/alloc-profile.js
 step scale             "$(( ${BENCH_SCALE_TIME_LIMIT_S:-1800} + 900 ))" node $N/scale-10M.bench.js
 # The cluster: ring balance and movement; REPLICA3 PUT/s, time to three copies and remote GET/s
 # against their single-node references; convergence after 5 joins, leave migration, anti-entropy scan.

@@ -27,6 +27,7 @@
  * CRC: a flipped bit costs at most a needless or a missing queue entry, which anti-entropy covers.
  */
 import { crc32 } from 'node:zlib';
+import { writeU64, writeU64Big } from '../util/u64.js';
 
 export const RECORD_MAGIC = 0x31525342; // "BSR1"
 export const HEADER_BYTES = 104;
@@ -82,13 +83,13 @@ export function writeHeader(buf: Buffer, at: number, h: RecordHeader, labels: Bu
   buf.writeUInt16LE(h.labelsLength, at + 6);
   buf.writeUInt32LE(h.dataLength, at + 8);
   buf.writeUInt32LE(h.relocatedFromSegment, at + 12);
-  buf.writeBigUInt64LE(BigInt(h.relocatedFromOffset), at + 16);
-  buf.writeBigUInt64LE(BigInt(h.size), at + 24);
-  buf.writeBigUInt64LE(h.createdAtNs, at + 32);
+  writeU64(buf, h.relocatedFromOffset, at + 16);
+  writeU64(buf, h.size, at + 24);
+  writeU64Big(buf, h.createdAtNs, at + 32);
   h.id.copy(buf, at + 40, 0, 16);
   if (isDeleteRecord(h.type)) buf.fill(0, at + 56, at + 88);
   else h.checksum.copy(buf, at + 56, 0, 32);
-  buf.writeBigUInt64LE(BigInt(h.lsn), at + 88);
+  writeU64(buf, h.lsn, at + 88);
   labels.copy(buf, at + HEADER_BYTES);
   buf.writeUInt32LE(headerCrc(buf, at, h.labelsLength), at + 96);
   buf.writeUInt32LE(h.flags, at + 100);

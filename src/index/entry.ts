@@ -7,6 +7,8 @@
  *
  * Erasure-coded blobs will add shard records in a database of their own (`shards`).
  */
+import { writeU64, writeU64Big } from '../util/u64.js';
+
 export const Location = { SEGMENT: 1, FILE: 2 } as const;
 export type LocationValue = (typeof Location)[keyof typeof Location];
 
@@ -29,9 +31,9 @@ export function encodeEntry(e: IndexEntry): Buffer {
   buf[1] = e.policy;
   buf.writeUInt16LE(e.labels.length, 2);
   buf.writeUInt32LE(e.segment, 4);
-  buf.writeBigUInt64LE(BigInt(e.offset), 8);
-  buf.writeBigUInt64LE(BigInt(e.size), 16);
-  buf.writeBigUInt64LE(e.createdAtNs, 24);
+  writeU64(buf, e.offset, 8);
+  writeU64(buf, e.size, 16);
+  writeU64Big(buf, e.createdAtNs, 24);
   e.checksum.copy(buf, 32, 0, 32);
   e.labels.copy(buf, FIXED_BYTES);
   return buf;

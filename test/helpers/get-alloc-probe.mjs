@@ -1,5 +1,5 @@
 // A node (in this process, from dist/) and a bare uWS server beside it, for test/get-alloc.test.ts:
-// the test drives GETs from its own process and asks this one how much it allocated meanwhile.
+// the test drives GETs (and PUTs) from its own process and asks this one how much it allocated meanwhile.
 //   node --expose-gc --max-semi-space-size=64 --min-semi-space-size=64 get-alloc-probe.mjs DATA_DIR
 // stdout: one JSON line {port, barePort}; then per stdin line: "mark" -> "marked", "read" ->
 // {newSpaceBytes, gcs} (young-generation bytes allocated since the mark, and collections since it).
@@ -26,6 +26,18 @@ const uws = createRequire(import.meta.url)('uWebSockets.js');
 const page = Buffer.alloc(4096, 'g');
 const app = uws.App();
 app.get('/4k', (res) => void res.end(page));
+// ... and the echo POST of the bench (bench/node/echo-server.mjs): the body copied out, sent back.
+app.post('/echo', (res) => {
+  const chunks = [];
+  let aborted = false;
+  res.onAborted(() => (aborted = true));
+  res.onData((ab, isLast) => {
+    chunks.push(Buffer.from(new Uint8Array(ab).slice()));
+    if (!isLast || aborted) return;
+    const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+    res.cork(() => res.end(body));
+  });
+});
 const barePort = await new Promise((resolve, reject) =>
   app.listen('127.0.0.1', 0, (token) => (token ? resolve(uws.us_socket_local_port(token)) : reject(new Error('bare listen failed')))),
 );
