@@ -86,9 +86,10 @@ function keyspaceOf(index: IndexWriter, type: number): Keyspace {
 
 /**
  * Applies one record; returns true when a put found its key already stored (a duplicate).
- * `existed`: what staging the same record found (applyRecord's answer then), when it was staged:
- * the overlay and the index then stood at the same point of the log, so a plain put does not
- * look the key up again inside the transaction.
+ * `existed`, when the caller knows whether a plain put's key is stored at this point of the log:
+ * at staging, the appender found it absent under the id's lock (LogRecord.absent); at commit,
+ * staging's answer (the overlay and the index then stood at the same point of the log). The key
+ * is then not looked up again.
  */
 export function applyRecord(index: IndexWriter, r: ApplyInput, existed?: boolean): boolean {
   index.space(r.segment).totalBytes += r.length;

@@ -113,7 +113,7 @@ export class Engine {
         stage: (r: LogRecord): Promise<void> | undefined => {
           const unlink = unlinkFileOf(dataDir.path, index, r);
           index.stage(r.lsn, (w) => {
-            r.existed = applyRecord(w, r);
+            r.existed = applyRecord(w, r, r.absent ? false : undefined);
           });
           return unlink;
         },
@@ -169,7 +169,7 @@ export class Engine {
    * relocations are not. Tombstones and relocations are maintenance: they may use the reserve.
    * Engine-internal (shards.ts appends shard records).
    */
-  appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'lsn' | 'appendedMs' | 'maintenance'>, timed = true): Promise<LogRecord> {
+  appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance'>, timed = true, absent = false): Promise<LogRecord> {
     return new Promise((resolve, reject) => {
       const r = record as LogRecord;
       r.appendedMs = timed ? performance.now() : -1;
@@ -179,6 +179,7 @@ export class Engine {
       r.length = 0;
       r.lsn = 0;
       r.existed = false;
+      r.absent = absent;
       r.callback = (err, done) => (err ? reject(err) : resolve(done));
       this.segmentLog.append(r);
     });
@@ -197,7 +198,7 @@ export class Engine {
       const done = await this.appendRecord({
         type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: size, relocatedFromSegment: 0, relocatedFromOffset: 0,
         size, createdAtNs: origin.createdAtNs ?? nowNs(), id, checksum, labels, data, flags: flagsOf(origin),
-      });
+      }, true, true);
       return { id, size, created: !done.existed };
     });
   }
@@ -236,7 +237,7 @@ export class Engine {
       const done = await this.appendRecord({
         type: RecordType.PUT_FILE, policy, labelsLength: labels.length, dataLength: 0, relocatedFromSegment: 0, relocatedFromOffset: 0,
         size, createdAtNs: origin.createdAtNs ?? nowNs(), id, checksum, labels, data: undefined, flags: flagsOf(origin),
-      });
+      }, true, true);
       return { id, size, created: !done.existed };
     });
   }

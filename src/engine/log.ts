@@ -49,6 +49,11 @@ export interface LogRecord extends RecordHeader {
   length: number;
   /** Set by the engine's applier: the id already existed. */
   existed: boolean;
+  /**
+   * A plain put whose appender found the id absent while holding the id's lock (Engine.exclusive),
+   * which it holds until the record is acknowledged: staging need not look the id up again.
+   */
+  absent: boolean;
   /** performance.now() at append, for the stage metrics; -1 = not timed (compaction). */
   appendedMs: number;
   /** A tombstone or a relocation: frees space, so it may use the disk's reserve. */
