@@ -17,7 +17,7 @@ import { type IncrementalHasher, createHasher, DIGEST_BYTES } from '../hash/blak
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { DiskSpace } from './disk-space.js';
-import { writevAll } from '../util/write-all.js';
+import { errnoError, writevAll } from '../util/write-all.js';
 
 const FILE_MAGIC = 0x31465342; // "BSF1"
 const FOOTER_BYTES = 32;
@@ -140,6 +140,12 @@ export class BlobFileWriter implements FileSink {
    */
   private pump(): void {
     if (this.writing || this.queue.length === 0) return;
+    if (!this.handle) {
+      // Aborted with writes still queued: they fail, as a write on the closed file would.
+      const closed = errnoError('EBADF', 'write', 'EBADF: the upload was aborted');
+      for (const w of this.queue.splice(0)) w.reject(closed);
+      return;
+    }
     let n = 1;
     let end = this.queue[0]!.at + this.queue[0]!.bytes.length;
     while (n < this.queue.length && n < WRITE_BATCH_MAX && this.queue[n]!.at === end) end += this.queue[n++]!.bytes.length;
