@@ -1,9 +1,11 @@
 /**
  * Reading a stored blob, whatever the transport: verified chunks of at most 1 MiB, in order.
- * File blobs are read readAheadChunks (a setting) chunks ahead from pooled buffers, each chunk checked against its
- * digest (read and check in one worker task, so checks run ahead too) before any of it is handed on; segment blobs are read whole and checked against the
- * checksum. A chunk that fails its check throws the corruption error: a caller that has already
- * sent bytes must cut its response (the client sees a short body, never wrong bytes).
+ * File blobs are read readAheadChunks (a setting) chunks ahead from pooled buffers, each chunk
+ * checked against its digest as soon as it is read (so checks run ahead too; with the worker pool,
+ * read and check are one task) and before any of it is handed on; segment blobs are read whole and
+ * checked against the checksum. A chunk that fails its check throws the corruption error: a caller
+ * that has already sent bytes must cut its response (the client sees a short body, never wrong
+ * bytes).
  */
 import { promises as fsp } from 'node:fs';
 import { BlobstoreError } from '../errors/errors.js';

@@ -53,6 +53,9 @@ export interface EngineStats {
 
 const nowNs = (): bigint => BigInt(Date.now()) * 1_000_000n;
 
+/** What an appender gives the log; the log and the applier fill in the rest of the LogRecord. */
+type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance'>;
+
 export class Engine {
   readonly pool: BufferPool;
   /** Large uploads whose temp file may still exist. */
@@ -167,9 +170,10 @@ export class Engine {
   /**
    * Appends to the log. Stores are `timed` (they report the log's stages); compaction's
    * relocations are not. Tombstones and relocations are maintenance: they may use the reserve.
+   * `absent`: a plain put whose id the caller found absent under its lock (LogRecord.absent).
    * Engine-internal (shards.ts appends shard records).
    */
-  appendRecord(record: Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance'>, timed = true, absent = false): Promise<LogRecord> {
+  appendRecord(record: RecordInput, timed = true, absent = false): Promise<LogRecord> {
     return new Promise((resolve, reject) => {
       const r = record as LogRecord;
       r.appendedMs = timed ? performance.now() : -1;
