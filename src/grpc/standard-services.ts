@@ -22,12 +22,17 @@ import { LOADER_OPTIONS, PROTO_PACKAGE, loadProtos } from './proto.js';
 /** The services health answers for: the whole server ('') and the one implemented service. */
 export const HEALTH_SERVICES = ['', `${PROTO_PACKAGE}.BlobService`] as const;
 
-/** How often the engine's state is carried into the health statuses (and Watch streams). */
-const HEALTH_POLL_MS = 1000;
+/**
+ * How often the node's state is carried into Watch streams (a Check reads it at once, so it
+ * answers as /healthz would at that moment).
+ */
+const HEALTH_POLL_MS = 250;
 
 export class StandardServices {
   private readonly health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((s) => [s, 'NOT_SERVING'])));
   private status: ServingStatus = 'NOT_SERVING';
+  /** Statuses follow healthy() only while listening: NOT_SERVING before, and from shutdown on. */
+  private live = false;
   private timer: NodeJS.Timeout | undefined;
   /** Open Watch calls: ended at shutdown, which would otherwise wait for them until its timeout. */
   private readonly watches = new Set<ServerWritableStream<unknown, unknown>>();
@@ -37,8 +42,13 @@ export class StandardServices {
     this.health.addToServer({
       addService: (definition, implementation: UntypedServiceImplementation) => {
         const watch = implementation.watch as (call: ServerWritableStream<unknown, unknown>) => void;
+        const check = implementation.check as (call: unknown, callback: unknown) => void;
         server.addService(definition, {
           ...implementation,
+          check: (call: unknown, callback: unknown) => {
+            this.update();
+            check(call, callback);
+          },
           watch: (call: ServerWritableStream<unknown, unknown>) => {
             this.watches.add(call);
             const forget = (): void => void this.watches.delete(call);
@@ -55,6 +65,7 @@ export class StandardServices {
 
   /** Listening: SERVING while healthy() holds. */
   serving(): void {
+    this.live = true;
     this.update();
     this.timer = setInterval(() => this.update(), HEALTH_POLL_MS);
     this.timer.unref();
@@ -65,6 +76,7 @@ export class StandardServices {
    * streams get that status, then end (OK), so they do not hold the shutdown.
    */
   stopping(): void {
+    this.live = false;
     clearInterval(this.timer);
     this.set('NOT_SERVING');
     for (const call of this.watches) call.end();
@@ -72,7 +84,7 @@ export class StandardServices {
   }
 
   private update(): void {
-    this.set(this.healthy() ? 'SERVING' : 'NOT_SERVING');
+    if (this.live) this.set(this.healthy() ? 'SERVING' : 'NOT_SERVING');
   }
 
   private set(status: ServingStatus): void {
