@@ -23,8 +23,8 @@ import { LOADER_OPTIONS, PROTO_PACKAGE, loadProtos } from './proto.js';
 export const HEALTH_SERVICES = ['', `${PROTO_PACKAGE}.BlobService`] as const;
 
 /**
- * How often the node's state is carried into Watch streams (a Check reads it at once, so it
- * answers as /healthz would at that moment).
+ * How often the node's state is carried into Watch streams (a Check, and a Watch's first answer,
+ * read it at once, so they answer as /healthz would at that moment).
  */
 const HEALTH_POLL_MS = 250;
 
@@ -54,6 +54,7 @@ export class StandardServices {
             const forget = (): void => void this.watches.delete(call);
             call.once('cancelled', forget);
             call.once('finish', forget);
+            this.update();
             watch(call);
           },
         });
