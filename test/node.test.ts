@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, ConfigError } from '../src/config/load.js';
 import { flipByte, patternBytes, putRaw } from './helpers/blobs.js';
+import { eventually } from './helpers/cluster.js';
 import { runCli, startNode, tempDir } from './helpers/node-process.js';
 import { logLines } from './helpers/log.js';
 
@@ -113,9 +114,11 @@ describe('graceful shutdown', () => {
     socket.on('data', (d: Buffer) => (response += d.toString()));
     socket.write(`POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${data.length}\r\n\r\n`);
     socket.write(data.subarray(0, 1024 * 1024));
-    await new Promise((r) => setTimeout(r, 150));
+    // The upload is under way (its temp file exists) before the signal, and the signal is taken
+    // (the node logged it) before the rest of the body: fixed pauses were too short on a loaded machine.
+    await eventually(() => readdirSync(join(node.dataDir, 'tmp')).some((f) => f.endsWith('.part')), 'the upload under way');
     const exit = node.stop();
-    await new Promise((r) => setTimeout(r, 150));
+    await eventually(() => node.output().includes('SIGTERM: shutting down'), 'SIGTERM taken');
     socket.write(data.subarray(1024 * 1024));
     expect(await exit).toBe(0);
     expect(response).toMatch(/^HTTP\/1.1 201/);

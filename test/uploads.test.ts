@@ -88,7 +88,7 @@ describe('limits and hostile uploads', () => {
       `POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${data.length}`,
       data.subarray(0, 2 * MiB),
     );
-    await sleep(200);
+    await eventually(() => tmpFiles(node).length > 0); // cut once the upload is under way
     socket.destroy();
     await eventually(() => tmpFiles(node).length === 0);
     const list = (await (await fetch(`${node.url}/v1/blobs?limit=1000`)).json()) as { ids: string[] };
@@ -109,13 +109,22 @@ describe('limits and hostile uploads', () => {
   it('too many concurrent uploads get 503 with Retry-After, and the node stays healthy', async () => {
     const head = `POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 100`;
     const open = await Promise.all([1, 2, 3].map(() => partialUpload(node.port, head, Buffer.alloc(10))));
-    await sleep(100);
-    const res = await putRaw(node.url, Buffer.from('one too many'));
+    // The held uploads take their slots once the node has read their heads, and give them back once
+    // it has seen the connections close: on a loaded machine either can take longer than a fixed
+    // pause, so ask again (for at most 5 s) until the node refuses, then until it admits.
+    const put = async (text: string): Promise<Response> => {
+      const res = await putRaw(node.url, Buffer.from(text));
+      await res.arrayBuffer();
+      return res;
+    };
+    let res = await put('one too many');
+    for (const end = Date.now() + 5000; res.status !== 503 && Date.now() < end; ) res = await sleep(50).then(() => put('one too many'));
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('1');
     for (const o of open) o.socket.destroy();
-    await sleep(100);
-    expect((await putRaw(node.url, Buffer.from('room again'))).status).toBe(201);
+    let again = await put('room again');
+    for (const end = Date.now() + 5000; again.status === 503 && Date.now() < end; ) again = await sleep(50).then(() => put('room again'));
+    expect(again.status).toBe(201);
     expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
   });
 });

@@ -65,7 +65,8 @@ describe('config set round trip', () => {
     const node = spawn(process.execPath, [BIN, 'serve', '--data-dir', join(box.home, 'd')], { env: box.env, stdio: 'ignore' });
     try {
       let status = 0;
-      for (let i = 0; i < 100 && status !== 200; i++) {
+      // 20 s at most: a node or service starting on a loaded machine can take more than 5 s.
+      for (const end = Date.now() + 20_000; status !== 200 && Date.now() < end; ) {
         status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
         if (status !== 200) await new Promise((r) => setTimeout(r, 50));
       }
@@ -84,7 +85,8 @@ describe('config set round trip', () => {
     const svc = spawn(process.execPath, [BIN, 'orders', 'serve'], { env: box.env, stdio: 'ignore' });
     try {
       let status = 0;
-      for (let i = 0; i < 100 && status !== 200; i++) {
+      // 20 s at most: a node or service starting on a loaded machine can take more than 5 s.
+      for (const end = Date.now() + 20_000; status !== 200 && Date.now() < end; ) {
         status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
         if (status !== 200) await new Promise((r) => setTimeout(r, 50));
       }

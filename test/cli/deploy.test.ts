@@ -146,7 +146,8 @@ describe('deploy', () => {
   it('restarts a service that died, and only that one', async () => {
     const before = recordedPids();
     process.kill(before[1]!, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 200));
+    // Gone (or a zombie) once the kernel has run its exit: not within any fixed pause on a loaded machine.
+    await expect.poll(() => alive(before[1]!), { timeout: 20_000 }).toBe(false);
     const status = run(box, ['status', 'dev', '--region', REGION]);
     expect(status.status).toBe(1);
     expect(status.stdout).toMatch(/node-1\s+\S+\s+\S+\s+\S+\s+\d+\s+down/);
