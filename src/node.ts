@@ -117,6 +117,8 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     auth.close();
     throw err;
   }
+  // Only now: a probe that sees /healthz 200 finds the metrics and gRPC listeners bound too.
+  server.started();
   let stopping: Promise<void> | undefined;
   // Shutdown in the reverse order of the start: listeners drain, then the cluster's background
   // work (heartbeats, replication, handoff, anti-entropy) stops, then the engine closes.

@@ -45,7 +45,7 @@ export class ApiServer {
   private readonly gate: Gate;
   private listenSocket: us_listen_socket | undefined;
   private readonly sweeper: NodeJS.Timeout;
-  ready = false;
+  private ready = false;
 
   constructor(
     private readonly service: BlobService,
@@ -117,7 +117,8 @@ export class ApiServer {
   }
 
   /**
-   * Ready to serve: 200 from start until shutdown, except while a cluster node has not joined yet
+   * Ready to serve: 200 once the node has started (every listener bound: started()) until
+   * shutdown, except while a cluster node has not joined yet
    * (it could not tell who holds a blob). A backend that cannot take stores (a full disk, a failed
    * log write) still serves reads, so it stays ready here; /health reports it.
    */
@@ -133,10 +134,14 @@ export class ApiServer {
       listenExclusive(this.app, addr.host, addr.port, (socket) => {
         if (!socket) return reject(new Error(`cannot listen on ${this.config.listen}`));
         this.listenSocket = socket;
-        this.ready = true;
         resolve(uws.us_socket_local_port(socket));
       });
     });
+  }
+
+  /** The node is up (every listener bound, the cluster running): /healthz may answer 200. */
+  started(): void {
+    this.ready = true;
   }
 
   /** Stops accepting connections, then waits (at most `timeoutMs`) for requests in progress. */
