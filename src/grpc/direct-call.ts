@@ -96,8 +96,16 @@ export class DirectCall extends EventEmitter {
     if (!this.statusSent && !this.cancelled) this.stream.resume();
   }
 
-  /** Writes one framed message (5-byte prefix included); false when the stream's buffer is full ('drain' on the stream). */
+  /**
+   * Writes one framed message (5-byte prefix included); false when the stream's buffer is full
+   * ('drain' on the stream). On a call that is gone it writes nothing (`done` still runs): the
+   * stream may be destroyed a moment before its 'close' makes the call cancelled.
+   */
   write(framed: Buffer | Uint8Array, done?: (err?: Error | null) => void): boolean {
+    if (this.gone()) {
+      if (done) process.nextTick(done);
+      return false;
+    }
     this.sendHeaders();
     return this.stream.write(framed, done);
   }
@@ -112,7 +120,7 @@ export class DirectCall extends EventEmitter {
       'grpc-message': encodeURI(status.details),
       ...status.metadata?.toHttp2Headers(),
     };
-    if (this.stream.destroyed || this.stream.closed) return;
+    if (this.gone()) return;
     if (this.headersSent) {
       this.stream.once('wantTrailers', () => this.stream.sendTrailers(trailers));
       this.stream.end();
@@ -122,6 +130,10 @@ export class DirectCall extends EventEmitter {
     }
     // What the client still sends is read and dropped, so its window keeps moving until it sees the status.
     this.stream.resume();
+  }
+
+  private gone(): boolean {
+    return this.cancelled || this.stream.destroyed || this.stream.closed;
   }
 
   private sendHeaders(): void {
