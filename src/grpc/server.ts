@@ -49,9 +49,11 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
  * grpc-js gives its HTTP/2 server no flow-control setting, so every stream receives through
  * Node's default 64 KiB window: a put stream then waits for a WINDOW_UPDATE round trip through
  * the event loop every 64 KiB. Until bindAsync has created its server, http2.createServer is
- * wrapped to announce `windowBytes` per stream and per connection; then the original is back.
+ * wrapped to announce `windowBytes` per stream and per connection, and to hand the streams of
+ * `routes` to their direct handlers (direct-seam.ts); `created` tells that grpc-js came this way.
+ * Then the original is back. Exported for test/grpc/direct-seam.test.ts.
  */
-function widenHttp2Windows(windowBytes: number, routes: ReadonlyMap<string, DirectHandler>, created: () => void): () => void {
+export function widenHttp2Windows(windowBytes: number, routes: ReadonlyMap<string, DirectHandler>, created: () => void): () => void {
   const original = http2.createServer;
   const widened = (options: http2.ServerOptions, handler?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) => {
     created();
