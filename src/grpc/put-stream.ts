@@ -13,7 +13,7 @@
  * while the disk is behind; a stream that sends nothing for bodyIdleTimeoutMs while not paused is
  * cut with DEADLINE_EXCEEDED.
  */
-import type { sendUnaryData, ServerReadableStream } from '@grpc/grpc-js';
+import type { Metadata, sendUnaryData } from '@grpc/grpc-js';
 import type { Gate } from '../auth/gate.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { blobIdFromBytes } from '../blob/id.js';
@@ -24,7 +24,17 @@ import type { MalformedMessage } from './proto.js';
 import type { Logger } from '../log/logger.js';
 import { authorization, toStatus, wellFormed } from './status.js';
 
-type PutCall = ServerReadableStream<PutChunk | MalformedMessage, PutResponse>;
+/**
+ * What a PutStream call needs of its transport: grpc-js's ServerReadableStream, or a DirectCall
+ * (direct-streams.ts) emitting the same 'data', 'end' and 'cancelled' events.
+ */
+export interface PutCall {
+  readonly metadata: Metadata;
+  pause(): unknown;
+  resume(): unknown;
+  on(event: 'data', listener: (message: PutChunk | MalformedMessage) => void): unknown;
+  on(event: 'end' | 'cancelled' | 'error', listener: () => void): unknown;
+}
 
 const EMPTY = Buffer.alloc(0);
 

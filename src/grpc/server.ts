@@ -13,6 +13,8 @@ import { unimplemented } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { blobServiceHandlers } from './blob-handlers.js';
+import { type DirectHandler, interceptStreams } from './direct-seam.js';
+import { directRoutes } from './direct-streams.js';
 import type { ClusterApi } from '../cluster/cluster-api.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { clusterServiceHandlers } from './cluster-handlers.js';
@@ -47,17 +49,22 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
  * grpc-js gives its HTTP/2 server no flow-control setting, so every stream receives through
  * Node's default 64 KiB window: a put stream then waits for a WINDOW_UPDATE round trip through
  * the event loop every 64 KiB. Until bindAsync has created its server, http2.createServer is
- * wrapped to announce `windowBytes` per stream and per connection; then the original is back.
+ * wrapped to announce `windowBytes` per stream and per connection, and to hand the streams of
+ * `routes` to their direct handlers (direct-seam.ts); `created` tells that grpc-js came this way.
+ * Then the original is back. Exported for test/grpc/direct-seam.test.ts.
  */
-function widenHttp2Windows(windowBytes: number): () => void {
+export function widenHttp2Windows(windowBytes: number, routes: ReadonlyMap<string, DirectHandler>, created: () => void): () => void {
   const original = http2.createServer;
   const widened = (options: http2.ServerOptions, handler?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) => {
+    created();
     // Frames of up to MAX_FRAME_BYTES (http2-frames.ts): a 1 MiB message arrives in one.
     const server = original({ ...options, settings: { ...options.settings, initialWindowSize: windowBytes, maxFrameSize: MAX_FRAME_BYTES } }, handler);
     server.on('session', (session) => session.setLocalWindowSize(windowBytes));
     // Nagle's algorithm held small frames (a unary answer, a stream's last message) until the
     // peer's delayed ACK, ~40 ms: a node's read from a peer took 20-60 ms instead of 2.
     server.on('connection', (socket: import('node:net').Socket) => socket.setNoDelay(true));
+    // PutStream and GetStream are served on their streams, not through grpc-js (direct-seam.ts).
+    interceptStreams(server, routes);
     return server;
   };
   (http2 as { createServer: unknown }).createServer = widened;
@@ -70,6 +77,8 @@ export class GrpcServer {
   private readonly server: grpc.Server;
   /** grpc.health.v1 and server reflection. */
   private readonly standard: StandardServices;
+  /** PutStream and GetStream, served without grpc-js (direct-streams.ts). */
+  private readonly routes: ReadonlyMap<string, DirectHandler>;
 
   constructor(
     private readonly config: NodeConfig,
@@ -85,7 +94,10 @@ export class GrpcServer {
       // channelz keeps per-call bookkeeping (trace events, counters) that nothing here reads.
       'grpc.enable_channelz': 0,
     });
+    // grpc-js keeps its PutStream and GetStream handlers: a call that direct-seam.ts leaves to
+    // grpc-js (a compressed one) is still answered.
     this.server.addService(serverDefinition('BlobService'), blobServiceHandlers(service, gate, log));
+    this.routes = directRoutes(service, gate, log);
     const clusterService = serverDefinition('ClusterService');
     const internalService = serverDefinition('InternalService');
     if (cluster) {
@@ -106,10 +118,14 @@ export class GrpcServer {
     const p = port ?? addr.port;
     const target = addr.host.includes(':') ? `[${addr.host}]:${p}` : `${addr.host}:${p}`;
     return new Promise((resolve, reject) => {
-      const restore = widenHttp2Windows(this.config.grpcWindowBytes);
+      let created = false;
+      const restore = widenHttp2Windows(this.config.grpcWindowBytes, this.routes, () => (created = true));
       this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, bound) => {
         restore();
         if (err) return reject(new Error(`cannot listen for gRPC on ${target}: ${err.message}`));
+        // The seam of direct-seam.ts (and the window settings) need grpc-js to create its server
+        // with http2.createServer: a grpc-js that stops doing so must not start silently slower.
+        if (!created) return reject(new Error('grpc-js did not create its HTTP/2 server through http2.createServer: the stream seam (src/grpc/direct-seam.ts) needs updating'));
         this.standard.serving();
         resolve(bound);
       });

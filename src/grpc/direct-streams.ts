@@ -1,0 +1,173 @@
+/**
+ * PutStream and GetStream served on their HTTP/2 streams (direct-seam.ts, direct-call.ts) instead
+ * of through grpc-js: the same rules, codes and messages as the grpc-js handlers (put-stream.ts,
+ * blob-handlers.ts), measured against a bare node:http2 stream (bench/grpc/bare-h2.ts).
+ *
+ *   PutStream  each PutChunk is checked and decoded as grpc-js would (the hardened deserializer of
+ *              proto.ts) and handed to put-stream.ts's PutStreamCall as it arrives; the writer's
+ *              pause stops reading the HTTP/2 stream, so the client's window closes
+ *   GetStream  each verified chunk is framed as a GetChunk in one of FRAMES reusable buffers and
+ *              written at once; the reader waits only when all FRAMES are still being sent, so a
+ *              slow reader holds the node to FRAMES messages (plus the read-ahead)
+ */
+import type { Gate } from '../auth/gate.js';
+import { blobIdFromBytes } from '../blob/id.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
+import { ClientGone } from '../errors/client-gone.js';
+import type { Logger } from '../log/logger.js';
+import type { BlobService } from '../service/blob-service.js';
+import { type CallStatus, DirectCall, STATUS_OK } from './direct-call.js';
+import type { DirectHandler } from './direct-seam.js';
+import type { IdRequest, PutChunk, PutResponse } from './messages.js';
+import { type MalformedMessage, serverDefinition } from './proto.js';
+import { type PutCall, handlePutStream } from './put-stream.js';
+import { authorization, toStatus, wellFormed } from './status.js';
+
+/** GetChunk messages in flight per GetStream (each at most 1 MiB + 13 bytes). */
+export const FRAMES = 4;
+
+/** The routes direct-seam.ts intercepts: `/blobstore.v1.BlobService/PutStream` and `.../GetStream`. */
+export function directRoutes(service: BlobService, gate: Gate, log: Logger): Map<string, DirectHandler> {
+  const definition = serverDefinition('BlobService');
+  const put = definition.PutStream!;
+  const get = definition.GetStream!;
+  const maxReceive = service.config.grpcMaxMessageBytes;
+  return new Map<string, DirectHandler>([
+    [put.path, (stream, headers) => {
+      const call = new DirectCall(stream, headers, maxReceive);
+      servePutStream(service, gate, log, call, put.requestDeserialize as (b: Buffer) => PutChunk | MalformedMessage, put.responseSerialize as (r: PutResponse) => Buffer);
+    }],
+    [get.path, (stream, headers) => {
+      const call = new DirectCall(stream, headers, maxReceive);
+      serveGetStream(service, gate, log, call, get.path, get.requestDeserialize as (b: Buffer) => IdRequest | MalformedMessage);
+    }],
+  ]);
+}
+
+/** grpc-js's answer to a handler's error object (a ServerErrorResponse or any Error). */
+function statusOf(err: { code?: number; details?: string; message?: string; metadata?: CallStatus['metadata'] }): CallStatus {
+  return { code: err.code ?? 2, details: err.details ?? err.message ?? '', metadata: err.metadata };
+}
+
+function framed(message: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(5 + message.length);
+  out[0] = 0;
+  out.writeUInt32BE(message.length, 1);
+  message.copy(out, 5);
+  return out;
+}
+
+function servePutStream(
+  service: BlobService, gate: Gate, log: Logger, call: DirectCall,
+  decode: (bytes: Buffer) => PutChunk | MalformedMessage, encode: (response: PutResponse) => Buffer,
+): void {
+  // DirectCall is the event source PutStreamCall listens to: 'data' per message, 'end', 'cancelled'.
+  handlePutStream(service, gate, log, call as unknown as PutCall, (err, response) => {
+    if (err) return call.sendStatus(statusOf(err));
+    call.write(framed(encode(response!)));
+    call.sendStatus(STATUS_OK);
+  });
+  call.read((bytes) => call.emit('data', decode(bytes)), () => call.emit('end'));
+}
+
+/**
+ * Frames GetChunk {bytes data = 1; bool final = 2} into FRAMES reusable buffers; a buffer is free
+ * again when the HTTP/2 stream has written it (its write callback).
+ */
+class ChunkFramer {
+  private readonly free: Buffer[] = [];
+  private waiter: (() => void) | undefined;
+  private allocated = 0;
+
+  constructor(
+    private readonly call: DirectCall,
+    private readonly maxData: number,
+  ) {
+    call.once('cancelled', () => this.waiter?.());
+  }
+
+  async send(data: Buffer, final: boolean): Promise<void> {
+    let frame = this.free.pop();
+    while (!frame) {
+      if (this.call.cancelled) throw new ClientGone();
+      if (this.allocated < FRAMES) {
+        this.allocated++;
+        frame = Buffer.allocUnsafeSlow(5 + 1 + 5 + this.maxData + 2);
+        break;
+      }
+      await new Promise<void>((resolve) => (this.waiter = resolve));
+      this.waiter = undefined;
+      frame = this.free.pop();
+    }
+    if (this.call.cancelled) throw new ClientGone();
+    const length = data.length;
+    let at = 5;
+    frame[at++] = 0x0a; // field 1 (data), wire type 2
+    for (let v = length; ; v = Math.floor(v / 128)) {
+      if (v < 0x80) {
+        frame[at++] = v;
+        break;
+      }
+      frame[at++] = (v & 0x7f) | 0x80;
+    }
+    // fill() copies with one native memcpy; copy()/set() from the reader's SharedArrayBuffer
+    // chunks run ~14x slower in V8 (messages.ts).
+    if (length > 0) frame.fill(data, at, at + length);
+    at += length;
+    if (final) {
+      frame[at++] = 0x10; // field 2 (final), wire type 0
+      frame[at++] = 1;
+    }
+    frame[0] = 0;
+    frame.writeUInt32BE(at - 5, 1);
+    const used = frame;
+    this.call.write(frame.subarray(0, at), () => {
+      this.free.push(used);
+      this.waiter?.();
+    });
+  }
+}
+
+async function serveGetStream(
+  service: BlobService, gate: Gate, log: Logger, call: DirectCall, path: string,
+  decode: (bytes: Buffer) => IdRequest | MalformedMessage,
+): Promise<void> {
+  // As grpc-js: one request message, then the half-close, then the handler.
+  let request: IdRequest | MalformedMessage | undefined;
+  const ready = await new Promise<boolean>((resolve) => {
+    call.once('cancelled', () => resolve(false));
+    call.read((bytes) => {
+      if (request !== undefined) {
+        call.sendStatus({ code: 12, details: `Received a second request message for server streaming method ${path}` });
+        return resolve(false);
+      }
+      request = decode(bytes);
+    }, () => {
+      if (request === undefined) {
+        call.sendStatus({ code: 12, details: `Received no request message for server streaming method ${path}` });
+        return resolve(false);
+      }
+      resolve(true);
+    });
+  });
+  if (!ready) return;
+  const maxData = Math.min(CHUNK_BYTES, service.config.grpcMaxMessageBytes - 16);
+  const framer = new ChunkFramer(call, maxData);
+  try {
+    gate.check(authorization(call.metadata), 'read');
+    const meta = await service.find(blobIdFromBytes(wellFormed(request!).id?.id));
+    let sent = 0;
+    await service.stream(meta, async (chunk) => {
+      if (chunk.length === 0) return framer.send(chunk, true); // the empty blob: one empty final chunk
+      for (let at = 0; at < chunk.length; at += maxData) {
+        const part = at === 0 && chunk.length <= maxData ? chunk : chunk.subarray(at, at + maxData);
+        sent += part.length;
+        await framer.send(part, sent === meta.size);
+      }
+    });
+    call.sendStatus(STATUS_OK);
+  } catch (err) {
+    if (call.cancelled || err instanceof ClientGone) return;
+    call.sendStatus(statusOf(toStatus(err, 'GetStream', log, call.metadata)));
+  }
+}
