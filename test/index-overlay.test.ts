@@ -193,6 +193,42 @@ describe('the index overlay, commits held back', () => {
   });
 });
 
+/** The log's committer, reached into: a group it has taken out of its queue but not committed yet. */
+interface Committer {
+  committing: boolean;
+  commitSynced(): Promise<void>;
+}
+
+describe('compaction while a group is taken for commit but not committed', () => {
+  it('keeps the segments that hold acknowledged records, and settled() waits for that group', async () => {
+    const engine = await openEngine(config({ segmentSizeBytes: '1MiB', smallBlobMaxBytes: '128KiB', compactionIntervalMs: 3_600_000 }));
+    const log = (engine as unknown as { segmentLog: Committer }).segmentLog;
+    // The committer is busy meanwhile: 20 stores of 60 KiB (two segments) are staged and acknowledged.
+    log.committing = true;
+    const stored: { id: Buffer; data: Buffer }[] = [];
+    for (let i = 0; i < 20; i++) {
+      const data = patternBytes(60 * 1024, 10 + i);
+      stored.push({ id: (await engine.putInline(data, 1, EMPTY)).id, data });
+    }
+    expect(engine.activeSegment).toBeGreaterThan(1);
+    // It takes every staged batch as one group, whose transaction waits (as for a file's unlink).
+    const release = holdCommits(engine);
+    log.committing = false;
+    const committing = log.commitSynced();
+    let settled = false;
+    const settling = engine.settled().then(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(settled).toBe(false);
+    // Nothing is committed: no segment may go (recovery would start from the first).
+    expect(await engine.compactNow()).toBe(0);
+    release();
+    await committing;
+    await settling;
+    for (const { id, data } of stored) expect((await engine.readInline(engine.stat(id)!)).equals(data)).toBe(true);
+    await engine.close();
+  });
+});
+
 describe('a crash after the acknowledgement, before the index commit', () => {
   const ARGS = ['--small-blob-max-bytes', '64KiB', '--disk-reserve-bytes', '1MiB', '--durable-ack', 'log'];
   const HOLD = { BLOBSTORE_TEST_INDEX_COMMIT_DELAY_MS: '600000' };

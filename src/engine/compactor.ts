@@ -61,8 +61,9 @@ export class Compactor {
     const { index, store, space } = this.engine;
     const head = index.segments.get(this.engine.activeSegment);
     if (space.full() && head && head.totalBytes > 0 && this.deadEnough(this.engine.activeSegment)) await this.engine.sealActiveSegment();
-    // Only sealed segments wholly before the checkpoint: recovery may still need the rest.
-    const limit = Math.min(this.engine.activeSegment, index.checkpoint.segment);
+    // Only sealed segments wholly before the committed checkpoint: recovery replays from it, and
+    // a record staged (acknowledged) but not committed may live in any segment from it on.
+    const limit = Math.min(this.engine.activeSegment, index.committedCheckpoint.segment);
     let removed = 0;
     for (const id of await store.list()) {
       if (this.stopped || id >= limit) break;
@@ -74,6 +75,7 @@ export class Compactor {
       // The relocations (acknowledged once fsynced in the log) must be committed to the index and
       // flushed before the originals go: recovery replays from the flushed checkpoint on.
       await this.engine.settled();
+      if (id >= index.committedCheckpoint.segment) continue;
       if ((index.segments.get(id)?.liveBytes ?? 0) > 0) {
         this.engine.log.warn({ segment: id }, `compaction: segment ${id} still holds live records; kept`);
         continue;

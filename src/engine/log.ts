@@ -365,6 +365,7 @@ export class SegmentLog {
       }
     } finally {
       this.committing = false;
+      for (const wake of this.commitWaiters.splice(0)) wake();
     }
   }
 
@@ -418,7 +419,9 @@ export class SegmentLog {
    */
   async settled(): Promise<void> {
     const target = this.nextLsn;
-    while (this.index.committedCheckpoint.nextLsn < target && this.uncommitted.length > 0 && !this.failure) {
+    // A group the committer has taken out of `uncommitted` is not committed until its
+    // transaction is: it may still wait for a file's unlink or the ballast (commitGroup).
+    while (this.index.committedCheckpoint.nextLsn < target && (this.uncommitted.length > 0 || this.committing) && !this.failure) {
       await new Promise<void>((resolve) => this.commitWaiters.push(resolve));
     }
     await this.index.flushed();
