@@ -32,7 +32,7 @@ import { Worker } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import { loadProtos } from '../../src/grpc/proto.js';
 import {
-  CONNECTIONS, GiB, KiB, MiB, REPEATS, ROOT, RUN_SECONDS, curlGetSeconds, emit, envInt, freePort, log, median, memoryDir, removeDir, round, runNonce, runWrk, settle, startNode, tempDir,
+  CONNECTIONS, GiB, KiB, MiB, REPEATS, ROOT, RUN_SECONDS, curlGetSeconds, emit, envInt, freePort, listIds, log, median, memoryDir, removeDir, round, runNonce, runWrk, settle, startNode, tempDir,
 } from '../node/lib.js';
 import { chunk, chunkCount, putChunked } from '../node/stream-client.js';
 import type { UnaryLoadJob, UnaryLoadResult } from './unary-load.js';
@@ -169,6 +169,16 @@ function varint(n: number): Buffer {
   return Buffer.from(out);
 }
 
+/** Writes and removes a file of TOTAL bytes: the pages it used are free for the next measured write. */
+async function scratchWriteAndRemove(path: string): Promise<void> {
+  const fh = await fsp.open(path, 'w');
+  const block = Buffer.alloc(MiB, 0x5a);
+  for (let at = 0; at < TOTAL; at += MiB) await fh.write(block, 0, MiB, at);
+  await fh.sync();
+  await fh.close();
+  await fsp.rm(path, { force: true });
+}
+
 /** PutStream sent by curl over h2c from `body`; resolves with the seconds after grpc-status 0. */
 async function curlPutStream(grpcPort: number, body: string, dir: string, mode?: string): Promise<number> {
   const headers = join(dir, 'put-stream-headers.txt');
@@ -280,11 +290,22 @@ async function main(): Promise<void> {
       // when the guest's dirty pages are gone): the node's PutStream and the bare write + fsync
       // take turns going first, each after a settle, and the discard runs (no disk) go between.
       const bareFirst = r % 2 === 1;
+      // Each side's file goes once it is measured (the node's blob deleted, the bare one removed),
+      // so the next write finds pages just freed, as the first does after a scratch file.
+      const dropStored = async (): Promise<void> => {
+        for (const id of await listIds(node.port, 1000)) if (id !== raw.id) await fetch(`${url}/v1/blobs/${id}`, { method: 'DELETE' });
+      };
       const durable = async <T>(ours: () => Promise<T>, bareFsync: () => Promise<T>, label: string): Promise<[T, T]> => {
+        const oursThenDrop = async (): Promise<T> => {
+          const result = await ours();
+          await dropStored();
+          return result;
+        };
+        await scratchWriteAndRemove(join(dir, 'scratch.bin'));
         await settle(`${BENCH} 1 GiB round ${r + 1} (${label}, ${bareFirst ? 'bare fsync' : 'node'} first)`);
-        const first = await (bareFirst ? bareFsync : ours)();
+        const first = await (bareFirst ? bareFsync : oursThenDrop)();
         await settle(`${BENCH} 1 GiB round ${r + 1} (${label}, then ${bareFirst ? 'node' : 'bare fsync'})`);
-        const second = await (bareFirst ? ours : bareFsync)();
+        const second = await (bareFirst ? oursThenDrop : bareFsync)();
         return bareFirst ? [second, first] : [first, second];
       };
       const bareDiscardCurl = await curlPutStream(bare.port, body, dir, 'discard');
