@@ -25,7 +25,7 @@ import { Compactor } from './compactor.js';
 import { CursorCodec } from '../blob/cursor.js';
 import { DiskSpace } from './disk-space.js';
 import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
-import { fsyncDir } from './fs-util.js';
+import { fsyncDir, mkdirDurable } from './fs-util.js';
 import { type LogRecord, SegmentLog } from './log.js';
 import type { Policy } from '../blob/policy.js';
 import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } from './record.js';
@@ -234,7 +234,7 @@ export class Engine {
       }
       const idHex = id.toString('hex');
       const target = blobFilePath(this.dataDir.path, idHex);
-      await fsp.mkdir(join(target, '..'), { recursive: true });
+      await mkdirDurable(join(target, '..'));
       await fsp.rename(writer.tmpPath, target);
       writer.committed();
       await fsyncDir(join(target, '..'));

@@ -4,10 +4,25 @@
  * allocation, never as a hole in a record. Writes go through util/write-all.ts (short writes).
  */
 import { promises as fsp, constants as fsc, writevSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { native } from '../ec/native.js';
 import { errnoError, writeAll } from '../util/write-all.js';
 
 export { errnoError, writeAll } from '../util/write-all.js';
+
+/**
+ * mkdir -p whose new directories are durable: each directory it creates has its entry fsynced in
+ * its parent (a blob's prefix directory made for the first blob of that prefix would otherwise
+ * be lost to a power failure with the blob in it).
+ */
+export async function mkdirDurable(dir: string): Promise<void> {
+  const first = await fsp.mkdir(dir, { recursive: true });
+  if (first === undefined) return;
+  for (let d = dir; ; d = dirname(d)) {
+    await fsyncDir(dirname(d));
+    if (d === first || d === dirname(d)) return;
+  }
+}
 
 /** Makes a rename or unlink in `dir` durable. */
 export async function fsyncDir(dir: string): Promise<void> {

@@ -12,7 +12,7 @@ import type { IndexEntry } from '../index/entry.js';
 import type { BlobFileWriter } from './blob-file.js';
 import type { Engine } from './engine.js';
 import type { ShardMeta, ShardWrite } from '../blob/shard.js';
-import { fsyncDir } from './fs-util.js';
+import { fsyncDir, mkdirDurable } from './fs-util.js';
 import { RecordFlag, RecordType } from './record.js';
 import { blobLabelsOf, decodeShardInfo, encodeShardLabels, shardFilePath, shardKey } from './shard-info.js';
 
@@ -45,7 +45,7 @@ export function commitShardFile(engine: Engine, writer: BlobFileWriter, w: Shard
       return { created: false };
     }
     const target = shardFilePath(engine.dataDir.path, w.id.toString('hex'), w.index);
-    await fsp.mkdir(join(target, '..'), { recursive: true });
+    await mkdirDurable(join(target, '..'));
     await fsp.rename(writer.tmpPath, target);
     writer.committed();
     await fsyncDir(join(target, '..'));
