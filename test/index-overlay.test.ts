@@ -229,6 +229,30 @@ describe('compaction while a group is taken for commit but not committed', () =>
   });
 });
 
+describe('an index commit whose apply throws part way', () => {
+  it('commits none of its writes, nor its checkpoint (after a reopen too)', async () => {
+    const cfg = config();
+    let engine = await openEngine(cfg);
+    const kept = await engine.putInline(patternBytes(3000, 40), 1, EMPTY);
+    await engine.settled();
+    const before = engine.index.committedCheckpoint;
+    const id = Buffer.alloc(16, 0x77);
+    const entry = engine.index.direct.get(kept.id)!;
+    const failed = engine.index.commit({ ...before, nextLsn: before.nextLsn + 5 }, () => {
+      engine.index.direct.put(id, entry);
+      throw new Error('apply failed');
+    });
+    await expect(failed).rejects.toThrow('apply failed');
+    expect(engine.index.direct.has(id)).toBe(false);
+    await engine.close();
+    engine = await openEngine(cfg);
+    expect(engine.index.direct.has(id)).toBe(false);
+    expect(engine.index.committedCheckpoint).toStrictEqual(before);
+    expect(engine.stat(kept.id)?.size).toBe(3000);
+    await engine.close();
+  });
+});
+
 describe('a crash after the acknowledgement, before the index commit', () => {
   const ARGS = ['--small-blob-max-bytes', '64KiB', '--disk-reserve-bytes', '1MiB', '--durable-ack', 'log'];
   const HOLD = { BLOBSTORE_TEST_INDEX_COMMIT_DELAY_MS: '600000' };

@@ -445,10 +445,13 @@ export class BlobIndex {
   /**
    * Runs `apply` (writing through `direct`) in one write transaction with the new checkpoint,
    * counters and segment space, resolving once committed (visible to reads); flushed() tells when
-   * it is on disk. The overlay's slots staged up to the checkpoint go then.
+   * it is on disk. The overlay's slots staged up to the checkpoint go then. A child transaction:
+   * if `apply` throws part way, none of its writes commit (lmdb-js commits what a plain
+   * transaction callback wrote before it threw, which would leave records without their
+   * checkpoint and counters).
    */
   async commit(checkpoint: Checkpoint, apply: () => void): Promise<void> {
-    await this.root.transaction(() => {
+    await this.root.childTransaction(() => {
       this.writeQueueChanges();
       apply();
       this.meta.putSync('checkpoint', checkpoint);
