@@ -2,8 +2,10 @@
  * The engine's durability rules, in-process: torn segment tails are cut back, whole records past
  * the checkpoint are replayed, corrupt copies are never served, and compaction gives space back.
  */
-import { closeSync, openSync, statSync, writeSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, statSync, writeSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { blobFilePath } from '../src/engine/blob-file.js';
+import { unlinkReplayedDeletes } from '../src/engine/record-files.js';
 import { describe, expect, it } from 'vitest';
 import { blake3 } from '../src/hash/blake3.js';
 import { HEADER_BYTES, RecordType, recordLength, writeHeader } from '../src/engine/record.js';
@@ -171,5 +173,30 @@ describe('space accounting', () => {
     const reopened = await openEngine(config);
     expect(await reopened.stats()).toMatchObject({ blobCount: 1, storedBytes: 2000 });
     await reopened.close();
+  });
+});
+
+describe('replay of deletes of file blobs', () => {
+  it('removes the file of a blob whose store and delete are both past the checkpoint, and keeps one stored again after', async () => {
+    const engine = await openEngine(testConfig());
+    const dir = engine.config.dataDir;
+    const EMPTY = Buffer.alloc(0);
+    const fileOf = (id: Buffer): string => blobFilePath(dir, id.toString('hex'));
+    const make = (id: Buffer): void => {
+      mkdirSync(dirname(fileOf(id)), { recursive: true });
+      writeFileSync(fileOf(id), 'bytes');
+    };
+    const [gone, back, other] = [Buffer.alloc(16, 1), Buffer.alloc(16, 2), Buffer.alloc(16, 3)];
+    for (const id of [gone, back, other]) make(id);
+    const rec = (type: number, id: Buffer) => ({ type, id, labels: EMPTY });
+    // The index has never seen any of them: stored and deleted since the checkpoint.
+    await unlinkReplayedDeletes(dir, engine.index, [
+      rec(RecordType.PUT_FILE, gone), rec(RecordType.PUT_FILE, back), rec(RecordType.DELETE, gone),
+      rec(RecordType.DELETE, back), rec(RecordType.PUT_FILE, back), rec(RecordType.PUT_FILE, other),
+    ]);
+    expect(existsSync(fileOf(gone))).toBe(false);
+    expect(existsSync(fileOf(back))).toBe(true);
+    expect(existsSync(fileOf(other))).toBe(true);
+    await engine.close();
   });
 });

@@ -32,7 +32,7 @@ import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } fr
 import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, shardMetaOf } from './shards.js';
 import { type ShardMeta, type ShardWrite } from '../blob/shard.js';
 import { shardFilePath } from './shard-info.js';
-import { fileIntact, fileKeyOf, unlinkDeletedFiles, unlinkFileOf } from './record-files.js';
+import { fileIntact, unlinkFileOf, unlinkReplayedDeletes } from './record-files.js';
 import { recoverLog } from './recovery.js';
 import { SegmentReader } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
@@ -126,10 +126,7 @@ export class Engine {
       if (recovered.replay.length > 0) {
         const last = recovered.replay[recovered.replay.length - 1]!;
         const replayed = recovered.replay.map((s) => ({ ...s.header, labels: s.labels, segment: s.segment, offset: s.offset, length: s.length }));
-        // A delete's file goes unless a later record of the replay stored the same key again.
-        const lastFilePut = new Map<string, number>();
-        replayed.forEach((r, i) => isFileRecord(r.type) && lastFilePut.set(fileKeyOf(r), i));
-        await unlinkDeletedFiles(dataDir.path, index, replayed.filter((r, i) => !((lastFilePut.get(fileKeyOf(r)) ?? -1) > i)));
+        await unlinkReplayedDeletes(dataDir.path, index, replayed);
         await index.commit(
           { segment: replayed[replayed.length - 1]!.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
           () => replayed.forEach((r) => applyRecord(index.direct, r)),

@@ -7,7 +7,7 @@ import { promises as fsp } from 'node:fs';
 import type { BlobIndex } from '../index/blob-index.js';
 import { Location } from '../index/entry.js';
 import { blobFilePath } from './blob-file.js';
-import { isDeleteRecord, isShardRecord } from './record.js';
+import { isDeleteRecord, isFileRecord, isShardRecord } from './record.js';
 import type { ScannedRecord } from './scan.js';
 import { shardFilePath, shardIndexOf, shardKey } from './shard-info.js';
 
@@ -36,12 +36,22 @@ export async function fileIntact(dataDir: string, record: ScannedRecord): Promis
   }
 }
 
-/** A deleted own-file blob's (or column's) file goes before the index commit, so no crash can orphan it. */
-export async function unlinkDeletedFiles(dataDir: string, index: BlobIndex, records: readonly Named[]): Promise<void> {
-  for (const r of records) {
-    if (!isDeleteRecord(r.type)) continue;
+/**
+ * Before a replay's index commit: the file of each replayed delete goes, so no crash can orphan
+ * it, unless a later replayed record stores the same key again. A key is a file when the index
+ * says so or when a file record of the replay stored it before the delete (its store and delete
+ * both past the checkpoint: the index has never seen it).
+ */
+export async function unlinkReplayedDeletes(dataDir: string, index: BlobIndex, replayed: readonly (Named & { type: number })[]): Promise<void> {
+  const lastFilePut = new Map<string, number>();
+  replayed.forEach((r, i) => isFileRecord(r.type) && lastFilePut.set(fileKeyOf(r), i));
+  const storedAsFile = new Set<string>();
+  for (const [i, r] of replayed.entries()) {
+    const key = fileKeyOf(r);
+    if (isFileRecord(r.type)) storedAsFile.add(key);
+    if (!isDeleteRecord(r.type) || (lastFilePut.get(key) ?? -1) > i) continue;
     const entry = isShardRecord(r.type) ? index.getShard(shardKey(r.id, shardIndexOf(r.labels))) : index.get(r.id);
-    if (entry?.location === Location.FILE) await fsp.rm(filePathOf(dataDir, r), { force: true });
+    if (entry?.location === Location.FILE || storedAsFile.has(key)) await fsp.rm(filePathOf(dataDir, r), { force: true });
   }
 }
 
