@@ -21,23 +21,11 @@ const config = loadConfig({
 });
 const node = await startNode(config, silentLogger());
 
-// The reference: bare uWS answering a 4 KiB buffer (its own per-request objects are the floor).
+// The reference: the bench's bare uWS routes (GET /4k, POST /echo); their own per-request
+// objects are the floor.
 const uws = createRequire(import.meta.url)('uWebSockets.js');
-const page = Buffer.alloc(4096, 'g');
-const app = uws.App();
-app.get('/4k', (res) => void res.end(page));
-// ... and the echo POST of the bench (bench/node/echo-server.mjs): the body copied out, sent back.
-app.post('/echo', (res) => {
-  const chunks = [];
-  let aborted = false;
-  res.onAborted(() => (aborted = true));
-  res.onData((ab, isLast) => {
-    chunks.push(Buffer.from(new Uint8Array(ab).slice()));
-    if (!isLast || aborted) return;
-    const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-    res.cork(() => res.end(body));
-  });
-});
+const { echoRoutes } = await import(new URL('../../bench/node/echo-routes.mjs', import.meta.url).href);
+const app = echoRoutes(uws.App());
 const barePort = await new Promise((resolve, reject) =>
   app.listen('127.0.0.1', 0, (token) => (token ? resolve(uws.us_socket_local_port(token)) : reject(new Error('bare listen failed')))),
 );
