@@ -13,7 +13,6 @@ import type {
 import type { Gate, Scope } from '../auth/gate.js';
 import { ClientGone } from '../errors/client-gone.js';
 import { blobIdFromBytes } from '../blob/id.js';
-import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { encodeLabels } from '../blob/labels.js';
 import { parsePolicy } from '../blob/policy.js';
@@ -31,6 +30,7 @@ import type {
   PutResponse,
   StatResponse,
 } from './messages.js';
+import { maxChunkData, streamChunks } from './get-chunks.js';
 import { OutgoingChunk } from './messages.js';
 import type { MalformedMessage } from './proto.js';
 import { handlePutStream } from './put-stream.js';
@@ -159,19 +159,11 @@ export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logge
  */
 async function streamBlob(service: BlobService, gate: Gate, log: Logger, call: ServerWritableStream<IdRequest | MalformedMessage, unknown>): Promise<void> {
   const sender = new ChunkSender(call);
-  const maxData = Math.min(CHUNK_BYTES, service.config.grpcMaxMessageBytes - 16);
+  const maxData = maxChunkData(service.config.grpcMaxMessageBytes);
   try {
     gate.check(authorization(call.metadata), 'read');
     const meta = await service.find(blobIdFromBytes(wellFormed(call.request).id?.id));
-    let sent = 0;
-    await service.stream(meta, async (chunk) => {
-      if (chunk.length === 0) return sender.send(chunk, true); // the empty blob: one empty final chunk
-      for (let at = 0; at < chunk.length; at += maxData) {
-        const part = at === 0 && chunk.length <= maxData ? chunk : chunk.subarray(at, at + maxData);
-        sent += part.length;
-        await sender.send(part, sent === meta.size);
-      }
-    });
+    await streamChunks(service, meta, maxData, (part, final) => sender.send(part, final));
     if (!sender.gone) call.end();
   } catch (err) {
     if (sender.gone || call.cancelled || err instanceof ClientGone) return;

@@ -98,13 +98,7 @@ export class OutgoingChunk extends DeferredMessage {
     if (scratch.length < size) scratch = Buffer.allocUnsafeSlow(Math.max(size, 1024 * 1024 + 64));
     let at = 0;
     scratch[at++] = 0x0a; // field 1 (data), wire type 2
-    for (let v = length; ; v = Math.floor(v / 128)) {
-      if (v < 0x80) {
-        scratch[at++] = v;
-        break;
-      }
-      scratch[at++] = (v & 0x7f) | 0x80;
-    }
+    at = writeVarint(scratch, at, length);
     // fill() copies with one native memcpy; copy()/set() from a SharedArrayBuffer (the reader's
     // pooled chunks) run ~14x slower in V8 (275 vs 19 us per MiB on Node 20 here).
     if (length > 0) scratch.fill(this.data, at, at + length);
@@ -122,4 +116,15 @@ function varintBytes(value: number): number {
   let bytes = 1;
   for (let v = value; v >= 0x80; v = Math.floor(v / 128)) bytes++;
   return bytes;
+}
+
+/** Writes `value` as a protobuf varint at `at`; returns the offset after it. */
+export function writeVarint(buf: Buffer, at: number, value: number): number {
+  for (let v = value; ; v = Math.floor(v / 128)) {
+    if (v < 0x80) {
+      buf[at++] = v;
+      return at;
+    }
+    buf[at++] = (v & 0x7f) | 0x80;
+  }
 }
