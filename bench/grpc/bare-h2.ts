@@ -21,16 +21,18 @@ import { MAX_FRAME_BYTES } from '../../src/grpc/http2-frames.js';
 const [windowBytes, file, bytes] = [Number(process.argv[2]), process.argv[3]!, Number(process.argv[4])];
 const MESSAGE = 1024 * 1024;
 
+/** A protobuf varint's bytes. */
+function varintOf(value: number): number[] {
+  const out: number[] = [];
+  let v = value;
+  for (; v >= 0x80; v = Math.floor(v / 128)) out.push((v & 0x7f) | 0x80);
+  out.push(v);
+  return out;
+}
+
 /** GetChunk {data = 1 (len MESSAGE or less), final = 2} framed: 5-byte prefix, tag, varint length. */
 function frameHead(length: number, final: boolean): Buffer {
-  const varint: number[] = [];
-  for (let v = length; ; v = Math.floor(v / 128)) {
-    if (v < 0x80) {
-      varint.push(v);
-      break;
-    }
-    varint.push((v & 0x7f) | 0x80);
-  }
+  const varint = varintOf(length);
   const head = Buffer.alloc(5 + 1 + varint.length);
   head.writeUInt32BE(1 + varint.length + length + (final ? 2 : 0), 1);
   head[5] = 0x0a;
@@ -52,14 +54,7 @@ function finish(stream: http2.ServerHttp2Stream, message?: Buffer): void {
 
 /** PutResponse {id: BlobID {id: 16 zero bytes}, size}, framed. */
 function putResponse(size: number): Buffer {
-  const varint: number[] = [];
-  for (let v = size; ; v = Math.floor(v / 128)) {
-    if (v < 0x80) {
-      varint.push(v);
-      break;
-    }
-    varint.push((v & 0x7f) | 0x80);
-  }
+  const varint = varintOf(size);
   const body = Buffer.concat([Buffer.from([0x0a, 18, 0x0a, 16]), Buffer.alloc(16), Buffer.from([0x10, ...varint])]);
   const head = Buffer.alloc(5);
   head.writeUInt32BE(body.length, 1);
