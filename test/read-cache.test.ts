@@ -76,6 +76,22 @@ describe('VerifiedCache', () => {
     expect(cache.admit(metaOf(2, 9000), patternBytes(9000, 2))).toBeUndefined();
     expect(new VerifiedCache(0, 8 * 1024).admit(meta, patternBytes(100, 1))).toBeUndefined();
   });
+
+  it('finds a record by its id alone until the id is invalidated (its delete staged), and frees its bytes', () => {
+    const cache = new VerifiedCache(1024 * 1024, 8 * 1024);
+    const [a, b] = [metaOf(1, 4096), metaOf(2, 4096)];
+    admitTwice(cache, a, patternBytes(4096, 1));
+    admitTwice(cache, b, patternBytes(4096, 2));
+    expect(cache.getById(a.id)?.data.equals(patternBytes(4096, 1))).toBe(true);
+    const before = cache.stats();
+    cache.invalidate(a.id);
+    expect(cache.getById(a.id)).toBeUndefined();
+    expect(cache.getMeta(a)).toBeUndefined();
+    expect(cache.getById(b.id)?.data.equals(patternBytes(4096, 2))).toBe(true);
+    expect(cache.stats()).toMatchObject({ entries: before.entries - 1, bytes: before.bytes - 4096 });
+    cache.invalidate(a.id); // twice: nothing left to drop
+    expect(cache.stats().entries).toBe(before.entries - 1);
+  });
 });
 
 describe('answer heads written in place', () => {

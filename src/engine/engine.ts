@@ -63,8 +63,6 @@ export class Engine {
   readonly cursors: CursorCodec;
   private readonly busy = new Map<number, Promise<unknown>>();
   corruptionsDetected = 0;
-  /** Small blobs already read and verified (readCacheBytes). */
-  readonly cache: VerifiedCache;
   private compactor: Compactor | undefined;
   private closed = false;
   private readonly workers: WorkerPool | undefined;
@@ -83,9 +81,10 @@ export class Engine {
     /** Free space and the reserve kept for deletes, compaction and restarts. */
     readonly space: DiskSpace,
     readonly log: Logger,
+    /** Small blobs already read and verified (readCacheBytes); the log's staging drops deleted ones. */
+    readonly cache: VerifiedCache,
   ) {
     this.pool = new BufferPool(Math.floor(config.chunkPoolBytes / CHUNK_BYTES));
-    this.cache = new VerifiedCache(config.readCacheBytes, Math.min(config.readCacheRecordMaxBytes, config.syncReadMaxBytes));
     this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
     if (config.chunkDigests === 'pool') {
       const workers = new WorkerPool(config.poolThreads, config.poolQueueMax);
@@ -111,9 +110,12 @@ export class Engine {
         fileIntact: (record) => fileIntact(dataDir.path, record),
       });
       const reader = new SegmentReader(store, config.syncReadMaxBytes);
+      const cache = new VerifiedCache(config.readCacheBytes, Math.min(config.readCacheRecordMaxBytes, config.syncReadMaxBytes));
       const hooks = {
         // Once fsynced (in log order): into the overlay, where reads see it until its commit.
         stage: (r: LogRecord): Promise<void> | undefined => {
+          // Before anyone can read the delete: the read cache finds records by id alone (getById).
+          if (r.type === RecordType.DELETE) cache.invalidate(r.id);
           const unlink = unlinkFileOf(dataDir.path, index, r);
           index.stage(r.lsn, (w) => {
             r.existed = applyRecord(w, r, r.absent ? false : undefined);
@@ -138,7 +140,7 @@ export class Engine {
         ackAfterIndexFlush: config.durableAck === 'index',
         allocBytes: config.segmentAllocBytes, space, recorder,
       }, recovered.active, recovered.offset, recovered.nextLsn);
-      const engine = new Engine(config, dataDir, index, store, reader, segmentLog, recorder, space, log);
+      const engine = new Engine(config, dataDir, index, store, reader, segmentLog, recorder, space, log, cache);
       engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs, config.compactionWindowBytes);
       return engine;
     } catch (err) {
@@ -301,15 +303,17 @@ export class Engine {
   }
 
   /**
-   * The verified record of a small blob stored here in a segment: from the read cache (allocating
-   * nothing: `id` may be a scratch buffer, the index record is read in place), or read and
-   * verified now (one index read for both), and kept if the cache takes it; one it does not keep
+   * The verified record of a small blob stored here in a segment: from the read cache by its id
+   * (allocating nothing, reading no index: `id` may be a scratch buffer), or read and verified now
+   * (the index record read in place), and kept if the cache takes it; one it does not keep
    * is a transient record, valid until the next call. undefined when it is not such a blob, when
    * the cache is off, and for a copy that fails its check: the long path (readInlineSync) finds
    * that again, counts it and answers for it.
    */
   cachedRecord(id: Buffer): CachedRecord | undefined {
     if (!this.cache.enabled) return undefined;
+    const kept = this.cache.getById(id);
+    if (kept !== undefined) return kept;
     const raw = this.index.peek(id);
     if (raw === undefined) return undefined;
     const hit = this.cache.get(id, raw);

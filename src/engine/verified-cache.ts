@@ -7,9 +7,10 @@
  *
  * A hit allocates nothing and calls nothing native. The table is set-associative (WAYS entries per
  * set), indexed by bits of the id (a BLAKE3 output, so uniform). An entry is keyed by
- * the id and the index entry's size, created-at time and checksum: a deleted blob is gone from the
- * index before anyone looks here, and a blob stored again after a delete (a new created-at time)
- * misses, while a record moved by compaction (same bytes) keeps its entry.
+ * the id and the index entry's size, created-at time and checksum: a blob stored again after a
+ * delete (a new created-at time) misses, while a record moved by compaction (same bytes) keeps its
+ * entry. The engine also drops a blob's record when its delete is staged (invalidate), so a hot
+ * GET finds the record by the id alone (getById), without reading the index.
  *
  * A record is kept on its second read (a doorkeeper, as in TinyLFU), so a scan does not evict
  * what is hot. Eviction is CLOCK over the table slots. An evicted record whose buffer fits the record coming
@@ -126,6 +127,48 @@ export class VerifiedCache {
     for (let i = 0; i < 4; i++) p[i] = iv.getInt32(io + 4 * i, true);
     for (let i = 4; i < KEY_WORDS; i++) p[i] = ev.getInt32(eo + 4 * i, true);
     return this.counted(this.find(ev.getUint8(eo + 1)));
+  }
+
+  /**
+   * The record of `id`, if cached, found by the id alone: the engine drops a record when its blob
+   * is deleted (invalidate, as the delete is staged), so a record kept is the blob's current one.
+   * A hot GET is answered without reading the index. A miss is not counted: get() follows.
+   */
+  getById(id: Buffer): CachedRecord | undefined {
+    if (!this.enabled) return undefined;
+    const slot = this.slotOfId(id);
+    if (slot < 0) return undefined;
+    const e = this.table[slot]!;
+    e.referenced = true;
+    this.hits++;
+    return e;
+  }
+
+  /** Forgets the record of `id` (its blob is being deleted). */
+  invalidate(id: Buffer): void {
+    if (!this.enabled) return;
+    for (let slot = this.slotOfId(id); slot >= 0; slot = this.slotOfId(id)) {
+      const e = this.remove(this.table[slot]!);
+      this.bytes -= e.buffer.length;
+    }
+  }
+
+  /** The slot holding a record of `id` (any size, time or checksum), or -1. */
+  private slotOfId(id: Buffer): number {
+    const iv = this.ids.of(id);
+    const io = this.ids.offset;
+    const w0 = iv.getInt32(io, true);
+    const w1 = iv.getInt32(io + 4, true);
+    const w2 = iv.getInt32(io + 8, true);
+    const w3 = iv.getInt32(io + 12, true);
+    const base = ((w0 ^ w3) & this.setMask) * WAYS;
+    const keys = this.keys;
+    for (let i = base; i < base + WAYS; i++) {
+      if (this.tags[i] !== w1 || this.table[i] === undefined) continue;
+      const at = i * KEY_WORDS;
+      if (keys[at] === w0 && keys[at + 2] === w2 && keys[at + 3] === w3) return i;
+    }
+    return -1;
   }
 
   /** The record of a blob's metadata, if cached. */
