@@ -360,7 +360,11 @@ export class Membership {
     let change = NO_CHANGE;
     const same = known && known.status === 'active' && known.address === fields.address && known.grpcAddress === fields.grpcAddress
       && known.region === fields.region && known.capacityBytes === fields.capacityBytes;
-    if (!same) {
+    // A join sent before the node was told to leave (a late or repeated request: it carries an
+    // older incarnation than the leave's) does not undo the leave. Re-admitting would race the
+    // node's own removal at the same incarnation, and a second leave then outranks that removal.
+    const stale = known?.status === 'leaving' && (req.incarnation ?? 0) < known.incarnation;
+    if (!same && !stale) {
       const incarnation = Math.max(this.state.incarnationOf(req.node_id), req.incarnation ?? 0) + 1;
       change = this.write({ nodeId: req.node_id, incarnation, status: 'active', ...fields }, nowMs);
     }

@@ -302,3 +302,22 @@ describe('membership converges under faults (seeded simulation)', () => {
     for (const seed of seeds) expect(() => simulate(seed)).not.toThrow();
   });
 });
+
+describe('a join that arrives late', () => {
+  it('does not undo a leave that came after it was sent; a removed node is still admitted again', () => {
+    const options = { vnodesPerNode: 16, offlineAfterMs: OFFLINE_AFTER_MS, tellRemovedMs: 40 * OFFLINE_AFTER_MS };
+    const seed = new Membership(selfInfo('n1'), undefined, options, 0);
+    seed.join({ node_id: 'n1', address: selfInfo('n1').address, capacity_bytes: 1000 }, 0);
+    const request = (incarnation: number) => ({ node_id: 'n2', address: selfInfo('n2').address, grpc_address: selfInfo('n2').grpcAddress, capacity_bytes: 1000, incarnation });
+    seed.join(request(0), 0);
+    expect(seed.record('n2')).toMatchObject({ status: 'active', incarnation: 1 });
+    seed.leave('n2', true, 0);
+    // The same join again (sent before the leave, delivered after it): accepted, the leave stands.
+    expect(seed.join(request(0), 0).response.accepted).toBe(true);
+    expect(seed.record('n2')).toMatchObject({ status: 'leaving', incarnation: 2 });
+    // Once removed, a join admits the node again, with a newer incarnation.
+    seed.leave('n2', false, 0);
+    seed.join(request(0), 0);
+    expect(seed.record('n2')).toMatchObject({ status: 'active', incarnation: 4 });
+  });
+});
