@@ -75,7 +75,6 @@ export class Compactor {
       // The relocations (acknowledged once fsynced in the log) must be committed to the index and
       // flushed before the originals go: recovery replays from the flushed checkpoint on.
       await this.engine.settled();
-      if (id >= index.committedCheckpoint.segment) continue;
       if ((index.segments.get(id)?.liveBytes ?? 0) > 0) {
         this.engine.log.warn({ segment: id }, `compaction: segment ${id} still holds live records; kept`);
         continue;

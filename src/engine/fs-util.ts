@@ -3,12 +3,12 @@
  * before the bytes that need it are acknowledged anywhere, so a full disk shows up as a refused
  * allocation, never as a hole in a record. Writes go through util/write-all.ts (short writes).
  */
-import { promises as fsp, constants as fsc, writevSync } from 'node:fs';
+import { promises as fsp, constants as fsc } from 'node:fs';
 import { dirname } from 'node:path';
 import { native } from '../ec/native.js';
 import { errnoError, writeAll } from '../util/write-all.js';
 
-export { errnoError, writeAll } from '../util/write-all.js';
+export { errnoError, writeAll, writevFullySync } from '../util/write-all.js';
 
 /**
  * mkdir -p whose new directories are durable: each directory it creates has its entry fsynced in
@@ -31,25 +31,6 @@ export async function fsyncDir(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-/**
- * writev on the calling thread that finishes what a short write left (POSIX allows fewer bytes
- * than asked, without an error, for example on a filling disk); a call that writes nothing fails
- * with EIO. The log's batches take this path: a few hundred KiB into the page cache cost less
- * than a thread-pool hop.
- */
-export function writevFullySync(fd: number, iov: Buffer[], position: number): void {
-  for (;;) {
-    const written = writevSync(fd, iov, position);
-    let left = written;
-    let rest = 0;
-    while (rest < iov.length && left >= iov[rest]!.length) left -= iov[rest++]!.length;
-    if (rest === iov.length) return;
-    if (written === 0) throw errnoError('EIO', 'writev', 'EIO: write made no progress');
-    iov = [iov[rest]!.subarray(left), ...iov.slice(rest + 1)];
-    position += written;
   }
 }
 

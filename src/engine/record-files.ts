@@ -42,7 +42,7 @@ export async function fileIntact(dataDir: string, record: ScannedRecord): Promis
  * says so or when a file record of the replay stored it before the delete (its store and delete
  * both past the checkpoint: the index has never seen it).
  */
-export async function unlinkReplayedDeletes(dataDir: string, index: BlobIndex, replayed: readonly (Named & { type: number })[]): Promise<void> {
+export async function unlinkReplayedDeletes(dataDir: string, index: BlobIndex, replayed: readonly Named[]): Promise<void> {
   const lastFilePut = new Map<string, number>();
   replayed.forEach((r, i) => isFileRecord(r.type) && lastFilePut.set(fileKeyOf(r), i));
   const storedAsFile = new Set<string>();

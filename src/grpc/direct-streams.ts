@@ -20,7 +20,7 @@ import type { DirectHandler } from './direct-seam.js';
 import { maxChunkData, streamChunks } from './get-chunks.js';
 import { type IdRequest, type PutChunk, type PutResponse, writeVarint } from './messages.js';
 import { type MalformedMessage, serverDefinition } from './proto.js';
-import { type PutCall, handlePutStream } from './put-stream.js';
+import { handlePutStream } from './put-stream.js';
 import { authorization, toStatus, wellFormed } from './status.js';
 
 /** GetChunk messages in flight per GetStream (each at most 1 MiB + 13 bytes). */
@@ -61,8 +61,8 @@ function servePutStream(
   service: BlobService, gate: Gate, log: Logger, call: DirectCall,
   decode: (bytes: Buffer) => PutChunk | MalformedMessage, encode: (response: PutResponse) => Buffer,
 ): void {
-  // DirectCall is the event source PutStreamCall listens to: 'data' per message, 'end', 'cancelled'.
-  handlePutStream(service, gate, log, call as unknown as PutCall, (err, response) => {
+  // DirectCall is a PutCall: it emits 'data' per message, 'end' and 'cancelled'.
+  handlePutStream(service, gate, log, call, (err, response) => {
     if (err) return call.sendStatus(statusOf(err));
     call.write(framed(encode(response!)));
     call.sendStatus(STATUS_OK);
