@@ -23,9 +23,9 @@ function holdCommits(engine: Engine): () => void {
   const commit = index.commit.bind(index);
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  index.commit = async (checkpoint: Checkpoint, apply: () => void): Promise<void> => {
+  index.commit = async (...args: Parameters<typeof commit>): Promise<void> => {
     await gate;
-    return commit(checkpoint, apply);
+    return commit(...args);
   };
   return () => {
     index.commit = commit;
@@ -230,7 +230,9 @@ describe('compaction while a group is taken for commit but not committed', () =>
 });
 
 describe('an index commit whose apply throws part way', () => {
-  it('commits none of its writes, nor its checkpoint (after a reopen too)', async () => {
+  // addsOnly: the writes are gathered and queued to lmdb-js's write thread once apply returns;
+  // otherwise a child transaction runs apply. Neither may commit part of a failed apply.
+  it.each([false, true])('commits none of its writes, nor its checkpoint (after a reopen too; addsOnly %s)', async (addsOnly) => {
     const cfg = config();
     let engine = await openEngine(cfg);
     const kept = await engine.putInline(patternBytes(3000, 40), 1, EMPTY);
@@ -238,17 +240,55 @@ describe('an index commit whose apply throws part way', () => {
     const before = engine.index.committedCheckpoint;
     const id = Buffer.alloc(16, 0x77);
     const entry = engine.index.direct.get(kept.id)!;
-    const failed = engine.index.commit({ ...before, nextLsn: before.nextLsn + 5 }, () => {
-      engine.index.direct.put(id, entry);
+    const failed = engine.index.commit({ ...before, nextLsn: before.nextLsn + 5 }, (w) => {
+      w.put(id, entry);
       throw new Error('apply failed');
-    });
+    }, addsOnly);
     await expect(failed).rejects.toThrow('apply failed');
+    expect(engine.index.direct.has(id)).toBe(false);
+    // The next commit does not carry the failed one's writes along.
+    await engine.putInline(patternBytes(3000, 41), 1, EMPTY);
+    await engine.settled();
     expect(engine.index.direct.has(id)).toBe(false);
     await engine.close();
     engine = await openEngine(cfg);
     expect(engine.index.direct.has(id)).toBe(false);
-    expect(engine.index.committedCheckpoint).toStrictEqual(before);
+    expect(engine.index.committedCheckpoint.nextLsn).toBe(before.nextLsn + 1);
     expect(engine.stat(kept.id)?.size).toBe(3000);
+    await engine.close();
+  });
+});
+
+describe('an index commit of added keys only (gathered for lmdb-js\'s write thread)', () => {
+  it('refuses to read a key: it would not see its own writes', async () => {
+    const engine = await openEngine(config());
+    const before = engine.index.committedCheckpoint;
+    const failed = engine.index.commit({ ...before }, (w) => void w.has(Buffer.alloc(16, 1)), true);
+    await expect(failed).rejects.toThrow('read a key');
+    await engine.close();
+  });
+
+  it('commits stores with their counters and segment space, and a store after a delete clears the delete mark', async () => {
+    const cfg = config();
+    let engine = await openEngine(cfg);
+    const puts = await Promise.all([1, 2, 3].map((n) => engine.putInline(patternBytes(4096, 50 + n), 1, EMPTY)));
+    await engine.settled();
+    const [gone] = puts;
+    await engine.delete(gone!.id);
+    await engine.settled();
+    expect(engine.deletedAt(gone!.id)).toBeTypeOf('number');
+    expect((await engine.putInline(patternBytes(4096, 51), 1, EMPTY)).created).toBe(true);
+    await engine.settled();
+    expect(engine.deletedAt(gone!.id)).toBeUndefined();
+    const counters = { ...engine.index.counters };
+    const space = [...engine.index.segments.entries()].map(([k, v]) => [k, { ...v }]);
+    expect(counters.blobCount).toBe(3);
+    await engine.close();
+    engine = await openEngine(cfg);
+    expect(engine.deletedAt(gone!.id)).toBeUndefined();
+    for (const p of puts) expect(engine.index.direct.has(p.id)).toBe(true);
+    expect(engine.index.counters).toStrictEqual(counters);
+    expect([...engine.index.segments.entries()]).toStrictEqual(space);
     await engine.close();
   });
 });

@@ -15,7 +15,7 @@ import { applyRecord } from './apply.js';
 import { idOfDigest } from '../blob/id.js';
 import { blobFilePath, BlobFileWriter, type ChunkDigester, type FileSink } from './blob-file.js';
 import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
-import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
+import type { EcRepairQueue, IndexWriter, ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { WorkerPool } from '../pool/pool.js';
@@ -123,7 +123,9 @@ export class Engine {
           return unlink;
         },
         // Every record is staged before its commit (log.ts), so staging's answer holds here.
-        apply: (r: LogRecord): void => void applyRecord(index.direct, r, r.existed),
+        apply: (r: LogRecord, w: IndexWriter): void => void applyRecord(w, r, r.existed),
+        // A put of a whole blob staged as new; one staged as a duplicate writes nothing.
+        addsOnly: (r: LogRecord): boolean => (r.type === RecordType.PUT_INLINE || r.type === RecordType.PUT_FILE) && r.relocatedFromSegment === 0,
       };
       if (recovered.replay.length > 0) {
         const last = recovered.replay[recovered.replay.length - 1]!;
@@ -131,7 +133,7 @@ export class Engine {
         await unlinkReplayedDeletes(dataDir.path, index, replayed);
         await index.commit(
           { segment: replayed[replayed.length - 1]!.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
-          () => replayed.forEach((r) => applyRecord(index.direct, r)),
+          (w) => replayed.forEach((r) => applyRecord(w, r)),
         );
         await index.flushed();
       }

@@ -20,7 +20,7 @@ import { fdatasync } from 'node:fs';
 import { toBlobstoreError } from '../errors/errors.js';
 import { assert } from '../util/assert.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
-import type { BlobIndex, Checkpoint } from '../index/blob-index.js';
+import type { BlobIndex, Checkpoint, IndexWriter } from '../index/blob-index.js';
 import { HEADER_BYTES, RECORD_ALIGN, type RecordHeader, recordLength, writeHeader } from './record.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
 import { punchHole, writevFullySync } from './fs-util.js';
@@ -68,8 +68,13 @@ export interface LogHooks {
    * for, if there is something to do first (a deleted blob's file to unlink).
    */
   stage(record: LogRecord): Promise<void> | undefined;
-  /** Runs in log order inside the index transaction of the record's batch. */
-  apply(record: LogRecord): void;
+  /** Runs in log order inside the index commit of the record's batch, writing through `index`. */
+  apply(record: LogRecord, index: IndexWriter): void;
+  /**
+   * The record only adds a key that no other record of its commit touches (a plain put staged as
+   * absent): a commit of such records alone queues its writes (BlobIndex.commit, addsOnly).
+   */
+  addsOnly(record: LogRecord): boolean;
 }
 
 interface Batch {
@@ -385,9 +390,9 @@ export class SegmentLog {
       if (TEST_COMMIT_DELAY_MS > 0) await new Promise((resolve) => setTimeout(resolve, TEST_COMMIT_DELAY_MS));
       // An index commit needs free pages: on a disk someone else filled, the ballast goes first.
       await this.options.space.makeRoom();
-      await this.index.commit(checkpoint, () => {
-        for (const r of records) this.hooks.apply(r);
-      });
+      await this.index.commit(checkpoint, (w) => {
+        for (const r of records) this.hooks.apply(r, w);
+      }, records.every(this.addsOnly));
     } catch (err) {
       this.failure ??= err as Error;
       return this.rejectUnanswered(group, err as Error);
@@ -404,6 +409,8 @@ export class SegmentLog {
       },
     );
   }
+
+  private readonly addsOnly = (r: LogRecord): boolean => this.hooks.addsOnly(r);
 
   private rejectUnanswered(group: readonly Batch[], err: Error): void {
     for (const b of group) {

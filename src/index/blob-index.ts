@@ -20,8 +20,9 @@
  * Reads see the overlay (overlay.ts): records acknowledged from the log whose transaction has not
  * committed yet. `direct` writes inside commit() and reads LMDB alone; `staged` writes the overlay.
  */
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 import { type IndexEntry, decodeEntry, encodeEntry } from './entry.js';
+import { GatheredWrites } from './gathered-writes.js';
 import { type Counters, type DeletedEntry, IndexOverlay, type IndexWriter, mergeRange, type QueueEntry, type SegmentSpace } from './overlay.js';
 
 export type { Counters, DeletedEntry, IndexWriter, QueueEntry, SegmentSpace } from './overlay.js';
@@ -103,6 +104,8 @@ export class BlobIndex {
   /** The last checkpoint committed (with the records it covers, in one transaction). */
   committedCheckpoint: Checkpoint;
   readonly overlay = new IndexOverlay();
+  /** The writes of an addsOnly commit (commit, `gathering`). */
+  private readonly gathered: GatheredWrites;
 
   constructor(path: string) {
     // overlappingSync: a commit resolves before its flush; callers that need durability await flushed().
@@ -122,6 +125,7 @@ export class BlobIndex {
     this.committedCheckpoint = (this.meta.get('checkpoint') as Checkpoint | undefined) ?? { segment: 1, offset: 0, nextLsn: 1 };
     this.checkpoint = this.committedCheckpoint;
     for (const { key, value } of this.segmentDb.getRange()) this.segments.set(key, { ...value });
+    this.gathered = new GatheredWrites(this.root);
   }
 
   get(id: Buffer): IndexEntry | undefined {
@@ -357,20 +361,23 @@ export class BlobIndex {
     return this.segmentDb.remove(segment);
   }
 
+  /** A segment's committed space accounting, marked to be written with the commit under way. */
+  private spaceToCommit(segment: number): SegmentSpace {
+    let s = this.segments.get(segment);
+    if (!s) {
+      s = { totalBytes: 0, liveBytes: 0 };
+      this.segments.set(segment, s);
+    }
+    this.dirtySegments.add(segment);
+    return s;
+  }
+
   /** Writes to LMDB inside commit(), reading LMDB alone (the transaction's own writes included). */
   readonly direct: IndexWriter = ((index: BlobIndex) => ({
     get counters(): Counters {
       return index.committedCounters;
     },
-    space: (segment: number): SegmentSpace => {
-      let s = index.segments.get(segment);
-      if (!s) {
-        s = { totalBytes: 0, liveBytes: 0 };
-        index.segments.set(segment, s);
-      }
-      index.dirtySegments.add(segment);
-      return s;
-    },
+    space: (segment: number): SegmentSpace => index.spaceToCommit(segment),
     get: (id: Buffer) => {
       const raw = index.blobs.getBinaryFast(id);
       return raw === undefined ? undefined : decodeEntry(raw);
@@ -408,6 +415,54 @@ export class BlobIndex {
     },
   }))(this);
 
+  /**
+   * Writes of an addsOnly commit (commit()): gathered for one batch on lmdb-js's write thread.
+   * Its records only add keys no other record of the commit touches, so nothing it would read
+   * was written by the commit itself: what LMDB holds is the answer. A record that reads a key
+   * (a delete, a relocation, a put whose existence is not known) does not belong in it.
+   */
+  private readonly gathering: IndexWriter = ((index: BlobIndex) => {
+    const g = {
+      put: <K extends Key, V>(db: Database<V, K>, key: K, value: V) => index.gathered.put(db, key, value),
+      remove: <K extends Key, V>(db: Database<V, K>, key: K) => index.gathered.remove(db, key),
+    };
+    const reads = (): never => {
+      throw new Error('an index commit of added keys only read a key');
+    };
+    return {
+      get counters(): Counters {
+        return index.committedCounters;
+      },
+      space: (segment: number): SegmentSpace => index.spaceToCommit(segment),
+      get: reads,
+      has: reads,
+      put: (id: Buffer, entry: IndexEntry) => g.put(index.blobs, id, encodeEntry(entry)),
+      remove: (id: Buffer) => g.remove(index.blobs, id),
+      getShard: reads,
+      hasShard: reads,
+      putShard: (key: Buffer, entry: IndexEntry) => g.put(index.shardDb, key, encodeEntry(entry)),
+      removeShard: (key: Buffer) => g.remove(index.shardDb, key),
+      markDeleted: reads,
+      clearDeleted: (id: Buffer) => {
+        if (index.deletedCount > 0 && index.deletedDb.doesExist(id)) {
+          index.deletedCount--;
+          g.remove(index.deletedDb, id);
+        }
+      },
+      enqueue: (id: Buffer, queuedAtMs: number) => {
+        const slot = index.overlay.queue.lookup(id);
+        if (slot) {
+          slot.written = true;
+          if (slot.value) g.put(index.queueDb, id, slot.value);
+          else g.remove(index.queueDb, id);
+          return;
+        }
+        if (!index.queueDb.doesExist(id)) index.queueDepth++;
+        g.put(index.queueDb, id, { queuedAtMs, done: [] });
+      },
+    };
+  })(this);
+
   /** Writes to the overlay (a record acknowledged before its transaction), reading what reads see. */
   readonly staged: IndexWriter = ((index: BlobIndex, o: IndexOverlay) => {
     const scratch: SegmentSpace = { totalBytes: 0, liveBytes: 0 };
@@ -443,30 +498,52 @@ export class BlobIndex {
   }
 
   /**
-   * Runs `apply` (writing through `direct`) in one write transaction with the new checkpoint,
-   * counters and segment space, resolving once committed (visible to reads); flushed() tells when
-   * it is on disk. The overlay's slots staged up to the checkpoint go then. A child transaction:
-   * if `apply` throws part way, none of its writes commit (lmdb-js commits what a plain
-   * transaction callback wrote before it threw, which would leave records without their
-   * checkpoint and counters).
+   * Runs `apply` (writing through the writer it is given) in one write transaction with the new
+   * checkpoint, counters and segment space, resolving once committed (visible to reads); flushed()
+   * tells when it is on disk. The overlay's slots staged up to the checkpoint go then.
+   *
+   * `addsOnly`: every record of the commit only adds a key no other record of it touches (a plain
+   * put found absent when it was staged). Its writes are then gathered and queued to lmdb-js's
+   * write thread as one batch (GatheredWrites), the hot path of small stores. Otherwise a child
+   * transaction runs on this thread, where `apply` reads its own writes; if `apply` throws part
+   * way, none of its writes commit (lmdb-js commits what a plain transaction callback wrote before
+   * it threw, which would leave records without their checkpoint and counters). A gathered commit
+   * queues nothing until `apply` has returned.
    */
-  async commit(checkpoint: Checkpoint, apply: () => void): Promise<void> {
-    await this.root.childTransaction(() => {
-      this.writeQueueChanges();
-      apply();
-      this.meta.putSync('checkpoint', checkpoint);
-      this.meta.putSync('counters', this.committedCounters);
-      for (const segment of this.dirtySegments) {
-        const s = this.segments.get(segment);
-        if (s) this.segmentDb.putSync(segment, s);
+  async commit(checkpoint: Checkpoint, apply: (w: IndexWriter) => void, addsOnly = false): Promise<void> {
+    // The replicator's queue changes are read back by enqueue: those need the transaction.
+    if (addsOnly && this.queueChanges.size === 0) {
+      try {
+        apply(this.gathering);
+      } catch (err) {
+        this.gathered.clear();
+        throw err;
       }
-      this.dirtySegments.clear();
-    });
+      await this.gathered.queue(() => this.writeCommitState(checkpoint, false));
+    } else {
+      await this.root.childTransaction(() => {
+        this.writeQueueChanges();
+        apply(this.direct);
+        this.writeCommitState(checkpoint, true);
+      });
+    }
     this.committedCheckpoint = checkpoint;
     if (checkpoint.nextLsn >= this.checkpoint.nextLsn) this.checkpoint = checkpoint;
     this.overlay.dropThrough(checkpoint.nextLsn - 1);
     // Nothing staged is left: the counters reads see are the committed ones (also after a replay).
     if (this.overlay.stagedLsn < checkpoint.nextLsn) Object.assign(this.counters, this.committedCounters);
+  }
+
+  /** The checkpoint, counters and changed segment space, written with every commit's records. */
+  private writeCommitState(checkpoint: Checkpoint, sync: boolean): void {
+    const put = <K extends Key, V>(db: Database<V, K>, key: K, value: V): void => void (sync ? db.putSync(key, value) : db.put(key, value));
+    put(this.meta, 'checkpoint', checkpoint);
+    put(this.meta, 'counters', this.committedCounters);
+    for (const segment of this.dirtySegments) {
+      const s = this.segments.get(segment);
+      if (s) put(this.segmentDb, segment, s);
+    }
+    this.dirtySegments.clear();
   }
 
   /** Resolves once every transaction committed so far is flushed to disk. */
