@@ -18,6 +18,8 @@ napi_value js_cache_stats(napi_env env, napi_callback_info info);
 napi_value js_limits(napi_env env, napi_callback_info info);
 /* fallocate(fd, mode, offset, length) -> Promise<errno> (binding_fs.c) */
 napi_value js_fallocate(napi_env env, napi_callback_info info);
+/* preadNoWait(fd, buffer, length, position) -> bytes read or -errno; never waits for the disk (binding_fs.c) */
+napi_value js_pread_no_wait(napi_env env, napi_callback_info info);
 /* fallocateModes() -> { KEEP_SIZE, PUNCH_HOLE } */
 napi_value js_fallocate_modes(napi_env env, napi_callback_info info);
 /* Adds base64Encode, base64Path, setBase64Path, base64Paths (binding_b64.c); 0 on failure. */

@@ -4,12 +4,20 @@
  * instead of leaving a hole in an acknowledged record) and punches holes to give space back.
  *
  *   fallocate(fd, mode, offset, length) -> Promise<number>   0, or the errno of the failure
+ *
+ * And a read that never waits for the disk: preadv2(RWF_NOWAIT) copies what the page cache holds
+ * and fails with EAGAIN rather than block. The GET of a small blob reads on the event loop when
+ * its bytes are in memory (cheaper than a thread-pool hop) and goes to the pool when they are not,
+ * so a cold read stalls no other request (src/engine/segment-reader.ts).
+ *
+ *   preadNoWait(fd, buffer, length, position) -> number   bytes read, or -errno
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 
 #include "binding.h"
 
@@ -84,4 +92,29 @@ napi_value js_fallocate_modes(napi_env env, napi_callback_info info) {
     napi_set_named_property(env, obj, "KEEP_SIZE", make_int(env, FALLOC_FL_KEEP_SIZE));
     napi_set_named_property(env, obj, "PUNCH_HOLE", make_int(env, FALLOC_FL_PUNCH_HOLE));
     return obj;
+}
+
+/* Linux 4.14 added RWF_NOWAIT for reads; older C libraries lack the constant (the kernel answers EOPNOTSUPP). */
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008
+#endif
+
+/* A bad argument answers -EINVAL, as the call would. */
+napi_value js_pread_no_wait(napi_env env, napi_callback_info info) {
+    size_t argc = 4;
+    napi_value argv[4];
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
+    uint8_t *data;
+    size_t len;
+    int64_t fd = -1, length = -1, position = -1;
+    if (argc < 4 || !typed_array_bytes(env, argv[1], &data, &len) || !get_i64(env, argv[0], &fd) || fd > INT32_MAX ||
+        !get_i64(env, argv[2], &length) || length > INT32_MAX || (uint64_t)length > len || !get_i64(env, argv[3], &position)) {
+        return make_int(env, -EINVAL);
+    }
+    struct iovec iov = {.iov_base = data, .iov_len = (size_t)length};
+    ssize_t n;
+    do {
+        n = preadv2((int)fd, &iov, 1, (off_t)position, RWF_NOWAIT);
+    } while (n < 0 && errno == EINTR);
+    return make_int(env, n < 0 ? -errno : (int)n);
 }

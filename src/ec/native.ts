@@ -40,6 +40,8 @@ export interface EcAddon {
   /** fallocate(2) on libuv's thread pool (native/src/binding_fs.c): resolves 0 or an errno. */
   fallocate(fd: number, mode: number, offset: number, length: number): Promise<number>;
   fallocateModes(): { KEEP_SIZE: number; PUNCH_HOLE: number };
+  /** preadv2(RWF_NOWAIT): bytes read from the page cache, or -errno (-EAGAIN: not in memory). */
+  preadNoWait(fd: number, buffer: Uint8Array, length: number, position: number): number;
 }
 
 export const ADDON_RELATIVE_PATH = 'native/build/Release/blobstore_ec.node';

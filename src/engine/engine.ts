@@ -288,7 +288,8 @@ export class Engine {
   }
 
   /**
-   * readInline on the calling thread, for records small enough to read synchronously. The bytes
+   * readInline on the calling thread, for records small enough to read synchronously whose bytes
+   * are in memory (undefined otherwise: readInline reads them in the thread pool). The bytes
    * are a view of a scratch buffer or of the read cache, valid until the next call: copy them out
    * at once (uWS's end() does), so no buffer is allocated per read. What is read and verified here
    * goes into the read cache (verified-cache.ts), and a cached record is answered from it.
@@ -299,6 +300,8 @@ export class Engine {
     if (cached) return cached.data;
     const readStart = performance.now();
     const data = this.reader.readSmallScratch(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
+    // Not in memory: the long way reads it in the thread pool.
+    if (data === undefined) return undefined;
     this.recorder.stage('read', readStart);
     this.verified(meta, data);
     return this.cache.admit(meta, data)?.data ?? data;
@@ -327,6 +330,7 @@ export class Engine {
     const at = raw.readUInt32LE(8) + raw.readUInt32LE(12) * 2 ** 32 + HEADER_BYTES + raw.readUInt16LE(2);
     const readStart = performance.now();
     const data = this.reader.readSmallScratch(raw.readUInt32LE(4), at, size);
+    if (data === undefined) return undefined;
     this.recorder.stage('read', readStart);
     const verifyStart = performance.now();
     const intact = this.cache.missedChecksumIs(blake3(data));

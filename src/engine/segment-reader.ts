@@ -1,13 +1,32 @@
 /**
- * Read handles for segment files. Small records are read synchronously: a pread of a few KiB from
- * the page cache costs less than a thread-pool hop (decisions.md §10: ~33k GET/s prototype). Larger
- * ones go through the thread pool; a segment being removed waits for reads in progress.
+ * Read handles for segment files. Small records are read on the calling thread when the page
+ * cache holds them: a pread of a few KiB from memory costs less than a thread-pool hop
+ * (decisions.md §10: ~33k GET/s prototype). The read asks the kernel not to wait for the disk
+ * (preadv2 RWF_NOWAIT, native/src/binding_fs.c): bytes that are not in memory are read in the
+ * thread pool instead, so a cold read on a slow disk stalls no other request. Larger records
+ * always go through the pool; a segment being removed waits for reads in progress.
  */
 import { closeSync, openSync, read, readSync, constants as fsc } from 'node:fs';
+import { native } from '../ec/native.js';
 import { BlobstoreError } from '../errors/errors.js';
+import { errnoError } from '../util/write-all.js';
 import type { SegmentStore } from './segment-store.js';
 
-/** Records up to this size are read synchronously. */
+const EAGAIN = 11;
+/** What a kernel, C library or file system without RWF_NOWAIT for reads answers. */
+const NO_NOWAIT = new Set([22 /* EINVAL */, 38 /* ENOSYS */, 95 /* EOPNOTSUPP */]);
+
+type NoWaitRead = (fd: number, buffer: Uint8Array, length: number, position: number) => number;
+
+/** The addon's preadNoWait, or null without the addon: reads of small records then block. */
+function noWaitRead(): NoWaitRead | null {
+  try {
+    const addon = native();
+    return typeof addon.preadNoWait === 'function' ? (fd, buffer, length, position) => addon.preadNoWait(fd, buffer, length, position) : null;
+  } catch {
+    return null;
+  }
+}
 
 export class SegmentReader {
   private readonly fds = new Map<number, number>();
@@ -34,22 +53,40 @@ export class SegmentReader {
   /** One buffer for every synchronous read whose bytes are copied out before the next one. */
   private readonly scratch: Buffer;
 
-  /** A small read on the calling thread (at most syncReadMaxBytes), into `into` or a new buffer. */
-  readSmall(segment: number, position: number, length: number, into?: Buffer): Buffer {
-    const buf = into ?? Buffer.allocUnsafe(length);
-    const n = length === 0 ? 0 : readSync(this.fd(segment), buf, 0, length, position);
+  /** How small reads run on this thread; null once the addon or the kernel cannot read without waiting. */
+  private noWait: NoWaitRead | null = noWaitRead();
+
+  /**
+   * A small read on the calling thread (at most syncReadMaxBytes) into `into`: false when the
+   * page cache does not hold all of the bytes (read() reads them in the pool).
+   */
+  private readInMemory(segment: number, position: number, length: number, into: Buffer): boolean {
+    if (length === 0) return true;
+    const fd = this.fd(segment);
+    if (this.noWait !== null) {
+      const n = this.noWait(fd, into, length, position);
+      if (n === length) return true;
+      // A part in memory, or the end of the file: the pool's read tells which.
+      if (n >= 0 || n === -EAGAIN) return false;
+      if (!NO_NOWAIT.has(-n)) throw errnoError(`E${-n}`, 'preadv2', `preadv2 of segment ${segment} failed: errno ${-n}`);
+      this.noWait = null;
+    }
+    const n = readSync(fd, into, 0, length, position);
     if (n !== length) throw shortRead(segment, position, length, n);
-    return buf.subarray(0, length);
+    return true;
   }
 
-  /** readSmall into the shared scratch buffer: valid only until the next call. */
-  readSmallScratch(segment: number, position: number, length: number): Buffer {
-    return this.readSmall(segment, position, length, this.scratch);
+  /**
+   * A small read on the calling thread into the shared scratch buffer (valid only until the next
+   * call); undefined when the bytes are not all in memory: read them with read().
+   */
+  readSmallScratch(segment: number, position: number, length: number): Buffer | undefined {
+    return this.readInMemory(segment, position, length, this.scratch) ? this.scratch.subarray(0, length) : undefined;
   }
 
   async read(segment: number, position: number, length: number): Promise<Buffer> {
-    if (length <= this.syncReadMaxBytes) return this.readSmall(segment, position, length);
     const buf = Buffer.allocUnsafe(length);
+    if (length <= this.syncReadMaxBytes && this.readInMemory(segment, position, length, buf)) return buf;
     const fd = this.fd(segment);
     this.pins.set(segment, (this.pins.get(segment) ?? 0) + 1);
     try {

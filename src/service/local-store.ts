@@ -34,7 +34,7 @@ export interface LocalStore {
   read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange): Promise<void>;
   /** A segment blob's bytes, verified. */
   readInline(meta: BlobMeta): Promise<Buffer>;
-  /** readInline on the calling thread for small records (a view of a scratch buffer; undefined when too large). */
+  /** readInline on the calling thread for small records in memory (a view of a scratch buffer; undefined when too large or not in memory). */
   readInlineSync(meta: BlobMeta): Buffer | undefined;
   /** A small segment blob's verified record: from the read cache without allocating (id may be a scratch buffer), or read and cached now. */
   cachedRecord(id: Buffer): CachedRecord | undefined;
