@@ -53,6 +53,8 @@ N=dist/bench/node
 step hash              300  node $N/hash-inline-vs-pool.bench.js
 step segment-append    300  node $N/segment-append-group-commit.bench.js
 step lmdb-index-put    300  node $N/lmdb-index-put.bench.js
+# The index commit of a group of small puts: a transaction on the event loop, or gathered for lmdb-js's write thread.
+step index-commit      300  node $N/index-commit.bench.js
 step http-4KiB         900  node $N/http-4KiB-put-get.bench.js
 step http-stream-1GiB  900  node $N/http-stream-1GiB.bench.js
 # Metrics: the Recorder's cost per call against prom-client's; metrics + auth on vs off (4 KiB).
