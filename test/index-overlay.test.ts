@@ -291,6 +291,27 @@ describe('an index commit of added keys only (gathered for lmdb-js\'s write thre
     expect([...engine.index.segments.entries()]).toStrictEqual(space);
     await engine.close();
   });
+
+  it('carries the replicator\'s changes to committed queue entries, before the stores it commits', async () => {
+    const cfg = config();
+    let engine = await openEngine(cfg);
+    const a = await engine.putInline(patternBytes(1000, 81), 1, EMPTY, { replicate: true });
+    const b = await engine.putInline(patternBytes(1000, 82), 1, EMPTY, { replicate: true });
+    await engine.settled();
+    // Changes to committed entries wait for the next index commit (or a transaction of their own after 50 ms).
+    await engine.replication.update(b.id, { queuedAtMs: 1, done: ['peer-1'] });
+    await engine.replication.remove(a.id);
+    const c = await engine.putInline(patternBytes(1000, 83), 1, EMPTY, { replicate: true });
+    await engine.settled();
+    expect(engine.replication.depth).toBe(2);
+    await engine.close();
+    engine = await openEngine(cfg);
+    expect(engine.replication.depth).toBe(2);
+    expect(engine.replication.page(10).map((e) => hex(e.id))).toEqual([hex(b.id), hex(c.id)].sort());
+    expect(engine.replication.get(b.id)?.done).toEqual(['peer-1']);
+    expect(engine.replication.get(c.id)?.done).toEqual([]);
+    await engine.close();
+  });
 });
 
 describe('a crash after the acknowledgement, before the index commit', () => {

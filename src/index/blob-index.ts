@@ -311,11 +311,20 @@ export class BlobIndex {
     this.queueTimer.unref();
   }
 
-  /** Inside a write transaction: the pending queue changes. */
-  private writeQueueChanges(): void {
+  /**
+   * The pending queue changes: inside a write transaction, or gathered for a commit's batch
+   * (`gathered`). They come first in a commit and touch distinct ids, so what they read is what
+   * LMDB held before the commit either way.
+   */
+  private writeQueueChanges(gathered = false): void {
     for (const { id, entry } of this.queueChanges.values()) {
-      if (entry === null) this.queueDb.removeSync(id);
-      else if (this.queueDb.doesExist(id)) this.queueDb.putSync(id, entry);
+      if (entry === null) {
+        if (gathered) this.gathered.remove(this.queueDb, id);
+        else this.queueDb.removeSync(id);
+      } else if (this.queueDb.doesExist(id)) {
+        if (gathered) this.gathered.put(this.queueDb, id, entry);
+        else this.queueDb.putSync(id, entry);
+      }
     }
     this.queueChanges.clear();
   }
@@ -504,16 +513,18 @@ export class BlobIndex {
    *
    * `addsOnly`: every record of the commit only adds a key no other record of it touches (a plain
    * put found absent when it was staged). Its writes are then gathered and queued to lmdb-js's
-   * write thread as one batch (GatheredWrites), the hot path of small stores. Otherwise a child
+   * write thread as one batch (GatheredWrites), the hot path of small stores, with the
+   * replicator's queue changes (a failed commit loses those, as a failed transaction does: a lost
+   * change only repeats a copy). Otherwise a child
    * transaction runs on this thread, where `apply` reads its own writes; if `apply` throws part
    * way, none of its writes commit (lmdb-js commits what a plain transaction callback wrote before
    * it threw, which would leave records without their checkpoint and counters). A gathered commit
    * queues nothing until `apply` has returned.
    */
   async commit(checkpoint: Checkpoint, apply: (w: IndexWriter) => void, addsOnly = false): Promise<void> {
-    // The replicator's queue changes are read back by enqueue: those need the transaction.
-    if (addsOnly && this.queueChanges.size === 0) {
+    if (addsOnly) {
       try {
+        this.writeQueueChanges(true);
         apply(this.gathering);
       } catch (err) {
         this.gathered.clear();
