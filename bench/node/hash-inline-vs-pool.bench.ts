@@ -8,6 +8,8 @@
  *   - main-thread time: the event loop's busy time per pipelined pool task (eventLoopUtilization)
  *     against inline hashing's cost per byte; above that size handing the hash to the pool frees
  *     the event loop, which is what a server saturating one core needs.
+ * `node hash` rows: the node's own one-shot hash (src/hash/blake3.ts), the same native BLAKE3 with
+ * the digest taken as base64url instead of a new external Buffer.
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
@@ -15,6 +17,7 @@ import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import { KiB, MiB, ROOT, emit, envInt, round } from './lib.js';
 import { runMicro, type MicroTask } from './micro.js';
+import { blake3 as nodeHash, initHashing } from '../../src/hash/blake3.js';
 
 const BENCH = 'hash-blake3';
 const { blake3 } = createRequire(import.meta.url)('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
@@ -41,12 +44,15 @@ async function mainThreadCost(pool: Piscina, data: Uint8Array, tasks: number): P
 }
 
 async function main(): Promise<void> {
+  await initHashing();
   const pool = new Piscina({ filename: join(ROOT, 'bench/node/hash-worker.mjs'), minThreads: THREADS, maxThreads: THREADS, idleTimeout: 60_000 });
   const tasks: MicroTask[] = [];
   for (const [label, size] of SIZES) {
     const copied = filled(size, false);
     const shared = new Uint8Array(filled(size, true).buffer);
     tasks.push({ name: `inline ${label}`, fn: () => blake3(copied) });
+    // The node's one-shot hash (src/hash/blake3.ts): the same native BLAKE3, digest as base64url.
+    tasks.push({ name: `node hash ${label}`, fn: () => nodeHash(copied) });
     tasks.push({ name: `pool serial copy ${label}`, fn: () => pool.run(copied) });
     tasks.push({ name: `pool serial shared ${label}`, fn: () => pool.run(shared) });
     tasks.push({ name: `pool x${IN_FLIGHT} copy ${label}`, opsPerIteration: IN_FLIGHT, fn: () => Promise.all(Array.from({ length: IN_FLIGHT }, () => pool.run(copied))) });
