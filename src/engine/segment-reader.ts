@@ -13,8 +13,8 @@ import { errnoError } from '../util/write-all.js';
 import type { SegmentStore } from './segment-store.js';
 
 const EAGAIN = 11;
-/** What a kernel, C library or file system without RWF_NOWAIT for reads answers. */
-const NO_NOWAIT = new Set([22 /* EINVAL */, 38 /* ENOSYS */, 95 /* EOPNOTSUPP */]);
+/** What a kernel without preadv2 (before 4.6) or a file or kernel without RWF_NOWAIT for reads answers. */
+const NO_NOWAIT = new Set([38 /* ENOSYS */, 95 /* EOPNOTSUPP */]);
 
 type NoWaitRead = (fd: number, buffer: Uint8Array, length: number, position: number) => number;
 
