@@ -9,7 +9,6 @@
 import { closeSync, openSync, read, readSync, constants as fsc } from 'node:fs';
 import { native } from '../ec/native.js';
 import { BlobstoreError } from '../errors/errors.js';
-import { errnoError } from '../util/write-all.js';
 import type { SegmentStore } from './segment-store.js';
 
 const EAGAIN = 11;
@@ -68,8 +67,8 @@ export class SegmentReader {
       if (n === length) return true;
       // A part in memory, or the end of the file: the pool's read tells which.
       if (n >= 0 || n === -EAGAIN) return false;
-      if (!NO_NOWAIT.has(-n)) throw errnoError(`E${-n}`, 'preadv2', `preadv2 of segment ${segment} failed: errno ${-n}`);
-      this.noWait = null;
+      // Refused here: plain reads from now on. Any other failure: the plain read reports it as Node does.
+      if (NO_NOWAIT.has(-n)) this.noWait = null;
     }
     const n = readSync(fd, into, 0, length, position);
     if (n !== length) throw shortRead(segment, position, length, n);
