@@ -40,6 +40,8 @@ export interface EcAddon {
   /** fallocate(2) on libuv's thread pool (native/src/binding_fs.c): resolves 0 or an errno. */
   fallocate(fd: number, mode: number, offset: number, length: number): Promise<number>;
   fallocateModes(): { KEEP_SIZE: number; PUNCH_HOLE: number };
+  /** One pwrite(2) per part from `position`, in one thread-pool job (native/src/binding_fs.c): resolves 0 or an errno. */
+  pwriteEach(fd: number, parts: Uint8Array[], position: number): Promise<number>;
 }
 
 export const ADDON_RELATIVE_PATH = 'native/build/Release/blobstore_ec.node';
