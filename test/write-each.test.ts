@@ -51,3 +51,11 @@ describe('writeEach', () => {
     }
   });
 });
+
+describe('writeEach on a closed file', () => {
+  it('rejects with EBADF, as a write on a closed FileHandle does', async () => {
+    const handle = await fsp.open(join(tempDir('write-each'), 'closed'), 'w');
+    await handle.close();
+    await expect(writeEach(handle, [patterned(10, 6)], 0)).rejects.toMatchObject({ code: 'EBADF' });
+  });
+});

@@ -67,6 +67,12 @@ export class BlobFileWriter implements FileSink {
   /** Chunks waiting for the file, in order (pump writes them). */
   private readonly queue: QueuedWrite[] = [];
   private writing = false;
+  /**
+   * The write job under way (settled either way). The addon's job writes to the fd behind Node's
+   * back, so FileHandle.close() does not wait for it: abort waits here before closing, or a new
+   * file given the same fd number could take the job's bytes.
+   */
+  private writeJob: Promise<void> = Promise.resolve();
   private syncedUpTo = 0;
   /** A transient file (the source an EC store encodes from): never flushed, removed afterwards. */
   private durable = true;
@@ -165,7 +171,9 @@ export class BlobFileWriter implements FileSink {
       for (const w of batch) if (err === undefined) w.resolve(); else w.reject(err);
       this.pump();
     };
-    writeEach(this.handle, batch.map((w) => w.bytes), batch[0]!.at).then(() => done(), done);
+    const job = writeEach(this.handle, batch.map((w) => w.bytes), batch[0]!.at);
+    this.writeJob = job.then(() => undefined, () => undefined);
+    job.then(() => done(), done);
   }
 
   /**
@@ -187,6 +195,7 @@ export class BlobFileWriter implements FileSink {
   /** Writes the digest table and footer, fsyncs (transient: neither), and returns the content digest. */
   async finish(): Promise<Buffer> {
     if (!this.durable) {
+      await this.writeJob;
       await this.syncing;
       await this.handle!.close();
       this.handle = undefined;
@@ -213,9 +222,13 @@ export class BlobFileWriter implements FileSink {
   }
 
   async abort(): Promise<void> {
-    await this.syncing;
-    await this.handle?.close().catch(() => undefined);
+    // No handle: writes still queued fail at once (pump), no new flush starts.
+    const handle = this.handle;
     this.handle = undefined;
+    this.pump();
+    await this.writeJob;
+    await this.syncing;
+    await handle?.close().catch(() => undefined);
     await fsp.rm(this.tmpPath, { force: true });
     this.unfinished.delete(this);
   }

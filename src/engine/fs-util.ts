@@ -89,6 +89,8 @@ export async function writeEach(handle: fsp.FileHandle, parts: Uint8Array[], pos
     }
     return;
   }
+  // A closed FileHandle's fd is -1: EBADF, as Node's own write on it.
+  if (handle.fd < 0) throw errnoError('EBADF', 'write', 'EBADF: the file is closed');
   const errno = await f(handle.fd, parts, position);
   if (errno !== 0) throw errnoError(ERRNO_CODES[errno] ?? `E${errno}`, 'write');
 }
