@@ -4,6 +4,7 @@
  * instead of leaving a hole in an acknowledged record) and punches holes to give space back.
  *
  *   fallocate(fd, mode, offset, length) -> Promise<number>   0, or the errno of the failure
+ *   pwriteEach(fd, parts, position) -> Promise<number>        0, or the errno of the failure
  *
  * And a read that never waits for the disk: preadv2(RWF_NOWAIT) copies what the page cache holds
  * and fails with EAGAIN rather than block. The GET of a small blob reads on the event loop when
@@ -18,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "binding.h"
 
@@ -117,4 +119,98 @@ napi_value js_pread_no_wait(napi_env env, napi_callback_info info) {
         n = preadv2((int)fd, &iov, 1, (off_t)position, RWF_NOWAIT);
     } while (n < 0 && errno == EINTR);
     return make_int(env, n < 0 ? -errno : (int)n);
+}
+
+/*
+ * pwriteEach(fd, parts, position) -> Promise<number>: 0, or the errno of the failure. Writes the
+ * parts one after another from `position`, one pwrite(2) per part (each to the end, across short
+ * writes), in one thread-pool job. Why not one pwritev: the kernel sizes page-cache folios by a
+ * write's length, and a long write takes 2 MiB folios, which on a VM with free page reporting are
+ * memory the host took back and faults in again on the copy (src/engine/blob-file.ts); one job,
+ * not one per part, keeps the thread-pool round trips of a batch at one.
+ */
+typedef struct {
+    napi_async_work work;
+    napi_deferred deferred;
+    napi_ref parts_ref; /* keeps the parts' memory alive while the job runs */
+    int fd;
+    int64_t position;
+    size_t count;
+    struct { const uint8_t *data; size_t length; } *parts;
+    int err;
+} pwrite_job;
+
+static void pwrite_execute(napi_env env, void *data) {
+    (void)env;
+    pwrite_job *job = data;
+    int64_t at = job->position;
+    for (size_t i = 0; i < job->count && job->err == 0; i++) {
+        size_t done = 0;
+        while (done < job->parts[i].length) {
+            ssize_t n = pwrite(job->fd, job->parts[i].data + done, job->parts[i].length - done, (off_t)(at + (int64_t)done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) { job->err = errno; break; }
+            if (n == 0) { job->err = EIO; break; } /* no progress and no error: never loop forever */
+            done += (size_t)n;
+        }
+        at += (int64_t)job->parts[i].length;
+    }
+}
+
+static void pwrite_complete(napi_env env, napi_status status, void *data) {
+    pwrite_job *job = data;
+    napi_resolve_deferred(env, job->deferred, make_int(env, status == napi_ok ? job->err : EIO));
+    napi_delete_reference(env, job->parts_ref);
+    napi_delete_async_work(env, job->work);
+    free(job->parts);
+    free(job);
+}
+
+/* A bad argument is a programming error: the promise resolves with EINVAL, as the call would. */
+napi_value js_pwrite_each(napi_env env, napi_callback_info info) {
+    size_t argc = 3;
+    napi_value argv[3], promise, name;
+    napi_deferred deferred;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
+    if (napi_create_promise(env, &deferred, &promise) != napi_ok) return NULL;
+    pwrite_job *job = calloc(1, sizeof *job);
+    int64_t fd = -1;
+    uint32_t count = 0;
+    bool is_array = false;
+    int ok = job != NULL && argc >= 3 && get_i64(env, argv[0], &fd) && fd <= INT32_MAX && get_i64(env, argv[2], &job->position) &&
+             napi_is_array(env, argv[1], &is_array) == napi_ok && is_array && napi_get_array_length(env, argv[1], &count) == napi_ok;
+    if (ok && count > 0) {
+        job->parts = calloc(count, sizeof *job->parts);
+        ok = job->parts != NULL;
+    }
+    for (uint32_t i = 0; ok && i < count; i++) {
+        napi_value part, arraybuffer;
+        napi_typedarray_type type;
+        size_t length, offset;
+        void *base;
+        ok = napi_get_element(env, argv[1], i, &part) == napi_ok &&
+             napi_get_typedarray_info(env, part, &type, &length, &base, &arraybuffer, &offset) == napi_ok && type == napi_uint8_array;
+        if (ok) {
+            job->parts[i].data = base;
+            job->parts[i].length = length;
+        }
+    }
+    if (!ok) {
+        if (job) free(job->parts);
+        free(job);
+        napi_resolve_deferred(env, deferred, make_int(env, EINVAL));
+        return promise;
+    }
+    job->fd = (int)fd;
+    job->count = count;
+    job->deferred = deferred;
+    napi_create_string_utf8(env, "blobstore.pwriteEach", NAPI_AUTO_LENGTH, &name);
+    if (napi_create_reference(env, argv[1], 1, &job->parts_ref) != napi_ok ||
+        napi_create_async_work(env, NULL, name, pwrite_execute, pwrite_complete, job, &job->work) != napi_ok ||
+        napi_queue_async_work(env, job->work) != napi_ok) {
+        free(job->parts);
+        free(job);
+        napi_resolve_deferred(env, deferred, make_int(env, EIO));
+    }
+    return promise;
 }

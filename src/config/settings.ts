@@ -69,6 +69,10 @@ export const SETTINGS = {
     type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, max: 2 * GiB - 1,
     help: 'HTTP/2 flow-control window the gRPC server announces, per stream and per connection',
   },
+  grpcHeapGrowingPercent: {
+    type: 'int', default: () => 400, min: 0, max: 1000,
+    help: "V8's heap growing factor (1 + this/100) while gRPC listens: room for node:http2's read buffers between full GCs; 0 = V8's own",
+  },
   authTokensFile: {
     type: 'string', default: () => '', specName: 'AuthTokensFile',
     help: 'bearer token file (scopes read, write, admin); empty = authentication off; re-read on SIGHUP',

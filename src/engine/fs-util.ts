@@ -58,6 +58,43 @@ function fallocate(): Fallocate | null {
   return fallocateFn;
 }
 
+type PwriteEach = (fd: number, parts: Uint8Array[], position: number) => Promise<number>;
+
+let pwriteEachFn: PwriteEach | null | undefined;
+
+/** The addon's pwriteEach, or null when the addon is not built. */
+function pwriteEach(): PwriteEach | null {
+  if (pwriteEachFn !== undefined) return pwriteEachFn;
+  try {
+    const addon = native();
+    pwriteEachFn = typeof addon.pwriteEach === 'function' ? (fd, parts, position) => addon.pwriteEach(fd, parts, position) : null;
+  } catch {
+    pwriteEachFn = null;
+  }
+  return pwriteEachFn;
+}
+
+/**
+ * Writes `parts` one after another from `position`, each with a write of its own (to its end,
+ * across short writes), in one thread-pool job when the addon is built (else one write per
+ * part). Not one pwritev: the kernel sizes page-cache folios by a write's length (blob-file.ts).
+ * The parts must stay untouched until it resolves.
+ */
+export async function writeEach(handle: fsp.FileHandle, parts: Uint8Array[], position: number): Promise<void> {
+  const f = pwriteEach();
+  if (!f) {
+    for (const part of parts) {
+      await writeAll(handle, part, position);
+      position += part.length;
+    }
+    return;
+  }
+  // A closed FileHandle's fd is -1: EBADF, as Node's own write on it.
+  if (handle.fd < 0) throw errnoError('EBADF', 'write', 'EBADF: the file is closed');
+  const errno = await f(handle.fd, parts, position);
+  if (errno !== 0) throw errnoError(ERRNO_CODES[errno] ?? `E${errno}`, 'write');
+}
+
 const ZEROS = Buffer.alloc(1024 * 1024);
 
 async function writeZeros(handle: fsp.FileHandle, offset: number, length: number): Promise<void> {

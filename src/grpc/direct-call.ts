@@ -17,6 +17,18 @@ import { EventEmitter } from 'node:events';
 import http2 from 'node:http2';
 import { Metadata, status as Status } from '@grpc/grpc-js';
 
+/**
+ * A reader that takes some messages piece by piece as their DATA frames arrive instead of whole
+ * (PutStream's chunks: put-chunk-parser.ts), so a large message is never assembled.
+ */
+export interface MessagePieces {
+  /** At a message's prefix: true to take it as pieces (`piece` for each, then `end`), false to take it whole. */
+  begin(length: number): boolean;
+  /** The next bytes of the message, a view of the frame valid only during the call. */
+  piece(bytes: Buffer): void;
+  end(): void;
+}
+
 export interface CallStatus {
   code: number;
   details: string;
@@ -53,6 +65,9 @@ export class DirectCall extends EventEmitter {
   private message: Buffer | undefined;
   private messageHave = 0;
   private messageLength = 0;
+  /** The current message goes to `pieces` as it arrives. */
+  private piecewise = false;
+  private pieces: MessagePieces | undefined;
   /** Reused for messages that span DATA frames: onMessage must be done with it when it returns. */
   private assembly = Buffer.alloc(0);
 
@@ -71,8 +86,12 @@ export class DirectCall extends EventEmitter {
     if (typeof timeout === 'string') this.deadline(timeout);
   }
 
-  /** Reads the request's messages: `onMessage` for each (its bytes valid only during the call), `onEnd` at the half-close. */
-  read(onMessage: (bytes: Buffer) => void, onEnd: () => void): void {
+  /**
+   * Reads the request's messages: `onMessage` for each (its bytes valid only during the call),
+   * or `pieces` for those it takes, `onEnd` at the half-close.
+   */
+  read(onMessage: (bytes: Buffer) => void, onEnd: () => void, pieces?: MessagePieces): void {
+    this.pieces = pieces;
     this.stream.on('data', (data: Buffer) => {
       if (this.statusSent || this.cancelled) return;
       try {
@@ -83,7 +102,7 @@ export class DirectCall extends EventEmitter {
     });
     this.stream.once('end', () => {
       if (this.statusSent || this.cancelled) return;
-      if (this.prefixHave > 0 || this.message) this.sendStatus({ code: Status.INTERNAL, details: 'the request ended inside a message' });
+      if (this.prefixHave > 0 || this.message || this.piecewise) this.sendStatus({ code: Status.INTERNAL, details: 'the request ended inside a message' });
       else onEnd();
     });
   }
@@ -170,7 +189,7 @@ export class DirectCall extends EventEmitter {
   private frames(data: Buffer, onMessage: (bytes: Buffer) => void): void {
     let at = 0;
     while (at < data.length && !this.statusSent && !this.cancelled) {
-      if (!this.message) {
+      if (!this.message && !this.piecewise) {
         if (this.prefixHave === 0 && data.length - at >= 5) {
           this.startMessage(data[at]!, data.readUInt32BE(at + 1));
           at += 5;
@@ -184,6 +203,12 @@ export class DirectCall extends EventEmitter {
           this.startMessage(this.prefix[0]!, this.prefix.readUInt32BE(1));
         }
         if (this.statusSent) return;
+        if (this.pieces?.begin(this.messageLength)) {
+          this.piecewise = true;
+          if (!this.takePieces(data, at)) return;
+          at += this.messageLength;
+          continue;
+        }
         // A message wholly inside this frame is handed over as a view, no copy.
         if (this.messageHave === 0 && data.length - at >= this.messageLength) {
           const view = data.subarray(at, at + this.messageLength);
@@ -196,6 +221,13 @@ export class DirectCall extends EventEmitter {
         this.message = this.assembly;
         this.messageHave = 0;
       }
+      if (this.piecewise) {
+        const taken = Math.min(this.messageLength - this.messageHave, data.length - at);
+        if (!this.takePieces(data, at)) return;
+        at += taken;
+        continue;
+      }
+      if (!this.message) continue;
       const n = Math.min(this.messageLength - this.messageHave, data.length - at);
       // fill() is one native memcpy (copy() is a JS loop for large ranges on some Node 20 paths).
       if (n > 0) this.message.fill(data.subarray(at, at + n), this.messageHave, this.messageHave + n);
@@ -208,6 +240,23 @@ export class DirectCall extends EventEmitter {
         onMessage(whole);
       }
     }
+  }
+
+  /**
+   * Hands what `data` holds of the current piecewise message, from `at`, to `pieces`; true when
+   * the message is complete (then `end` ran), false when the frame ended first.
+   */
+  private takePieces(data: Buffer, at: number): boolean {
+    const n = Math.min(this.messageLength - this.messageHave, data.length - at);
+    if (n > 0) {
+      this.messageHave += n;
+      this.pieces!.piece(n === data.length ? data : data.subarray(at, at + n));
+    }
+    if (this.messageHave < this.messageLength) return false;
+    this.piecewise = false;
+    this.messageHave = 0;
+    if (!this.statusSent && !this.cancelled) this.pieces!.end();
+    return true;
   }
 
   private startMessage(flags: number, length: number): void {

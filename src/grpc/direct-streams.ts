@@ -4,8 +4,11 @@
  * blob-handlers.ts), measured against a bare node:http2 stream (bench/grpc/bare-h2.ts).
  *
  *   PutStream  each PutChunk is checked and decoded as grpc-js would (the hardened deserializer of
- *              proto.ts) and handed to put-stream.ts's PutStreamCall as it arrives; the writer's
- *              pause stops reading the HTTP/2 stream, so the client's window closes
+ *              proto.ts) and handed to put-stream.ts's PutStreamCall as it arrives; after the
+ *              first chunk (policy, labels) and until the final one, a chunk is taken piece by
+ *              piece (put-chunk-parser.ts): its data goes to the writer straight from the DATA
+ *              frames, its other fields are decoded at its end; the writer's pause stops
+ *              reading the HTTP/2 stream, so the client's window closes
  *   GetStream  each verified chunk is framed as a GetChunk in one of FRAMES reusable buffers and
  *              written at once; the reader waits only when all FRAMES are still being sent, so a
  *              slow reader holds the node to FRAMES messages (plus the read-ahead)
@@ -15,12 +18,13 @@ import { blobIdFromBytes } from '../blob/id.js';
 import { ClientGone } from '../errors/client-gone.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
-import { type CallStatus, DirectCall, STATUS_OK } from './direct-call.js';
+import { type CallStatus, DirectCall, type MessagePieces, STATUS_OK } from './direct-call.js';
 import type { DirectHandler } from './direct-seam.js';
 import { maxChunkData, streamChunks } from './get-chunks.js';
 import { type IdRequest, type PutChunk, type PutResponse, writeVarint } from './messages.js';
 import { type MalformedMessage, serverDefinition } from './proto.js';
-import { handlePutStream } from './put-stream.js';
+import { PutChunkParser } from './put-chunk-parser.js';
+import { handlePutStream, type PutStreamCall } from './put-stream.js';
 import { authorization, toStatus, wellFormed } from './status.js';
 
 /** GetChunk messages in flight per GetStream (each at most 1 MiB + 13 bytes). */
@@ -62,12 +66,37 @@ function servePutStream(
   decode: (bytes: Buffer) => PutChunk | MalformedMessage, encode: (response: PutResponse) => Buffer,
 ): void {
   // DirectCall is a PutCall: it emits 'data' per message, 'end' and 'cancelled'.
-  handlePutStream(service, gate, log, call, (err, response) => {
+  const put = handlePutStream(service, gate, log, call, (err, response) => {
     if (err) return call.sendStatus(statusOf(err));
     call.write(framed(encode(response!)));
     call.sendStatus(STATUS_OK);
   });
-  call.read((bytes) => call.emit('data', decode(bytes)), () => call.emit('end'));
+  call.read((bytes) => call.emit('data', decode(bytes)), () => call.emit('end'), put && new ChunkPieces(put, decode));
+}
+
+/** The chunks a PutStream takes as they arrive (PutStreamCall.streaming): data to the writer, the rest decoded at the end. */
+class ChunkPieces implements MessagePieces {
+  private readonly parser = new PutChunkParser();
+  private readonly data = (piece: Buffer): void => this.put.dataPiece(piece);
+
+  constructor(
+    private readonly put: PutStreamCall,
+    private readonly decode: (bytes: Buffer) => PutChunk | MalformedMessage,
+  ) {}
+
+  begin(length: number): boolean {
+    if (!this.put.streaming) return false;
+    this.parser.begin(length);
+    return true;
+  }
+
+  piece(bytes: Buffer): void {
+    this.parser.piece(bytes, this.data);
+  }
+
+  end(): void {
+    this.put.chunkRest(this.decode(this.parser.end()), this.parser.streamed);
+  }
 }
 
 /**

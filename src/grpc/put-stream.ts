@@ -20,7 +20,7 @@ import { blobIdFromBytes } from '../blob/id.js';
 import type { BlobService } from '../service/blob-service.js';
 import { PutStream } from '../service/put-stream.js';
 import type { PutChunk, PutResponse } from './messages.js';
-import type { MalformedMessage } from './proto.js';
+import { MalformedMessage } from './proto.js';
 import type { Logger } from '../log/logger.js';
 import { authorization, toStatus, wellFormed } from './status.js';
 
@@ -38,25 +38,35 @@ export interface PutCall {
 
 const EMPTY = Buffer.alloc(0);
 
-export function handlePutStream(service: BlobService, gate: Gate, log: Logger, call: PutCall, callback: sendUnaryData<PutResponse>): void {
+/** A second data field in a chunk whose first was already taken as it arrived (PutStreamCall.dataPiece). */
+const DATA_TWICE = new MalformedMessage('malformed blobstore.v1.PutChunk: the data field appears more than once');
+
+/** Starts serving a PutStream; undefined when it was answered at once (not allowed, too many uploads). */
+export function handlePutStream(service: BlobService, gate: Gate, log: Logger, call: PutCall, callback: sendUnaryData<PutResponse>): PutStreamCall | undefined {
   try {
     gate.check(authorization(call.metadata), 'write');
   } catch (err) {
     callback(toStatus(err, 'PutStream', log, call.metadata));
-    return;
+    return undefined;
   }
   let release: () => void;
   try {
     release = service.admitUpload();
   } catch (err) {
     callback(toStatus(err, 'PutStream', log, call.metadata));
-    return;
+    return undefined;
   }
-  new PutStreamCall(service, call, callback, release, log).start();
+  const putCall = new PutStreamCall(service, call, callback, release, log);
+  putCall.start();
+  return putCall;
 }
 
-/** One PutStream call: the service's PutStream keeps the rules, this adapts grpc-js events. */
-class PutStreamCall {
+/**
+ * One PutStream call: the service's PutStream keeps the rules, this adapts grpc-js events. A
+ * transport that parses chunks itself (direct-streams.ts) may hand a chunk's data over as it
+ * arrives (dataPiece, while `streaming`) and the chunk's other fields after (chunkRest).
+ */
+export class PutStreamCall {
   private readonly stream: PutStream;
   /** Answered, failed or cancelled: later events are ignored. */
   private settled = false;
@@ -93,6 +103,31 @@ class PutStreamCall {
     const idleMs = this.service.config.bodyIdleTimeoutMs;
     this.idleTimer = setInterval(() => this.checkIdle(idleMs), Math.min(1000, idleMs));
     this.idleTimer.unref();
+  }
+
+  /** Whether the next chunk's data may come as pieces (dataPiece) before its other fields. */
+  get streaming(): boolean {
+    return !this.settled && this.stream.midStream;
+  }
+
+  /** A piece of the current chunk's data field (valid only during the call: it is copied). */
+  dataPiece(bytes: Uint8Array): void {
+    if (this.settled) return;
+    this.lastDataMs = Date.now();
+    try {
+      this.stream.data(bytes);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /**
+   * The rest of a chunk taken as pieces; `streamed` when its data went through dataPiece (then a
+   * data field here is a second one).
+   */
+  chunkRest(message: PutChunk | MalformedMessage, streamed: boolean): void {
+    if (streamed && !(message instanceof MalformedMessage) && message.data !== undefined) this.onData(DATA_TWICE);
+    else this.onData(message);
   }
 
   private onData(message: PutChunk | MalformedMessage): void {

@@ -20,6 +20,7 @@ import type { Cluster } from '../cluster/cluster.js';
 import { clusterServiceHandlers } from './cluster-handlers.js';
 import { internalServiceHandlers } from './internal-handlers.js';
 import { serverDefinition } from './proto.js';
+import { growHeapForHttp2 } from './heap-growth.js';
 import { MAX_FRAME_BYTES } from './http2-frames.js';
 import { StandardServices } from './standard-services.js';
 import { authorization, toStatus } from './status.js';
@@ -126,6 +127,7 @@ export class GrpcServer {
         // The seam of direct-seam.ts (and the window settings) need grpc-js to create its server
         // with http2.createServer: a grpc-js that stops doing so must not start silently slower.
         if (!created) return reject(new Error('grpc-js did not create its HTTP/2 server through http2.createServer: the stream seam (src/grpc/direct-seam.ts) needs updating'));
+        growHeapForHttp2(this.config.grpcHeapGrowingPercent);
         this.standard.serving();
         resolve(bound);
       });

@@ -72,6 +72,24 @@ export class PutStream {
     if (msg.final) this.finalSeen = true;
   }
 
+  /**
+   * Whether the next chunk's data may be taken as it arrives, before the chunk's other fields
+   * (data()): the first chunk (policy and labels) was applied and the final one has not come.
+   */
+  get midStream(): boolean {
+    return this.chunks > 0 && !this.finalSeen;
+  }
+
+  /**
+   * Data of the next chunk as it arrives, before chunk() applies the chunk's other fields (with
+   * no data); only while midStream. A chunk that then breaks the rules fails the stream as it
+   * would have with its data (the caller discards it).
+   */
+  data(bytes: Uint8Array): void {
+    if (!this.midStream) throw internal('put stream: data taken before the header chunk or after the final one');
+    if (bytes.length > 0) this.writer.write(bytes);
+  }
+
   /** The stream ended: stores the blob if its final chunk came. */
   async end(): Promise<PutResult> {
     if (this.chunks === 0) throw internal('put stream ended before a header chunk');

@@ -1,0 +1,61 @@
+/**
+ * writeEach (src/engine/fs-util.ts, the addon's pwriteEach): the parts land one after another
+ * from the position, whatever memory they are views of (pool chunks in shared memory, slices at an
+ * offset, empty parts); a failed write rejects with Node's errno code.
+ */
+import { promises as fsp, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { writeEach } from '../src/engine/fs-util.js';
+import { native } from '../src/ec/native.js';
+import { tempDir } from './helpers/node-process.js';
+
+const MiB = 1024 * 1024;
+
+function patterned(length: number, seed: number): Buffer {
+  const out = Buffer.allocUnsafe(length);
+  for (let i = 0; i < length; i++) out[i] = (i * 31 + seed) & 0xff;
+  return out;
+}
+
+describe('writeEach', () => {
+  it('is the addon’s pwriteEach when the addon is built', () => {
+    expect(typeof native().pwriteEach).toBe('function');
+  });
+
+  it('writes the parts one after another from the position', async () => {
+    const path = join(tempDir('write-each'), 'f');
+    const shared = Buffer.from(new SharedArrayBuffer(MiB));
+    patterned(MiB, 1).copy(shared);
+    const sliced = patterned(3 * MiB, 2).subarray(MiB + 7, 2 * MiB + 7);
+    const parts = [shared, Buffer.alloc(0), sliced, patterned(1000, 3)];
+    const handle = await fsp.open(path, 'w+');
+    try {
+      await handle.write(Buffer.from('head'), 0, 4, 0);
+      await writeEach(handle, parts, 4);
+      await writeEach(handle, [patterned(10, 4)], 4 + 2 * MiB + 1000);
+    } finally {
+      await handle.close();
+    }
+    expect(readFileSync(path).equals(Buffer.concat([Buffer.from('head'), ...parts, patterned(10, 4)]))).toBe(true);
+  });
+
+  it('rejects with the errno code of a failed write', async () => {
+    const path = join(tempDir('write-each'), 'ro');
+    await fsp.writeFile(path, 'x');
+    const handle = await fsp.open(path, 'r');
+    try {
+      await expect(writeEach(handle, [patterned(100, 5)], 0)).rejects.toMatchObject({ code: 'EBADF', syscall: 'write' });
+    } finally {
+      await handle.close();
+    }
+  });
+});
+
+describe('writeEach on a closed file', () => {
+  it('rejects with EBADF, as a write on a closed FileHandle does', async () => {
+    const handle = await fsp.open(join(tempDir('write-each'), 'closed'), 'w');
+    await handle.close();
+    await expect(writeEach(handle, [patterned(10, 6)], 0)).rejects.toMatchObject({ code: 'EBADF' });
+  });
+});
