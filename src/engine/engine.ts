@@ -39,6 +39,18 @@ import { SegmentStore } from './segment-store.js';
 import { type ScannedRecord, scanBufferBytes } from './scan.js';
 import { type CachedRecord, VerifiedCache } from './verified-cache.js';
 import { Location } from '../index/entry.js';
+import { IdLocks } from './id-locks.js';
+
+/** Who waits for a small store (Engine.putSmall): called once, `existed` when the bytes were stored already. */
+export interface SmallStoreDone {
+  stored(err: Error | undefined, id: Buffer, existed: boolean): void;
+}
+
+/** A small store's log record: its lock and who waits for it. */
+interface SmallRecord extends LogRecord {
+  lockKey: number;
+  done: SmallStoreDone;
+}
 
 export interface EngineStats {
   capacityBytes: number;
@@ -51,17 +63,21 @@ export interface EngineStats {
   corruptionsDetected: number;
 }
 
+/** Queued log records wait in arena chunks of this size (record-arena.ts), or of the largest record's if larger. */
+const ARENA_CHUNK_BYTES = 4 * 1024 * 1024;
+
 const nowNs = (): bigint => BigInt(Date.now()) * 1_000_000n;
 
 /** What an appender gives the log; the log and the applier fill in the rest of the LogRecord. */
-type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance'>;
+type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance' | 'chunk' | 'at'>;
 
 export class Engine {
   readonly pool: BufferPool;
   /** Large uploads whose temp file may still exist. */
   private readonly uploads = new Set<BlobFileWriter>();
   readonly cursors: CursorCodec;
-  private readonly busy = new Map<number, Promise<unknown>>();
+  /** Operations on one id run one after another (id-locks.ts). */
+  private readonly locks = new IdLocks();
   corruptionsDetected = 0;
   private compactor: Compactor | undefined;
   private closed = false;
@@ -138,7 +154,7 @@ export class Engine {
         await index.flushed();
       }
       const segmentLog = new SegmentLog(store, index, hooks, {
-        groupCommitMaxBytes: config.groupCommitMaxBytes, pipelineDepth: config.logPipelineDepth, indexLagBatches: config.indexLagBatches,
+        groupCommitMaxBytes: config.groupCommitMaxBytes, arenaChunkBytes: Math.max(ARENA_CHUNK_BYTES, largestRecord), pipelineDepth: config.logPipelineDepth, indexLagBatches: config.indexLagBatches,
         ackAfterIndexFlush: config.durableAck === 'index',
         allocBytes: config.segmentAllocBytes, space, recorder,
       }, recovered.active, recovered.offset, recovered.nextLsn);
@@ -151,21 +167,9 @@ export class Engine {
     }
   }
 
-  /**
-   * Runs `fn` after every earlier operation on the same id has finished (engine-internal:
-   * shards.ts). Keyed by the id's first 6 bytes as a number (no string per store): two ids that
-   * share them only wait for each other.
-   */
+  /** Runs `fn` after every earlier operation on the same id has finished (engine-internal: shards.ts). */
   exclusive<T>(id: Buffer, fn: () => Promise<T>): Promise<T> {
-    const key = id.readUIntLE(0, 6);
-    const prior = this.busy.get(key);
-    const run = prior ? prior.then(fn, fn) : fn();
-    const release = (): void => {
-      if (this.busy.get(key) === tail) this.busy.delete(key);
-    };
-    const tail: Promise<void> = run.then(release, release);
-    this.busy.set(key, tail);
-    return run;
+    return this.locks.run(id, fn);
   }
 
   /**
@@ -182,6 +186,8 @@ export class Engine {
       r.segment = 0;
       r.offset = 0;
       r.length = 0;
+      r.chunk = undefined;
+      r.at = 0;
       r.lsn = 0;
       r.existed = false;
       r.absent = absent;
@@ -189,6 +195,44 @@ export class Engine {
       this.segmentLog.append(r);
     });
   }
+
+  /**
+   * The fast path of a small store (src/http/small-store.ts): `data` (at most smallBlobMaxBytes)
+   * may be a view of a buffer reused once this returns. It is hashed and, unless those bytes are
+   * stored here already, copied into its log record before this returns; `done.stored` runs once
+   * the record is durable, at once for bytes already stored, or with the error. No promise or
+   * closure per call: the id's lock is held without one (id-locks.ts), and a store whose id is
+   * busy (another operation on it under way) takes the long way, putInline.
+   */
+  putSmall(data: Uint8Array, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
+    if (data.length > this.config.smallBlobMaxBytes) return done.stored(payloadTooLarge('inline blob over smallBlobMaxBytes'), EMPTY, false);
+    const hashStart = performance.now();
+    const checksum = blake3(data);
+    this.recorder.stage('hash', hashStart);
+    const id = idOfDigest(checksum);
+    const key = this.locks.hold(id);
+    if (key < 0) {
+      this.putInline(Buffer.from(data), policy, labels).then((r) => done.stored(undefined, r.id, !r.created), (err: Error) => done.stored(err, id, false));
+      return;
+    }
+    if (this.index.has(id)) {
+      this.locks.unhold(key);
+      return done.stored(undefined, id, true);
+    }
+    const r: SmallRecord = {
+      type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: data.length, relocatedFromSegment: 0, relocatedFromOffset: 0,
+      size: data.length, createdAtNs: nowNs(), id, checksum, labels, data: undefined, flags: 0, segment: 0, offset: 0, length: 0, chunk: undefined,
+      at: 0, lsn: 0, existed: false, absent: true, appendedMs: performance.now(), maintenance: false, callback: this.smallAppended, lockKey: key, done,
+    };
+    this.segmentLog.append(r, data);
+  }
+
+  /** A small store's record is durable (or failed): its lock goes, its store is answered. */
+  private readonly smallAppended = (err: Error | undefined, record: LogRecord): void => {
+    const r = record as SmallRecord;
+    this.locks.unhold(r.lockKey);
+    r.done.stored(err, r.id, r.existed);
+  };
 
   /** Stores a blob held in memory (at most smallBlobMaxBytes) as a segment record. */
   putInline(data: Buffer, policy: Policy, labels: Buffer, origin: StoreOrigin = LOCAL_STORE): Promise<PutResult> {
@@ -411,7 +455,8 @@ export class Engine {
   relocate(rec: ScannedRecord, segment: number): Promise<LogRecord> {
     const h = rec.header;
     return this.appendRecord({
-      ...h, labels: rec.labels, data: Buffer.from(rec.data!), relocatedFromSegment: segment, relocatedFromOffset: rec.offset,
+      // The log copies the bytes into the record's place before append returns: the scan's buffer is not kept.
+      ...h, labels: rec.labels, data: rec.data, relocatedFromSegment: segment, relocatedFromOffset: rec.offset,
     }, false);
   }
 
@@ -488,7 +533,7 @@ export class Engine {
     if (this.closed) return;
     this.closed = true;
     await this.compactor?.stop();
-    await Promise.allSettled([...this.busy.values()]);
+    await this.locks.settled();
     // Uploads cut by the shutdown may still be removing their temp files: finish that here.
     await Promise.allSettled([...this.uploads].map((w) => w.abort()));
     await this.segmentLog.close();

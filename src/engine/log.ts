@@ -21,12 +21,11 @@ import { toBlobstoreError } from '../errors/errors.js';
 import { assert } from '../util/assert.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import type { BlobIndex, Checkpoint, IndexWriter } from '../index/blob-index.js';
-import { HEADER_BYTES, RECORD_ALIGN, type RecordHeader, recordLength, writeHeader } from './record.js';
+import { type RecordHeader, recordLength, sealHeader } from './record.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
 import { punchHole, writevFullySync } from './fs-util.js';
 import type { DiskSpace } from './disk-space.js';
-
-const PADDING = Array.from({ length: RECORD_ALIGN }, (_, n) => Buffer.alloc(n));
+import { type ArenaChunk, type ArenaRecord, RecordArena } from './record-arena.js';
 
 /**
  * Test hook: every index commit is held back this long (the tests kill a node whose acknowledged
@@ -39,14 +38,21 @@ const ALLOC_ALIGN_BYTES = 64 * 1024;
 const alignUp = (n: number, to: number): number => Math.ceil(n / to) * to;
 
 /** A record waiting in the log; the engine builds it and is called back once it is durable. */
-export interface LogRecord extends RecordHeader {
+export interface LogRecord extends RecordHeader, ArenaRecord {
   labels: Buffer;
-  /** Inline bytes (PUT_INLINE); undefined for PUT_FILE and DELETE. */
+  /**
+   * Inline bytes (PUT_INLINE) as the appender gives them; undefined for PUT_FILE and DELETE, and
+   * once appended (they are copied into the record's place in the arena then).
+   */
   data: Buffer | undefined;
   /** Set by the log: where the record landed. */
   segment: number;
   offset: number;
+  /** Its length on disk (set by append). */
   length: number;
+  /** Where it waits until written (record-arena.ts; set by append). */
+  chunk: ArenaChunk | undefined;
+  at: number;
   /** Set by the engine's applier: the id already existed. */
   existed: boolean;
   /**
@@ -96,6 +102,8 @@ interface Batch {
 
 export interface LogOptions {
   groupCommitMaxBytes: number;
+  /** Bytes of an arena chunk, where appended records wait to be written (at least the largest record). */
+  arenaChunkBytes: number;
   /** Batches written and synced at once (setting logPipelineDepth). */
   pipelineDepth: number;
   /** Batches staged or in flight whose index transaction has not committed, at most. */
@@ -134,6 +142,7 @@ export class SegmentLog {
   /** Write handles of sealed segments, closed once no uncommitted batch uses them. */
   private readonly sealed: OpenSegment[] = [];
   private readonly recorder: Recorder;
+  private readonly arena: RecordArena;
 
   constructor(
     private readonly store: SegmentStore,
@@ -145,6 +154,7 @@ export class SegmentLog {
     private nextLsn: number,
   ) {
     this.recorder = options.recorder ?? NO_RECORDER;
+    this.arena = new RecordArena(options.arenaChunkBytes);
     // What lies past the tail at start is unknown (recovery gave it back): allocate from the tail.
     this.allocatedEnd = offset;
   }
@@ -153,12 +163,19 @@ export class SegmentLog {
     return this.active.id;
   }
 
-  /** Queues a record; its callback runs once it is durable in the log and the index. */
-  append(record: LogRecord): void {
+  /**
+   * Queues a record; its callback runs once it is durable in the log (and, with durableAck=index,
+   * the index). Its bytes are `data` (at least `dataLength` of them; by default its own `data`),
+   * copied into its place in the arena before this returns: `data` may be reused afterwards.
+   */
+  append(record: LogRecord, data: Uint8Array | undefined = record.data): void {
     if (this.failure) {
       record.callback(this.failure, record);
       return;
     }
+    record.length = recordLength(record.labels.length, record.dataLength);
+    this.arena.place(record, data);
+    record.data = undefined;
     this.queue.push(record);
     if (!this.scheduled) {
       this.scheduled = true;
@@ -194,13 +211,14 @@ export class SegmentLog {
     let taken = 0;
     for (; taken < this.queue.length; taken++) {
       const r = this.queue[taken]!;
-      const length = recordLength(r.labels.length, r.dataLength);
+      const length = r.length;
       if (this.offset + length > this.allocatedEnd) break;
       if (records.length > 0 && bytes + length > this.options.groupCommitMaxBytes) break;
       r.segment = this.active.id;
       r.offset = this.offset;
       r.length = length;
       r.lsn = this.nextLsn++;
+      sealHeader(r.chunk!.buf, r.at, r);
       this.offset += length;
       bytes += length;
       records.push(r);
@@ -208,7 +226,7 @@ export class SegmentLog {
     this.queue = taken === this.queue.length ? [] : this.queue.slice(taken);
     if (records.length === 0) {
       const head = this.queue[0]!;
-      const length = recordLength(head.labels.length, head.dataLength);
+      const length = head.length;
       if (this.offset + length > this.active.sizeBytes) this.rollOver();
       else this.extend(head, length);
       return undefined;
@@ -223,15 +241,6 @@ export class SegmentLog {
 
   private write(batch: Batch): void {
     this.writing++;
-    const iov: Buffer[] = [];
-    for (const r of batch.records) {
-      const header = Buffer.allocUnsafe(HEADER_BYTES + r.labels.length);
-      writeHeader(header, 0, r, r.labels);
-      iov.push(header);
-      if (r.data !== undefined && r.data.length > 0) iov.push(r.data);
-      const pad = r.length - HEADER_BYTES - r.labels.length - r.dataLength;
-      if (pad > 0) iov.push(PADDING[pad]!);
-    }
     const done = (err: Error | null): void => {
       this.writing--;
       if (err) {
@@ -258,13 +267,15 @@ export class SegmentLog {
       fdatasync(batch.segment.fd, done);
     };
     // On this thread: copying a batch into the page cache costs less than a thread-pool hop (under
-    // load each hop waits for a CPU); only the fdatasync goes to the pool.
+    // load each hop waits for a CPU); only the fdatasync goes to the pool. The batch's records lie
+    // back to back in the arena, as on disk: one range, or a few where a chunk ended.
     let error: Error | null = null;
     try {
-      writevFullySync(batch.segment.fd, iov, batch.records[0]!.offset);
+      writevFullySync(batch.segment.fd, RecordArena.ranges(batch.records), batch.records[0]!.offset);
     } catch (err) {
       error = err as Error;
     }
+    for (const r of batch.records) this.arena.release(r);
     written(error);
   }
 
@@ -434,8 +445,12 @@ export class SegmentLog {
     await this.index.flushed();
   }
 
+  /** Fails `records` (their places in the arena are free again if they were never written). */
   private reject(records: readonly LogRecord[], err: Error): void {
-    for (const r of records) r.callback(err, r);
+    for (const r of records) {
+      this.arena.release(r);
+      r.callback(err, r);
+    }
   }
 
   get failed(): Error | undefined {

@@ -77,6 +77,12 @@ function headerCrc(buf: Buffer, at: number, labelsLength: number): number {
 
 /** Writes a header (and copies the labels after it) at `at`; the data must be placed by the caller. */
 export function writeHeader(buf: Buffer, at: number, h: RecordHeader, labels: Buffer): void {
+  labels.copy(buf, at + HEADER_BYTES);
+  sealHeader(buf, at, h);
+}
+
+/** Writes a header at `at` whose labels (h.labelsLength bytes) already follow it: the CRC covers them. */
+export function sealHeader(buf: Buffer, at: number, h: RecordHeader): void {
   buf.writeUInt32LE(RECORD_MAGIC, at);
   buf[at + 4] = h.type;
   buf[at + 5] = h.policy;
@@ -90,7 +96,6 @@ export function writeHeader(buf: Buffer, at: number, h: RecordHeader, labels: Bu
   if (isDeleteRecord(h.type)) buf.fill(0, at + 56, at + 88);
   else h.checksum.copy(buf, at + 56, 0, 32);
   writeU64(buf, h.lsn, at + 88);
-  labels.copy(buf, at + HEADER_BYTES);
   buf.writeUInt32LE(headerCrc(buf, at, h.labelsLength), at + 96);
   buf.writeUInt32LE(h.flags, at + 100);
 }

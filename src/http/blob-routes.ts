@@ -21,6 +21,10 @@ import { type ByteRange, parseRange } from './range.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson, writeError } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
+import { SmallStores } from './small-store.js';
+
+/** A JSON store carries its labels in the body. */
+const NO_LABELS = Buffer.alloc(0);
 
 type BodyKind = 'raw' | 'json';
 
@@ -67,6 +71,8 @@ function blobHeaders(etag: string, size: number, createdAtNs: bigint, policy: nu
 
 export class BlobRoutes {
   readonly wire: Wire;
+  /** The small store's fast path (small-store.ts). */
+  private readonly smallStores: SmallStores;
   /** The id of the GET being answered from the read cache (answerCached): parsed in place. */
   private readonly idScratch = Buffer.alloc(16);
 
@@ -79,6 +85,7 @@ export class BlobRoutes {
     readonly log: Logger,
   ) {
     this.wire = wire;
+    this.smallStores = new SmallStores(service, config, intake, wire, log);
   }
 
   /** The gate, in every route before anything else. */
@@ -88,7 +95,7 @@ export class BlobRoutes {
 
   readonly store = (res: HttpResponse, req: HttpRequest): void => {
     const start = performance.now();
-    const x = newExchange(res, this.wire, this.log);
+    let x: Exchange | undefined;
     let kind: BodyKind;
     let writer: BlobWriter;
     let release = (): void => undefined;
@@ -99,21 +106,27 @@ export class BlobRoutes {
       kind = bodyKind(req.getHeader('content-type'));
       policyHeader = req.getHeader('x-blobstore-policy');
       const policy = parsePolicy(policyHeader);
-      labels = kind === 'raw' ? parseLabelsHeader(req.getHeader('x-blobstore-labels'), this.config) : Buffer.alloc(0);
+      labels = kind === 'raw' ? parseLabelsHeader(req.getHeader('x-blobstore-labels'), this.config) : NO_LABELS;
       if (kind === 'raw') this.service.checkPlacement({ policy, labels });
       const length = contentLengthOf(req.getHeader('content-length'));
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
       if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
+      const chunked = isChunked(req);
+      if (kind === 'raw' && length !== undefined && !chunked && length <= this.smallStores.maxBytes && this.service.takesSmallStore(policy)) {
+        return this.smallStores.begin(res, policy, labels, length, start);
+      }
+      x = newExchange(res, this.wire, this.log);
       release = this.intake.admit();
       writer = kind === 'raw' ? this.service.openWriter(flowOf(x), limit, length, policy) : this.service.openBodyReader(flowOf(x), limit, length);
+      this.intake.receive(x, writer, release, start, chunked, () => this.complete(x!, writer, kind, policyHeader, labels));
     } catch (err) {
       release();
       this.service.recordFailure('put', err);
       // The body still comes: read and drop it so the client gets to read the answer.
+      x ??= newExchange(res, this.wire, this.log);
       res.onData(() => undefined);
       return sendError(x, err, 'drain');
     }
-    this.intake.receive(x, writer, release, start, isChunked(req), () => this.complete(x, writer, kind, policyHeader, labels));
   };
 
   private async complete(x: Exchange, writer: BlobWriter, kind: BodyKind, policyHeader: string, labels: Buffer): Promise<void> {

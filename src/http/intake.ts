@@ -38,11 +38,10 @@ export interface BodySink {
 
 /** A body being received. */
 export interface Receiving {
-  readonly x: Exchange;
   /** Date.now() of the last bytes received. */
   lastActivityMs(): number;
-  /** Drops what was received (temp files, buffers); called once when the body is cut. */
-  discard(): void;
+  /** The body went quiet: drop what was received and answer `err` (408), closing the connection. Called once. */
+  expire(err: BlobstoreError): void;
 }
 
 export class Intake {
@@ -69,7 +68,14 @@ export class Intake {
    * clients' metrics.
    */
   receive(x: Exchange, sink: BodySink, release: () => void, startMs: number, chunked: boolean, complete: () => Promise<void>, client = true): void {
-    const entry: Receiving = { x, lastActivityMs: () => sink.lastActivityMs, discard: () => cut() };
+    const entry: Receiving = {
+      lastActivityMs: () => sink.lastActivityMs,
+      expire: (err) => {
+        x.onAbort = undefined;
+        cut();
+        sendError(x, err, 'now');
+      },
+    };
     const finish = this.begin(entry, release);
     const cut = (): void => {
       finish();
@@ -117,6 +123,15 @@ export class Intake {
     };
   }
 
+  /** A body of a route's own (the small store) is watched for idleness until unwatch(). */
+  watch(entry: Receiving): void {
+    this.receiving.add(entry);
+  }
+
+  unwatch(entry: Receiving): void {
+    this.receiving.delete(entry);
+  }
+
   /** Counts `work` as in flight and answers its failure in the error shape. */
   track(x: Exchange, work: Promise<void>): void {
     this.inflight++;
@@ -128,9 +143,7 @@ export class Intake {
     for (const entry of this.receiving) {
       if (nowMs - entry.lastActivityMs() < this.config.bodyIdleTimeoutMs) continue;
       this.receiving.delete(entry);
-      entry.x.onAbort = undefined;
-      entry.discard();
-      sendError(entry.x, new BlobstoreError('request_timeout', `request body idle for over ${this.config.bodyIdleTimeoutMs} ms`), 'now');
+      entry.expire(new BlobstoreError('request_timeout', `request body idle for over ${this.config.bodyIdleTimeoutMs} ms`));
     }
   }
 }

@@ -21,10 +21,10 @@ import { ecBlobMeta } from './ec-meta.js';
 import { Location } from '../index/entry.js';
 import { NO_RECORDER, type Operation, type Recorder } from '../metrics/recorder.js';
 import { BlobWriter, type FlowControl, type StoreContent, type StoreOptions } from './blob-writer.js';
-import type { ByteRange, ChunkSink, LocalStore } from './local-store.js';
+import type { ByteRange, ChunkSink, LocalStore, SmallStoreDone } from './local-store.js';
 import { type Located, type Placement, SINGLE_NODE } from './placement.js';
 
-export type { ByteRange, ChunkSink } from './local-store.js';
+export type { ByteRange, ChunkSink, SmallStoreDone } from './local-store.js';
 export type { Located } from './placement.js';
 export { BlobWriter, type FlowControl, type StoreOptions } from './blob-writer.js';
 
@@ -76,14 +76,40 @@ export class BlobService {
    * once, when the store is answered or dropped.
    */
   admitUpload(): () => void {
-    if (this.uploads >= this.config.maxConcurrentUploads) throw unavailable('too many uploads in progress; retry shortly', 1);
-    this.uploads++;
+    this.takeUpload();
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.uploads--;
+      this.releaseUpload();
     };
+  }
+
+  /** admitUpload without the closure: give the slot back with releaseUpload(), once. */
+  takeUpload(): void {
+    if (this.uploads >= this.config.maxConcurrentUploads) throw unavailable('too many uploads in progress; retry shortly', 1);
+    this.uploads++;
+  }
+
+  releaseUpload(): void {
+    this.uploads--;
+  }
+
+  /**
+   * Whether a store of this policy may take the small store's fast path (putSmall): a whole blob
+   * (not erasure coded) on a node that keeps no copies elsewhere. Call after checkPlacement.
+   */
+  takesSmallStore(policy: Policy): boolean {
+    return ecScheme(policy) === undefined && !this.placement.replicates();
+  }
+
+  /**
+   * A small store of bytes the transport holds only for the call (`data` may be reused once this
+   * returns): `done.stored` runs once it is durable (LocalStore.putSmall). Only where
+   * takesSmallStore(policy) said so; the transport records the put's metrics.
+   */
+  putSmall(data: Uint8Array, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
+    this.store.putSmall(data, policy, labels, done);
   }
 
   /**

@@ -11,6 +11,7 @@ import type { Policy } from '../blob/policy.js';
 import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
 import type { ShardMeta, ShardWrite } from '../blob/shard.js';
 import type { CachedRecord } from '../engine/verified-cache.js';
+import type { SmallStoreDone } from '../engine/engine.js';
 
 import type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
 import type { FileSink } from '../engine/blob-file.js';
@@ -18,12 +19,15 @@ import type { FileSink } from '../engine/blob-file.js';
 export type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
 export type { FileSink } from '../engine/blob-file.js';
 export type { CachedRecord } from '../engine/verified-cache.js';
+export type { SmallStoreDone } from '../engine/engine.js';
 
 export interface LocalStore {
   /** Buffers of 1 MiB for chunks in flight (uploads, downloads, replication). */
   readonly pool: BufferPool;
 
   putInline(data: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
+  /** A client's small store on a node that keeps no copies elsewhere, without a promise (Engine.putSmall). */
+  putSmall(data: Uint8Array, policy: Policy, labels: Buffer, done: SmallStoreDone): void;
   /** 507 before a body the disk cannot hold is read. */
   checkSpace(bytes: number): void;
   beginFile(): Promise<FileSink>;

@@ -1,0 +1,73 @@
+/** Per-id locks (src/engine/id-locks.ts): runs on one id in order, held locks without promises. */
+import { describe, expect, it } from 'vitest';
+import { IdLocks } from '../../src/engine/id-locks.js';
+
+const id = (n: number): Buffer => Buffer.from([n, 0, 0, 0, 0, 0, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7]);
+const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('IdLocks', () => {
+  it('runs operations on one id one after another, and other ids at once', async () => {
+    const locks = new IdLocks();
+    const log: string[] = [];
+    let release!: () => void;
+    const first = locks.run(id(1), () => new Promise<void>((r) => (release = r)).then(() => void log.push('first')));
+    const second = locks.run(id(1), async () => void log.push('second'));
+    const other = locks.run(id(2), async () => void log.push('other'));
+    await other;
+    expect(log).toEqual(['other']);
+    release();
+    await Promise.all([first, second]);
+    expect(log).toEqual(['other', 'first', 'second']);
+    await tick();
+    expect(locks.size).toBe(0);
+  });
+
+  it('a failed run does not stop the next', async () => {
+    const locks = new IdLocks();
+    const failed = locks.run(id(1), () => Promise.reject(new Error('no')));
+    const next = locks.run(id(1), async () => 'yes');
+    await expect(failed).rejects.toThrow('no');
+    await expect(next).resolves.toBe('yes');
+  });
+
+  it('hold() takes a free lock only; a run() meanwhile waits for unhold()', async () => {
+    const locks = new IdLocks();
+    const key = locks.hold(id(3));
+    expect(key).toBeGreaterThanOrEqual(0);
+    expect(locks.hold(id(3))).toBe(-1);
+    let ran = false;
+    const waiting = locks.run(id(3), async () => void (ran = true));
+    const after = locks.run(id(3), async () => 'after');
+    await tick();
+    expect(ran).toBe(false);
+    locks.unhold(key);
+    await waiting;
+    expect(ran).toBe(true);
+    await expect(after).resolves.toBe('after');
+    await tick();
+    expect(locks.size).toBe(0);
+    expect(locks.hold(id(3))).toBeGreaterThanOrEqual(0);
+  });
+
+  it('hold() is refused while a run() is under way, and free again after it', async () => {
+    const locks = new IdLocks();
+    let release!: () => void;
+    const running = locks.run(id(4), () => new Promise<void>((r) => (release = r)));
+    expect(locks.hold(id(4))).toBe(-1);
+    release();
+    await running;
+    await tick();
+    const key = locks.hold(id(4));
+    expect(key).toBeGreaterThanOrEqual(0);
+    locks.unhold(key);
+    expect(locks.size).toBe(0);
+  });
+
+  it('settled() waits for the runs under way', async () => {
+    const locks = new IdLocks();
+    let done = false;
+    void locks.run(id(5), () => new Promise<void>((r) => setTimeout(() => { done = true; r(); }, 20)));
+    await locks.settled();
+    expect(done).toBe(true);
+  });
+});
