@@ -3,6 +3,7 @@
  * and large blobs and delete some. After each restart every acknowledged blob reads back
  * byte-exact, acknowledged deletes stay deleted, and whatever else is visible is whole (an
  * unacknowledged store may or may not have landed, but never half).
+ * The index journal merges every 32 changes here, so kills land in merges too.
  * CRASH_CYCLES sets the number of cycles (20 in `make test`, 100 in `make bench`); the `log`
  * acknowledgement mode runs half as many, and so does a run on a nearly full disk (a tmpfs of its
  * own, root only), where stores are refused (507) and deletes and compaction churn at the edge.
@@ -16,7 +17,9 @@ import { mountTmpfs, type Tmpfs } from './helpers/tmpfs.js';
 
 const CYCLES = Number(process.env.CRASH_CYCLES ?? 20);
 const WRITERS = 12;
-const BASE_ARGS = ['--segment-size-bytes', '4MiB', '--small-blob-max-bytes', '64KiB', '--compaction-interval-ms', '300', '--compaction-live-ratio', '60'];
+// A small index journal: its merges (src/index/blob-journal.ts) run many times a cycle, and some meet the kill.
+const BASE_ARGS = ['--segment-size-bytes', '4MiB', '--small-blob-max-bytes', '64KiB', '--compaction-interval-ms', '300', '--compaction-live-ratio', '60',
+  '--index-merge-records', '32'];
 
 interface Blob {
   seed: number;

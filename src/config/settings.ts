@@ -172,6 +172,10 @@ export const SETTINGS = {
     type: 'int', default: () => 32, min: 1, max: 1024,
     help: 'log batches fsynced (acknowledged with durable-ack log) or in flight whose index commit is pending, at most; further stores wait',
   },
+  indexMergeRecords: {
+    type: 'int', default: () => 65_536, min: 1, max: 4_194_304,
+    help: 'blob record changes the index journal holds (in memory, and in LMDB by commit) before they are merged into the id-ordered index in one pass: more makes each merged page take more records, and start-up read more',
+  },
   readCacheBytes: {
     type: 'bytes', default: () => 64 * MiB, min: 0, max: 64 * GiB,
     help: 'memory for small blobs already read and verified, answered again without a disk read or re-hash (the scrubber re-verifies what is on disk); 0: off',

@@ -116,7 +116,10 @@ export class Engine {
     try {
       await removeStrayTemps(dataDir.path);
       const space = await DiskSpace.open(dataDir.path, config.diskReserveBytes, log);
-      const index = new BlobIndex(join(dataDir.path, 'index'));
+      const index = new BlobIndex(join(dataDir.path, 'index'), {
+        mergeRecords: config.indexMergeRecords,
+        onMergeError: (err) => log.error({ err }, `index journal merge failed (its records stay in the journal; the next commit tries again): ${err.message}`),
+      });
       const store = new SegmentStore(dataDir.path, config.segmentSizeBytes);
       const largestRecord = largestRecordBytes(config);
       const batchBytes = Math.max(config.groupCommitMaxBytes, largestRecord);
@@ -159,6 +162,8 @@ export class Engine {
         allocBytes: config.segmentAllocBytes, space, recorder,
       }, recovered.active, recovered.offset, recovered.nextLsn);
       const engine = new Engine(config, dataDir, index, store, reader, segmentLog, recorder, space, log, cache);
+      // After the replay: the filter is built from everything the index holds now, and learns the rest as it is staged.
+      index.startFilter();
       engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs, config.compactionWindowBytes);
       return engine;
     } catch (err) {

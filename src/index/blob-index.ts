@@ -20,9 +20,12 @@
  * Reads see the overlay (overlay.ts): records acknowledged from the log whose transaction has not
  * committed yet. `direct` writes inside commit() and reads LMDB alone; `staged` writes the overlay.
  */
-import { open, type Database, type Key, type RootDatabase } from 'lmdb';
+import type { Database, Key, RootDatabase } from 'lmdb';
+import { openIndexEnv } from './index-env.js';
 import { type IndexEntry, decodeEntry, encodeEntry } from './entry.js';
 import { GatheredWrites } from './gathered-writes.js';
+import { BlobJournal } from './blob-journal.js';
+import { IdFilter } from './id-filter.js';
 import { type Counters, type DeletedEntry, IndexOverlay, type IndexWriter, mergeRange, type QueueEntry, type SegmentSpace } from './overlay.js';
 
 export type { Counters, DeletedEntry, IndexWriter, QueueEntry, SegmentSpace } from './overlay.js';
@@ -68,6 +71,18 @@ export interface EcRepairQueue {
   remove(id: Buffer): Promise<void>;
 }
 
+/** Blob record changes the journal holds before they are merged into `blobs` (setting indexMergeRecords). */
+export const DEFAULT_MERGE_RECORDS = 65_536;
+
+export interface BlobIndexOptions {
+  mergeRecords?: number;
+  /** A failed merge (the journal keeps its records; the next commit tries again). */
+  onMergeError?: (err: Error) => void;
+}
+
+/** Ids read from LMDB per turn of the event loop while the id filter is built. */
+const FILTER_SLICE_IDS = 16_384;
+
 const ZERO = Buffer.from([0]);
 const FF = Buffer.from([0xff]);
 
@@ -106,11 +121,19 @@ export class BlobIndex {
   readonly overlay = new IndexOverlay();
   /** The writes of an addsOnly commit (commit, `gathering`). */
   private readonly gathered: GatheredWrites;
+  /** Blob records committed but not merged into `blobs` yet (blob-journal.ts). */
+  readonly journal: BlobJournal;
+  /** Which ids are certainly not held here (id-filter.ts): the one answering, and the one being built. */
+  private filter: IdFilter | undefined;
+  private building: IdFilter | undefined;
+  private closed = false;
+  private readonly journalDb: Database<Buffer, number>;
 
-  constructor(path: string) {
-    // overlappingSync: a commit resolves before its flush; callers that need durability await flushed().
-    this.root = open({ path, compression: false, maxDbs: 8, overlappingSync: true, mapSize: 1024 ** 3 });
-    this.blobs = this.root.openDB<Buffer, Buffer>({ name: 'blobs', keyEncoding: 'binary', encoding: 'binary' });
+  constructor(path: string, options: BlobIndexOptions = {}) {
+    const env = openIndexEnv(path);
+    this.root = env.root;
+    this.blobs = env.blobs;
+    this.journalDb = env.journal;
     this.meta = this.root.openDB<unknown, string>({ name: 'meta' });
     this.segmentDb = this.root.openDB<SegmentSpace, number>({ name: 'segments', keyEncoding: 'uint32' });
     this.queueDb = this.root.openDB<QueueEntry, Buffer>({ name: 'replq', keyEncoding: 'binary' });
@@ -126,12 +149,20 @@ export class BlobIndex {
     this.checkpoint = this.committedCheckpoint;
     for (const { key, value } of this.segmentDb.getRange()) this.segments.set(key, { ...value });
     this.gathered = new GatheredWrites(this.root);
+    this.journal = new BlobJournal(path, this.journalDb, options.mergeRecords ?? DEFAULT_MERGE_RECORDS, options.onMergeError ?? (() => undefined));
   }
 
   get(id: Buffer): IndexEntry | undefined {
     const slot = this.overlay.blobs.lookup(id);
     if (slot) return slot.value ?? undefined;
     return this.direct.get(id);
+  }
+
+  /** The committed record of `id` (a view valid until the next read or commit): the journal's, else LMDB's. */
+  private committedRaw(id: Buffer): Buffer | undefined {
+    const journaled = this.journal.table.get(id);
+    if (journaled !== undefined) return journaled ?? undefined;
+    return this.blobs.getBinaryFast(id);
   }
 
   /**
@@ -142,12 +173,20 @@ export class BlobIndex {
     // A record in the overlay (stored or deleted, not yet committed) is not LMDB's to answer: the
     // caller takes the long path (get), which sees it. Empty in a read-only workload: one size check.
     if (this.overlay.blobs.lookup(id)) return undefined;
-    return this.blobs.getBinaryFast(id);
+    return this.committedRaw(id);
   }
 
   has(id: Buffer): boolean {
+    // Every id staged or committed was added to the filter: a "no" needs no lookup.
+    if (this.filter !== undefined && !this.filter.mayHave(id)) return false;
     const slot = this.overlay.blobs.lookup(id);
     if (slot) return slot.value !== null;
+    return this.hasCommitted(id);
+  }
+
+  private hasCommitted(id: Buffer): boolean {
+    const journaled = this.journal.table.get(id);
+    if (journaled !== undefined) return journaled !== null;
     return this.blobs.doesExist(id);
   }
 
@@ -350,7 +389,7 @@ export class BlobIndex {
    * size, until it returns false. The id is valid only during the call (copy it to keep it).
    */
   scan(start: Buffer | undefined, visit: (id: Buffer, policy: number, size: number) => boolean): void {
-    mergeRange(this.blobs.getRange({ start }), this.overlay.blobs, start,
+    mergeRange(this.committedFrom(start), this.overlay.blobs, start,
       (key, raw) => {
         const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
         return visit(key, b[1]!, Number(b.readBigUInt64LE(16)));
@@ -387,13 +426,18 @@ export class BlobIndex {
       return index.committedCounters;
     },
     space: (segment: number): SegmentSpace => index.spaceToCommit(segment),
+    // Blob records go through the journal (written with the commit), shard columns straight to LMDB.
     get: (id: Buffer) => {
-      const raw = index.blobs.getBinaryFast(id);
+      const own = index.journal.pendingGet(id);
+      const raw = own === undefined ? index.committedRaw(id) : own ?? undefined;
       return raw === undefined ? undefined : decodeEntry(raw);
     },
-    has: (id: Buffer) => index.blobs.doesExist(id),
-    put: (id: Buffer, entry: IndexEntry) => void index.blobs.putSync(id, encodeEntry(entry)),
-    remove: (id: Buffer) => void index.blobs.removeSync(id),
+    has: (id: Buffer) => {
+      const own = index.journal.pendingGet(id);
+      return own === undefined ? index.hasCommitted(id) : own !== null;
+    },
+    put: (id: Buffer, entry: IndexEntry) => index.journal.put(id, entry),
+    remove: (id: Buffer) => index.journal.remove(id),
     getShard: (key: Buffer) => {
       const raw = index.shardDb.getBinaryFast(key);
       return raw === undefined ? undefined : decodeEntry(raw);
@@ -445,8 +489,8 @@ export class BlobIndex {
       space: (segment: number): SegmentSpace => index.spaceToCommit(segment),
       get: reads,
       has: reads,
-      put: (id: Buffer, entry: IndexEntry) => g.put(index.blobs, id, encodeEntry(entry)),
-      remove: (id: Buffer) => g.remove(index.blobs, id),
+      put: (id: Buffer, entry: IndexEntry) => index.journal.put(id, entry),
+      remove: (id: Buffer) => index.journal.remove(id),
       getShard: reads,
       hasShard: reads,
       putShard: (key: Buffer, entry: IndexEntry) => g.put(index.shardDb, key, encodeEntry(entry)),
@@ -482,7 +526,16 @@ export class BlobIndex {
       space: () => scratch,
       get: (id: Buffer) => index.get(id),
       has: (id: Buffer) => index.has(id),
-      put: (id: Buffer, entry: IndexEntry) => o.blobs.set(id, entry, o.lsn),
+      put: (id: Buffer, entry: IndexEntry) => {
+        const filter = index.filter;
+        if (filter !== undefined) {
+          filter.add(id);
+          // Full: a bigger one is built (this one answers meanwhile).
+          if (filter.added > filter.capacity) index.startFilter();
+        }
+        index.building?.add(id);
+        o.blobs.set(id, entry, o.lsn);
+      },
       remove: (id: Buffer) => o.blobs.set(id, null, o.lsn),
       getShard: (key: Buffer) => index.getShard(key),
       hasShard: (key: Buffer) => index.hasShard(key),
@@ -522,22 +575,37 @@ export class BlobIndex {
    * queues nothing until `apply` has returned.
    */
   async commit(checkpoint: Checkpoint, apply: (w: IndexWriter) => void, addsOnly = false): Promise<void> {
-    if (addsOnly) {
-      try {
-        this.writeQueueChanges(true);
-        apply(this.gathering);
-      } catch (err) {
-        this.gathered.clear();
-        throw err;
+    const lsn = checkpoint.nextLsn - 1;
+    let journaled: { key: number; value: Buffer } | undefined;
+    this.journal.begin(lsn, !addsOnly);
+    try {
+      if (addsOnly) {
+        try {
+          this.writeQueueChanges(true);
+          apply(this.gathering);
+          journaled = this.journal.take();
+        } catch (err) {
+          this.gathered.clear();
+          throw err;
+        }
+        await this.gathered.queue(() => {
+          if (journaled) void this.journalDb.put(journaled.key, journaled.value);
+          this.writeCommitState(checkpoint, false);
+        });
+      } else {
+        await this.root.childTransaction(() => {
+          this.writeQueueChanges();
+          apply(this.direct);
+          journaled = this.journal.take();
+          if (journaled) this.journalDb.putSync(journaled.key, journaled.value);
+          this.writeCommitState(checkpoint, true);
+        });
       }
-      await this.gathered.queue(() => this.writeCommitState(checkpoint, false));
-    } else {
-      await this.root.childTransaction(() => {
-        this.writeQueueChanges();
-        apply(this.direct);
-        this.writeCommitState(checkpoint, true);
-      });
+    } catch (err) {
+      this.journal.abort();
+      throw err;
     }
+    if (journaled) this.journal.committed(journaled, lsn);
     this.committedCheckpoint = checkpoint;
     if (checkpoint.nextLsn >= this.checkpoint.nextLsn) this.checkpoint = checkpoint;
     this.overlay.dropThrough(checkpoint.nextLsn - 1);
@@ -570,7 +638,7 @@ export class BlobIndex {
     const start = after ?? Buffer.from(prefix.padEnd(32, '0').slice(0, 32), 'hex');
     // Column keys (id + index) sort right after their id: from the id's last column on.
     const shardStart = after ? Buffer.concat([after, FF]) : start;
-    const blobs = mergedKeys(this.blobs.getKeys({ start }), this.overlay.blobs, start);
+    const blobs = mergedKeys(keysOf(this.committedFrom(start)), this.overlay.blobs, start);
     const shards = mergedKeys(this.shardDb.getKeys({ start: shardStart }), this.overlay.shards, shardStart);
     const next = (it: Iterator<Buffer>): Buffer | undefined => {
       const r = it.next();
@@ -598,12 +666,83 @@ export class BlobIndex {
     return { ids, hasMore };
   }
 
+  /**
+   * Builds the id filter (id-filter.ts) in the background: the ids of the journal and the overlay
+   * at once, then LMDB's a slice per turn of the event loop; ids staged meanwhile are added as
+   * they come. Once done it answers has(); a bigger one is built the same way once it fills up.
+   * Start it once the index holds everything recovery replayed.
+   */
+  startFilter(): void {
+    if (this.building !== undefined || this.closed) return;
+    const filter = new IdFilter(Math.max(this.counters.blobCount, this.filter?.added ?? 0) * 2);
+    this.building = filter;
+    for (const { id } of this.journal.table.from(undefined)) filter.add(id);
+    for (const { key } of this.overlay.blobs.sortedFrom(undefined)) filter.add(key);
+    let after: Buffer | undefined;
+    const slice = (): void => {
+      if (this.closed || this.building !== filter) return;
+      let n = 0;
+      for (const key of this.blobs.getKeys({ start: after, limit: FILTER_SLICE_IDS + 1 })) {
+        if (after !== undefined && key.equals(after)) continue;
+        filter.add(key);
+        after = Buffer.from(key);
+        n++;
+      }
+      if (n > 0) {
+        setImmediate(slice);
+        return;
+      }
+      filter.complete = true;
+      this.filter = filter;
+      this.building = undefined;
+    };
+    setImmediate(slice);
+  }
+
+  /** The id filter, if one answers (tests and metrics). */
+  get idFilter(): IdFilter | undefined {
+    return this.filter;
+  }
+
+  /**
+   * The committed blob records from `start` (inclusive) in id order: LMDB's, with the journal's
+   * changes over them (a journaled removal hides its key). Keys and values are valid until the next step.
+   */
+  private *committedFrom(start: Buffer | undefined): Generator<{ key: Buffer; value: Buffer }> {
+    const base = this.blobs.getRange({ start });
+    if (this.journal.table.size === 0) {
+      yield* base;
+      return;
+    }
+    // Both sides are read lazily: a page of a list needs only the records up to its end.
+    const extra = this.journal.table.from(start);
+    let next = extra.next();
+    for (const entry of base) {
+      for (; !next.done && Buffer.compare(next.value.id, entry.key) < 0; next = extra.next()) {
+        if (next.value.record !== null) yield { key: next.value.id, value: next.value.record };
+      }
+      if (!next.done && next.value.id.equals(entry.key)) {
+        if (next.value.record !== null) yield { key: next.value.id, value: next.value.record };
+        next = extra.next();
+        continue;
+      }
+      yield entry;
+    }
+    for (; !next.done; next = extra.next()) if (next.value.record !== null) yield { key: next.value.id, value: next.value.record };
+  }
+
   async close(): Promise<void> {
+    this.closed = true;
+    await this.journal.close();
     clearTimeout(this.queueTimer);
     if (this.queueChanges.size > 0) await this.root.transaction(() => this.writeQueueChanges());
     await this.root.flushed;
     await this.root.close();
   }
+}
+
+function* keysOf(entries: Iterable<{ key: Buffer }>): Generator<Buffer> {
+  for (const { key } of entries) yield key;
 }
 
 /** The keys of an LMDB range from `start` merged with the staged ones (a staged removal hides its key). */

@@ -26,7 +26,17 @@ export interface IndexEntry {
 }
 
 export function encodeEntry(e: IndexEntry): Buffer {
-  const buf = Buffer.allocUnsafe(FIXED_BYTES + e.labels.length);
+  const buf = Buffer.allocUnsafe(entryBytes(e));
+  encodeEntryInto(buf, 0, e);
+  return buf;
+}
+
+/** The encoded length of `e`. */
+export const entryBytes = (e: IndexEntry): number => FIXED_BYTES + e.labels.length;
+
+/** Encodes `e` at `at` of `buf` (entryBytes(e) bytes). */
+export function encodeEntryInto(out: Buffer, at: number, e: IndexEntry): void {
+  const buf = at === 0 ? out : out.subarray(at, at + entryBytes(e));
   buf[0] = e.location;
   buf[1] = e.policy;
   buf.writeUInt16LE(e.labels.length, 2);
@@ -36,7 +46,6 @@ export function encodeEntry(e: IndexEntry): Buffer {
   writeU64Big(buf, e.createdAtNs, 24);
   e.checksum.copy(buf, 32, 0, 32);
   e.labels.copy(buf, FIXED_BYTES);
-  return buf;
 }
 
 /** Decodes into fresh objects: the source may be a buffer lmdb-js reuses for the next read. */

@@ -1,0 +1,212 @@
+/**
+ * The index journal: the blob records keyspace kept as a two-level log-structured index. Blob ids
+ * are uniform hashes, so each new record put straight into the `blobs` B-tree dirties a leaf page
+ * of its own: LMDB wrote and synced ~2 pages (8 KiB) for every 4 KiB store. Instead, each index
+ * commit writes the blob records it changes as one journal record (one LMDB value, appended in
+ * log order: a page per ~40 records), keeps them in memory (id-table.ts), and every
+ * `mergeRecords` changes they are merged into `blobs` in id order, a slice of the id space per
+ * transaction, so that a leaf page takes many records at once.
+ *
+ *   commit k:  changes ──▶ journal[k] = [change...]   (same transaction as the checkpoint)
+ *              once committed ──▶ table: id ─▶ latest record or removal, lsn
+ *   merge:     table (lsn <= L) in id order ──▶ blobs, slice by slice;  then journal[<= L] removed,
+ *              and the table keeps only what changed after L
+ *   reads:     staged overlay ─▶ table ─▶ blobs            start: journal ─▶ table
+ *
+ * A crash at any point leaves the journal records of every commit not yet merged, and a merge
+ * writes what the journal says, so replaying the journal over `blobs` at start always ends in the
+ * same state. The journal records' layout is in journal-record.ts.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Database } from 'lmdb';
+import { compiledPath } from '../util/repo-root.js';
+import { type IndexEntry, encodeEntryInto, entryBytes } from './entry.js';
+import { IdTable } from './id-table.js';
+import { CHANGE_HEAD_BYTES, forEachChange, writeChange, writeChangeHead } from './journal-record.js';
+import type { MergeAnswer, MergeRequest } from './merge-worker.js';
+
+/**
+ * Records merged per transaction (a slice of the id space, in id order): the node's own commits
+ * wait for LMDB's writer lock while one runs, so a slice is kept to a few milliseconds.
+ */
+const MERGE_SLICE_RECORDS = 2048;
+
+export class BlobJournal {
+  readonly table: IdTable;
+  /** The current commit's changes, packed as a journal record. */
+  private pending = Buffer.allocUnsafeSlow(64 * 1024);
+  private pendingUsed = 0;
+  /** The LSN the current commit's changes carry (its last record's). */
+  private lsn = 0;
+  /**
+   * The current commit's changes by id, for a commit that reads its own writes (BlobIndex's
+   * `direct` writer); a failed commit leaves the table as it was.
+   */
+  private local: Map<string, Buffer | null> | undefined;
+  /** Keys of the journal records written and not merged yet, in order. */
+  private readonly keys: number[] = [];
+  private merging: Promise<void> | undefined;
+  /** The merge thread (merge-worker.ts), started at the first merge, and the answer it owes. */
+  private worker: Worker | undefined;
+  private answer: ((a: MergeAnswer) => void) | undefined;
+
+  constructor(
+    /** The index's LMDB environment (the merge thread opens it too). */
+    private readonly path: string,
+    private readonly db: Database<Buffer, number>,
+    /** Changes held before a merge starts (setting indexMergeRecords). */
+    private readonly mergeRecords: number,
+    private readonly onMergeError: (err: Error) => void,
+  ) {
+    // Room for a merge's worth of changes more while it runs: the table never grows in steady state.
+    this.table = new IdTable(2 * Math.min(mergeRecords, 1 << 20));
+    for (const { key, value } of db.getRange()) {
+      this.keys.push(key);
+      forEachChange(value, (id, record) => this.table.set(id, record, key));
+    }
+  }
+
+  /**
+   * Starts collecting the changes of a commit whose records end at `lsn`; `reads`: the commit
+   * reads its own writes (pendingGet).
+   */
+  begin(lsn: number, reads: boolean): void {
+    this.lsn = lsn;
+    this.pendingUsed = 0;
+    this.local = reads ? new Map() : undefined;
+  }
+
+  put(id: Buffer, entry: IndexEntry): void {
+    const length = entryBytes(entry);
+    const at = this.reserve(id, 1, length);
+    encodeEntryInto(this.pending, at, entry);
+    this.local?.set(id.toString('latin1'), Buffer.from(this.pending.subarray(at, at + length)));
+  }
+
+  remove(id: Buffer): void {
+    this.reserve(id, 0, 0);
+    this.local?.set(id.toString('latin1'), null);
+  }
+
+  /** What the current commit wrote for `id` so far: its record, null when removed, undefined when untouched. */
+  pendingGet(id: Buffer): Buffer | null | undefined {
+    return this.local?.get(id.toString('latin1'));
+  }
+
+  /** The current commit's journal record (its key is the commit's LSN), or undefined when it changed nothing here. */
+  take(): { key: number; value: Buffer } | undefined {
+    this.local = undefined;
+    if (this.pendingUsed === 0) return undefined;
+    const value = Buffer.from(this.pending.subarray(0, this.pendingUsed));
+    this.pendingUsed = 0;
+    return { key: this.lsn, value };
+  }
+
+  /** The commit failed: what it wrote is forgotten. */
+  abort(): void {
+    this.local = undefined;
+    this.pendingUsed = 0;
+  }
+
+  /**
+   * The journal record (from take) is committed: its changes go into the table, and a merge may
+   * start once enough changes are held.
+   */
+  committed(record: { key: number; value: Buffer }, committedLsn: number): void {
+    this.keys.push(record.key);
+    forEachChange(record.value, (id, r) => this.table.set(id, r, record.key));
+    if (this.merging === undefined && this.table.size >= this.mergeRecords) {
+      this.merging = this.merge(committedLsn).catch(this.onMergeError).finally(() => (this.merging = undefined));
+    }
+  }
+
+  /**
+   * Merges every change committed up to `lsn` into `blobs` (on the merge thread), then the table
+   * keeps only what changed since. Commits go on meanwhile; until the merge is done, reads find
+   * its changes in the table.
+   */
+  async merge(lsn: number): Promise<void> {
+    // The changes up to `lsn`, each id's latest, in id order: one buffer, handed over (not copied).
+    let bytes = 0;
+    let count = 0;
+    this.table.forEachFrom(undefined, (_id, record, changedAt) => {
+      if (changedAt <= lsn) {
+        bytes += CHANGE_HEAD_BYTES + (record?.length ?? 0);
+        count++;
+      }
+      return true;
+    });
+    const changes = Buffer.allocUnsafeSlow(bytes);
+    let at = 0;
+    this.table.forEachFrom(undefined, (id, record, changedAt) => {
+      if (changedAt > lsn) return true;
+      at = writeChange(changes, at, id, record);
+      return true;
+    });
+    const request: MergeRequest = { changes: changes.buffer as ArrayBuffer, count, sliceRecords: MERGE_SLICE_RECORDS };
+    const answer = await new Promise<MergeAnswer>((resolve) => {
+      this.answer = resolve;
+      this.mergeThread().postMessage(request, [request.changes]);
+    });
+    if ('error' in answer) throw new Error(`index journal merge: ${answer.error}`);
+    // The merged changes are flushed: the journal records that held them may go (a crash before
+    // that commits only replays them over what they already say).
+    let merged = 0;
+    while (merged < this.keys.length && this.keys[merged]! <= lsn) merged++;
+    const removed = this.keys.splice(0, merged);
+    await Promise.all(removed.map((key) => this.db.remove(key)));
+    this.table.dropThrough(lsn);
+  }
+
+  private mergeThread(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(compiledPath('index', 'merge-worker.js'), { workerData: { path: this.path } });
+    worker.on('message', (a: MergeAnswer) => this.settle(a));
+    worker.on('error', (err) => this.settle({ error: err.stack ?? String(err) }));
+    worker.on('exit', () => {
+      if (this.worker === worker) this.worker = undefined;
+      this.settle({ error: 'the merge thread exited' });
+    });
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  private settle(a: MergeAnswer): void {
+    const answer = this.answer;
+    this.answer = undefined;
+    answer?.(a);
+  }
+
+  /** Resolves once a merge under way is done. */
+  async settled(): Promise<void> {
+    await this.merging;
+  }
+
+  /** Waits for a merge under way, then stops the merge thread. */
+  async close(): Promise<void> {
+    await this.merging;
+    const worker = this.worker;
+    this.worker = undefined;
+    await worker?.terminate();
+  }
+
+  /** Journal records not merged yet (tests, metrics). */
+  get records(): number {
+    return this.keys.length;
+  }
+
+  /** Room for a change in the pending record; returns where its record goes. */
+  private reserve(id: Buffer, kind: number, length: number): number {
+    const need = CHANGE_HEAD_BYTES + length;
+    if (this.pendingUsed + need > this.pending.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(this.pending.length * 2, this.pendingUsed + need));
+      this.pending.copy(grown, 0, 0, this.pendingUsed);
+      this.pending = grown;
+    }
+    const at = this.pendingUsed;
+    writeChangeHead(this.pending, at, kind, id, length);
+    this.pendingUsed += need;
+    return at + CHANGE_HEAD_BYTES;
+  }
+}

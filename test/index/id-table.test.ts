@@ -1,0 +1,71 @@
+/** The index journal's table (src/index/id-table.ts): latest record per id, in id order on demand. */
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { IdTable } from '../../src/index/id-table.js';
+
+const id = (...head: number[]): Buffer => Buffer.concat([Buffer.from(head), Buffer.alloc(16 - head.length, 0x11)]);
+const rec = (text: string): Buffer => Buffer.from(text);
+
+describe('IdTable', () => {
+  it('keeps the latest record or removal of each id, and says when an id is not there', () => {
+    const t = new IdTable(4);
+    t.set(id(1), rec('one'), 5);
+    t.set(id(2), rec('two'), 6);
+    t.set(id(1), rec('uno'), 7);
+    t.set(id(3), null, 8);
+    expect(t.get(id(1))?.toString()).toBe('uno');
+    expect(t.get(id(2))?.toString()).toBe('two');
+    expect(t.get(id(3))).toBeNull();
+    expect(t.get(id(4))).toBeUndefined();
+    expect(t.lsnOf(id(1))).toBe(7);
+    expect(t.lsnOf(id(4))).toBe(-1);
+    expect(t.size).toBe(3);
+  });
+
+  it('grows past its first size without losing anything (ids differing only past their first word too)', () => {
+    const t = new IdTable(16);
+    const ids: Buffer[] = [];
+    for (let i = 0; i < 5000; i++) ids.push(i % 2 === 0 ? randomBytes(16) : Buffer.concat([Buffer.from([9, 9, 9, 9]), randomBytes(12)]));
+    ids.forEach((x, i) => t.set(x, rec(`r${i}`), i));
+    expect(t.size).toBe(5000);
+    ids.forEach((x, i) => expect(t.get(x)?.toString()).toBe(`r${i}`));
+  });
+
+  it('visits ids in byte order from a start (inclusive), across buckets', () => {
+    const t = new IdTable();
+    const ids = Array.from({ length: 3000 }, () => randomBytes(16));
+    ids.forEach((x, i) => t.set(x, i % 7 === 0 ? null : rec(`r${i}`), i));
+    const sorted = [...ids].sort(Buffer.compare);
+    const all = [...t.from(undefined)].map((e) => Buffer.from(e.id));
+    expect(all).toEqual(sorted);
+    const start = sorted[1234]!;
+    const tail = [...t.from(start)].map((e) => Buffer.from(e.id));
+    expect(tail).toEqual(sorted.slice(1234));
+    // A start between two ids begins at the next one.
+    const between = Buffer.from(start);
+    between[15] = between[15]! ^ 0x01;
+    const expected = sorted.filter((x) => Buffer.compare(x, between) >= 0);
+    expect([...t.from(between)].map((e) => Buffer.from(e.id))).toEqual(expected);
+    // Records and removals come with their ids.
+    for (const e of t.from(undefined)) {
+      const i = ids.findIndex((x) => x.equals(e.id));
+      expect(e.record === null ? null : e.record.toString()).toBe(i % 7 === 0 ? null : `r${i}`);
+      expect(e.lsn).toBe(i);
+    }
+  });
+
+  it('keeps only what changed after an LSN when dropped through it, and takes new ids after', () => {
+    const t = new IdTable();
+    for (let i = 0; i < 100; i++) t.set(id(i, 1), rec(`a${i}`), i);
+    t.set(id(5, 1), rec('late'), 200);
+    t.set(id(6, 1), null, 201);
+    t.dropThrough(150);
+    expect(t.size).toBe(2);
+    expect(t.get(id(5, 1))?.toString()).toBe('late');
+    expect(t.get(id(6, 1))).toBeNull();
+    expect(t.get(id(7, 1))).toBeUndefined();
+    expect([...t.from(undefined)].map((e) => e.id[0])).toEqual([5, 6]);
+    t.set(id(7, 1), rec('new'), 300);
+    expect(t.get(id(7, 1))?.toString()).toBe('new');
+  });
+});
