@@ -97,29 +97,45 @@ async function driveWith(target: number, send: Send, total: number, status: RegE
   );
 }
 
-/** Young-generation bytes per request while `total` GETs are answered. */
-async function bytesPerRequest(target: number, requestPaths: string[], headers = ''): Promise<number> {
+/** Young-generation bytes per request while `total` GETs are answered (undefined: a collection spoiled the window). */
+async function bytesPerRequest(target: number, requestPaths: string[], headers = ''): Promise<number | undefined> {
   return bytesPerSend(target, getOf(requestPaths, headers), REQUESTS, /^HTTP\/1.1 200/);
 }
 
-async function bytesPerSend(target: number, send: Send, total: number, status: RegExp, connections?: number, pipeline?: number): Promise<number> {
+async function bytesPerSend(target: number, send: Send, total: number, status: RegExp, connections?: number, pipeline?: number): Promise<number | undefined> {
   const measured = await window(() => driveWith(target, send, total, status, connections, pipeline));
   // What the probe process allocates on its own in as long a window (timers, the node's sweeps):
   // on a loaded machine the requests take longer, and that would count against each of them.
   const idle = await window(() => new Promise((resolve) => setTimeout(resolve, measured.ms)));
+  // A collection inside a window would hide what was allocated before it: no figure from it.
+  if (measured.gcs > 0 || idle.gcs > 0) return undefined;
   return Math.max(0, measured.bytes - idle.bytes) / total;
 }
 
-/** Young-generation bytes the probe allocates while `during` runs, and how long it ran. */
-async function window(during: () => Promise<unknown>): Promise<{ bytes: number; ms: number }> {
+/**
+ * The least of `runs` windows that no collection spoiled (at most twice as many tries): an
+ * allocation of the process's own (a timer, a metrics tick) that lands in one window is not the
+ * requests', and a collection V8 starts on its own (a loaded machine makes windows long) leaves no
+ * figure; the limits stay as strict.
+ */
+async function least(measure: () => Promise<number | undefined>, runs = 3): Promise<number> {
+  const clean: number[] = [];
+  for (let tries = 0; clean.length < runs && tries < 2 * runs; tries++) {
+    const bytes = await measure();
+    if (bytes !== undefined) clean.push(bytes);
+  }
+  expect(clean.length, 'windows without a collection').toBeGreaterThan(0);
+  return Math.min(...clean);
+}
+
+/** Young-generation bytes the probe allocates while `during` runs, how long it ran, and the collections meanwhile. */
+async function window(during: () => Promise<unknown>): Promise<{ bytes: number; ms: number; gcs: number }> {
   expect(await ask('mark')).toBe('marked');
   const start = performance.now();
   await during();
   const ms = performance.now() - start;
   const { newSpaceBytes, gcs } = JSON.parse(await ask('read')) as { newSpaceBytes: number; gcs: number };
-  // A collection inside the window would hide what was allocated before it.
-  expect(gcs, 'no collection during the measured window').toBe(0);
-  return { bytes: newSpaceBytes, ms };
+  return { bytes: newSpaceBytes, ms, gcs };
 }
 
 beforeAll(async () => {
@@ -148,9 +164,6 @@ afterAll(async () => {
 
 describe('GET of a cached 4 KiB blob', () => {
   it('allocates nothing of ours per request: bare uWS plus the id string and two clock readings', async () => {
-    // The least of three windows each: an allocation of the process's own (a timer, a metrics
-    // tick) that lands in one window is not the request's; the limit stays as strict.
-    const least = async (measure: () => Promise<number>): Promise<number> => Math.min(await measure(), await measure(), await measure());
     const bare = await least(() => bytesPerRequest(barePort, ['/4k']));
     const node = await least(() => bytesPerRequest(port, paths));
     console.log(`young-generation bytes per GET: bare uWS ${bare.toFixed(1)}, node ${node.toFixed(1)}`);
@@ -158,22 +171,23 @@ describe('GET of a cached 4 KiB blob', () => {
   });
 
   it('the measure sees allocations: the long path (a conditional GET that does not match) allocates', async () => {
-    const bare = await bytesPerRequest(barePort, ['/4k']);
-    const slow = await bytesPerRequest(port, paths, 'If-None-Match: "0"\r\n');
+    const bare = await least(() => bytesPerRequest(barePort, ['/4k']), 1);
+    const slow = await least(() => bytesPerRequest(port, paths, 'If-None-Match: "0"\r\n'), 1);
     console.log(`young-generation bytes per GET: bare uWS ${bare.toFixed(1)}, node's long path ${slow.toFixed(1)}`);
     expect(slow).toBeGreaterThan(bare + 4 * TOLERANCE_BYTES);
   });
 });
 
 /**
- * Stores are not allocation-free yet (issue 19): the store path's async functions and promises
- * (putInline's locked section, the route's completion, the service's commit: ~0.8-1.4 KB each),
- * the log record and the index entry are objects per request, ~7.9 KB beyond the bare echo POST
- * on 2026-11-25 (by site: bench/node/alloc-profile.ts). This keeps it from growing: the ceiling is
- * about 1.5x that (the figure is printed).
+ * Stores are not allocation-free yet (issue 19). A small raw store takes the fast path
+ * (src/http/small-store.ts: no body buffer, Exchange, closure or promise of its own), and what is
+ * left per store is its log record, the index entry and overlay slot, the header strings uWS hands
+ * over, the digest and a few views: ~1.3 KB beyond the bare echo POST on 2026-11-26 (by site:
+ * bench/node/alloc-profile.ts; it was ~7.9 KB before the fast path). This keeps it from growing:
+ * the ceiling is about 1.5x that (the figure is printed).
  */
 const PUTS = 1000;
-const PUT_CEILING_BYTES = 12 * 1024;
+const PUT_CEILING_BYTES = 2 * 1024;
 /** Stores are answered after the disk, and uWS drops a connection that pipelines behind such an answer. */
 const PUT_CONNECTIONS = 32;
 
@@ -184,13 +198,11 @@ describe('PUT of a 4 KiB blob', () => {
     await driveWith(port, postOf('/v1/blobs', `${nonce}w`), PUTS, /^HTTP\/1.1 201/, PUT_CONNECTIONS, 1);
     await driveWith(barePort, postOf('/echo', `${nonce}w`), PUTS, /^HTTP\/1.1 200/, PUT_CONNECTIONS, 1);
     let round = 0;
-    const least = async (target: number, path: string, status: RegExp): Promise<number> => {
-      const runs: number[] = [];
-      for (let i = 0; i < 3; i++) runs.push(await bytesPerSend(target, postOf(path, `${nonce}r${round++}`), PUTS, status, PUT_CONNECTIONS, 1));
-      return Math.min(...runs);
-    };
-    const bare = await least(barePort, '/echo', /^HTTP\/1.1 200/);
-    const node = await least(port, '/v1/blobs', /^HTTP\/1.1 201/);
+    // Each window sends bodies of its own: a store of bytes sent before answers 200 without writing.
+    const perStore = (target: number, path: string, status: RegExp): Promise<number> =>
+      least(() => bytesPerSend(target, postOf(path, `${nonce}r${round++}`), PUTS, status, PUT_CONNECTIONS, 1));
+    const bare = await perStore(barePort, '/echo', /^HTTP\/1.1 200/);
+    const node = await perStore(port, '/v1/blobs', /^HTTP\/1.1 201/);
     console.log(`young-generation bytes per 4 KiB PUT: bare uWS echo ${bare.toFixed(1)}, node ${node.toFixed(1)}`);
     expect(node).toBeGreaterThan(bare);
     expect(node - bare).toBeLessThanOrEqual(PUT_CEILING_BYTES);

@@ -169,8 +169,8 @@ export const SETTINGS = {
   },
   logPipelineDepth: { type: 'int', default: () => 4, min: 1, max: 64, help: 'group-commit batches of the log written and fsynced at once' },
   indexLagBatches: {
-    type: 'int', default: () => 32, min: 1, max: 1024,
-    help: 'log batches fsynced (acknowledged with durable-ack log) or in flight whose index commit is pending, at most; further stores wait',
+    type: 'int', default: () => 128, min: 1, max: 1024,
+    help: 'log batches fsynced (acknowledged with durable-ack log) or in flight whose index commit is pending, at most; further stores wait (room for index commits that wait while a journal merge holds the write lock)',
   },
   indexMergeRecords: {
     type: 'int', default: () => 65_536, min: 1, max: 4_194_304,

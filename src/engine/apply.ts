@@ -21,6 +21,8 @@ export interface ApplyInput {
   labels: Buffer;
   relocatedFromSegment: number;
   relocatedFromOffset: number;
+  /** The entry applyRecord made of it before, if it keeps one (LogRecord.entry). */
+  entry?: IndexEntry | undefined;
   segment: number;
   offset: number;
   length: number;
@@ -127,7 +129,12 @@ export function applyRecord(index: IndexWriter, r: ApplyInput, existed?: boolean
   return false;
 }
 
+/** The record's index entry: made once, kept on the record (staging and the commit share it; nobody changes an entry). */
 function entryOf(r: ApplyInput): IndexEntry {
+  return (r.entry ??= makeEntry(r));
+}
+
+function makeEntry(r: ApplyInput): IndexEntry {
   const file = isFileRecord(r.type);
   return {
     location: file ? Location.FILE : Location.SEGMENT,

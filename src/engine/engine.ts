@@ -66,10 +66,25 @@ export interface EngineStats {
 /** Queued log records wait in arena chunks of this size (record-arena.ts), or of the largest record's if larger. */
 const ARENA_CHUNK_BYTES = 4 * 1024 * 1024;
 
-const nowNs = (): bigint => BigInt(Date.now()) * 1_000_000n;
+/** Now in ns (ms resolution): one BigInt per millisecond, not one per record. */
+let nowMsCached = 0;
+let nowNsCached = 0n;
+const nowNs = (): bigint => {
+  const ms = Date.now();
+  if (ms !== nowMsCached) {
+    nowMsCached = ms;
+    nowNsCached = BigInt(ms) * 1_000_000n;
+  }
+  return nowNsCached;
+};
+
+/** Stages a record in the index overlay (one function for every record: no closure per record). */
+const stageRecord = (w: IndexWriter, r: LogRecord): void => {
+  r.existed = applyRecord(w, r, r.absent ? false : undefined);
+};
 
 /** What an appender gives the log; the log and the applier fill in the rest of the LogRecord. */
-type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance' | 'chunk' | 'at'>;
+type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance' | 'chunk' | 'at' | 'entry'>;
 
 export class Engine {
   readonly pool: BufferPool;
@@ -136,9 +151,7 @@ export class Engine {
           // Before anyone can read the delete: the read cache finds records by id alone (getById).
           if (r.type === RecordType.DELETE) cache.invalidate(r.id);
           const unlink = unlinkFileOf(dataDir.path, index, r);
-          index.stage(r.lsn, (w) => {
-            r.existed = applyRecord(w, r, r.absent ? false : undefined);
-          });
+          index.stage(r.lsn, stageRecord, r);
           return unlink;
         },
         // Every record is staged before its commit (log.ts), so staging's answer holds here.
@@ -196,6 +209,7 @@ export class Engine {
       r.lsn = 0;
       r.existed = false;
       r.absent = absent;
+      r.entry = undefined;
       r.callback = (err, done) => (err ? reject(err) : resolve(done));
       this.segmentLog.append(r);
     });
@@ -227,7 +241,8 @@ export class Engine {
     const r: SmallRecord = {
       type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: data.length, relocatedFromSegment: 0, relocatedFromOffset: 0,
       size: data.length, createdAtNs: nowNs(), id, checksum, labels, data: undefined, flags: 0, segment: 0, offset: 0, length: 0, chunk: undefined,
-      at: 0, lsn: 0, existed: false, absent: true, appendedMs: performance.now(), maintenance: false, callback: this.smallAppended, lockKey: key, done,
+      at: 0, lsn: 0, existed: false, absent: true, appendedMs: performance.now(), maintenance: false, callback: this.smallAppended, entry: undefined,
+      lockKey: key, done,
     };
     this.segmentLog.append(r, data);
   }

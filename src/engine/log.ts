@@ -21,6 +21,7 @@ import { toBlobstoreError } from '../errors/errors.js';
 import { assert } from '../util/assert.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import type { BlobIndex, Checkpoint, IndexWriter } from '../index/blob-index.js';
+import type { IndexEntry } from '../index/entry.js';
 import { type RecordHeader, recordLength, sealHeader } from './record.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
 import { punchHole, writevFullySync } from './fs-util.js';
@@ -53,6 +54,8 @@ export interface LogRecord extends RecordHeader, ArenaRecord {
   /** Where it waits until written (record-arena.ts; set by append). */
   chunk: ArenaChunk | undefined;
   at: number;
+  /** Its index entry, made once when it is staged and used again at its commit (apply.ts). */
+  entry: IndexEntry | undefined;
   /** Set by the engine's applier: the id already existed. */
   existed: boolean;
   /**

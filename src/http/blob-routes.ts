@@ -29,6 +29,8 @@ const NO_LABELS = Buffer.alloc(0);
 type BodyKind = 'raw' | 'json';
 
 function bodyKind(contentType: string): BodyKind {
+  // The common case without splitting the header (a split is an array and strings per store).
+  if (contentType === 'application/octet-stream') return 'raw';
   const media = contentType.split(';', 1)[0]!.trim().toLowerCase();
   if (media === '' || media === 'application/octet-stream') return 'raw';
   if (media === 'application/json') return 'json';
@@ -107,7 +109,7 @@ export class BlobRoutes {
       policyHeader = req.getHeader('x-blobstore-policy');
       const policy = parsePolicy(policyHeader);
       labels = kind === 'raw' ? parseLabelsHeader(req.getHeader('x-blobstore-labels'), this.config) : NO_LABELS;
-      if (kind === 'raw') this.service.checkPlacement({ policy, labels });
+      if (kind === 'raw') this.service.checkPolicy(policy);
       const length = contentLengthOf(req.getHeader('content-length'));
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
       if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);

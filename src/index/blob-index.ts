@@ -160,7 +160,7 @@ export class BlobIndex {
 
   /** The committed record of `id` (a view valid until the next read or commit): the journal's, else LMDB's. */
   private committedRaw(id: Buffer): Buffer | undefined {
-    const journaled = this.journal.table.get(id);
+    const journaled = this.journal.get(id);
     if (journaled !== undefined) return journaled ?? undefined;
     return this.blobs.getBinaryFast(id);
   }
@@ -185,7 +185,7 @@ export class BlobIndex {
   }
 
   private hasCommitted(id: Buffer): boolean {
-    const journaled = this.journal.table.get(id);
+    const journaled = this.journal.get(id);
     if (journaled !== undefined) return journaled !== null;
     return this.blobs.doesExist(id);
   }
@@ -552,10 +552,10 @@ export class BlobIndex {
     };
   })(this, this.overlay);
 
-  /** Stages one record (its LSN) in the overlay: `apply` writes through `staged`. */
-  stage(lsn: number, apply: (w: IndexWriter) => void): void {
+  /** Stages one record (its LSN) in the overlay: `apply(staged, arg)` writes through `staged`. */
+  stage<T>(lsn: number, apply: (w: IndexWriter, arg: T) => void, arg: T): void {
     this.overlay.lsn = lsn;
-    apply(this.staged);
+    apply(this.staged, arg);
     this.overlay.stagedLsn = lsn;
   }
 
@@ -605,7 +605,7 @@ export class BlobIndex {
       this.journal.abort();
       throw err;
     }
-    if (journaled) this.journal.committed(journaled, lsn);
+    if (journaled) this.journal.committed(journaled);
     this.committedCheckpoint = checkpoint;
     if (checkpoint.nextLsn >= this.checkpoint.nextLsn) this.checkpoint = checkpoint;
     this.overlay.dropThrough(checkpoint.nextLsn - 1);
@@ -676,7 +676,7 @@ export class BlobIndex {
     if (this.building !== undefined || this.closed) return;
     const filter = new IdFilter(Math.max(this.counters.blobCount, this.filter?.added ?? 0) * 2);
     this.building = filter;
-    for (const { id } of this.journal.table.from(undefined)) filter.add(id);
+    for (const { id } of this.journal.from(undefined)) filter.add(id);
     for (const { key } of this.overlay.blobs.sortedFrom(undefined)) filter.add(key);
     let after: Buffer | undefined;
     const slice = (): void => {
@@ -710,12 +710,12 @@ export class BlobIndex {
    */
   private *committedFrom(start: Buffer | undefined): Generator<{ key: Buffer; value: Buffer }> {
     const base = this.blobs.getRange({ start });
-    if (this.journal.table.size === 0) {
+    if (this.journal.size === 0) {
       yield* base;
       return;
     }
     // Both sides are read lazily: a page of a list needs only the records up to its end.
-    const extra = this.journal.table.from(start);
+    const extra = this.journal.from(start);
     let next = extra.next();
     for (const entry of base) {
       for (; !next.done && Buffer.compare(next.value.id, entry.key) < 0; next = extra.next()) {

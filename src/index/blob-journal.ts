@@ -3,15 +3,16 @@
  * are uniform hashes, so each new record put straight into the `blobs` B-tree dirties a leaf page
  * of its own: LMDB wrote and synced ~2 pages (8 KiB) for every 4 KiB store. Instead, each index
  * commit writes the blob records it changes as one journal record (one LMDB value, appended in
- * log order: a page per ~40 records), keeps them in memory (id-table.ts), and every
- * `mergeRecords` changes they are merged into `blobs` in id order, a slice of the id space per
- * transaction, so that a leaf page takes many records at once.
+ * log order), keeps them in memory (id-table.ts), and every `mergeRecords` changes they are
+ * merged into `blobs` in id order, a slice of the id space per transaction, on a thread of its
+ * own (merge-worker.ts), so that a leaf page takes many records at once.
  *
  *   commit k:  changes ──▶ journal[k] = [change...]   (same transaction as the checkpoint)
- *              once committed ──▶ table: id ─▶ latest record or removal, lsn
- *   merge:     table (lsn <= L) in id order ──▶ blobs, slice by slice;  then journal[<= L] removed,
- *              and the table keeps only what changed after L
- *   reads:     staged overlay ─▶ table ─▶ blobs            start: journal ─▶ table
+ *              once committed ──▶ active table: id ─▶ latest record or removal
+ *   merge:     active table frozen (a copy of its arrays goes to the merge thread), a spare one
+ *              becomes active ──▶ sorted, slice by slice into blobs ──▶ flushed ──▶
+ *              journal[<= frozen's last LSN] removed, the frozen table emptied: the next spare
+ *   reads:     staged overlay ─▶ active ─▶ frozen ─▶ blobs          start: journal ─▶ active
  *
  * A crash at any point leaves the journal records of every commit not yet merged, and a merge
  * writes what the journal says, so replaying the journal over `blobs` at start always ends in the
@@ -22,25 +23,32 @@ import type { Database } from 'lmdb';
 import { compiledPath } from '../util/repo-root.js';
 import { type IndexEntry, encodeEntryInto, entryBytes } from './entry.js';
 import { IdTable } from './id-table.js';
-import { CHANGE_HEAD_BYTES, forEachChange, writeChange, writeChangeHead } from './journal-record.js';
+import { CHANGE_HEAD_BYTES, forEachChange, forEachChangeAt, writeChangeHead } from './journal-record.js';
 import type { MergeAnswer, MergeRequest } from './merge-worker.js';
 
 /**
  * Records merged per transaction (a slice of the id space, in id order): the node's own commits
  * wait for LMDB's writer lock while one runs, so a slice is kept to a few milliseconds.
  */
-const MERGE_SLICE_RECORDS = 2048;
+const MERGE_SLICE_RECORDS = 1024;
 
 export class BlobJournal {
-  readonly table: IdTable;
+  /** Changes committed since the last merge began. */
+  private active: IdTable;
+  /** Changes being merged (reads still find them here until the merge is done). */
+  private frozen: IdTable | undefined;
+  /** An emptied table, the next to become active. */
+  private spare: IdTable | undefined;
   /** The current commit's changes, packed as a journal record. */
   private pending = Buffer.allocUnsafeSlow(64 * 1024);
   private pendingUsed = 0;
   /** The LSN the current commit's changes carry (its last record's). */
   private lsn = 0;
+  /** The last LSN whose changes are in a table (the latest committed journal record's). */
+  private lastLsn = 0;
   /**
    * The current commit's changes by id, for a commit that reads its own writes (BlobIndex's
-   * `direct` writer); a failed commit leaves the table as it was.
+   * `direct` writer); a failed commit leaves the tables as they were.
    */
   private local: Map<string, Buffer | null> | undefined;
   /** Keys of the journal records written and not merged yet, in order. */
@@ -58,12 +66,48 @@ export class BlobJournal {
     private readonly mergeRecords: number,
     private readonly onMergeError: (err: Error) => void,
   ) {
-    // Room for a merge's worth of changes more while it runs: the table never grows in steady state.
-    this.table = new IdTable(2 * Math.min(mergeRecords, 1 << 20));
+    this.active = this.newTable();
     for (const { key, value } of db.getRange()) {
       this.keys.push(key);
-      forEachChange(value, (id, record) => this.table.set(id, record, key));
+      this.lastLsn = key;
+      forEachChange(value, (id, record) => this.active.set(id, record, key));
     }
+  }
+
+  /** Room for two merges' worth of changes (one merging while the next comes): no growth in steady state. */
+  private newTable(): IdTable {
+    return new IdTable(2 * Math.min(this.mergeRecords, 1 << 20));
+  }
+
+  /** The committed record of `id` not merged yet (a view valid until the next commit), null when removed, undefined when not here. */
+  get(id: Uint8Array): Buffer | null | undefined {
+    const recent = this.active.get(id);
+    if (recent !== undefined || this.frozen === undefined) return recent;
+    return this.frozen.get(id);
+  }
+
+  /** Changes held (both tables; an id in both counts twice). */
+  get size(): number {
+    return this.active.size + (this.frozen?.size ?? 0);
+  }
+
+  /**
+   * The ids held from `start` (inclusive) in byte order with their records (null: removed), the
+   * active table's over the frozen one's. Each step's views are valid until the next commit.
+   */
+  *from(start: Uint8Array | undefined): Generator<{ id: Buffer; record: Buffer | null }> {
+    if (this.frozen === undefined || this.frozen.size === 0) {
+      yield* this.active.from(start);
+      return;
+    }
+    const older = this.frozen.from(start);
+    let o = older.next();
+    for (const e of this.active.from(start)) {
+      for (; !o.done && Buffer.compare(o.value.id, e.id) < 0; o = older.next()) yield o.value;
+      if (!o.done && o.value.id.equals(e.id)) o = older.next();
+      yield e;
+    }
+    for (; !o.done; o = older.next()) yield o.value;
   }
 
   /**
@@ -109,53 +153,56 @@ export class BlobJournal {
   }
 
   /**
-   * The journal record (from take) is committed: its changes go into the table, and a merge may
-   * start once enough changes are held.
+   * The journal record (from take) is committed: its changes go into the active table, and a
+   * merge starts once enough changes are held.
    */
-  committed(record: { key: number; value: Buffer }, committedLsn: number): void {
+  committed(record: { key: number; value: Buffer }): void {
     this.keys.push(record.key);
-    forEachChange(record.value, (id, r) => this.table.set(id, r, record.key));
-    if (this.merging === undefined && this.table.size >= this.mergeRecords) {
-      this.merging = this.merge(committedLsn).catch(this.onMergeError).finally(() => (this.merging = undefined));
+    this.lastLsn = record.key;
+    forEachChangeAt(record.value, this.applyChange, record.key);
+    if (this.merging === undefined && this.active.size >= this.mergeRecords) {
+      this.merging = this.merge().catch(this.onMergeError).finally(() => (this.merging = undefined));
     }
   }
 
   /**
-   * Merges every change committed up to `lsn` into `blobs` (on the merge thread), then the table
-   * keeps only what changed since. Commits go on meanwhile; until the merge is done, reads find
-   * its changes in the table.
+   * Merges every change committed so far into `blobs` (on the merge thread): the active table is
+   * frozen and a copy of its arrays handed over, so the event loop pays a few copies and no pass
+   * over the records; new commits go to a fresh table meanwhile, and until the merge is done
+   * reads find its changes in the frozen one.
    */
-  async merge(lsn: number): Promise<void> {
-    // The changes up to `lsn`, each id's latest, in id order: one buffer, handed over (not copied).
-    let bytes = 0;
-    let count = 0;
-    this.table.forEachFrom(undefined, (_id, record, changedAt) => {
-      if (changedAt <= lsn) {
-        bytes += CHANGE_HEAD_BYTES + (record?.length ?? 0);
-        count++;
-      }
-      return true;
-    });
-    const changes = Buffer.allocUnsafeSlow(bytes);
-    let at = 0;
-    this.table.forEachFrom(undefined, (id, record, changedAt) => {
-      if (changedAt > lsn) return true;
-      at = writeChange(changes, at, id, record);
-      return true;
-    });
-    const request: MergeRequest = { changes: changes.buffer as ArrayBuffer, count, sliceRecords: MERGE_SLICE_RECORDS };
-    const answer = await new Promise<MergeAnswer>((resolve) => {
-      this.answer = resolve;
-      this.mergeThread().postMessage(request, [request.changes]);
-    });
-    if ('error' in answer) throw new Error(`index journal merge: ${answer.error}`);
-    // The merged changes are flushed: the journal records that held them may go (a crash before
-    // that commits only replays them over what they already say).
-    let merged = 0;
-    while (merged < this.keys.length && this.keys[merged]! <= lsn) merged++;
-    const removed = this.keys.splice(0, merged);
-    await Promise.all(removed.map((key) => this.db.remove(key)));
-    this.table.dropThrough(lsn);
+  async merge(): Promise<void> {
+    if (this.active.size === 0) return;
+    const frozen = this.active;
+    const lsn = this.lastLsn;
+    this.frozen = frozen;
+    this.active = this.spare ?? this.newTable();
+    this.spare = undefined;
+    try {
+      const slots = frozen.exportSlots();
+      const request: MergeRequest = { ...slots, sliceRecords: MERGE_SLICE_RECORDS };
+      const answer = await new Promise<MergeAnswer>((resolve) => {
+        this.answer = resolve;
+        this.mergeThread().postMessage(request, [slots.ids.buffer, slots.valueAt.buffer, slots.values.buffer] as ArrayBuffer[]);
+      });
+      if ('error' in answer) throw new Error(`index journal merge: ${answer.error}`);
+      // The merged changes are flushed: the journal records that held them may go (a crash before
+      // that commits only replays them over what they already say).
+      let merged = 0;
+      while (merged < this.keys.length && this.keys[merged]! <= lsn) merged++;
+      const removed = this.keys.splice(0, merged);
+      await Promise.all(removed.map((key) => this.db.remove(key)));
+      this.frozen = undefined;
+      frozen.clear();
+      this.spare = frozen;
+    } catch (err) {
+      // The frozen changes go back under the ones committed since (the latest of each id wins).
+      const newer = this.active;
+      this.active = frozen;
+      this.frozen = undefined;
+      newer.forEachUnordered((id, record, changedAt) => frozen.set(id, record, changedAt));
+      throw err;
+    }
   }
 
   private mergeThread(): Worker {
@@ -195,6 +242,11 @@ export class BlobJournal {
   get records(): number {
     return this.keys.length;
   }
+
+  /** A committed change into the active table (forEachChangeAt's visitor: one function, no views). */
+  private readonly applyChange = (src: Buffer, idAt: number, recordAt: number, length: number, lsn: number): void => {
+    this.active.setFrom(src, idAt, recordAt, length, lsn);
+  };
 
   /** Room for a change in the pending record; returns where its record goes. */
   private reserve(id: Buffer, kind: number, length: number): number {

@@ -35,17 +35,16 @@ export function encodeEntry(e: IndexEntry): Buffer {
 export const entryBytes = (e: IndexEntry): number => FIXED_BYTES + e.labels.length;
 
 /** Encodes `e` at `at` of `buf` (entryBytes(e) bytes). */
-export function encodeEntryInto(out: Buffer, at: number, e: IndexEntry): void {
-  const buf = at === 0 ? out : out.subarray(at, at + entryBytes(e));
-  buf[0] = e.location;
-  buf[1] = e.policy;
-  buf.writeUInt16LE(e.labels.length, 2);
-  buf.writeUInt32LE(e.segment, 4);
-  writeU64(buf, e.offset, 8);
-  writeU64(buf, e.size, 16);
-  writeU64Big(buf, e.createdAtNs, 24);
-  e.checksum.copy(buf, 32, 0, 32);
-  e.labels.copy(buf, FIXED_BYTES);
+export function encodeEntryInto(buf: Buffer, at: number, e: IndexEntry): void {
+  buf[at] = e.location;
+  buf[at + 1] = e.policy;
+  buf.writeUInt16LE(e.labels.length, at + 2);
+  buf.writeUInt32LE(e.segment, at + 4);
+  writeU64(buf, e.offset, at + 8);
+  writeU64(buf, e.size, at + 16);
+  writeU64Big(buf, e.createdAtNs, at + 24);
+  e.checksum.copy(buf, at + 32, 0, 32);
+  if (e.labels.length > 0) e.labels.copy(buf, at + FIXED_BYTES);
 }
 
 /** Decodes into fresh objects: the source may be a buffer lmdb-js reuses for the next read. */

@@ -13,6 +13,13 @@
  *   needs that bucket): list pages and scans visit only the buckets their range reaches
  */
 
+/** A table's entries as another thread gets them (IdTable.exportSlots). */
+export interface ExportedSlots {
+  ids: Uint8Array;
+  valueAt: Int32Array;
+  values: Uint8Array;
+}
+
 const EMPTY = -2;
 const REMOVED = -1;
 const ID_BYTES = 16;
@@ -38,7 +45,7 @@ export class IdTable {
   /** The record of `id` (a view, valid until the table changes), null when removed, undefined when not here. */
   get(id: Uint8Array): Buffer | null | undefined {
     if (this.size === 0) return undefined;
-    const slot = this.find(id);
+    const slot = this.find(id, 0);
     if (slot < 0) return undefined;
     const at = this.valueAt[slot]!;
     return at === REMOVED ? null : this.recordAt(at);
@@ -47,40 +54,79 @@ export class IdTable {
   /** The change's sequence number of `id`, or -1 when not here. */
   lsnOf(id: Uint8Array): number {
     if (this.size === 0) return -1;
-    const slot = this.find(id);
+    const slot = this.find(id, 0);
     return slot < 0 ? -1 : this.lsns[slot]!;
   }
 
   /** Sets `id`'s record (copied from `record`, entry.ts layout) or its removal (null), at `lsn`. */
   set(id: Uint8Array, record: Uint8Array | null, lsn: number): void {
-    if ((this.size + 1) * 2 > this.capacity) this.rehash(this.capacity * 2);
-    let slot = this.find(id);
-    if (slot < 0) {
-      slot = ~slot;
-      this.ids.set(id.subarray(0, ID_BYTES), slot * ID_BYTES);
-      this.size++;
-      const b = this.buckets[id[0]!]!;
-      b.push(slot);
-      this.sorted[id[0]!] = 0;
-    }
+    const slot = this.slotFor(id, 0);
     this.lsns[slot] = lsn;
-    this.valueAt[slot] = record === null ? REMOVED : this.store(record);
+    this.valueAt[slot] = record === null ? REMOVED : this.store(record, 0, record.length);
   }
 
   /**
-   * Keeps only the changes made after `lsn` (those up to it are in LMDB now), rebuilding the
-   * table: what was overwritten goes too.
+   * set() from a buffer of changes, by offsets (no views): the id at `idAt`, its record's `length`
+   * bytes at `recordAt`, or a removal when `length` < 0.
    */
-  dropThrough(lsn: number): void {
-    const keep: { id: Buffer; record: Buffer | null; lsn: number }[] = [];
-    this.forEachSlot((slot) => {
-      if (this.lsns[slot]! <= lsn) return;
+  setFrom(src: Buffer, idAt: number, recordAt: number, length: number, lsn: number): void {
+    const slot = this.slotFor(src, idAt);
+    this.lsns[slot] = lsn;
+    this.valueAt[slot] = length < 0 ? REMOVED : this.store(src, recordAt, length);
+  }
+
+  /** The slot of the id at `at` of `src`, taken now if it is new. */
+  private slotFor(src: Uint8Array, at: number): number {
+    if ((this.size + 1) * 2 > this.capacity) this.rehash(this.capacity * 2);
+    let slot = this.find(src, at);
+    if (slot >= 0) return slot;
+    slot = ~slot;
+    const to = slot * ID_BYTES;
+    for (let i = 0; i < ID_BYTES; i++) this.ids[to + i] = src[at + i]!;
+    this.size++;
+    const first = src[at]!;
+    this.buckets[first]!.push(slot);
+    this.sorted[first] = 0;
+    return slot;
+  }
+
+  /** Empties the table, keeping its room. */
+  clear(): void {
+    this.valueAt.fill(EMPTY);
+    for (const b of this.buckets) b.length = 0;
+    this.sorted.fill(0);
+    this.size = 0;
+    this.valuesUsed = 0;
+  }
+
+  /** Copies of the arrays that hold the entries (a few memory copies, no pass over them): read with forEachExported. */
+  exportSlots(): ExportedSlots {
+    return { ids: Uint8Array.from(this.ids), valueAt: this.valueAt.slice(), values: Uint8Array.from(this.values.subarray(0, this.valuesUsed)) };
+  }
+
+  /** Visits the entries of exported slots (another thread's copy) in no particular order. */
+  static forEachExported(slots: ExportedSlots, visit: (id: Buffer, record: Buffer | null) => void): void {
+    const ids = Buffer.from(slots.ids.buffer, slots.ids.byteOffset, slots.ids.byteLength);
+    const values = Buffer.from(slots.values.buffer, slots.values.byteOffset, slots.values.byteLength);
+    for (let slot = 0; slot < slots.valueAt.length; slot++) {
+      const at = slots.valueAt[slot]!;
+      if (at === EMPTY) continue;
+      const id = ids.subarray(slot * ID_BYTES, slot * ID_BYTES + ID_BYTES);
+      visit(id, at === REMOVED ? null : values.subarray(at + 4, at + 4 + values.readUInt32LE(at)));
+    }
+  }
+
+  /**
+   * Visits every id with its record (null: removed) and change LSN in no particular order: a
+   * plain pass over the slots, cheaper than an ordered one. Views are valid during the call.
+   */
+  forEachUnordered(visit: (id: Buffer, record: Buffer | null, lsn: number) => void): void {
+    if (this.size === 0) return;
+    for (let slot = 0; slot < this.capacity; slot++) {
       const at = this.valueAt[slot]!;
-      keep.push({ id: Buffer.from(this.idAt(slot)), record: at === REMOVED ? null : Buffer.from(this.recordAt(at)), lsn: this.lsns[slot]! });
-    });
-    // The same room again: the table fills up to the same size before the next merge.
-    this.allocate(this.capacity, this.values.length);
-    for (const k of keep) this.set(k.id, k.record, k.lsn);
+      if (at === EMPTY) continue;
+      visit(this.idAt(slot), at === REMOVED ? null : this.recordAt(at), this.lsns[slot]!);
+    }
   }
 
   /**
@@ -125,21 +171,17 @@ export class IdTable {
     return slots;
   }
 
-  private forEachSlot(visit: (slot: number) => void): void {
-    for (const slots of this.buckets) for (const slot of slots) visit(slot);
-  }
-
-  /** The slot holding `id`, or ~slot of the empty one where it would go. */
-  private find(id: Uint8Array): number {
-    const w0 = word(id, 0);
-    const w1 = word(id, 4);
-    const w2 = word(id, 8);
-    const w3 = word(id, 12);
+  /** The slot holding the id at `at` of `src`, or ~slot of the empty one where it would go. */
+  private find(src: Uint8Array, at: number): number {
+    const w0 = word(src, at);
+    const w1 = word(src, at + 4);
+    const w2 = word(src, at + 8);
+    const w3 = word(src, at + 12);
     const ids = this.ids;
     for (let slot = w0 & this.mask; ; slot = (slot + 1) & this.mask) {
       if (this.valueAt[slot] === EMPTY) return ~slot;
-      const at = slot * ID_BYTES;
-      if (ids.readUInt32LE(at) === w0 && ids.readUInt32LE(at + 4) === w1 && ids.readUInt32LE(at + 8) === w2 && ids.readUInt32LE(at + 12) === w3) return slot;
+      const p = slot * ID_BYTES;
+      if (ids.readUInt32LE(p) === w0 && ids.readUInt32LE(p + 4) === w1 && ids.readUInt32LE(p + 8) === w2 && ids.readUInt32LE(p + 12) === w3) return slot;
     }
   }
 
@@ -152,16 +194,18 @@ export class IdTable {
     return this.values.subarray(at + 4, at + 4 + this.values.readUInt32LE(at));
   }
 
-  private store(record: Uint8Array): number {
-    const need = 4 + record.length;
+  /** Appends `length` bytes of `src` from `from` to `values`; returns where. */
+  private store(src: Uint8Array, from: number, length: number): number {
+    const need = 4 + length;
     if (this.valuesUsed + need > this.values.length) {
       const grown = Buffer.allocUnsafeSlow(Math.max(this.values.length * 2, this.valuesUsed + need));
       this.values.copy(grown, 0, 0, this.valuesUsed);
       this.values = grown;
     }
     const at = this.valuesUsed;
-    this.values.writeUInt32LE(record.length, at);
-    this.values.set(record, at + 4);
+    this.values.writeUInt32LE(length, at);
+    const values = this.values;
+    for (let i = 0; i < length; i++) values[at + 4 + i] = src[from + i]!;
     this.valuesUsed += need;
     return at;
   }
@@ -192,12 +236,12 @@ export class IdTable {
     this.allocate(capacity, values.length, values, this.valuesUsed);
     for (const slots of old) {
       for (const slot of slots) {
-        const id = ids.subarray(slot * ID_BYTES, slot * ID_BYTES + ID_BYTES);
-        const target = ~this.find(id);
-        this.ids.set(id, target * ID_BYTES);
+        const from = slot * ID_BYTES;
+        const target = ~this.find(ids, from);
+        ids.copy(this.ids, target * ID_BYTES, from, from + ID_BYTES);
         this.lsns[target] = lsns[slot]!;
         this.valueAt[target] = valueAt[slot]!;
-        this.buckets[id[0]!]!.push(target);
+        this.buckets[ids[from]!]!.push(target);
         this.size++;
       }
     }

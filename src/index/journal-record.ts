@@ -21,10 +21,23 @@ export function forEachChange(value: Uint8Array, visit: (id: Buffer, record: Buf
   }
 }
 
+/**
+ * forEachChange by offsets: `visit(src, idAt, recordAt, length, arg)` with `length` -1 for a
+ * removal; no views are made.
+ */
+export function forEachChangeAt<T>(src: Buffer, visit: (src: Buffer, idAt: number, recordAt: number, length: number, arg: T) => void, arg: T): void {
+  for (let at = 0; at < src.length; ) {
+    const kind = src[at]!;
+    const length = src.readUInt32LE(at + 17);
+    visit(src, at + 1, at + CHANGE_HEAD_BYTES, kind === 1 ? length : -1, arg);
+    at += CHANGE_HEAD_BYTES + length;
+  }
+}
+
 /** Writes a change's head at `at`; its record (`length` bytes) goes right after. */
 export function writeChangeHead(out: Buffer, at: number, kind: number, id: Uint8Array, length: number): void {
   out[at] = kind;
-  out.set(id.subarray(0, 16), at + 1);
+  for (let i = 0; i < 16; i++) out[at + 1 + i] = id[i]!;
   out.writeUInt32LE(length, at + 17);
 }
 

@@ -1,21 +1,19 @@
 /**
- * The index journal's merge, on a thread of its own (blob-journal.ts): the node hands over each
- * id's latest committed change up to an LSN, in id order, and they are written into `blobs`, a
- * slice of the id space per transaction; the answer comes once that is flushed. lmdb-js shares
+ * The index journal's merge, on a thread of its own (blob-journal.ts): the node hands over a
+ * frozen table of changes (each id's latest), and they are sorted and written into `blobs` in id
+ * order, a slice of the id space per transaction; the answer comes once that is flushed. lmdb-js shares
  * the process's environment with this thread, so its transactions take turns with the node's
  * commits for LMDB's one writer lock.
  *
- *   node ──{ changes }──▶ slices into blobs ──▶ flushed ──{ merged }──▶ node: journal[<= lsn]
- *                                                                       removed, table dropped
+ *   node ──{ frozen table }──▶ sort ──▶ slices into blobs ──▶ flushed ──{ merged }──▶ node:
+ *                                          journal records merged removed, the frozen table emptied
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { forEachChange } from './journal-record.js';
+import { type ExportedSlots, IdTable } from './id-table.js';
 import { openIndexEnv } from './index-env.js';
 
-export interface MergeRequest {
-  /** The changes to merge (journal-record.ts layout), in id order, each id once: handed over. */
-  changes: ArrayBuffer;
-  count: number;
+/** A frozen table's entries (IdTable.exportSlots: each id once, in no order), handed over. */
+export interface MergeRequest extends ExportedSlots {
   sliceRecords: number;
 }
 
@@ -32,26 +30,23 @@ parentPort!.on('message', (request: MergeRequest) => {
 });
 
 /**
- * Writes the changes into `blobs`, a slice per transaction; the journal records that held them
- * are removed by the node once this is flushed (blob-journal.ts).
+ * Writes the changes into `blobs` in id order, a slice per transaction; the journal records that
+ * held them are removed by the node once this is flushed (blob-journal.ts).
  */
-async function merge({ changes, count, sliceRecords }: MergeRequest): Promise<number> {
-  const ids: Buffer[] = [];
-  const records: (Buffer | null)[] = [];
-  forEachChange(new Uint8Array(changes), (id, record) => {
-    ids.push(id);
-    records.push(record);
-  });
-  if (ids.length !== count) throw new Error(`merge: ${ids.length} changes read, ${count} sent`);
-  for (let from = 0; from < ids.length; from += sliceRecords) {
+async function merge(request: MergeRequest): Promise<number> {
+  const changes: { id: Buffer; record: Buffer | null }[] = [];
+  IdTable.forEachExported(request, (id, record) => changes.push({ id, record }));
+  // In id order, so that each slice is a run of neighbouring ids: its leaf pages take many records each.
+  changes.sort((a, b) => Buffer.compare(a.id, b.id));
+  for (let from = 0; from < changes.length; from += request.sliceRecords) {
     env.root.transactionSync(() => {
-      for (let i = from; i < Math.min(ids.length, from + sliceRecords); i++) {
-        const record = records[i]!;
-        if (record === null) env.blobs.removeSync(ids[i]!);
-        else env.blobs.putSync(ids[i]!, record);
+      for (let i = from; i < Math.min(changes.length, from + request.sliceRecords); i++) {
+        const { id, record } = changes[i]!;
+        if (record === null) env.blobs.removeSync(id);
+        else env.blobs.putSync(id, record);
       }
     });
   }
   await env.root.flushed;
-  return ids.length;
+  return changes.length;
 }

@@ -97,7 +97,11 @@ export class StagedMap<T> {
 
   /** Drops the slots staged by records up to `lsn` (their transaction committed). */
   dropThrough(lsn: number): void {
-    for (const [k, slot] of this.slots) if (slot.lsn <= lsn) this.slots.delete(k);
+    // forEach hands key and value apart (for...of makes an [k, v] array per entry); deleting the
+    // entry being visited is allowed.
+    this.slots.forEach((slot, k) => {
+      if (slot.lsn <= lsn) this.slots.delete(k);
+    });
   }
 }
 

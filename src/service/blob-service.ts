@@ -119,9 +119,14 @@ export class BlobService {
    */
   checkPlacement(options: StoreOptions): void {
     if (options.placed) return;
-    this.checkReady();
-    checkPlacement(options.policy, this.placement.nodesAvailable());
+    this.checkPolicy(options.policy);
     options.placed = true;
+  }
+
+  /** checkPlacement for a store that holds no StoreOptions (the small store's fast path). */
+  checkPolicy(policy: Policy): void {
+    this.checkReady();
+    checkPlacement(policy, this.placement.nodesAvailable());
   }
 
   /** The one commit point of every store: placement, the local durable write, the copies. */

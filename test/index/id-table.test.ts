@@ -54,18 +54,26 @@ describe('IdTable', () => {
     }
   });
 
-  it('keeps only what changed after an LSN when dropped through it, and takes new ids after', () => {
+  it('hands its entries to another thread as copies of its arrays, and empties in place', () => {
     const t = new IdTable();
-    for (let i = 0; i < 100; i++) t.set(id(i, 1), rec(`a${i}`), i);
-    t.set(id(5, 1), rec('late'), 200);
-    t.set(id(6, 1), null, 201);
-    t.dropThrough(150);
-    expect(t.size).toBe(2);
-    expect(t.get(id(5, 1))?.toString()).toBe('late');
-    expect(t.get(id(6, 1))).toBeNull();
-    expect(t.get(id(7, 1))).toBeUndefined();
-    expect([...t.from(undefined)].map((e) => e.id[0])).toEqual([5, 6]);
-    t.set(id(7, 1), rec('new'), 300);
-    expect(t.get(id(7, 1))?.toString()).toBe('new');
+    const ids = Array.from({ length: 500 }, () => randomBytes(16));
+    ids.forEach((x, i) => t.set(x, i % 5 === 0 ? null : rec(`r${i}`), i));
+    t.set(ids[1]!, rec('again'), 900);
+    const slots = t.exportSlots();
+    const seen = new Map<string, string | null>();
+    IdTable.forEachExported(slots, (id, record) => seen.set(id.toString('hex'), record === null ? null : record.toString()));
+    expect(seen.size).toBe(500);
+    ids.forEach((x, i) => expect(seen.get(x.toString('hex'))).toBe(i === 1 ? 'again' : i % 5 === 0 ? null : `r${i}`));
+    // The copies do not follow the table.
+    t.clear();
+    expect(t.size).toBe(0);
+    expect(t.get(ids[2]!)).toBeUndefined();
+    expect([...t.from(undefined)]).toEqual([]);
+    let after = 0;
+    IdTable.forEachExported(slots, () => after++);
+    expect(after).toBe(500);
+    t.set(ids[3]!, rec('new'), 1000);
+    expect(t.get(ids[3]!)?.toString()).toBe('new');
+    expect(t.size).toBe(1);
   });
 });

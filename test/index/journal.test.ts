@@ -84,7 +84,7 @@ describe('the index journal', () => {
     }
     await engine.index.journal.settled();
     // Merges ran: most changes left the journal for the id-ordered index.
-    expect(engine.index.journal.table.size).toBeLessThan(live.size + gone.size);
+    expect(engine.index.journal.size).toBeLessThan(live.size + gone.size);
     await engine.close();
     engine = await openEngine(cfg);
     await expectHolds(engine, live, gone);
