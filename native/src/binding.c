@@ -212,6 +212,7 @@ static napi_value init(napi_env env, napi_value exports) {
     };
     if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
     if (!define_b64(env, exports)) return NULL;
+    if (!define_crc32c(env, exports)) return NULL;
     /* Each worker thread has its own plan cache; free it when the thread's environment ends. */
     napi_add_env_cleanup_hook(env, cleanup_cache, NULL);
     return exports;

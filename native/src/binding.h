@@ -26,6 +26,8 @@ napi_value js_fallocate_modes(napi_env env, napi_callback_info info);
 napi_value js_pwrite_each(napi_env env, napi_callback_info info);
 /* Adds base64Encode, base64Path, setBase64Path, base64Paths (binding_b64.c); 0 on failure. */
 int define_b64(napi_env env, napi_value exports);
+/* Adds crc32c, crc32cPath, setCrc32cPath, crc32cPaths (binding_crc32c.c); 0 on failure. */
+int define_crc32c(napi_env env, napi_value exports);
 /* Environment cleanup hook: frees the calling thread's plan cache. */
 void cleanup_cache(void *arg);
 

@@ -17,6 +17,7 @@ cpu_features cpu_features_read(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     f.ssse3 = (c >> 9) & 1;
+    f.sse42 = (c >> 20) & 1;
     int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
     if (!osxsave || !avx) return f;
     uint64_t xcr0 = read_xcr0();

@@ -23,6 +23,8 @@ export interface ApplyInput {
   relocatedFromOffset: number;
   /** The entry applyRecord made of it before, if it keeps one (LogRecord.entry). */
   entry?: IndexEntry | undefined;
+  /** CRC-32C of an inline record's bytes, when known: it goes into the index entry (entry.ts). */
+  dataCrc?: number | undefined;
   segment: number;
   offset: number;
   length: number;
@@ -145,5 +147,6 @@ function makeEntry(r: ApplyInput): IndexEntry {
     createdAtNs: r.createdAtNs,
     checksum: r.checksum,
     labels: r.labels,
+    dataCrc: file ? undefined : r.dataCrc,
   };
 }

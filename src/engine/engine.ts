@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { largestRecordBytes, type NodeConfig } from '../config/settings.js';
 import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
 import { blake3 } from '../hash/blake3.js';
+import { crc32c } from '../hash/crc32c.js';
 import { BlobIndex } from '../index/blob-index.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from '../blob/id.js';
@@ -38,7 +39,7 @@ import { SegmentReader } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
 import { type ScannedRecord, scanBufferBytes } from './scan.js';
 import { type CachedRecord, VerifiedCache } from './verified-cache.js';
-import { Location } from '../index/entry.js';
+import { entryDataCrc, Location } from '../index/entry.js';
 import { IdLocks } from './id-locks.js';
 
 /** Who waits for a small store (Engine.putSmall): called once, `existed` when the bytes were stored already. */
@@ -84,7 +85,7 @@ const stageRecord = (w: IndexWriter, r: LogRecord): void => {
 };
 
 /** What an appender gives the log; the log and the applier fill in the rest of the LogRecord. */
-type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance' | 'chunk' | 'at' | 'entry'>;
+type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance' | 'chunk' | 'at' | 'entry' | 'dataCrc'>;
 
 export class Engine {
   readonly pool: BufferPool;
@@ -161,7 +162,10 @@ export class Engine {
       };
       if (recovered.replay.length > 0) {
         const last = recovered.replay[recovered.replay.length - 1]!;
-        const replayed = recovered.replay.map((s) => ({ ...s.header, labels: s.labels, segment: s.segment, offset: s.offset, length: s.length }));
+        const replayed = recovered.replay.map((s) => ({
+          ...s.header, labels: s.labels, segment: s.segment, offset: s.offset, length: s.length,
+          dataCrc: s.header.type === RecordType.PUT_INLINE && s.data !== undefined ? crc32c(s.data) : undefined,
+        }));
         await unlinkReplayedDeletes(dataDir.path, index, replayed);
         await index.commit(
           { segment: replayed[replayed.length - 1]!.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
@@ -210,6 +214,7 @@ export class Engine {
       r.existed = false;
       r.absent = absent;
       r.entry = undefined;
+      r.dataCrc = record.type === RecordType.PUT_INLINE && record.data !== undefined ? crc32c(record.data) : undefined;
       r.callback = (err, done) => (err ? reject(err) : resolve(done));
       this.segmentLog.append(r);
     });
@@ -242,7 +247,7 @@ export class Engine {
       type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: data.length, relocatedFromSegment: 0, relocatedFromOffset: 0,
       size: data.length, createdAtNs: nowNs(), id, checksum, labels, data: undefined, flags: 0, segment: 0, offset: 0, length: 0, chunk: undefined,
       at: 0, lsn: 0, existed: false, absent: true, appendedMs: performance.now(), maintenance: false, callback: this.smallAppended, entry: undefined,
-      lockKey: key, done,
+      dataCrc: crc32c(data), lockKey: key, done,
     };
     this.segmentLog.append(r, data);
   }
@@ -367,7 +372,7 @@ export class Engine {
     // Not in memory: the long way reads it in the thread pool.
     if (data === undefined) return undefined;
     this.recorder.stage('read', readStart);
-    this.verified(meta, data);
+    this.verifiedRead(meta, data);
     return this.cache.admit(meta, data)?.data ?? data;
   }
 
@@ -392,14 +397,29 @@ export class Engine {
     if (raw.readUInt32LE(20) !== 0 || size > this.cache.recordMaxBytes) return undefined;
     const policy = raw[1]!;
     const at = raw.readUInt32LE(8) + raw.readUInt32LE(12) * 2 ** 32 + HEADER_BYTES + raw.readUInt16LE(2);
+    const crc = entryDataCrc(raw);
     const readStart = performance.now();
     const data = this.reader.readSmallScratch(raw.readUInt32LE(4), at, size);
     if (data === undefined) return undefined;
     this.recorder.stage('read', readStart);
     const verifyStart = performance.now();
-    const intact = this.cache.missedChecksumIs(blake3(data));
+    const intact = crc >= 0 ? crc32c(data) === crc : this.cache.missedChecksumIs(blake3(data));
     this.recorder.stage('verify', verifyStart);
     return intact ? this.cache.admitMissed(policy, data) : undefined;
+  }
+
+  /**
+   * A small blob's bytes just read from disk for a GET, checked with the CRC-32C its index entry
+   * carries (a tenth of BLAKE3's cost; docs/decisions.md §10), or with BLAKE3 when the entry has
+   * none. Everything else that reads a blob (replication, the scrubber, streams) checks BLAKE3.
+   */
+  private verifiedRead(meta: BlobMeta, data: Buffer): Buffer {
+    if (meta.dataCrc === undefined) return this.verified(meta, data);
+    const verifyStart = performance.now();
+    const intact = crc32c(data) === meta.dataCrc;
+    this.recorder.stage('verify', verifyStart);
+    if (!intact) throw this.corruption(meta);
+    return data;
   }
 
   private verified(meta: BlobMeta, data: Buffer): Buffer {

@@ -56,6 +56,8 @@ export interface LogRecord extends RecordHeader, ArenaRecord {
   at: number;
   /** Its index entry, made once when it is staged and used again at its commit (apply.ts). */
   entry: IndexEntry | undefined;
+  /** CRC-32C of a whole blob's inline bytes (PUT_INLINE), for its index entry; undefined otherwise. */
+  dataCrc: number | undefined;
   /** Set by the engine's applier: the id already existed. */
   existed: boolean;
   /**

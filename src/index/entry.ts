@@ -3,7 +3,9 @@
  *
  *   0 u8 location (1 segment, 2 own file)   1 u8 policy   2 u16 labelsLength   4 u32 segment
  *   8 u64 record offset in the segment      16 u64 size   24 u64 createdAtNs    32 32 checksum
- *  64 labels (UTF-8 JSON)
+ *  64 labels (UTF-8 JSON)             then, for a segment record stored since 2026-11-26:
+ *  64 + labelsLength  u32 CRC-32C of the blob's bytes (dataCrc: what a read from disk checks;
+ *     an entry without it, shorter by these 4 bytes, is checked with BLAKE3 against the checksum)
  *
  * Erasure-coded blobs will add shard records in a database of their own (`shards`).
  */
@@ -23,6 +25,8 @@ export interface IndexEntry {
   createdAtNs: bigint;
   checksum: Buffer;
   labels: Buffer;
+  /** CRC-32C of the bytes of a segment record (src/hash/crc32c.ts); undefined when the entry has none. */
+  dataCrc?: number | undefined;
 }
 
 export function encodeEntry(e: IndexEntry): Buffer {
@@ -32,7 +36,13 @@ export function encodeEntry(e: IndexEntry): Buffer {
 }
 
 /** The encoded length of `e`. */
-export const entryBytes = (e: IndexEntry): number => FIXED_BYTES + e.labels.length;
+export const entryBytes = (e: IndexEntry): number => FIXED_BYTES + e.labels.length + (e.dataCrc === undefined ? 0 : 4);
+
+/** The dataCrc of an encoded entry, or -1 when it has none (no decoding: the GET path reads it in place). */
+export function entryDataCrc(raw: Buffer): number {
+  const at = FIXED_BYTES + raw.readUInt16LE(2);
+  return raw.length >= at + 4 ? raw.readUInt32LE(at) : -1;
+}
 
 /** Encodes `e` at `at` of `buf` (entryBytes(e) bytes). */
 export function encodeEntryInto(buf: Buffer, at: number, e: IndexEntry): void {
@@ -45,6 +55,7 @@ export function encodeEntryInto(buf: Buffer, at: number, e: IndexEntry): void {
   writeU64Big(buf, e.createdAtNs, at + 24);
   e.checksum.copy(buf, at + 32, 0, 32);
   if (e.labels.length > 0) e.labels.copy(buf, at + FIXED_BYTES);
+  if (e.dataCrc !== undefined) buf.writeUInt32LE(e.dataCrc, at + FIXED_BYTES + e.labels.length);
 }
 
 /** Decodes into fresh objects: the source may be a buffer lmdb-js reuses for the next read. */
@@ -60,5 +71,6 @@ export function decodeEntry(buf: Uint8Array): IndexEntry {
     createdAtNs: b.readBigUInt64LE(24),
     checksum: Buffer.from(b.subarray(32, 64)),
     labels: Buffer.from(b.subarray(FIXED_BYTES, FIXED_BYTES + labelsLength)),
+    dataCrc: b.length >= FIXED_BYTES + labelsLength + 4 ? b.readUInt32LE(FIXED_BYTES + labelsLength) : undefined,
   };
 }

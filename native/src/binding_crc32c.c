@@ -1,0 +1,78 @@
+/*
+ * N-API glue of CRC-32C (crc32c.h). Like the other functions it never throws: crc32c returns the
+ * CRC (0..2^32-1) or -1 for arguments it cannot take; src/hash/crc32c.ts turns that into an error.
+ */
+#include "binding.h"
+#include "crc32c.h"
+
+/* crc32c(src[, offset, length]) -> the CRC-32C of src[offset .. offset + length), or -1 */
+static napi_value js_crc32c(napi_env env, napi_callback_info info) {
+    size_t argc = 3;
+    napi_value argv[3];
+    uint8_t *src;
+    size_t len;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 || !typed_array_bytes(env, argv[0], &src, &len)) {
+        return make_int(env, -1);
+    }
+    size_t from = 0, count = len;
+    if (argc >= 3) {
+        double at, n;
+        if (napi_get_value_double(env, argv[1], &at) != napi_ok || napi_get_value_double(env, argv[2], &n) != napi_ok ||
+            !(at >= 0 && n >= 0 && at + n <= (double)len) || at != (double)(size_t)at || n != (double)(size_t)n) {
+            return make_int(env, -1);
+        }
+        from = (size_t)at;
+        count = (size_t)n;
+    }
+    napi_value out;
+    napi_create_uint32(env, crc32c(0, src + from, count), &out);
+    return out;
+}
+
+static napi_value js_crc32c_path(napi_env env, napi_callback_info info) {
+    (void)info;
+    napi_value out;
+    napi_create_string_utf8(env, crc32c_path_name(crc32c_path_current()), NAPI_AUTO_LENGTH, &out);
+    return out;
+}
+
+/* setCrc32cPath(name) -> enum crc32c_status; "auto" picks the widest supported path. */
+static napi_value js_crc32c_set_path(napi_env env, napi_callback_info info) {
+    size_t argc = 1, n = 0;
+    napi_value argv[1];
+    char name[32];
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
+        napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n) != napi_ok) {
+        return make_int(env, CRC32C_E_PATH_UNKNOWN);
+    }
+    return make_int(env, crc32c_path_force(name));
+}
+
+/* crc32cPaths() -> [{ name, compiled, supported }], portable first */
+static napi_value js_crc32c_paths(napi_env env, napi_callback_info info) {
+    (void)info;
+    napi_value arr;
+    if (napi_create_array_with_length(env, CRC32C_PATH_COUNT, &arr) != napi_ok) return NULL;
+    for (int p = 0; p < CRC32C_PATH_COUNT; p++) {
+        napi_value obj, name, compiled, supported;
+        napi_create_object(env, &obj);
+        napi_create_string_utf8(env, crc32c_path_name(p), NAPI_AUTO_LENGTH, &name);
+        napi_get_boolean(env, crc32c_path_compiled(p), &compiled);
+        napi_get_boolean(env, crc32c_path_supported(p), &supported);
+        napi_set_named_property(env, obj, "name", name);
+        napi_set_named_property(env, obj, "compiled", compiled);
+        napi_set_named_property(env, obj, "supported", supported);
+        napi_set_element(env, arr, (uint32_t)p, obj);
+    }
+    return arr;
+}
+
+int define_crc32c(napi_env env, napi_value exports) {
+    napi_property_descriptor props[] = {
+        {"crc32c", NULL, js_crc32c, NULL, NULL, NULL, napi_default, NULL},
+        {"crc32cPath", NULL, js_crc32c_path, NULL, NULL, NULL, napi_default, NULL},
+        {"setCrc32cPath", NULL, js_crc32c_set_path, NULL, NULL, NULL, napi_default, NULL},
+        {"crc32cPaths", NULL, js_crc32c_paths, NULL, NULL, NULL, napi_default, NULL},
+    };
+    return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok;
+}
