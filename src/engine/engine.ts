@@ -232,6 +232,7 @@ export class Engine {
     if (data.length > this.config.smallBlobMaxBytes) return done.stored(payloadTooLarge('inline blob over smallBlobMaxBytes'), EMPTY, false);
     const hashStart = performance.now();
     const checksum = blake3(data);
+    const dataCrc = crc32c(data);
     this.recorder.stage('hash', hashStart);
     const id = idOfDigest(checksum);
     const key = this.locks.hold(id);
@@ -247,9 +248,15 @@ export class Engine {
       type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: data.length, relocatedFromSegment: 0, relocatedFromOffset: 0,
       size: data.length, createdAtNs: nowNs(), id, checksum, labels, data: undefined, flags: 0, segment: 0, offset: 0, length: 0, chunk: undefined,
       at: 0, lsn: 0, existed: false, absent: true, appendedMs: performance.now(), maintenance: false, callback: this.smallAppended, entry: undefined,
-      dataCrc: crc32c(data), lockKey: key, done,
+      dataCrc, lockKey: key, done,
     };
-    this.segmentLog.append(r, data);
+    try {
+      this.segmentLog.append(r, data);
+    } catch (err) {
+      // Not appended (no room for it in memory, say): the lock goes; the caller answers.
+      this.locks.unhold(key);
+      throw err;
+    }
   }
 
   /** A small store's record is durable (or failed): its lock goes, its store is answered. */

@@ -32,6 +32,9 @@ const RECEIVING = 0;
 const STORING = 1;
 const GONE = 2;
 
+/** The id of a store that failed before it had one. */
+const EMPTY_ID = Buffer.alloc(16);
+
 /** At most this many idle SmallStores are kept for reuse. */
 const POOL_MAX = 256;
 
@@ -131,7 +134,12 @@ class SmallStore implements SmallStoreDone, Receiving {
     const { service } = this.owner;
     service.recorder.stage('receive', this.startMs);
     this.state = STORING;
-    service.putSmall(body, this.policy, this.labels!, this);
+    try {
+      service.putSmall(body, this.policy, this.labels!, this);
+    } catch (err) {
+      // Nothing was appended (putSmall calls back once whenever it returns): answered here.
+      this.stored(err as Error, EMPTY_ID, false);
+    }
   }
 
   stored(err: Error | undefined, id: Buffer, existed: boolean): void {
