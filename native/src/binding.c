@@ -185,13 +185,8 @@ static napi_value js_kernel_path(napi_env env, napi_callback_info info) {
 
 /* setKernelPath(name) -> status; "auto" picks the widest supported path. */
 static napi_value js_set_kernel_path(napi_env env, napi_callback_info info) {
-    size_t argc = 1, n = 0;
-    napi_value argv[1];
     char name[32];
-    NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    if (argc < 1 || napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n) != napi_ok) {
-        return make_int(env, RS_STATUS(RS_E_PATH_UNKNOWN, 0));
-    }
+    if (!path_name_arg(env, info, name, sizeof name)) return make_int(env, RS_STATUS(RS_E_PATH_UNKNOWN, 0));
     return make_int(env, rs_path_force(name));
 }
 

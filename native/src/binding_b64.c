@@ -46,33 +46,17 @@ static napi_value js_b64_path(napi_env env, napi_callback_info info) {
 
 /* setBase64Path(name) -> enum b64_status; "auto" picks the widest supported path. */
 static napi_value js_b64_set_path(napi_env env, napi_callback_info info) {
-    size_t argc = 1, n = 0;
-    napi_value argv[1];
     char name[32];
-    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
-        napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n) != napi_ok) {
-        return make_int(env, B64_E_PATH_UNKNOWN);
-    }
+    if (!path_name_arg(env, info, name, sizeof name)) return make_int(env, B64_E_PATH_UNKNOWN);
     return make_int(env, b64_path_force(name));
 }
+
+static const path_list b64_paths = {B64_PATH_COUNT, b64_path_name, b64_path_compiled, b64_path_supported};
 
 /* base64Paths() -> [{ name, compiled, supported }], portable first */
 static napi_value js_b64_paths(napi_env env, napi_callback_info info) {
     (void)info;
-    napi_value arr;
-    if (napi_create_array_with_length(env, B64_PATH_COUNT, &arr) != napi_ok) return NULL;
-    for (int p = 0; p < B64_PATH_COUNT; p++) {
-        napi_value obj, name, compiled, supported;
-        napi_create_object(env, &obj);
-        napi_create_string_utf8(env, b64_path_name(p), NAPI_AUTO_LENGTH, &name);
-        napi_get_boolean(env, b64_path_compiled(p), &compiled);
-        napi_get_boolean(env, b64_path_supported(p), &supported);
-        napi_set_named_property(env, obj, "name", name);
-        napi_set_named_property(env, obj, "compiled", compiled);
-        napi_set_named_property(env, obj, "supported", supported);
-        napi_set_element(env, arr, (uint32_t)p, obj);
-    }
-    return arr;
+    return paths_array(env, &b64_paths);
 }
 
 int define_b64(napi_env env, napi_value exports) {

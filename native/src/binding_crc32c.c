@@ -38,33 +38,17 @@ static napi_value js_crc32c_path(napi_env env, napi_callback_info info) {
 
 /* setCrc32cPath(name) -> enum crc32c_status; "auto" picks the widest supported path. */
 static napi_value js_crc32c_set_path(napi_env env, napi_callback_info info) {
-    size_t argc = 1, n = 0;
-    napi_value argv[1];
     char name[32];
-    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
-        napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n) != napi_ok) {
-        return make_int(env, CRC32C_E_PATH_UNKNOWN);
-    }
+    if (!path_name_arg(env, info, name, sizeof name)) return make_int(env, CRC32C_E_PATH_UNKNOWN);
     return make_int(env, crc32c_path_force(name));
 }
+
+static const path_list crc32c_paths = {CRC32C_PATH_COUNT, crc32c_path_name, crc32c_path_compiled, crc32c_path_supported};
 
 /* crc32cPaths() -> [{ name, compiled, supported }], portable first */
 static napi_value js_crc32c_paths(napi_env env, napi_callback_info info) {
     (void)info;
-    napi_value arr;
-    if (napi_create_array_with_length(env, CRC32C_PATH_COUNT, &arr) != napi_ok) return NULL;
-    for (int p = 0; p < CRC32C_PATH_COUNT; p++) {
-        napi_value obj, name, compiled, supported;
-        napi_create_object(env, &obj);
-        napi_create_string_utf8(env, crc32c_path_name(p), NAPI_AUTO_LENGTH, &name);
-        napi_get_boolean(env, crc32c_path_compiled(p), &compiled);
-        napi_get_boolean(env, crc32c_path_supported(p), &supported);
-        napi_set_named_property(env, obj, "name", name);
-        napi_set_named_property(env, obj, "compiled", compiled);
-        napi_set_named_property(env, obj, "supported", supported);
-        napi_set_element(env, arr, (uint32_t)p, obj);
-    }
-    return arr;
+    return paths_array(env, &crc32c_paths);
 }
 
 int define_crc32c(napi_env env, napi_value exports) {

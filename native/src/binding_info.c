@@ -18,20 +18,33 @@ static napi_value make_double(napi_env env, double v) {
     return out;
 }
 
-napi_value js_paths(napi_env env, napi_callback_info info) {
-    (void)info;
+napi_value paths_array(napi_env env, const path_list *list) {
     napi_value arr;
-    if (napi_create_array_with_length(env, RS_PATH_COUNT, &arr) != napi_ok) return NULL;
-    for (int p = 0; p < RS_PATH_COUNT; p++) {
+    if (napi_create_array_with_length(env, (size_t)list->count, &arr) != napi_ok) return NULL;
+    for (int p = 0; p < list->count; p++) {
         napi_value obj, name;
         napi_create_object(env, &obj);
-        napi_create_string_utf8(env, rs_path_name(p), NAPI_AUTO_LENGTH, &name);
+        napi_create_string_utf8(env, list->name(p), NAPI_AUTO_LENGTH, &name);
         set_prop(env, obj, "name", name);
-        set_prop(env, obj, "compiled", make_bool(env, rs_path_compiled(p)));
-        set_prop(env, obj, "supported", make_bool(env, rs_path_supported(p)));
+        set_prop(env, obj, "compiled", make_bool(env, list->compiled(p)));
+        set_prop(env, obj, "supported", make_bool(env, list->supported(p)));
         napi_set_element(env, arr, (uint32_t)p, obj);
     }
     return arr;
+}
+
+int path_name_arg(napi_env env, napi_callback_info info, char *name, size_t size) {
+    size_t argc = 1, n = 0;
+    napi_value argv[1];
+    return napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1 &&
+           napi_get_value_string_utf8(env, argv[0], name, size, &n) == napi_ok;
+}
+
+static const path_list rs_paths = {RS_PATH_COUNT, rs_path_name, rs_path_compiled, rs_path_supported};
+
+napi_value js_paths(napi_env env, napi_callback_info info) {
+    (void)info;
+    return paths_array(env, &rs_paths);
 }
 
 napi_value js_cache_stats(napi_env env, napi_callback_info info) {

@@ -12,13 +12,6 @@
 
 #include "check.h"
 
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
 
 /* The reference: the input as a bit stream, 6 bits at a time, zero-filled, then '=' to a multiple of 4. */
 static size_t ref_encode(const uint8_t *src, size_t len, char *dst) {

@@ -11,13 +11,6 @@
 
 #include "check.h"
 
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
 
 /* The reference: one bit at a time, reflected polynomial 0x82F63B78. */
 static uint32_t ref_crc(const uint8_t *p, size_t len) {

@@ -12,13 +12,6 @@
 
 #include "check.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
 
 typedef struct stripe {
     int k, m;
@@ -274,6 +267,7 @@ static void test_cache(void) {
 }
 
 int main(void) {
+    rng_state = 0x9e3779b97f4a7c15ull;
     test_matrix();
     test_errors();
     test_cache();
