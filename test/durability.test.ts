@@ -2,7 +2,7 @@
  * The engine's durability rules, in-process: torn segment tails are cut back, whole records past
  * the checkpoint are replayed, corrupt copies are never served, and compaction gives space back.
  */
-import { closeSync, existsSync, mkdirSync, openSync, statSync, writeSync, readdirSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, statSync, writeSync, readdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { blobFilePath } from '../src/engine/blob-file.js';
 import { unlinkReplayedDeletes } from '../src/engine/record-files.js';
@@ -103,6 +103,22 @@ describe('recovery of the segment log', () => {
     await expect(openEngine(config)).rejects.toThrow(/on-disk format 99/);
     writeFileSync(format, JSON.stringify({ format: 1, nodeId: 'someone-else' }));
     await expect(openEngine(config)).rejects.toThrow(/belongs to node "someone-else"/);
+  });
+
+  it('takes a format-1 data dir (before the index journal) and marks it format 2, so that an older build refuses it', async () => {
+    const config = testConfig();
+    let engine = await openEngine(config);
+    const { id } = await engine.putInline(Buffer.from('stored under format 1'), 1, Buffer.alloc(0));
+    await engine.close();
+    const format = join(config.dataDir, 'FORMAT');
+    writeFileSync(format, JSON.stringify({ format: 1, nodeId: 'engine-test', createdAt: '2026-11-01T00:00:00.000Z' }));
+    engine = await openEngine(config);
+    expect(engine.stat(id)?.size).toBe(21);
+    await engine.close();
+    const marked = JSON.parse(readFileSync(format, 'utf8')) as { format: number; nodeId: string; createdAt: string };
+    expect(marked.format).toBe(2);
+    expect(marked.nodeId).toBe('engine-test');
+    expect(marked.createdAt).toBe('2026-11-01T00:00:00.000Z');
   });
 });
 

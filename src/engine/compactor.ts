@@ -105,7 +105,9 @@ export class Compactor {
           if (!isInlineRecord(rec.header.type) || this.stopped) return;
           const entry = isShardRecord(rec.header.type) ? index.getShard(shardKey(rec.header.id, shardIndexOf(rec.labels))) : index.get(rec.header.id);
           if (entry?.location !== Location.SEGMENT || entry.segment !== segment || entry.offset !== rec.offset) return;
-          pending.push(this.engine.relocate(rec, segment));
+          const moved = this.engine.relocate(rec, segment, entry);
+          if (moved === undefined) return;
+          pending.push(moved);
           pendingBytes += rec.length;
           if (pendingBytes >= this.windowBytes) {
             await Promise.all(pending.splice(0));

@@ -12,7 +12,14 @@ import { join } from 'node:path';
 import { ConfigError } from '../config/load.js';
 import { fsyncDir } from './fs-util.js';
 
-export const FORMAT_VERSION = 1;
+/**
+ * 2 (2026-11-26): the index keeps blob records in a journal before merging them (src/index/
+ * blob-journal.ts), and entries may carry a CRC-32C; a build that reads format 1 only would miss
+ * the journaled records, so it is refused. A format-1 dir is taken and marked 2.
+ */
+export const FORMAT_VERSION = 2;
+/** Formats this build opens (the older ones are marked FORMAT_VERSION when opened). */
+const READABLE_FORMATS: readonly unknown[] = [1, 2];
 
 export interface DataDir {
   readonly path: string;
@@ -99,14 +106,18 @@ export async function openDataDir(path: string, nodeId: string): Promise<DataDir
       await writeAtomic(join(path, 'secret'), randomBytes(32), 0o600);
       await writeAtomic(formatPath, JSON.stringify({ format: FORMAT_VERSION, nodeId, createdAt: new Date().toISOString() }) + '\n', 0o644);
       await fsyncDir(path);
-    } else if (format.format !== FORMAT_VERSION) {
+    } else if (!READABLE_FORMATS.includes(format.format)) {
       throw new ConfigError(
-        `data dir ${path} has on-disk format ${JSON.stringify(format.format)}; this blobstore reads format ${FORMAT_VERSION} only`,
+        `data dir ${path} has on-disk format ${JSON.stringify(format.format)}; this blobstore reads formats ${READABLE_FORMATS.join(' and ')}`,
       );
     } else if (format.nodeId !== nodeId) {
       throw new ConfigError(
         `data dir ${path} belongs to node ${JSON.stringify(format.nodeId)}, not ${JSON.stringify(nodeId)}: set NodeID to match or use another data dir`,
       );
+    } else if (format.format !== FORMAT_VERSION) {
+      // Marked before anything of the new format is written: an older build refuses it from now on.
+      await writeAtomic(formatPath, JSON.stringify({ ...format, format: FORMAT_VERSION, upgradedAt: new Date().toISOString() }) + '\n', 0o644);
+      await fsyncDir(path);
     }
     const secret = await fsp.readFile(join(path, 'secret'));
     return { path, nodeId, secret, unlock: () => fsp.rm(join(path, 'LOCK'), { force: true }) };

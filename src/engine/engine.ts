@@ -39,7 +39,7 @@ import { SegmentReader } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
 import { type ScannedRecord, scanBufferBytes } from './scan.js';
 import { type CachedRecord, VerifiedCache } from './verified-cache.js';
-import { entryDataCrc, Location } from '../index/entry.js';
+import { entryDataCrc, type IndexEntry, Location } from '../index/entry.js';
 import { IdLocks } from './id-locks.js';
 
 /** Who waits for a small store (Engine.putSmall): called once, `existed` when the bytes were stored already. */
@@ -200,7 +200,7 @@ export class Engine {
    * `absent`: a plain put whose id the caller found absent under its lock (LogRecord.absent).
    * Engine-internal (shards.ts appends shard records).
    */
-  appendRecord(record: RecordInput, timed = true, absent = false): Promise<LogRecord> {
+  appendRecord(record: RecordInput, timed = true, absent = false, dataCrc?: number): Promise<LogRecord> {
     return new Promise((resolve, reject) => {
       const r = record as LogRecord;
       r.appendedMs = timed ? performance.now() : -1;
@@ -214,7 +214,8 @@ export class Engine {
       r.existed = false;
       r.absent = absent;
       r.entry = undefined;
-      r.dataCrc = record.type === RecordType.PUT_INLINE && record.data !== undefined ? crc32c(record.data) : undefined;
+      // A client's bytes are hashed here; a relocation's carry the CRC its source was checked against.
+      r.dataCrc = record.type !== RecordType.PUT_INLINE || record.data === undefined ? undefined : (dataCrc ?? crc32c(record.data));
       r.callback = (err, done) => (err ? reject(err) : resolve(done));
       this.segmentLog.append(r);
     });
@@ -240,7 +241,14 @@ export class Engine {
       this.putInline(Buffer.from(data), policy, labels).then((r) => done.stored(undefined, r.id, !r.created), (err: Error) => done.stored(err, id, false));
       return;
     }
-    if (this.index.has(id)) {
+    let held: boolean;
+    try {
+      held = this.index.has(id);
+    } catch (err) {
+      this.locks.unhold(key);
+      throw err;
+    }
+    if (held) {
       this.locks.unhold(key);
       return done.stored(undefined, id, true);
     }
@@ -498,13 +506,28 @@ export class Engine {
     this.index.scanShards(start, visit);
   }
 
-  /** Relocates a live record (compaction); it applies only if the index still points at the source. */
-  relocate(rec: ScannedRecord, segment: number): Promise<LogRecord> {
+  /**
+   * Relocates a live record (compaction); it applies only if the index still points at the source
+   * (`entry`). The scan does not check the bytes: a whole blob's are checked here, against its
+   * entry's CRC-32C (or BLAKE3 where it has none), so that a corrupt copy is never moved under a
+   * new check; one that fails stays where it is (counted; the segment is kept), undefined.
+   */
+  relocate(rec: ScannedRecord, segment: number, entry: IndexEntry): Promise<LogRecord> | undefined {
     const h = rec.header;
+    let dataCrc: number | undefined;
+    if (h.type === RecordType.PUT_INLINE) {
+      const data = rec.data!;
+      dataCrc = entry.dataCrc ?? crc32c(data);
+      const intact = entry.dataCrc !== undefined ? crc32c(data) === entry.dataCrc : blake3(data).equals(entry.checksum);
+      if (!intact) {
+        this.corruption({ ...entry, id: h.id });
+        return undefined;
+      }
+    }
     return this.appendRecord({
       // The log copies the bytes into the record's place before append returns: the scan's buffer is not kept.
       ...h, labels: rec.labels, data: rec.data, relocatedFromSegment: segment, relocatedFromOffset: rec.offset,
-    }, false);
+    }, false, false, dataCrc);
   }
 
   list(prefix: string, cursor: string | undefined, limit: number): ListResult {

@@ -181,17 +181,22 @@ export class BlobJournal {
     try {
       const slots = frozen.exportSlots();
       const request: MergeRequest = { ...slots, sliceRecords: MERGE_SLICE_RECORDS };
+      const worker = this.mergeThread();
+      // Held while an answer is owed: awaiting the merge (close) must keep the process alive.
+      worker.ref();
       const answer = await new Promise<MergeAnswer>((resolve) => {
         this.answer = resolve;
-        this.mergeThread().postMessage(request, [slots.ids.buffer, slots.valueAt.buffer, slots.values.buffer] as ArrayBuffer[]);
-      });
+        worker.postMessage(request, [slots.ids.buffer, slots.valueAt.buffer, slots.values.buffer] as ArrayBuffer[]);
+      }).finally(() => worker.unref());
       if ('error' in answer) throw new Error(`index journal merge: ${answer.error}`);
       // The merged changes are flushed: the journal records that held them may go (a crash before
       // that commits only replays them over what they already say).
       let merged = 0;
       while (merged < this.keys.length && this.keys[merged]! <= lsn) merged++;
-      const removed = this.keys.splice(0, merged);
-      await Promise.all(removed.map((key) => this.db.remove(key)));
+      // Forgotten only once removed: a failed removal leaves them for the next merge to remove,
+      // or a record older than a later change of its id would come back at the next start.
+      await Promise.all(this.keys.slice(0, merged).map((key) => this.db.remove(key)));
+      this.keys.splice(0, merged);
       this.frozen = undefined;
       frozen.clear();
       this.spare = frozen;

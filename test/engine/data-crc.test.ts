@@ -89,4 +89,26 @@ describe("a small blob's CRC-32C", () => {
     expect(() => engine.readInlineSync(engine.stat(id)!)).toThrow(/failed its checksum/);
     await engine.close();
   });
+
+  it('compaction moves a blob under the CRC it was checked against, and leaves a corrupt copy where it is', async () => {
+    const engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', readCacheBytes: 0, compactionLiveRatio: 90 }));
+    const stored = [];
+    for (let i = 0; i < 20; i++) stored.push({ data: patternBytes(4000, 200 + i), ...(await engine.putInline(patternBytes(4000, 200 + i), 1, EMPTY)) });
+    const [whole, rotten] = stored;
+    for (const b of stored.slice(2)) await engine.delete(b.id);
+    await engine.sealActiveSegment();
+    const before = engine.stat(rotten!.id)!;
+    corrupt(engine, rotten!.data);
+    await engine.compactNow();
+    // The intact blob moved, with its CRC; the corrupt one was not moved under a CRC of its bad bytes.
+    const moved = engine.stat(whole!.id)!;
+    expect(moved.segment).not.toBe(before.segment);
+    expect(moved.dataCrc).toBe(crc32cJs(whole!.data));
+    expect(engine.readInlineSync(moved)?.equals(whole!.data)).toBe(true);
+    const kept = engine.stat(rotten!.id)!;
+    expect(kept.segment).toBe(before.segment);
+    expect(kept.dataCrc).toBe(crc32cJs(rotten!.data));
+    expect(() => engine.readInlineSync(kept)).toThrow(/failed its checksum/);
+    await engine.close();
+  });
 });

@@ -114,3 +114,54 @@ describe('the index journal', () => {
     await engine.close();
   });
 });
+
+describe('the index journal when LMDB refuses a write', () => {
+  it('a merge whose journal records could not be removed leaves them to the next one: a deleted blob stays deleted after a restart', async () => {
+    const cfg = config({ indexMergeRecords: 8 });
+    let engine = await openEngine(cfg);
+    const journal = engine.index.journal as unknown as { db: { remove: (key: number) => Promise<boolean> } };
+    const remove = journal.db.remove.bind(journal.db);
+    let failing = true;
+    journal.db.remove = (key) => (failing ? Promise.reject(new Error('injected: no room')) : remove(key));
+    const x = await engine.putInline(Buffer.from('the blob X'), 1, EMPTY);
+    for (let i = 0; i < 10; i++) {
+      await engine.putInline(Buffer.from(`filler ${i}`), 1, EMPTY);
+      await engine.settled();
+    }
+    await engine.index.journal.settled();
+    failing = false;
+    await engine.delete(x.id);
+    for (let i = 0; i < 10; i++) {
+      await engine.putInline(Buffer.from(`more ${i}`), 1, EMPTY);
+      await engine.settled();
+    }
+    await engine.index.journal.settled();
+    expect(engine.stat(x.id)).toBeUndefined();
+    await engine.close();
+    engine = await openEngine(cfg);
+    expect(engine.stat(x.id)).toBeUndefined();
+    expect(engine.index.has(x.id)).toBe(false);
+    expect(listAll(engine)).not.toContain(x.id.toString('hex'));
+    expect((await engine.stats()).blobCount).toBe(20);
+    await engine.close();
+  });
+
+  it("a small store whose index read fails gives its id's lock back: the next store of the bytes goes through", async () => {
+    const engine = await openEngine(config());
+    const data = Buffer.from('bytes whose first store meets a failing read');
+    const has = engine.index.has.bind(engine.index);
+    engine.index.has = () => {
+      throw new Error('injected: read failed');
+    };
+    const answers: { err?: Error; existed: boolean }[] = [];
+    expect(() => engine.putSmall(data, 1, EMPTY, { stored: (err, _id, existed) => answers.push({ err, existed }) })).toThrow('injected');
+    engine.index.has = has;
+    const stored = await new Promise<{ err?: Error; existed: boolean }>((resolve) => engine.putSmall(data, 1, EMPTY, { stored: (err, _id, existed) => resolve({ err, existed }) }));
+    expect(stored.err).toBeUndefined();
+    expect(stored.existed).toBe(false);
+    // And the general path (which waits for the lock) is not stuck either.
+    expect((await engine.putInline(data, 1, EMPTY)).created).toBe(false);
+    expect(answers).toEqual([]);
+    await engine.close();
+  });
+});
