@@ -2,11 +2,13 @@
  * A large blob's file as its chunks arrive: chunks written while earlier ones are still being
  * written land in order, byte-exact (one write to the file at a time, queued chunks in one
  * pwritev); an upload aborted with chunks still queued settles every write and leaves no file.
+ * With blobFileWrites=direct the whole chunks skip the page cache; buffered (the default), none do.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHUNK_BYTES } from '../src/blob/chunk.js';
 import type { Engine } from '../src/engine/engine.js';
+import { directWriteBytes } from '../src/engine/fs-util.js';
 import { blake3 } from '../src/hash/blake3.js';
 import { patternBytes } from './helpers/blobs.js';
 import { openEngine, testConfig } from './helpers/engine.js';
@@ -41,5 +43,39 @@ describe('a blob file written chunk by chunk', () => {
     expect(settled).toHaveLength(8);
     for (const s of settled) if (s.status === 'rejected') expect((s.reason as NodeJS.ErrnoException).code).toBe('EBADF');
     expect(existsSync(sink.tmpPath)).toBe(false);
+  });
+});
+
+describe('how a blob file\'s chunks reach the disk (blobFileWrites)', () => {
+  async function store(e: Engine, seed: number): Promise<{ direct: number; intact: boolean }> {
+    const chunks = Array.from({ length: 3 }, (_, i) => patternBytes(i === 2 ? 5000 : CHUNK_BYTES, seed + i));
+    const whole = Buffer.concat(chunks);
+    const before = directWriteBytes();
+    const sink = await e.beginFile();
+    for (const c of chunks) await sink.write(c);
+    const digest = await sink.finish();
+    const direct = directWriteBytes() - before;
+    const intact = digest.equals(blake3(whole)) && readFileSync(sink.tmpPath).subarray(0, whole.length).equals(whole);
+    await sink.abort();
+    return { direct, intact };
+  }
+
+  it('direct: the whole chunks go past the page cache, the short last one and the table through it', async () => {
+    const directEngine = await openEngine(testConfig({ blobFileWrites: 'direct' }));
+    try {
+      const { direct, intact } = await store(directEngine, 700);
+      expect(intact).toBe(true);
+      // A data dir on a file system without O_DIRECT (tmpfs before Linux 6.6) takes the buffered way.
+      if (direct === 0) return console.warn('skipped: the test data dir refuses O_DIRECT');
+      expect(direct).toBe(2 * CHUNK_BYTES);
+    } finally {
+      await directEngine.close();
+    }
+  });
+
+  it('buffered (the default): every byte through the page cache', async () => {
+    const { direct, intact } = await store(engine, 800);
+    expect(intact).toBe(true);
+    expect(direct).toBe(0);
   });
 });

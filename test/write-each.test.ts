@@ -1,12 +1,14 @@
 /**
  * writeEach (src/engine/fs-util.ts, the addon's pwriteEach): the parts land one after another
  * from the position, whatever memory they are views of (pool chunks in shared memory, slices at an
- * offset, empty parts); a failed write rejects with Node's errno code.
+ * offset, empty parts); a failed write rejects with Node's errno code. With an O_DIRECT descriptor
+ * of the file, the 4 KiB-aligned parts go through it (past the page cache), the rest through the
+ * buffered one, and the file reads back the same.
  */
-import { promises as fsp, readFileSync } from 'node:fs';
+import { constants as fsc, promises as fsp, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { writeEach } from '../src/engine/fs-util.js';
+import { directWriteBytes, writeEach } from '../src/engine/fs-util.js';
 import { native } from '../src/ec/native.js';
 import { tempDir } from './helpers/node-process.js';
 
@@ -49,6 +51,32 @@ describe('writeEach', () => {
     } finally {
       await handle.close();
     }
+  });
+});
+
+describe('writeEach with an O_DIRECT descriptor', () => {
+  it('writes the aligned parts through it, from aligned memory or not, and the others through the buffered one', async () => {
+    const path = join(tempDir('write-each'), 'direct');
+    const handle = await fsp.open(path, 'w+');
+    const direct = await fsp.open(path, fsc.O_WRONLY | fsc.O_DIRECT).catch(() => undefined);
+    if (direct === undefined) return console.warn(`skipped: ${path}'s file system refuses O_DIRECT`);
+    // Whole chunks (a pool chunk, a view at an odd offset: neither need be 4 KiB-aligned memory),
+    // then a part of odd length, then one that starts off the 4 KiB grid.
+    const shared = Buffer.from(new SharedArrayBuffer(MiB));
+    patterned(MiB, 7).copy(shared);
+    const odd = patterned(2 * MiB + 3, 8).subarray(3);
+    const tail = patterned(5000, 9);
+    const after = patterned(8192, 10);
+    const before = directWriteBytes();
+    try {
+      await writeEach(handle, [shared, odd, tail], 0, direct);
+      await writeEach(handle, [after], 3 * MiB + 5000, direct);
+    } finally {
+      await direct.close();
+      await handle.close();
+    }
+    expect(directWriteBytes() - before).toBe(3 * MiB);
+    expect(readFileSync(path).equals(Buffer.concat([shared, odd, tail, after]))).toBe(true);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * 1 GiB streamed PUT (chunked) and GET against what the disk does for the bench itself: a plain
- * write of the same bytes in 1 MiB chunks plus one fsync, and a plain read of them. Also the node
+ * write of the same bytes in 1 MiB chunks plus one fsync, and a plain read of them (and, for
+ * reference, dd's O_DIRECT write + fsync of as many bytes: the node writes large blobs that way). Also the node
  * process's peak RSS growth during the PUT (VmHWM reset through clear_refs, and VmRSS sampled).
  * Each round, on each side (plain file, node): the write, the file dropped from the page cache and
  * read back (plain read, GET with curl), again warm, then removed; the sides swap order every
@@ -38,6 +39,19 @@ async function writeFsync(path: string, nonce: string): Promise<number> {
   await fh.sync();
   await fh.close();
   return (performance.now() - t0) / 1000;
+}
+
+/**
+ * The same amount written past the page cache (dd oflag=direct, 1 MiB blocks of zeros) plus its
+ * fsync: what the disk takes without the page cache, the way the node writes large blobs
+ * (blobFileWrites=direct). A reference beside the buffered write the target is set against.
+ */
+async function writeDirectFsync(path: string): Promise<number> {
+  const t0 = performance.now();
+  await execFileAsync('dd', ['if=/dev/zero', `of=${path}`, 'bs=1M', `count=${Math.ceil(TOTAL / CHUNK)}`, 'oflag=direct', 'conv=fsync', 'status=none']);
+  const seconds = (performance.now() - t0) / 1000;
+  await fsp.rm(path, { force: true });
+  return seconds;
 }
 
 async function readAll(path: string): Promise<number> {
@@ -169,6 +183,9 @@ async function main(): Promise<void> {
   const echo = await startEcho();
   const nonce = runNonce();
   const rounds: { write: number; sink: number; read: number; readWarm: number; inline: NodeRound; pool: NodeRound }[] = [];
+  // The O_DIRECT reference runs after the rounds: the gigabyte it writes slowed the read of
+  // whichever side came next (the host was still writing it back).
+  const directWrites: number[] = [];
   try {
     // Writes land in the page cache, and on this VM a page the guest has not used lately costs a
     // fault in the host on its first write (a 1 GiB dd into fresh pages runs at ~1/3 of one into
@@ -201,6 +218,10 @@ async function main(): Promise<void> {
       log(`${BENCH} round ${r + 1}/${REPEATS} (order ${order.join(', ')}): write+fsync ${mb(write)} MB/s, uWS sink ${mb(sink)}, read ${mb(read)} cold / ${mb(readWarm)} warm; ` +
         `inline: ${line(got.inline!)}; pool: ${line(got.pool!)}`);
     }
+    for (let r = 0; r < Math.min(REPEATS, 3); r++) {
+      await settle(`${BENCH} direct write ${r + 1}`);
+      directWrites.push(await writeDirectFsync(join(dir, 'direct.bin')));
+    }
   } finally {
     await nodes.inline.stop();
     await nodes.pool.stop();
@@ -211,7 +232,12 @@ async function main(): Promise<void> {
   const runs = (of: (x: (typeof rounds)[number]) => number): number[] => rounds.map((x) => round(TOTAL / of(x) / 1e6, 1));
   const ratio = (of: (x: (typeof rounds)[number]) => number): number => round(median(rounds.map(of)));
   const common = { bytes: TOTAL, repeats: REPEATS };
-  emit({ bench: BENCH, metric: 'plain_write_fsync', value: round(mbps((x) => x.write), 1), unit: 'MB/s', ...common });
+  emit({ bench: BENCH, metric: 'plain_write_fsync', value: round(mbps((x) => x.write), 1), unit: 'MB/s', ...common, runs: runs((x) => x.write) });
+  const direct = median(directWrites.map((s) => TOTAL / s / 1e6));
+  emit({
+    bench: BENCH, metric: 'plain_write_direct_fsync', value: round(direct, 1), unit: 'MB/s', ...common, runs: directWrites.map((s) => round(TOTAL / s / 1e6, 1)),
+    note: 'dd oflag=direct conv=fsync of zeros after the rounds: the disk past the page cache, as the node writes large blobs (reference)',
+  });
   emit({ bench: BENCH, metric: 'uws_sink_chunked', value: round(mbps((x) => x.sink), 1), unit: 'MB/s', ...common, note: 'same client into a bare uWS handler that drops the body' });
   emit({ bench: BENCH, metric: 'plain_read', value: round(mbps((x) => x.read), 1), unit: 'MB/s', ...common, page_cache: 'cold' });
   emit({ bench: BENCH, metric: 'plain_read_warm', value: round(mbps((x) => x.readWarm), 1), unit: 'MB/s', ...common, page_cache: 'warm' });
@@ -230,6 +256,7 @@ async function main(): Promise<void> {
     });
     emit({ bench: BENCH, metric: name('put_vs_uws_sink'), value: ratio((x) => x.sink / n(x).put), unit: 'ratio', io, note: 'reference: how much of the client+loopback ceiling the PUT reaches' });
     const putRatio = ratio((x) => x.write / n(x).put);
+    emit({ bench: BENCH, metric: name('put_vs_write_direct_fsync'), value: round(mbps((x) => n(x).put) / direct), unit: 'ratio', io, note: 'reference: median PUT against the median O_DIRECT write (not the same minute)' });
     const getRatio = ratio((x) => x.read / n(x).get);
     emit({ bench: BENCH, metric: name('put_vs_write_fsync'), value: putRatio, unit: 'ratio', io, target: '>= 0.85', pass: putRatio >= 0.85 });
     emit({ bench: BENCH, metric: name('get_vs_read'), value: getRatio, unit: 'ratio', io, target: '>= 0.85', pass: getRatio >= 0.85, page_cache: 'cold' });

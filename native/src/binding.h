@@ -34,8 +34,10 @@ napi_value js_fallocate(napi_env env, napi_callback_info info);
 napi_value js_pread_no_wait(napi_env env, napi_callback_info info);
 /* fallocateModes() -> { KEEP_SIZE, PUNCH_HOLE } */
 napi_value js_fallocate_modes(napi_env env, napi_callback_info info);
-/* pwriteEach(fd, parts, position) -> Promise<errno>: one pwrite per part, one thread-pool job (binding_fs.c) */
+/* pwriteEach(fd, parts, position, directFd?) -> Promise<errno>: one pwrite per part, one thread-pool job (binding_fs.c) */
 napi_value js_pwrite_each(napi_env env, napi_callback_info info);
+/* directWriteBytes() -> number: bytes pwriteEach wrote through an O_DIRECT fd (binding_fs.c) */
+napi_value js_direct_write_bytes(napi_env env, napi_callback_info info);
 /* Adds base64Encode, base64Path, setBase64Path, base64Paths (binding_b64.c); 0 on failure. */
 int define_b64(napi_env env, napi_value exports);
 /* Adds crc32c, crc32cPath, setCrc32cPath, crc32cPaths (binding_crc32c.c); 0 on failure. */

@@ -205,6 +205,10 @@ export const SETTINGS = {
     type: 'enum', default: () => 'inline', choices: ['inline', 'pool'],
     help: 'where the BLAKE3 digests of 1 MiB chunks of large blobs are computed: inline (on the main thread) or pool (in the worker pool)',
   },
+  blobFileWrites: {
+    type: 'enum', default: () => 'buffered', choices: ['buffered', 'direct'],
+    help: 'how the whole 1 MiB chunks of large blobs reach their files: buffered (through the page cache) or direct (O_DIRECT, past it, where the file system allows; decisions.md §10 has both measured)',
+  },
   poolThreads: { type: 'int', default: () => 2, min: 1, max: 64, help: 'worker threads (hashing, erasure coding)' },
   poolQueueMax: {
     type: 'int', default: () => 256, min: 1, max: 65_536,

@@ -42,8 +42,14 @@ export interface EcAddon {
   fallocateModes(): { KEEP_SIZE: number; PUNCH_HOLE: number };
   /** preadv2(RWF_NOWAIT): bytes read from the page cache, or -errno (-EAGAIN: not in memory). */
   preadNoWait(fd: number, buffer: Uint8Array, length: number, position: number): number;
-  /** One pwrite(2) per part from `position`, in one thread-pool job (native/src/binding_fs.c): resolves 0 or an errno. */
-  pwriteEach(fd: number, parts: Uint8Array[], position: number): Promise<number>;
+  /**
+   * One pwrite(2) per part from `position`, in one thread-pool job (native/src/binding_fs.c):
+   * resolves 0 or an errno. With `directFd` (the file opened O_DIRECT), parts at 4 KiB-aligned
+   * offsets and lengths go through it.
+   */
+  pwriteEach(fd: number, parts: Uint8Array[], position: number, directFd?: number): Promise<number>;
+  /** Bytes pwriteEach wrote through an O_DIRECT fd since the addon was loaded. */
+  directWriteBytes(): number;
 }
 
 export const ADDON_RELATIVE_PATH = 'native/build/Release/blobstore_ec.node';

@@ -7,6 +7,15 @@
  *           · u32 crc32 of the digests · u32 reserved
  *
  * Writes go to tmp/ and are renamed into blobs/xx/<id> once fsynced (the engine does that).
+ *
+ * With blobFileWrites=direct (not the default) the whole 1 MiB chunks go through a second
+ * descriptor of the file opened O_DIRECT, past the page cache, as ScyllaDB and Ceph BlueStore
+ * write their data: no copy into page-cache pages and no writeback, and a large blob's bytes do
+ * not push small blobs out of the cache. The last chunk's tail, the digest table and the footer are
+ * not 4 KiB-aligned: they take the buffered descriptor, whose fsync at the end covers the file
+ * either way. Buffered stays the default: on the VM we measure on, a node writing direct was
+ * slower than a buffered one in the same rounds, for the 1 GiB PUT and more so for the cold GET
+ * after it (docs/decisions.md §10).
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fsp, constants as fsc } from 'node:fs';
@@ -61,6 +70,8 @@ export interface FileSink {
 export class BlobFileWriter implements FileSink {
   readonly tmpPath: string;
   private handle: fsp.FileHandle | undefined;
+  /** The same file opened O_DIRECT for the aligned chunks; undefined when not asked for or refused. */
+  private direct: fsp.FileHandle | undefined;
   private readonly hasher: IncrementalHasher = createHasher();
   private readonly digests: Promise<Buffer>[] = [];
   private syncing: Promise<void> | undefined;
@@ -87,6 +98,8 @@ export class BlobFileWriter implements FileSink {
     private readonly recorder: Recorder = NO_RECORDER,
     /** Writers whose temp file may still exist (the engine aborts them when it closes). */
     private readonly unfinished: Set<BlobFileWriter> = new Set(),
+    /** Whole chunks past the page cache (O_DIRECT) where the file system allows it. */
+    private readonly directWrites = false,
   ) {
     this.tmpPath = join(dataDir, 'tmp', `${Date.now()}-${randomBytes(6).toString('hex')}.part`);
   }
@@ -94,6 +107,10 @@ export class BlobFileWriter implements FileSink {
   async open(): Promise<void> {
     this.unfinished.add(this);
     this.handle = await fsp.open(this.tmpPath, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644);
+    if (this.directWrites && fsc.O_DIRECT !== undefined) {
+      // EINVAL where the file system has no direct I/O: the chunks take the page cache.
+      this.direct = await fsp.open(this.tmpPath, fsc.O_WRONLY | fsc.O_DIRECT).catch(() => undefined);
+    }
   }
 
   /**
@@ -104,6 +121,17 @@ export class BlobFileWriter implements FileSink {
    */
   transient(): void {
     this.durable = false;
+    // Read back at once (the encoder's source): from the page cache, not the disk.
+    void this.closeDirect();
+  }
+
+  /** Closes the O_DIRECT descriptor once no write job can use it. */
+  private async closeDirect(): Promise<void> {
+    const direct = this.direct;
+    if (direct === undefined) return;
+    this.direct = undefined;
+    await this.writeJob;
+    await direct.close().catch(() => undefined);
   }
 
   /** The temp file was renamed into place: nothing is left to clean up. */
@@ -171,7 +199,7 @@ export class BlobFileWriter implements FileSink {
       for (const w of batch) if (err === undefined) w.resolve(); else w.reject(err);
       this.pump();
     };
-    const job = writeEach(this.handle, batch.map((w) => w.bytes), batch[0]!.at);
+    const job = writeEach(this.handle, batch.map((w) => w.bytes), batch[0]!.at, this.direct);
     this.writeJob = job.then(() => undefined, () => undefined);
     job.then(() => done(), done);
   }
@@ -196,6 +224,7 @@ export class BlobFileWriter implements FileSink {
   async finish(): Promise<Buffer> {
     if (!this.durable) {
       await this.writeJob;
+      await this.closeDirect();
       await this.syncing;
       await this.handle!.close();
       this.handle = undefined;
@@ -210,6 +239,7 @@ export class BlobFileWriter implements FileSink {
     footer.writeBigUInt64LE(BigInt(this.size), 16);
     footer.writeUInt32LE(crc32(table), 24);
     await this.writeData(Buffer.concat([table, footer]), this.size);
+    await this.closeDirect();
     await this.syncing;
     if (this.durable) {
       const syncStart = performance.now();
@@ -227,6 +257,7 @@ export class BlobFileWriter implements FileSink {
     this.handle = undefined;
     this.pump();
     await this.writeJob;
+    await this.closeDirect();
     await this.syncing;
     await handle?.close().catch(() => undefined);
     await fsp.rm(this.tmpPath, { force: true });

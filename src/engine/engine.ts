@@ -302,7 +302,7 @@ export class Engine {
 
   /** Starts a streamed upload to its own file; finish it with commitFile() or abort it. */
   async beginFile(): Promise<FileSink> {
-    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk, this.space, this.recorder, this.uploads);
+    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk, this.space, this.recorder, this.uploads, this.config.blobFileWrites === 'direct');
     await writer.open();
     return writer;
   }

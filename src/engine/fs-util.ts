@@ -58,7 +58,7 @@ function fallocate(): Fallocate | null {
   return fallocateFn;
 }
 
-type PwriteEach = (fd: number, parts: Uint8Array[], position: number) => Promise<number>;
+type PwriteEach = (fd: number, parts: Uint8Array[], position: number, directFd: number) => Promise<number>;
 
 let pwriteEachFn: PwriteEach | null | undefined;
 
@@ -67,7 +67,7 @@ function pwriteEach(): PwriteEach | null {
   if (pwriteEachFn !== undefined) return pwriteEachFn;
   try {
     const addon = native();
-    pwriteEachFn = typeof addon.pwriteEach === 'function' ? (fd, parts, position) => addon.pwriteEach(fd, parts, position) : null;
+    pwriteEachFn = typeof addon.pwriteEach === 'function' ? (fd, parts, position, directFd) => addon.pwriteEach(fd, parts, position, directFd) : null;
   } catch {
     pwriteEachFn = null;
   }
@@ -78,9 +78,11 @@ function pwriteEach(): PwriteEach | null {
  * Writes `parts` one after another from `position`, each with a write of its own (to its end,
  * across short writes), in one thread-pool job when the addon is built (else one write per
  * part). Not one pwritev: the kernel sizes page-cache folios by a write's length (blob-file.ts).
+ * With `direct` (the same file opened O_DIRECT), the addon writes the parts at 4 KiB-aligned
+ * offsets and lengths through it (blob-file.ts); without the addon it is not used.
  * The parts must stay untouched until it resolves.
  */
-export async function writeEach(handle: fsp.FileHandle, parts: Uint8Array[], position: number): Promise<void> {
+export async function writeEach(handle: fsp.FileHandle, parts: Uint8Array[], position: number, direct?: fsp.FileHandle): Promise<void> {
   const f = pwriteEach();
   if (!f) {
     for (const part of parts) {
@@ -91,8 +93,17 @@ export async function writeEach(handle: fsp.FileHandle, parts: Uint8Array[], pos
   }
   // A closed FileHandle's fd is -1: EBADF, as Node's own write on it.
   if (handle.fd < 0) throw errnoError('EBADF', 'write', 'EBADF: the file is closed');
-  const errno = await f(handle.fd, parts, position);
+  const errno = await f(handle.fd, parts, position, direct !== undefined && direct.fd >= 0 ? direct.fd : -1);
   if (errno !== 0) throw errnoError(ERRNO_CODES[errno] ?? `E${errno}`, 'write');
+}
+
+/** Bytes written through an O_DIRECT fd (writeEach's `direct`) by this process; 0 without the addon. */
+export function directWriteBytes(): number {
+  try {
+    return native().directWriteBytes();
+  } catch {
+    return 0;
+  }
 }
 
 const ZEROS = Buffer.alloc(1024 * 1024);

@@ -8,7 +8,7 @@ import { ClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, invalidArgument, notFound, payloadTooLarge } from '../errors/errors.js';
 import type { BlobMeta, PutResult } from '../blob/meta.js';
 import { parseLabelsHeader } from '../blob/labels.js';
-import { parsePolicy } from '../blob/policy.js';
+import { parsePolicy, type Policy } from '../blob/policy.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { type BlobWriter } from '../service/blob-writer.js';
@@ -97,39 +97,59 @@ export class BlobRoutes {
 
   readonly store = (res: HttpResponse, req: HttpRequest): void => {
     const start = performance.now();
-    let x: Exchange | undefined;
+    // No closure here: variables a closure captures live in a context object allocated on every
+    // call, and the small store's path is allocation-free up to its log record (storeLong has them).
     let kind: BodyKind;
-    let writer: BlobWriter;
-    let release = (): void => undefined;
     let policyHeader: string;
+    let policy: Policy;
     let labels: Buffer;
+    let length: number | undefined;
+    let chunked: boolean;
     try {
       this.authorize(req, 'write');
       kind = bodyKind(req.getHeader('content-type'));
       policyHeader = req.getHeader('x-blobstore-policy');
-      const policy = parsePolicy(policyHeader);
+      policy = parsePolicy(policyHeader);
       labels = kind === 'raw' ? parseLabelsHeader(req.getHeader('x-blobstore-labels'), this.config) : NO_LABELS;
       if (kind === 'raw') this.service.checkPolicy(policy);
-      const length = contentLengthOf(req.getHeader('content-length'));
+      length = contentLengthOf(req.getHeader('content-length'));
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
       if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
-      const chunked = isChunked(req);
+      chunked = isChunked(req);
       if (kind === 'raw' && length !== undefined && !chunked && length <= this.smallStores.maxBytes && this.service.takesSmallStore(policy)) {
         return this.smallStores.begin(res, policy, labels, length, start);
       }
+    } catch (err) {
+      return this.refuseStore(res, err);
+    }
+    this.storeLong(res, kind, policyHeader, policy, labels, length, chunked, start);
+  };
+
+  /** A store through BlobWriter (intake.ts): chunked, large, JSON, or of a policy that replicates. */
+  private storeLong(
+    res: HttpResponse, kind: BodyKind, policyHeader: string, policy: Policy, labels: Buffer, length: number | undefined, chunked: boolean, start: number,
+  ): void {
+    const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
+    let x: Exchange | undefined;
+    let release = (): void => undefined;
+    try {
       x = newExchange(res, this.wire, this.log);
       release = this.intake.admit();
-      writer = kind === 'raw' ? this.service.openWriter(flowOf(x), limit, length, policy) : this.service.openBodyReader(flowOf(x), limit, length);
-      this.intake.receive(x, writer, release, start, chunked, () => this.complete(x!, writer, kind, policyHeader, labels));
+      const writer = kind === 'raw' ? this.service.openWriter(flowOf(x), limit, length, policy) : this.service.openBodyReader(flowOf(x), limit, length);
+      const exchange = x;
+      this.intake.receive(x, writer, release, start, chunked, () => this.complete(exchange, writer, kind, policyHeader, labels));
     } catch (err) {
       release();
-      this.service.recordFailure('put', err);
-      // The body still comes: read and drop it so the client gets to read the answer.
-      x ??= newExchange(res, this.wire, this.log);
-      res.onData(() => undefined);
-      return sendError(x, err, 'drain');
+      this.refuseStore(res, err, x);
     }
-  };
+  }
+
+  /** A store refused before its body is read: answered, the body still read and dropped so the client gets to read the answer. */
+  private refuseStore(res: HttpResponse, err: unknown, x: Exchange = newExchange(res, this.wire, this.log)): void {
+    this.service.recordFailure('put', err);
+    res.onData(() => undefined);
+    sendError(x, err, 'drain');
+  }
 
   private async complete(x: Exchange, writer: BlobWriter, kind: BodyKind, policyHeader: string, labels: Buffer): Promise<void> {
     try {
