@@ -52,22 +52,26 @@ async function main(): Promise<void> {
   const url = `http://127.0.0.1:${port}/v1/blobs`;
   const nonce = runNonce();
   try {
-    // PUTs of 4 KiB bodies unlike any before, then GETs of the ids they stored (cached after two reads).
+    // PUTs of 4 KiB bodies unlike any before, then GETs of 4096 of the ids they stored (cached
+    // after two reads), then GETs of every id in turn (far more than the read cache holds: reads
+    // from the segments, each checked against its CRC).
     const idsFile = join(dir, 'ids.txt');
-    for (const op of ['put', 'get'] as const) {
+    for (const op of ['put', 'get', 'get_large'] as const) {
       const load = (seconds: number, tag: string) =>
         op === 'put'
           ? runWrk({ url, script: 'post-unique.lua', args: ['4096', `${nonce}${tag}`], seconds, threads: 1, connections: 32 })
           : runWrk({ url: `http://127.0.0.1:${port}`, script: 'get-ids.lua', args: [idsFile], seconds, threads: 1, connections: 32 });
-      if (op === 'get') {
+      if (op !== 'put') {
+        const want = op === 'get' ? 4096 : Infinity;
         const ids: string[] = [];
-        for (let cursor = ''; ids.length < 4096;) {
+        for (let cursor = ''; ids.length < want;) {
           const page = (await (await fetch(`${url}?limit=1000${cursor ? `&cursor=${cursor}` : ''}`)).json()) as { ids: string[]; next_cursor?: string };
           ids.push(...page.ids);
           if (!page.next_cursor) break;
           cursor = page.next_cursor;
         }
-        writeFileSync(idsFile, ids.slice(0, 4096).join('\n') + '\n');
+        writeFileSync(idsFile, ids.slice(0, want).join('\n') + '\n');
+        log(`${BENCH} ${op}: ${Math.min(ids.length, want)} ids`);
       }
       await load(3, 'warm');
       await session.post('HeapProfiler.enable');
@@ -79,7 +83,7 @@ async function main(): Promise<void> {
       const sites = bySite(profile.head);
       const total = [...sites.values()].reduce((a, b) => a + b, 0);
       log(`${BENCH} ${op}: ${run.requests} requests, ${(total / run.requests).toFixed(0)} sampled bytes per request`);
-      emit({ bench: BENCH, metric: `${op}_4KiB_bytes_per_request`, value: round(total / run.requests, 0), unit: 'B', requests: run.requests, sampling_bytes: SAMPLING_BYTES });
+      emit({ bench: BENCH, metric: op === 'get_large' ? 'get_large_4KiB_bytes_per_request' : `${op}_4KiB_bytes_per_request`, value: round(total / run.requests, 0), unit: 'B', requests: run.requests, sampling_bytes: SAMPLING_BYTES });
       const top = [...sites].sort((a, b) => b[1] - a[1]).slice(0, TOP_SITES);
       for (const [site, bytes] of top) {
         emit({ bench: BENCH, metric: `${op}_site`, value: round(bytes / run.requests, 0), unit: 'B/request', site });

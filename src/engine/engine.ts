@@ -416,8 +416,7 @@ export class Engine {
     const readStart = performance.now();
     const data = this.reader.readSmallScratch(raw.readUInt32LE(4), at, size);
     if (data === undefined) return undefined;
-    this.recorder.stage('read', readStart);
-    const verifyStart = performance.now();
+    const verifyStart = this.recorder.stage('read', readStart);
     const intact = crc >= 0 ? crc32c(data) === crc : this.cache.missedChecksumIs(blake3(data));
     this.recorder.stage('verify', verifyStart);
     return intact ? this.cache.admitMissed(policy, data) : undefined;

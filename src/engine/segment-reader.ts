@@ -10,6 +10,7 @@ import { closeSync, openSync, read, readSync, constants as fsc } from 'node:fs';
 import { native } from '../ec/native.js';
 import { BlobstoreError } from '../errors/errors.js';
 import type { SegmentStore } from './segment-store.js';
+import { ScratchViews } from '../util/scratch-views.js';
 
 const EAGAIN = 11;
 /** What a kernel without preadv2 (before 4.6) or a file or kernel without RWF_NOWAIT for reads answers. */
@@ -38,6 +39,7 @@ export class SegmentReader {
     readonly syncReadMaxBytes: number,
   ) {
     this.scratch = Buffer.allocUnsafeSlow(syncReadMaxBytes);
+    this.scratchViews = new ScratchViews(this.scratch);
   }
 
   private fd(segment: number): number {
@@ -51,6 +53,8 @@ export class SegmentReader {
 
   /** One buffer for every synchronous read whose bytes are copied out before the next one. */
   private readonly scratch: Buffer;
+  /** Views of `scratch` by length: a small GET's read allocates none. */
+  private readonly scratchViews: ScratchViews;
 
   /** How small reads run on this thread; null once the addon or the kernel cannot read without waiting. */
   private noWait: NoWaitRead | null = noWaitRead();
@@ -80,7 +84,7 @@ export class SegmentReader {
    * call); undefined when the bytes are not all in memory: read them with read().
    */
   readSmallScratch(segment: number, position: number, length: number): Buffer | undefined {
-    return this.readInMemory(segment, position, length, this.scratch) ? this.scratch.subarray(0, length) : undefined;
+    return this.readInMemory(segment, position, length, this.scratch) ? this.scratchViews.of(length) : undefined;
   }
 
   async read(segment: number, position: number, length: number): Promise<Buffer> {

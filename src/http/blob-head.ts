@@ -37,7 +37,7 @@ function writeNumber(out: Buffer, at: number, n: number, digits: number): number
   return at + digits;
 }
 
-/** Splits the u64 (lo, hi as uint32) into groups of 4 decimal digits; returns how many. */
+/** Splits the u64 (lo, hi: its 32-bit words, read signed or not) into groups of 4 decimal digits; returns how many. */
 function u64Groups(lo: number, hi: number): number {
   limbs[0] = hi >>> 16;
   limbs[1] = hi & 0xffff;
@@ -79,8 +79,9 @@ export function answerHeadOf(rec: CachedRecord): Buffer {
   const k = rec.keyBytes;
   // Key layout (verified-cache.ts): id 0..16, size 16..24, created-at 24..32, checksum 32..64.
   const size = k.readUInt32LE(16) + k.readUInt32LE(20) * 2 ** 32;
-  const createdLo = k.readUInt32LE(24);
-  const createdHi = k.readUInt32LE(28);
+  // Read signed: a word of 2^31 or more read unsigned is a boxed number (u64Groups takes either).
+  const createdLo = k.readInt32LE(24);
+  const createdHi = k.readInt32LE(28);
   const sizeDigits = digitsOf(size);
   const length =
     PREFIX.length + 64 + SIZE.length + sizeDigits + CREATED.length + u64Digits(createdLo, createdHi) + POLICY.length + digitsOf(rec.policy);

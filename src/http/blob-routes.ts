@@ -184,6 +184,14 @@ export class BlobRoutes {
       this.service.recordFailure('get', err);
       return sendError(newExchange(res, this.wire, this.log, head), err);
     }
+    this.getLong(res, req, head, found);
+  };
+
+  /**
+   * The rest of a GET: a condition, a range, a large or remote blob. Its own method: the closures
+   * here would make every GET allocate their context, the ones answered above too.
+   */
+  private getLong(res: HttpResponse, req: HttpRequest, head: boolean, found: Located | Promise<Located>): void {
     // Headers are read now: the request object is gone once this handler returns.
     const conditions = { ifNoneMatch: req.getHeader('if-none-match'), range: this.wire.variant === 'b' ? req.getHeader('range') : '', ifRange: req.getHeader('if-range') };
     const x = newExchange(res, this.wire, this.log, head);
@@ -206,7 +214,7 @@ export class BlobRoutes {
       const range = conditions.range === '' ? undefined : parseRange(conditions.range, conditions.ifRange, etag, meta.size);
       await (this.wire.variant === 'b' ? this.sendRaw(x, meta, range) : this.sendJsonBlob(x, meta));
     })());
-  };
+  }
 
   /**
    * The GET of a small blob stored here (variant B), through the read cache: one index read in

@@ -13,6 +13,8 @@
  *   needs that bucket): list pages and scans visit only the buckets their range reaches
  */
 
+import { ScratchViews } from '../util/scratch-views.js';
+
 /** A table's entries as another thread gets them (IdTable.exportSlots). */
 export interface ExportedSlots {
   ids: Uint8Array;
@@ -24,6 +26,8 @@ const EMPTY = -2;
 const REMOVED = -1;
 const ID_BYTES = 16;
 const MIN_CAPACITY = 1024;
+/** Records up to this long are answered from a scratch copy (an index entry without labels is ~70 bytes). */
+const SCRATCH_BYTES = 1024;
 
 export class IdTable {
   private capacity = 0;
@@ -36,19 +40,32 @@ export class IdTable {
   /** Slots by the first byte of their id; `sorted[b]` says whether bucket b is in id order. */
   private readonly buckets: number[][] = Array.from({ length: 256 }, () => []);
   private readonly sorted = new Uint8Array(256);
+  /** get()'s answer for a record up to SCRATCH_BYTES. */
+  private readonly scratch = new ScratchViews(Buffer.allocUnsafeSlow(SCRATCH_BYTES));
   size = 0;
 
   constructor(expectedEntries = MIN_CAPACITY) {
     this.allocate(capacityFor(expectedEntries), 64 * expectedEntries);
   }
 
-  /** The record of `id` (a view, valid until the table changes), null when removed, undefined when not here. */
+  /**
+   * The record of `id` (valid until the next get or change), null when removed, undefined when not
+   * here. A record up to SCRATCH_BYTES is copied into a scratch buffer and answered as a view of it
+   * made once per length (a GET's index read allocates nothing); a longer one is a view of its own.
+   */
   get(id: Uint8Array): Buffer | null | undefined {
     if (this.size === 0) return undefined;
     const slot = this.find(id, 0);
     if (slot < 0) return undefined;
     const at = this.valueAt[slot]!;
-    return at === REMOVED ? null : this.recordAt(at);
+    if (at === REMOVED) return null;
+    const values = this.values;
+    const length = values.readUInt32LE(at);
+    if (length > SCRATCH_BYTES) return this.recordAt(at);
+    const out = this.scratch.buffer;
+    // A loop, not Buffer.copy: copy makes a view of the source range first.
+    for (let i = 0, from = at + 4; i < length; i++) out[i] = values[from + i]!;
+    return this.scratch.of(length);
   }
 
   /** The change's sequence number of `id`, or -1 when not here. */
@@ -181,7 +198,7 @@ export class IdTable {
     for (let slot = w0 & this.mask; ; slot = (slot + 1) & this.mask) {
       if (this.valueAt[slot] === EMPTY) return ~slot;
       const p = slot * ID_BYTES;
-      if (ids.readUInt32LE(p) === w0 && ids.readUInt32LE(p + 4) === w1 && ids.readUInt32LE(p + 8) === w2 && ids.readUInt32LE(p + 12) === w3) return slot;
+      if (word(ids, p) === w0 && word(ids, p + 4) === w1 && word(ids, p + 8) === w2 && word(ids, p + 12) === w3) return slot;
     }
   }
 
@@ -261,7 +278,8 @@ export class IdTable {
   }
 }
 
-const word = (id: Uint8Array, at: number): number => (id[at]! | (id[at + 1]! << 8) | (id[at + 2]! << 16) | (id[at + 3]! << 24)) >>> 0;
+/** Four bytes little endian as a signed 32-bit integer: a small integer to V8, never a boxed number. */
+const word = (id: Uint8Array, at: number): number => id[at]! | (id[at + 1]! << 8) | (id[at + 2]! << 16) | (id[at + 3]! << 24);
 
 /** A power of two with room for `entries` at most half full. */
 function capacityFor(entries: number): number {

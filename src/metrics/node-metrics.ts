@@ -128,8 +128,10 @@ export class NodeMetrics implements Recorder {
     if (type !== ErrorTypeIndex.corruption) this.errors.values[type]! += 1;
   }
 
-  stage(stage: Stage, startMs: number): void {
-    this.stages.observe(STAGE_INDEX[stage], (performance.now() - startMs) / 1000);
+  stage(stage: Stage, startMs: number): number {
+    const now = performance.now();
+    this.stages.observe(STAGE_INDEX[stage], (now - startMs) / 1000);
+    return now;
   }
 
   /** An error outside a request's outcome (a corrupt copy found, a failed background copy). */
