@@ -47,9 +47,8 @@ export interface SmallStoreDone {
   stored(err: Error | undefined, id: Buffer, existed: boolean): void;
 }
 
-/** A small store's log record: its lock and who waits for it. */
+/** A small store's log record and who waits for it (its id's lock is held meanwhile). */
 interface SmallRecord extends LogRecord {
-  lockKey: number;
   done: SmallStoreDone;
 }
 
@@ -236,8 +235,7 @@ export class Engine {
     const dataCrc = crc32c(data);
     this.recorder.stage('hash', hashStart);
     const id = idOfDigest(checksum);
-    const key = this.locks.hold(id);
-    if (key < 0) {
+    if (!this.locks.hold(id)) {
       this.putInline(Buffer.from(data), policy, labels).then((r) => done.stored(undefined, r.id, !r.created), (err: Error) => done.stored(err, id, false));
       return;
     }
@@ -245,24 +243,24 @@ export class Engine {
     try {
       held = this.index.has(id);
     } catch (err) {
-      this.locks.unhold(key);
+      this.locks.unhold(id);
       throw err;
     }
     if (held) {
-      this.locks.unhold(key);
+      this.locks.unhold(id);
       return done.stored(undefined, id, true);
     }
     const r: SmallRecord = {
       type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: data.length, relocatedFromSegment: 0, relocatedFromOffset: 0,
       size: data.length, createdAtNs: nowNs(), id, checksum, labels, data: undefined, flags: 0, segment: 0, offset: 0, length: 0, chunk: undefined,
       at: 0, lsn: 0, existed: false, absent: true, appendedMs: performance.now(), maintenance: false, callback: this.smallAppended, entry: undefined,
-      dataCrc, lockKey: key, done,
+      dataCrc, done,
     };
     try {
       this.segmentLog.append(r, data);
     } catch (err) {
       // Not appended (no room for it in memory, say): the lock goes; the caller answers.
-      this.locks.unhold(key);
+      this.locks.unhold(id);
       throw err;
     }
   }
@@ -270,7 +268,7 @@ export class Engine {
   /** A small store's record is durable (or failed): its lock goes, its store is answered. */
   private readonly smallAppended = (err: Error | undefined, record: LogRecord): void => {
     const r = record as SmallRecord;
-    this.locks.unhold(r.lockKey);
+    this.locks.unhold(r.id);
     r.done.stored(err, r.id, r.existed);
   };
 

@@ -26,7 +26,7 @@
  * (not a user's delete: repair may bring the blob back here later). The flags sit outside the
  * CRC: a flipped bit costs at most a needless or a missing queue entry, which anti-entropy covers.
  */
-import { crc32 } from 'node:zlib';
+import { crc32Range } from '../hash/crc32.js';
 import { writeU64, writeU64Big } from '../util/u64.js';
 
 export const RECORD_MAGIC = 0x31525342; // "BSR1"
@@ -71,8 +71,8 @@ export function recordLength(labelsLength: number, dataLength: number): number {
 }
 
 function headerCrc(buf: Buffer, at: number, labelsLength: number): number {
-  const head = crc32(buf.subarray(at, at + 96));
-  return labelsLength === 0 ? head : crc32(buf.subarray(at + HEADER_BYTES, at + HEADER_BYTES + labelsLength), head);
+  const head = crc32Range(buf, at, at + 96);
+  return labelsLength === 0 ? head : crc32Range(buf, at + HEADER_BYTES, at + HEADER_BYTES + labelsLength, head);
 }
 
 /** Writes a header (and copies the labels after it) at `at`; the data must be placed by the caller. */

@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 import { ADDON_RELATIVE_PATH } from '../ec/native.js';
+import { reflectedTable } from './crc32.js';
 import { repoRoot } from '../util/repo-root.js';
 
 /** The addon's CRC-32C functions (native/src/binding_crc32c.c). */
@@ -49,14 +50,7 @@ let table: Uint32Array | undefined;
 
 /** The JavaScript stand-in: a byte at a time through one table (reflected polynomial 0x82F63B78). */
 export function crc32cJs(data: Uint8Array): number {
-  if (table === undefined) {
-    table = new Uint32Array(256);
-    for (let b = 0; b < 256; b++) {
-      let c = b;
-      for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
-      table[b] = c >>> 0;
-    }
-  }
+  table ??= reflectedTable(0x82f63b78);
   let c = 0xffffffff;
   for (let i = 0; i < data.length; i++) c = (c >>> 8) ^ table[(c ^ data[i]!) & 0xff]!;
   return (c ^ 0xffffffff) >>> 0;

@@ -26,7 +26,7 @@ import { type IndexEntry, decodeEntry, encodeEntry } from './entry.js';
 import { GatheredWrites } from './gathered-writes.js';
 import { BlobJournal } from './blob-journal.js';
 import { IdFilter } from './id-filter.js';
-import { type Counters, type DeletedEntry, IndexOverlay, type IndexWriter, mergeRange, type QueueEntry, type SegmentSpace } from './overlay.js';
+import { type Counters, type DeletedEntry, IndexOverlay, type IndexWriter, mergeRange, type QueueEntry, type SegmentSpace, type Staged } from './overlay.js';
 
 export type { Counters, DeletedEntry, IndexWriter, QueueEntry, SegmentSpace } from './overlay.js';
 
@@ -746,7 +746,7 @@ function* keysOf(entries: Iterable<{ key: Buffer }>): Generator<Buffer> {
 }
 
 /** The keys of an LMDB range from `start` merged with the staged ones (a staged removal hides its key). */
-function* mergedKeys(base: Iterable<Buffer>, staged: IndexOverlay['blobs'], start: Buffer): Generator<Buffer> {
+function* mergedKeys(base: Iterable<Buffer>, staged: Staged<IndexEntry>, start: Buffer): Generator<Buffer> {
   if (staged.size === 0) {
     yield* base;
     return;

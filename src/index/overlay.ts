@@ -10,6 +10,7 @@
  * latest staged value of its key, or null for a removal, and the LSN of the record that staged it.
  */
 import type { IndexEntry } from './entry.js';
+import { StagedIds } from './staged-ids.js';
 
 /** What a log record may change in the index (apply.ts): in the LMDB transaction, or in the overlay. */
 export interface IndexWriter {
@@ -54,8 +55,18 @@ export interface Slot<T> {
 
 const keyOf = (key: Buffer): string => key.toString('latin1');
 
-/** Staged values of one keyspace. */
-export class StagedMap<T> {
+/** Staged values of one keyspace: what the index reads and merges through. */
+export interface Staged<T> {
+  readonly size: number;
+  /** The key's slot (may be a reused object: read it before the next lookup). */
+  lookup(key: Buffer): Slot<T> | undefined;
+  set(key: Buffer, value: T | null, lsn: number): void;
+  sortedFrom(start: Buffer | undefined): { key: Buffer; slot: Slot<T> }[];
+  dropThrough(lsn: number): void;
+}
+
+/** Staged values of one keyspace, in a Map by key string (the blobs' keyspace is a StagedIds). */
+export class StagedMap<T> implements Staged<T> {
   private readonly slots = new Map<string, Slot<T>>();
 
   get size(): number {
@@ -118,7 +129,8 @@ export interface QueueEntry {
 }
 
 export class IndexOverlay {
-  readonly blobs = new StagedMap<IndexEntry>();
+  /** By far the busiest (a record per store): typed arrays (staged-ids.ts). */
+  readonly blobs = new StagedIds<IndexEntry>();
   readonly shards = new StagedMap<IndexEntry>();
   readonly deleted = new StagedMap<DeletedEntry>();
   readonly queue = new StagedMap<QueueEntry>();
@@ -147,7 +159,7 @@ export class IndexOverlay {
  */
 export function mergeRange<B, T>(
   base: Iterable<{ key: Buffer; value: B }>,
-  staged: StagedMap<T>,
+  staged: Staged<T>,
   start: Buffer | undefined,
   onBase: (key: Buffer, value: B) => boolean,
   onStaged: (key: Buffer, value: T) => boolean,
