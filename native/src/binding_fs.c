@@ -134,7 +134,8 @@ napi_value js_pread_no_wait(napi_env env, napi_callback_info info) {
  * DIRECT_ALIGN goes through it: from its own memory when that is aligned too, else through a
  * per-thread aligned bounce buffer. The bytes then skip the page cache: no copy into new
  * page-cache pages, no writeback (src/engine/blob-file.ts says what it saves). A part the file or
- * the memory refuses (EINVAL) is written through `fd` instead, as are unaligned parts.
+ * the memory refuses (EINVAL), or one no bounce buffer could be had for (ENOMEM), is written
+ * through `fd` instead, as are unaligned parts.
  *
  *   directWriteBytes() -> number   bytes written through a direct fd since the addon was loaded
  */
@@ -201,7 +202,7 @@ static void pwrite_execute(napi_env env, void *data) {
             if (err == 0) {
                 direct_bytes_total += len;
                 written = 1;
-            } else if (err != EINVAL) {
+            } else if (err != EINVAL && err != ENOMEM) { /* EINVAL: not fit for direct I/O; ENOMEM: no bounce buffer */
                 job->err = err;
                 break;
             }

@@ -79,7 +79,7 @@ export class BlobJournal {
     return new IdTable(2 * Math.min(this.mergeRecords, 1 << 20));
   }
 
-  /** The committed record of `id` not merged yet (a view valid until the next commit), null when removed, undefined when not here. */
+  /** The committed record of `id` not merged yet (valid until the next get or commit: id-table.ts), null when removed, undefined when not here. */
   get(id: Uint8Array): Buffer | null | undefined {
     const recent = this.active.get(id);
     if (recent !== undefined || this.frozen === undefined) return recent;

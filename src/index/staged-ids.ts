@@ -79,6 +79,11 @@ export class StagedIds<T> implements Staged<T> {
     this.rebuild(this.t.used.length, lsn);
   }
 
+  /** Slots in the table (tests: it shrinks again after a burst). */
+  get capacity(): number {
+    return this.t.used.length;
+  }
+
   /** The slot of the id at key[at, at + 16), or ~(the empty slot where it would go). */
   private find(key: Uint8Array, at: number): number {
     const { ids, used } = this.t;
@@ -91,11 +96,16 @@ export class StagedIds<T> implements Staged<T> {
     }
   }
 
-  /** Lays the slots staged after `dropLsn` out again over `slots` slots (the spare table when the size stays). */
+  /**
+   * Lays the slots staged after `dropLsn` out again over `slots` slots (the spare table when the
+   * size stays). A table an eighth full or less is halved, so that after a burst commits do not
+   * keep walking its size (it doubles at half full: no back and forth).
+   */
   private rebuild(slots: number, dropLsn: number): void {
     const old = this.t;
     let keep = 0;
     for (let s = 0; s < old.used.length; s++) if (old.used[s] === 1 && old.lsns[s]! > dropLsn) keep++;
+    if (slots === old.used.length && slots > MIN_SLOTS && 8 * keep <= slots) slots /= 2;
     if (keep === 0 && slots === old.used.length) {
       clear(old);
       this.size = 0;

@@ -39,6 +39,25 @@ describe('StagedIds', () => {
     expect(s.lookup(a)).toBeUndefined();
   });
 
+  it('grows for a burst and shrinks again as commits empty it', () => {
+    const s = new StagedIds<number>();
+    let lsn = 0;
+    for (let i = 0; i < 5000; i++) s.set(randomBytes(16), i, ++lsn);
+    expect(s.capacity).toBeGreaterThanOrEqual(10_000);
+    const big = s.capacity;
+    s.dropThrough(lsn);
+    expect(s.size).toBe(0);
+    expect(s.capacity).toBe(big / 2);
+    // Steady small commits: the table halves at each until it is back to its least size.
+    for (let round = 0; round < 10; round++) {
+      const id = randomBytes(16);
+      s.set(id, round, ++lsn);
+      expect(s.lookup(id)?.value).toBe(round);
+      s.dropThrough(lsn);
+    }
+    expect(s.capacity).toBe(1024);
+  });
+
   it('answers as StagedMap over random stores, removals and commits', () => {
     const seed = Number(process.env.STAGED_SEED ?? Date.now() % 1_000_000);
     console.log(`StagedIds model test seed ${seed} (STAGED_SEED=${seed} repeats it)`);
