@@ -3,7 +3,7 @@
  * same run. Rounds interleave echo and node so that load from elsewhere hits both alike; each
  * figure is the median of REPEATS runs of RUN_SECONDS. GETs are measured two ways: a hot set
  * (HOT_SET blobs, held by the node's read cache) and every stored blob (at least LARGE_SET,
- * several times readCacheBytes, read in a cycle: every GET misses the cache, a pread + BLAKE3).
+ * several times readCacheBytes, read in a cycle: every GET misses the cache, a pread + the CRC-32C its index entry carries).
  * Each GET run also reports CPU microseconds per request of the node and of the echo server.
  *
  *   bulk load (LARGE_SET, in-process engine) -> warm-up PUTs -> list ids ->
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
     report('echo_post_rps', 'echoPost');
     report('put_rps', 'put');
     report('get_rps', 'get', { get_set: Math.min(HOT_SET, ids.length), note: 'hot set: answered from the read cache' });
-    report('get_large_rps', 'getLarge', { get_set: ids.length, note: 'every stored blob in a cycle: each GET a cache miss (pread + BLAKE3)' });
+    report('get_large_rps', 'getLarge', { get_set: ids.length, note: 'every stored blob in a cycle: each GET a cache miss (pread + CRC-32C check)' });
     for (const key of ['echoGet', 'get', 'getLarge'] as const) {
       emit({ bench: BENCH, metric: `cpu_us_per_${key === 'echoGet' ? 'echo_get' : key === 'get' ? 'get' : 'get_large'}`, value: round(median(cpu[key]), 1), unit: 'us', runs: cpu[key].map((c) => round(c, 1)) });
     }

@@ -9,19 +9,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { expectReadableEverywhere, HEARTBEAT_MS, TestCluster } from '../helpers/cluster.js';
+import { seededRandom } from '../helpers/rng.js';
 
 const RUNS = Number(process.env.FAULT_RUNS ?? 2);
 const STEPS = Number(process.env.FAULT_STEPS ?? 6);
 
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
 
 describe('seeded fault sequences on 5-7 real nodes', () => {
   const clusters: TestCluster[] = [];
@@ -33,7 +25,7 @@ describe('seeded fault sequences on 5-7 real nodes', () => {
   for (let run = 0; run < RUNS; run++) {
     const seed = base + run;
     it(`seed ${seed}: members agree within 3 heartbeat intervals and no acknowledged blob is lost`, async () => {
-      const rand = rng(seed);
+      const rand = seededRandom(seed);
       const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
       const size = 5 + Math.floor(rand() * 3);
       // The first three form the cluster; the others join during the run (several at once).

@@ -14,21 +14,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { HeartbeatRefused, type HeartbeatResponse, type JoinResponse, Membership, type SelfInfo } from '../../src/cluster/membership.js';
+import { seededRandom } from '../helpers/rng.js';
 
 const RUNS = Number(process.env.SIM_RUNS ?? 300);
 const OFFLINE_AFTER_MS = 15_000;
 const ROUND_MS = 1000;
 
-/** xorshift32: small, seedable, good enough to pick faults. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 0x9e3779b9;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
 
 interface SimNode {
   id: string;
@@ -50,7 +41,7 @@ function selfInfo(id: string): SelfInfo {
 }
 
 function simulate(seed: number): void {
-  const rand = rng(seed);
+  const rand = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const count = 5 + Math.floor(rand() * 3);
   const ids = Array.from({ length: count }, (_, i) => `n${i + 1}`);

@@ -7,17 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { StagedMap } from '../../src/index/overlay.js';
 import { StagedIds } from '../../src/index/staged-ids.js';
+import { seededRandom } from '../helpers/rng.js';
 
-/** xorshift32: the sequence a seed gives. */
-function rng(seed: number): () => number {
-  let x = seed | 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
 
 describe('StagedIds', () => {
   it('looks up, overwrites and removes by id, and a commit drops what it covered', () => {
@@ -61,7 +52,7 @@ describe('StagedIds', () => {
   it('answers as StagedMap over random stores, removals and commits', () => {
     const seed = Number(process.env.STAGED_SEED ?? Date.now() % 1_000_000);
     console.log(`StagedIds model test seed ${seed} (STAGED_SEED=${seed} repeats it)`);
-    const rand = rng(seed);
+    const rand = seededRandom(seed);
     const ids: Buffer[] = [];
     // Ids that share their first word (one probe run) and ones that differ anywhere.
     for (let i = 0; i < 3000; i++) ids.push(i % 3 === 0 ? Buffer.concat([Buffer.from([1, 2, 3, 4]), randomBytes(12)]) : randomBytes(16));
