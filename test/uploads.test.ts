@@ -108,20 +108,31 @@ describe('limits and hostile uploads', () => {
 
   it('too many concurrent uploads get 503 with Retry-After, and the node stays healthy', async () => {
     const head = `POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 100`;
-    const open = await Promise.all([1, 2, 3].map(() => partialUpload(node.port, head, Buffer.alloc(10))));
-    // The held uploads take their slots once the node has read their heads, and give them back once
-    // it has seen the connections close: on a loaded machine either can take longer than a fixed
-    // pause, so ask again (for at most 5 s) until the node refuses, then until it admits.
     const put = async (text: string): Promise<Response> => {
       const res = await putRaw(node.url, Buffer.from(text));
       await res.arrayBuffer();
       return res;
     };
-    let res = await put('one too many');
-    for (const end = Date.now() + 5000; res.status !== 503 && Date.now() < end; ) res = await sleep(50).then(() => put('one too many'));
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('1');
-    for (const o of open) o.socket.destroy();
+    // Four uploads for three slots: their bodies never end (a byte every 200 ms keeps them from the
+    // 700 ms idle timeout), so whichever head the node reads last is refused, at once, and the other
+    // three hold the slots. (Uploads and a store asked for after them would race: which head the
+    // node reads first is the kernel's and the load's choice.)
+    const held = await Promise.all([1, 2, 3, 4].map(() => partialUpload(node.port, head, Buffer.alloc(10), true)));
+    const trickle = setInterval(() => {
+      for (const o of held) if (!o.socket.destroyed) o.socket.write(Buffer.alloc(1));
+    }, 200);
+    try {
+      const refused = await Promise.race(held.map((o) => o.response));
+      expect(refused).toMatch(/^HTTP\/1.1 503/);
+      expect(refused).toMatch(/\r\nretry-after: 1\r\n/i);
+      const res = await put('one too many');
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+    } finally {
+      clearInterval(trickle);
+      for (const o of held) o.socket.destroy();
+    }
+    // Once the node has seen the connections close, the slots are free again: ask until it has.
     let again = await put('room again');
     for (const end = Date.now() + 5000; again.status === 503 && Date.now() < end; ) again = await sleep(50).then(() => put('room again'));
     expect(again.status).toBe(201);
