@@ -175,29 +175,17 @@ static napi_value js_encoding_matrix(napi_env env, napi_callback_info info) {
     return make_int(env, rs_encoding_matrix(k, m, out));
 }
 
-/* kernelPath() -> name of the path in use */
-static napi_value js_kernel_path(napi_env env, napi_callback_info info) {
-    (void)info;
-    napi_value out;
-    NAPI_CALL(env, napi_create_string_utf8(env, rs_path_name(rs_path_current()), NAPI_AUTO_LENGTH, &out));
-    return out;
-}
-
-/* setKernelPath(name) -> status; "auto" picks the widest supported path. */
-static napi_value js_set_kernel_path(napi_env env, napi_callback_info info) {
-    char name[32];
-    if (!path_name_arg(env, info, name, sizeof name)) return make_int(env, RS_STATUS(RS_E_PATH_UNKNOWN, 0));
-    return make_int(env, rs_path_force(name));
-}
+/* kernelPath() -> name of the path in use; setKernelPath(name) -> status ("auto": the widest
+ * supported); paths() -> [{ name, compiled, supported }] in order portable .. gfni512 */
+static const path_list rs_paths = {
+    RS_PATH_COUNT, rs_path_name, rs_path_compiled, rs_path_supported, rs_path_current, rs_path_force, RS_STATUS(RS_E_PATH_UNKNOWN, 0),
+};
 
 static napi_value init(napi_env env, napi_value exports) {
     napi_property_descriptor props[] = {
         {"encode", NULL, js_encode, NULL, NULL, NULL, napi_default, NULL},
         {"reconstruct", NULL, js_reconstruct, NULL, NULL, NULL, napi_default, NULL},
         {"encodingMatrix", NULL, js_encoding_matrix, NULL, NULL, NULL, napi_default, NULL},
-        {"kernelPath", NULL, js_kernel_path, NULL, NULL, NULL, napi_default, NULL},
-        {"setKernelPath", NULL, js_set_kernel_path, NULL, NULL, NULL, napi_default, NULL},
-        {"paths", NULL, js_paths, NULL, NULL, NULL, napi_default, NULL},
         {"cacheStats", NULL, js_cache_stats, NULL, NULL, NULL, napi_default, NULL},
         {"limits", NULL, js_limits, NULL, NULL, NULL, napi_default, NULL},
         {"fallocate", NULL, js_fallocate, NULL, NULL, NULL, napi_default, NULL},
@@ -207,6 +195,7 @@ static napi_value init(napi_env env, napi_value exports) {
         {"directWriteBytes", NULL, js_direct_write_bytes, NULL, NULL, NULL, napi_default, NULL},
     };
     if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
+    if (!define_path_functions(env, exports, &rs_paths, "kernelPath", "setKernelPath", "paths")) return NULL;
     if (!define_b64(env, exports)) return NULL;
     if (!define_crc32c(env, exports)) return NULL;
     /* Each worker thread has its own plan cache; free it when the thread's environment ends. */

@@ -10,20 +10,24 @@ napi_value make_int(napi_env env, int v);
 /* The bytes of a typed array (Buffer included); 0 for anything else (binding.c). */
 int typed_array_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
 
-/* A dispatcher's kernel paths as JavaScript lists them (rs.h, b64.h, crc32c.h). */
+/* A dispatcher's kernel paths as JavaScript sees them (rs.h, b64.h, crc32c.h). */
 typedef struct {
     int count;
     const char *(*name)(int path);
     int (*compiled)(int path);
     int (*supported)(int path);
+    int (*current)(void);          /* the path in use */
+    int (*force)(const char *name); /* pins a path by name ("auto": the widest supported); a status */
+    int unknown;                   /* the status of a name that is not a string */
 } path_list;
-/* [{ name, compiled, supported }], path 0 (portable) first (binding_info.c) */
-napi_value paths_array(napi_env env, const path_list *list);
-/* The name a set...Path(name) call was given, into name[size]; 0 when it is not a string (binding_info.c). */
-int path_name_arg(napi_env env, napi_callback_info info, char *name, size_t size);
+/*
+ * Defines a dispatcher's three functions on exports (binding_info.c):
+ *   <current>() -> the name of the path in use
+ *   <set>(name) -> the status of list->force(name)
+ *   <all>()     -> [{ name, compiled, supported }], path 0 (portable) first
+ */
+int define_path_functions(napi_env env, napi_value exports, const path_list *list, const char *current, const char *set, const char *all);
 
-/* paths() -> [{ name, compiled, supported }] in order portable .. gfni512 */
-napi_value js_paths(napi_env env, napi_callback_info info);
 /* cacheStats() -> { hits, misses, entries, capacity } of the calling thread */
 napi_value js_cache_stats(napi_env env, napi_callback_info info);
 /* limits() -> { formatVersion, kMax, mMax } */

@@ -37,34 +37,16 @@ static napi_value js_b64_encode(napi_env env, napi_callback_info info) {
     return result;
 }
 
-static napi_value js_b64_path(napi_env env, napi_callback_info info) {
-    (void)info;
-    napi_value out;
-    napi_create_string_utf8(env, b64_path_name(b64_path_current()), NAPI_AUTO_LENGTH, &out);
-    return out;
-}
-
-/* setBase64Path(name) -> enum b64_status; "auto" picks the widest supported path. */
-static napi_value js_b64_set_path(napi_env env, napi_callback_info info) {
-    char name[32];
-    if (!path_name_arg(env, info, name, sizeof name)) return make_int(env, B64_E_PATH_UNKNOWN);
-    return make_int(env, b64_path_force(name));
-}
-
-static const path_list b64_paths = {B64_PATH_COUNT, b64_path_name, b64_path_compiled, b64_path_supported};
-
-/* base64Paths() -> [{ name, compiled, supported }], portable first */
-static napi_value js_b64_paths(napi_env env, napi_callback_info info) {
-    (void)info;
-    return paths_array(env, &b64_paths);
-}
+/* base64Path() -> the path in use; setBase64Path(name) -> enum b64_status ("auto": the widest
+ * supported); base64Paths() -> [{ name, compiled, supported }], portable first */
+static const path_list b64_paths = {
+    B64_PATH_COUNT, b64_path_name, b64_path_compiled, b64_path_supported, b64_path_current, b64_path_force, B64_E_PATH_UNKNOWN,
+};
 
 int define_b64(napi_env env, napi_value exports) {
     napi_property_descriptor props[] = {
         {"base64Encode", NULL, js_b64_encode, NULL, NULL, NULL, napi_default, NULL},
-        {"base64Path", NULL, js_b64_path, NULL, NULL, NULL, napi_default, NULL},
-        {"setBase64Path", NULL, js_b64_set_path, NULL, NULL, NULL, napi_default, NULL},
-        {"base64Paths", NULL, js_b64_paths, NULL, NULL, NULL, napi_default, NULL},
     };
-    return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok;
+    return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok &&
+           define_path_functions(env, exports, &b64_paths, "base64Path", "setBase64Path", "base64Paths");
 }

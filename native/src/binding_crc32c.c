@@ -29,34 +29,16 @@ static napi_value js_crc32c(napi_env env, napi_callback_info info) {
     return out;
 }
 
-static napi_value js_crc32c_path(napi_env env, napi_callback_info info) {
-    (void)info;
-    napi_value out;
-    napi_create_string_utf8(env, crc32c_path_name(crc32c_path_current()), NAPI_AUTO_LENGTH, &out);
-    return out;
-}
-
-/* setCrc32cPath(name) -> enum crc32c_status; "auto" picks the widest supported path. */
-static napi_value js_crc32c_set_path(napi_env env, napi_callback_info info) {
-    char name[32];
-    if (!path_name_arg(env, info, name, sizeof name)) return make_int(env, CRC32C_E_PATH_UNKNOWN);
-    return make_int(env, crc32c_path_force(name));
-}
-
-static const path_list crc32c_paths = {CRC32C_PATH_COUNT, crc32c_path_name, crc32c_path_compiled, crc32c_path_supported};
-
-/* crc32cPaths() -> [{ name, compiled, supported }], portable first */
-static napi_value js_crc32c_paths(napi_env env, napi_callback_info info) {
-    (void)info;
-    return paths_array(env, &crc32c_paths);
-}
+/* crc32cPath() -> the path in use; setCrc32cPath(name) -> enum crc32c_status ("auto": the widest
+ * supported); crc32cPaths() -> [{ name, compiled, supported }], portable first */
+static const path_list crc32c_paths = {
+    CRC32C_PATH_COUNT, crc32c_path_name, crc32c_path_compiled, crc32c_path_supported, crc32c_path_current, crc32c_path_force, CRC32C_E_PATH_UNKNOWN,
+};
 
 int define_crc32c(napi_env env, napi_value exports) {
     napi_property_descriptor props[] = {
         {"crc32c", NULL, js_crc32c, NULL, NULL, NULL, napi_default, NULL},
-        {"crc32cPath", NULL, js_crc32c_path, NULL, NULL, NULL, napi_default, NULL},
-        {"setCrc32cPath", NULL, js_crc32c_set_path, NULL, NULL, NULL, napi_default, NULL},
-        {"crc32cPaths", NULL, js_crc32c_paths, NULL, NULL, NULL, napi_default, NULL},
     };
-    return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok;
+    return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok &&
+           define_path_functions(env, exports, &crc32c_paths, "crc32cPath", "setCrc32cPath", "crc32cPaths");
 }

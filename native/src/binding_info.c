@@ -18,7 +18,32 @@ static napi_value make_double(napi_env env, double v) {
     return out;
 }
 
-napi_value paths_array(napi_env env, const path_list *list) {
+static const path_list *list_of(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
+    void *data = NULL;
+    if (napi_get_cb_info(env, info, argc, argv, NULL, &data) != napi_ok) return NULL;
+    return data;
+}
+
+static napi_value js_path_current(napi_env env, napi_callback_info info) {
+    size_t argc = 0;
+    const path_list *list = list_of(env, info, &argc, NULL);
+    napi_value out;
+    napi_create_string_utf8(env, list->name(list->current()), NAPI_AUTO_LENGTH, &out);
+    return out;
+}
+
+static napi_value js_path_set(napi_env env, napi_callback_info info) {
+    size_t argc = 1, n = 0;
+    napi_value argv[1];
+    const path_list *list = list_of(env, info, &argc, argv);
+    char name[32];
+    if (argc < 1 || napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n) != napi_ok) return make_int(env, list->unknown);
+    return make_int(env, list->force(name));
+}
+
+static napi_value js_path_all(napi_env env, napi_callback_info info) {
+    size_t argc = 0;
+    const path_list *list = list_of(env, info, &argc, NULL);
     napi_value arr;
     if (napi_create_array_with_length(env, (size_t)list->count, &arr) != napi_ok) return NULL;
     for (int p = 0; p < list->count; p++) {
@@ -33,18 +58,14 @@ napi_value paths_array(napi_env env, const path_list *list) {
     return arr;
 }
 
-int path_name_arg(napi_env env, napi_callback_info info, char *name, size_t size) {
-    size_t argc = 1, n = 0;
-    napi_value argv[1];
-    return napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1 &&
-           napi_get_value_string_utf8(env, argv[0], name, size, &n) == napi_ok;
-}
-
-static const path_list rs_paths = {RS_PATH_COUNT, rs_path_name, rs_path_compiled, rs_path_supported};
-
-napi_value js_paths(napi_env env, napi_callback_info info) {
-    (void)info;
-    return paths_array(env, &rs_paths);
+int define_path_functions(napi_env env, napi_value exports, const path_list *list, const char *current, const char *set, const char *all) {
+    void *data = (void *)list;
+    napi_property_descriptor props[] = {
+        {current, NULL, js_path_current, NULL, NULL, NULL, napi_default, data},
+        {set, NULL, js_path_set, NULL, NULL, NULL, napi_default, data},
+        {all, NULL, js_path_all, NULL, NULL, NULL, napi_default, data},
+    };
+    return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok;
 }
 
 napi_value js_cache_stats(napi_env env, napi_callback_info info) {

@@ -78,6 +78,11 @@ const nowNs = (): bigint => {
   return nowNsCached;
 };
 
+/** Whether an inline blob's bytes are the ones its index entry names: its CRC-32C where the entry has one, else BLAKE3. */
+function inlineIntact(data: Uint8Array, dataCrc: number | undefined, checksum: Buffer): boolean {
+  return dataCrc !== undefined ? crc32c(data) === dataCrc : blake3(data).equals(checksum);
+}
+
 /** Stages a record in the index overlay (one function for every record: no closure per record). */
 const stageRecord = (w: IndexWriter, r: LogRecord): void => {
   r.existed = applyRecord(w, r, r.absent ? false : undefined);
@@ -426,9 +431,8 @@ export class Engine {
    * none. Everything else that reads a blob (replication, the scrubber, streams) checks BLAKE3.
    */
   private verifiedRead(meta: BlobMeta, data: Buffer): Buffer {
-    if (meta.dataCrc === undefined) return this.verified(meta, data);
     const verifyStart = performance.now();
-    const intact = crc32c(data) === meta.dataCrc;
+    const intact = inlineIntact(data, meta.dataCrc, meta.checksum);
     this.recorder.stage('verify', verifyStart);
     if (!intact) throw this.corruption(meta);
     return data;
@@ -513,13 +517,11 @@ export class Engine {
     const h = rec.header;
     let dataCrc: number | undefined;
     if (h.type === RecordType.PUT_INLINE) {
-      const data = rec.data!;
-      dataCrc = entry.dataCrc ?? crc32c(data);
-      const intact = entry.dataCrc !== undefined ? crc32c(data) === entry.dataCrc : blake3(data).equals(entry.checksum);
-      if (!intact) {
+      if (!inlineIntact(rec.data!, entry.dataCrc, entry.checksum)) {
         this.corruption({ ...entry, id: h.id });
         return undefined;
       }
+      dataCrc = entry.dataCrc ?? crc32c(rec.data!);
     }
     return this.appendRecord({
       // The log copies the bytes into the record's place before append returns: the scan's buffer is not kept.

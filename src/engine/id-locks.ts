@@ -11,6 +11,8 @@
  * ordered hash tables only append), ~85 bytes of garbage per store.
  */
 
+import { wordAt } from '../util/id-words.js';
+
 export class IdLocks {
   /** The tail of each busy id's run() chain. */
   private readonly tails = new Map<number, Promise<unknown>>();
@@ -64,8 +66,8 @@ export class IdLocks {
 
 const keyOf = (id: Buffer): number => id.readUIntLE(0, 6);
 
-/** The id's first 4 bytes as a signed 32-bit integer (a small integer to V8, never boxed). */
-const lowOf = (id: Uint8Array): number => id[0]! | (id[1]! << 8) | (id[2]! << 16) | (id[3]! << 24);
+/** The id's first 4 bytes (a small integer to V8, never boxed). */
+const lowOf = (id: Uint8Array): number => wordAt(id, 0);
 /** Its next 2 bytes, marked (bit 16) so that 0 means an empty slot. */
 const highOf = (id: Uint8Array): number => 0x10000 | id[4]! | (id[5]! << 8);
 

@@ -11,6 +11,8 @@
  * filter holds more ids than its bits were sized for.
  */
 
+import { wordAt } from '../util/id-words.js';
+
 /** Bits per id the filter is sized for (~0.8% false "maybe" with 7 probes at 10). */
 const BITS_PER_ID = 12;
 const PROBES = 7;
@@ -37,8 +39,8 @@ export class IdFilter {
   }
 
   add(id: Uint8Array): void {
-    const h1 = word(id, 0);
-    const h2 = word(id, 4) | 1;
+    const h1 = wordAt(id, 0);
+    const h2 = wordAt(id, 4) | 1;
     for (let i = 0; i < PROBES; i++) {
       const bit = (h1 + Math.imul(i, h2)) & this.mask;
       this.words[bit >>> 5]! |= 1 << (bit & 31);
@@ -49,8 +51,8 @@ export class IdFilter {
   /** false: the id is certainly not held here (once complete); true: it may be. */
   mayHave(id: Uint8Array): boolean {
     if (!this.complete) return true;
-    const h1 = word(id, 0);
-    const h2 = word(id, 4) | 1;
+    const h1 = wordAt(id, 0);
+    const h2 = wordAt(id, 4) | 1;
     for (let i = 0; i < PROBES; i++) {
       const bit = (h1 + Math.imul(i, h2)) & this.mask;
       if ((this.words[bit >>> 5]! & (1 << (bit & 31))) === 0) return false;
@@ -59,4 +61,3 @@ export class IdFilter {
   }
 }
 
-const word = (id: Uint8Array, at: number): number => id[at]! | (id[at + 1]! << 8) | (id[at + 2]! << 16) | (id[at + 3]! << 24);

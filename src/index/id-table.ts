@@ -13,6 +13,7 @@
  *   needs that bucket): list pages and scans visit only the buckets their range reaches
  */
 
+import { sameId, wordAt } from '../util/id-words.js';
 import { ScratchViews } from '../util/scratch-views.js';
 
 /** A table's entries as another thread gets them (IdTable.exportSlots). */
@@ -190,15 +191,11 @@ export class IdTable {
 
   /** The slot holding the id at `at` of `src`, or ~slot of the empty one where it would go. */
   private find(src: Uint8Array, at: number): number {
-    const w0 = word(src, at);
-    const w1 = word(src, at + 4);
-    const w2 = word(src, at + 8);
-    const w3 = word(src, at + 12);
     const ids = this.ids;
-    for (let slot = w0 & this.mask; ; slot = (slot + 1) & this.mask) {
+    for (let slot = wordAt(src, at) & this.mask; ; slot = (slot + 1) & this.mask) {
       if (this.valueAt[slot] === EMPTY) return ~slot;
       const p = slot * ID_BYTES;
-      if (word(ids, p) === w0 && word(ids, p + 4) === w1 && word(ids, p + 8) === w2 && word(ids, p + 12) === w3) return slot;
+      if (sameId(ids, p, src, at)) return slot;
     }
   }
 
@@ -278,8 +275,6 @@ export class IdTable {
   }
 }
 
-/** Four bytes little endian as a signed 32-bit integer: a small integer to V8, never a boxed number. */
-const word = (id: Uint8Array, at: number): number => id[at]! | (id[at + 1]! << 8) | (id[at + 2]! << 16) | (id[at + 3]! << 24);
 
 /** A power of two with room for `entries` at most half full. */
 function capacityFor(entries: number): number {

@@ -6,6 +6,7 @@
  * are uniform hashes); a commit drops the slots it covered by rebuilding the table from what stays.
  */
 import type { Slot, Staged } from './overlay.js';
+import { sameId, wordAt } from '../util/id-words.js';
 
 const ID_BYTES = 16;
 const MIN_SLOTS = 1024;
@@ -88,11 +89,9 @@ export class StagedIds<T> implements Staged<T> {
   private find(key: Uint8Array, at: number): number {
     const { ids, used } = this.t;
     const mask = this.mask;
-    const w0 = word(key, at);
-    for (let slot = w0 & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = wordAt(key, at) & mask; ; slot = (slot + 1) & mask) {
       if (used[slot] === 0) return ~slot;
-      const p = slot * ID_BYTES;
-      if (word(ids, p) === w0 && word(ids, p + 4) === word(key, at + 4) && word(ids, p + 8) === word(key, at + 8) && word(ids, p + 12) === word(key, at + 12)) return slot;
+      if (sameId(ids, slot * ID_BYTES, key, at)) return slot;
     }
   }
 
@@ -131,5 +130,3 @@ function clear<T>(t: Table<T>): void {
   t.values.fill(null);
 }
 
-/** Four bytes little endian as a signed 32-bit integer (never a boxed number). */
-const word = (b: Uint8Array, at: number): number => b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24);
