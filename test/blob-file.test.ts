@@ -3,14 +3,19 @@
  * written land in order, byte-exact (one write to the file at a time, queued chunks in one
  * pwritev); an upload aborted with chunks still queued settles every write and leaves no file.
  * With blobFileWrites=direct the whole chunks skip the page cache; buffered (the default), none do.
+ * The digest table (format 2) holds each chunk's chaining value in the blob's BLAKE3 tree; a
+ * format-1 file (each chunk's own digest), as earlier builds wrote it, still reads, verified.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHUNK_BYTES } from '../src/blob/chunk.js';
 import type { Engine } from '../src/engine/engine.js';
 import { directWriteBytes } from '../src/engine/fs-util.js';
 import { blake3 } from '../src/hash/blake3.js';
-import { patternBytes } from './helpers/blobs.js';
+import { chunkCvOf } from '../src/hash/blake3-tree.js';
+import { LOCAL_STORE } from '../src/blob/meta.js';
+import { flipByte, patternBytes } from './helpers/blobs.js';
 import { openEngine, testConfig } from './helpers/engine.js';
 
 let engine: Engine;
@@ -77,5 +82,64 @@ describe('how a blob file\'s chunks reach the disk (blobFileWrites)', () => {
     const { direct, intact } = await store(engine, 800);
     expect(intact).toBe(true);
     expect(direct).toBe(0);
+  });
+});
+
+describe('the digest table', () => {
+  const FOOTER = 32;
+  const chunks = Array.from({ length: 3 }, (_, i) => patternBytes(i === 2 ? 4321 : CHUNK_BYTES, 900 + i));
+  const whole = Buffer.concat(chunks);
+
+  async function stored(e: Engine): Promise<{ path: string; meta: NonNullable<ReturnType<Engine['stat']>> }> {
+    const sink = await e.beginFile();
+    for (const c of chunks) await sink.write(c);
+    const put = await e.commitFile(sink, await sink.finish(), 'replicated', Buffer.alloc(0), LOCAL_STORE);
+    const meta = e.stat(put.id)!;
+    return { path: e.filePath(meta), meta };
+  }
+
+  async function readAll(e: Engine, meta: NonNullable<ReturnType<Engine['stat']>>): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    await e.read(meta, (chunk) => void parts.push(Buffer.from(chunk)));
+    return Buffer.concat(parts);
+  }
+
+  it('format 2: each chunk\'s chaining value at its offset, joined into the id; one bad byte fails that chunk', async () => {
+    const { path, meta } = await stored(engine);
+    const file = readFileSync(path);
+    const footer = file.subarray(file.length - FOOTER);
+    expect(footer.readUInt32LE(4)).toBe(2);
+    chunks.forEach((c, i) => {
+      const entry = file.subarray(whole.length + 32 * i, whole.length + 32 * (i + 1));
+      expect(entry.equals(chunkCvOf(c, i * CHUNK_BYTES, false)), `chunk ${i}`).toBe(true);
+    });
+    expect(meta.checksum.equals(blake3(whole))).toBe(true);
+    expect((await readAll(engine, meta)).equals(whole)).toBe(true);
+    flipByte(path, CHUNK_BYTES + 77);
+    await expect(readAll(engine, meta)).rejects.toMatchObject({ kind: 'corruption' });
+    await engine.delete(meta.id);
+  });
+
+  it('format 1, as earlier builds wrote it (each chunk\'s own BLAKE3 digest): reads, verified, inline and in the pool', async () => {
+    for (const chunkDigests of ['inline', 'pool']) {
+      const e = await openEngine(testConfig({ chunkDigests }));
+      try {
+        const { path, meta } = await stored(e);
+        const table = Buffer.concat(chunks.map((c) => blake3(c)));
+        const footer = Buffer.alloc(FOOTER);
+        footer.writeUInt32LE(0x31465342, 0);
+        footer.writeUInt32LE(1, 4);
+        footer.writeUInt32LE(CHUNK_BYTES, 8);
+        footer.writeUInt32LE(chunks.length, 12);
+        footer.writeBigUInt64LE(BigInt(whole.length), 16);
+        footer.writeUInt32LE(crc32(table), 24);
+        writeFileSync(path, Buffer.concat([whole, table, footer]));
+        expect((await readAll(e, meta)).equals(whole), chunkDigests).toBe(true);
+        flipByte(path, 2 * CHUNK_BYTES + 5);
+        await expect(readAll(e, meta), chunkDigests).rejects.toMatchObject({ kind: 'corruption' });
+      } finally {
+        await e.close();
+      }
+    }
   });
 });

@@ -198,6 +198,7 @@ static napi_value init(napi_env env, napi_value exports) {
     if (!define_path_functions(env, exports, &rs_paths, "kernelPath", "setKernelPath", "paths")) return NULL;
     if (!define_b64(env, exports)) return NULL;
     if (!define_crc32c(env, exports)) return NULL;
+    if (!define_blake3(env, exports)) return NULL;
     /* Each worker thread has its own plan cache; free it when the thread's environment ends. */
     napi_add_env_cleanup_hook(env, cleanup_cache, NULL);
     return exports;

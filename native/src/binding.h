@@ -46,6 +46,8 @@ napi_value js_direct_write_bytes(napi_env env, napi_callback_info info);
 int define_b64(napi_env env, napi_value exports);
 /* Adds crc32c, crc32cPath, setCrc32cPath, crc32cPaths (binding_crc32c.c); 0 on failure. */
 int define_crc32c(napi_env env, napi_value exports);
+/* Adds blake3Hash, blake3Subtree, blake3Root, blake3Path, setBlake3Path, blake3Paths (binding_blake3.c); 0 on failure. */
+int define_blake3(napi_env env, napi_value exports);
 /* Environment cleanup hook: frees the calling thread's plan cache. */
 void cleanup_cache(void *arg);
 

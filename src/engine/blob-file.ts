@@ -1,10 +1,15 @@
 /**
- * A large blob in its own file: the bytes, then one BLAKE3 digest per 1 MiB chunk (so reads verify
- * each chunk before it leaves), then a footer:
+ * A large blob in its own file: the bytes, then one digest per 1 MiB chunk (so reads verify each
+ * chunk before it leaves), then a footer:
  *
  *   [data: size bytes][digest of chunk 0..n-1: 32 bytes each][footer: 32 bytes]
  *   footer: u32 magic "BSF1" · u32 version · u32 chunkBytes · u32 chunkCount · u64 size
  *           · u32 crc32 of the digests · u32 reserved
+ *
+ * Version 2 (written since 2026-11-26): a chunk's digest is its chaining value in the blob's own
+ * BLAKE3 tree (hash/blake3-tree.ts), and the blob's digest is joined from them, so one pass over
+ * the bytes gives both. Version 1 (still read): the BLAKE3 digest of each chunk on its own, beside
+ * a second pass for the content hash.
  *
  * Writes go to tmp/ and are renamed into blobs/xx/<id> once fsynced (the engine does that).
  *
@@ -22,7 +27,8 @@ import { promises as fsp, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { BlobstoreError } from '../errors/errors.js';
-import { type IncrementalHasher, createHasher, DIGEST_BYTES } from '../hash/blake3.js';
+import { DIGEST_BYTES, blake3 } from '../hash/blake3.js';
+import { CV_BYTES, LEAF_BYTES, rootOf } from '../hash/blake3-tree.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { DiskSpace } from './disk-space.js';
@@ -30,9 +36,12 @@ import { errnoError } from '../util/write-all.js';
 import { writeEach } from './fs-util.js';
 
 const FILE_MAGIC = 0x31465342; // "BSF1"
+/** Digest table of chunks' own BLAKE3 digests. */
+export const FILE_VERSION_FLAT = 1;
+/** Digest table of chunks' chaining values in the blob's tree (written now). */
+export const FILE_VERSION_TREE = 2;
 const FOOTER_BYTES = 32;
 const WRITEBACK_BYTES = 32 * 1024 * 1024;
-const NO_DIGEST = Promise.resolve(Buffer.alloc(0));
 /** Chunks one write job takes at most. */
 const WRITE_BATCH_MAX = 64;
 
@@ -47,8 +56,21 @@ export function blobFilePath(dataDir: string, idHex: string): string {
   return join(dataDir, 'blobs', idHex.slice(0, 2), idHex);
 }
 
-/** BLAKE3 of one chunk, inline or on a worker thread. */
+/** BLAKE3 of one chunk on its own (a format-1 file's table), inline or on a worker thread. */
 export type ChunkDigester = (chunk: Buffer) => Promise<Buffer>;
+
+/**
+ * The chaining value of the chunk at byte `offset` of its blob, in the blob's BLAKE3 tree (32
+ * bytes), and with `withRoot` (the first chunk) the digest of that chunk alone after it (64 in
+ * all); inline or on a worker thread.
+ */
+export type ChunkCv = (chunk: Buffer, offset: number, withRoot: boolean) => Promise<Buffer>;
+
+/** How the engine checks a chunk read from a file of either version. */
+export interface ChunkHashers {
+  readonly digestChunk: ChunkDigester;
+  readonly chunkCv: ChunkCv;
+}
 
 /**
  * A large blob's bytes on their way to this node's disk (Engine.beginFile): hashed as they are written,
@@ -72,8 +94,13 @@ export class BlobFileWriter implements FileSink {
   private handle: fsp.FileHandle | undefined;
   /** The same file opened O_DIRECT for the aligned chunks; undefined when not asked for or refused. */
   private direct: fsp.FileHandle | undefined;
-  private readonly hasher: IncrementalHasher = createHasher();
-  private readonly digests: Promise<Buffer>[] = [];
+  /** Chunks' chaining values as they settle, in order (the digest table): grown by doubling. */
+  private table = Buffer.allocUnsafe(64 * CV_BYTES);
+  /** The first chunk's digest on its own: the blob's, when it is the only chunk. */
+  private firstRoot: Buffer | undefined;
+  private chunks = 0;
+  /** Chaining values not settled yet (a worker thread's). */
+  private readonly hashing = new Set<Promise<void>>();
   private syncing: Promise<void> | undefined;
   /** Chunks waiting for the file, in order (pump writes them). */
   private readonly queue: QueuedWrite[] = [];
@@ -91,7 +118,7 @@ export class BlobFileWriter implements FileSink {
 
   constructor(
     dataDir: string,
-    private readonly digester: ChunkDigester,
+    private readonly chunkCv: ChunkCv,
     /** Every chunk takes its space for data first: a full disk refuses it (507), not a write. */
     private readonly space: DiskSpace,
     /** Per chunk: `hash` (the content hash, inline) and `write`; `fsync` once at the end. */
@@ -115,9 +142,9 @@ export class BlobFileWriter implements FileSink {
 
   /**
    * The file is only the source of an erasure-coded store (its columns go to other nodes, then
-   * the file is removed): no chunk digests, no background flushes and no fsync at the end, since
-   * they would only compete with the columns' own hashing and writes. Only the content digest
-   * (the id) is computed.
+   * the file is removed): no digest table, no background flushes and no fsync at the end, since
+   * they would only compete with the columns' own hashing and writes. The chunks' chaining values
+   * are still computed: the content digest (the id) is joined from them.
    */
   transient(): void {
     this.durable = false;
@@ -141,18 +168,40 @@ export class BlobFileWriter implements FileSink {
 
   /** Hashes and writes one chunk (a whole 1 MiB except the last); resolves when the buffer is free. */
   async write(chunk: Buffer): Promise<void> {
-    const hashStart = performance.now();
-    this.hasher.update(chunk);
-    this.recorder.stage('hash', hashStart);
-    const digest = this.durable ? this.digester(chunk) : NO_DIGEST;
-    this.digests.push(digest);
+    const index = this.chunks++;
     const at = this.size;
     this.size += chunk.length;
+    const hashed = this.hash(chunk, index, at);
     const writeStart = performance.now();
     await this.writeData(chunk, at);
     this.recorder.stage('write', writeStart);
-    await digest;
+    await hashed;
     this.startWriteback();
+  }
+
+  /** The chunk's chaining value into the table (one pass: it is also the content hash's part). */
+  private hash(chunk: Buffer, index: number, at: number): Promise<void> {
+    const hashStart = performance.now();
+    const hashed = this.chunkCv(chunk, at, index === 0).then((cv) => {
+      this.recorder.stage('hash', hashStart);
+      while (this.table.length < (index + 1) * CV_BYTES) this.table = Buffer.concat([this.table, Buffer.alloc(this.table.length)]);
+      cv.copy(this.table, index * CV_BYTES, 0, CV_BYTES);
+      if (index === 0) this.firstRoot = Buffer.from(cv.subarray(CV_BYTES, 2 * CV_BYTES));
+    });
+    this.hashing.add(hashed);
+    const settled = (): void => void this.hashing.delete(hashed);
+    hashed.then(settled, settled);
+    return hashed;
+  }
+
+  /** The blob's digest: joined from the chunks' chaining values, or the only chunk's own. */
+  private async contentDigest(): Promise<Buffer> {
+    await Promise.all(this.hashing);
+    if (this.chunks === 0) return blake3(Buffer.alloc(0));
+    if (this.chunks === 1) return this.firstRoot!;
+    const digest = Buffer.allocUnsafe(DIGEST_BYTES);
+    rootOf(this.table, this.chunks, digest, 0);
+    return digest;
   }
 
   /** Writes bytes of the file at `at` once the disk has room for them above its reserve. */
@@ -228,14 +277,15 @@ export class BlobFileWriter implements FileSink {
       await this.syncing;
       await this.handle!.close();
       this.handle = undefined;
-      return this.hasher.digest();
+      return this.contentDigest();
     }
-    const table = Buffer.concat(await Promise.all(this.digests));
+    const digest = await this.contentDigest();
+    const table = this.table.subarray(0, this.chunks * CV_BYTES);
     const footer = Buffer.alloc(FOOTER_BYTES);
     footer.writeUInt32LE(FILE_MAGIC, 0);
-    footer.writeUInt32LE(1, 4);
+    footer.writeUInt32LE(FILE_VERSION_TREE, 4);
     footer.writeUInt32LE(CHUNK_BYTES, 8);
-    footer.writeUInt32LE(this.digests.length, 12);
+    footer.writeUInt32LE(this.chunks, 12);
     footer.writeBigUInt64LE(BigInt(this.size), 16);
     footer.writeUInt32LE(crc32(table), 24);
     await this.writeData(Buffer.concat([table, footer]), this.size);
@@ -248,7 +298,7 @@ export class BlobFileWriter implements FileSink {
     }
     await this.handle!.close();
     this.handle = undefined;
-    return this.hasher.digest();
+    return digest;
   }
 
   async abort(): Promise<void> {
@@ -266,6 +316,8 @@ export class BlobFileWriter implements FileSink {
 }
 
 export interface BlobFileLayout {
+  /** FILE_VERSION_FLAT or FILE_VERSION_TREE: what the digest table holds. */
+  version: number;
   size: number;
   chunkBytes: number;
   digests: Buffer;
@@ -278,8 +330,12 @@ export async function readLayout(handle: fsp.FileHandle, expectedSize: number): 
   if (fileSize < FOOTER_BYTES) throw corrupt('too short');
   const footer = Buffer.alloc(FOOTER_BYTES);
   await handle.read(footer, 0, FOOTER_BYTES, fileSize - FOOTER_BYTES);
-  if (footer.readUInt32LE(0) !== FILE_MAGIC || footer.readUInt32LE(4) !== 1) throw corrupt('bad footer');
+  const version = footer.readUInt32LE(4);
+  if (footer.readUInt32LE(0) !== FILE_MAGIC || (version !== FILE_VERSION_FLAT && version !== FILE_VERSION_TREE)) throw corrupt('bad footer');
   const chunkBytes = footer.readUInt32LE(8);
+  // A chaining value names a node of the tree: a chunk is one when its size is a power-of-two number of leaves.
+  const leaves = chunkBytes / LEAF_BYTES;
+  if (chunkBytes === 0 || (version === FILE_VERSION_TREE && !(Number.isInteger(leaves) && (leaves & (leaves - 1)) === 0))) throw corrupt('bad chunk size');
   const chunkCount = footer.readUInt32LE(12);
   const size = Number(footer.readBigUInt64LE(16));
   if (size !== expectedSize || chunkCount !== Math.ceil(size / chunkBytes)) throw corrupt('size mismatch');
@@ -287,11 +343,12 @@ export async function readLayout(handle: fsp.FileHandle, expectedSize: number): 
   const digests = Buffer.alloc(chunkCount * DIGEST_BYTES);
   await handle.read(digests, 0, digests.length, size);
   if (crc32(digests) !== footer.readUInt32LE(24)) throw corrupt('digest table checksum');
-  return { size, chunkBytes, digests };
+  return { version, size, chunkBytes, digests };
 }
 
-/** True when the chunk's digest matches the table entry `index`. */
-export async function chunkIntact(layout: BlobFileLayout, index: number, chunk: Buffer, digester: ChunkDigester): Promise<boolean> {
+/** True when the chunk's digest (by the file's version) matches the table entry `index`. */
+export async function chunkIntact(layout: BlobFileLayout, index: number, chunk: Buffer, hashers: ChunkHashers): Promise<boolean> {
   const at = index * DIGEST_BYTES;
-  return (await digester(chunk)).equals(layout.digests.subarray(at, at + DIGEST_BYTES));
+  const actual = layout.version === FILE_VERSION_TREE ? await hashers.chunkCv(chunk, index * layout.chunkBytes, false) : await hashers.digestChunk(chunk);
+  return actual.subarray(0, DIGEST_BYTES).equals(layout.digests.subarray(at, at + DIGEST_BYTES));
 }

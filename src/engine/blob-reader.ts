@@ -10,7 +10,7 @@
 import { promises as fsp } from 'node:fs';
 import { BlobstoreError } from '../errors/errors.js';
 import { Location } from '../index/entry.js';
-import { type BlobFileLayout, chunkIntact, readLayout } from './blob-file.js';
+import { type BlobFileLayout, chunkIntact, FILE_VERSION_TREE, readLayout } from './blob-file.js';
 import { DIGEST_BYTES } from '../hash/blake3.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { Engine } from './engine.js';
@@ -41,7 +41,7 @@ async function readVerified(engine: Engine, handle: fsp.FileHandle, buf: Buffer,
   const length = Math.min(layout.chunkBytes, layout.size - at);
   const chunk = buf.subarray(0, length);
   const digest = layout.digests.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
-  const pooled = engine.workerPool?.readChunk(handle.fd, buf, at, length, digest);
+  const pooled = engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE);
   if (pooled) {
     const [n, readMs, verifyMs] = await pooled;
     const now = performance.now();
@@ -60,7 +60,7 @@ async function readVerified(engine: Engine, handle: fsp.FileHandle, buf: Buffer,
   }
   engine.recorder.stage('read', readStart);
   const verifyStart = performance.now();
-  const intact = await chunkIntact(layout, index, chunk, engine.digestChunk);
+  const intact = await chunkIntact(layout, index, chunk, engine);
   engine.recorder.stage('verify', verifyStart);
   return intact && chunk;
 }

@@ -15,11 +15,14 @@ import { fsyncDir } from './fs-util.js';
 /**
  * 2 (2026-11-26): the index keeps blob records in a journal before merging them (src/index/
  * blob-journal.ts), and entries may carry a CRC-32C; a build that reads format 1 only would miss
- * the journaled records, so it is refused. A format-1 dir is taken and marked 2.
+ * the journaled records, so it is refused.
+ * 3 (2026-11-26, later): new blob files keep their chunks' chaining values in the blob's BLAKE3
+ * tree (blob-file.ts, file version 2); a build that knows format 2 only would take such a file
+ * for a corrupt one, so it is refused. Older dirs are taken and marked 3 (their files still read).
  */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 /** Formats this build opens (the older ones are marked FORMAT_VERSION when opened). */
-const READABLE_FORMATS: readonly unknown[] = [1, 2];
+const READABLE_FORMATS: readonly unknown[] = [1, 2, 3];
 
 export interface DataDir {
   readonly path: string;

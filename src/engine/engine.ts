@@ -14,7 +14,8 @@ import { crc32c } from '../hash/crc32c.js';
 import { BlobIndex } from '../index/blob-index.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from '../blob/id.js';
-import { blobFilePath, BlobFileWriter, type ChunkDigester, type FileSink } from './blob-file.js';
+import { blobFilePath, BlobFileWriter, type ChunkCv, type ChunkDigester, type ChunkHashers, type FileSink } from './blob-file.js';
+import { chunkCvOf } from '../hash/blake3-tree.js';
 import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
 import type { EcRepairQueue, IndexWriter, ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
@@ -91,7 +92,7 @@ const stageRecord = (w: IndexWriter, r: LogRecord): void => {
 /** What an appender gives the log; the log and the applier fill in the rest of the LogRecord. */
 type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance' | 'chunk' | 'at' | 'entry' | 'dataCrc'>;
 
-export class Engine {
+export class Engine implements ChunkHashers {
   readonly pool: BufferPool;
   /** Large uploads whose temp file may still exist. */
   private readonly uploads = new Set<BlobFileWriter>();
@@ -102,8 +103,10 @@ export class Engine {
   private compactor: Compactor | undefined;
   private closed = false;
   private readonly workers: WorkerPool | undefined;
-  /** BLAKE3 of a 1 MiB chunk of a large blob: inline, or in the worker pool (setting chunkDigests). */
+  /** BLAKE3 of a 1 MiB chunk of a format-1 blob file: inline, or in the worker pool (setting chunkDigests). */
   readonly digestChunk: ChunkDigester;
+  /** A chunk's chaining value in its blob's tree (blob files now): inline, or in the worker pool. */
+  readonly chunkCv: ChunkCv;
 
   private constructor(
     readonly config: NodeConfig,
@@ -126,8 +129,10 @@ export class Engine {
       const workers = new WorkerPool(config.poolThreads, config.poolQueueMax);
       this.workers = workers;
       this.digestChunk = (chunk) => workers.digest(chunk);
+      this.chunkCv = (chunk, offset, withRoot) => workers.chunkCv(chunk, offset, withRoot);
     } else {
       this.digestChunk = (chunk) => Promise.resolve(blake3(chunk));
+      this.chunkCv = (chunk, offset, withRoot) => Promise.resolve(chunkCvOf(chunk, offset, withRoot));
     }
   }
 
@@ -305,7 +310,7 @@ export class Engine {
 
   /** Starts a streamed upload to its own file; finish it with commitFile() or abort it. */
   async beginFile(): Promise<FileSink> {
-    const writer = new BlobFileWriter(this.dataDir.path, this.digestChunk, this.space, this.recorder, this.uploads, this.config.blobFileWrites === 'direct');
+    const writer = new BlobFileWriter(this.dataDir.path, this.chunkCv, this.space, this.recorder, this.uploads, this.config.blobFileWrites === 'direct');
     await writer.open();
     return writer;
   }

@@ -1,5 +1,5 @@
 /**
- * The process's worker pool (Piscina): BLAKE3 digests of 1 MiB chunks, verified chunk reads of
+ * The process's worker pool (Piscina): BLAKE3 chaining values and digests of 1 MiB chunks, verified chunk reads of
  * blob files and Reed-Solomon tasks run on the same threads (the worker file exports them all).
  * It takes work only in 1 MiB pieces: a task costs ~65-130 us here, BLAKE3 of 4 KiB ~3 us, so
  * small requests are hashed inline (docs/decisions.md §10). Sized by the settings poolThreads and
@@ -10,7 +10,8 @@ import { SETTINGS } from '../config/settings.js';
 import type { EcTask } from '../ec/worker.js';
 import { blake3 } from '../hash/blake3.js';
 import { compiledPath } from '../util/repo-root.js';
-import type { DigestTask, ReadChunkTask } from './worker.js';
+import { chunkCvOf } from '../hash/blake3-tree.js';
+import type { CvTask, DigestTask, ReadChunkTask } from './worker.js';
 
 export class WorkerPool {
   private readonly piscina: Piscina;
@@ -32,15 +33,25 @@ export class WorkerPool {
     return this.piscina.run(task, { name: 'digest' }).then((d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength));
   }
 
+  /** The chunk's chaining value at `offset` of its blob (blake3-tree.ts; withRoot: its own digest after it), on a worker thread; inline as digest(). */
+  chunkCv(chunk: Buffer, offset: number, withRoot: boolean): Promise<Buffer> {
+    if (!(chunk.buffer instanceof SharedArrayBuffer) || this.piscina.queueSize >= this.queueMax) {
+      return Promise.resolve(chunkCvOf(chunk, offset, withRoot));
+    }
+    const task: CvTask = { buffer: chunk.buffer, offset: chunk.byteOffset, length: chunk.length, at: offset, withRoot };
+    return this.piscina.run(task, { name: 'cv' }).then((d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength));
+  }
+
   /**
    * Reads `length` bytes of file `fd` at `position` into `chunk` and checks them against `digest`,
    * on a worker thread: one hop for the read and its check, so the check runs as far ahead as
    * the read. undefined when the chunk is not in shared memory or the queue is full (the caller
-   * reads on the thread pool and hashes here).
+   * reads on the thread pool and hashes here). `tree`: the digest is the chunk's chaining value in
+   * its blob's tree (a format-2 file), else the chunk's own BLAKE3 digest.
    */
-  readChunk(fd: number, chunk: Buffer, position: number, length: number, digest: Buffer): Promise<[number, number, number]> | undefined {
+  readChunk(fd: number, chunk: Buffer, position: number, length: number, digest: Buffer, tree: boolean): Promise<[number, number, number]> | undefined {
     if (!(chunk.buffer instanceof SharedArrayBuffer) || this.piscina.queueSize >= this.queueMax) return undefined;
-    const task: ReadChunkTask = { fd, position, length, buffer: chunk.buffer, offset: chunk.byteOffset, digest };
+    const task: ReadChunkTask = { fd, position, length, buffer: chunk.buffer, offset: chunk.byteOffset, digest, tree };
     return this.piscina.run(task, { name: 'readChunk' }) as Promise<[number, number, number]>;
   }
 

@@ -1,12 +1,14 @@
 /**
  * The worker side of the process's Piscina pool (pool.ts), one file for every kind of task:
- * `digest`, BLAKE3 of a 1 MiB chunk read in place from shared memory (the chunk buffers are
+ * `cv`, a 1 MiB chunk's chaining value in its blob's BLAKE3 tree, and `digest`, BLAKE3 of a chunk
+ * on its own (a format-1 file's), both read in place from shared memory (the chunk buffers are
  * SharedArrayBuffer views, so nothing is copied); `readChunk`, a chunk of a blob file read into
  * shared memory and checked against its digest in one task; and `ec`, a Reed-Solomon task
  * (src/ec/worker.ts).
  */
 import { blake3 } from '@napi-rs/blake-hash';
 import { readSync } from 'node:fs';
+import { chunkCvOf } from '../hash/blake3-tree.js';
 
 export { default as ec } from '../ec/worker.js';
 
@@ -20,6 +22,16 @@ export function digest(task: DigestTask): Uint8Array {
   return blake3(Buffer.from(task.buffer, task.offset, task.length));
 }
 
+export interface CvTask extends DigestTask {
+  /** The chunk's offset in its blob. */
+  at: number;
+  withRoot: boolean;
+}
+
+export function cv(task: CvTask): Uint8Array {
+  return chunkCvOf(Buffer.from(task.buffer, task.offset, task.length), task.at, task.withRoot);
+}
+
 export interface ReadChunkTask {
   /** An open descriptor of the blob file (descriptors are the process's, so any thread reads it). */
   fd: number;
@@ -27,8 +39,10 @@ export interface ReadChunkTask {
   length: number;
   buffer: SharedArrayBuffer;
   offset: number;
-  /** The chunk's BLAKE3 digest from the file's table. */
+  /** The chunk's digest from the file's table. */
   digest: Uint8Array;
+  /** The digest is the chunk's chaining value at `position` in its blob's tree (format 2), else its own BLAKE3 digest. */
+  tree: boolean;
 }
 
 /**
@@ -45,6 +59,7 @@ export function readChunk(task: ReadChunkTask): [number, number, number] {
     done += n;
   }
   const t1 = performance.now();
-  const intact = blake3(view).equals(task.digest);
+  const actual = task.tree ? chunkCvOf(view, task.position, false) : blake3(view);
+  const intact = actual.equals(task.digest);
   return [intact ? done : -1, t1 - t0, performance.now() - t1];
 }

@@ -1,0 +1,106 @@
+/*
+ * N-API glue of BLAKE3 (blake3.h). It never throws: each function returns 0, or a negative status
+ * for arguments it cannot take, which src/hash/native-blake3.ts turns into an error. Digests and
+ * chaining values are written into the caller's buffers: nothing is allocated per call.
+ */
+#include <stdbool.h>
+
+#include "binding.h"
+#include "blake3.h"
+
+enum {
+    B3_ARG_SRC = -1,   /* src is not a typed array */
+    B3_ARG_DST = -2,   /* a destination is not a typed array, or its offset leaves no 32 bytes */
+    B3_ARG_COUNT = -3, /* counter or count is not a whole number in range, or does not fit src */
+};
+
+/* An integer in 0..max (a JavaScript number holds integers to 2^53). */
+static int get_whole(napi_env env, napi_value v, double max, uint64_t *out) {
+    double d;
+    if (napi_get_value_double(env, v, &d) != napi_ok || !(d >= 0 && d <= max) || d != (double)(uint64_t)d) return 0;
+    *out = (uint64_t)d;
+    return 1;
+}
+
+/* 32 writable bytes at argv[i][argv[i + 1]]; NULL when the arguments do not give them. */
+static uint8_t *out_bytes(napi_env env, const napi_value *argv, size_t i) {
+    uint8_t *dst;
+    size_t len;
+    uint64_t at;
+    if (!typed_array_bytes(env, argv[i], &dst, &len) || !get_whole(env, argv[i + 1], (double)len, &at) || len - at < BLAKE3_OUT_BYTES) return NULL;
+    return dst + at;
+}
+
+/* blake3Hash(src, dst, dstOffset) -> 0: the digest of src at dst[dstOffset .. + 32) */
+static napi_value js_blake3_hash(napi_env env, napi_callback_info info) {
+    size_t argc = 3;
+    napi_value argv[3];
+    uint8_t *src, *out;
+    size_t len;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3 || !typed_array_bytes(env, argv[0], &src, &len)) {
+        return make_int(env, B3_ARG_SRC);
+    }
+    if (!(out = out_bytes(env, argv, 1))) return make_int(env, B3_ARG_DST);
+    blake3_hash(src, len, out);
+    return make_int(env, 0);
+}
+
+/*
+ * blake3Subtree(src, counter, cv, cvOffset[, root, rootOffset]) -> 0: the chaining value of src as
+ * the subtree whose first 1 KiB chunk is number `counter` of the whole input; with `root` (counter
+ * 0 only) also the digest of src alone.
+ */
+static napi_value js_blake3_subtree(napi_env env, napi_callback_info info) {
+    size_t argc = 6;
+    napi_value argv[6];
+    uint8_t *src, *cv, *root = NULL;
+    size_t len;
+    uint64_t counter;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4 || !typed_array_bytes(env, argv[0], &src, &len)) {
+        return make_int(env, B3_ARG_SRC);
+    }
+    if (!get_whole(env, argv[1], 9007199254740991.0, &counter)) return make_int(env, B3_ARG_COUNT);
+    if (!(cv = out_bytes(env, argv, 2))) return make_int(env, B3_ARG_DST);
+    if (argc >= 6) {
+        napi_valuetype t;
+        if (napi_typeof(env, argv[4], &t) != napi_ok) return make_int(env, B3_ARG_DST);
+        if (t != napi_undefined) {
+            if (counter != 0) return make_int(env, B3_ARG_COUNT);
+            if (!(root = out_bytes(env, argv, 4))) return make_int(env, B3_ARG_DST);
+        }
+    }
+    blake3_subtree(src, len, counter, cv, root);
+    return make_int(env, 0);
+}
+
+/* blake3Root(cvs, count, dst, dstOffset) -> 0: the digest joined from cvs[0 .. 32 * count), count >= 2 */
+static napi_value js_blake3_root(napi_env env, napi_callback_info info) {
+    size_t argc = 4;
+    napi_value argv[4];
+    uint8_t *cvs, *out;
+    size_t len;
+    uint64_t count;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4 || !typed_array_bytes(env, argv[0], &cvs, &len)) {
+        return make_int(env, B3_ARG_SRC);
+    }
+    if (!get_whole(env, argv[1], (double)(len / BLAKE3_OUT_BYTES), &count) || count < 2) return make_int(env, B3_ARG_COUNT);
+    if (!(out = out_bytes(env, argv, 2))) return make_int(env, B3_ARG_DST);
+    blake3_root(cvs, (size_t)count, out);
+    return make_int(env, 0);
+}
+
+/* blake3Path() -> the path in use; setBlake3Path(name) -> enum blake3_status ("auto": the widest
+ * supported); blake3Paths() -> [{ name, compiled, supported }], portable first */
+static const path_list blake3_paths = {
+    BLAKE3_PATH_COUNT, blake3_path_name, blake3_path_compiled, blake3_path_supported, blake3_path_current, blake3_path_force, BLAKE3_E_PATH_UNKNOWN,
+};
+
+int define_blake3(napi_env env, napi_value exports) {
+    napi_property_descriptor props[] = {
+        {"blake3Hash", NULL, js_blake3_hash, NULL, NULL, NULL, napi_default, NULL},
+        {"blake3Subtree", NULL, js_blake3_subtree, NULL, NULL, NULL, napi_default, NULL},
+        {"blake3Root", NULL, js_blake3_root, NULL, NULL, NULL, napi_default, NULL},
+    };
+    return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok &&
+           define_path_functions(env, exports, &blake3_paths, "blake3Path", "setBlake3Path", "blake3Paths");
+}

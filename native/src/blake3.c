@@ -1,0 +1,246 @@
+/*
+ * BLAKE3: the portable compression function, the tree over it, and the path choice.
+ *
+ * The tree: the input is cut into 1 KiB chunks (leaves, each hashed block by block with its index
+ * as counter); a parent hashes its two children's chaining values as one block; the left child of
+ * every parent covers the largest power of two of chunks that leaves the right one at least one.
+ * Joining a level's neighbours in pairs, an odd last one moving up unchanged, builds the same
+ * tree, and lets the SIMD kernels take 8 or 16 chunks, then 8 or 16 parents, of a level at once.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "blake3.h"
+#include "blake3_kernels.h"
+#include "cpu.h"
+#include "paths.h"
+
+/* A subtree of at most this many chunks (1 MiB) is hashed level by level in stack arrays. */
+#define FLAT_CHUNKS 1024
+
+const uint32_t blake3_iv[8] = {0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19};
+
+static inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+static inline uint32_t load32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline void store_cv(uint8_t *out, const uint32_t cv[8]) {
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (uint8_t)cv[i];
+        out[4 * i + 1] = (uint8_t)(cv[i] >> 8);
+        out[4 * i + 2] = (uint8_t)(cv[i] >> 16);
+        out[4 * i + 3] = (uint8_t)(cv[i] >> 24);
+    }
+}
+
+static inline void g(uint32_t *v, int a, int b, int c, int d, uint32_t x, uint32_t y) {
+    v[a] += v[b] + x;
+    v[d] = rotr(v[d] ^ v[a], 16);
+    v[c] += v[d];
+    v[b] = rotr(v[b] ^ v[c], 12);
+    v[a] += v[b] + y;
+    v[d] = rotr(v[d] ^ v[a], 8);
+    v[c] += v[d];
+    v[b] = rotr(v[b] ^ v[c], 7);
+}
+
+/* One compression; cv becomes the first half of its output (all a chaining value or a 32-byte digest needs). */
+static void compress(uint32_t cv[8], const uint8_t block[BLAKE3_BLOCK_BYTES], uint32_t block_len, uint64_t counter, uint32_t flags) {
+    uint32_t m[16], v[16];
+    for (int i = 0; i < 16; i++) m[i] = load32(block + 4 * i);
+    memcpy(v, cv, 32);
+    memcpy(v + 8, blake3_iv, 16);
+    v[12] = (uint32_t)counter;
+    v[13] = (uint32_t)(counter >> 32);
+    v[14] = block_len;
+    v[15] = flags;
+    for (int r = 0; r < 7; r++) {
+        const uint8_t *s = blake3_schedule[r];
+        g(v, 0, 4, 8, 12, m[s[0]], m[s[1]]);
+        g(v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
+        g(v, 2, 6, 10, 14, m[s[4]], m[s[5]]);
+        g(v, 3, 7, 11, 15, m[s[6]], m[s[7]]);
+        g(v, 0, 5, 10, 15, m[s[8]], m[s[9]]);
+        g(v, 1, 6, 11, 12, m[s[10]], m[s[11]]);
+        g(v, 2, 7, 8, 13, m[s[12]], m[s[13]]);
+        g(v, 3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; i++) cv[i] = v[i] ^ v[i + 8];
+}
+
+/* A chunk of 0..1024 bytes (0 only as the whole, empty input); `last` is ROOT when it is the whole input. */
+static void chunk(const uint8_t *in, size_t len, uint64_t counter, uint32_t last, uint8_t out[BLAKE3_OUT_BYTES]) {
+    uint32_t cv[8];
+    memcpy(cv, blake3_iv, 32);
+    size_t blocks = len == 0 ? 1 : (len + BLAKE3_BLOCK_BYTES - 1) / BLAKE3_BLOCK_BYTES;
+    for (size_t b = 0; b < blocks; b++) {
+        size_t n = len - b * BLAKE3_BLOCK_BYTES;
+        if (n > BLAKE3_BLOCK_BYTES) n = BLAKE3_BLOCK_BYTES;
+        const uint8_t *p = in + b * BLAKE3_BLOCK_BYTES;
+        uint8_t padded[BLAKE3_BLOCK_BYTES];
+        if (n < BLAKE3_BLOCK_BYTES) {
+            memset(padded, 0, sizeof padded);
+            if (n > 0) memcpy(padded, p, n);
+            p = padded;
+        }
+        uint32_t flags = (b == 0 ? BLAKE3_CHUNK_START : 0) | (b == blocks - 1 ? BLAKE3_CHUNK_END | last : 0);
+        compress(cv, p, (uint32_t)n, counter, flags);
+    }
+    store_cv(out, cv);
+}
+
+/* A parent of the two chaining values in pair[0..64); `extra` is ROOT for the top of the tree. */
+static void parent(const uint8_t pair[2 * BLAKE3_OUT_BYTES], uint32_t extra, uint8_t out[BLAKE3_OUT_BYTES]) {
+    uint32_t cv[8];
+    memcpy(cv, blake3_iv, 32);
+    compress(cv, pair, BLAKE3_BLOCK_BYTES, 0, BLAKE3_PARENT | extra);
+    store_cv(out, cv);
+}
+
+static void many_portable(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment, uint8_t flags,
+                          uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
+    for (size_t j = 0; j < n; j++, in += stride, out += BLAKE3_OUT_BYTES) {
+        uint32_t cv[8];
+        memcpy(cv, blake3_iv, 32);
+        for (size_t b = 0; b < blocks; b++) {
+            uint32_t f = flags | (b == 0 ? flags_start : 0) | (b == blocks - 1 ? flags_end : 0);
+            compress(cv, in + b * BLAKE3_BLOCK_BYTES, BLAKE3_BLOCK_BYTES, counter + (increment ? j : 0), f);
+        }
+        store_cv(out, cv);
+    }
+}
+
+static const char *const path_names[BLAKE3_PATH_COUNT] = {"portable", "avx2", "avx512"};
+
+static blake3_many_kernel *const path_kernels[BLAKE3_PATH_COUNT] = {
+    NULL, /* portable: many_portable */
+#ifndef RS_NO_AVX2
+    blake3_many_avx2,
+#else
+    NULL,
+#endif
+#ifndef RS_NO_AVX512
+    blake3_many_avx512,
+#else
+    NULL,
+#endif
+};
+static const size_t path_lanes[BLAKE3_PATH_COUNT] = {1, 8, 16};
+
+static path_set paths = {path_names, BLAKE3_PATH_COUNT, 0, -1};
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
+static void probe(void) {
+    cpu_features f = cpu_features_read();
+    unsigned runs = 1u << BLAKE3_PATH_PORTABLE;
+    if (f.avx2 && path_kernels[BLAKE3_PATH_AVX2] != NULL) runs |= 1u << BLAKE3_PATH_AVX2;
+    if (f.avx512bw && path_kernels[BLAKE3_PATH_AVX512] != NULL) runs |= 1u << BLAKE3_PATH_AVX512;
+    path_set_init(&paths, runs, "BLOBSTORE_BLAKE3_PATH");
+}
+
+const char *blake3_path_name(int path) { return path >= 0 && path < BLAKE3_PATH_COUNT ? path_names[path] : "unknown"; }
+
+int blake3_path_compiled(int path) {
+    return path == BLAKE3_PATH_PORTABLE || (path > 0 && path < BLAKE3_PATH_COUNT && path_kernels[path] != NULL);
+}
+
+int blake3_path_supported(int path) {
+    pthread_once(&probe_once, probe);
+    return path_set_runs(&paths, path);
+}
+
+int blake3_path_current(void) {
+    pthread_once(&probe_once, probe);
+    return atomic_load(&paths.current);
+}
+
+int blake3_path_force(const char *name) {
+    pthread_once(&probe_once, probe);
+    int p = path_set_force(&paths, name);
+    return p == PATH_UNKNOWN ? BLAKE3_E_PATH_UNKNOWN : p == PATH_UNAVAILABLE ? BLAKE3_E_PATH_UNAVAILABLE : BLAKE3_OK;
+}
+
+/* n inputs, `stride` apart, through the widest kernels that run (16, then 8 at a time), the rest portable. */
+static void many(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment, uint8_t flags,
+                 uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
+    for (int p = blake3_path_current(); p > BLAKE3_PATH_PORTABLE; p--) {
+        if (!path_set_runs(&paths, p)) continue;
+        size_t lanes = path_lanes[p];
+        for (; n >= lanes; n -= lanes, in += lanes * stride, out += lanes * BLAKE3_OUT_BYTES, counter += increment ? lanes : 0) {
+            path_kernels[p](in, stride, blocks, counter, increment, flags, flags_start, flags_end, out);
+        }
+    }
+    many_portable(in, stride, n, blocks, counter, increment, flags, flags_start, flags_end, out);
+}
+
+/* A subtree of 2..FLAT_CHUNKS chunks: all its leaves, then its levels, SIMD-wide; the top parent last. */
+__attribute__((noinline)) static void subtree_flat(const uint8_t *in, size_t len, uint64_t counter, uint8_t cv[BLAKE3_OUT_BYTES], uint8_t *root) {
+    uint8_t a[FLAT_CHUNKS * BLAKE3_OUT_BYTES], b[FLAT_CHUNKS / 2 * BLAKE3_OUT_BYTES + BLAKE3_OUT_BYTES];
+    size_t n = (len + BLAKE3_CHUNK_BYTES - 1) / BLAKE3_CHUNK_BYTES;
+    size_t whole = len / BLAKE3_CHUNK_BYTES;
+    many(in, BLAKE3_CHUNK_BYTES, whole, BLAKE3_CHUNK_BYTES / BLAKE3_BLOCK_BYTES, counter, 1, 0, BLAKE3_CHUNK_START, BLAKE3_CHUNK_END, a);
+    if (whole < n) chunk(in + whole * BLAKE3_CHUNK_BYTES, len - whole * BLAKE3_CHUNK_BYTES, counter + whole, 0, a + whole * BLAKE3_OUT_BYTES);
+    uint8_t *src = a, *dst = b;
+    while (n > 2) {
+        size_t pairs = n / 2;
+        many(src, 2 * BLAKE3_OUT_BYTES, pairs, 1, 0, 0, BLAKE3_PARENT, 0, 0, dst);
+        if (n & 1) memcpy(dst + pairs * BLAKE3_OUT_BYTES, src + (n - 1) * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
+        n = pairs + (n & 1);
+        uint8_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    parent(src, 0, cv);
+    if (root) parent(src, BLAKE3_ROOT, root);
+}
+
+/* The largest power of two below n (n >= 2). */
+static uint64_t left_count(uint64_t n) {
+    uint64_t p = 1;
+    while (p * 2 < n) p *= 2;
+    return p;
+}
+
+void blake3_subtree(const uint8_t *in, size_t len, uint64_t counter, uint8_t cv[BLAKE3_OUT_BYTES], uint8_t *root) {
+    size_t n = len <= BLAKE3_CHUNK_BYTES ? 1 : (len + BLAKE3_CHUNK_BYTES - 1) / BLAKE3_CHUNK_BYTES;
+    if (n == 1) {
+        chunk(in, len, counter, 0, cv);
+        if (root) chunk(in, len, counter, BLAKE3_ROOT, root);
+    } else if (n <= FLAT_CHUNKS) {
+        subtree_flat(in, len, counter, cv, root);
+    } else {
+        uint8_t pair[2 * BLAKE3_OUT_BYTES];
+        size_t left = (size_t)left_count(n) * BLAKE3_CHUNK_BYTES;
+        blake3_subtree(in, left, counter, pair, NULL);
+        blake3_subtree(in + left, len - left, counter + left / BLAKE3_CHUNK_BYTES, pair + BLAKE3_OUT_BYTES, NULL);
+        parent(pair, 0, cv);
+        if (root) parent(pair, BLAKE3_ROOT, root);
+    }
+}
+
+void blake3_hash(const uint8_t *in, size_t len, uint8_t out[BLAKE3_OUT_BYTES]) {
+    if (len <= BLAKE3_CHUNK_BYTES) {
+        chunk(in, len, 0, BLAKE3_ROOT, out);
+        return;
+    }
+    uint8_t cv[BLAKE3_OUT_BYTES];
+    blake3_subtree(in, len, 0, cv, out);
+}
+
+/* The chaining value of cvs[0..n) joined as one subtree (n >= 1). */
+static void join(const uint8_t *cvs, size_t n, uint32_t extra, uint8_t out[BLAKE3_OUT_BYTES]) {
+    if (n == 1) {
+        memcpy(out, cvs, BLAKE3_OUT_BYTES);
+        return;
+    }
+    uint8_t pair[2 * BLAKE3_OUT_BYTES];
+    size_t left = (size_t)left_count(n);
+    join(cvs, left, 0, pair);
+    join(cvs + left * BLAKE3_OUT_BYTES, n - left, 0, pair + BLAKE3_OUT_BYTES);
+    parent(pair, extra, out);
+}
+
+void blake3_root(const uint8_t *cvs, size_t n, uint8_t out[BLAKE3_OUT_BYTES]) { join(cvs, n, BLAKE3_ROOT, out); }

@@ -1,0 +1,101 @@
+/*
+ * BLAKE3, 8 inputs at once (built with -mavx2): each of the 16 state vectors holds one state word
+ * of all 8 inputs, so a round is the scalar round on vectors. The message blocks arrive one input
+ * per row and are transposed 8x8 (32-bit words) into that layout; the chaining values are
+ * transposed back at the end. Rotations by 16 and 8 are byte shuffles, by 12 and 7 two shifts.
+ */
+#ifndef RS_NO_AVX2
+#include <immintrin.h>
+
+#include "blake3_kernels.h"
+
+#define LANES BLAKE3_AVX2_LANES
+
+static inline __m256i rot16(__m256i x) {
+    return _mm256_shuffle_epi8(x, _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
+                                                   2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+}
+
+static inline __m256i rot8(__m256i x) {
+    return _mm256_shuffle_epi8(x, _mm256_setr_epi8(1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12,
+                                                   1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12));
+}
+
+static inline __m256i rot12(__m256i x) { return _mm256_or_si256(_mm256_srli_epi32(x, 12), _mm256_slli_epi32(x, 20)); }
+static inline __m256i rot7(__m256i x) { return _mm256_or_si256(_mm256_srli_epi32(x, 7), _mm256_slli_epi32(x, 25)); }
+
+#define G(a, b, c, d, x, y)                                        \
+    do {                                                           \
+        v[a] = _mm256_add_epi32(_mm256_add_epi32(v[a], v[b]), x); \
+        v[d] = rot16(_mm256_xor_si256(v[d], v[a]));                \
+        v[c] = _mm256_add_epi32(v[c], v[d]);                       \
+        v[b] = rot12(_mm256_xor_si256(v[b], v[c]));                \
+        v[a] = _mm256_add_epi32(_mm256_add_epi32(v[a], v[b]), y); \
+        v[d] = rot8(_mm256_xor_si256(v[d], v[a]));                 \
+        v[c] = _mm256_add_epi32(v[c], v[d]);                       \
+        v[b] = rot7(_mm256_xor_si256(v[b], v[c]));                 \
+    } while (0)
+
+/* Rows r[0..8) of 8 words each become columns: afterwards r[i] holds word i of every former row. */
+static inline void transpose8(__m256i r[8]) {
+    __m256i t[8], u[8];
+    for (int k = 0; k < 4; k++) {
+        t[2 * k] = _mm256_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
+    }
+    for (int h = 0; h < 2; h++) { /* rows 0-3, then 4-7: words (0|4), (1|5), (2|6), (3|7) by 128-bit half */
+        u[4 * h] = _mm256_unpacklo_epi64(t[4 * h], t[4 * h + 2]);
+        u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h], t[4 * h + 2]);
+        u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+        u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+    }
+    for (int w = 0; w < 4; w++) {
+        r[w] = _mm256_permute2x128_si256(u[w], u[4 + w], 0x20);
+        r[4 + w] = _mm256_permute2x128_si256(u[w], u[4 + w], 0x31);
+    }
+}
+
+void blake3_many_avx2(const uint8_t *in, size_t stride, size_t blocks, uint64_t counter, int increment, uint8_t flags,
+                      uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
+    __m256i h[8];
+    for (int i = 0; i < 8; i++) h[i] = _mm256_set1_epi32((int)blake3_iv[i]);
+    uint32_t lo[LANES], hi[LANES];
+    for (int j = 0; j < LANES; j++) {
+        uint64_t c = counter + (increment ? (uint64_t)j : 0);
+        lo[j] = (uint32_t)c;
+        hi[j] = (uint32_t)(c >> 32);
+    }
+    const __m256i counter_lo = _mm256_loadu_si256((const __m256i *)lo), counter_hi = _mm256_loadu_si256((const __m256i *)hi);
+    for (size_t b = 0; b < blocks; b++) {
+        __m256i m[16];
+        for (int j = 0; j < LANES; j++) {
+            const uint8_t *p = in + (size_t)j * stride + b * BLAKE3_BLOCK_BYTES;
+            m[j] = _mm256_loadu_si256((const __m256i *)p);
+            m[8 + j] = _mm256_loadu_si256((const __m256i *)(p + 32));
+        }
+        transpose8(m);
+        transpose8(m + 8);
+        uint32_t f = flags | (b == 0 ? flags_start : 0) | (b == blocks - 1 ? flags_end : 0);
+        __m256i v[16] = {
+            h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7],
+            _mm256_set1_epi32((int)blake3_iv[0]), _mm256_set1_epi32((int)blake3_iv[1]),
+            _mm256_set1_epi32((int)blake3_iv[2]), _mm256_set1_epi32((int)blake3_iv[3]),
+            counter_lo, counter_hi, _mm256_set1_epi32(BLAKE3_BLOCK_BYTES), _mm256_set1_epi32((int)f),
+        };
+        for (int r = 0; r < 7; r++) {
+            const uint8_t *s = blake3_schedule[r];
+            G(0, 4, 8, 12, m[s[0]], m[s[1]]);
+            G(1, 5, 9, 13, m[s[2]], m[s[3]]);
+            G(2, 6, 10, 14, m[s[4]], m[s[5]]);
+            G(3, 7, 11, 15, m[s[6]], m[s[7]]);
+            G(0, 5, 10, 15, m[s[8]], m[s[9]]);
+            G(1, 6, 11, 12, m[s[10]], m[s[11]]);
+            G(2, 7, 8, 13, m[s[12]], m[s[13]]);
+            G(3, 4, 9, 14, m[s[14]], m[s[15]]);
+        }
+        for (int i = 0; i < 8; i++) h[i] = _mm256_xor_si256(v[i], v[i + 8]);
+    }
+    transpose8(h);
+    for (int j = 0; j < LANES; j++) _mm256_storeu_si256((__m256i *)(out + 32 * j), h[j]);
+}
+#endif

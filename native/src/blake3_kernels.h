@@ -1,0 +1,54 @@
+/*
+ * What blake3.c shares with its SIMD kernels: the constants, the flags, and the one operation a
+ * kernel does, hashing `lanes` independent inputs side by side (each vector register holds the
+ * same state word of every input).
+ */
+#ifndef BLOBSTORE_BLAKE3_KERNELS_H
+#define BLOBSTORE_BLAKE3_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BLAKE3_BLOCK_BYTES 64
+
+enum {
+    BLAKE3_CHUNK_START = 1,
+    BLAKE3_CHUNK_END = 2,
+    BLAKE3_PARENT = 4,
+    BLAKE3_ROOT = 8,
+};
+
+/* The initial chaining value (unkeyed hashing): SHA-256's. */
+extern const uint32_t blake3_iv[8];
+/*
+ * blake3_schedule[r][i]: the message word G takes as its i-th input in round r (the permutation
+ * 2 6 3 10 7 0 4 13 1 11 12 5 9 14 15 8 applied r times). Here, not in blake3.c, so that each
+ * kernel's compiler sees the indices as constants.
+ */
+static const uint8_t blake3_schedule[7][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},  {2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8},
+    {3, 4, 10, 12, 13, 2, 7, 14, 6, 5, 9, 0, 11, 15, 8, 1},  {10, 7, 12, 9, 14, 3, 13, 15, 4, 0, 11, 2, 5, 8, 1, 6},
+    {12, 13, 9, 11, 15, 10, 14, 8, 7, 2, 5, 3, 0, 1, 6, 4},  {9, 14, 11, 5, 8, 12, 15, 1, 13, 3, 0, 10, 2, 6, 4, 7},
+    {11, 15, 5, 0, 1, 9, 8, 6, 14, 10, 2, 12, 3, 4, 7, 13},
+};
+
+/*
+ * Hashes `lanes` inputs (the kernel's width), input j at in + j * stride, each `blocks` whole
+ * 64-byte blocks from the IV: input j's counter is counter + j when `increment` (chunks) else
+ * counter (parents); every block has `flags`, the first also `flags_start` and the last also
+ * `flags_end`. Writes input j's chaining value to out[32j .. 32j + 32). out may not overlap the
+ * inputs.
+ */
+typedef void blake3_many_kernel(const uint8_t *in, size_t stride, size_t blocks, uint64_t counter, int increment, uint8_t flags,
+                                uint8_t flags_start, uint8_t flags_end, uint8_t *out);
+
+#ifndef RS_NO_AVX2
+#define BLAKE3_AVX2_LANES 8
+blake3_many_kernel blake3_many_avx2;
+#endif
+#ifndef RS_NO_AVX512
+#define BLAKE3_AVX512_LANES 16
+blake3_many_kernel blake3_many_avx512;
+#endif
+
+#endif
