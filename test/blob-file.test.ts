@@ -15,6 +15,7 @@ import { directWriteBytes } from '../src/engine/fs-util.js';
 import { blake3 } from '../src/hash/blake3.js';
 import { chunkCvOf } from '../src/hash/blake3-tree.js';
 import { LOCAL_STORE } from '../src/blob/meta.js';
+import { DEFAULT_POLICY } from '../src/blob/policy.js';
 import { flipByte, patternBytes } from './helpers/blobs.js';
 import { openEngine, testConfig } from './helpers/engine.js';
 
@@ -93,7 +94,7 @@ describe('the digest table', () => {
   async function stored(e: Engine): Promise<{ path: string; meta: NonNullable<ReturnType<Engine['stat']>> }> {
     const sink = await e.beginFile();
     for (const c of chunks) await sink.write(c);
-    const put = await e.commitFile(sink, await sink.finish(), 'replicated', Buffer.alloc(0), LOCAL_STORE);
+    const put = await e.commitFile(sink, await sink.finish(), DEFAULT_POLICY, Buffer.alloc(0), LOCAL_STORE);
     const meta = e.stat(put.id)!;
     return { path: e.filePath(meta), meta };
   }

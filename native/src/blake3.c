@@ -5,7 +5,7 @@
  * as counter); a parent hashes its two children's chaining values as one block; the left child of
  * every parent covers the largest power of two of chunks that leaves the right one at least one.
  * Joining a level's neighbours in pairs, an odd last one moving up unchanged, builds the same
- * tree, and lets the SIMD kernels take 8 or 16 chunks, then 8 or 16 parents, of a level at once.
+ * tree, and lets the SIMD kernels take 4, 8 or 16 chunks, then as many parents, of a level at once.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -115,20 +115,25 @@ static void many_portable(const uint8_t *in, size_t stride, size_t n, size_t blo
 
 static const char *const path_names[BLAKE3_PATH_COUNT] = {"portable", "avx2", "avx512"};
 
-static blake3_many_kernel *const path_kernels[BLAKE3_PATH_COUNT] = {
-    NULL, /* portable: many_portable */
+/* Each path's kernels, widest first: a level is taken as wide as it goes, the rest narrower. */
+typedef struct {
+    size_t lanes;
+    blake3_many_kernel *kernel;
+} width;
+#define WIDTHS 3
+static const width path_widths[BLAKE3_PATH_COUNT][WIDTHS] = {
+    {{0, NULL}}, /* portable: many_portable */
 #ifndef RS_NO_AVX2
-    blake3_many_avx2,
+    {{8, blake3_many8_avx2}, {4, blake3_many4_avx2}},
 #else
-    NULL,
+    {{0, NULL}},
 #endif
 #ifndef RS_NO_AVX512
-    blake3_many_avx512,
+    {{16, blake3_many16_avx512}, {8, blake3_many8_avx512vl}, {4, blake3_many4_avx512vl}},
 #else
-    NULL,
+    {{0, NULL}},
 #endif
 };
-static const size_t path_lanes[BLAKE3_PATH_COUNT] = {1, 8, 16};
 
 static path_set paths = {path_names, BLAKE3_PATH_COUNT, 0, -1};
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
@@ -136,15 +141,15 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static void probe(void) {
     cpu_features f = cpu_features_read();
     unsigned runs = 1u << BLAKE3_PATH_PORTABLE;
-    if (f.avx2 && path_kernels[BLAKE3_PATH_AVX2] != NULL) runs |= 1u << BLAKE3_PATH_AVX2;
-    if (f.avx512bw && path_kernels[BLAKE3_PATH_AVX512] != NULL) runs |= 1u << BLAKE3_PATH_AVX512;
+    if (f.avx2 && blake3_path_compiled(BLAKE3_PATH_AVX2)) runs |= 1u << BLAKE3_PATH_AVX2;
+    if (f.avx512vl && blake3_path_compiled(BLAKE3_PATH_AVX512)) runs |= 1u << BLAKE3_PATH_AVX512;
     path_set_init(&paths, runs, "BLOBSTORE_BLAKE3_PATH");
 }
 
 const char *blake3_path_name(int path) { return path >= 0 && path < BLAKE3_PATH_COUNT ? path_names[path] : "unknown"; }
 
 int blake3_path_compiled(int path) {
-    return path == BLAKE3_PATH_PORTABLE || (path > 0 && path < BLAKE3_PATH_COUNT && path_kernels[path] != NULL);
+    return path == BLAKE3_PATH_PORTABLE || (path > 0 && path < BLAKE3_PATH_COUNT && path_widths[path][0].kernel != NULL);
 }
 
 int blake3_path_supported(int path) {
@@ -163,17 +168,27 @@ int blake3_path_force(const char *name) {
     return p == PATH_UNKNOWN ? BLAKE3_E_PATH_UNKNOWN : p == PATH_UNAVAILABLE ? BLAKE3_E_PATH_UNAVAILABLE : BLAKE3_OK;
 }
 
-/* n inputs, `stride` apart, through the widest kernels that run (16, then 8 at a time), the rest portable. */
+/*
+ * n inputs, `stride` apart, through the current path's kernels, widest first; 2 or 3 left over go
+ * through the narrowest with lanes to spare (still ~2x faster than one at a time), one alone
+ * through the portable code.
+ */
 static void many(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment, uint8_t flags,
                  uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
-    for (int p = blake3_path_current(); p > BLAKE3_PATH_PORTABLE; p--) {
-        if (!path_set_runs(&paths, p)) continue;
-        size_t lanes = path_lanes[p];
-        for (; n >= lanes; n -= lanes, in += lanes * stride, out += lanes * BLAKE3_OUT_BYTES, counter += increment ? lanes : 0) {
-            path_kernels[p](in, stride, blocks, counter, increment, flags, flags_start, flags_end, out);
+    const width *w = path_widths[blake3_path_current()];
+    const width *narrowest = NULL;
+    for (int k = 0; k < WIDTHS && w[k].kernel != NULL; k++) {
+        narrowest = &w[k];
+        for (; n >= w[k].lanes; n -= w[k].lanes, in += w[k].lanes * stride, out += w[k].lanes * BLAKE3_OUT_BYTES) {
+            w[k].kernel(in, stride, w[k].lanes, blocks, counter, increment, flags, flags_start, flags_end, out);
+            if (increment) counter += w[k].lanes;
         }
     }
-    many_portable(in, stride, n, blocks, counter, increment, flags, flags_start, flags_end, out);
+    if (n >= 2 && narrowest != NULL) {
+        narrowest->kernel(in, stride, n, blocks, counter, increment, flags, flags_start, flags_end, out);
+    } else {
+        many_portable(in, stride, n, blocks, counter, increment, flags, flags_start, flags_end, out);
+    }
 }
 
 /* A subtree of 2..FLAT_CHUNKS chunks: all its leaves, then its levels, SIMD-wide; the top parent last. */

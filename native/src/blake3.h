@@ -4,8 +4,8 @@
  * blob's own BLAKE3 tree, so one pass over the bytes gives both the content hash (the root, from
  * those chaining values) and what each chunk is checked against on a read (docs/decisions.md §10).
  *
- * Paths: portable, AVX2 (8 BLAKE3 chunks or parents at once) and AVX-512 (16), picked once by
- * CPUID; BLOBSTORE_BLAKE3_PATH or blake3_path_force pins one for tests and benches.
+ * Paths: portable, AVX2 (8 and 4 BLAKE3 chunks or parents at once) and AVX-512 with VL (16, 8 and
+ * 4, rotations in one instruction), picked once by CPUID; BLOBSTORE_BLAKE3_PATH or blake3_path_force pins one for tests and benches.
  */
 #ifndef BLOBSTORE_BLAKE3_H
 #define BLOBSTORE_BLAKE3_H

@@ -33,22 +33,24 @@ static const uint8_t blake3_schedule[7][16] = {
 };
 
 /*
- * Hashes `lanes` inputs (the kernel's width), input j at in + j * stride, each `blocks` whole
- * 64-byte blocks from the IV: input j's counter is counter + j when `increment` (chunks) else
- * counter (parents); every block has `flags`, the first also `flags_start` and the last also
- * `flags_end`. Writes input j's chaining value to out[32j .. 32j + 32). out may not overlap the
- * inputs.
+ * Hashes n inputs (1 <= n <= the kernel's width; the unused lanes compute a copy of input 0),
+ * input j at in + j * stride, each `blocks` whole 64-byte blocks from the IV: input j's counter
+ * is counter + j when `increment` (chunks) else counter (parents); every block has `flags`, the
+ * first also `flags_start` and the last also `flags_end`. Writes input j's chaining value to
+ * out[32j .. 32j + 32). out may not overlap the inputs.
  */
-typedef void blake3_many_kernel(const uint8_t *in, size_t stride, size_t blocks, uint64_t counter, int increment, uint8_t flags,
-                                uint8_t flags_start, uint8_t flags_end, uint8_t *out);
+typedef void blake3_many_kernel(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment,
+                                uint8_t flags, uint8_t flags_start, uint8_t flags_end, uint8_t *out);
 
+/*
+ * The kernels by width. blake3_x4.c and blake3_x8.c are each compiled twice: for AVX2 (rotations
+ * by byte shuffles and shifts) and, as *_vl.c, for AVX-512 VL (one rotate instruction).
+ */
 #ifndef RS_NO_AVX2
-#define BLAKE3_AVX2_LANES 8
-blake3_many_kernel blake3_many_avx2;
+blake3_many_kernel blake3_many4_avx2, blake3_many8_avx2;
 #endif
 #ifndef RS_NO_AVX512
-#define BLAKE3_AVX512_LANES 16
-blake3_many_kernel blake3_many_avx512;
+blake3_many_kernel blake3_many4_avx512vl, blake3_many8_avx512vl, blake3_many16_avx512;
 #endif
 
 #endif

@@ -28,6 +28,7 @@ cpu_features cpu_features_read(void) {
     f.avx2 = (b >> 5) & 1;
     f.avx512bw = zmm_os && ((b >> 16) & 1) && ((b >> 30) & 1);
     f.avx512vbmi = f.avx512bw && ((c >> 1) & 1);
+    f.avx512vl = f.avx512bw && ((b >> 31) & 1);
     f.gfni = (c >> 8) & 1;
     return f;
 }

@@ -6,7 +6,7 @@
  * Invariant checks: every node agrees on the member list and ring version; every acknowledged
  * blob reads back byte-exact from every node.
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { expect } from 'vitest';
 import { type NodeProcess, startNode, tempDir } from './node-process.js';
@@ -14,13 +14,41 @@ import { type NodeProcess, startNode, tempDir } from './node-process.js';
 export const HEARTBEAT_MS = 200;
 export const OFFLINE_MS = 1500;
 
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port free on `host` now, below the kernel's ephemeral range: a port picked for a node that
+ * starts later must not be taken meanwhile by a client connection's local port or by a listener
+ * on port 0, which the kernel takes from that range (a node once failed to start so, its port
+ * taken while the ones before it started). Random, so that test files running side by side
+ * rarely pick the same one, and checked by binding it.
+ */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const low = 10_000;
+  const high = ephemeralLow() - 1;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (await bindable(host, port)) return port;
+  }
+  return bindable(host, 0);
+}
+
+/** The first port of the kernel's ephemeral range (32768 when it cannot be read). */
+function ephemeralLow(): number {
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return first > 11_000 ? first : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Binds `port` (0: any) on `host` and lets it go: the port bound, or 0 when it was taken. */
+function bindable(host: string, port: number): Promise<number> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
+    server.once('error', () => resolve(0));
+    server.listen(port, host, () => {
+      const bound = (server.address() as { port: number }).port;
+      server.close(() => resolve(bound));
     });
   });
 }

@@ -1,5 +1,5 @@
 /*
- * BLAKE3, 16 inputs at once (built with -mavx512f -mavx512bw): the AVX2 kernel's layout on 512-bit
+ * BLAKE3, 16 inputs at once (built with -mavx512f -mavx512bw): blake3_x8.c's layout on 512-bit
  * vectors, where one input's 64-byte block is one row, so a 16x16 transpose (32-bit words: two
  * unpack steps within 128-bit lanes, then two 128-bit lane shuffles) turns 16 blocks into the 16
  * message vectors. AVX-512 rotates in one instruction.
@@ -9,7 +9,7 @@
 
 #include "blake3_kernels.h"
 
-#define LANES BLAKE3_AVX512_LANES
+#define LANES 16
 
 #define G(a, b, c, d, x, y)                                        \
     do {                                                           \
@@ -48,20 +48,22 @@ static inline void transpose16(__m512i r[16]) {
     }
 }
 
-void blake3_many_avx512(const uint8_t *in, size_t stride, size_t blocks, uint64_t counter, int increment, uint8_t flags,
-                        uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
+void blake3_many16_avx512(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment, uint8_t flags,
+                          uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
     __m512i h[16];
     for (int i = 0; i < 8; i++) h[i] = _mm512_set1_epi32((int)blake3_iv[i]);
     uint32_t lo[LANES], hi[LANES];
-    for (int j = 0; j < LANES; j++) {
-        uint64_t c = counter + (increment ? (uint64_t)j : 0);
+    const uint8_t *row[LANES];
+    for (size_t j = 0; j < LANES; j++) {
+        uint64_t c = counter + (increment ? j : 0);
         lo[j] = (uint32_t)c;
         hi[j] = (uint32_t)(c >> 32);
+        row[j] = in + (j < n ? j : 0) * stride;
     }
     const __m512i counter_lo = _mm512_loadu_si512(lo), counter_hi = _mm512_loadu_si512(hi);
     for (size_t b = 0; b < blocks; b++) {
         __m512i m[16];
-        for (int j = 0; j < LANES; j++) m[j] = _mm512_loadu_si512(in + (size_t)j * stride + b * BLAKE3_BLOCK_BYTES);
+        for (int j = 0; j < LANES; j++) m[j] = _mm512_loadu_si512(row[j] + b * BLAKE3_BLOCK_BYTES);
         transpose16(m);
         uint32_t f = flags | (b == 0 ? flags_start : 0) | (b == blocks - 1 ? flags_end : 0);
         __m512i v[16] = {
@@ -86,6 +88,6 @@ void blake3_many_avx512(const uint8_t *in, size_t stride, size_t blocks, uint64_
     /* Rows 8..15 are padding: after the transpose, input j's chaining value is the low half of h[j]. */
     for (int i = 8; i < 16; i++) h[i] = _mm512_setzero_si512();
     transpose16(h);
-    for (int j = 0; j < LANES; j++) _mm256_storeu_si256((__m256i *)(out + 32 * j), _mm512_castsi512_si256(h[j]));
+    for (size_t j = 0; j < n; j++) _mm256_storeu_si256((__m256i *)(out + 32 * j), _mm512_castsi512_si256(h[j]));
 }
 #endif

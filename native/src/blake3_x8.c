@@ -1,15 +1,21 @@
 /*
- * BLAKE3, 8 inputs at once (built with -mavx2): each of the 16 state vectors holds one state word
+ * BLAKE3, 8 inputs at once on 256-bit vectors: each of the 16 state vectors holds one state word
  * of all 8 inputs, so a round is the scalar round on vectors. The message blocks arrive one input
  * per row and are transposed 8x8 (32-bit words) into that layout; the chaining values are
- * transposed back at the end. Rotations by 16 and 8 are byte shuffles, by 12 and 7 two shifts.
+ * transposed back at the end. Built with -mavx2, rotations by 16 and 8 are byte shuffles and by 12
+ * and 7 two shifts; built again as blake3_x8_vl.c with AVX-512 VL, each is one instruction.
  */
-#ifndef RS_NO_AVX2
+#if (defined(BLAKE3_VL) && !defined(RS_NO_AVX512)) || (!defined(BLAKE3_VL) && !defined(RS_NO_AVX2))
 #include <immintrin.h>
 
 #include "blake3_kernels.h"
 
-#define LANES BLAKE3_AVX2_LANES
+#ifdef BLAKE3_VL
+#define KERNEL blake3_many8_avx512vl
+#define ROT(x, n) _mm256_ror_epi32(x, n)
+#else
+#define KERNEL blake3_many8_avx2
+#define ROT(x, n) rot##n(x)
 
 static inline __m256i rot16(__m256i x) {
     return _mm256_shuffle_epi8(x, _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
@@ -23,17 +29,20 @@ static inline __m256i rot8(__m256i x) {
 
 static inline __m256i rot12(__m256i x) { return _mm256_or_si256(_mm256_srli_epi32(x, 12), _mm256_slli_epi32(x, 20)); }
 static inline __m256i rot7(__m256i x) { return _mm256_or_si256(_mm256_srli_epi32(x, 7), _mm256_slli_epi32(x, 25)); }
+#endif
+
+#define LANES 8
 
 #define G(a, b, c, d, x, y)                                        \
     do {                                                           \
         v[a] = _mm256_add_epi32(_mm256_add_epi32(v[a], v[b]), x); \
-        v[d] = rot16(_mm256_xor_si256(v[d], v[a]));                \
+        v[d] = ROT(_mm256_xor_si256(v[d], v[a]), 16);              \
         v[c] = _mm256_add_epi32(v[c], v[d]);                       \
-        v[b] = rot12(_mm256_xor_si256(v[b], v[c]));                \
+        v[b] = ROT(_mm256_xor_si256(v[b], v[c]), 12);              \
         v[a] = _mm256_add_epi32(_mm256_add_epi32(v[a], v[b]), y); \
-        v[d] = rot8(_mm256_xor_si256(v[d], v[a]));                 \
+        v[d] = ROT(_mm256_xor_si256(v[d], v[a]), 8);               \
         v[c] = _mm256_add_epi32(v[c], v[d]);                       \
-        v[b] = rot7(_mm256_xor_si256(v[b], v[c]));                 \
+        v[b] = ROT(_mm256_xor_si256(v[b], v[c]), 7);               \
     } while (0)
 
 /* Rows r[0..8) of 8 words each become columns: afterwards r[i] holds word i of every former row. */
@@ -55,21 +64,23 @@ static inline void transpose8(__m256i r[8]) {
     }
 }
 
-void blake3_many_avx2(const uint8_t *in, size_t stride, size_t blocks, uint64_t counter, int increment, uint8_t flags,
-                      uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
+void KERNEL(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment, uint8_t flags,
+            uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
     __m256i h[8];
     for (int i = 0; i < 8; i++) h[i] = _mm256_set1_epi32((int)blake3_iv[i]);
     uint32_t lo[LANES], hi[LANES];
-    for (int j = 0; j < LANES; j++) {
-        uint64_t c = counter + (increment ? (uint64_t)j : 0);
+    const uint8_t *row[LANES];
+    for (size_t j = 0; j < LANES; j++) {
+        uint64_t c = counter + (increment ? j : 0);
         lo[j] = (uint32_t)c;
         hi[j] = (uint32_t)(c >> 32);
+        row[j] = in + (j < n ? j : 0) * stride;
     }
     const __m256i counter_lo = _mm256_loadu_si256((const __m256i *)lo), counter_hi = _mm256_loadu_si256((const __m256i *)hi);
     for (size_t b = 0; b < blocks; b++) {
         __m256i m[16];
         for (int j = 0; j < LANES; j++) {
-            const uint8_t *p = in + (size_t)j * stride + b * BLAKE3_BLOCK_BYTES;
+            const uint8_t *p = row[j] + b * BLAKE3_BLOCK_BYTES;
             m[j] = _mm256_loadu_si256((const __m256i *)p);
             m[8 + j] = _mm256_loadu_si256((const __m256i *)(p + 32));
         }
@@ -96,6 +107,6 @@ void blake3_many_avx2(const uint8_t *in, size_t stride, size_t blocks, uint64_t 
         for (int i = 0; i < 8; i++) h[i] = _mm256_xor_si256(v[i], v[i + 8]);
     }
     transpose8(h);
-    for (int j = 0; j < LANES; j++) _mm256_storeu_si256((__m256i *)(out + 32 * j), h[j]);
+    for (size_t j = 0; j < n; j++) _mm256_storeu_si256((__m256i *)(out + 32 * j), h[j]);
 }
 #endif
