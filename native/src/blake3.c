@@ -57,6 +57,7 @@ static void compress(uint32_t cv[8], const uint8_t block[BLAKE3_BLOCK_BYTES], ui
     v[13] = (uint32_t)(counter >> 32);
     v[14] = block_len;
     v[15] = flags;
+#pragma GCC unroll 7
     for (int r = 0; r < 7; r++) {
         const uint8_t *s = blake3_schedule[r];
         g(v, 0, 4, 8, 12, m[s[0]], m[s[1]]);

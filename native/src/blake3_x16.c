@@ -72,6 +72,8 @@ void blake3_many16_avx512(const uint8_t *in, size_t stride, size_t n, size_t blo
             _mm512_set1_epi32((int)blake3_iv[2]), _mm512_set1_epi32((int)blake3_iv[3]),
             counter_lo, counter_hi, _mm512_set1_epi32(BLAKE3_BLOCK_BYTES), _mm512_set1_epi32((int)f),
         };
+        /* Unrolled, so that the schedule's indices are constants and the state stays in registers. */
+#pragma GCC unroll 7
         for (int r = 0; r < 7; r++) {
             const uint8_t *s = blake3_schedule[r];
             G(0, 4, 8, 12, m[s[0]], m[s[1]]);
