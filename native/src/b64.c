@@ -69,7 +69,6 @@ static b64_kernel *const path_kernels[B64_PATH_COUNT] = {
 };
 
 static path_set paths = {path_names, B64_PATH_COUNT, 0, -1};
-static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
 static unsigned probe_paths(void) {
     cpu_features f = cpu_features_read();
@@ -92,21 +91,9 @@ int b64_path_compiled(int path) {
     return path == B64_PATH_PORTABLE || (path > 0 && path < B64_PATH_COUNT && path_kernels[path] != NULL);
 }
 
-int b64_path_supported(int path) {
-    pthread_once(&probe_once, probe);
-    return path_set_runs(&paths, path);
-}
+PATH_SET_FUNCTIONS(b64, paths, probe)
 
-int b64_path_current(void) {
-    pthread_once(&probe_once, probe);
-    return atomic_load(&paths.current);
-}
-
-int b64_path_force(const char *name) {
-    pthread_once(&probe_once, probe);
-    int p = path_set_force(&paths, name);
-    return p == PATH_UNKNOWN ? B64_E_PATH_UNKNOWN : p == PATH_UNAVAILABLE ? B64_E_PATH_UNAVAILABLE : B64_OK;
-}
+int b64_path_force(const char *name) { return path_pin_status(b64_path_pin(name), B64_OK, B64_E_PATH_UNKNOWN, B64_E_PATH_UNAVAILABLE); }
 
 size_t b64_encode(const uint8_t *src, size_t len, uint8_t *dst) {
     b64_kernel *k = path_kernels[b64_path_current()];

@@ -47,6 +47,8 @@ static inline void g(uint32_t *v, int a, int b, int c, int d, uint32_t x, uint32
     v[b] = rotr(v[b] ^ v[c], 7);
 }
 
+#define G(a, b, c, d, x, y) g(v, a, b, c, d, x, y)
+
 /* One compression; cv becomes the first half of its output (all a chaining value or a 32-byte digest needs). */
 static void compress(uint32_t cv[8], const uint8_t block[BLAKE3_BLOCK_BYTES], uint32_t block_len, uint64_t counter, uint32_t flags) {
     uint32_t m[16], v[16];
@@ -59,15 +61,7 @@ static void compress(uint32_t cv[8], const uint8_t block[BLAKE3_BLOCK_BYTES], ui
     v[15] = flags;
 #pragma GCC unroll 7
     for (int r = 0; r < 7; r++) {
-        const uint8_t *s = blake3_schedule[r];
-        g(v, 0, 4, 8, 12, m[s[0]], m[s[1]]);
-        g(v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
-        g(v, 2, 6, 10, 14, m[s[4]], m[s[5]]);
-        g(v, 3, 7, 11, 15, m[s[6]], m[s[7]]);
-        g(v, 0, 5, 10, 15, m[s[8]], m[s[9]]);
-        g(v, 1, 6, 11, 12, m[s[10]], m[s[11]]);
-        g(v, 2, 7, 8, 13, m[s[12]], m[s[13]]);
-        g(v, 3, 4, 9, 14, m[s[14]], m[s[15]]);
+        BLAKE3_ROUND(blake3_schedule[r]);
     }
     for (int i = 0; i < 8; i++) cv[i] = v[i] ^ v[i + 8];
 }
@@ -137,7 +131,6 @@ static const width path_widths[BLAKE3_PATH_COUNT][WIDTHS] = {
 };
 
 static path_set paths = {path_names, BLAKE3_PATH_COUNT, 0, -1};
-static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
 static void probe(void) {
     cpu_features f = cpu_features_read();
@@ -153,21 +146,9 @@ int blake3_path_compiled(int path) {
     return path == BLAKE3_PATH_PORTABLE || (path > 0 && path < BLAKE3_PATH_COUNT && path_widths[path][0].kernel != NULL);
 }
 
-int blake3_path_supported(int path) {
-    pthread_once(&probe_once, probe);
-    return path_set_runs(&paths, path);
-}
+PATH_SET_FUNCTIONS(blake3, paths, probe)
 
-int blake3_path_current(void) {
-    pthread_once(&probe_once, probe);
-    return atomic_load(&paths.current);
-}
-
-int blake3_path_force(const char *name) {
-    pthread_once(&probe_once, probe);
-    int p = path_set_force(&paths, name);
-    return p == PATH_UNKNOWN ? BLAKE3_E_PATH_UNKNOWN : p == PATH_UNAVAILABLE ? BLAKE3_E_PATH_UNAVAILABLE : BLAKE3_OK;
-}
+int blake3_path_force(const char *name) { return path_pin_status(blake3_path_pin(name), BLAKE3_OK, BLAKE3_E_PATH_UNKNOWN, BLAKE3_E_PATH_UNAVAILABLE); }
 
 /*
  * n inputs, `stride` apart, through the current path's kernels, widest first; 2 or 3 left over go

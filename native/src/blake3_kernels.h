@@ -42,6 +42,30 @@ static const uint8_t blake3_schedule[7][16] = {
 typedef void blake3_many_kernel(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment,
                                 uint8_t flags, uint8_t flags_start, uint8_t flags_end, uint8_t *out);
 
+/* One round on the including kernel's state v[] and message words m[], by its own G; s: the round's schedule row. */
+#define BLAKE3_ROUND(s)                       \
+    do {                                      \
+        G(0, 4, 8, 12, m[(s)[0]], m[(s)[1]]);   \
+        G(1, 5, 9, 13, m[(s)[2]], m[(s)[3]]);   \
+        G(2, 6, 10, 14, m[(s)[4]], m[(s)[5]]);  \
+        G(3, 7, 11, 15, m[(s)[6]], m[(s)[7]]);  \
+        G(0, 5, 10, 15, m[(s)[8]], m[(s)[9]]);  \
+        G(1, 6, 11, 12, m[(s)[10]], m[(s)[11]]); \
+        G(2, 7, 8, 13, m[(s)[12]], m[(s)[13]]); \
+        G(3, 4, 9, 14, m[(s)[14]], m[(s)[15]]); \
+    } while (0)
+
+/* A kernel's lanes: lane j's counter words and input (lanes past n repeat input 0). */
+static inline void blake3_lanes(const uint8_t *in, size_t stride, size_t n, size_t lanes, uint64_t counter, int increment,
+                                uint32_t *lo, uint32_t *hi, const uint8_t **row) {
+    for (size_t j = 0; j < lanes; j++) {
+        uint64_t c = counter + (increment ? j : 0);
+        lo[j] = (uint32_t)c;
+        hi[j] = (uint32_t)(c >> 32);
+        row[j] = in + (j < n ? j : 0) * stride;
+    }
+}
+
 /*
  * The kernels by width. blake3_x4.c and blake3_x8.c are each compiled twice: for AVX2 (rotations
  * by byte shuffles and shifts) and, as *_vl.c, for AVX-512 VL (one rotate instruction).

@@ -52,12 +52,7 @@ void KERNEL(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t 
     for (int i = 0; i < 8; i++) h[i] = _mm_set1_epi32((int)blake3_iv[i]);
     uint32_t lo[LANES], hi[LANES];
     const uint8_t *row[LANES];
-    for (size_t j = 0; j < LANES; j++) {
-        uint64_t c = counter + (increment ? j : 0);
-        lo[j] = (uint32_t)c;
-        hi[j] = (uint32_t)(c >> 32);
-        row[j] = in + (j < n ? j : 0) * stride;
-    }
+    blake3_lanes(in, stride, n, LANES, counter, increment, lo, hi, row);
     const __m128i counter_lo = _mm_loadu_si128((const __m128i *)lo), counter_hi = _mm_loadu_si128((const __m128i *)hi);
     for (size_t b = 0; b < blocks; b++) {
         __m128i m[16];
@@ -74,15 +69,7 @@ void KERNEL(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t 
             counter_lo, counter_hi, _mm_set1_epi32(BLAKE3_BLOCK_BYTES), _mm_set1_epi32((int)f),
         };
         for (int r = 0; r < 7; r++) {
-            const uint8_t *s = blake3_schedule[r];
-            G(0, 4, 8, 12, m[s[0]], m[s[1]]);
-            G(1, 5, 9, 13, m[s[2]], m[s[3]]);
-            G(2, 6, 10, 14, m[s[4]], m[s[5]]);
-            G(3, 7, 11, 15, m[s[6]], m[s[7]]);
-            G(0, 5, 10, 15, m[s[8]], m[s[9]]);
-            G(1, 6, 11, 12, m[s[10]], m[s[11]]);
-            G(2, 7, 8, 13, m[s[12]], m[s[13]]);
-            G(3, 4, 9, 14, m[s[14]], m[s[15]]);
+            BLAKE3_ROUND(blake3_schedule[r]);
         }
         for (int i = 0; i < 8; i++) h[i] = _mm_xor_si128(v[i], v[i + 8]);
     }

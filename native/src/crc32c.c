@@ -107,7 +107,6 @@ static crc32c_kernel *const path_kernels[CRC32C_PATH_COUNT] = {
 };
 
 static path_set paths = {path_names, CRC32C_PATH_COUNT, 0, -1};
-static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
 static void probe(void) {
     fill_tables();
@@ -122,21 +121,9 @@ const char *crc32c_path_name(int path) { return path >= 0 && path < CRC32C_PATH_
 
 int crc32c_path_compiled(int path) { return path >= 0 && path < CRC32C_PATH_COUNT && path_kernels[path] != NULL; }
 
-int crc32c_path_supported(int path) {
-    pthread_once(&probe_once, probe);
-    return path_set_runs(&paths, path);
-}
+PATH_SET_FUNCTIONS(crc32c, paths, probe)
 
-int crc32c_path_current(void) {
-    pthread_once(&probe_once, probe);
-    return atomic_load(&paths.current);
-}
-
-int crc32c_path_force(const char *name) {
-    pthread_once(&probe_once, probe);
-    int p = path_set_force(&paths, name);
-    return p == PATH_UNKNOWN ? CRC32C_E_PATH_UNKNOWN : p == PATH_UNAVAILABLE ? CRC32C_E_PATH_UNAVAILABLE : CRC32C_OK;
-}
+int crc32c_path_force(const char *name) { return path_pin_status(crc32c_path_pin(name), CRC32C_OK, CRC32C_E_PATH_UNKNOWN, CRC32C_E_PATH_UNAVAILABLE); }
 
 uint32_t crc32c(uint32_t crc, const uint8_t *buf, size_t len) {
     return ~path_kernels[crc32c_path_current()](~crc, buf, len);

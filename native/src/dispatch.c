@@ -56,7 +56,6 @@ static rs_kernel *const path_kernels[RS_PATH_COUNT] = {
 };
 
 static path_set paths = {path_names, RS_PATH_COUNT, 0, -1};
-static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
 static unsigned probe_paths(void) {
     cpu_features f = cpu_features_read();
@@ -86,19 +85,10 @@ int rs_path_compiled(int path) {
     return path >= 0 && path < RS_PATH_COUNT && path_kernels[path] != NULL;
 }
 
-int rs_path_supported(int path) {
-    pthread_once(&probe_once, probe);
-    return path_set_runs(&paths, path);
-}
-
-int rs_path_current(void) {
-    pthread_once(&probe_once, probe);
-    return atomic_load(&paths.current);
-}
+PATH_SET_FUNCTIONS(rs, paths, probe)
 
 int rs_path_force(const char *name) {
-    pthread_once(&probe_once, probe);
-    int p = path_set_force(&paths, name);
+    int p = rs_path_pin(name);
     if (p == PATH_UNKNOWN) return RS_STATUS(RS_E_PATH_UNKNOWN, 0);
     if (p == PATH_UNAVAILABLE) {
         for (int q = 0; q < RS_PATH_COUNT; q++) {

@@ -1,6 +1,7 @@
 #ifndef BLOBSTORE_PATHS_H
 #define BLOBSTORE_PATHS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 /*
@@ -24,5 +25,31 @@ void path_set_init(path_set *s, unsigned runnable, const char *env_var);
 int path_set_runs(const path_set *s, int path);
 /* The path called `name` ("auto": the widest) made current: the path, or PATH_UNKNOWN / PATH_UNAVAILABLE. */
 int path_set_force(path_set *s, const char *name);
+
+/*
+ * The functions every dispatcher has over its path set `set`, probed once by its probe() on
+ * first use: <prefix>_path_supported(path), <prefix>_path_current(), and a static
+ * <prefix>_path_pin(name) (path_set_force after the probe) that its <prefix>_path_force maps to
+ * its own statuses.
+ */
+#define PATH_SET_FUNCTIONS(prefix, set, probe)                     \
+    static pthread_once_t prefix##_probe_once = PTHREAD_ONCE_INIT; \
+    int prefix##_path_supported(int path) {                        \
+        pthread_once(&prefix##_probe_once, probe);                 \
+        return path_set_runs(&set, path);                          \
+    }                                                              \
+    int prefix##_path_current(void) {                              \
+        pthread_once(&prefix##_probe_once, probe);                 \
+        return atomic_load(&set.current);                          \
+    }                                                              \
+    static int prefix##_path_pin(const char *name) {               \
+        pthread_once(&prefix##_probe_once, probe);                 \
+        return path_set_force(&set, name);                         \
+    }
+
+/* A pin's result as a dispatcher's status: `ok`, or its code for an unknown or unavailable name. */
+static inline int path_pin_status(int pinned, int ok, int unknown, int unavailable) {
+    return pinned == PATH_UNKNOWN ? unknown : pinned == PATH_UNAVAILABLE ? unavailable : ok;
+}
 
 #endif

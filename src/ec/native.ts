@@ -73,6 +73,20 @@ function load(): EcAddon {
   return loaded;
 }
 
+/**
+ * The addon's exports when it is built and has the function `probe` (else null: not built, or a
+ * build from before that function), for the modules that have a JavaScript stand-in (CRC-32C,
+ * BLAKE3, base64). Node caches the module, so each caller loads it once at no cost to the others.
+ */
+export function optionalAddon<T extends object>(probe: keyof T & string): T | null {
+  try {
+    const exports = createRequire(import.meta.url)(join(repoRoot(), ADDON_RELATIVE_PATH)) as Partial<T>;
+    return typeof exports[probe] === 'function' ? (exports as T) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The addon, loaded on first use. */
 export function native(): EcAddon {
   addon ??= load();

@@ -10,11 +10,7 @@
  * 'js', some tens of MB/s: correct, not fast). BLOBSTORE_BLAKE3_PATH pins the addon's path
  * (portable|avx2|avx512|auto), for tests and benches.
  */
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-
-import { ADDON_RELATIVE_PATH } from '../ec/native.js';
-import { repoRoot } from '../util/repo-root.js';
+import { optionalAddon } from '../ec/native.js';
 
 /** The tree's leaves. A subtree starts at a multiple of its own power-of-two size in leaves. */
 export const LEAF_BYTES = 1024;
@@ -30,12 +26,7 @@ interface Blake3Addon {
 let addon: Blake3Addon | null | undefined;
 
 function load(): Blake3Addon | null {
-  try {
-    const exports = createRequire(import.meta.url)(join(repoRoot(), ADDON_RELATIVE_PATH)) as Partial<Blake3Addon>;
-    addon = typeof exports.blake3Subtree === 'function' ? (exports as Blake3Addon) : null;
-  } catch {
-    addon = null;
-  }
+  addon = optionalAddon<Blake3Addon>('blake3Subtree');
   return addon;
 }
 

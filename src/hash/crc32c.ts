@@ -5,12 +5,8 @@
  * (not built) a table in JavaScript stands in, as path 'js'. BLOBSTORE_CRC32C_PATH pins the
  * addon's path (portable|sse42|auto), for tests and benches.
  */
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-
-import { ADDON_RELATIVE_PATH } from '../ec/native.js';
+import { optionalAddon } from '../ec/native.js';
 import { reflectedTable } from './crc32.js';
-import { repoRoot } from '../util/repo-root.js';
 
 /** The addon's CRC-32C functions (native/src/binding_crc32c.c). */
 interface Crc32cAddon {
@@ -22,12 +18,7 @@ interface Crc32cAddon {
 let addon: Crc32cAddon | null | undefined;
 
 function load(): Crc32cAddon | null {
-  try {
-    const exports = createRequire(import.meta.url)(join(repoRoot(), ADDON_RELATIVE_PATH)) as Partial<Crc32cAddon>;
-    addon = typeof exports.crc32c === 'function' ? (exports as Crc32cAddon) : null;
-  } catch {
-    addon = null;
-  }
+  addon = optionalAddon<Crc32cAddon>('crc32c');
   return addon;
 }
 

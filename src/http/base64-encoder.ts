@@ -5,11 +5,8 @@
  * MiB. Without the addon (not built) Buffer's encoder stands in, through a string, as path 'js'.
  * BLOBSTORE_B64_PATH pins a path (portable|avx2|avx512vbmi|js|auto), for tests and benches.
  */
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
 
-import { ADDON_RELATIVE_PATH } from '../ec/native.js';
-import { repoRoot } from '../util/repo-root.js';
+import { optionalAddon } from '../ec/native.js';
 import { internal, invalidArgument } from '../errors/errors.js';
 
 export interface Base64PathInfo {
@@ -46,13 +43,7 @@ let addon: Base64Addon | null | undefined;
 let useJs = false;
 
 function load(): Base64Addon | null {
-  let loaded: Base64Addon | null;
-  try {
-    const exports = createRequire(import.meta.url)(join(repoRoot(), ADDON_RELATIVE_PATH)) as Partial<Base64Addon>;
-    loaded = typeof exports.base64Encode === 'function' ? (exports as Base64Addon) : null;
-  } catch {
-    loaded = null;
-  }
+  const loaded = optionalAddon<Base64Addon>('base64Encode');
   // A pinned path that cannot run is an error (at every use), not a silent fallback.
   const forced = process.env.BLOBSTORE_B64_PATH;
   if (forced !== undefined && forced !== '') applyPath(loaded, forced);
