@@ -575,6 +575,8 @@ export class BlobIndex {
    * queues nothing until `apply` has returned.
    */
   async commit(checkpoint: Checkpoint, apply: (w: IndexWriter) => void, addsOnly = false): Promise<void> {
+    // Merges that keep failing: a commit waits for one rather than let the journal's tables grow (blob-journal.ts).
+    if (this.journal.backlogged) await this.journal.relieve();
     const lsn = checkpoint.nextLsn - 1;
     let journaled: { key: number; value: Buffer } | undefined;
     this.journal.begin(lsn, !addsOnly);

@@ -26,6 +26,9 @@ import { IdTable } from './id-table.js';
 import { CHANGE_HEAD_BYTES, forEachChange, forEachChangeAt, writeChangeHead } from './journal-record.js';
 import type { MergeAnswer, MergeRequest } from './merge-worker.js';
 
+/** Merges' worth of changes held (merges failing) past which a commit first waits for a merge (relieve). */
+export const BACKLOG_MERGES = 4;
+
 /**
  * Records merged per transaction (a slice of the id space, in id order): the node's own commits
  * wait for LMDB's writer lock while one runs, so a slice is kept to a few milliseconds.
@@ -162,6 +165,30 @@ export class BlobJournal {
     forEachChangeAt(record.value, this.applyChange, record.key);
     if (this.merging === undefined && this.active.size >= this.mergeRecords) {
       this.merging = this.merge().catch(this.onMergeError).finally(() => (this.merging = undefined));
+    }
+  }
+
+  /** The tables hold BACKLOG_MERGES merges' worth of changes: the next commit waits (relieve). */
+  get backlogged(): boolean {
+    return this.size >= BACKLOG_MERGES * this.mergeRecords;
+  }
+
+  /**
+   * Before a commit: while the tables hold BACKLOG_MERGES merges' worth of changes (merges have
+   * kept failing: each is retried at the next commit, and a failed one puts its changes back),
+   * waits for a merge, running one if none is under way; its failure is the commit's. So the
+   * tables stay bounded and the node stops taking writes (the log fails) rather than grow its
+   * memory with every store while the index cannot merge.
+   */
+  async relieve(): Promise<void> {
+    while (this.backlogged) {
+      if (this.merging !== undefined) {
+        await this.merging;
+        continue;
+      }
+      const merge = this.merge();
+      this.merging = merge.catch(this.onMergeError).finally(() => (this.merging = undefined));
+      await merge;
     }
   }
 

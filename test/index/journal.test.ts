@@ -146,6 +146,34 @@ describe('the index journal when LMDB refuses a write', () => {
     await engine.close();
   });
 
+  it('merges that keep failing: the tables stay under four merges of changes, then stores fail, and a restart finds every acknowledged blob', async () => {
+    const cfg = config({ indexMergeRecords: 8 });
+    let engine = await openEngine(cfg);
+    const journal = engine.index.journal as unknown as { db: { remove: (key: number) => Promise<boolean> }; size: number };
+    // Every merge fails at its last step (the journal records' removal), so its changes come back.
+    journal.db.remove = () => Promise.reject(new Error('injected: merges keep failing'));
+    const acknowledged = new Map<string, Buffer>();
+    let largest = 0;
+    let failure: unknown;
+    for (let i = 0; i < 200 && failure === undefined; i++) {
+      const data = Buffer.from(`kept while merges fail ${i}`);
+      try {
+        acknowledged.set((await engine.putInline(data, 1, EMPTY)).id.toString('hex'), data);
+        await engine.settled();
+      } catch (err) {
+        failure = err;
+      }
+      largest = Math.max(largest, journal.size);
+    }
+    expect(failure, 'a store fails once the journal cannot merge').toBeDefined();
+    expect(largest).toBeLessThanOrEqual(4 * 8 + 1);
+    expect(acknowledged.size).toBeGreaterThanOrEqual(3 * 8);
+    await engine.close().catch(() => undefined);
+    engine = await openEngine(cfg);
+    await expectHolds(engine, acknowledged, new Set());
+    await engine.close();
+  });
+
   it("a small store whose index read fails gives its id's lock back: the next store of the bytes goes through", async () => {
     const engine = await openEngine(config());
     const data = Buffer.from('bytes whose first store meets a failing read');
