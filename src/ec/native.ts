@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { ADDON_RELATIVE_PATH } from '../util/addon.js';
 import { repoRoot } from '../util/repo-root.js';
 
 import { EcError, EcErrorCode, checkStatus } from './errors.js';
@@ -52,7 +53,6 @@ export interface EcAddon {
   directWriteBytes(): number;
 }
 
-export const ADDON_RELATIVE_PATH = 'native/build/Release/blobstore_ec.node';
 
 let addon: EcAddon | undefined;
 
@@ -71,20 +71,6 @@ function load(): EcAddon {
     checkStatus(loaded.setKernelPath(forced), { op: 'BLOBSTORE_EC_PATH', kMax, mMax, pathName: forced });
   }
   return loaded;
-}
-
-/**
- * The addon's exports when it is built and has the function `probe` (else null: not built, or a
- * build from before that function), for the modules that have a JavaScript stand-in (CRC-32C,
- * BLAKE3, base64). Node caches the module, so each caller loads it once at no cost to the others.
- */
-export function optionalAddon<T extends object>(probe: keyof T & string): T | null {
-  try {
-    const exports = createRequire(import.meta.url)(join(repoRoot(), ADDON_RELATIVE_PATH)) as Partial<T>;
-    return typeof exports[probe] === 'function' ? (exports as T) : null;
-  } catch {
-    return null;
-  }
 }
 
 /** The addon, loaded on first use. */

@@ -10,7 +10,7 @@
  * 'js', some tens of MB/s: correct, not fast). BLOBSTORE_BLAKE3_PATH pins the addon's path
  * (portable|avx2|avx512|auto), for tests and benches.
  */
-import { optionalAddon } from '../ec/native.js';
+import { optionalAddon } from '../util/addon.js';
 
 /** The tree's leaves. A subtree starts at a multiple of its own power-of-two size in leaves. */
 export const LEAF_BYTES = 1024;

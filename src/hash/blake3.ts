@@ -5,7 +5,7 @@
  * binary loads.
  */
 import { createRequire } from 'node:module';
-import { optionalAddon } from '../ec/native.js';
+import { optionalAddon } from '../util/addon.js';
 
 export const DIGEST_BYTES = 32;
 /** A blob ID is the first 16 bytes of the content's BLAKE3-256 digest. */

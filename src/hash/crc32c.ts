@@ -5,7 +5,7 @@
  * (not built) a table in JavaScript stands in, as path 'js'. BLOBSTORE_CRC32C_PATH pins the
  * addon's path (portable|sse42|auto), for tests and benches.
  */
-import { optionalAddon } from '../ec/native.js';
+import { optionalAddon } from '../util/addon.js';
 import { reflectedTable } from './crc32.js';
 
 /** The addon's CRC-32C functions (native/src/binding_crc32c.c). */

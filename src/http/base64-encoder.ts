@@ -6,7 +6,7 @@
  * BLOBSTORE_B64_PATH pins a path (portable|avx2|avx512vbmi|js|auto), for tests and benches.
  */
 
-import { optionalAddon } from '../ec/native.js';
+import { optionalAddon } from '../util/addon.js';
 import { internal, invalidArgument } from '../errors/errors.js';
 
 export interface Base64PathInfo {
