@@ -74,12 +74,14 @@ static void chunk(const uint8_t *in, size_t len, uint64_t counter, uint32_t last
     for (size_t b = 0; b < blocks; b++) {
         size_t n = len - b * BLAKE3_BLOCK_BYTES;
         if (n > BLAKE3_BLOCK_BYTES) n = BLAKE3_BLOCK_BYTES;
-        const uint8_t *p = in + b * BLAKE3_BLOCK_BYTES;
+        /* The empty input's one block is all padding (and `in` may be NULL then). */
         uint8_t padded[BLAKE3_BLOCK_BYTES];
-        if (n < BLAKE3_BLOCK_BYTES) {
+        const uint8_t *p = padded;
+        if (n == BLAKE3_BLOCK_BYTES) {
+            p = in + b * BLAKE3_BLOCK_BYTES;
+        } else {
             memset(padded, 0, sizeof padded);
-            if (n > 0) memcpy(padded, p, n);
-            p = padded;
+            if (n > 0) memcpy(padded, in + b * BLAKE3_BLOCK_BYTES, n);
         }
         uint32_t flags = (b == 0 ? BLAKE3_CHUNK_START : 0) | (b == blocks - 1 ? BLAKE3_CHUNK_END | last : 0);
         compress(cv, p, (uint32_t)n, counter, flags);
