@@ -11,6 +11,7 @@ import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHUNK_BYTES } from '../src/blob/chunk.js';
 import type { Engine } from '../src/engine/engine.js';
+import { BlobFileWriter, type ChunkCv } from '../src/engine/blob-file.js';
 import { directWriteBytes } from '../src/engine/fs-util.js';
 import { blake3 } from '../src/hash/blake3.js';
 import { chunkCvOf } from '../src/hash/blake3-tree.js';
@@ -37,6 +38,28 @@ describe('a blob file written chunk by chunk', () => {
     expect(digest.equals(blake3(whole))).toBe(true);
     // The file: the data, then the digest table and the footer.
     expect(readFileSync(sink.tmpPath).subarray(0, whole.length).equals(whole)).toBe(true);
+    await sink.abort();
+  });
+
+  it('a chunk whose hash fails fails the file: finish rejects rather than join a digest without it', async () => {
+    let calls = 0;
+    const failing: ChunkCv = (chunk, offset, withRoot) => (calls++ === 1 ? Promise.reject(new Error('injected: hash failed')) : engine.chunkCv(chunk, offset, withRoot));
+    const sink = new BlobFileWriter(engine.dataDir.path, failing, engine.space);
+    await sink.open();
+    const writes = [0, 1, 2].map((i) => sink.write(patternBytes(CHUNK_BYTES, 950 + i)));
+    const settled = await Promise.allSettled(writes);
+    expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    await expect(sink.finish()).rejects.toThrow(/injected: hash failed/);
+    await sink.abort();
+  });
+
+  it('takes chunks only at whole-chunk offsets (a short one only last); an empty one is nothing', async () => {
+    const sink = await engine.beginFile();
+    await sink.write(Buffer.alloc(0));
+    await sink.write(patternBytes(1000, 960));
+    await expect(sink.write(patternBytes(CHUNK_BYTES, 961))).rejects.toThrow(/chunks are whole/);
+    await expect(sink.write(Buffer.alloc(CHUNK_BYTES + 1))).rejects.toThrow(/chunks are whole/);
+    expect((await sink.finish()).equals(blake3(patternBytes(1000, 960)))).toBe(true);
     await sink.abort();
   });
 

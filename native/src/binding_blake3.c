@@ -61,6 +61,7 @@ static napi_value js_blake3_subtree(napi_env env, napi_callback_info info) {
     }
     if (!get_whole(env, argv[1], 9007199254740991.0, &counter)) return make_int(env, B3_ARG_COUNT);
     if (!(cv = out_bytes(env, argv, 2))) return make_int(env, B3_ARG_DST);
+    if (argc == 5) return make_int(env, B3_ARG_DST); /* a root without its offset */
     if (argc >= 6) {
         napi_valuetype t;
         if (napi_typeof(env, argv[4], &t) != napi_ok) return make_int(env, B3_ARG_DST);

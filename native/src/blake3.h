@@ -39,6 +39,7 @@ void blake3_hash(const uint8_t *in, size_t len, uint8_t out[BLAKE3_OUT_BYTES]);
  * smallest power of two of chunks that holds len bytes, and when more input follows or precedes
  * it (len > 0). When `root` is not NULL (only for counter 0) it also gets the digest the subtree's
  * bytes would have alone: so a first piece that turns out to be the only one costs no second pass.
+ * Outputs may not overlap the input.
  */
 void blake3_subtree(const uint8_t *in, size_t len, uint64_t counter, uint8_t cv[BLAKE3_OUT_BYTES], uint8_t *root);
 

@@ -101,6 +101,8 @@ export class BlobFileWriter implements FileSink {
   private chunks = 0;
   /** Chaining values not settled yet (a worker thread's). */
   private readonly hashing = new Set<Promise<void>>();
+  /** The first chunk whose chaining value failed: finish fails with it. */
+  private hashFailure: unknown;
   private syncing: Promise<void> | undefined;
   /** Chunks waiting for the file, in order (pump writes them). */
   private readonly queue: QueuedWrite[] = [];
@@ -168,6 +170,11 @@ export class BlobFileWriter implements FileSink {
 
   /** Hashes and writes one chunk (a whole 1 MiB except the last); resolves when the buffer is free. */
   async write(chunk: Buffer): Promise<void> {
+    if (chunk.length === 0) return;
+    // Each chunk's chaining value is a node of the blob's tree only at a whole-chunk offset.
+    if (this.size % CHUNK_BYTES !== 0 || chunk.length > CHUNK_BYTES) {
+      throw new BlobstoreError('internal', `blob file: a chunk of ${chunk.length} bytes at ${this.size} (chunks are whole ${CHUNK_BYTES} bytes but the last)`);
+    }
     const index = this.chunks++;
     const at = this.size;
     this.size += chunk.length;
@@ -189,14 +196,21 @@ export class BlobFileWriter implements FileSink {
       if (index === 0) this.firstRoot = Buffer.from(cv.subarray(CV_BYTES, 2 * CV_BYTES));
     });
     this.hashing.add(hashed);
-    const settled = (): void => void this.hashing.delete(hashed);
-    hashed.then(settled, settled);
+    hashed.then(
+      () => void this.hashing.delete(hashed),
+      (err: unknown) => {
+        // Kept for finish: a chunk without its chaining value leaves the digest unknown.
+        this.hashFailure ??= err;
+        this.hashing.delete(hashed);
+      },
+    );
     return hashed;
   }
 
   /** The blob's digest: joined from the chunks' chaining values, or the only chunk's own. */
   private async contentDigest(): Promise<Buffer> {
     await Promise.all(this.hashing);
+    if (this.hashFailure !== undefined) throw this.hashFailure;
     if (this.chunks === 0) return blake3(Buffer.alloc(0));
     if (this.chunks === 1) return this.firstRoot!;
     const digest = Buffer.allocUnsafe(DIGEST_BYTES);
