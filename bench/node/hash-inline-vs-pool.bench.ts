@@ -8,8 +8,12 @@
  *   - main-thread time: the event loop's busy time per pipelined pool task (eventLoopUtilization)
  *     against inline hashing's cost per byte; above that size handing the hash to the pool frees
  *     the event loop, which is what a server saturating one core needs.
- * `node hash` rows: the node's own one-shot hash (src/hash/blake3.ts), the same native BLAKE3 with
- * the digest taken as base64url instead of a new external Buffer.
+ * `node hash` rows: the node's own one-shot hash (src/hash/blake3.ts: our addon's BLAKE3, digest
+ * in a pooled Buffer). `ours <path>` rows: our addon's BLAKE3 (native/src/blake3.c) on each path
+ * the CPU has, digest into a reused buffer, beside `inline` (@napi-rs/blake-hash, a new Buffer
+ * each) and `napi b64` (its digest as base64url decoded into a pooled Buffer, the node's way
+ * before); `ours <path> chunk cv 1MiB` is what a large blob's PUT and GET now pay per 1 MiB chunk
+ * (its chaining value at offset 1 MiB, src/hash/blake3-tree.ts).
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
@@ -18,9 +22,18 @@ import { Piscina } from 'piscina';
 import { KiB, MiB, ROOT, emit, envInt, round } from './lib.js';
 import { runMicro, type MicroTask } from './micro.js';
 import { blake3 as nodeHash, initHashing } from '../../src/hash/blake3.js';
+import { optionalAddon } from '../../src/util/addon.js';
 
 const BENCH = 'hash-blake3';
-const { blake3 } = createRequire(import.meta.url)('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
+const { blake3, blake3UrlSafeBase64 } = createRequire(import.meta.url)('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
+
+/** Our addon's BLAKE3 (native/src/binding_blake3.c). */
+interface Blake3Addon {
+  blake3Hash(src: Uint8Array, dst: Uint8Array, dstOffset: number): number;
+  blake3Subtree(src: Uint8Array, counter: number, cv: Uint8Array, cvOffset: number): number;
+  setBlake3Path(name: string): number;
+  blake3Paths(): { name: string; supported: boolean }[];
+}
 const THREADS = envInt('BENCH_POOL_THREADS', Math.min(2, availableParallelism()));
 const IN_FLIGHT = 64;
 const SIZES: [string, number][] = [['64B', 64], ['4KiB', 4 * KiB], ['64KiB', 64 * KiB], ['1MiB', MiB]];
@@ -47,12 +60,20 @@ async function main(): Promise<void> {
   await initHashing();
   const pool = new Piscina({ filename: join(ROOT, 'bench/node/hash-worker.mjs'), minThreads: THREADS, maxThreads: THREADS, idleTimeout: 60_000 });
   const tasks: MicroTask[] = [];
+  const ours = optionalAddon<Blake3Addon>('blake3Hash');
+  const ourPaths = ours?.blake3Paths().filter((p) => p.supported).map((p) => p.name) ?? [];
+  const digest = Buffer.alloc(32);
   for (const [label, size] of SIZES) {
     const copied = filled(size, false);
     const shared = new Uint8Array(filled(size, true).buffer);
     tasks.push({ name: `inline ${label}`, fn: () => blake3(copied) });
-    // The node's one-shot hash (src/hash/blake3.ts): the same native BLAKE3, digest as base64url.
-    tasks.push({ name: `node hash ${label}`, fn: () => nodeHash(copied) });
+    tasks.push({ name: `napi b64 ${label}`, fn: () => Buffer.from(blake3UrlSafeBase64(copied), 'base64url') });
+    // The node's one-shot hash (src/hash/blake3.ts).
+    tasks.push({ name: `node hash ${label}`, beforeAll: () => void ours?.setBlake3Path('auto'), fn: () => nodeHash(copied) });
+    for (const path of ourPaths) {
+      tasks.push({ name: `ours ${path} ${label}`, beforeAll: () => void ours!.setBlake3Path(path), fn: () => ours!.blake3Hash(copied, digest, 0) });
+      if (size === MiB) tasks.push({ name: `ours ${path} chunk cv ${label}`, beforeAll: () => void ours!.setBlake3Path(path), fn: () => ours!.blake3Subtree(copied, 1024, digest, 0) });
+    }
     tasks.push({ name: `pool serial copy ${label}`, fn: () => pool.run(copied) });
     tasks.push({ name: `pool serial shared ${label}`, fn: () => pool.run(shared) });
     tasks.push({ name: `pool x${IN_FLIGHT} copy ${label}`, opsPerIteration: IN_FLIGHT, fn: () => Promise.all(Array.from({ length: IN_FLIGHT }, () => pool.run(copied))) });
@@ -70,6 +91,7 @@ async function main(): Promise<void> {
     }
   }
   await pool.destroy();
+  ours?.setBlake3Path('auto');
   const byName = new Map(results.map((r) => [r.name, r]));
   for (const r of results) {
     const size = SIZES.find(([label]) => r.name.endsWith(` ${label}`))![1];

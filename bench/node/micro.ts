@@ -12,6 +12,8 @@ export interface MicroTask {
   name: string;
   opsPerIteration?: number;
   fn: () => unknown;
+  /** Runs before the task's warm-up and its run (a kernel path to pin, say). */
+  beforeAll?: () => void;
 }
 
 export interface MicroResult {
@@ -27,7 +29,7 @@ export interface MicroResult {
 
 export async function runMicro(tasks: MicroTask[], timeMs = MICRO_MS): Promise<MicroResult[]> {
   const bench = new Bench({ time: timeMs, warmupTime: Math.min(200, timeMs / 4) });
-  for (const t of tasks) bench.add(t.name, t.fn);
+  for (const t of tasks) bench.add(t.name, t.fn, t.beforeAll ? { beforeAll: t.beforeAll } : {});
   await bench.run();
   return bench.tasks.map((task, i) => {
     const ops = tasks[i]!.opsPerIteration ?? 1;
