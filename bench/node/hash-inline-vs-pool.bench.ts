@@ -1,6 +1,6 @@
 /**
  * BLAKE3 inline on the event loop vs in a Piscina worker (@napi-rs/blake-hash both ways), at
- * 64 B (the pool's fixed cost), 4 KiB, 64 KiB and 1 MiB. The pool runs serially (one task, await)
+ * 64 B (the pool's fixed cost), 1 KiB, 4 KiB, 64 KiB and 1 MiB. The pool runs serially (one task, await)
  * and pipelined (64 in flight over POOL_THREADS workers), with the buffer copied to the worker
  * or shared (SharedArrayBuffer view, no copy). Two break-evens:
  *   - wall time per op: where lines through the 4 KiB and 1 MiB costs of the pipelined pool and of
@@ -36,7 +36,7 @@ interface Blake3Addon {
 }
 const THREADS = envInt('BENCH_POOL_THREADS', Math.min(2, availableParallelism()));
 const IN_FLIGHT = 64;
-const SIZES: [string, number][] = [['64B', 64], ['4KiB', 4 * KiB], ['64KiB', 64 * KiB], ['1MiB', MiB]];
+const SIZES: [string, number][] = [['64B', 64], ['1KiB', KiB], ['4KiB', 4 * KiB], ['64KiB', 64 * KiB], ['1MiB', MiB]];
 
 function filled(size: number, shared: boolean): Buffer {
   const b = shared ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.alloc(size);

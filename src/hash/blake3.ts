@@ -36,10 +36,10 @@ function nativeBackend(): Backend | undefined {
     const ours = optionalAddon<HashAddon>('blake3Hash');
     return {
       name: ours ? 'native (addon one-shot)' : 'native',
-      // Ours writes the digest into a pooled Buffer: 0.14 us for 64 bytes, 1.1 us for 1 KiB and
-      // 1.8 us for 4 KiB here, against 0.41, 1.57 and 1.75 for napi-rs's digest as base64url
+      // Ours writes the digest into a pooled Buffer: 0.19 us for 64 bytes, 0.89 us for 1 KiB and
+      // 1.85 us for 4 KiB here, against 0.49, 1.66 and 1.88 for napi-rs's digest as base64url
       // decoded into one (its blake3() returns a new external Buffer, a finalizer and a global
-      // handle each: 2.3 us for 4 KiB; docs/decisions.md §10).
+      // handle each: 2.3 us for 4 KiB; `BENCH_ONLY=hash bash bench/run.sh`, docs/decisions.md §10).
       hash: ours
         ? (data) => {
             const digest = Buffer.allocUnsafe(DIGEST_BYTES);
