@@ -8,7 +8,8 @@
  *
  *   bulk load (LARGE_SET, in-process engine) -> warm-up PUTs -> list ids ->
  *   REPEATS x [echo GET, echo POST, node PUT, node GET hot, node GET large] ->
- *   perf profile of a node started with --perf-basic-prof during a hot and a large GET run
+ *   perf profile of a node started with --perf-basic-prof during a hot and a large GET run and a
+ *   PUT run (all threads of the process: the log's fdatasync and LMDB's writes are in the PUT's)
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -106,10 +107,14 @@ async function main(): Promise<void> {
     }
     await node.stop();
     node = await startNode(dataDir, [], ['--perf-basic-prof']);
-    for (const [name, file] of [['get_hot', hotFile], ['get_large', largeFile]] as const) {
-      await runWrk({ url: nodeUrl(), script: 'get-ids.lua', args: [file], seconds: 3 });
+    // The PUT last: its profile is of a node that has grown by the rounds' stores, as the rounds' median.
+    const profiled: [string, string, string[]][] = [
+      ['get_hot', 'get-ids.lua', [hotFile]], ['get_large', 'get-ids.lua', [largeFile]], ['put', 'post-unique.lua', [String(SIZE), `${nonce}prof`]],
+    ];
+    for (const [name, script, args] of profiled) {
+      if (script === 'get-ids.lua') await runWrk({ url: nodeUrl(), script, args, seconds: 3 });
       const data = join(dir, `perf-${name}.data`);
-      const run = await perfRecord(node.pid, data, () => runWrk({ url: nodeUrl(), script: 'get-ids.lua', args: [file] }));
+      const run = await perfRecord(node.pid, data, () => runWrk({ url: nodeUrl(), script, args }));
       const symbols = await perfSymbols(data);
       log(`${BENCH}: profile ${name}: ${run.rps.toFixed(0)} req/s under perf; top: ` + symbols.slice(0, 5).map((s) => `${s.symbol.slice(0, 40)} ${s.pct}%`).join(', '));
       for (const k of byKind(symbols)) emit({ bench: BENCH, metric: `profile_${name}_kind`, value: round(k.pct, 2), unit: '%', kind: k.kind });

@@ -66,7 +66,8 @@ export function kindOf(dso: string, symbol: string, kernel: boolean): string {
   if (/uws/i.test(dso)) return 'uWS (native)';
   // lmdb-js's prebuilt binary is named node.abi<N>.glibc.node.
   if (/lmdb|^node\.abi/i.test(dso)) return 'LMDB (native)';
-  if (/blake/i.test(dso)) return 'BLAKE3 (native)';
+  if (/blake/i.test(dso) || symbol.startsWith('blake3_')) return 'BLAKE3 (native)';
+  if (/blobstore_ec/.test(dso)) return 'our addon (CRC-32C, base64, Reed-Solomon)';
   if (/Scaveng|MarkCompact|Heap::|GC|Sweep|Marking|Evacuat/.test(symbol)) return 'V8 GC';
   if (/libc|ld-linux/.test(dso)) return 'libc (memcpy, malloc)';
   if (/^(v8::|node::|uv_|uv__)/.test(symbol) || dso === 'node') return 'V8/Node runtime (API calls, libuv)';
