@@ -29,7 +29,9 @@ export interface CvTask extends DigestTask {
 }
 
 export function cv(task: CvTask): Uint8Array {
-  return chunkCvOf(Buffer.from(task.buffer, task.offset, task.length), task.at, task.withRoot);
+  // A copy of its own: chunkCvOf's Buffer is a slice of Node's 8 KiB pool, which the answer's
+  // structured clone would copy whole.
+  return new Uint8Array(chunkCvOf(Buffer.from(task.buffer, task.offset, task.length), task.at, task.withRoot));
 }
 
 export interface ReadChunkTask {
