@@ -203,7 +203,7 @@ export const SETTINGS = {
   },
   chunkDigests: {
     type: 'enum', default: () => 'inline', choices: ['inline', 'pool'],
-    help: 'where the BLAKE3 digests of 1 MiB chunks of large blobs are computed: inline (on the main thread) or pool (in the worker pool)',
+    help: 'where the BLAKE3 of large blobs\' 1 MiB chunks is computed (each chunk\'s chaining value, which checks it and makes the id): inline (on the main thread) or pool (in the worker pool)',
   },
   blobFileWrites: {
     type: 'enum', default: () => 'buffered', choices: ['buffered', 'direct'],
