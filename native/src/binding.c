@@ -31,6 +31,13 @@ static int get_int(napi_env env, napi_value v, int *out) {
     return 1;
 }
 
+int get_whole(napi_env env, napi_value v, double max, uint64_t *out) {
+    double d;
+    if (napi_get_value_double(env, v, &d) != napi_ok || !(d >= 0 && d <= max) || d != (double)(uint64_t)d) return 0;
+    *out = (uint64_t)d;
+    return 1;
+}
+
 int typed_array_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
     bool is = false;
     if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return 0;

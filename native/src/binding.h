@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 napi_value make_int(napi_env env, int v);
+/* A whole number in 0..max (a JavaScript number holds integers to 2^53) into *out; 0 when v is not one (binding.c). */
+int get_whole(napi_env env, napi_value v, double max, uint64_t *out);
 /* The bytes of a typed array (Buffer included); 0 for anything else (binding.c). */
 int typed_array_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
 

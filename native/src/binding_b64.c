@@ -22,12 +22,9 @@ static napi_value js_b64_encode(napi_env env, napi_callback_info info) {
     if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return make_int(env, B64_ARG_SRC);
     uint8_t *src, *dst;
     size_t src_len, dst_len;
-    double at;
+    uint64_t at;
     if (!typed_array_bytes(env, argv[0], &src, &src_len)) return make_int(env, B64_ARG_SRC);
-    if (!typed_array_bytes(env, argv[1], &dst, &dst_len) || napi_get_value_double(env, argv[2], &at) != napi_ok ||
-        !(at >= 0 && at <= (double)dst_len) || at != (double)(size_t)at) {
-        return make_int(env, B64_ARG_DST);
-    }
+    if (!typed_array_bytes(env, argv[1], &dst, &dst_len) || !get_whole(env, argv[2], (double)dst_len, &at)) return make_int(env, B64_ARG_DST);
     size_t need = b64_encoded_length(src_len);
     if (need > dst_len - (size_t)at) return make_int(env, B64_ARG_SPACE);
     uint8_t *out = dst + (size_t)at;

@@ -14,14 +14,6 @@ enum {
     B3_ARG_COUNT = -3, /* counter or count is not a whole number in range, or does not fit src */
 };
 
-/* An integer in 0..max (a JavaScript number holds integers to 2^53). */
-static int get_whole(napi_env env, napi_value v, double max, uint64_t *out) {
-    double d;
-    if (napi_get_value_double(env, v, &d) != napi_ok || !(d >= 0 && d <= max) || d != (double)(uint64_t)d) return 0;
-    *out = (uint64_t)d;
-    return 1;
-}
-
 /* 32 writable bytes at argv[i][argv[i + 1]]; NULL when the arguments do not give them. */
 static uint8_t *out_bytes(napi_env env, const napi_value *argv, size_t i) {
     uint8_t *dst;

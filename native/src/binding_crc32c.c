@@ -16,11 +16,8 @@ static napi_value js_crc32c(napi_env env, napi_callback_info info) {
     }
     size_t from = 0, count = len;
     if (argc >= 3) {
-        double at, n;
-        if (napi_get_value_double(env, argv[1], &at) != napi_ok || napi_get_value_double(env, argv[2], &n) != napi_ok ||
-            !(at >= 0 && n >= 0 && at + n <= (double)len) || at != (double)(size_t)at || n != (double)(size_t)n) {
-            return make_int(env, -1);
-        }
+        uint64_t at, n;
+        if (!get_whole(env, argv[1], (double)len, &at) || !get_whole(env, argv[2], (double)(len - at), &n)) return make_int(env, -1);
         from = (size_t)at;
         count = (size_t)n;
     }
