@@ -199,6 +199,7 @@ static napi_value init(napi_env env, napi_value exports) {
         {"fallocateModes", NULL, js_fallocate_modes, NULL, NULL, NULL, napi_default, NULL},
         {"preadNoWait", NULL, js_pread_no_wait, NULL, NULL, NULL, napi_default, NULL},
         {"pwriteEach", NULL, js_pwrite_each, NULL, NULL, NULL, napi_default, NULL},
+        {"writeBatch", NULL, js_write_batch, NULL, NULL, NULL, napi_default, NULL},
         {"directWriteBytes", NULL, js_direct_write_bytes, NULL, NULL, NULL, napi_default, NULL},
     };
     if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;

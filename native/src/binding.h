@@ -42,6 +42,8 @@ napi_value js_pread_no_wait(napi_env env, napi_callback_info info);
 napi_value js_fallocate_modes(napi_env env, napi_callback_info info);
 /* pwriteEach(fd, parts, position, directFd?) -> Promise<errno>: one pwrite per part, one thread-pool job (binding_fs.c) */
 napi_value js_pwrite_each(napi_env env, napi_callback_info info);
+/* writeBatch(fd, parts, position, directFd?) -> Promise<errno>: the parts as one stream, then fdatasync (binding_fs.c) */
+napi_value js_write_batch(napi_env env, napi_callback_info info);
 /* directWriteBytes() -> number: bytes pwriteEach wrote through an O_DIRECT fd (binding_fs.c) */
 napi_value js_direct_write_bytes(napi_env env, napi_callback_info info);
 /* Adds base64Encode, base64Path, setBase64Path, base64Paths (binding_b64.c); 0 on failure. */

@@ -49,7 +49,12 @@ export interface EcAddon {
    * offsets and lengths go through it.
    */
   pwriteEach(fd: number, parts: Uint8Array[], position: number, directFd?: number): Promise<number>;
-  /** Bytes pwriteEach wrote through an O_DIRECT fd since the addon was loaded. */
+  /**
+   * A log batch in one thread-pool job (native/src/binding_fs.c): the parts as one stream from
+   * `position` (through `directFd` when it is whole 4 KiB blocks), then fdatasync(fd). Resolves 0 or an errno.
+   */
+  writeBatch(fd: number, parts: Uint8Array[], position: number, directFd?: number): Promise<number>;
+  /** Bytes pwriteEach and writeBatch wrote through an O_DIRECT fd since the addon was loaded. */
   directWriteBytes(): number;
 }
 

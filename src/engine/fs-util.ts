@@ -60,18 +60,34 @@ function fallocate(): Fallocate | null {
 
 type PwriteEach = (fd: number, parts: Uint8Array[], position: number, directFd: number) => Promise<number>;
 
-let pwriteEachFn: PwriteEach | null | undefined;
+const addonWrites = new Map<'pwriteEach' | 'writeBatch', PwriteEach | null>();
 
-/** The addon's pwriteEach, or null when the addon is not built. */
-function pwriteEach(): PwriteEach | null {
-  if (pwriteEachFn !== undefined) return pwriteEachFn;
+/** The addon's pwriteEach or writeBatch (same arguments), or null when the addon is not built. */
+function addonWrite(name: 'pwriteEach' | 'writeBatch'): PwriteEach | null {
+  let fn = addonWrites.get(name);
+  if (fn !== undefined) return fn;
   try {
     const addon = native();
-    pwriteEachFn = typeof addon.pwriteEach === 'function' ? (fd, parts, position, directFd) => addon.pwriteEach(fd, parts, position, directFd) : null;
+    fn = typeof addon[name] === 'function' ? (fd, parts, position, directFd) => addon[name](fd, parts, position, directFd) : null;
   } catch {
-    pwriteEachFn = null;
+    fn = null;
   }
-  return pwriteEachFn;
+  addonWrites.set(name, fn);
+  return fn;
+}
+
+/** A write call's errno (0: none) as Node's error, or null. */
+export function writeError(errno: number): NodeJS.ErrnoException | null {
+  return errno === 0 ? null : errnoError(ERRNO_CODES[errno] ?? `E${errno}`, 'write');
+}
+
+/**
+ * The log's group commit in one thread-pool job (the addon's writeBatch): `parts` written as one
+ * stream from `position` (through `directFd`, O_DIRECT, when they make whole 4 KiB blocks), then
+ * fdatasync. Resolves 0 or the errno. Null when the addon is not built.
+ */
+export function batchWriter(): PwriteEach | null {
+  return addonWrite('writeBatch');
 }
 
 /**
@@ -83,7 +99,7 @@ function pwriteEach(): PwriteEach | null {
  * The parts must stay untouched until it resolves.
  */
 export async function writeEach(handle: fsp.FileHandle, parts: Uint8Array[], position: number, direct?: fsp.FileHandle): Promise<void> {
-  const f = pwriteEach();
+  const f = addonWrite('pwriteEach');
   if (!f) {
     for (const part of parts) {
       await writeAll(handle, part, position);
@@ -93,8 +109,8 @@ export async function writeEach(handle: fsp.FileHandle, parts: Uint8Array[], pos
   }
   // A closed FileHandle's fd is -1: EBADF, as Node's own write on it.
   if (handle.fd < 0) throw errnoError('EBADF', 'write', 'EBADF: the file is closed');
-  const errno = await f(handle.fd, parts, position, direct !== undefined && direct.fd >= 0 ? direct.fd : -1);
-  if (errno !== 0) throw errnoError(ERRNO_CODES[errno] ?? `E${errno}`, 'write');
+  const err = writeError(await f(handle.fd, parts, position, direct !== undefined && direct.fd >= 0 ? direct.fd : -1));
+  if (err) throw err;
 }
 
 /** Bytes written through an O_DIRECT fd (writeEach's `direct`) by this process; 0 without the addon. */
