@@ -105,7 +105,7 @@ describe('recovery of the segment log', () => {
     await expect(openEngine(config)).rejects.toThrow(/belongs to node "someone-else"/);
   });
 
-  it('takes a format-1 data dir (before the index journal) and marks it format 3, so that an older build refuses it', async () => {
+  it('takes a format-1 data dir (before the index journal) and marks it format 4, so that an older build refuses it', async () => {
     const config = testConfig();
     let engine = await openEngine(config);
     const { id } = await engine.putInline(Buffer.from('stored under format 1'), 1, Buffer.alloc(0));
@@ -116,7 +116,7 @@ describe('recovery of the segment log', () => {
     expect(engine.stat(id)?.size).toBe(21);
     await engine.close();
     const marked = JSON.parse(readFileSync(format, 'utf8')) as { format: number; nodeId: string; createdAt: string };
-    expect(marked.format).toBe(3);
+    expect(marked.format).toBe(4);
     expect(marked.nodeId).toBe('engine-test');
     expect(marked.createdAt).toBe('2026-11-01T00:00:00.000Z');
   });

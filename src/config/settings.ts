@@ -209,6 +209,10 @@ export const SETTINGS = {
     type: 'enum', default: () => 'buffered', choices: ['buffered', 'direct'],
     help: 'how the whole 1 MiB chunks of large blobs reach their files: buffered (through the page cache) or direct (O_DIRECT, past it, where the file system allows; decisions.md §10 has both measured)',
   },
+  logWrites: {
+    type: 'enum', default: () => 'direct', choices: ['direct', 'buffered'],
+    help: 'how group-commit batches reach the segment log: direct (O_DIRECT, past the page cache, write and fdatasync in one thread-pool job, where the file system allows) or buffered (written through the page cache on the event loop, fdatasync in the pool); decisions.md §10 has both measured',
+  },
   poolThreads: { type: 'int', default: () => 2, min: 1, max: 64, help: 'worker threads (hashing, erasure coding)' },
   poolQueueMax: {
     type: 'int', default: () => 256, min: 1, max: 65_536,

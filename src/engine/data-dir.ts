@@ -19,10 +19,13 @@ import { fsyncDir } from './fs-util.js';
  * 3 (2026-11-26, later): new blob files keep their chunks' chaining values in the blob's BLAKE3
  * tree (blob-file.ts, file version 2); a build that knows format 2 only would take such a file
  * for a corrupt one, so it is refused. Older dirs are taken and marked 3 (their files still read).
+ * 4 (2026-11-27): log batches end with a PAD record on a 4 KiB boundary (record.ts); a build that
+ * knows format 3 only would take the PAD for the end of the log and lose what follows it, so it
+ * is refused. Older dirs are taken and marked 4: their log goes on in a new segment (log.ts).
  */
-export const FORMAT_VERSION = 3;
+export const FORMAT_VERSION = 4;
 /** Formats this build opens (the older ones are marked FORMAT_VERSION when opened). */
-const READABLE_FORMATS: readonly unknown[] = [1, 2, 3];
+const READABLE_FORMATS: readonly unknown[] = [1, 2, 3, 4];
 
 export interface DataDir {
   readonly path: string;

@@ -145,7 +145,7 @@ export class Engine implements ChunkHashers {
         mergeRecords: config.indexMergeRecords,
         onMergeError: (err) => log.error({ err }, `index journal merge failed (its records stay in the journal; the next commit tries again): ${err.message}`),
       });
-      const store = new SegmentStore(dataDir.path, config.segmentSizeBytes);
+      const store = new SegmentStore(dataDir.path, config.segmentSizeBytes, config.logWrites === 'direct');
       const largestRecord = largestRecordBytes(config);
       const batchBytes = Math.max(config.groupCommitMaxBytes, largestRecord);
       const recovered = await recoverLog(store, index, {
@@ -182,6 +182,7 @@ export class Engine implements ChunkHashers {
         );
         await index.flushed();
       }
+      await store.openDirect(recovered.active);
       const segmentLog = new SegmentLog(store, index, hooks, {
         groupCommitMaxBytes: config.groupCommitMaxBytes, arenaChunkBytes: Math.max(ARENA_CHUNK_BYTES, largestRecord), pipelineDepth: config.logPipelineDepth, indexLagBatches: config.indexLagBatches,
         ackAfterIndexFlush: config.durableAck === 'index',
@@ -371,12 +372,23 @@ export class Engine implements ChunkHashers {
     return entry && { ...entry, id };
   }
 
-  /** The bytes of an inline blob, verified against the checksum; corrupt copies are never returned. */
+  /**
+   * The bytes of an inline blob, verified against the checksum; corrupt copies are never returned.
+   * A read counts for the read cache as readInlineSync's do, wherever the bytes came from (a blob
+   * written past the page cache is read from the disk the first time).
+   */
   async readInline(meta: BlobMeta): Promise<Buffer> {
     const readStart = performance.now();
     const data = await this.reader.read(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
     this.recorder.stage('read', readStart);
-    return this.verified(meta, data);
+    this.verified(meta, data);
+    if (meta.size <= this.config.syncReadMaxBytes && this.cache.enabled) {
+      // Only if it is still the blob's record: a delete staged during the read has invalidated
+      // the cache already, and the cache answers by id alone (cachedRecord).
+      const now = this.index.get(meta.id);
+      if (now !== undefined && now.location === Location.SEGMENT && now.segment === meta.segment && now.offset === meta.offset) this.cache.admit(meta, data);
+    }
+    return data;
   }
 
   /**

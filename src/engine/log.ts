@@ -22,9 +22,9 @@ import { assert } from '../util/assert.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import type { BlobIndex, Checkpoint, IndexWriter } from '../index/blob-index.js';
 import type { IndexEntry } from '../index/entry.js';
-import { type RecordHeader, recordLength, sealHeader } from './record.js';
-import type { OpenSegment, SegmentStore } from './segment-store.js';
-import { punchHole, writevFullySync } from './fs-util.js';
+import { LOG_BLOCK_BYTES, MAX_PAD_BYTES, padLength, type RecordHeader, recordLength, sealHeader, writePad } from './record.js';
+import { type OpenSegment, SegmentStore } from './segment-store.js';
+import { batchWriter, punchHole, writeError, writevFullySync } from './fs-util.js';
 import type { DiskSpace } from './disk-space.js';
 import { type ArenaChunk, type ArenaRecord, RecordArena } from './record-arena.js';
 
@@ -91,6 +91,8 @@ export interface LogHooks {
 interface Batch {
   segment: OpenSegment;
   records: LogRecord[];
+  /** The PAD record that ends the batch on a block boundary (a pooled buffer), or undefined when it ends on one. */
+  pad: Buffer | undefined;
   endOffset: number;
   nextLsn: number;
   state: 'writing' | 'synced' | 'failed';
@@ -148,6 +150,10 @@ export class SegmentLog {
   private readonly sealed: OpenSegment[] = [];
   private readonly recorder: Recorder;
   private readonly arena: RecordArena;
+  /** PAD records' buffers not in a batch being written (a PAD is a header and zeros: only the header changes). */
+  private readonly pads: Buffer[] = [];
+  /** The addon's one-job write + fdatasync, for segments with an O_DIRECT descriptor. */
+  private readonly writeBatch = batchWriter();
 
   constructor(
     private readonly store: SegmentStore,
@@ -162,6 +168,9 @@ export class SegmentLog {
     this.arena = new RecordArena(options.arenaChunkBytes);
     // What lies past the tail at start is unknown (recovery gave it back): allocate from the tail.
     this.allocatedEnd = offset;
+    // A tail off a block boundary (a torn batch cut back, or a log of format 3, unpadded): the
+    // block holds records a write must not touch again, so the log goes on in a new segment.
+    if (offset % LOG_BLOCK_BYTES !== 0) this.rollOver();
   }
 
   get activeSegment(): number {
@@ -217,7 +226,8 @@ export class SegmentLog {
     for (; taken < this.queue.length; taken++) {
       const r = this.queue[taken]!;
       const length = r.length;
-      if (this.offset + length > this.allocatedEnd) break;
+      // Room for the record and the longest PAD after it, so any batch can end on a block boundary.
+      if (this.offset + length + MAX_PAD_BYTES > this.allocatedEnd) break;
       if (records.length > 0 && bytes + length > this.options.groupCommitMaxBytes) break;
       r.segment = this.active.id;
       r.offset = this.offset;
@@ -231,17 +241,35 @@ export class SegmentLog {
     this.queue = taken === this.queue.length ? [] : this.queue.slice(taken);
     if (records.length === 0) {
       const head = this.queue[0]!;
-      const length = head.length;
+      const length = head.length + MAX_PAD_BYTES;
       if (this.offset + length > this.active.sizeBytes) this.rollOver();
       else this.extend(head, length);
       return undefined;
     }
+    const pad = this.padAt(this.offset);
+    if (pad) this.offset += pad.length;
     const batch: Batch = {
-      segment: this.active, records, endOffset: this.offset, nextLsn: this.nextLsn, state: 'writing', staged: false, answered: false, waits: [],
+      segment: this.active, records, pad, endOffset: this.offset, nextLsn: this.nextLsn, state: 'writing', staged: false, answered: false, waits: [],
       writtenMs: 0, syncedMs: 0,
     };
     this.uncommitted.push(batch);
     return batch;
+  }
+
+  /** The PAD record (with the next sequence number) that takes a batch ending at `end` to a block boundary. */
+  private padAt(end: number): Buffer | undefined {
+    const length = padLength(end);
+    if (length === 0) return undefined;
+    const buf = this.pads.pop() ?? Buffer.alloc(MAX_PAD_BYTES);
+    writePad(buf, 0, length, this.nextLsn++);
+    return buf.subarray(0, length);
+  }
+
+  /** The batch is written (or failed): its records' places in the arena and its PAD are free again. */
+  private release(batch: Batch): void {
+    for (const r of batch.records) this.arena.release(r);
+    if (batch.pad) this.pads.push(Buffer.from(batch.pad.buffer, batch.pad.byteOffset, MAX_PAD_BYTES));
+    batch.pad = undefined;
   }
 
   private write(batch: Batch): void {
@@ -271,16 +299,43 @@ export class SegmentLog {
       batch.writtenMs = performance.now();
       fdatasync(batch.segment.fd, done);
     };
-    // On this thread: copying a batch into the page cache costs less than a thread-pool hop (under
-    // load each hop waits for a CPU); only the fdatasync goes to the pool. The batch's records lie
-    // back to back in the arena, as on disk: one range, or a few where a chunk ended.
+    // The batch's records lie back to back in the arena, as on disk: one range, or a few where a
+    // chunk ended; then its PAD. The batch is whole blocks from a block boundary.
+    const parts = RecordArena.ranges(batch.records);
+    if (batch.pad) parts.push(batch.pad);
+    const at = batch.records[0]!.offset;
+    const direct = batch.segment.direct;
+    if (direct !== undefined && this.writeBatch !== null) {
+      // Past the page cache (logWrites=direct): the write and the fdatasync in one thread-pool job.
+      // A new page-cache page costs a fault on its first touch where the host takes freed memory
+      // back (a VM); a log that only grows touches new pages all the time (decisions.md §10).
+      // 'write' then times the job's write and sync together; 'fsync' the hop back.
+      this.writeBatch(batch.segment.fd, parts, at, direct.fd).then(
+        (errno) => {
+          this.release(batch);
+          const err = writeError(errno);
+          if (!err) {
+            for (const r of batch.records) if (r.appendedMs >= 0) this.recorder.stage('write', r.appendedMs);
+            batch.writtenMs = performance.now();
+          }
+          done(err);
+        },
+        (err: Error) => {
+          this.release(batch);
+          done(err);
+        },
+      );
+      return;
+    }
+    // Through the page cache, on this thread: copying a batch there costs less than a thread-pool
+    // hop (under load each hop waits for a CPU); only the fdatasync goes to the pool.
     let error: Error | null = null;
     try {
-      writevFullySync(batch.segment.fd, RecordArena.ranges(batch.records), batch.records[0]!.offset);
+      writevFullySync(batch.segment.fd, parts, at);
     } catch (err) {
       error = err as Error;
     }
-    for (const r of batch.records) this.arena.release(r);
+    this.release(batch);
     written(error);
   }
 
@@ -471,6 +526,10 @@ export class SegmentLog {
     punchHole(sealed.handle, this.offset, unused)
       .catch(() => false)
       .then(() => this.store.create(sealed.id + 1))
+      .then(async (next) => {
+        await this.store.openDirect(next);
+        return next;
+      })
       .then((next) => {
         this.sealed.push(sealed);
         this.active = next;
@@ -530,7 +589,7 @@ export class SegmentLog {
       const segment = this.sealed[i]!;
       if (this.uncommitted.some((b) => b.segment === segment)) continue;
       this.sealed.splice(i, 1);
-      void segment.handle.close().catch(() => undefined);
+      void SegmentStore.close(segment);
     }
   }
 
@@ -552,6 +611,6 @@ export class SegmentLog {
   async close(): Promise<void> {
     await this.drain();
     this.closeSealed();
-    await this.active.handle.close().catch(() => undefined);
+    await SegmentStore.close(this.active);
   }
 }

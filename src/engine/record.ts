@@ -20,6 +20,11 @@
  * size) followed by the blob's labels, so the header CRC covers it. Their index records live in a
  * keyspace of their own (id + column index).
  *
+ * PAD ends a group-commit batch on a LOG_BLOCK_BYTES boundary, so the log is written in whole
+ * blocks (past the page cache, O_DIRECT, log.ts) and no write ever touches a block that holds an
+ * earlier batch's acknowledged records. It has its sequence number like any record (the chain
+ * stays consecutive), no labels, and zeros for data; scans step over it.
+ *
  * Flags (written as 0 before the cluster, so old records read as "no flags"): REPLICATE on a put
  * that this node took from a client in a cluster (its index commit queues the copies for the
  * owners, and replay queues them again); HANDOFF on a delete that drops a copy the owners hold
@@ -33,7 +38,7 @@ export const RECORD_MAGIC = 0x31525342; // "BSR1"
 export const HEADER_BYTES = 104;
 export const RECORD_ALIGN = 8;
 
-export const RecordType = { PUT_INLINE: 1, PUT_FILE: 2, DELETE: 3, SHARD_INLINE: 4, SHARD_FILE: 5, SHARD_DELETE: 6 } as const;
+export const RecordType = { PUT_INLINE: 1, PUT_FILE: 2, DELETE: 3, SHARD_INLINE: 4, SHARD_FILE: 5, SHARD_DELETE: 6, PAD: 7 } as const;
 export const RecordFlag = { REPLICATE: 1, HANDOFF: 2 } as const;
 export type RecordTypeValue = (typeof RecordType)[keyof typeof RecordType];
 
@@ -60,6 +65,32 @@ export interface RecordHeader {
   lsn: number;
   /** RecordFlag bits. */
   flags: number;
+}
+
+/** The log's unit of writing: every batch starts and ends on a multiple of it (log.ts). */
+export const LOG_BLOCK_BYTES = 4096;
+/** The longest PAD record: a gap shorter than a header takes the next block too. */
+export const MAX_PAD_BYTES = LOG_BLOCK_BYTES + HEADER_BYTES - RECORD_ALIGN;
+
+/** Bytes of the PAD record that takes a batch ending at `end` (8-aligned) to a block boundary; 0 if it is on one. */
+export function padLength(end: number): number {
+  const gap = (LOG_BLOCK_BYTES - (end % LOG_BLOCK_BYTES)) % LOG_BLOCK_BYTES;
+  return gap === 0 || gap >= HEADER_BYTES ? gap : gap + LOG_BLOCK_BYTES;
+}
+
+const ZERO_ID = Buffer.alloc(16);
+const ZERO_CHECKSUM = Buffer.alloc(32);
+const padHeader: RecordHeader = {
+  type: RecordType.PAD, policy: 0, labelsLength: 0, dataLength: 0, relocatedFromSegment: 0, relocatedFromOffset: 0,
+  size: 0, createdAtNs: 0n, id: ZERO_ID, checksum: ZERO_CHECKSUM, lsn: 0, flags: 0,
+};
+
+/** Writes a PAD record of `length` bytes (padLength) at `at`: its header, then zeros. */
+export function writePad(buf: Buffer, at: number, length: number, lsn: number): void {
+  padHeader.dataLength = length - HEADER_BYTES;
+  padHeader.lsn = lsn;
+  sealHeader(buf, at, padHeader);
+  buf.fill(0, at + HEADER_BYTES, at + length);
 }
 
 export function alignRecord(n: number): number {
@@ -104,7 +135,7 @@ export function sealHeader(buf: Buffer, at: number, h: RecordHeader): void {
 export function readHeader(buf: Buffer, at: number, available: number): RecordHeader | undefined {
   if (available < HEADER_BYTES || buf.readUInt32LE(at) !== RECORD_MAGIC) return undefined;
   const type = buf[at + 4] as RecordTypeValue;
-  if (!(type >= RecordType.PUT_INLINE && type <= RecordType.SHARD_DELETE)) return undefined;
+  if (!(type >= RecordType.PUT_INLINE && type <= RecordType.PAD)) return undefined;
   const labelsLength = buf.readUInt16LE(at + 6);
   const dataLength = buf.readUInt32LE(at + 8);
   if (available < HEADER_BYTES + labelsLength) return undefined;

@@ -1,11 +1,11 @@
 /**
  * Sequential reader of a segment's records, for recovery (from the checkpoint on) and compaction
  * (a whole sealed segment). It stops at the first bytes that are not a whole record with the
- * expected sequence number: a torn or never-written tail.
+ * expected sequence number: a torn or never-written tail. PAD records are stepped over.
  */
 import type { FileHandle } from 'node:fs/promises';
 import { blake3 } from '../hash/blake3.js';
-import { HEADER_BYTES, isInlineRecord, type RecordHeader, readHeader, recordLength } from './record.js';
+import { HEADER_BYTES, isInlineRecord, type RecordHeader, RecordType, readHeader, recordLength } from './record.js';
 
 export interface ScannedRecord {
   header: RecordHeader;
@@ -75,6 +75,11 @@ export async function scanSegment(
     if (lastLsn === 0 && !options.exact ? header.lsn < expected : header.lsn !== expected) break;
     const length = recordLength(header.labelsLength, header.dataLength);
     if (!(await need(length))) break;
+    if (header.type === RecordType.PAD) {
+      lastLsn = header.lsn;
+      at += length;
+      continue;
+    }
     const labels = Buffer.from(buf.subarray(rel + HEADER_BYTES, rel + HEADER_BYTES + header.labelsLength));
     let data: Buffer | undefined;
     if (isInlineRecord(header.type)) {

@@ -16,6 +16,8 @@ export interface OpenSegment {
   readonly handle: fsp.FileHandle;
   readonly fd: number;
   readonly sizeBytes: number;
+  /** The same file opened O_DIRECT, for the log's writes (openDirect); undefined when not asked for or refused. */
+  direct?: fsp.FileHandle;
 }
 
 export class SegmentStore {
@@ -24,6 +26,8 @@ export class SegmentStore {
   constructor(
     dataDir: string,
     private readonly segmentSizeBytes: number,
+    /** Setting logWrites is direct: the log's segments get an O_DIRECT descriptor (openDirect). */
+    private readonly directWrites = false,
   ) {
     this.dir = join(dataDir, 'segments');
   }
@@ -45,6 +49,20 @@ export class SegmentStore {
     const handle = await fsp.open(this.path(id), fsc.O_RDWR);
     const { size } = await handle.stat();
     return { id, handle, fd: handle.fd, sizeBytes: size };
+  }
+
+  /**
+   * Gives the segment the log appends to its O_DIRECT descriptor, with directWrites and where the
+   * file system takes it (tmpfs and some others refuse O_DIRECT: the log writes through the page cache there).
+   */
+  async openDirect(segment: OpenSegment): Promise<void> {
+    if (!this.directWrites || fsc.O_DIRECT === undefined || segment.direct !== undefined) return;
+    segment.direct = await fsp.open(this.path(segment.id), fsc.O_WRONLY | fsc.O_DIRECT).catch(() => undefined);
+  }
+
+  /** Closes the segment's descriptors (errors ignored: nothing is written through them after the last sync). */
+  static async close(segment: OpenSegment): Promise<void> {
+    await Promise.all([segment.handle.close().catch(() => undefined), segment.direct?.close().catch(() => undefined)]);
   }
 
   /** Creates segment `id` at its full size and opens it. */

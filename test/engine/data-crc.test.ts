@@ -14,7 +14,9 @@ import { openEngine, testConfig } from '../helpers/engine.js';
 
 const EMPTY = Buffer.alloc(0);
 /** No read cache: every read below goes to the disk. */
-const config = (): ReturnType<typeof testConfig> => testConfig({ diskReserveBytes: '1MiB', readCacheBytes: 0 });
+// Stores go through the page cache (logWrites buffered): the in-memory read path, which these
+// tests check, takes only what the page cache holds.
+const config = (): ReturnType<typeof testConfig> => testConfig({ diskReserveBytes: '1MiB', logWrites: 'buffered', readCacheBytes: 0 });
 
 /** Flips a bit of the stored copy of `data` in its segment. */
 function corrupt(engine: Engine, data: Buffer): void {
@@ -44,7 +46,7 @@ describe("a small blob's CRC-32C", () => {
   });
 
   it('catches a flipped bit on a read from disk: the fast GET path passes it over, the long one refuses it', async () => {
-    const engine = await openEngine(testConfig({ diskReserveBytes: '1MiB' }));
+    const engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', logWrites: 'buffered' }));
     const data = patternBytes(4096, 12);
     const { id } = await engine.putInline(data, 1, EMPTY);
     await engine.settled();
@@ -91,7 +93,7 @@ describe("a small blob's CRC-32C", () => {
   });
 
   it('compaction moves a blob under the CRC it was checked against, and leaves a corrupt copy where it is', async () => {
-    const engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', readCacheBytes: 0, compactionLiveRatio: 90 }));
+    const engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', logWrites: 'buffered', readCacheBytes: 0, compactionLiveRatio: 90 }));
     const stored = [];
     for (let i = 0; i < 20; i++) stored.push({ data: patternBytes(4000, 200 + i), ...(await engine.putInline(patternBytes(4000, 200 + i), 1, EMPTY)) });
     const [whole, rotten] = stored;

@@ -13,3 +13,19 @@ export async function openEngine(config: NodeConfig): Promise<Engine> {
   await initHashing();
   return Engine.open(config);
 }
+
+/** Holds every index commit until the returned function is called. */
+export function holdCommits(engine: Engine): () => void {
+  const index = engine.index;
+  const commit = index.commit.bind(index);
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  index.commit = async (...args: Parameters<typeof commit>): Promise<void> => {
+    await gate;
+    return commit(...args);
+  };
+  return () => {
+    index.commit = commit;
+    release();
+  };
+}
