@@ -122,16 +122,10 @@ export class IdTable {
     return { ids: Uint8Array.from(this.ids), valueAt: this.valueAt.slice(), values: Uint8Array.from(this.values.subarray(0, this.valuesUsed)) };
   }
 
-  /** Visits the entries of exported slots (another thread's copy) in no particular order. */
+  /** Visits the entries of exported slots (another thread's copy) in id order (ExportedEntries). */
   static forEachExported(slots: ExportedSlots, visit: (id: Buffer, record: Buffer | null) => void): void {
-    const ids = Buffer.from(slots.ids.buffer, slots.ids.byteOffset, slots.ids.byteLength);
-    const values = Buffer.from(slots.values.buffer, slots.values.byteOffset, slots.values.byteLength);
-    for (let slot = 0; slot < slots.valueAt.length; slot++) {
-      const at = slots.valueAt[slot]!;
-      if (at === EMPTY) continue;
-      const id = ids.subarray(slot * ID_BYTES, slot * ID_BYTES + ID_BYTES);
-      visit(id, at === REMOVED ? null : values.subarray(at + 4, at + 4 + values.readUInt32LE(at)));
-    }
+    const entries = new ExportedEntries(slots);
+    for (let i = 0; i < entries.count; i++) visit(entries.id(i), entries.record(i));
   }
 
   /**
@@ -281,4 +275,75 @@ function capacityFor(entries: number): number {
   let c = MIN_CAPACITY;
   while (c < entries * 2) c *= 2;
   return c;
+}
+
+/**
+ * The entries of exported slots (IdTable.exportSlots, another thread's copy) in id order, for the
+ * journal's merge: a counting sort on the ids' first two bytes, then an insertion sort of each
+ * bucket on the rest. Ids are content hashes, so a bucket holds about one id per 65,536 entries:
+ * the order costs two passes and almost no comparisons, where a comparison sort made ~17 calls
+ * into Buffer.compare per entry.
+ */
+export class ExportedEntries {
+  /** The live slots in id order. */
+  private readonly order: Uint32Array;
+  private readonly ids: Buffer;
+  private readonly values: Buffer;
+  private readonly valueAt: Int32Array;
+
+  constructor(slots: ExportedSlots) {
+    this.ids = Buffer.from(slots.ids.buffer, slots.ids.byteOffset, slots.ids.byteLength);
+    this.values = Buffer.from(slots.values.buffer, slots.values.byteOffset, slots.values.byteLength);
+    this.valueAt = slots.valueAt;
+    const ids = slots.ids;
+    const starts = new Uint32Array(65_537);
+    let live = 0;
+    for (let slot = 0; slot < this.valueAt.length; slot++) {
+      if (this.valueAt[slot] === EMPTY) continue;
+      starts[((ids[slot * ID_BYTES]! << 8) | ids[slot * ID_BYTES + 1]!) + 1]!++;
+      live++;
+    }
+    for (let b = 1; b < starts.length; b++) starts[b]! += starts[b - 1]!;
+    const order = new Uint32Array(live);
+    const next = starts.slice(0, 65_536);
+    for (let slot = 0; slot < this.valueAt.length; slot++) {
+      if (this.valueAt[slot] === EMPTY) continue;
+      order[next[(ids[slot * ID_BYTES]! << 8) | ids[slot * ID_BYTES + 1]!]!++] = slot;
+    }
+    for (let b = 0; b < 65_536; b++) if (starts[b + 1]! - starts[b]! > 1) ExportedEntries.sortBucket(ids, order, starts[b]!, starts[b + 1]!);
+    this.order = order;
+  }
+
+  /** Insertion sort of order[from, to) by the ids' bytes 2..15 (the first two are the bucket's). */
+  private static sortBucket(ids: Uint8Array, order: Uint32Array, from: number, to: number): void {
+    const after = (a: number, b: number): boolean => {
+      for (let i = 2; i < ID_BYTES; i++) {
+        const d = ids[a * ID_BYTES + i]! - ids[b * ID_BYTES + i]!;
+        if (d !== 0) return d > 0;
+      }
+      return false;
+    };
+    for (let i = from + 1; i < to; i++) {
+      const slot = order[i]!;
+      let j = i - 1;
+      for (; j >= from && after(order[j]!, slot); j--) order[j + 1] = order[j]!;
+      order[j + 1] = slot;
+    }
+  }
+
+  get count(): number {
+    return this.order.length;
+  }
+
+  /** The i-th id in order (a view). */
+  id(i: number): Buffer {
+    const slot = this.order[i]!;
+    return this.ids.subarray(slot * ID_BYTES, slot * ID_BYTES + ID_BYTES);
+  }
+
+  /** The i-th id's record (a view), null when the change removes it. */
+  record(i: number): Buffer | null {
+    const at = this.valueAt[this.order[i]!]!;
+    return at === REMOVED ? null : this.values.subarray(at + 4, at + 4 + this.values.readUInt32LE(at));
+  }
 }

@@ -9,7 +9,7 @@
  *                                          journal records merged removed, the frozen table emptied
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { type ExportedSlots, IdTable } from './id-table.js';
+import { type ExportedSlots, ExportedEntries } from './id-table.js';
 import { openIndexEnv } from './index-env.js';
 
 /** A frozen table's entries (IdTable.exportSlots: each id once, in no order), handed over. */
@@ -34,19 +34,17 @@ parentPort!.on('message', (request: MergeRequest) => {
  * held them are removed by the node once this is flushed (blob-journal.ts).
  */
 async function merge(request: MergeRequest): Promise<number> {
-  const changes: { id: Buffer; record: Buffer | null }[] = [];
-  IdTable.forEachExported(request, (id, record) => changes.push({ id, record }));
   // In id order, so that each slice is a run of neighbouring ids: its leaf pages take many records each.
-  changes.sort((a, b) => Buffer.compare(a.id, b.id));
-  for (let from = 0; from < changes.length; from += request.sliceRecords) {
+  const changes = new ExportedEntries(request);
+  for (let from = 0; from < changes.count; from += request.sliceRecords) {
     env.root.transactionSync(() => {
-      for (let i = from; i < Math.min(changes.length, from + request.sliceRecords); i++) {
-        const { id, record } = changes[i]!;
-        if (record === null) env.blobs.removeSync(id);
-        else env.blobs.putSync(id, record);
+      for (let i = from; i < Math.min(changes.count, from + request.sliceRecords); i++) {
+        const record = changes.record(i);
+        if (record === null) env.blobs.removeSync(changes.id(i));
+        else env.blobs.putSync(changes.id(i), record);
       }
     });
   }
   await env.root.flushed;
-  return changes.length;
+  return changes.count;
 }

@@ -1,7 +1,7 @@
 /** The index journal's table (src/index/id-table.ts): latest record per id, in id order on demand. */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { IdTable } from '../../src/index/id-table.js';
+import { ExportedEntries, IdTable } from '../../src/index/id-table.js';
 
 const id = (...head: number[]): Buffer => Buffer.concat([Buffer.from(head), Buffer.alloc(16 - head.length, 0x11)]);
 const rec = (text: string): Buffer => Buffer.from(text);
@@ -70,6 +70,22 @@ describe('IdTable', () => {
       expect(e.record === null ? null : e.record.toString()).toBe(i % 7 === 0 ? null : `r${i}`);
       expect(e.lsn).toBe(i);
     }
+  });
+
+  it('hands them over in id order (what the merge writes), ids that share their first bytes too', () => {
+    const t = new IdTable();
+    const ids = Array.from({ length: 3000 }, () => randomBytes(16));
+    // Crowded buckets: many ids with the same first two bytes, some alike up to the last byte.
+    for (let i = 0; i < 200; i++) ids.push(Buffer.concat([Buffer.from([0xab, 0xcd]), randomBytes(14)]));
+    for (let i = 0; i < 20; i++) ids.push(Buffer.concat([Buffer.alloc(15, 0x42), Buffer.from([255 - i * 7])]));
+    ids.forEach((x, i) => t.set(x, i % 3 === 0 ? null : rec(`r${i}`), i));
+    const seen: string[] = [];
+    IdTable.forEachExported(t.exportSlots(), (id) => seen.push(id.toString('hex')));
+    expect(seen).toEqual([...ids].sort(Buffer.compare).map((x) => x.toString('hex')));
+    const entries = new ExportedEntries(t.exportSlots());
+    expect(entries.count).toBe(ids.length);
+    const first = ids.indexOf([...ids].sort(Buffer.compare)[0]!);
+    expect(entries.record(0)?.toString() ?? null).toBe(first % 3 === 0 ? null : `r${first}`);
   });
 
   it('hands its entries to another thread as copies of its arrays, and empties in place', () => {
