@@ -42,6 +42,12 @@ describe.skipIf(skip !== '')(`a 3-node cluster of separate hosts (network namesp
       const res = await putRaw(c.url(i % 3), bytes, { 'X-Blobstore-Policy': '3' });
       acked.set(((await res.json()) as { id: string }).id, bytes);
     }
+    // A store is acknowledged once durable on the node that took it; its copies follow. Cut only
+    // once they are everywhere: a blob whose only copy is behind the cut is unreadable until the heal.
+    await eventually(async () => {
+      const holders = await copiesOf(c);
+      return [...acked.keys()].every((id) => holders.get(id)?.length === 3);
+    }, 'three copies of every blob before the cut', 30_000);
     h.cut(2);
     try {
       await c.converged({ among: [0, 1], states: { 'node-3': 'offline' }, timeoutMs: OFFLINE_MS + 15_000 });
