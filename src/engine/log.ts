@@ -265,6 +265,12 @@ export class SegmentLog {
     return buf.subarray(0, length);
   }
 
+  /** The batch's bytes are written: its records' 'write' stage ends now. */
+  private wrote(batch: Batch): void {
+    for (const r of batch.records) if (r.appendedMs >= 0) this.recorder.stage('write', r.appendedMs);
+    batch.writtenMs = performance.now();
+  }
+
   /** The batch is written (or failed): its records' places in the arena and its PAD are free again. */
   private release(batch: Batch): void {
     for (const r of batch.records) this.arena.release(r);
@@ -295,8 +301,7 @@ export class SegmentLog {
     };
     const written = (err: Error | null): void => {
       if (err) return done(err);
-      for (const r of batch.records) if (r.appendedMs >= 0) this.recorder.stage('write', r.appendedMs);
-      batch.writtenMs = performance.now();
+      this.wrote(batch);
       fdatasync(batch.segment.fd, done);
     };
     // The batch's records lie back to back in the arena, as on disk: one range, or a few where a
@@ -310,21 +315,11 @@ export class SegmentLog {
       // A new page-cache page costs a fault on its first touch where the host takes freed memory
       // back (a VM); a log that only grows touches new pages all the time (decisions.md §10).
       // 'write' then times the job's write and sync together; 'fsync' the hop back.
-      this.writeBatch(batch.segment.fd, parts, at, direct.fd).then(
-        (errno) => {
-          this.release(batch);
-          const err = writeError(errno);
-          if (!err) {
-            for (const r of batch.records) if (r.appendedMs >= 0) this.recorder.stage('write', r.appendedMs);
-            batch.writtenMs = performance.now();
-          }
-          done(err);
-        },
-        (err: Error) => {
-          this.release(batch);
-          done(err);
-        },
-      );
+      this.writeBatch(batch.segment.fd, parts, at, direct.fd).then(writeError, (err: Error) => err).then((err) => {
+        this.release(batch);
+        if (!err) this.wrote(batch);
+        done(err);
+      });
       return;
     }
     // Through the page cache, on this thread: copying a batch there costs less than a thread-pool

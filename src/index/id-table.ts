@@ -117,15 +117,9 @@ export class IdTable {
     this.valuesUsed = 0;
   }
 
-  /** Copies of the arrays that hold the entries (a few memory copies, no pass over them): read with forEachExported. */
+  /** Copies of the arrays that hold the entries (a few memory copies, no pass over them): read with ExportedEntries. */
   exportSlots(): ExportedSlots {
     return { ids: Uint8Array.from(this.ids), valueAt: this.valueAt.slice(), values: Uint8Array.from(this.values.subarray(0, this.valuesUsed)) };
-  }
-
-  /** Visits the entries of exported slots (another thread's copy) in id order (ExportedEntries). */
-  static forEachExported(slots: ExportedSlots, visit: (id: Buffer, record: Buffer | null) => void): void {
-    const entries = new ExportedEntries(slots);
-    for (let i = 0; i < entries.count; i++) visit(entries.id(i), entries.record(i));
   }
 
   /**
