@@ -213,6 +213,10 @@ export const SETTINGS = {
     type: 'enum', default: () => 'direct', choices: ['direct', 'buffered'],
     help: 'how group-commit batches reach the segment log: direct (O_DIRECT, past the page cache, write and fdatasync in one thread-pool job, where the file system allows) or buffered (written through the page cache on the event loop, fdatasync in the pool); decisions.md §10 has both measured',
   },
+  logSpace: {
+    type: 'enum', default: () => 'zeroed', choices: ['zeroed', 'allocated'],
+    help: 'how segment space is readied ahead of the log: zeroed (allocated, then written with zeros past the page cache, with --log-writes direct: a batch then overwrites written blocks and its fdatasync commits no extent change; the log\'s blocks are written twice) or allocated (fallocate alone); decisions.md §10 has both measured',
+  },
   poolThreads: { type: 'int', default: () => 2, min: 1, max: 64, help: 'worker threads (hashing, erasure coding)' },
   poolQueueMax: {
     type: 'int', default: () => 256, min: 1, max: 65_536,

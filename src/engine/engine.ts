@@ -145,7 +145,7 @@ export class Engine implements ChunkHashers {
         mergeRecords: config.indexMergeRecords,
         onMergeError: (err) => log.error({ err }, `index journal merge failed (its records stay in the journal; the next commit tries again): ${err.message}`),
       });
-      const store = new SegmentStore(dataDir.path, config.segmentSizeBytes, config.logWrites === 'direct');
+      const store = new SegmentStore(dataDir.path, config.segmentSizeBytes, config.logWrites === 'direct', config.logSpace === 'zeroed');
       const largestRecord = largestRecordBytes(config);
       const batchBytes = Math.max(config.groupCommitMaxBytes, largestRecord);
       const recovered = await recoverLog(store, index, {

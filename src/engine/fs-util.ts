@@ -124,24 +124,27 @@ export function directWriteBytes(): number {
 
 const ZEROS = Buffer.alloc(1024 * 1024);
 
-async function writeZeros(handle: fsp.FileHandle, offset: number, length: number): Promise<void> {
-  for (let at = offset; at < offset + length; at += ZEROS.length) {
-    await writeAll(handle, ZEROS.subarray(0, Math.min(ZEROS.length, offset + length - at)), at);
-  }
+/** Writes zeros over [offset, offset + length), through `direct` (O_DIRECT) where writeEach can. */
+async function writeZeros(handle: fsp.FileHandle, offset: number, length: number, direct?: fsp.FileHandle): Promise<void> {
+  const parts: Buffer[] = [];
+  for (let at = offset; at < offset + length; at += ZEROS.length) parts.push(ZEROS.subarray(0, Math.min(ZEROS.length, offset + length - at)));
+  await writeEach(handle, parts, offset, direct);
 }
 
 /**
  * Gives [offset, offset + length) of the file real blocks, so later writes there cannot fail for
  * space. Throws ENOSPC (or EDQUOT) when the disk cannot hold it. Where fallocate is not supported,
  * zeros are written instead: the same guarantee at the cost of writing the bytes.
+ * With `direct` (the file opened O_DIRECT) the allocated blocks are also written with zeros
+ * through it: an allocated block is "unwritten" until then, and the first write into it changes
+ * the file's extent tree, which the next fdatasync must write and wait for (decisions.md §10).
  */
-export async function allocate(handle: fsp.FileHandle, offset: number, length: number): Promise<void> {
+export async function allocate(handle: fsp.FileHandle, offset: number, length: number, direct?: fsp.FileHandle): Promise<void> {
   const f = fallocate();
   const errno = f ? await f.call(handle.fd, 0, offset, length) : 95;
-  if (errno === 0) return;
-  const code = ERRNO_CODES[errno] ?? `E${errno}`;
-  if (code !== 'EOPNOTSUPP') throw errnoError(code, 'fallocate');
-  await writeZeros(handle, offset, length);
+  const code = errno === 0 ? undefined : (ERRNO_CODES[errno] ?? `E${errno}`);
+  if (code !== undefined && code !== 'EOPNOTSUPP') throw errnoError(code, 'fallocate');
+  if (code !== undefined || direct !== undefined) await writeZeros(handle, offset, length, direct);
 }
 
 /**

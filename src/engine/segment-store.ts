@@ -1,10 +1,11 @@
 /**
  * Segment files: `segments/00000001.seg`, ... Each is created at its full size (sparse, by
  * ftruncate), so appends never grow the file, and gets real blocks (fallocate) a step at a time
- * ahead of the log's tail (log.ts), so no write into it can fail for space. Zero-filling instead
- * makes one fdatasync after a 64 KiB append cheaper in isolation (~124 us against ~200 us), but
- * the zeros double the bytes written, and end to end 4 KiB durable PUTs ran slower with it
- * (~15k/s against ~17k/s at 64 connections).
+ * ahead of the log's tail (log.ts), so no write into it can fail for space. With logSpace=zeroed
+ * and an O_DIRECT descriptor (logWrites=direct) each step is also written with zeros past the page
+ * cache, so the log's batches overwrite written blocks and their fdatasync commits no extent
+ * change (PostgreSQL zero-fills its WAL files for the same reason: wal_init_zero). Through the
+ * page cache the zeros cost more than they save (~15k against ~17k PUT/s once, decisions.md §10).
  */
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
@@ -28,6 +29,8 @@ export class SegmentStore {
     private readonly segmentSizeBytes: number,
     /** Setting logWrites is direct: the log's segments get an O_DIRECT descriptor (openDirect). */
     private readonly directWrites = false,
+    /** Setting logSpace is zeroed: allocated steps are written with zeros through that descriptor. */
+    private readonly zeroFill = false,
   ) {
     this.dir = join(dataDir, 'segments');
   }
@@ -82,16 +85,17 @@ export class SegmentStore {
    * has run out: a whole step if the disk has it, else just enough.
    */
   async allocateTail(segment: OpenSegment, from: number, minBytes: number, wantBytes: number, maintenance: boolean, space: DiskSpace): Promise<number> {
+    const direct = this.zeroFill ? segment.direct : undefined;
     if (maintenance) {
       await space.makeRoom(minBytes);
-      const got = await allocate(segment.handle, from, wantBytes).then(() => wantBytes, () => 0);
+      const got = await allocate(segment.handle, from, wantBytes, direct).then(() => wantBytes, () => 0);
       if (got > 0) return got;
-      await allocate(segment.handle, from, minBytes);
+      await allocate(segment.handle, from, minBytes, direct);
       return minBytes;
     }
     const taken = space.takeForData(minBytes, wantBytes);
     try {
-      await allocate(segment.handle, from, taken);
+      await allocate(segment.handle, from, taken, direct);
     } finally {
       space.written(taken);
     }

@@ -3,7 +3,9 @@
  * group-commit batch ends with a PAD record on a block boundary and, with logWrites direct (the
  * default), goes past the page cache where the file system allows it. No write touches a block
  * that holds an earlier batch's records: a log whose tail is off the grid (a torn PAD cut back, or
- * a log written by format 3) goes on in a new segment.
+ * a log written by format 3) goes on in a new segment. Segment space is readied a step ahead of the
+ * tail, and with logSpace zeroed (the default) written with zeros past the page cache, so a batch
+ * overwrites written blocks and its fdatasync commits no extent change.
  */
 import { constants as fsc, cpSync, promises as fsp } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -151,5 +153,56 @@ describe('the segment log', () => {
     await engine.close();
     engine = await openEngine(crashed);
     for (const [id, data] of [[keptId, kept], [idA, a], [idB, b]] as const) expect((await engine.readInline(engine.stat(id)!)).equals(data)).toBe(true);
+  });
+
+  it('readies space a step ahead of the tail, written with zeros past the page cache with logSpace zeroed', async () => {
+    const STEP = 1024 * 1024;
+    /** Bytes of the segment file with blocks (allocated), once the step under way is done. */
+    const allocatedOf = async (e: Engine, segment: number, atLeast: number): Promise<number> => {
+      let bytes = 0;
+      for (let i = 0; i < 250 && bytes < atLeast; i++) {
+        bytes = (await fsp.stat(e.store.path(segment))).blocks * 512;
+        if (bytes < atLeast) await new Promise((r) => setTimeout(r, 20));
+      }
+      return bytes;
+    };
+    for (const logSpace of ['zeroed', 'allocated'] as const) {
+      const cfg = testConfig({ diskReserveBytes: '1MiB', segmentAllocBytes: '1MiB', logSpace });
+      engine = await openEngine(cfg);
+      const probe = join(cfg.dataDir, 'direct-probe');
+      await fsp.writeFile(probe, '');
+      const directOk = await fsp.open(probe, fsc.O_WRONLY | fsc.O_DIRECT).then(async (h) => (await h.close(), true), () => false);
+      const before = directWriteBytes();
+      const first = patternBytes(2000, 1);
+      const { id } = await engine.putInline(first, 1, EMPTY);
+      await engine.settled();
+      const segment = engine.stat(id)!.segment;
+      expect(await allocatedOf(engine, segment, STEP)).toBeGreaterThanOrEqual(STEP);
+      if (directOk) {
+        // One 4 KiB block of records, and with zeroed the whole step of zeros before it.
+        const written = directWriteBytes() - before;
+        if (logSpace === 'zeroed') expect(written).toBeGreaterThanOrEqual(STEP);
+        else expect(written).toBe(LOG_BLOCK_BYTES);
+      } else {
+        console.warn(`O_DIRECT not tested: ${cfg.dataDir}'s file system refuses it`);
+      }
+      // Past half the step: the next one is taken before any record needs it.
+      const stored = [{ id, data: first }];
+      for (let i = 0; i < 12; i++) {
+        const data = patternBytes(50_000, 10 + i);
+        stored.push({ id: (await engine.putInline(data, 1, EMPTY)).id, data });
+      }
+      await engine.settled();
+      const tail = engine.index.committedCheckpoint.offset;
+      expect(tail).toBeGreaterThan(STEP / 2);
+      expect(tail).toBeLessThan(STEP);
+      expect(await allocatedOf(engine, segment, 2 * STEP)).toBeGreaterThanOrEqual(2 * STEP);
+      for (const { id: storedId, data } of stored) expect((await engine.readInline(engine.stat(storedId)!)).equals(data)).toBe(true);
+      await engine.close();
+      engine = await openEngine(cfg);
+      for (const { id: storedId, data } of stored) expect((await engine.readInline(engine.stat(storedId)!)).equals(data)).toBe(true);
+      await engine.close();
+      engine = undefined;
+    }
   });
 });
