@@ -172,6 +172,10 @@ export const SETTINGS = {
     type: 'int', default: () => 128, min: 1, max: 1024,
     help: 'log batches fsynced (acknowledged with durable-ack log) or in flight whose index commit is pending, at most; further stores wait (room for index commits that wait while a journal merge holds the write lock)',
   },
+  indexCommitIntervalMs: {
+    type: 'int', default: () => 5, min: 0, max: 10_000,
+    help: 'with durable-ack log, index commits start at most this often (each is an LMDB transaction, whose cost grows with the free-page list of a grown index): under load each takes more batches, whose records are served from memory meanwhile; 0: one as soon as the previous is done',
+  },
   indexMergeRecords: {
     type: 'int', default: () => 65_536, min: 1, max: 4_194_304,
     help: 'blob record changes the index journal holds (in memory, and in LMDB by commit) before they are merged into the id-ordered index in one pass: more makes each merged page take more records, and start-up read more',

@@ -8,7 +8,9 @@
  * together with the checkpoint (the log position it covers), then drops them from the overlay: an
  * index transaction costs ~0.66 ms here whatever its size (it waits for the previous one's sync),
  * so one per batch would cap the rate, while one per group of staged batches lets it grow with the
- * load. With durableAck=index records are acknowledged once their transaction is flushed instead.
+ * load; with durableAck=log it starts at most every `commitIntervalMs` (an LMDB transaction's fixed
+ * cost grows with the free-page list of a grown index, decisions.md §10). With durableAck=index
+ * records are acknowledged once their transaction is flushed instead.
  * At most `indexLagBatches` batches wait for their commit; beyond it records wait in the queue.
  *
  *   append() -> queue -> batch: writev -> fdatasync ─┐                      (durableAck=log)
@@ -115,6 +117,8 @@ export interface LogOptions {
   pipelineDepth: number;
   /** Batches staged or in flight whose index transaction has not committed, at most. */
   indexLagBatches: number;
+  /** With durableAck=log, index commits start at most this often (setting indexCommitIntervalMs); 0: back to back. */
+  commitIntervalMs?: number;
   /** Acknowledge after the index flush (true) or once the record is fsynced and staged (false). */
   ackAfterIndexFlush: boolean;
   /** Segment space allocated ahead of the tail at a time. */
@@ -138,6 +142,8 @@ export class SegmentLog {
   /** Batches being written or synced. */
   private writing = 0;
   private committing = false;
+  /** performance.now() when the last index commit started (commitIntervalMs). */
+  private commitStartMs = -Infinity;
   private scheduled = false;
   private rolling = false;
   /** The active segment has real blocks up to here (fallocate); records go in only below it. */
@@ -448,6 +454,10 @@ export class SegmentLog {
     this.committing = true;
     try {
       while (this.headDone()) {
+        // Acknowledged already (durableAck=log): the commit may wait, and take the batches staged meanwhile.
+        const wait = this.options.ackAfterIndexFlush ? 0 : this.commitStartMs + (this.options.commitIntervalMs ?? 0) - performance.now();
+        if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
+        this.commitStartMs = performance.now();
         const group: Batch[] = [];
         while (this.headDone()) {
           const b = this.uncommitted.shift()!;
