@@ -177,7 +177,7 @@ export const SETTINGS = {
     help: 'with durable-ack log, index commits start at most this often (each is an LMDB transaction, whose cost grows with the free-page list of a grown index): under load each takes more batches, whose records are served from memory meanwhile; 0: one as soon as the previous is done',
   },
   indexMergeRecords: {
-    type: 'int', default: () => 65_536, min: 1, max: 4_194_304,
+    type: 'int', default: () => 262_144, min: 1, max: 4_194_304,
     help: 'blob record changes the index journal holds (in memory, and in LMDB by commit) before they are merged into the id-ordered index in one pass: more makes each merged page take more records, and start-up read more',
   },
   readCacheBytes: {

@@ -72,7 +72,7 @@ export interface EcRepairQueue {
 }
 
 /** Blob record changes the journal holds before they are merged into `blobs` (setting indexMergeRecords). */
-export const DEFAULT_MERGE_RECORDS = 65_536;
+export const DEFAULT_MERGE_RECORDS = 262_144;
 
 export interface BlobIndexOptions {
   mergeRecords?: number;
