@@ -81,7 +81,7 @@ export interface BlobIndexOptions {
 }
 
 /** Ids read from LMDB per turn of the event loop while the id filter is built. */
-const FILTER_SLICE_IDS = 16_384;
+const FILTER_SLICE_IDS = 2048;
 
 const ZERO = Buffer.from([0]);
 const FF = Buffer.from([0xff]);
@@ -678,18 +678,24 @@ export class BlobIndex {
     if (this.building !== undefined || this.closed) return;
     const filter = new IdFilter(Math.max(this.counters.blobCount, this.filter?.added ?? 0) * 2);
     this.building = filter;
-    for (const { id } of this.journal.from(undefined)) filter.add(id);
+    // In no order (a filter needs none): the journal's ids in order would sort every bucket of its
+    // tables first (~150 ms of event loop for 262,144 changes).
+    this.journal.forEachId((id) => filter.add(id));
     for (const { key } of this.overlay.blobs.sortedFrom(undefined)) filter.add(key);
     let after: Buffer | undefined;
+    // The last id read, copied into one buffer (lmdb-js may reuse a key's): where the next slice starts.
+    const last = Buffer.alloc(16);
     const slice = (): void => {
       if (this.closed || this.building !== filter) return;
       let n = 0;
       for (const key of this.blobs.getKeys({ start: after, limit: FILTER_SLICE_IDS + 1 })) {
-        if (after !== undefined && key.equals(after)) continue;
+        // Only the first key of a slice can be the last one of the slice before.
+        if (n === 0 && after !== undefined && key.equals(after)) continue;
         filter.add(key);
-        after = Buffer.from(key);
+        key.copy(last);
         n++;
       }
+      after = last;
       if (n > 0) {
         setImmediate(slice);
         return;

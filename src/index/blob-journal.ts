@@ -89,6 +89,12 @@ export class BlobJournal {
     return this.frozen.get(id);
   }
 
+  /** Visits the id of every change held (both tables; an id in both twice), in no order; the views are valid during the call. */
+  forEachId(visit: (id: Buffer) => void): void {
+    this.active.forEachUnordered(visit);
+    this.frozen?.forEachUnordered(visit);
+  }
+
   /** Changes held (both tables; an id in both counts twice). */
   get size(): number {
     return this.active.size + (this.frozen?.size ?? 0);
@@ -194,9 +200,9 @@ export class BlobJournal {
 
   /**
    * Merges every change committed so far into `blobs` (on the merge thread): the active table is
-   * frozen and a copy of its arrays handed over, so the event loop pays a few copies and no pass
-   * over the records; new commits go to a fresh table meanwhile, and until the merge is done
-   * reads find its changes in the frozen one.
+   * frozen and its arrays handed over where they are (shared memory), so the event loop pays no
+   * pass over the records and no copy; new commits go to a fresh table meanwhile, and until the
+   * merge is done reads find its changes in the frozen one, which nothing changes until then.
    */
   async merge(): Promise<void> {
     if (this.active.size === 0) return;
@@ -213,7 +219,7 @@ export class BlobJournal {
       worker.ref();
       const answer = await new Promise<MergeAnswer>((resolve) => {
         this.answer = resolve;
-        worker.postMessage(request, [slots.ids.buffer, slots.valueAt.buffer, slots.values.buffer] as ArrayBuffer[]);
+        worker.postMessage(request);
       }).finally(() => worker.unref());
       if ('error' in answer) throw new Error(`index journal merge: ${answer.error}`);
       // The merged changes are flushed: the journal records that held them may go (a crash before

@@ -39,9 +39,11 @@ async function merge(request: MergeRequest): Promise<number> {
   for (let from = 0; from < changes.count; from += request.sliceRecords) {
     env.root.transactionSync(() => {
       for (let i = from; i < Math.min(changes.count, from + request.sliceRecords); i++) {
+        // Copies: the table is shared memory, which lmdb-js does not take for keys and values.
+        const id = Buffer.from(changes.id(i));
         const record = changes.record(i);
-        if (record === null) env.blobs.removeSync(changes.id(i));
-        else env.blobs.putSync(changes.id(i), record);
+        if (record === null) env.blobs.removeSync(id);
+        else env.blobs.putSync(id, Buffer.from(record));
       }
     });
   }

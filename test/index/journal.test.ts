@@ -113,6 +113,29 @@ describe('the index journal', () => {
     expect((await engine.putInline(patternBytes(500, 71), 1, EMPTY)).created).toBe(false);
     await engine.close();
   });
+  it('the id filter built at start holds every id, across slices of LMDB and in the journal', async () => {
+    // Merges every 512 changes: most ids are in LMDB, read a slice (2,048) per turn; the rest in the journal.
+    const cfg = config({ indexMergeRecords: 512 });
+    let engine = await openEngine(cfg);
+    const ids: Buffer[] = [];
+    for (let from = 0; from < 9000; from += 500) {
+      const stored = await Promise.all(Array.from({ length: 500 }, (_, i) => engine.putInline(patternBytes(64, 100_000 + from + i), 1, EMPTY)));
+      ids.push(...stored.map((r) => r.id));
+      // Committed, and the merge that commit started done: the next commit starts another.
+      await engine.settled();
+      await engine.index.journal.settled();
+    }
+    // And fewer than a merge's worth after the last merge: in the journal.
+    ids.push(...(await Promise.all(Array.from({ length: 300 }, (_, i) => engine.putInline(patternBytes(64, 200_000 + i), 1, EMPTY)))).map((r) => r.id));
+    await engine.settled();
+    expect(engine.index.journal.size).toBeGreaterThan(0);
+    expect(ids.length - engine.index.journal.size).toBeGreaterThan(2 * 2048);
+    await engine.close();
+    engine = await openEngine(cfg);
+    await until(() => engine.index.idFilter?.complete === true, 'the id filter');
+    expect(ids.filter((id) => !engine.index.idFilter!.mayHave(id))).toEqual([]);
+    await engine.close();
+  }, 60_000);
 });
 
 describe('the index journal when LMDB refuses a write', () => {
