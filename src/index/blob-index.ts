@@ -80,8 +80,10 @@ export interface BlobIndexOptions {
   onMergeError?: (err: Error) => void;
 }
 
-/** Ids read from LMDB per turn of the event loop while the id filter is built. */
+/** Ids read from LMDB per turn of the event loop while the id filter is built, at most... */
 const FILTER_SLICE_IDS = 2048;
+/** ...and for at most this long (a slice of cold leaf pages read from disk took 25 ms). */
+const FILTER_SLICE_MS = 2;
 
 const ZERO = Buffer.from([0]);
 const FF = Buffer.from([0xff]);
@@ -679,8 +681,9 @@ export class BlobIndex {
     const filter = new IdFilter(Math.max(this.counters.blobCount, this.filter?.added ?? 0) * 2);
     this.building = filter;
     // In no order (a filter needs none): the journal's ids in order would sort every bucket of its
-    // tables first (~150 ms of event loop for 262,144 changes).
-    this.journal.forEachId((id) => filter.add(id));
+    // tables first (~150 ms of event loop for 262,144 changes; this pass ~20-30 ms). In one turn:
+    // sliced, a merge could move ids the pass has not reached into LMDB behind the LMDB pass.
+    this.journal.forEachIdAt((ids, at) => filter.addAt(ids, at));
     for (const { key } of this.overlay.blobs.sortedFrom(undefined)) filter.add(key);
     let after: Buffer | undefined;
     // The last id read, copied into one buffer (lmdb-js may reuse a key's): where the next slice starts.
@@ -688,12 +691,14 @@ export class BlobIndex {
     const slice = (): void => {
       if (this.closed || this.building !== filter) return;
       let n = 0;
+      const until = performance.now() + FILTER_SLICE_MS;
       for (const key of this.blobs.getKeys({ start: after, limit: FILTER_SLICE_IDS + 1 })) {
         // Only the first key of a slice can be the last one of the slice before.
         if (n === 0 && after !== undefined && key.equals(after)) continue;
         filter.add(key);
         key.copy(last);
         n++;
+        if ((n & 63) === 0 && performance.now() > until) break;
       }
       after = last;
       if (n > 0) {

@@ -89,10 +89,10 @@ export class BlobJournal {
     return this.frozen.get(id);
   }
 
-  /** Visits the id of every change held (both tables; an id in both twice), in no order; the views are valid during the call. */
-  forEachId(visit: (id: Buffer) => void): void {
-    this.active.forEachUnordered(visit);
-    this.frozen?.forEachUnordered(visit);
+  /** Visits the id of every change held (`ids` from `at`; both tables, an id in both twice), in no order, with no views. */
+  forEachIdAt(visit: (ids: Buffer, at: number) => void): void {
+    this.active.forEachIdAt(visit);
+    this.frozen?.forEachIdAt(visit);
   }
 
   /** Changes held (both tables; an id in both counts twice). */

@@ -39,8 +39,13 @@ export class IdFilter {
   }
 
   add(id: Uint8Array): void {
-    const h1 = wordAt(id, 0);
-    const h2 = wordAt(id, 4) | 1;
+    this.addAt(id, 0);
+  }
+
+  /** Adds the id at `at` of `src` (no view of it needed). */
+  addAt(src: Uint8Array, at: number): void {
+    const h1 = wordAt(src, at);
+    const h2 = wordAt(src, at + 4) | 1;
     for (let i = 0; i < PROBES; i++) {
       const bit = (h1 + Math.imul(i, h2)) & this.mask;
       this.words[bit >>> 5]! |= 1 << (bit & 31);

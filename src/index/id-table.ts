@@ -132,6 +132,12 @@ export class IdTable {
     return { ids: this.ids, valueAt: this.valueAt, values: this.values.subarray(0, this.valuesUsed) };
   }
 
+  /** Calls `visit(ids, at)` for every id held (`ids` from `at`, 16 bytes), in no order: no views are made. */
+  forEachIdAt(visit: (ids: Buffer, at: number) => void): void {
+    if (this.size === 0) return;
+    for (let slot = 0; slot < this.capacity; slot++) if (this.valueAt[slot] !== EMPTY) visit(this.ids, slot * ID_BYTES);
+  }
+
   /**
    * Visits every id with its record (null: removed) and change LSN in no particular order: a
    * plain pass over the slots, cheaper than an ordered one. Views are valid during the call.
