@@ -15,6 +15,8 @@ import { openIndexEnv } from './index-env.js';
 /** A frozen table's entries (IdTable.exportSlots: each id once, in no order), handed over. */
 export interface MergeRequest extends ExportedSlots {
   sliceRecords: number;
+  /** Wait between slices, so the node's own commits get LMDB's writer lock (ms). */
+  slicePauseMs: number;
 }
 
 export type MergeAnswer = { merged: number } | { error: string };
@@ -37,6 +39,8 @@ async function merge(request: MergeRequest): Promise<number> {
   // In id order, so that each slice is a run of neighbouring ids: its leaf pages take many records each.
   const changes = new ExportedEntries(request);
   for (let from = 0; from < changes.count; from += request.sliceRecords) {
+    // A mutex hands no turns: the thread that releases it takes it again before a waiter wakes.
+    if (from > 0 && request.slicePauseMs > 0) await new Promise((resolve) => setTimeout(resolve, request.slicePauseMs));
     env.root.transactionSync(() => {
       for (let i = from; i < Math.min(changes.count, from + request.sliceRecords); i++) {
         // Copies: the table is shared memory, which lmdb-js does not take for keys and values.
