@@ -12,7 +12,9 @@
  *   order:  per first byte of the id, the slots holding such ids (sorted when an ordered read
  *   needs that bucket): list pages and scans visit only the buckets their range reaches
  * ids, valueAt and values live in shared memory: the merge thread reads a frozen table's arrays
- * where they are (exportSlots), with no copy on the event loop (~30 ms for 2^20 slots here).
+ * where they are (exportSlots), with no copy on the event loop (~30 ms for 2^20 slots here). Views
+ * of them are not for lmdb-js to write: it takes a value's address from its ArrayBuffer, which a
+ * shared one is not (the merge thread copies the arrays first).
  */
 
 import { sameId, wordAt } from '../util/id-words.js';
@@ -57,8 +59,7 @@ export class IdTable {
   /**
    * The record of `id` (valid until the next get or change), null when removed, undefined when not
    * here. A record up to SCRATCH_BYTES is copied into a scratch buffer and answered as a view of it
-   * made once per length (a GET's index read allocates nothing); a longer one is a copy of its own
-   * (not a view of the table's shared memory, which lmdb-js cannot take as a value).
+   * made once per length (a GET's index read allocates nothing); a longer one is a view of its own.
    */
   get(id: Uint8Array): Buffer | null | undefined {
     if (this.size === 0) return undefined;
@@ -68,7 +69,7 @@ export class IdTable {
     if (at === REMOVED) return null;
     const values = this.values;
     const length = values.readUInt32LE(at);
-    if (length > SCRATCH_BYTES) return Buffer.from(this.recordAt(at));
+    if (length > SCRATCH_BYTES) return this.recordAt(at);
     const out = this.scratch.buffer;
     // A loop, not Buffer.copy: copy makes a view of the source range first.
     for (let i = 0, from = at + 4; i < length; i++) out[i] = values[from + i]!;

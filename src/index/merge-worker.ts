@@ -37,17 +37,17 @@ parentPort!.on('message', (request: MergeRequest) => {
  */
 async function merge(request: MergeRequest): Promise<number> {
   // In id order, so that each slice is a run of neighbouring ids: its leaf pages take many records each.
-  const changes = new ExportedEntries(request);
+  // Copied into this thread's own memory first, in one pass each: lmdb-js takes a value's address
+  // from its ArrayBuffer, which the table's shared memory is not (id-table.ts).
+  const changes = new ExportedEntries({ ids: new Uint8Array(request.ids), valueAt: new Int32Array(request.valueAt), values: new Uint8Array(request.values) });
   for (let from = 0; from < changes.count; from += request.sliceRecords) {
     // A mutex hands no turns: the thread that releases it takes it again before a waiter wakes.
     if (from > 0 && request.slicePauseMs > 0) await new Promise((resolve) => setTimeout(resolve, request.slicePauseMs));
     env.root.transactionSync(() => {
       for (let i = from; i < Math.min(changes.count, from + request.sliceRecords); i++) {
-        // Copies: the table is shared memory, which lmdb-js does not take for keys and values.
-        const id = Buffer.from(changes.id(i));
         const record = changes.record(i);
-        if (record === null) env.blobs.removeSync(id);
-        else env.blobs.putSync(id, Buffer.from(record));
+        if (record === null) env.blobs.removeSync(changes.id(i));
+        else env.blobs.putSync(changes.id(i), record);
       }
     });
   }
