@@ -88,10 +88,24 @@ describe('writeEach on a closed file', () => {
   });
 });
 
-describe('batchWriter (the addon’s writeBatch: a log batch, then fdatasync, in one job)', () => {
+/** One batch through batchWriter (each write its own writer and token): resolves the errno it answers. */
+function writeBatch(fd: number, parts: Buffer[], position: number, directFd: number): Promise<number> {
+  return new Promise((resolve) => {
+    const writer = batchWriter((token, errno) => {
+      expect(token).toBe(7);
+      resolve(errno);
+    });
+    expect(writer).not.toBeNull();
+    const triples = parts.flatMap((p) => [p, 0, p.length]);
+    // A reused array may be longer than the batch: the count says how much of it is the batch's.
+    triples.push(patterned(10, 99), 0, 10);
+    const queued = writer!.write(7, fd, triples, parts.length, position, directFd);
+    if (queued !== 0) resolve(queued);
+  });
+}
+
+describe('batchWriter (the addon’s writeBatchTo: a log batch, then fdatasync, in one job, answered by a callback)', () => {
   it('writes whole 4 KiB blocks from an aligned position through the O_DIRECT descriptor, gathered from unaligned parts', async () => {
-    const write = batchWriter();
-    expect(write).not.toBeNull();
     const path = join(tempDir('write-batch'), 'seg');
     const handle = await fsp.open(path, 'w+');
     const direct = await fsp.open(path, fsc.O_WRONLY | fsc.O_DIRECT).catch(() => undefined);
@@ -104,8 +118,8 @@ describe('batchWriter (the addon’s writeBatch: a log batch, then fdatasync, in
     const later = patterned(4096, 14);
     const before = directWriteBytes();
     try {
-      expect(await write!(handle.fd, [first, second, pad], 8192, direct.fd)).toBe(0);
-      expect(await write!(handle.fd, [later], 8192 + MiB + MiB / 2 + 4096, direct.fd)).toBe(0);
+      expect(await writeBatch(handle.fd, [first, second, pad], 8192, direct.fd)).toBe(0);
+      expect(await writeBatch(handle.fd, [later], 8192 + MiB + MiB / 2 + 4096, direct.fd)).toBe(0);
     } finally {
       await direct.close();
       await handle.close();
@@ -117,16 +131,15 @@ describe('batchWriter (the addon’s writeBatch: a log batch, then fdatasync, in
   });
 
   it('writes a batch that is not whole blocks through the buffered descriptor, and without a direct one', async () => {
-    const write = batchWriter()!;
     const path = join(tempDir('write-batch'), 'seg');
     const handle = await fsp.open(path, 'w+');
     const direct = await fsp.open(path, fsc.O_WRONLY | fsc.O_DIRECT).catch(() => undefined);
     const parts = [patterned(4000, 15), patterned(200, 16)];
     const before = directWriteBytes();
     try {
-      expect(await write(handle.fd, parts, 0, direct?.fd ?? -1)).toBe(0); // 4200 bytes: not whole blocks
-      expect(await write(handle.fd, [patterned(4096, 17)], 8192, -1)).toBe(0); // no direct descriptor
-      expect(await write(handle.fd, [patterned(100, 18)], 4201, direct?.fd ?? -1)).toBe(0); // off the grid
+      expect(await writeBatch(handle.fd, parts, 0, direct?.fd ?? -1)).toBe(0); // 4200 bytes: not whole blocks
+      expect(await writeBatch(handle.fd, [patterned(4096, 17)], 8192, -1)).toBe(0); // no direct descriptor
+      expect(await writeBatch(handle.fd, [patterned(100, 18)], 4201, direct?.fd ?? -1)).toBe(0); // off the grid
     } finally {
       await direct?.close();
       await handle.close();
@@ -139,12 +152,19 @@ describe('batchWriter (the addon’s writeBatch: a log batch, then fdatasync, in
     expect(readFileSync(path).equals(want)).toBe(true);
   });
 
+  it('queues nothing for arguments it cannot take (a range past its buffer, more triples than given)', () => {
+    const writer = batchWriter(() => expect.unreachable('nothing was queued'))!;
+    const buf = patterned(100, 20);
+    expect(writer.write(1, 0, [buf, 50, 51], 1, 0, -1)).toBe(22); // EINVAL
+    expect(writer.write(1, 0, [buf, 0, 10], 2, 0, -1)).toBe(22);
+  });
+
   it('answers the errno of a failed write', async () => {
     const path = join(tempDir('write-batch'), 'ro');
     await fsp.writeFile(path, 'x');
     const handle = await fsp.open(path, 'r');
     try {
-      expect(writeError(await batchWriter()!(handle.fd, [patterned(4096, 19)], 0, -1))).toMatchObject({ code: 'EBADF', syscall: 'write' });
+      expect(writeError(await writeBatch(handle.fd, [patterned(4096, 19)], 0, -1))).toMatchObject({ code: 'EBADF', syscall: 'write' });
     } finally {
       await handle.close();
     }

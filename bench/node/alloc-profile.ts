@@ -4,6 +4,8 @@
  * by allocation site (JSON lines), the sites ours or Node's. test/get-alloc.test.ts holds the
  * totals (GET: nothing of ours; PUT: a ceiling); this says what the PUT's are.
  *   node dist/bench/node/alloc-profile.js      (BENCH_RUN_SECONDS: the measured seconds, default 10)
+ * BENCH_ALLOC_OPS=put,get,get_large picks the loads; BENCH_ALLOC_CALLERS=1 names each site with its
+ * caller too (`caller < site`), to tell the allocations of one function's callees apart.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -18,6 +20,8 @@ const SECONDS = Number(process.env.BENCH_RUN_SECONDS ?? 10);
 /** One sample per this many bytes allocated (V8's default is 32 KiB: too coarse for per-request sites). */
 const SAMPLING_BYTES = 256;
 const TOP_SITES = 15;
+const OPS = (process.env.BENCH_ALLOC_OPS ?? 'put,get,get_large').split(',');
+const CALLERS = process.env.BENCH_ALLOC_CALLERS === '1';
 
 interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -28,13 +32,17 @@ interface ProfileNode {
 /** Sampled bytes by allocation site (function, file's last two path parts, line). */
 function bySite(head: ProfileNode): Map<string, number> {
   const sites = new Map<string, number>();
-  const walk = (n: ProfileNode): void => {
+  const name = (n: ProfileNode): string => {
     const f = n.callFrame;
-    const site = `${f.functionName || '(anonymous)'} ${f.url.split('/').slice(-2).join('/')}:${f.lineNumber + 1}`;
-    sites.set(site, (sites.get(site) ?? 0) + n.selfSize);
-    for (const c of n.children) walk(c);
+    return `${f.functionName || '(anonymous)'} ${f.url.split('/').slice(-2).join('/')}:${f.lineNumber + 1}`;
   };
-  walk(head);
+  const walk = (n: ProfileNode, caller: string): void => {
+    const own = name(n);
+    const site = CALLERS ? `${caller} < ${own}` : own;
+    sites.set(site, (sites.get(site) ?? 0) + n.selfSize);
+    for (const c of n.children) walk(c, own);
+  };
+  walk(head, '(root)');
   return sites;
 }
 
@@ -57,6 +65,7 @@ async function main(): Promise<void> {
     // from the segments, each checked against its CRC).
     const idsFile = join(dir, 'ids.txt');
     for (const op of ['put', 'get', 'get_large'] as const) {
+      if (!OPS.includes(op)) continue;
       const load = (seconds: number, tag: string) =>
         op === 'put'
           ? runWrk({ url, script: 'post-unique.lua', args: ['4096', `${nonce}${tag}`], seconds, threads: 1, connections: 32 })

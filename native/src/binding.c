@@ -53,8 +53,7 @@ int typed_array_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
     return 1;
 }
 
-/* The bytes of a typed array (Buffer included) or an ArrayBuffer; 0 for anything else. */
-static int get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
+int source_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
     if (typed_array_bytes(env, v, data, len)) return 1;
     bool is = false;
     if (napi_is_arraybuffer(env, v, &is) == napi_ok && is) {
@@ -89,7 +88,7 @@ static int get_values(napi_env env, napi_value arr, int first, int count, napi_v
 /* Pointers and lengths of n shard values; no JavaScript runs from here to the kernel's end. */
 static int get_all_bytes(napi_env env, int n, napi_value *vals, uint8_t **ptrs, size_t *lens) {
     for (int i = 0; i < n; i++) {
-        if (!get_bytes(env, vals[i], &ptrs[i], &lens[i])) return RS_STATUS(RS_E_SHARD_TYPE, i);
+        if (!source_bytes(env, vals[i], &ptrs[i], &lens[i])) return RS_STATUS(RS_E_SHARD_TYPE, i);
     }
     return RS_OK;
 }
@@ -177,7 +176,7 @@ static napi_value js_encoding_matrix(napi_env env, napi_callback_info info) {
     uint8_t *out;
     size_t len;
     if (status != RS_OK) return make_int(env, status);
-    if (!get_bytes(env, argv[2], &out, &len)) return make_int(env, RS_STATUS(RS_E_SHARD_TYPE, 0));
+    if (!source_bytes(env, argv[2], &out, &len)) return make_int(env, RS_STATUS(RS_E_SHARD_TYPE, 0));
     if (len != (size_t)(k + m) * (size_t)k) return make_int(env, RS_STATUS(RS_E_SHARD_LENGTH, 0));
     return make_int(env, rs_encoding_matrix(k, m, out));
 }
@@ -199,8 +198,12 @@ static napi_value init(napi_env env, napi_value exports) {
         {"fallocateModes", NULL, js_fallocate_modes, NULL, NULL, NULL, napi_default, NULL},
         {"preadNoWait", NULL, js_pread_no_wait, NULL, NULL, NULL, napi_default, NULL},
         {"pwriteEach", NULL, js_pwrite_each, NULL, NULL, NULL, napi_default, NULL},
-        {"writeBatch", NULL, js_write_batch, NULL, NULL, NULL, napi_default, NULL},
         {"directWriteBytes", NULL, js_direct_write_bytes, NULL, NULL, NULL, napi_default, NULL},
+        {"copyBytes", NULL, js_copy_bytes, NULL, NULL, NULL, napi_default, NULL},
+        {"batchSink", NULL, js_batch_sink, NULL, NULL, NULL, napi_default, NULL},
+        {"writeBatchTo", NULL, js_write_batch_to, NULL, NULL, NULL, napi_default, NULL},
+        {"batchTurn", NULL, js_batch_turn, NULL, NULL, NULL, napi_default, NULL},
+        {"clockTicks", NULL, js_clock_ticks, NULL, NULL, NULL, napi_default, NULL},
     };
     if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
     if (!define_path_functions(env, exports, &rs_paths, "kernelPath", "setKernelPath", "paths")) return NULL;

@@ -11,6 +11,8 @@ napi_value make_int(napi_env env, int v);
 int get_whole(napi_env env, napi_value v, double max, uint64_t *out);
 /* The bytes of a typed array (Buffer included); 0 for anything else (binding.c). */
 int typed_array_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
+/* The bytes of a typed array or an ArrayBuffer (what uWS hands a body in: no view made per call); 0 for anything else (binding.c). */
+int source_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
 
 /* A dispatcher's kernel paths as JavaScript sees them (rs.h, b64.h, crc32c.h). */
 typedef struct {
@@ -42,10 +44,29 @@ napi_value js_pread_no_wait(napi_env env, napi_callback_info info);
 napi_value js_fallocate_modes(napi_env env, napi_callback_info info);
 /* pwriteEach(fd, parts, position, directFd?) -> Promise<errno>: one pwrite per part, one thread-pool job (binding_fs.c) */
 napi_value js_pwrite_each(napi_env env, napi_callback_info info);
-/* writeBatch(fd, parts, position, directFd?) -> Promise<errno>: the parts as one stream, then fdatasync (binding_fs.c) */
-napi_value js_write_batch(napi_env env, napi_callback_info info);
+/* copyBytes(src, dst, dstOffset) -> bytes copied (all of src), or -1 when they do not fit or an argument is not bytes (binding_copy.c) */
+napi_value js_copy_bytes(napi_env env, napi_callback_info info);
 /* directWriteBytes() -> number: bytes pwriteEach wrote through an O_DIRECT fd (binding_fs.c) */
 napi_value js_direct_write_bytes(napi_env env, napi_callback_info info);
+/* One batch of the segment log: parts written as one stream from `position` (through `direct_fd`,
+   O_DIRECT, when aligned; -1: none), then fdatasync(fd); `err` the errno of a failure (binding_fs.c). */
+typedef struct {
+    int fd;
+    int direct_fd;
+    int64_t position;
+    size_t count;
+    struct { const uint8_t *data; size_t length; } *parts;
+    int err;
+} write_job;
+void write_batch_run(write_job *job);
+/* batchSink(callback) -> a sink; writeBatchTo(sink, token, fd, parts, count, position, directFd) -> 0 or an errno,
+   callback(token, errno) once done (binding_batch.c) */
+napi_value js_batch_sink(napi_env env, napi_callback_info info);
+napi_value js_write_batch_to(napi_env env, napi_callback_info info);
+/* clockTicks() -> monotonic microseconds modulo 2^30, a small integer (binding_clock.c) */
+napi_value js_clock_ticks(napi_env env, napi_callback_info info);
+/* batchTurn(sink) -> 0: the sink's callback(-1, 0) runs once in this loop turn's check phase (binding_batch.c) */
+napi_value js_batch_turn(napi_env env, napi_callback_info info);
 /* Adds base64Encode, base64Path, setBase64Path, base64Paths (binding_b64.c); 0 on failure. */
 int define_b64(napi_env env, napi_value exports);
 /* Adds crc32c, crc32cPath, setCrc32cPath, crc32cPaths (binding_crc32c.c); 0 on failure. */

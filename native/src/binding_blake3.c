@@ -29,7 +29,7 @@ static napi_value js_blake3_hash(napi_env env, napi_callback_info info) {
     napi_value argv[3];
     uint8_t *src, *out;
     size_t len;
-    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3 || !typed_array_bytes(env, argv[0], &src, &len)) {
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3 || !source_bytes(env, argv[0], &src, &len)) {
         return make_int(env, B3_ARG_SRC);
     }
     if (!(out = out_bytes(env, argv, 1))) return make_int(env, B3_ARG_DST);

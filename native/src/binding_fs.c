@@ -139,8 +139,8 @@ napi_value js_pread_no_wait(napi_env env, napi_callback_info info) {
  *
  *   directWriteBytes() -> number   bytes written through a direct fd since the addon was loaded
  *
- * writeBatch(fd, parts, position, directFd = -1) -> Promise<number>: 0, or the errno of the failure.
- * A group commit of the segment log (src/engine/log.ts) in one thread-pool job: the parts written
+ * write_batch_run: a group commit of the segment log (src/engine/log.ts; called from
+ * binding_batch.c's writeBatchTo) in one thread-pool job: the parts written
  * as one stream from `position` (through `directFd` when the batch is whole 4 KiB blocks), then
  * fdatasync(fd). One hop to the pool per batch, as the fdatasync alone was. A batch written
  * through `directFd` is then read back into the page cache (posix_fadvise WILLNEED, by the
@@ -188,52 +188,40 @@ typedef struct {
     napi_async_work work;
     napi_deferred deferred;
     napi_ref parts_ref; /* keeps the parts' memory alive while the job runs */
-    int fd;
-    int direct_fd; /* -1: none */
-    int64_t position;
-    size_t count;
-    struct { const uint8_t *data; size_t length; } *parts;
-    int gather_sync; /* writeBatch: the parts as one stream, then fdatasync(fd) */
-    int err;
+    write_job b;
 } pwrite_job;
-
-static void write_batch_execute(pwrite_job *job);
 
 static void pwrite_execute(napi_env env, void *data) {
     (void)env;
     pwrite_job *job = data;
-    if (job->gather_sync) {
-        write_batch_execute(job);
-        return;
-    }
-    int64_t at = job->position;
-    for (size_t i = 0; i < job->count && job->err == 0; i++) {
-        const uint8_t *p = job->parts[i].data;
-        size_t len = job->parts[i].length;
+    int64_t at = job->b.position;
+    for (size_t i = 0; i < job->b.count && job->b.err == 0; i++) {
+        const uint8_t *p = job->b.parts[i].data;
+        size_t len = job->b.parts[i].length;
         int written = 0;
-        if (job->direct_fd >= 0 && at % DIRECT_ALIGN == 0 && len % DIRECT_ALIGN == 0 && len > 0) {
-            int err = write_direct(job->direct_fd, p, len, at);
+        if (job->b.direct_fd >= 0 && at % DIRECT_ALIGN == 0 && len % DIRECT_ALIGN == 0 && len > 0) {
+            int err = write_direct(job->b.direct_fd, p, len, at);
             if (err == 0) {
                 direct_bytes_total += len;
                 written = 1;
             } else if (err != EINVAL && err != ENOMEM) { /* EINVAL: not fit for direct I/O; ENOMEM: no bounce buffer */
-                job->err = err;
+                job->b.err = err;
                 break;
             }
         }
-        if (!written) job->err = write_full(job->fd, p, len, at);
+        if (!written) job->b.err = write_full(job->b.fd, p, len, at);
         at += (int64_t)len;
     }
 }
 
 /*
- * writeBatch: the parts are one stream. Through the direct fd when the position and the total are
+ * write_batch_run: the parts are one stream. Through the direct fd when the position and the total are
  * DIRECT_ALIGN multiples: gathered into the thread's bounce buffer a piece at a time (the parts
  * need no alignment of their own). Else, or when the file refuses direct I/O (EINVAL), through
  * `fd`, part by part. Then one fdatasync(fd), which covers what went through either descriptor
  * (both name the same inode).
  */
-static int write_gathered_direct(pwrite_job *job, size_t total) {
+static int write_gathered_direct(write_job *job, size_t total) {
     if (bounce == NULL) {
         void *mem = NULL;
         if (posix_memalign(&mem, DIRECT_ALIGN, BOUNCE_BYTES) != 0) return ENOMEM;
@@ -263,7 +251,7 @@ static int write_gathered_direct(pwrite_job *job, size_t total) {
     return err;
 }
 
-static void write_batch_execute(pwrite_job *job) {
+void write_batch_run(write_job *job) {
     size_t total = 0;
     for (size_t i = 0; i < job->count; i++) total += job->parts[i].length;
     int err = EINVAL;
@@ -301,15 +289,15 @@ static void write_batch_execute(pwrite_job *job) {
 
 static void pwrite_complete(napi_env env, napi_status status, void *data) {
     pwrite_job *job = data;
-    napi_resolve_deferred(env, job->deferred, make_int(env, status == napi_ok ? job->err : EIO));
+    napi_resolve_deferred(env, job->deferred, make_int(env, status == napi_ok ? job->b.err : EIO));
     napi_delete_reference(env, job->parts_ref);
     napi_delete_async_work(env, job->work);
-    free(job->parts);
+    free(job->b.parts);
     free(job);
 }
 
 /* A bad argument is a programming error: the promise resolves with EINVAL, as the call would. */
-static napi_value queue_write(napi_env env, napi_callback_info info, int gather_sync) {
+static napi_value queue_write(napi_env env, napi_callback_info info) {
     size_t argc = 4;
     napi_value argv[4], promise, name;
     napi_deferred deferred;
@@ -319,11 +307,11 @@ static napi_value queue_write(napi_env env, napi_callback_info info, int gather_
     int64_t fd = -1;
     uint32_t count = 0;
     bool is_array = false;
-    int ok = job != NULL && argc >= 3 && get_i64(env, argv[0], &fd) && fd <= INT32_MAX && get_i64(env, argv[2], &job->position) &&
+    int ok = job != NULL && argc >= 3 && get_i64(env, argv[0], &fd) && fd <= INT32_MAX && get_i64(env, argv[2], &job->b.position) &&
              napi_is_array(env, argv[1], &is_array) == napi_ok && is_array && napi_get_array_length(env, argv[1], &count) == napi_ok;
     if (ok && count > 0) {
-        job->parts = calloc(count, sizeof *job->parts);
-        ok = job->parts != NULL;
+        job->b.parts = calloc(count, sizeof *job->b.parts);
+        ok = job->b.parts != NULL;
     }
     for (uint32_t i = 0; ok && i < count; i++) {
         napi_value part, arraybuffer;
@@ -333,12 +321,12 @@ static napi_value queue_write(napi_env env, napi_callback_info info, int gather_
         ok = napi_get_element(env, argv[1], i, &part) == napi_ok &&
              napi_get_typedarray_info(env, part, &type, &length, &base, &arraybuffer, &offset) == napi_ok && type == napi_uint8_array;
         if (ok) {
-            job->parts[i].data = base;
-            job->parts[i].length = length;
+            job->b.parts[i].data = base;
+            job->b.parts[i].length = length;
         }
     }
     if (!ok) {
-        if (job) free(job->parts);
+        if (job) free(job->b.parts);
         free(job);
         napi_resolve_deferred(env, deferred, make_int(env, EINVAL));
         return promise;
@@ -349,16 +337,15 @@ static napi_value queue_write(napi_env env, napi_callback_info info, int gather_
         (!get_i64(env, argv[3], &direct_fd) || direct_fd > INT32_MAX)) {
         direct_fd = -1; /* -1 (no direct fd) is not a valid i64 here: anything but an fd means none */
     }
-    job->fd = (int)fd;
-    job->direct_fd = (int)direct_fd;
-    job->count = count;
-    job->gather_sync = gather_sync;
+    job->b.fd = (int)fd;
+    job->b.direct_fd = (int)direct_fd;
+    job->b.count = count;
     job->deferred = deferred;
-    napi_create_string_utf8(env, gather_sync ? "blobstore.writeBatch" : "blobstore.pwriteEach", NAPI_AUTO_LENGTH, &name);
+    napi_create_string_utf8(env, "blobstore.pwriteEach", NAPI_AUTO_LENGTH, &name);
     if (napi_create_reference(env, argv[1], 1, &job->parts_ref) != napi_ok ||
         napi_create_async_work(env, NULL, name, pwrite_execute, pwrite_complete, job, &job->work) != napi_ok ||
         napi_queue_async_work(env, job->work) != napi_ok) {
-        free(job->parts);
+        free(job->b.parts);
         free(job);
         napi_resolve_deferred(env, deferred, make_int(env, EIO));
     }
@@ -366,11 +353,7 @@ static napi_value queue_write(napi_env env, napi_callback_info info, int gather_
 }
 
 napi_value js_pwrite_each(napi_env env, napi_callback_info info) {
-    return queue_write(env, info, 0);
-}
-
-napi_value js_write_batch(napi_env env, napi_callback_info info) {
-    return queue_write(env, info, 1);
+    return queue_write(env, info);
 }
 
 napi_value js_direct_write_bytes(napi_env env, napi_callback_info info) {

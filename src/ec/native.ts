@@ -49,12 +49,17 @@ export interface EcAddon {
    * offsets and lengths go through it.
    */
   pwriteEach(fd: number, parts: Uint8Array[], position: number, directFd?: number): Promise<number>;
+  /** A sink for log batches (native/src/binding_batch.c): `done(token, errno)` once per batch written, `done(-1, 0)` for a turn (batchTurn). */
+  batchSink(done: (token: number, errno: number) => void): object;
   /**
-   * A log batch in one thread-pool job (native/src/binding_fs.c): the parts as one stream from
-   * `position` (through `directFd` when it is whole 4 KiB blocks), then fdatasync(fd). Resolves 0 or an errno.
+   * A log batch in one thread-pool job: the first `count` triples of `parts` ([buffer, offset, length]...) as one stream from
+   * `position` (through `directFd` when it is whole 4 KiB blocks), then fdatasync(fd); the sink's
+   * callback answers. Returns 0, or an errno when nothing was queued (bad arguments).
    */
-  writeBatch(fd: number, parts: Uint8Array[], position: number, directFd?: number): Promise<number>;
-  /** Bytes pwriteEach and writeBatch wrote through an O_DIRECT fd since the addon was loaded. */
+  writeBatchTo(sink: object, token: number, fd: number, parts: (Uint8Array | number)[], count: number, position: number, directFd: number): number;
+  /** The sink's `done(-1, 0)` runs once in this loop turn's check phase (where setImmediate's callbacks run), however often this is called meanwhile. */
+  batchTurn(sink: object): number;
+  /** Bytes pwriteEach and writeBatchTo wrote through an O_DIRECT fd since the addon was loaded. */
   directWriteBytes(): number;
 }
 

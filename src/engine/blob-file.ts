@@ -24,6 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fsp, constants as fsc } from 'node:fs';
+import { ticks } from '../metrics/clock.js';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { BlobstoreError } from '../errors/errors.js';
@@ -179,7 +180,7 @@ export class BlobFileWriter implements FileSink {
     const at = this.size;
     this.size += chunk.length;
     const hashed = this.hash(chunk, index, at);
-    const writeStart = performance.now();
+    const writeStart = ticks();
     await this.writeData(chunk, at);
     this.recorder.stage('write', writeStart);
     await hashed;
@@ -188,7 +189,7 @@ export class BlobFileWriter implements FileSink {
 
   /** The chunk's chaining value into the table (one pass: it is also the content hash's part). */
   private hash(chunk: Buffer, index: number, at: number): Promise<void> {
-    const hashStart = performance.now();
+    const hashStart = ticks();
     const hashed = this.chunkCv(chunk, at, index === 0).then((cv) => {
       this.recorder.stage('hash', hashStart);
       while (this.table.length < (index + 1) * CV_BYTES) this.table = Buffer.concat([this.table, Buffer.alloc(this.table.length)]);
@@ -306,7 +307,7 @@ export class BlobFileWriter implements FileSink {
     await this.closeDirect();
     await this.syncing;
     if (this.durable) {
-      const syncStart = performance.now();
+      const syncStart = ticks();
       await this.handle!.sync();
       this.recorder.stage('fsync', syncStart);
     }

@@ -15,6 +15,7 @@ import { DIGEST_BYTES } from '../hash/blake3.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { Engine } from './engine.js';
 import type { BlobMeta } from '../blob/meta.js';
+import { ticks, ticksAgo } from '../metrics/clock.js';
 
 
 /** Bytes [start, end) of a blob. */
@@ -44,14 +45,14 @@ async function readVerified(engine: Engine, handle: fsp.FileHandle, buf: Buffer,
   const pooled = engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE);
   if (pooled) {
     const [n, readMs, verifyMs] = await pooled;
-    const now = performance.now();
-    engine.recorder.stage('read', now - readMs);
-    if (n >= 0) engine.recorder.stage('verify', now - verifyMs);
+    const now = ticks();
+    engine.recorder.stage('read', ticksAgo(readMs, now));
+    if (n >= 0) engine.recorder.stage('verify', ticksAgo(verifyMs, now));
     if (n === -1) return false;
     if (n < length) throw shortFile();
     return chunk;
   }
-  const readStart = performance.now();
+  const readStart = ticks();
   let done = 0;
   while (done < length) {
     const { bytesRead } = await handle.read(buf, done, length - done, at + done);
@@ -59,7 +60,7 @@ async function readVerified(engine: Engine, handle: fsp.FileHandle, buf: Buffer,
     done += bytesRead;
   }
   engine.recorder.stage('read', readStart);
-  const verifyStart = performance.now();
+  const verifyStart = ticks();
   const intact = await chunkIntact(layout, index, chunk, engine);
   engine.recorder.stage('verify', verifyStart);
   return intact && chunk;

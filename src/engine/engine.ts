@@ -9,8 +9,8 @@ import { type BlobMeta, type ListResult, LOCAL_STORE, type PutResult, type Store
 import { join } from 'node:path';
 import { largestRecordBytes, type NodeConfig } from '../config/settings.js';
 import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
-import { blake3 } from '../hash/blake3.js';
-import { crc32c } from '../hash/crc32c.js';
+import { blake3, blake3Into } from '../hash/blake3.js';
+import { crc32c, crc32cToSlot } from '../hash/crc32c.js';
 import { BlobIndex } from '../index/blob-index.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from '../blob/id.js';
@@ -20,6 +20,7 @@ import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
 import type { EcRepairQueue, IndexWriter, ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
+import { ticks, TICKS_MASK } from '../metrics/clock.js';
 import { WorkerPool } from '../pool/pool.js';
 import { BufferPool } from '../pool/buffer-pool.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
@@ -28,7 +29,7 @@ import { CursorCodec } from '../blob/cursor.js';
 import { DiskSpace } from './disk-space.js';
 import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { fsyncDir, mkdirDurable } from './fs-util.js';
-import { type LogRecord, SegmentLog } from './log.js';
+import { type LogRecord, SegmentLog, UNTIMED } from './log.js';
 import type { Policy } from '../blob/policy.js';
 import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } from './record.js';
 import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, shardMetaOf } from './shards.js';
@@ -42,16 +43,10 @@ import { type ScannedRecord, scanBufferBytes } from './scan.js';
 import { type CachedRecord, VerifiedCache } from './verified-cache.js';
 import { entryDataCrc, type IndexEntry, Location } from '../index/entry.js';
 import { IdLocks } from './id-locks.js';
+import { SmallRecord, SmallRecords, type SmallStoreDone } from './small-record.js';
+import { bytesOf } from '../util/copy-bytes.js';
 
-/** Who waits for a small store (Engine.putSmall): called once, `existed` when the bytes were stored already. */
-export interface SmallStoreDone {
-  stored(err: Error | undefined, id: Buffer, existed: boolean): void;
-}
-
-/** A small store's log record and who waits for it (its id's lock is held meanwhile). */
-interface SmallRecord extends LogRecord {
-  done: SmallStoreDone;
-}
+export type { SmallStoreDone } from './small-record.js';
 
 export interface EngineStats {
   capacityBytes: number;
@@ -67,14 +62,17 @@ export interface EngineStats {
 /** Queued log records wait in arena chunks of this size (record-arena.ts), or of the largest record's if larger. */
 const ARENA_CHUNK_BYTES = 4 * 1024 * 1024;
 
-/** Now in ns (ms resolution): one BigInt per millisecond, not one per record. */
-let nowMsCached = 0;
-let nowNsCached = 0n;
+/**
+ * Now in ns (ms resolution): the wall clock is read, and a BigInt made, once per millisecond of
+ * the monotonic clock (ticks: a small integer), not per record (Date.now() answers a heap number).
+ */
+let nowTicksCached = 0;
+let nowNsCached = -1n;
 const nowNs = (): bigint => {
-  const ms = Date.now();
-  if (ms !== nowMsCached) {
-    nowMsCached = ms;
-    nowNsCached = BigInt(ms) * 1_000_000n;
+  const t = ticks();
+  if (nowNsCached < 0n || ((t - nowTicksCached) & TICKS_MASK) >= 1000) {
+    nowTicksCached = t;
+    nowNsCached = BigInt(Date.now()) * 1_000_000n;
   }
   return nowNsCached;
 };
@@ -90,7 +88,7 @@ const stageRecord = (w: IndexWriter, r: LogRecord): void => {
 };
 
 /** What an appender gives the log; the log and the applier fill in the rest of the LogRecord. */
-type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedMs' | 'maintenance' | 'chunk' | 'at' | 'entry' | 'dataCrc'>;
+type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedAt' | 'maintenance' | 'chunk' | 'at' | 'entry' | 'dataCrc'>;
 
 export class Engine implements ChunkHashers {
   readonly pool: BufferPool;
@@ -167,6 +165,10 @@ export class Engine implements ChunkHashers {
         // Every record is staged before its commit (log.ts), so staging's answer holds here.
         apply: (r: LogRecord, w: IndexWriter): void => void applyRecord(w, r, r.existed),
         // A put of a whole blob staged as new; one staged as a duplicate writes nothing.
+        // A small store's record may be reused once its commit is in (and its store answered).
+        committed: (r: LogRecord): void => {
+          if (r instanceof SmallRecord) r.pool.commit(r);
+        },
         addsOnly: (r: LogRecord): boolean => (r.type === RecordType.PUT_INLINE || r.type === RecordType.PUT_FILE) && r.relocatedFromSegment === 0,
       };
       if (recovered.replay.length > 0) {
@@ -213,7 +215,7 @@ export class Engine implements ChunkHashers {
   appendRecord(record: RecordInput, timed = true, absent = false, dataCrc?: number): Promise<LogRecord> {
     return new Promise((resolve, reject) => {
       const r = record as LogRecord;
-      r.appendedMs = timed ? performance.now() : -1;
+      r.appendedAt = timed ? ticks() : UNTIMED;
       r.maintenance = isDeleteRecord(record.type) || record.relocatedFromSegment !== 0;
       r.segment = 0;
       r.offset = 0;
@@ -239,54 +241,77 @@ export class Engine implements ChunkHashers {
    * closure per call: the id's lock is held without one (id-locks.ts), and a store whose id is
    * busy (another operation on it under way) takes the long way, putInline.
    */
-  putSmall(data: Uint8Array, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
-    if (data.length > this.config.smallBlobMaxBytes) return done.stored(payloadTooLarge('inline blob over smallBlobMaxBytes'), EMPTY, false);
-    const hashStart = performance.now();
-    const checksum = blake3(data);
-    const dataCrc = crc32c(data);
+  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
+    const size = data.byteLength;
+    if (size > this.config.smallBlobMaxBytes) return done.stored(payloadTooLarge('inline blob over smallBlobMaxBytes'), EMPTY, false);
+    const hashStart = ticks();
+    // The record is taken first: the digest is written into it, and the id is a view of that.
+    const r = this.smallRecords.take();
+    blake3Into(data, r.checksum, 0);
+    // Read from its slot into the record's field: as a returned number it would be a heap number.
+    r.dataCrc = crc32cToSlot(data)[0]!;
     this.recorder.stage('hash', hashStart);
-    const id = idOfDigest(checksum);
-    if (!this.locks.hold(id)) {
-      this.putInline(Buffer.from(data), policy, labels).then((r) => done.stored(undefined, r.id, !r.created), (err: Error) => done.stored(err, id, false));
-      return;
-    }
+    const id = r.id;
+    if (!this.locks.hold(id)) return this.putSmallBusy(r, data, policy, labels, done);
     let held: boolean;
     try {
       held = this.index.has(id);
     } catch (err) {
       this.locks.unhold(id);
+      this.smallRecords.unused(r);
       throw err;
     }
     if (held) {
       this.locks.unhold(id);
-      return done.stored(undefined, id, true);
+      // The answer reads the id before it returns: the record may go back first.
+      done.stored(undefined, id, true);
+      this.smallRecords.unused(r);
+      return;
     }
-    const r: SmallRecord = {
-      type: RecordType.PUT_INLINE, policy, labelsLength: labels.length, dataLength: data.length, relocatedFromSegment: 0, relocatedFromOffset: 0,
-      size: data.length, createdAtNs: nowNs(), id, checksum, labels, data: undefined, flags: 0, segment: 0, offset: 0, length: 0, chunk: undefined,
-      at: 0, lsn: 0, existed: false, absent: true, appendedMs: performance.now(), maintenance: false, callback: this.smallAppended, entry: undefined,
-      dataCrc, done,
-    };
+    r.policy = policy;
+    r.labels = labels;
+    r.labelsLength = labels.length;
+    r.dataLength = size;
+    r.size = size;
+    r.createdAtNs = nowNs();
+    r.appendedAt = ticks();
+    r.done = done;
     try {
       this.segmentLog.append(r, data);
     } catch (err) {
       // Not appended (no room for it in memory, say): the lock goes; the caller answers.
       this.locks.unhold(id);
+      this.smallRecords.unused(r);
       throw err;
     }
+  }
+
+  /**
+   * A small store whose id is busy (rare): the long way, putInline, with bytes and an id of its
+   * own; the record goes back. A method of its own: a closure in putSmall that captured `done`
+   * would make putSmall allocate a context on every call.
+   */
+  private putSmallBusy(r: SmallRecord, data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
+    const id = Buffer.from(r.id);
+    this.smallRecords.unused(r);
+    this.putInline(Buffer.from(bytesOf(data)), policy, labels).then((p) => done.stored(undefined, p.id, !p.created), (err: Error) => done.stored(err, id, false));
   }
 
   /** A small store's record is durable (or failed): its lock goes, its store is answered. */
   private readonly smallAppended = (err: Error | undefined, record: LogRecord): void => {
     const r = record as SmallRecord;
     this.locks.unhold(r.id);
-    r.done.stored(err, r.id, r.existed);
+    r.done!.stored(err, r.id, r.existed);
+    this.smallRecords.answer(r, err !== undefined);
   };
+
+  /** Small stores' records, reused (small-record.ts). */
+  private readonly smallRecords = new SmallRecords(this.smallAppended);
 
   /** Stores a blob held in memory (at most smallBlobMaxBytes) as a segment record. */
   putInline(data: Buffer, policy: Policy, labels: Buffer, origin: StoreOrigin = LOCAL_STORE): Promise<PutResult> {
     if (data.length > this.config.smallBlobMaxBytes) throw payloadTooLarge('inline blob over smallBlobMaxBytes');
-    const hashStart = performance.now();
+    const hashStart = ticks();
     const checksum = blake3(data);
     this.recorder.stage('hash', hashStart);
     const id = idOfDigest(checksum);
@@ -378,7 +403,7 @@ export class Engine implements ChunkHashers {
    * written past the page cache is read from the disk the first time).
    */
   async readInline(meta: BlobMeta): Promise<Buffer> {
-    const readStart = performance.now();
+    const readStart = ticks();
     const data = await this.reader.read(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
     this.recorder.stage('read', readStart);
     this.verified(meta, data);
@@ -402,7 +427,7 @@ export class Engine implements ChunkHashers {
     if (meta.size > this.config.syncReadMaxBytes) return undefined;
     const cached = this.cache.getMeta(meta);
     if (cached) return cached.data;
-    const readStart = performance.now();
+    const readStart = ticks();
     const data = this.reader.readSmallScratch(meta.segment, meta.offset + HEADER_BYTES + meta.labels.length, meta.size);
     // Not in memory: the long way reads it in the thread pool.
     if (data === undefined) return undefined;
@@ -433,7 +458,7 @@ export class Engine implements ChunkHashers {
     const policy = raw[1]!;
     const at = raw.readUInt32LE(8) + raw.readUInt32LE(12) * 2 ** 32 + HEADER_BYTES + raw.readUInt16LE(2);
     const crc = entryDataCrc(raw);
-    const readStart = performance.now();
+    const readStart = ticks();
     const data = this.reader.readSmallScratch(raw.readUInt32LE(4), at, size);
     if (data === undefined) return undefined;
     const verifyStart = this.recorder.stage('read', readStart);
@@ -448,7 +473,7 @@ export class Engine implements ChunkHashers {
    * none. Everything else that reads a blob (replication, the scrubber, streams) checks BLAKE3.
    */
   private verifiedRead(meta: BlobMeta, data: Buffer): Buffer {
-    const verifyStart = performance.now();
+    const verifyStart = ticks();
     const intact = inlineIntact(data, meta.dataCrc, meta.checksum);
     this.recorder.stage('verify', verifyStart);
     if (!intact) throw this.corruption(meta);
@@ -456,7 +481,7 @@ export class Engine implements ChunkHashers {
   }
 
   private verified(meta: BlobMeta, data: Buffer): Buffer {
-    const verifyStart = performance.now();
+    const verifyStart = ticks();
     const intact = blake3(data).equals(meta.checksum);
     this.recorder.stage('verify', verifyStart);
     if (!intact) throw this.corruption(meta);

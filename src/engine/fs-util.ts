@@ -60,10 +60,10 @@ function fallocate(): Fallocate | null {
 
 type PwriteEach = (fd: number, parts: Uint8Array[], position: number, directFd: number) => Promise<number>;
 
-const addonWrites = new Map<'pwriteEach' | 'writeBatch', PwriteEach | null>();
+const addonWrites = new Map<'pwriteEach', PwriteEach | null>();
 
-/** The addon's pwriteEach or writeBatch (same arguments), or null when the addon is not built. */
-function addonWrite(name: 'pwriteEach' | 'writeBatch'): PwriteEach | null {
+/** The addon's pwriteEach, or null when the addon is not built. */
+function addonWrite(name: 'pwriteEach'): PwriteEach | null {
   let fn = addonWrites.get(name);
   if (fn !== undefined) return fn;
   try {
@@ -81,13 +81,38 @@ export function writeError(errno: number): NodeJS.ErrnoException | null {
   return errno === 0 ? null : errnoError(ERRNO_CODES[errno] ?? `E${errno}`, 'write');
 }
 
+/** Writes log batches (BatchWriter.write); each is answered by `done(token, errno)`. */
+export interface BatchWriter {
+  /**
+   * Queues a batch: the first `count` triples of `parts` ([buffer, offset, length]...; the array
+   * may be longer, it is reused) written as one stream from `position`
+   * (through `directFd`, O_DIRECT, when they make whole 4 KiB blocks; -1: none), then fdatasync.
+   * The parts' bytes must stay untouched until `done(token, ...)`. Returns 0, or an errno when
+   * nothing was queued.
+   */
+  write(token: number, fd: number, parts: (Uint8Array | number)[], count: number, position: number, directFd: number): number;
+  /** `turn()` runs once in this loop turn's check phase, after its I/O callbacks (setImmediate's place, without its object per call). */
+  scheduleTurn(): void;
+}
+
 /**
- * The log's group commit in one thread-pool job (the addon's writeBatch): `parts` written as one
- * stream from `position` (through `directFd`, O_DIRECT, when they make whole 4 KiB blocks), then
- * fdatasync. Resolves 0 or the errno. Null when the addon is not built.
+ * The log's group commit in one thread-pool job (native/src/binding_batch.c), answered through
+ * `done` with the batch's token and 0 or an errno: no promise or other object per batch; and its
+ * turns (scheduleTurn: `turn` runs in the check phase). Null when the addon is not built.
  */
-export function batchWriter(): PwriteEach | null {
-  return addonWrite('writeBatch');
+export function batchWriter(done: (token: number, errno: number) => void, turn: () => void = () => undefined): BatchWriter | null {
+  let addon: ReturnType<typeof native>;
+  try {
+    addon = native();
+  } catch {
+    return null;
+  }
+  if (typeof addon.batchSink !== 'function') return null;
+  const sink = addon.batchSink((token: number, errno: number) => (token < 0 ? turn() : done(token, errno)));
+  return {
+    write: (token, fd, parts, count, position, directFd) => addon.writeBatchTo(sink, token, fd, parts, count, position, directFd),
+    scheduleTurn: () => void addon.batchTurn(sink),
+  };
 }
 
 /**

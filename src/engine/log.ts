@@ -22,11 +22,13 @@ import { fdatasync } from 'node:fs';
 import { toBlobstoreError } from '../errors/errors.js';
 import { assert } from '../util/assert.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
+import { type Ticks, ticks } from '../metrics/clock.js';
 import type { BlobIndex, Checkpoint, IndexWriter } from '../index/blob-index.js';
 import type { IndexEntry } from '../index/entry.js';
 import { LOG_BLOCK_BYTES, MAX_PAD_BYTES, padLength, type RecordHeader, recordLength, sealHeader, writePad } from './record.js';
 import { type OpenSegment, SegmentStore } from './segment-store.js';
 import { batchWriter, punchHole, writeError, writevFullySync } from './fs-util.js';
+import { RecordQueue } from './record-queue.js';
 import type { DiskSpace } from './disk-space.js';
 import { type ArenaChunk, type ArenaRecord, RecordArena } from './record-arena.js';
 
@@ -39,6 +41,9 @@ const TEST_COMMIT_DELAY_MS = Number(process.env.BLOBSTORE_TEST_INDEX_COMMIT_DELA
 /** Allocation steps are whole multiples of this (file systems allocate in pages or blocks). */
 const ALLOC_ALIGN_BYTES = 64 * 1024;
 const alignUp = (n: number, to: number): number => Math.ceil(n / to) * to;
+
+/** LogRecord.appendedAt of a record whose stages are not timed (compaction's relocations). */
+export const UNTIMED = -1 as Ticks;
 
 /** A record waiting in the log; the engine builds it and is called back once it is durable. */
 export interface LogRecord extends RecordHeader, ArenaRecord {
@@ -67,8 +72,8 @@ export interface LogRecord extends RecordHeader, ArenaRecord {
    * which it holds until the record is acknowledged: staging need not look the id up again.
    */
   absent: boolean;
-  /** performance.now() at append, for the stage metrics; -1 = not timed (compaction). */
-  appendedMs: number;
+  /** The clock at append (ticks), for the stage metrics; UNTIMED for compaction's records. */
+  appendedAt: Ticks;
   /** A tombstone or a relocation: frees space, so it may use the disk's reserve. */
   maintenance: boolean;
   callback: (err: Error | undefined, record: LogRecord) => void;
@@ -88,26 +93,50 @@ export interface LogHooks {
    * absent): a commit of such records alone queues its writes (BlobIndex.commit, addsOnly).
    */
   addsOnly(record: LogRecord): boolean;
+  /** Runs for each record once its index transaction has committed (the overlay no longer holds it). */
+  committed(record: LogRecord): void;
 }
 
-interface Batch {
-  segment: OpenSegment;
-  records: LogRecord[];
-  /** The PAD record that ends the batch on a block boundary (a pooled buffer), or undefined when it ends on one. */
-  pad: Buffer | undefined;
-  endOffset: number;
-  nextLsn: number;
-  state: 'writing' | 'synced' | 'failed';
+/**
+ * Records written, synced, staged and committed together. Batches are reused with their arrays
+ * (a batch per event-loop turn of stores made a few hundred bytes of garbage: dozens per store):
+ * `records` holds `count` records (the array keeps its capacity: setting its length to 0 would
+ * drop it), `parts` the triples the batch writer takes.
+ */
+class Batch {
+  segment: OpenSegment | undefined = undefined;
+  readonly records: (LogRecord | undefined)[] = [];
+  count = 0;
+  /** The PAD record that ends the batch on a block boundary (a pooled MAX_PAD_BYTES buffer, its first `padLength` bytes), or undefined when it ends on one. */
+  pad: Buffer | undefined = undefined;
+  padLength = 0;
+  endOffset = 0;
+  nextLsn = 0;
+  state: 'writing' | 'synced' | 'failed' = 'writing';
   /** Its records are in the index overlay. */
-  staged: boolean;
+  staged = false;
   /** Its records' callbacks have run (or are due once `waits` settle). */
-  answered: boolean;
+  answered = false;
   /** What the batch's acknowledgement and commit wait for (file unlinks of deletes). */
-  waits: Promise<void>[];
-  /** performance.now() when the writev ended and when the fdatasync ended (stage metrics). */
-  writtenMs: number;
-  syncedMs: number;
+  readonly waits: Promise<void>[] = [];
+  /** The clock (ticks) when the write ended and when the fdatasync ended (stage metrics). */
+  writtenAt = 0 as Ticks;
+  syncedAt = 0 as Ticks;
+  /** [buffer, offset, length] triples of its bytes (BatchWriter.write). */
+  readonly parts: (Buffer | number)[] = [];
+
+  constructor(
+    /** Its number in the log's `batches`: the batch writer's callback names it by this. */
+    readonly token: number,
+  ) {}
+
+  record(i: number): LogRecord {
+    return this.records[i]!;
+  }
 }
+
+/** At most this many idle batches are kept for reuse. */
+const BATCH_POOL_MAX = 64;
 
 export interface LogOptions {
   groupCommitMaxBytes: number;
@@ -133,7 +162,7 @@ export interface LogOptions {
 }
 
 export class SegmentLog {
-  private queue: LogRecord[] = [];
+  private readonly queue = new RecordQueue<LogRecord>();
   /** Formed batches not yet committed, in log order; the first `stagedCount` are staged. */
   private readonly uncommitted: Batch[] = [];
   private stagedCount = 0;
@@ -161,8 +190,15 @@ export class SegmentLog {
   private readonly arena: RecordArena;
   /** PAD records' buffers not in a batch being written (a PAD is a header and zeros: only the header changes). */
   private readonly pads: Buffer[] = [];
-  /** The addon's one-job write + fdatasync, for segments with an O_DIRECT descriptor. */
-  private readonly writeBatch = batchWriter();
+  /** The addon's one-job write + fdatasync, for segments with an O_DIRECT descriptor; it answers batchWritten. */
+  private readonly writeBatch = batchWriter((token, errno) => this.batchWritten(token, errno), () => this.pump());
+  /** Every batch made, by token (batches are reused: this holds them all). */
+  private readonly batches: Batch[] = [];
+  /** Batches free for reuse. */
+  private readonly freeBatches: Batch[] = [];
+  /** The records of the commit under way (one at a time: reused). */
+  private readonly commitRecords: (LogRecord | undefined)[] = [];
+  private commitCount = 0;
 
   constructor(
     private readonly store: SegmentStore,
@@ -191,7 +227,7 @@ export class SegmentLog {
    * the index). Its bytes are `data` (at least `dataLength` of them; by default its own `data`),
    * copied into its place in the arena before this returns: `data` may be reused afterwards.
    */
-  append(record: LogRecord, data: Uint8Array | undefined = record.data): void {
+  append(record: LogRecord, data: Uint8Array | ArrayBuffer | undefined = record.data): void {
     if (this.failure) {
       record.callback(this.failure, record);
       return;
@@ -200,11 +236,14 @@ export class SegmentLog {
     this.arena.place(record, data);
     record.data = undefined;
     this.queue.push(record);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      // Defer to the check phase so every request of this turn joins the batch.
-      setImmediate(this.pump);
-    }
+    if (!this.scheduled) this.scheduleTurn();
+  }
+
+  /** pump() once in the check phase, so every request of this turn joins the batch. */
+  private scheduleTurn(): void {
+    this.scheduled = true;
+    if (this.writeBatch !== null) this.writeBatch.scheduleTurn();
+    else setImmediate(this.pump);
   }
 
   private readonly pump = (): void => {
@@ -229,15 +268,15 @@ export class SegmentLog {
 
   /** Takes queued records that fit in the active segment, assigning offsets and sequence numbers. */
   private takeBatch(): Batch | undefined {
-    const records: LogRecord[] = [];
+    const batch = this.freeBatches.pop() ?? this.newBatch();
     let bytes = 0;
     let taken = 0;
     for (; taken < this.queue.length; taken++) {
-      const r = this.queue[taken]!;
+      const r = this.queue.at(taken);
       const length = r.length;
       // Room for the record and the longest PAD after it, so any batch can end on a block boundary.
       if (this.offset + length + MAX_PAD_BYTES > this.allocatedEnd) break;
-      if (records.length > 0 && bytes + length > this.options.groupCommitMaxBytes) break;
+      if (taken > 0 && bytes + length > this.options.groupCommitMaxBytes) break;
       r.segment = this.active.id;
       r.offset = this.offset;
       r.length = length;
@@ -245,104 +284,160 @@ export class SegmentLog {
       sealHeader(r.chunk!.buf, r.at, r);
       this.offset += length;
       bytes += length;
-      records.push(r);
+      batch.records[taken] = r;
     }
-    this.queue = taken === this.queue.length ? [] : this.queue.slice(taken);
-    if (records.length === 0) {
+    this.queue.drop(taken);
+    if (taken === 0) {
+      this.freeBatches.push(batch);
       // A step under way: the records wait for it (its end pumps again).
       if (this.allocating) return undefined;
-      const head = this.queue[0]!;
+      const head = this.queue.at(0);
       const length = head.length + MAX_PAD_BYTES;
       if (this.offset + length > this.active.sizeBytes) this.rollOver();
       else this.extend(head, length);
       return undefined;
     }
-    const pad = this.padAt(this.offset);
-    if (pad) this.offset += pad.length;
-    const batch: Batch = {
-      segment: this.active, records, pad, endOffset: this.offset, nextLsn: this.nextLsn, state: 'writing', staged: false, answered: false, waits: [],
-      writtenMs: 0, syncedMs: 0,
-    };
+    batch.count = taken;
+    batch.segment = this.active;
+    this.padAt(batch, this.offset);
+    this.offset += batch.padLength;
+    batch.endOffset = this.offset;
+    batch.nextLsn = this.nextLsn;
+    batch.state = 'writing';
+    batch.staged = false;
+    batch.answered = false;
+    batch.writtenAt = 0 as Ticks;
+    batch.syncedAt = 0 as Ticks;
     this.uncommitted.push(batch);
     return batch;
   }
 
-  /** The PAD record (with the next sequence number) that takes a batch ending at `end` to a block boundary. */
-  private padAt(end: number): Buffer | undefined {
+  private newBatch(): Batch {
+    const batch = new Batch(this.batches.length);
+    this.batches.push(batch);
+    return batch;
+  }
+
+  /** A batch is done with (committed and answered): it and its arrays serve another. */
+  private recycle(batch: Batch): void {
+    for (let i = 0; i < batch.count; i++) batch.records[i] = undefined;
+    batch.count = 0;
+    batch.segment = undefined;
+    if (batch.waits.length > 0) batch.waits.length = 0;
+    if (this.freeBatches.length < BATCH_POOL_MAX) this.freeBatches.push(batch);
+  }
+
+  /** The PAD record (with the next sequence number) that takes a batch ending at `end` to a block boundary, if it needs one. */
+  private padAt(batch: Batch, end: number): void {
     const length = padLength(end);
-    if (length === 0) return undefined;
+    batch.padLength = length;
+    if (length === 0) return;
     const buf = this.pads.pop() ?? Buffer.alloc(MAX_PAD_BYTES);
     writePad(buf, 0, length, this.nextLsn++);
-    return buf.subarray(0, length);
+    batch.pad = buf;
   }
 
   /** The batch's bytes are written: its records' 'write' stage ends now. */
   private wrote(batch: Batch): void {
-    for (const r of batch.records) if (r.appendedMs >= 0) this.recorder.stage('write', r.appendedMs);
-    batch.writtenMs = performance.now();
+    for (let i = 0; i < batch.count; i++) {
+      const r = batch.record(i);
+      if (r.appendedAt !== UNTIMED) this.recorder.stage('write', r.appendedAt);
+    }
+    batch.writtenAt = ticks();
   }
 
   /** The batch is written (or failed): its records' places in the arena and its PAD are free again. */
   private release(batch: Batch): void {
-    for (const r of batch.records) this.arena.release(r);
-    if (batch.pad) this.pads.push(Buffer.from(batch.pad.buffer, batch.pad.byteOffset, MAX_PAD_BYTES));
+    for (let i = 0; i < batch.count; i++) this.arena.release(batch.record(i));
+    if (batch.pad) this.pads.push(batch.pad);
     batch.pad = undefined;
+    batch.padLength = 0;
   }
 
   private write(batch: Batch): void {
     this.writing++;
-    const done = (err: Error | null): void => {
-      this.writing--;
-      if (err) {
-        // The tail is unknown now: the log stops taking records (the backend reports unhealthy);
-        // recovery at the next start cuts it back to the last whole record.
-        batch.state = 'failed';
-        this.failure ??= err;
-        const queued = this.queue;
-        this.queue = [];
-        this.reject(queued, err);
-      } else {
-        batch.state = 'synced';
-        this.timeStage(batch.records, 'fsync', batch.writtenMs);
-        batch.syncedMs = performance.now();
-      }
-      this.stageSynced();
-      this.pump();
-      void this.commitSynced();
-    };
-    const written = (err: Error | null): void => {
-      if (err) return done(err);
-      this.wrote(batch);
-      fdatasync(batch.segment.fd, done);
-    };
     // The batch's records lie back to back in the arena, as on disk: one range, or a few where a
     // chunk ended; then its PAD. The batch is whole blocks from a block boundary.
-    const parts = RecordArena.ranges(batch.records);
-    if (batch.pad) parts.push(batch.pad);
-    const at = batch.records[0]!.offset;
-    const direct = batch.segment.direct;
+    const parts = batch.parts;
+    let triples = RecordArena.rangesInto(batch.records as LogRecord[], batch.count, parts, 0);
+    if (batch.pad) {
+      parts[3 * triples] = batch.pad;
+      parts[3 * triples + 1] = 0;
+      parts[3 * triples + 2] = batch.padLength;
+      triples++;
+    }
+    const at = batch.record(0).offset;
+    const segment = batch.segment!;
+    const direct = segment.direct;
     if (direct !== undefined && this.writeBatch !== null) {
-      // Past the page cache (logWrites=direct): the write and the fdatasync in one thread-pool job.
-      // A new page-cache page costs a fault on its first touch where the host takes freed memory
-      // back (a VM); a log that only grows touches new pages all the time (decisions.md §10).
-      // 'write' then times the job's write and sync together; 'fsync' the hop back.
-      this.writeBatch(batch.segment.fd, parts, at, direct.fd).then(writeError, (err: Error) => err).then((err) => {
-        this.release(batch);
-        if (!err) this.wrote(batch);
-        done(err);
-      });
+      // Past the page cache (logWrites=direct): the write and the fdatasync in one thread-pool job,
+      // answered by batchWritten. A new page-cache page costs a fault on its first touch where the
+      // host takes freed memory back (a VM); a log that only grows touches new pages all the time
+      // (decisions.md §10). 'write' then times the job's write and sync together; 'fsync' the hop back.
+      const errno = this.writeBatch.write(batch.token, segment.fd, parts, triples, at, direct.fd);
+      if (errno !== 0) this.writeRefused(batch, errno);
       return;
     }
-    // Through the page cache, on this thread: copying a batch there costs less than a thread-pool
-    // hop (under load each hop waits for a CPU); only the fdatasync goes to the pool.
+    this.writeBuffered(batch, triples, at);
+  }
+
+  /** Nothing was queued (bad arguments): answered as a failed write, after this pump (a method: a closure in write() would make it allocate a context per call). */
+  private writeRefused(batch: Batch, errno: number): void {
+    queueMicrotask(() => this.batchWritten(batch.token, errno));
+  }
+
+  /**
+   * Through the page cache, on this thread: copying a batch there costs less than a thread-pool
+   * hop (under load each hop waits for a CPU); only the fdatasync goes to the pool. (A method of
+   * its own: its callback's closure would make write() allocate a context on every call.)
+   */
+  private writeBuffered(batch: Batch, triples: number, at: number): void {
+    const { parts } = batch;
+    const segment = batch.segment!;
+    const views: Buffer[] = [];
+    for (let i = 0; i < triples; i++) {
+      const buf = parts[3 * i] as Buffer;
+      const start = parts[3 * i + 1] as number;
+      views.push(buf.subarray(start, start + (parts[3 * i + 2] as number)));
+    }
     let error: Error | null = null;
     try {
-      writevFullySync(batch.segment.fd, parts, at);
+      writevFullySync(segment.fd, views, at);
     } catch (err) {
       error = err as Error;
     }
     this.release(batch);
-    written(error);
+    if (error) return this.batchDone(batch, error);
+    this.wrote(batch);
+    fdatasync(segment.fd, (err) => this.batchDone(batch, err));
+  }
+
+  /** The batch writer's answer: the batch `token` is written and synced, or failed with `errno`. */
+  private batchWritten(token: number, errno: number): void {
+    const batch = this.batches[token]!;
+    const err = writeError(errno);
+    this.release(batch);
+    if (!err) this.wrote(batch);
+    this.batchDone(batch, err);
+  }
+
+  private batchDone(batch: Batch, err: Error | null): void {
+    this.writing--;
+    if (err) {
+      // The tail is unknown now: the log stops taking records (the backend reports unhealthy);
+      // recovery at the next start cuts it back to the last whole record.
+      batch.state = 'failed';
+      this.failure ??= err;
+      this.reject(this.queue.takeAll(), err);
+    } else {
+      batch.state = 'synced';
+      this.timeStage(batch, 'fsync', batch.writtenAt);
+      batch.syncedAt = ticks();
+    }
+    this.stageSynced();
+    this.pump();
+    // An async function's call is a promise even when it returns at once: only when it would run.
+    if (!this.committing) void this.commitSynced();
   }
 
   /**
@@ -356,8 +451,13 @@ export class SegmentLog {
     const room = this.active.sizeBytes - this.allocatedEnd;
     if (room <= 0 || this.allocatedEnd - this.offset >= this.options.allocBytes / 2) return;
     const bytes = Math.min(room, this.options.allocBytes);
-    this.allocateStep(bytes, bytes, false, () => (this.aheadRefused = true));
+    this.allocateStep(bytes, bytes, false, this.refusedAhead);
   }
+
+  /** A bound function, not an arrow in allocateAhead: a closure there makes its context on every call, for every pump. */
+  private readonly refusedAhead = (): void => {
+    this.aheadRefused = true;
+  };
 
   /**
    * Allocates segment space for `head` (and a step beyond it), then takes records again. A store
@@ -397,17 +497,15 @@ export class SegmentLog {
     if (error.kind !== 'insufficient_storage') {
       // Not a full disk (an I/O error): the log stops as it does on a failed write.
       this.failure ??= err instanceof Error ? err : error;
-      this.reject(this.queue.splice(0), this.failure);
+      this.reject(this.queue.takeAll(), this.failure);
       return;
     }
-    const queued = this.queue;
-    this.queue = keepMaintenance ? queued.filter((r) => r.maintenance) : [];
-    this.reject(keepMaintenance ? queued.filter((r) => !r.maintenance) : queued, error);
+    this.reject(keepMaintenance ? this.queue.keepOnly((r) => r.maintenance) : this.queue.takeAll(), error);
   }
 
-  /** Records `stage` from `startMs` until now for each timed record. */
-  private timeStage(records: readonly LogRecord[], stage: 'fsync' | 'index', startMs: number): void {
-    for (const r of records) if (r.appendedMs >= 0) this.recorder.stage(stage, startMs);
+  /** Records `stage` from `startMs` until now for each timed record of the batch. */
+  private timeStage(batch: Batch, stage: 'fsync' | 'index', start: Ticks): void {
+    for (let i = 0; i < batch.count; i++) if (batch.record(i).appendedAt !== UNTIMED) this.recorder.stage(stage, start);
   }
 
   /**
@@ -420,12 +518,12 @@ export class SegmentLog {
       const batch = this.uncommitted[this.stagedCount]!;
       if (batch.state !== 'synced') return;
       this.stagedCount++;
-      for (const r of batch.records) {
-        const wait = this.hooks.stage(r);
+      for (let i = 0; i < batch.count; i++) {
+        const wait = this.hooks.stage(batch.record(i));
         if (wait) batch.waits.push(wait);
       }
       batch.staged = true;
-      this.index.checkpoint = { segment: batch.segment.id, offset: batch.endOffset, nextLsn: batch.nextLsn };
+      this.index.checkpoint = { segment: batch.segment!.id, offset: batch.endOffset, nextLsn: batch.nextLsn };
       if (!this.options.ackAfterIndexFlush) this.answer(batch);
     }
   }
@@ -433,15 +531,24 @@ export class SegmentLog {
   /** Runs the batch's callbacks (once what it waits for is done). */
   private answer(batch: Batch): void {
     batch.answered = true;
-    const ack = (): void => {
-      this.timeStage(batch.records, 'index', batch.syncedMs);
-      for (const r of batch.records) r.callback(undefined, r);
-    };
-    if (batch.waits.length === 0) return ack();
-    Promise.all(batch.waits).then(ack, (err: Error) => {
+    if (batch.waits.length === 0) this.ack(batch);
+    else this.ackAfterWaits(batch);
+  }
+
+  /** A method of its own: its closures would make answer() allocate a context on every call. */
+  private ackAfterWaits(batch: Batch): void {
+    Promise.all(batch.waits).then(() => this.ack(batch), (err: Error) => {
       this.failure ??= err;
-      this.reject(batch.records, err);
+      this.rejectBatch(batch, err);
     });
+  }
+
+  private ack(batch: Batch): void {
+    this.timeStage(batch, 'index', batch.syncedAt);
+    for (let i = 0; i < batch.count; i++) {
+      const r = batch.record(i);
+      r.callback(undefined, r);
+    }
   }
 
   /**
@@ -483,26 +590,44 @@ export class SegmentLog {
 
   private async commitGroup(group: readonly Batch[]): Promise<void> {
     if (this.failure) return this.rejectUnanswered(group, this.failure);
-    const records = group.length === 1 ? group[0]!.records : group.flatMap((b) => b.records);
+    // The group's records, in log order, in the reused array (commits run one at a time).
+    const records = this.commitRecords;
+    let n = 0;
+    let addsOnly = true;
+    for (const b of group) {
+      for (let i = 0; i < b.count; i++) {
+        const r = b.record(i);
+        records[n++] = r;
+        if (addsOnly && !this.hooks.addsOnly(r)) addsOnly = false;
+      }
+    }
+    this.commitCount = n;
     const last = group[group.length - 1]!;
-    const checkpoint: Checkpoint = { segment: last.segment.id, offset: last.endOffset, nextLsn: last.nextLsn };
+    const checkpoint: Checkpoint = { segment: last.segment!.id, offset: last.endOffset, nextLsn: last.nextLsn };
     try {
       for (const b of group) if (b.waits.length > 0) await Promise.all(b.waits);
       if (TEST_COMMIT_DELAY_MS > 0) await new Promise((resolve) => setTimeout(resolve, TEST_COMMIT_DELAY_MS));
       // An index commit needs free pages: on a disk someone else filled, the ballast goes first.
       await this.options.space.makeRoom();
-      await this.index.commit(checkpoint, (w) => {
-        for (const r of records) this.hooks.apply(r, w);
-      }, records.every(this.addsOnly));
+      await this.index.commit(checkpoint, this.applyCommit, addsOnly);
     } catch (err) {
       this.failure ??= err as Error;
       return this.rejectUnanswered(group, err as Error);
+    } finally {
+      for (let i = 0; i < n; i++) records[i] = undefined;
     }
-    // durableAck=log: answered when staged; the fsynced records are replayed past the last flushed checkpoint.
-    if (!this.options.ackAfterIndexFlush) return;
+    for (const b of group) for (let i = 0; i < b.count; i++) this.hooks.committed(b.record(i));
+    // durableAck=log: answered when staged; the fsynced records are replayed past the last flushed
+    // checkpoint. The batches serve again (one that waited for an unlink is left to the collector:
+    // its answer ran from a promise).
+    if (!this.options.ackAfterIndexFlush) {
+      for (const b of group) if (b.waits.length === 0) this.recycle(b);
+      return;
+    }
     this.index.flushed().then(
       () => {
         for (const b of group) this.answer(b);
+        for (const b of group) if (b.waits.length === 0) this.recycle(b);
       },
       (err: Error) => {
         this.failure ??= err;
@@ -511,13 +636,26 @@ export class SegmentLog {
     );
   }
 
-  private readonly addsOnly = (r: LogRecord): boolean => this.hooks.addsOnly(r);
+  /** The commit's writes: each record of the group applied in log order (one function for every commit). */
+  private readonly applyCommit = (w: IndexWriter): void => {
+    const records = this.commitRecords;
+    for (let i = 0; i < this.commitCount; i++) this.hooks.apply(records[i]!, w);
+  };
 
   private rejectUnanswered(group: readonly Batch[], err: Error): void {
     for (const b of group) {
       if (b.answered) continue;
       b.answered = true;
-      this.reject(b.records, err);
+      this.rejectBatch(b, err);
+    }
+  }
+
+  /** Fails the batch's records. */
+  private rejectBatch(batch: Batch, err: Error): void {
+    for (let i = 0; i < batch.count; i++) {
+      const r = batch.record(i);
+      this.arena.release(r);
+      r.callback(err, r);
     }
   }
 
@@ -585,10 +723,7 @@ export class SegmentLog {
   seal(): Promise<void> {
     return new Promise((resolve) => {
       this.sealWaiters.push(resolve);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.pump);
-      }
+      if (!this.scheduled) this.scheduleTurn();
     });
   }
 
@@ -628,7 +763,7 @@ export class SegmentLog {
     // An allocation step under way writes through the segment's descriptors: close() must wait for it.
     while (this.queue.length > 0 || this.uncommitted.length > 0 || this.writing > 0 || this.rolling || this.scheduled || this.committing || this.allocating) {
       if (this.failure && this.writing === 0 && !this.committing && !this.allocating) {
-        this.reject(this.queue.splice(0), this.failure);
+        this.reject(this.queue.takeAll(), this.failure);
         this.rejectUnanswered(this.uncommitted.splice(0), this.failure);
         this.stagedCount = 0;
         for (const wake of this.commitWaiters.splice(0)) wake();

@@ -13,6 +13,7 @@
  * At most `maxFreeChunks` empty chunks are kept for reuse; the rest go to the garbage collector.
  */
 import { HEADER_BYTES } from './record.js';
+import { copyBytes } from '../util/copy-bytes.js';
 
 export class ArenaChunk {
   /** Bytes handed out so far. */
@@ -47,11 +48,11 @@ export class RecordArena {
   }
 
   /**
-   * Places `r` (its `length` set) and copies its labels and `data` (`dataLength` bytes; may be
-   * a view of a buffer reused after this call) into its place; the padding is zeroed. The header's
+   * Places `r` (its `length` set) and copies its labels and `data` (`dataLength` bytes, or
+   * exactly that many when an ArrayBuffer; may be a buffer reused after this call) into its place; the padding is zeroed. The header's
    * 104 bytes are left for the log to write.
    */
-  place(r: ArenaRecord, data: Uint8Array | undefined): void {
+  place(r: ArenaRecord, data: Uint8Array | ArrayBuffer | undefined): void {
     let chunk = this.current;
     if (chunk.used + r.length > chunk.buf.length) chunk = this.next(r.length);
     const at = chunk.used;
@@ -63,7 +64,9 @@ export class RecordArena {
     let p = at + HEADER_BYTES;
     if (r.labels.length > 0) p += r.labels.copy(buf, p);
     if (data !== undefined && r.dataLength > 0) {
-      buf.set(data.length === r.dataLength ? data : data.subarray(0, r.dataLength), p);
+      // An ArrayBuffer (uWS's, a small store's body) is copied without a view made of it.
+      if (data.byteLength === r.dataLength) copyBytes(data, buf, p);
+      else buf.set((data as Uint8Array).subarray(0, r.dataLength), p);
       p += r.dataLength;
     }
     if (p < at + r.length) buf.fill(0, p, at + r.length);
@@ -95,25 +98,33 @@ export class RecordArena {
   }
 
   /**
-   * The byte ranges of `records` (placed, in log order) as buffers to write one after another:
-   * records that lie back to back in a chunk make one range.
+   * The byte ranges of the first `count` of `records` (placed, in log order) as triples
+   * [buffer, start, length] from out[at] on (records back to back in a chunk make one range);
+   * returns the triples added. No views are made: the log's batch writer takes triples.
    */
-  static ranges(records: readonly ArenaRecord[]): Buffer[] {
-    const parts: Buffer[] = [];
+  static rangesInto(records: readonly ArenaRecord[], count: number, out: (Buffer | number)[], at: number): number {
     let chunk: ArenaChunk | undefined;
     let start = 0;
     let end = 0;
-    for (const r of records) {
+    let n = 0;
+    for (let i = 0; i < count; i++) {
+      const r = records[i]!;
       if (r.chunk === chunk && r.at === end) {
         end += r.length;
         continue;
       }
-      if (chunk !== undefined) parts.push(chunk.buf.subarray(start, end));
+      if (chunk !== undefined) putRange(out, at + 3 * n++, chunk.buf, start, end);
       chunk = r.chunk;
       start = r.at;
       end = r.at + r.length;
     }
-    if (chunk !== undefined) parts.push(chunk.buf.subarray(start, end));
-    return parts;
+    if (chunk !== undefined) putRange(out, at + 3 * n++, chunk.buf, start, end);
+    return n;
   }
+}
+
+function putRange(out: (Buffer | number)[], at: number, buf: Buffer, start: number, end: number): void {
+  out[at] = buf;
+  out[at + 1] = start;
+  out[at + 2] = end - start;
 }

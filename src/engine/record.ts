@@ -31,7 +31,7 @@
  * (not a user's delete: repair may bring the blob back here later). The flags sit outside the
  * CRC: a flipped bit costs at most a needless or a missing queue entry, which anti-entropy covers.
  */
-import { crc32Range } from '../hash/crc32.js';
+import { crc32Range, writeCrc32Ranges } from '../hash/crc32.js';
 import { writeU64, writeU64Big } from '../util/u64.js';
 
 export const RECORD_MAGIC = 0x31525342; // "BSR1"
@@ -127,7 +127,7 @@ export function sealHeader(buf: Buffer, at: number, h: RecordHeader): void {
   if (isDeleteRecord(h.type)) buf.fill(0, at + 56, at + 88);
   else h.checksum.copy(buf, at + 56, 0, 32);
   writeU64(buf, h.lsn, at + 88);
-  buf.writeUInt32LE(headerCrc(buf, at, h.labelsLength), at + 96);
+  writeCrc32Ranges(buf, at, at + 96, at + HEADER_BYTES, at + HEADER_BYTES + h.labelsLength, buf, at + 96);
   buf.writeUInt32LE(h.flags, at + 100);
 }
 

@@ -6,6 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { optionalAddon } from '../util/addon.js';
+import { bytesOf } from '../util/copy-bytes.js';
 
 export const DIGEST_BYTES = 32;
 /** A blob ID is the first 16 bytes of the content's BLAKE3-256 digest. */
@@ -20,12 +21,14 @@ export interface IncrementalHasher {
 interface Backend {
   readonly name: string;
   hash(data: Uint8Array): Buffer;
+  /** The digest of `data` (bytes, or an ArrayBuffer as uWS hands a body over) written at dst[at, at + 32). */
+  hashInto(data: Uint8Array | ArrayBuffer, dst: Uint8Array, at: number): void;
   create(): IncrementalHasher;
 }
 
 /** Our addon's one-shot BLAKE3 (native/src/binding_blake3.c). */
 interface HashAddon {
-  blake3Hash(src: Uint8Array, dst: Uint8Array, dstOffset: number): number;
+  blake3Hash(src: Uint8Array | ArrayBuffer, dst: Uint8Array, dstOffset: number): number;
 }
 
 function nativeBackend(): Backend | undefined {
@@ -47,6 +50,11 @@ function nativeBackend(): Backend | undefined {
             return digest;
           }
         : (data) => Buffer.from(blake3UrlSafeBase64(data as Buffer), 'base64url'),
+      hashInto: ours
+        ? (data, dst, at) => {
+            if (ours.blake3Hash(data, dst, at) !== 0) throw new TypeError('blake3: expected bytes and 32 bytes of room for the digest');
+          }
+        : (data, dst, at) => void dst.set(Buffer.from(blake3UrlSafeBase64(Buffer.from(bytesOf(data))), 'base64url'), at),
       create: () => {
         const h = new Blake3Hasher();
         return { update: (d) => void h.update(d as Buffer), digest: () => h.digestBuffer() };
@@ -69,6 +77,11 @@ async function wasmBackend(): Promise<Backend> {
       oneShot.init();
       oneShot.update(data);
       return Buffer.from(oneShot.digest('binary'));
+    },
+    hashInto: (data, dst, at) => {
+      oneShot.init();
+      oneShot.update(bytesOf(data));
+      dst.set(oneShot.digest('binary'), at);
     },
     create: () => {
       // createBLAKE3 is async; keep a warm pool so create() stays synchronous.
@@ -99,6 +112,14 @@ export function hashName(): string {
 /** One-shot BLAKE3-256 of `data`. */
 export function blake3(data: Uint8Array): Buffer {
   return backend!.hash(data);
+}
+
+/**
+ * One-shot BLAKE3-256 of `data` written at dst[at, at + 32): no Buffer per digest (the small
+ * store's path; with the addon, `data` may be uWS's ArrayBuffer itself).
+ */
+export function blake3Into(data: Uint8Array | ArrayBuffer, dst: Uint8Array, at: number): void {
+  backend!.hashInto(data, dst, at);
 }
 
 export function createHasher(): IncrementalHasher {

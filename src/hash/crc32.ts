@@ -18,6 +18,22 @@ export function reflectedTable(poly: number): Uint32Array {
 
 const TABLE = reflectedTable(0xedb88320);
 
+/**
+ * The CRC-32 of buf[a, aEnd) then buf[b, bEnd), written little-endian at dst[dstAt]. No CRC
+ * leaves the function as a number: one above 2^30 is a heap number wherever it is returned or
+ * passed (the segment log seals a header per store with it).
+ */
+export function writeCrc32Ranges(buf: Uint8Array, a: number, aEnd: number, b: number, bEnd: number, dst: Uint8Array, dstAt: number): void {
+  let c = ~0;
+  for (let i = a; i < aEnd; i++) c = (c >>> 8) ^ TABLE[(c ^ buf[i]!) & 0xff]!;
+  for (let i = b; i < bEnd; i++) c = (c >>> 8) ^ TABLE[(c ^ buf[i]!) & 0xff]!;
+  c = ~c;
+  dst[dstAt] = c & 0xff;
+  dst[dstAt + 1] = (c >>> 8) & 0xff;
+  dst[dstAt + 2] = (c >>> 16) & 0xff;
+  dst[dstAt + 3] = (c >>> 24) & 0xff;
+}
+
 /** zlib.crc32(buf.subarray(start, end), seed), without the view. */
 export function crc32Range(buf: Uint8Array, start: number, end: number, seed = 0): number {
   let c = ~seed;

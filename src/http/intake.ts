@@ -9,6 +9,7 @@ import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
 import { type Exchange, sendError } from './reply.js';
 import type { HttpRequest } from './uws.js';
+import type { Ticks } from '../metrics/clock.js';
 
 /**
  * Whether uWS reads the request body as chunked: it does for any Transfer-Encoding (RFC 9112
@@ -63,11 +64,11 @@ export class Intake {
    * Receives a store's body into `sink` while it holds its upload slot (`release`): a refused
    * piece answers the error (the rest is drained, Connection: close) and drops what came, as do an
    * abort and an idle body. Once the last byte is in, `complete` answers; the slot goes back when
-   * it settles. `startMs` (performance.now() at the request) times the receive stage; `chunked`
+   * it settles. `start` (the clock at the request, ticks) times the receive stage; `chunked`
    * (isChunked) says how the body is framed; `client` false: a peer's body, kept out of the
    * clients' metrics.
    */
-  receive(x: Exchange, sink: BodySink, release: () => void, startMs: number, chunked: boolean, complete: () => Promise<void>, client = true): void {
+  receive(x: Exchange, sink: BodySink, release: () => void, start: Ticks, chunked: boolean, complete: () => Promise<void>, client = true): void {
     const entry: Receiving = {
       lastActivityMs: () => sink.lastActivityMs,
       expire: (err) => {
@@ -100,7 +101,7 @@ export class Intake {
       }
       if (!isLast) return;
       this.receiving.delete(entry);
-      if (client) this.service.recorder.stage('receive', startMs);
+      if (client) this.service.recorder.stage('receive', start);
       x.onAbort = () => void sink.discard();
       void complete().finally(finish);
     });

@@ -41,6 +41,7 @@ import { parseRange } from './range.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
+import { ticks } from '../metrics/clock.js';
 
 export const INTERNAL_BLOB_PATH = '/internal/v1/blobs/';
 export const INTERNAL_REPLICA_PATH = '/internal/v1/replicas/';
@@ -92,7 +93,7 @@ export class InternalRoutes {
 
   /** PUT /internal/v1/shards/:id/:index: a shard column's bytes then its checksum, stored once durable (http-column.ts). */
   readonly putShard = (res: HttpResponse, req: HttpRequest): void => {
-    const start = performance.now();
+    const start = ticks();
     const x = newExchange(res, this.wire, this.log);
     let release = (): void => undefined;
     let body: ColumnBody;
@@ -131,7 +132,7 @@ export class InternalRoutes {
 
   /** PUT /internal/v1/replicas/:id: a replica's bytes as the body, stored once durable. */
   readonly putReplica = (res: HttpResponse, req: HttpRequest): void => {
-    const start = performance.now();
+    const start = ticks();
     const x = newExchange(res, this.wire, this.log);
     let release = (): void => undefined;
     let writer: BlobWriter;

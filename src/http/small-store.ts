@@ -26,6 +26,7 @@ import { errorAnswer, writeAnswer } from './reply.js';
 import { statusLine } from './status-line.js';
 import type { HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
+import { type Ticks, ticks } from '../metrics/clock.js';
 
 /** SmallStore states: receiving its body, waiting for the engine, or with nobody left to answer. */
 const RECEIVING = 0;
@@ -61,10 +62,10 @@ export class SmallStores {
    * Takes over the request (from the route, its headers checked): an upload slot (503 when none is
    * free, thrown before anything is registered), then the body.
    */
-  begin(res: HttpResponse, policy: Policy, labels: Buffer, length: number, startMs: number): void {
+  begin(res: HttpResponse, policy: Policy, labels: Buffer, length: number, start: Ticks): void {
     this.service.takeUpload();
     const s = this.free.pop() ?? new SmallStore(this);
-    s.start(res, policy, labels, length, startMs);
+    s.start(res, policy, labels, length, start);
   }
 
   /** A SmallStore is done with its request (and may serve another if `reuse`). */
@@ -82,7 +83,8 @@ class SmallStore implements SmallStoreDone, Receiving {
   private labels: Buffer | undefined;
   private length = 0;
   private received = 0;
-  private startMs = 0;
+  /** The clock at the request (ticks). */
+  private startAt = 0 as Ticks;
   /** The body so far, when it comes in more than one piece. */
   private gathered: Buffer | undefined;
   private lastMs = 0;
@@ -93,14 +95,14 @@ class SmallStore implements SmallStoreDone, Receiving {
 
   constructor(private readonly owner: SmallStores) {}
 
-  start(res: HttpResponse, policy: Policy, labels: Buffer, length: number, startMs: number): void {
+  start(res: HttpResponse, policy: Policy, labels: Buffer, length: number, startAt: Ticks): void {
     this.res = res;
     this.state = RECEIVING;
     this.policy = policy;
     this.labels = labels;
     this.length = length;
     this.received = 0;
-    this.startMs = startMs;
+    this.startAt = startAt;
     this.owner.intake.inflight++;
     res.onAborted(this.onAborted);
     res.onData(this.onData);
@@ -112,7 +114,8 @@ class SmallStore implements SmallStoreDone, Receiving {
     if (this.received === 0 && isLast) {
       if (n !== this.length) return this.fail(invalidArgument(`body of ${n} bytes does not match its Content-Length of ${this.length}`));
       this.received = n;
-      return this.store(new Uint8Array(ab));
+      // uWS's ArrayBuffer itself (valid during this call): no view of it is made.
+      return this.store(ab);
     }
     if (this.received + n > this.length) return this.fail(invalidArgument(`body longer than its Content-Length of ${this.length} bytes`));
     if (this.gathered === undefined) {
@@ -129,10 +132,10 @@ class SmallStore implements SmallStoreDone, Receiving {
     this.releaseGathered();
   };
 
-  /** The whole body is in (a view valid during this call): to the engine, which copies it. */
-  private store(body: Uint8Array): void {
+  /** The whole body is in (bytes valid during this call): to the engine, which copies it. */
+  private store(body: Uint8Array | ArrayBuffer): void {
     const { service } = this.owner;
-    service.recorder.stage('receive', this.startMs);
+    service.recorder.stage('receive', this.startAt);
     this.state = STORING;
     try {
       service.putSmall(body, this.policy, this.labels!, this);
@@ -151,9 +154,9 @@ class SmallStore implements SmallStoreDone, Receiving {
     } else {
       this.id = id;
       this.existed = existed;
-      service.recorder.done('put', this.startMs, this.received);
+      service.recorder.done('put', this.startAt, this.received);
     }
-    const respondStart = performance.now();
+    const respondStart = ticks();
     this.res!.cork(this.answer);
     service.recorder.stage('respond', respondStart);
     this.recycle(true);

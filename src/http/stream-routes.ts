@@ -23,6 +23,7 @@ import { PutChunkParser } from './put-chunk.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
+import { ticks } from '../metrics/clock.js';
 
 const NDJSON = 'application/x-ndjson';
 const LINE_HEAD = '{"result":{"data":"';
@@ -77,7 +78,7 @@ export class StreamRoutes {
   }
 
   readonly putStream = (res: HttpResponse, req: HttpRequest): void => {
-    const start = performance.now();
+    const start = ticks();
     const x = newExchange(res, this.wire, this.log);
     let stream: PutStream;
     let release = (): void => undefined;

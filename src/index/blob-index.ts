@@ -22,7 +22,7 @@
  */
 import type { Database, Key, RootDatabase } from 'lmdb';
 import { openIndexEnv } from './index-env.js';
-import { type IndexEntry, decodeEntry, encodeEntry } from './entry.js';
+import { type IndexEntry, copyEntry, decodeEntry, encodeEntry } from './entry.js';
 import { GatheredWrites } from './gathered-writes.js';
 import { BlobJournal } from './blob-journal.js';
 import { IdFilter } from './id-filter.js';
@@ -156,7 +156,8 @@ export class BlobIndex {
 
   get(id: Buffer): IndexEntry | undefined {
     const slot = this.overlay.blobs.lookup(id);
-    if (slot) return slot.value ?? undefined;
+    // A copy: the overlay's entry may be a pooled record, reused once its commit is in (copyEntry).
+    if (slot) return slot.value === null ? undefined : copyEntry(slot.value);
     return this.direct.get(id);
   }
 

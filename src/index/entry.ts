@@ -9,7 +9,7 @@
  *
  * Erasure-coded blobs will add shard records in a database of their own (`shards`).
  */
-import { writeU64, writeU64Big } from '../util/u64.js';
+import { writeU32, writeU64, writeU64Big } from '../util/u64.js';
 
 export const Location = { SEGMENT: 1, FILE: 2 } as const;
 export type LocationValue = (typeof Location)[keyof typeof Location];
@@ -27,6 +27,18 @@ export interface IndexEntry {
   labels: Buffer;
   /** CRC-32C of the bytes of a segment record (src/hash/crc32c.ts); undefined when the entry has none. */
   dataCrc?: number | undefined;
+}
+
+/**
+ * A copy a reader may keep: the overlay's entries of small stores are their pooled log records
+ * (engine/small-record.ts), reused once committed, and a reader may hold an entry across an await.
+ * The labels are shared (nobody writes into a labels buffer).
+ */
+export function copyEntry(e: IndexEntry): IndexEntry {
+  return {
+    location: e.location, policy: e.policy, segment: e.segment, offset: e.offset, size: e.size, createdAtNs: e.createdAtNs,
+    checksum: Buffer.from(e.checksum), labels: e.labels, dataCrc: e.dataCrc,
+  };
 }
 
 export function encodeEntry(e: IndexEntry): Buffer {
@@ -55,7 +67,7 @@ export function encodeEntryInto(buf: Buffer, at: number, e: IndexEntry): void {
   writeU64Big(buf, e.createdAtNs, at + 24);
   e.checksum.copy(buf, at + 32, 0, 32);
   if (e.labels.length > 0) e.labels.copy(buf, at + FIXED_BYTES);
-  if (e.dataCrc !== undefined) buf.writeUInt32LE(e.dataCrc, at + FIXED_BYTES + e.labels.length);
+  if (e.dataCrc !== undefined) writeU32(buf, e.dataCrc, at + FIXED_BYTES + e.labels.length);
 }
 
 /** Decodes into fresh objects: the source may be a buffer lmdb-js reuses for the next read. */

@@ -16,6 +16,7 @@ import { ClusterMetrics } from './cluster-metrics.js';
 import { ERROR_TYPES, ErrorTypeIndex, errorTypeIndex } from './error-types.js';
 import { EventLoopLag } from './event-loop.js';
 import { type Operation, OPERATIONS, type Recorder, type Stage, STAGES } from './recorder.js';
+import { microsBetween, type Ticks, ticks } from './clock.js';
 import { registerRuntimeMetrics } from './runtime.js';
 import { type Collected, type CollectedMetric, CounterFamily, HistogramFamily } from './series.js';
 
@@ -111,10 +112,10 @@ export class NodeMetrics implements Recorder {
 
   // ---- Recorder: called on the hot path; each call updates a few typed-array slots. ----
 
-  done(op: Operation, startMs: number, bytes: number): void {
+  done(op: Operation, start: Ticks, bytes: number): void {
     const i = OP_INDEX[op];
     this.operations.values[i]! += 1;
-    this.latency[i]!.observe(0, (performance.now() - startMs) / 1000);
+    this.latency[i]!.observeMicros(0, microsBetween(start, ticks()));
     if (bytes > 0) (i === OP_INDEX.put ? this.bytesWritten : this.bytesRead).values[0]! += bytes;
   }
 
@@ -128,9 +129,9 @@ export class NodeMetrics implements Recorder {
     if (type !== ErrorTypeIndex.corruption) this.errors.values[type]! += 1;
   }
 
-  stage(stage: Stage, startMs: number): number {
-    const now = performance.now();
-    this.stages.observe(STAGE_INDEX[stage], (now - startMs) / 1000);
+  stage(stage: Stage, start: Ticks): Ticks {
+    const now = ticks();
+    this.stages.observeMicros(STAGE_INDEX[stage], microsBetween(start, now));
     return now;
   }
 

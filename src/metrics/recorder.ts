@@ -1,9 +1,11 @@
 /**
  * What the request path reports to metrics. Transports and the blob service call a Recorder;
- * src/metrics implements it with prom-client. Calls take a start time from performance.now()
- * and must not allocate: they run once or more per request on the hot path.
+ * src/metrics implements it with prom-client. Calls take a start time in ticks (clock.ts: a
+ * small integer, no heap number) and must not allocate: they run once or more per request on the
+ * hot path.
  */
 import type { BlobstoreError } from '../errors/errors.js';
+import type { Ticks } from './clock.js';
 
 export const OPERATIONS = ['put', 'get', 'delete', 'stat', 'list'] as const;
 export type Operation = (typeof OPERATIONS)[number];
@@ -13,8 +15,8 @@ export const STAGES = ['receive', 'hash', 'write', 'fsync', 'index', 'read', 've
 export type Stage = (typeof STAGES)[number];
 
 export interface Recorder {
-  /** A request that succeeded: latency since `startMs`; `bytes` read or written (0 for none). */
-  done(op: Operation, startMs: number, bytes: number): void;
+  /** A request that succeeded: latency since `start`; `bytes` read or written (0 for none). */
+  done(op: Operation, start: Ticks, bytes: number): void;
   /**
    * A request that failed with `err`: counted in request_failures_total, and in errors_total
    * unless it is a corruption (those are counted once, where the corrupt copy is found).
@@ -23,10 +25,10 @@ export interface Recorder {
   /** An error outside a request's outcome: a corrupt copy found (served from elsewhere, or by a scrub), a failed background copy. */
   countError(err: BlobstoreError): void;
   /**
-   * One stage of a request took from `startMs` until now; returns that now (the next stage's
+   * One stage of a request took from `start` until now; returns that now (the next stage's
    * start: one clock reading, not two). Without metrics (NO_RECORDER) it reads no clock: 0.
    */
-  stage(stage: Stage, startMs: number): number;
+  stage(stage: Stage, start: Ticks): Ticks;
 }
 
-export const NO_RECORDER: Recorder = { done() {}, failed() {}, countError() {}, stage: () => 0 };
+export const NO_RECORDER: Recorder = { done() {}, failed() {}, countError() {}, stage: () => 0 as Ticks };

@@ -18,6 +18,8 @@ export const SPEC_BUCKETS: readonly number[] = Object.freeze([
   0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 ]);
 const BOUNDS = Float64Array.from(SPEC_BUCKETS);
+/** The bounds in microseconds (whole: 100 us is the least). */
+const BOUNDS_US = Float64Array.from(SPEC_BUCKETS, (s) => Math.round(s * 1e6));
 /** Buckets per series, +Inf included. */
 export const SLOTS = SPEC_BUCKETS.length + 1;
 
@@ -70,6 +72,14 @@ export class HistogramFamily implements CollectedMetric {
     while (i < BOUNDS.length && seconds > BOUNDS[i]!) i++;
     this.counts[series * SLOTS + i]! += 1;
     this.sums[series]! += seconds;
+  }
+
+  /** observe() of a span in whole microseconds (a small integer: passing it allocates nothing, where a double argument is a heap number). */
+  observeMicros(series: number, micros: number): void {
+    let i = 0;
+    while (i < BOUNDS_US.length && micros > BOUNDS_US[i]!) i++;
+    this.counts[series * SLOTS + i]! += 1;
+    this.sums[series]! += micros / 1e6;
   }
 
   count(series: number): number {

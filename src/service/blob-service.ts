@@ -23,6 +23,7 @@ import { NO_RECORDER, type Operation, type Recorder } from '../metrics/recorder.
 import { BlobWriter, type FlowControl, type StoreContent, type StoreOptions } from './blob-writer.js';
 import type { ByteRange, ChunkSink, LocalStore, SmallStoreDone } from './local-store.js';
 import { type Located, type Placement, SINGLE_NODE } from './placement.js';
+import { type Ticks, ticks } from '../metrics/clock.js';
 
 export type { ByteRange, ChunkSink, SmallStoreDone } from './local-store.js';
 export type { Located } from './placement.js';
@@ -59,7 +60,7 @@ export class BlobService {
 
   /** Runs `fn` as operation `op`: its latency and failure are recorded. */
   private async timed<T>(op: Operation, bytes: (result: T) => number, fn: () => Promise<T>): Promise<T> {
-    const start = performance.now();
+    const start = ticks();
     try {
       const result = await fn();
       this.recorder.done(op, start, bytes(result));
@@ -108,7 +109,7 @@ export class BlobService {
    * returns): `done.stored` runs once it is durable (LocalStore.putSmall). Only where
    * takesSmallStore(policy) said so; the transport records the put's metrics.
    */
-  putSmall(data: Uint8Array, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
+  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
     this.store.putSmall(data, policy, labels, done);
   }
 
@@ -203,7 +204,7 @@ export class BlobService {
 
   /** Stat: the metadata here or on another node; undefined when nobody has it. */
   async stat(id: Buffer): Promise<Located | undefined> {
-    const start = performance.now();
+    const start = ticks();
     let meta = this.held(id);
     if (!meta) {
       this.checkReady();
@@ -215,7 +216,7 @@ export class BlobService {
 
   /** Stat of a local blob only, answered without waiting (HEAD's fast path). */
   statLocal(id: Buffer): Located | undefined {
-    const start = performance.now();
+    const start = ticks();
     const meta = this.store.stat(id);
     if (meta) this.recorder.done('stat', start, 0);
     return meta;
@@ -292,7 +293,7 @@ export class BlobService {
   }
 
   /** Records a get answered by a transport's own fast path (a small blob read synchronously). */
-  recordGet(start: number, bytes: number): void {
+  recordGet(start: Ticks, bytes: number): void {
     this.recorder.done('get', start, bytes);
   }
 
@@ -307,7 +308,7 @@ export class BlobService {
 
   /** A page of ids; `limit` <= 0 means the default page size, larger ones are clamped. */
   list(prefix: string, cursor: string | undefined, limit: number): ListResult {
-    const start = performance.now();
+    const start = ticks();
     try {
       const page = this.store.list(prefix, cursor, this.pageSize(limit));
       this.recorder.done('list', start, 0);

@@ -17,6 +17,7 @@ import { toBlobstoreError } from '../errors/errors.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { ecScheme } from '../ec/layout.js';
 import type { FileSink, LocalStore } from './local-store.js';
+import { type Ticks, ticks } from '../metrics/clock.js';
 
 
 /** Pool buffers live in shared memory; a stop-gap buffer taken when the pool ran dry does not. */
@@ -72,7 +73,7 @@ export class BlobWriter {
     private readonly recorder: Recorder = NO_RECORDER,
     /** The policy when the transport knows it before the body (raw HTTP). */
     policy?: Policy,
-    private readonly startMs = performance.now(),
+    private readonly start: Ticks = ticks(),
   ) {
     if (policy !== undefined) this.expectPolicy(policy);
     if (contentLength !== undefined && (contentLength <= config.smallBlobMaxBytes || !spill)) {
@@ -194,7 +195,7 @@ export class BlobWriter {
   async finish(target: StoreOptions): Promise<PutResult> {
     try {
       const result = await this.storeBody(target);
-      this.recorder.done('put', this.startMs, this.received);
+      this.recorder.done('put', this.start, this.received);
       return result;
     } catch (err) {
       this.recorder.failed('put', toBlobstoreError(err));

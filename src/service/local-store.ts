@@ -27,7 +27,7 @@ export interface LocalStore {
 
   putInline(data: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
   /** A client's small store on a node that keeps no copies elsewhere, without a promise (Engine.putSmall). */
-  putSmall(data: Uint8Array, policy: Policy, labels: Buffer, done: SmallStoreDone): void;
+  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone): void;
   /** 507 before a body the disk cannot hold is read. */
   checkSpace(bytes: number): void;
   beginFile(): Promise<FileSink>;

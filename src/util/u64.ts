@@ -8,6 +8,17 @@ const slot = new BigUint64Array(1);
 const slotBytes = new Uint8Array(slot.buffer);
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
+/**
+ * `n`, in [0, 2^32), at `at`, a byte at a time: Buffer.writeUInt32LE takes the value as an argument,
+ * a heap number when it is above 2^30 (a CRC, three times in four) unless the call is inlined.
+ */
+export function writeU32(buf: Uint8Array, n: number, at: number): void {
+  buf[at] = n & 0xff;
+  buf[at + 1] = (n >>> 8) & 0xff;
+  buf[at + 2] = (n >>> 16) & 0xff;
+  buf[at + 3] = (n >>> 24) & 0xff;
+}
+
 /** `n`, a whole number in [0, 2^53), at `at`. */
 export function writeU64(buf: Buffer, n: number, at: number): void {
   buf.writeUInt32LE(n >>> 0, at);

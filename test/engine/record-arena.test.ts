@@ -6,6 +6,18 @@ import { describe, expect, it } from 'vitest';
 import { type ArenaRecord, RecordArena } from '../../src/engine/record-arena.js';
 import { HEADER_BYTES, recordLength } from '../../src/engine/record.js';
 
+/** The ranges rangesInto gives, as views (what the writer writes). */
+function ranges(records: ArenaRecord[]): Buffer[] {
+  const triples: (Buffer | number)[] = [];
+  const n = RecordArena.rangesInto(records, records.length, triples, 0);
+  const out: Buffer[] = [];
+  for (let i = 0; i < n; i++) {
+    const start = triples[3 * i + 1] as number;
+    out.push((triples[3 * i] as Buffer).subarray(start, start + (triples[3 * i + 2] as number)));
+  }
+  return out;
+}
+
 function record(labels: string, dataLength: number): ArenaRecord {
   const l = Buffer.from(labels);
   return { labels: l, dataLength, length: recordLength(l.length, dataLength), chunk: undefined, at: 0 };
@@ -27,7 +39,7 @@ describe('RecordArena', () => {
     expect(a.length).toBe(128);
     expect(buf.subarray(a.at + 126, a.at + 128).every((x) => x === 0)).toBe(true);
     expect(buf.subarray(b.at + HEADER_BYTES, b.at + HEADER_BYTES + 5).every((x) => x === 0xbb)).toBe(true);
-    expect(RecordArena.ranges([a, b])).toEqual([buf.subarray(a.at, b.at + b.length)]);
+    expect(ranges([a, b])).toEqual([buf.subarray(a.at, b.at + b.length)]);
   });
 
   it('copies only dataLength bytes of a longer view, and takes the data from a view it may not keep', () => {
@@ -39,14 +51,32 @@ describe('RecordArena', () => {
     expect([...r.chunk!.buf.subarray(r.at + HEADER_BYTES, r.at + HEADER_BYTES + 4)]).toEqual([1, 2, 3, 4]);
   });
 
+  it('copies the bytes of an ArrayBuffer (a body as uWS hands it over) without a view of it', () => {
+    const arena = new RecordArena(4096);
+    const r = record('', 5);
+    const body = new Uint8Array([7, 8, 9, 10, 11]);
+    arena.place(r, body.buffer);
+    body.fill(0);
+    expect([...r.chunk!.buf.subarray(r.at + HEADER_BYTES, r.at + HEADER_BYTES + 5)]).toEqual([7, 8, 9, 10, 11]);
+  });
+
+  it('ranges are triples written from the offset asked for, in a reused array longer than they are', () => {
+    const arena = new RecordArena(4096);
+    const a = record('', 100);
+    arena.place(a, Buffer.alloc(100));
+    const triples: (Buffer | number)[] = ['x' as unknown as number, 0, 0, 0, 0, 0, 0, 0, 0];
+    expect(RecordArena.rangesInto([a], 1, triples, 3)).toBe(1);
+    expect(triples.slice(3, 6)).toEqual([a.chunk!.buf, a.at, a.length]);
+    expect(triples.length).toBe(9);
+  });
+
   it('a record that does not fit goes to the next chunk; the runs are one range per chunk', () => {
     const arena = new RecordArena(1024);
     const rs = [record('', 300), record('', 300), record('', 300), record('', 300)];
     for (const r of rs) arena.place(r, Buffer.alloc(300));
     expect(rs[0]!.chunk).toBe(rs[1]!.chunk);
     expect(rs[2]!.chunk).not.toBe(rs[1]!.chunk);
-    const ranges = RecordArena.ranges(rs);
-    expect(ranges.map((p) => p.length)).toEqual([rs[0]!.length * 2, rs[2]!.length * 2]);
+    expect(ranges(rs).map((p) => p.length)).toEqual([rs[0]!.length * 2, rs[2]!.length * 2]);
   });
 
   it('a record larger than a chunk gets a chunk of its own size', () => {
@@ -54,7 +84,7 @@ describe('RecordArena', () => {
     const big = record('', 5000);
     arena.place(big, Buffer.alloc(5000, 1));
     expect(big.chunk!.buf.length).toBe(big.length);
-    expect(RecordArena.ranges([big])[0]!.length).toBe(big.length);
+    expect(ranges([big])[0]!.length).toBe(big.length);
   });
 
   it('reuses a chunk only once every record placed in it is released', () => {
