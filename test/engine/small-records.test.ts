@@ -1,0 +1,66 @@
+/**
+ * Small stores' pooled log records (src/engine/small-record.ts): one object is a store's record,
+ * its index entry while the overlay holds it, and its digest's owner; it serves another store once
+ * its store is answered and its commit is in. A reader's entry is its own (BlobIndex.get copies an
+ * overlay entry): later stores reusing the record do not change what the reader holds.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Engine } from '../../src/engine/engine.js';
+import { blake3 } from '../../src/hash/blake3.js';
+import { patternBytes } from '../helpers/blobs.js';
+import { openEngine, testConfig } from '../helpers/engine.js';
+
+const EMPTY = Buffer.alloc(0);
+
+/** A small store through the fast path, as the HTTP front end makes it (uWS hands an ArrayBuffer over). */
+function putSmall(engine: Engine, data: Buffer): Promise<{ id: Buffer; existed: boolean }> {
+  const body = data.buffer.slice(data.byteOffset, data.byteOffset + data.length);
+  return new Promise((resolve, reject) =>
+    engine.putSmall(body, 1, EMPTY, { stored: (err, id, existed) => (err ? reject(err) : resolve({ id: Buffer.from(id), existed })) }),
+  );
+}
+
+describe('pooled small-store records', () => {
+  let engine: Engine | undefined;
+  afterEach(async () => {
+    await engine?.close();
+    engine = undefined;
+  });
+
+  it('an entry read while its record is in the overlay stays the blob\'s after the record serves other stores', async () => {
+    // Commits wait 300 ms: the first store is read while its record is the overlay's entry.
+    engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', indexCommitIntervalMs: 300, durableAck: 'log' }));
+    const first = patternBytes(4096, 1);
+    await putSmall(engine, first);
+    await engine.settled();
+    const data = patternBytes(4096, 2);
+    const { id, existed } = await putSmall(engine, data);
+    expect(existed).toBe(false);
+    expect(engine.index.overlay.blobs.lookup(id)).toBeDefined();
+    const held = engine.index.get(id)!;
+    expect(held.checksum.equals(blake3(data))).toBe(true);
+    // The record goes back once committed, and serves the next stores.
+    await engine.settled();
+    for (let i = 0; i < 20; i++) await putSmall(engine, patternBytes(4096, 100 + i));
+    await engine.settled();
+    expect(held.checksum.equals(blake3(data))).toBe(true);
+    expect((await engine.readInline(engine.stat(id)!)).equals(data)).toBe(true);
+  });
+
+  it('reuses a record only once its store is answered and its commit is in', async () => {
+    engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', indexCommitIntervalMs: 300, durableAck: 'log' }));
+    const pool = (engine as unknown as { smallRecords: { idle: number } }).smallRecords;
+    await putSmall(engine, patternBytes(4096, 3));
+    await engine.settled();
+    const idle = pool.idle;
+    // Answered (durable in the log) but not committed: the record is the overlay's, not the pool's.
+    const stored = await Promise.all([putSmall(engine, patternBytes(4096, 4)), putSmall(engine, patternBytes(4096, 5))]);
+    expect(pool.idle).toBe(Math.max(0, idle - 2));
+    await engine.settled();
+    expect(pool.idle).toBe(Math.max(idle, 2));
+    for (const { id } of stored) expect(engine.stat(id)).toBeDefined();
+    // Bytes stored already take no record: answered at once, the record back in the pool.
+    expect((await putSmall(engine, patternBytes(4096, 4))).existed).toBe(true);
+    expect(pool.idle).toBe(Math.max(idle, 2));
+  });
+});
