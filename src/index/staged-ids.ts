@@ -32,6 +32,8 @@ export class StagedIds<T> implements Staged<T> {
   /** lookup()'s answer: one object, valid until the next lookup. */
   private readonly found: Slot<T> = { value: null, lsn: 0, written: false };
   size = 0;
+  /** The most slots in use since the last commit dropped any (rebuild's shrink test). */
+  private peak = 0;
 
   lookup(key: Buffer): Slot<T> | undefined {
     if (this.size === 0) return undefined;
@@ -46,6 +48,7 @@ export class StagedIds<T> implements Staged<T> {
   set(key: Buffer, value: T | null, lsn: number): void {
     if (2 * (this.size + 1) > this.t.used.length) this.rebuild(this.t.used.length * 2, -Infinity);
     this.put(key, 0, value, lsn);
+    if (this.size > this.peak) this.peak = this.size;
   }
 
   /** Stages the id at src[at, at + 16) (the table has room). */
@@ -78,6 +81,7 @@ export class StagedIds<T> implements Staged<T> {
   dropThrough(lsn: number): void {
     if (this.size === 0) return;
     this.rebuild(this.t.used.length, lsn);
+    this.peak = this.size;
   }
 
   /** Slots in the table (tests: it shrinks again after a burst). */
@@ -97,14 +101,16 @@ export class StagedIds<T> implements Staged<T> {
 
   /**
    * Lays the slots staged after `dropLsn` out again over `slots` slots (the spare table when the
-   * size stays). A table an eighth full or less is halved, so that after a burst commits do not
-   * keep walking its size (it doubles at half full: no back and forth).
+   * size stays). A table that was an eighth full or less all through the last commit's interval is
+   * halved, so that after a burst commits do not keep walking its size; one that a steady load
+   * fills between commits keeps its size (halving it at each commit and doubling it again while
+   * the next interval's stores came in made two tables of garbage per commit).
    */
   private rebuild(slots: number, dropLsn: number): void {
     const old = this.t;
     let keep = 0;
     for (let s = 0; s < old.used.length; s++) if (old.used[s] === 1 && old.lsns[s]! > dropLsn) keep++;
-    if (slots === old.used.length && slots > MIN_SLOTS && 8 * keep <= slots) slots /= 2;
+    if (slots === old.used.length && slots > MIN_SLOTS && 8 * Math.max(keep, this.peak) <= slots) slots /= 2;
     if (keep === 0 && slots === old.used.length) {
       clear(old);
       this.size = 0;

@@ -15,7 +15,9 @@ const { silentLogger } = await import(new URL('log/logger.js', dist).href);
 
 const dataDir = process.argv[2];
 const config = loadConfig({
-  flags: { dataDir, nodeId: 'alloc-probe', listen: '127.0.0.1:0', metricsAddr: '', grpcAddr: '' },
+  // Index commits every 50 ms (the default is 5): a commit's own garbage is shared by the stores
+  // of its interval, and the PUT test holds what a store allocates (test/get-alloc.test.ts).
+  flags: { dataDir, nodeId: 'alloc-probe', listen: '127.0.0.1:0', metricsAddr: '', grpcAddr: '', indexCommitIntervalMs: 50 },
   env: {},
   file: '/nonexistent/blobstore-alloc-probe.json',
 });
