@@ -14,7 +14,7 @@ const EMPTY = Buffer.alloc(0);
 
 /** A small store through the fast path, as the HTTP front end makes it (uWS hands an ArrayBuffer over). */
 function putSmall(engine: Engine, data: Buffer): Promise<{ id: Buffer; existed: boolean }> {
-  const body = data.buffer.slice(data.byteOffset, data.byteOffset + data.length);
+  const body = new Uint8Array(data).buffer;
   return new Promise((resolve, reject) =>
     engine.putSmall(body, 1, EMPTY, { stored: (err, id, existed) => (err ? reject(err) : resolve({ id: Buffer.from(id), existed })) }),
   );

@@ -17,7 +17,7 @@ import { parseExposition, runWithInput, sampleValue } from '../helpers/metrics.j
 import { REPO } from '../helpers/node-process.js';
 
 /** Bytes allocated per call, measured in a child process (built modules from dist/). */
-async function measureAllocation(): Promise<Record<'promObserve' | 'failed' | 'done' | 'stage' | 'clock', number>> {
+async function measureAllocation(): Promise<Record<'promObserve' | 'failed' | 'done' | 'stage' | 'clock' | 'ticks', number>> {
   const script = `
     import { createRequire } from 'node:module';
     import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
