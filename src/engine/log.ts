@@ -503,7 +503,7 @@ export class SegmentLog {
     this.reject(keepMaintenance ? this.queue.keepOnly((r) => r.maintenance) : this.queue.takeAll(), error);
   }
 
-  /** Records `stage` from `startMs` until now for each timed record of the batch. */
+  /** Records `stage` from `start` (ticks) until now for each timed record of the batch. */
   private timeStage(batch: Batch, stage: 'fsync' | 'index', start: Ticks): void {
     for (let i = 0; i < batch.count; i++) if (batch.record(i).appendedAt !== UNTIMED) this.recorder.stage(stage, start);
   }
