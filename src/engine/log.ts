@@ -117,6 +117,9 @@ class Batch {
   staged = false;
   /** Its records' callbacks have run (or are due once `waits` settle). */
   answered = false;
+  /** Its records' callbacks have run, and its index transaction has committed: reused once both hold. */
+  acked = false;
+  committed = false;
   /** What the batch's acknowledgement and commit wait for (file unlinks of deletes). */
   readonly waits: Promise<void>[] = [];
   /** The clock (ticks) when the write ended and when the fdatasync ended (stage metrics). */
@@ -134,9 +137,6 @@ class Batch {
     return this.records[i]!;
   }
 }
-
-/** At most this many idle batches are kept for reuse. */
-const BATCH_POOL_MAX = 64;
 
 export interface LogOptions {
   groupCommitMaxBytes: number;
@@ -306,6 +306,8 @@ export class SegmentLog {
     batch.state = 'writing';
     batch.staged = false;
     batch.answered = false;
+    batch.acked = false;
+    batch.committed = false;
     batch.writtenAt = 0 as Ticks;
     batch.syncedAt = 0 as Ticks;
     this.uncommitted.push(batch);
@@ -318,13 +320,17 @@ export class SegmentLog {
     return batch;
   }
 
-  /** A batch is done with (committed and answered): it and its arrays serve another. */
+  /**
+   * A batch is done with (acknowledged and committed, in either order): it and its arrays serve
+   * another. Every batch goes back (a failed log keeps its last ones), so the batches made are
+   * as many as were ever under way at once.
+   */
   private recycle(batch: Batch): void {
     for (let i = 0; i < batch.count; i++) batch.records[i] = undefined;
     batch.count = 0;
     batch.segment = undefined;
     if (batch.waits.length > 0) batch.waits.length = 0;
-    if (this.freeBatches.length < BATCH_POOL_MAX) this.freeBatches.push(batch);
+    this.freeBatches.push(batch);
   }
 
   /** The PAD record (with the next sequence number) that takes a batch ending at `end` to a block boundary, if it needs one. */
@@ -549,6 +555,8 @@ export class SegmentLog {
       const r = batch.record(i);
       r.callback(undefined, r);
     }
+    batch.acked = true;
+    if (batch.committed) this.recycle(batch);
   }
 
   /**
@@ -616,18 +624,16 @@ export class SegmentLog {
     } finally {
       for (let i = 0; i < n; i++) records[i] = undefined;
     }
-    for (const b of group) for (let i = 0; i < b.count; i++) this.hooks.committed(b.record(i));
-    // durableAck=log: answered when staged; the fsynced records are replayed past the last flushed
-    // checkpoint. The batches serve again (one that waited for an unlink is left to the collector:
-    // its answer ran from a promise).
-    if (!this.options.ackAfterIndexFlush) {
-      for (const b of group) if (b.waits.length === 0) this.recycle(b);
-      return;
+    for (const b of group) {
+      for (let i = 0; i < b.count; i++) this.hooks.committed(b.record(i));
+      b.committed = true;
+      if (b.acked) this.recycle(b);
     }
+    // durableAck=log: answered when staged; the fsynced records are replayed past the last flushed checkpoint.
+    if (!this.options.ackAfterIndexFlush) return;
     this.index.flushed().then(
       () => {
         for (const b of group) this.answer(b);
-        for (const b of group) if (b.waits.length === 0) this.recycle(b);
       },
       (err: Error) => {
         this.failure ??= err;

@@ -96,7 +96,7 @@ export class SmallRecords {
   /** A record taken and never appended. */
   unused(r: SmallRecord): void {
     r.done = undefined;
-    if (this.free.length < POOL_MAX) this.free.push(r);
+    this.release(r);
   }
 
   /** Its store was answered (`failed`: with an error; the record is then never reused). */
