@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { batchWriter, directWriteBytes, writeEach, writeError } from '../src/engine/fs-util.js';
 import { native } from '../src/ec/native.js';
 import { tempDir } from './helpers/node-process.js';
+import { residentBytes, residentSoon } from './helpers/page-cache.js';
 
 const MiB = 1024 * 1024;
 
@@ -89,7 +90,7 @@ describe('writeEach on a closed file', () => {
 });
 
 /** One batch through batchWriter (each write its own writer and token): resolves the errno it answers. */
-function writeBatch(fd: number, parts: Buffer[], position: number, directFd: number): Promise<number> {
+function writeBatch(fd: number, parts: Buffer[], position: number, directFd: number, readBack: [number, number, number] = [0, 0, 0]): Promise<number> {
   return new Promise((resolve) => {
     const writer = batchWriter((token, errno) => {
       expect(token).toBe(7);
@@ -99,7 +100,7 @@ function writeBatch(fd: number, parts: Buffer[], position: number, directFd: num
     const triples = parts.flatMap((p) => [p, 0, p.length]);
     // A reused array may be longer than the batch: the count says how much of it is the batch's.
     triples.push(patterned(10, 99), 0, 10);
-    const queued = writer!.write(7, fd, triples, parts.length, position, directFd);
+    const queued = writer!.write(7, fd, triples, parts.length, position, directFd, ...readBack);
     if (queued !== 0) resolve(queued);
   });
 }
@@ -150,6 +151,30 @@ describe('batchWriter (the addon’s writeBatchTo: a log batch, then fdatasync, 
     patterned(100, 18).copy(want, 4201);
     patterned(4096, 17).copy(want, 8192);
     expect(readFileSync(path).equals(want)).toBe(true);
+  });
+
+  it('reads back the range it is given after its own write and sync, and readBack alone does too (pages past the cache come back)', async () => {
+    const path = join(tempDir('write-batch'), 'seg');
+    const handle = await fsp.open(path, 'w+');
+    const direct = await fsp.open(path, fsc.O_WRONLY | fsc.O_DIRECT).catch(() => undefined);
+    if (direct === undefined) return console.warn(`skipped: ${path}'s file system refuses O_DIRECT`);
+    if (residentBytes(path) === undefined) return console.warn('skipped: no fincore (util-linux-extra) to see the page cache');
+    const blocks = [patterned(4096, 21), patterned(4096, 22), patterned(4096, 23)];
+    const writer = batchWriter(() => undefined)!;
+    try {
+      expect(await writeBatch(handle.fd, [blocks[0]!, blocks[1]!], 0, direct.fd)).toBe(0);
+      // Written past the page cache: none of it is there.
+      expect(residentBytes(path)).toBe(0);
+      // The next batch takes the first two blocks' read-back along.
+      expect(await writeBatch(handle.fd, [blocks[2]!], 8192, direct.fd, [handle.fd, 0, 8192])).toBe(0);
+      expect(await residentSoon(path, 8192)).toBe(8192);
+      expect(writer.readBack(handle.fd, 8192, 4096)).toBe(0);
+      expect(await residentSoon(path, 12288)).toBe(12288);
+      expect(readFileSync(path).equals(Buffer.concat(blocks))).toBe(true);
+    } finally {
+      await direct.close();
+      await handle.close();
+    }
   });
 
   it('queues nothing for arguments it cannot take (a range past its buffer, more triples than given)', () => {

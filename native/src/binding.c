@@ -202,6 +202,7 @@ static napi_value init(napi_env env, napi_value exports) {
         {"copyBytes", NULL, js_copy_bytes, NULL, NULL, NULL, napi_default, NULL},
         {"batchSink", NULL, js_batch_sink, NULL, NULL, NULL, napi_default, NULL},
         {"writeBatchTo", NULL, js_write_batch_to, NULL, NULL, NULL, napi_default, NULL},
+        {"readBackTo", NULL, js_read_back_to, NULL, NULL, NULL, napi_default, NULL},
         {"batchTurn", NULL, js_batch_turn, NULL, NULL, NULL, napi_default, NULL},
         {"clockTicks", NULL, js_clock_ticks, NULL, NULL, NULL, napi_default, NULL},
     };

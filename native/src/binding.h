@@ -49,7 +49,9 @@ napi_value js_copy_bytes(napi_env env, napi_callback_info info);
 /* directWriteBytes() -> number: bytes pwriteEach wrote through an O_DIRECT fd (binding_fs.c) */
 napi_value js_direct_write_bytes(napi_env env, napi_callback_info info);
 /* One batch of the segment log: parts written as one stream from `position` (through `direct_fd`,
-   O_DIRECT, when aligned; -1: none), then fdatasync(fd); `err` the errno of a failure (binding_fs.c). */
+   O_DIRECT, when aligned; -1: none), then fdatasync(fd); `err` the errno of a failure (binding_fs.c).
+   Then, when `read_back_length` > 0, [read_back_position, + read_back_length) of `read_back_fd` is
+   read back into the page cache (posix_fadvise WILLNEED): earlier batches' blocks, gathered by the log. */
 typedef struct {
     int fd;
     int direct_fd;
@@ -57,12 +59,19 @@ typedef struct {
     size_t count;
     struct { const uint8_t *data; size_t length; } *parts;
     int err;
+    int read_back_fd;
+    int64_t read_back_position;
+    int64_t read_back_length;
 } write_job;
+/* posix_fadvise WILLNEED of the job's read-back range, if it has one: advice, its failure changes nothing. */
+void read_back_run(const write_job *job);
 void write_batch_run(write_job *job);
-/* batchSink(callback) -> a sink; writeBatchTo(sink, token, fd, parts, count, position, directFd) -> 0 or an errno,
-   callback(token, errno) once done (binding_batch.c) */
+/* batchSink(callback) -> a sink; writeBatchTo(sink, token, fd, parts, count, position, directFd, readBackFd?, readBackPosition?,
+   readBackLength?) -> 0 or an errno, callback(token, errno) once done; readBackTo(sink, fd, position, length) -> 0 or an errno,
+   answered by nobody (binding_batch.c) */
 napi_value js_batch_sink(napi_env env, napi_callback_info info);
 napi_value js_write_batch_to(napi_env env, napi_callback_info info);
+napi_value js_read_back_to(napi_env env, napi_callback_info info);
 /* clockTicks() -> monotonic microseconds modulo 2^30, a small integer (binding_clock.c) */
 napi_value js_clock_ticks(napi_env env, napi_callback_info info);
 /* batchTurn(sink) -> 0: the sink's callback(-1, 0) runs once in this loop turn's check phase (binding_batch.c) */

@@ -10,10 +10,14 @@
  *                                        (where setImmediate's callbacks run, after the turn's I/O
  *                                        callbacks: the log forms its batch there; setImmediate
  *                                        makes an object per call, this nothing)
- *   writeBatchTo(sink, token, fd, parts, count, position, directFd) -> 0, or EINVAL for bad arguments
+ *   writeBatchTo(sink, token, fd, parts, count, position, directFd, readBackFd?, readBackPosition?, readBackLength?)
+ *       -> 0, or EINVAL for bad arguments
  *       parts: [buffer, offset, length, buffer, offset, length, ...], the first `count` triples
  *       of it written as one stream (the array is the log's, reused: it may be longer)
  *       (write_batch_run), then fdatasync(fd); the buffers must stay untouched until the callback.
+ *       Then the read-back range, if given, is read back into the page cache (read_back_run).
+ *   readBackTo(sink, fd, position, length) -> 0, or an errno when nothing was queued
+ *       the read-back alone, in the thread pool; nobody is called back
  *
  * The callback runs inside a callback scope of the sink's async context, as Node's own I/O
  * callbacks do: promises it settles run their reactions before control returns to libuv.
@@ -41,7 +45,7 @@ typedef struct {
     uv_work_t req;
     batch_sink *sink;
     napi_ref parts_ref; /* keeps the parts array (and its buffers) alive until the answer */
-    int32_t token;
+    int32_t token; /* -1: a read-back alone (readBackTo), answered by nobody */
     write_job job;
 } batch_req;
 
@@ -68,7 +72,8 @@ static void sink_finalize(napi_env env, void *data, void *hint) {
 
 static void batch_execute(uv_work_t *req) {
     batch_req *r = req->data;
-    write_batch_run(&r->job);
+    if (r->token < 0) read_back_run(&r->job);
+    else write_batch_run(&r->job);
 }
 
 static void call_back(batch_sink *sink, int32_t token, int err);
@@ -79,7 +84,7 @@ static void batch_after(uv_work_t *req, int status) {
     napi_env env = sink->env;
     int err = status == 0 ? r->job.err : EIO;
     sink->pending--;
-    napi_delete_reference(env, r->parts_ref);
+    if (r->parts_ref != NULL) napi_delete_reference(env, r->parts_ref);
     free(r->job.parts);
     int32_t token = r->token;
     free(r);
@@ -87,7 +92,7 @@ static void batch_after(uv_work_t *req, int status) {
         if (sink->pending == 0) sink_free(env, sink);
         return;
     }
-    call_back(sink, token, err);
+    if (token >= 0) call_back(sink, token, err);
 }
 
 /* callback(token, err) inside a callback scope of the sink's async context. */
@@ -177,8 +182,8 @@ napi_value js_batch_sink(napi_env env, napi_callback_info info) {
 }
 
 napi_value js_write_batch_to(napi_env env, napi_callback_info info) {
-    size_t argc = 7;
-    napi_value argv[7];
+    size_t argc = 10;
+    napi_value argv[10];
     batch_sink *sink = NULL;
     int32_t token = 0;
     uint64_t fd, position, triples;
@@ -193,6 +198,12 @@ napi_value js_write_batch_to(napi_env env, napi_callback_info info) {
     int64_t direct_fd = -1;
     uint64_t d;
     if (argc >= 7 && get_whole(env, argv[6], INT32_MAX, &d)) direct_fd = (int64_t)d;
+    uint64_t rb_fd = 0, rb_position = 0, rb_length = 0;
+    if (argc >= 10 && (!get_whole(env, argv[7], INT32_MAX, &rb_fd) || !get_whole(env, argv[8], 9007199254740991.0, &rb_position) ||
+                       !get_whole(env, argv[9], 9007199254740991.0, &rb_length))) {
+        return make_int(env, EINVAL);
+    }
+    if (token < 0) return make_int(env, EINVAL);
     batch_req *r = calloc(1, sizeof *r);
     size_t count = (size_t)triples;
     if (r == NULL || (count > 0 && (r->job.parts = calloc(count, sizeof *r->job.parts)) == NULL)) {
@@ -222,6 +233,9 @@ napi_value js_write_batch_to(napi_env env, napi_callback_info info) {
     r->job.direct_fd = (int)direct_fd;
     r->job.position = (int64_t)position;
     r->job.count = count;
+    r->job.read_back_fd = (int)rb_fd;
+    r->job.read_back_position = (int64_t)rb_position;
+    r->job.read_back_length = (int64_t)rb_length;
     if (napi_create_reference(env, argv[3], 1, &r->parts_ref) != napi_ok) {
         free(r->job.parts);
         free(r);
@@ -230,6 +244,32 @@ napi_value js_write_batch_to(napi_env env, napi_callback_info info) {
     if (uv_queue_work(sink->loop, &r->req, batch_execute, batch_after) != 0) {
         napi_delete_reference(env, r->parts_ref);
         free(r->job.parts);
+        free(r);
+        return make_int(env, EIO);
+    }
+    sink->pending++;
+    return make_int(env, 0);
+}
+
+napi_value js_read_back_to(napi_env env, napi_callback_info info) {
+    size_t argc = 4;
+    napi_value argv[4];
+    batch_sink *sink = NULL;
+    uint64_t fd, position, length;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4 || napi_get_value_external(env, argv[0], (void **)&sink) != napi_ok ||
+        sink == NULL || !get_whole(env, argv[1], INT32_MAX, &fd) || !get_whole(env, argv[2], 9007199254740991.0, &position) ||
+        !get_whole(env, argv[3], 9007199254740991.0, &length)) {
+        return make_int(env, EINVAL);
+    }
+    batch_req *r = calloc(1, sizeof *r);
+    if (r == NULL) return make_int(env, ENOMEM);
+    r->req.data = r;
+    r->sink = sink;
+    r->token = -1;
+    r->job.read_back_fd = (int)fd;
+    r->job.read_back_position = (int64_t)position;
+    r->job.read_back_length = (int64_t)length;
+    if (uv_queue_work(sink->loop, &r->req, batch_execute, batch_after) != 0) {
         free(r);
         return make_int(env, EIO);
     }

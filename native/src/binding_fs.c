@@ -142,9 +142,10 @@ napi_value js_pread_no_wait(napi_env env, napi_callback_info info) {
  * write_batch_run: a group commit of the segment log (src/engine/log.ts; called from
  * binding_batch.c's writeBatchTo) in one thread-pool job: the parts written
  * as one stream from `position` (through `directFd` when the batch is whole 4 KiB blocks), then
- * fdatasync(fd). One hop to the pool per batch, as the fdatasync alone was. A batch written
- * through `directFd` is then read back into the page cache (posix_fadvise WILLNEED, by the
- * device, not this CPU), so blobs read right after their store are in memory.
+ * fdatasync(fd). One hop to the pool per batch, as the fdatasync alone was. Then the range the
+ * log asks for (earlier batches written through `directFd`) is read back into the page cache
+ * (posix_fadvise WILLNEED, by the device, not this CPU), so blobs read soon after their store are
+ * in memory.
  */
 #define DIRECT_ALIGN 4096
 #define BOUNCE_BYTES ((size_t)1 << 20)
@@ -281,10 +282,16 @@ void write_batch_run(write_job *job) {
         job->err = errno;
         return;
     }
-    /* What went past the page cache is read back into it, by the device (DMA): a blob read right
-       after its store is in memory as after a buffered write, without a copy by this CPU into
-       pages a VM's host may have to fault in. Advice only: its failure changes nothing. */
-    if (direct && err == 0) (void)posix_fadvise(job->fd, (off_t)job->position, (off_t)total, POSIX_FADV_WILLNEED);
+    read_back_run(job);
+}
+
+/* What went past the page cache is read back into it, by the device (DMA): a blob read soon after
+   its store is in memory as after a buffered write, without a copy by this CPU into pages a VM's
+   host may have to fault in. The log gathers the range over batches (src/engine/log.ts): each
+   call is a device request, and a VM exit to submit it. */
+void read_back_run(const write_job *job) {
+    if (job->read_back_length > 0)
+        (void)posix_fadvise(job->read_back_fd, (off_t)job->read_back_position, (off_t)job->read_back_length, POSIX_FADV_WILLNEED);
 }
 
 static void pwrite_complete(napi_env env, napi_status status, void *data) {

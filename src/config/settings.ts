@@ -217,6 +217,10 @@ export const SETTINGS = {
     type: 'enum', default: () => 'direct', choices: ['direct', 'buffered'],
     help: 'how group-commit batches reach the segment log: direct (O_DIRECT, past the page cache, write and fdatasync in one thread-pool job, where the file system allows) or buffered (written through the page cache on the event loop, fdatasync in the pool); decisions.md §10 has both measured',
   },
+  logReadBackBytes: {
+    type: 'bytes', default: () => MiB, min: 0, max: 64 * MiB,
+    help: 'with --log-writes direct, synced batches are read back into the page cache (by the device) once this many bytes of them have gathered, or once no batch is in flight, so blobs read soon after their store are in memory: each read-back is a device request (and a VM exit); 0: none',
+  },
   logSpace: {
     type: 'enum', default: () => 'zeroed', choices: ['zeroed', 'allocated'],
     help: 'how segment space is readied ahead of the log: zeroed (allocated, then written with zeros past the page cache, with --log-writes direct: a batch then overwrites written blocks and its fdatasync commits no extent change; the log\'s blocks are written twice) or allocated (fallocate alone); decisions.md §10 has both measured',

@@ -53,10 +53,16 @@ export interface EcAddon {
   batchSink(done: (token: number, errno: number) => void): object;
   /**
    * A log batch in one thread-pool job: the first `count` triples of `parts` ([buffer, offset, length]...) as one stream from
-   * `position` (through `directFd` when it is whole 4 KiB blocks), then fdatasync(fd); the sink's
-   * callback answers. Returns 0, or an errno when nothing was queued (bad arguments).
+   * `position` (through `directFd` when it is whole 4 KiB blocks), then fdatasync(fd), then the read-back
+   * range (if `readBackLength` > 0) read back into the page cache; the sink's callback answers.
+   * Returns 0, or an errno when nothing was queued (bad arguments).
    */
-  writeBatchTo(sink: object, token: number, fd: number, parts: (Uint8Array | number)[], count: number, position: number, directFd: number): number;
+  writeBatchTo(
+    sink: object, token: number, fd: number, parts: (Uint8Array | number)[], count: number, position: number, directFd: number,
+    readBackFd: number, readBackPosition: number, readBackLength: number,
+  ): number;
+  /** [position, position + length) of `fd` read back into the page cache (posix_fadvise WILLNEED) in one thread-pool job; nobody is answered. 0, or an errno when nothing was queued. */
+  readBackTo(sink: object, fd: number, position: number, length: number): number;
   /** The sink's `done(-1, 0)` runs once in this loop turn's check phase (where setImmediate's callbacks run), however often this is called meanwhile. */
   batchTurn(sink: object): number;
   /** Bytes pwriteEach and writeBatchTo wrote through an O_DIRECT fd since the addon was loaded. */

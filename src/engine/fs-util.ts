@@ -87,10 +87,16 @@ export interface BatchWriter {
    * Queues a batch: the first `count` triples of `parts` ([buffer, offset, length]...; the array
    * may be longer, it is reused) written as one stream from `position`
    * (through `directFd`, O_DIRECT, when they make whole 4 KiB blocks; -1: none), then fdatasync.
-   * The parts' bytes must stay untouched until `done(token, ...)`. Returns 0, or an errno when
-   * nothing was queued.
+   * Then [readBackPosition, + readBackLength) of `readBackFd` is read back into the page cache
+   * (posix_fadvise WILLNEED; a length of 0: nothing). The parts' bytes must stay untouched until
+   * `done(token, ...)`. Returns 0, or an errno when nothing was queued.
    */
-  write(token: number, fd: number, parts: (Uint8Array | number)[], count: number, position: number, directFd: number): number;
+  write(
+    token: number, fd: number, parts: (Uint8Array | number)[], count: number, position: number, directFd: number,
+    readBackFd?: number, readBackPosition?: number, readBackLength?: number,
+  ): number;
+  /** The read-back alone, in the thread pool (advice: nobody is answered). 0, or an errno when nothing was queued. */
+  readBack(fd: number, position: number, length: number): number;
   /** `turn()` runs once in this loop turn's check phase, after its I/O callbacks (setImmediate's place, without its object per call). */
   scheduleTurn(): void;
 }
@@ -110,7 +116,9 @@ export function batchWriter(done: (token: number, errno: number) => void, turn: 
   if (typeof addon.batchSink !== 'function') return null;
   const sink = addon.batchSink((token: number, errno: number) => (token < 0 ? turn() : done(token, errno)));
   return {
-    write: (token, fd, parts, count, position, directFd) => addon.writeBatchTo(sink, token, fd, parts, count, position, directFd),
+    write: (token, fd, parts, count, position, directFd, readBackFd = 0, readBackPosition = 0, readBackLength = 0) =>
+      addon.writeBatchTo(sink, token, fd, parts, count, position, directFd, readBackFd, readBackPosition, readBackLength),
+    readBack: (fd, position, length) => addon.readBackTo(sink, fd, position, length),
     scheduleTurn: () => void addon.batchTurn(sink),
   };
 }

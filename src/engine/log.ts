@@ -152,6 +152,11 @@ export interface LogOptions {
   ackAfterIndexFlush: boolean;
   /** Segment space allocated ahead of the tail at a time. */
   allocBytes: number;
+  /**
+   * Direct writes: synced batches are read back into the page cache once this many bytes of them
+   * have gathered, or once no batch is in flight (setting logReadBackBytes); 0: none.
+   */
+  readBackBytes?: number;
   space: DiskSpace;
   /**
    * Per record: `write` from append to the end of its batch's writev (queueing included),
@@ -196,6 +201,16 @@ export class SegmentLog {
   private readonly batches: Batch[] = [];
   /** Batches free for reuse. */
   private readonly freeBatches: Batch[] = [];
+  /**
+   * Staged batches written past the page cache and not read back into it yet: [readBackStart,
+   * readBackEnd) of readBackSegment. Each read-back is a device request (a VM exit to submit, a
+   * read, page-cache pages to insert): one per ~1 MiB costs the pool threads what one per batch did
+   * for a few dozen KiB. `readBackDue`: the next batch written takes it along, or pump() sends it alone.
+   */
+  private readBackSegment: OpenSegment | undefined = undefined;
+  private readBackStart = 0;
+  private readBackEnd = 0;
+  private readBackDue = false;
   /** The records of the commit under way (one at a time: reused). */
   private readonly commitRecords: (LogRecord | undefined)[] = [];
   private commitCount = 0;
@@ -263,6 +278,7 @@ export class SegmentLog {
       if (!batch) break;
       this.write(batch);
     }
+    if (this.readBackDue) this.readBackNow();
     this.allocateAhead();
   };
 
@@ -380,8 +396,14 @@ export class SegmentLog {
       // answered by batchWritten. A new page-cache page costs a fault on its first touch where the
       // host takes freed memory back (a VM); a log that only grows touches new pages all the time
       // (decisions.md §10). 'write' then times the job's write and sync together; 'fsync' the hop back.
-      const errno = this.writeBatch.write(batch.token, segment.fd, parts, triples, at, direct.fd);
-      if (errno !== 0) this.writeRefused(batch, errno);
+      // A read-back due goes along: the job reads it back after its own write and sync (no hop of its own).
+      const due = this.readBackDue;
+      const errno = this.writeBatch.write(
+        batch.token, segment.fd, parts, triples, at, direct.fd,
+        due ? this.readBackSegment!.fd : 0, due ? this.readBackStart : 0, due ? this.readBackEnd - this.readBackStart : 0,
+      );
+      if (errno !== 0) return this.writeRefused(batch, errno);
+      if (due) this.readBackTaken();
       return;
     }
     this.writeBuffered(batch, triples, at);
@@ -530,8 +552,46 @@ export class SegmentLog {
       }
       batch.staged = true;
       this.index.checkpoint = { segment: batch.segment!.id, offset: batch.endOffset, nextLsn: batch.nextLsn };
+      this.gatherReadBack(batch);
       if (!this.options.ackAfterIndexFlush) this.answer(batch);
     }
+    // Nothing in flight: no batch may come soon to take the read-back along (pump sends it alone).
+    if (this.writing === 0 && this.readBackEnd > this.readBackStart) this.readBackDue = true;
+  }
+
+  /**
+   * Adds a staged batch's blocks to the read-back range (direct writes only: a buffered write left
+   * them in the page cache). A batch of a sealed segment is read back at once: its descriptor is
+   * closed once its batches are committed, after the read-back's job started (the thread pool
+   * starts jobs in order), never before.
+   */
+  private gatherReadBack(batch: Batch): void {
+    const limit = this.options.readBackBytes ?? 0;
+    const segment = batch.segment!;
+    if (limit <= 0 || segment.direct === undefined || this.writeBatch === null) return;
+    const start = batch.record(0).offset;
+    if (segment !== this.readBackSegment || start !== this.readBackEnd) {
+      this.readBackNow();
+      this.readBackSegment = segment;
+      this.readBackStart = start;
+    }
+    this.readBackEnd = batch.endOffset;
+    if (this.readBackEnd - this.readBackStart >= limit || segment !== this.active) this.readBackDue = true;
+  }
+
+  /** Sends the read-back range, if any, in a thread-pool job of its own. */
+  private readBackNow(): void {
+    if (this.readBackEnd > this.readBackStart && this.writeBatch !== null) {
+      this.writeBatch.readBack(this.readBackSegment!.fd, this.readBackStart, this.readBackEnd - this.readBackStart);
+    }
+    this.readBackTaken();
+  }
+
+  private readBackTaken(): void {
+    this.readBackSegment = undefined;
+    this.readBackStart = 0;
+    this.readBackEnd = 0;
+    this.readBackDue = false;
   }
 
   /** Runs the batch's callbacks (once what it waits for is done). */

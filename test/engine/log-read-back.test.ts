@@ -1,0 +1,115 @@
+/**
+ * With logWrites direct (the default) the log's batches go past the page cache, and are read back
+ * into it by the device (src/engine/log.ts, the addon's read_back_run), so a blob read soon after
+ * its store is in memory. The read-back gathers synced batches: one device request per
+ * logReadBackBytes of them, or whatever has gathered once no batch is in flight. Every synced
+ * batch's blocks are read back exactly once.
+ */
+import { constants as fsc, promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Engine } from '../../src/engine/engine.js';
+import type { BatchWriter } from '../../src/engine/fs-util.js';
+import { patternBytes } from '../helpers/blobs.js';
+import { openEngine, testConfig } from '../helpers/engine.js';
+import { residentBytes, residentSoon } from '../helpers/page-cache.js';
+
+const EMPTY = Buffer.alloc(0);
+const KiB = 1024;
+
+/** The read-back ranges the engine's log asks its batch writer for, and the batches it writes, while `run` runs. */
+async function watchReadBacks(engine: Engine, run: () => Promise<void>): Promise<{ ranges: [number, number][]; batches: number }> {
+  const writer = (engine as unknown as { segmentLog: { writeBatch: BatchWriter } }).segmentLog.writeBatch;
+  const { write, readBack } = writer;
+  const ranges: [number, number][] = [];
+  let batches = 0;
+  writer.write = (...args: Parameters<BatchWriter['write']>) => {
+    batches++;
+    if ((args[8] ?? 0) > 0) ranges.push([args[7]!, args[7]! + args[8]!]);
+    return write(...args);
+  };
+  writer.readBack = (fd, position, length) => {
+    ranges.push([position, position + length]);
+    return readBack(fd, position, length);
+  };
+  try {
+    await run();
+  } finally {
+    writer.write = write;
+    writer.readBack = readBack;
+  }
+  return { ranges: ranges.sort((x, y) => x[0] - y[0]), batches };
+}
+
+/** Stores of ~4 KiB across `turns` event-loop turns, `perTurn` a turn, none awaited before the last: batches overlap. */
+async function storeAcrossTurns(engine: Engine, turns: number, perTurn: number): Promise<void> {
+  const stores: Promise<unknown>[] = [];
+  for (let t = 0; t < turns; t++) {
+    for (let i = 0; i < perTurn; i++) stores.push(engine.putInline(patternBytes(4000, t * perTurn + i), 1, EMPTY));
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(stores);
+  await engine.settled();
+}
+
+async function directWorks(dir: string): Promise<boolean> {
+  const probe = join(dir, 'direct-probe');
+  await fsp.writeFile(probe, '');
+  return fsp.open(probe, fsc.O_WRONLY | fsc.O_DIRECT).then(async (h) => (await h.close(), true), () => false);
+}
+
+describe('the log’s read-back into the page cache (logWrites direct)', () => {
+  let engine: Engine | undefined;
+  afterEach(async () => {
+    await engine?.close();
+    engine = undefined;
+  });
+
+  it('reads every synced batch back once, gathered into ranges of logReadBackBytes, the rest once the pipeline drains', async () => {
+    const cfg = testConfig({ diskReserveBytes: '1MiB', logReadBackBytes: '64KiB' });
+    engine = await openEngine(cfg);
+    if (!(await directWorks(cfg.dataDir))) return console.warn(`skipped: ${cfg.dataDir}'s file system refuses O_DIRECT`);
+    const segment = engine.store.path(engine.index.checkpoint.segment);
+    if (residentBytes(segment) === undefined) return console.warn('skipped: no fincore (util-linux-extra) to see the page cache');
+    const start = engine.index.checkpoint.offset;
+    const { ranges, batches } = await watchReadBacks(engine, () => storeAcrossTurns(engine!, 80, 2));
+    const end = engine.index.checkpoint.offset;
+    expect(engine.index.checkpoint.segment).toBe(1);
+    // Contiguous, no overlap, from the first batch to the log's end: each batch once.
+    expect(ranges[0]![0]).toBe(start);
+    for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBe(ranges[i - 1]![1]);
+    expect(ranges.at(-1)![1]).toBe(end);
+    // Gathered: fewer read-backs than batches, and those cut by the size at least that long.
+    expect(batches).toBeGreaterThan(ranges.length);
+    expect(ranges.some(([a, b]) => b - a >= 64 * KiB)).toBe(true);
+    // And the device did read them: the page cache holds the log's written blocks, nothing else of it.
+    expect(await residentSoon(segment, end - start)).toBe(end - start);
+  });
+
+  it('reads a lone store back once it is synced (nothing else in flight)', async () => {
+    const cfg = testConfig({ diskReserveBytes: '1MiB' });
+    engine = await openEngine(cfg);
+    if (!(await directWorks(cfg.dataDir))) return console.warn(`skipped: ${cfg.dataDir}'s file system refuses O_DIRECT`);
+    const segment = engine.store.path(engine.index.checkpoint.segment);
+    if (residentBytes(segment) === undefined) return console.warn('skipped: no fincore (util-linux-extra) to see the page cache');
+    const { ranges } = await watchReadBacks(engine, async () => {
+      await engine!.putInline(patternBytes(100, 1), 1, EMPTY);
+      await engine!.settled();
+    });
+    expect(ranges).toEqual([[0, 4 * KiB]]);
+    expect(await residentSoon(segment, 4 * KiB)).toBe(4 * KiB);
+  });
+
+  it('reads nothing back with logReadBackBytes 0', async () => {
+    const cfg = testConfig({ diskReserveBytes: '1MiB', logReadBackBytes: '0' });
+    engine = await openEngine(cfg);
+    if (!(await directWorks(cfg.dataDir))) return console.warn(`skipped: ${cfg.dataDir}'s file system refuses O_DIRECT`);
+    const segment = engine.store.path(engine.index.checkpoint.segment);
+    if (residentBytes(segment) === undefined) return console.warn('skipped: no fincore (util-linux-extra) to see the page cache');
+    const { ranges, batches } = await watchReadBacks(engine, () => storeAcrossTurns(engine!, 10, 4));
+    expect(batches).toBeGreaterThan(0);
+    expect(ranges).toEqual([]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(residentBytes(segment)).toBe(0);
+  });
+});
