@@ -14,6 +14,7 @@ import type { BlobService } from '../service/blob-service.js';
 import { type BlobWriter } from '../service/blob-writer.js';
 import type { Located } from '../service/blob-service.js';
 import { answerHeadOf } from './blob-head.js';
+import { AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, IF_NONE_MATCH, RANGE, X_BLOBSTORE_LABELS, X_BLOBSTORE_POLICY } from './header-names.js';
 import { BodySender } from './download.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseStoreJson } from './json-body.js';
@@ -100,7 +101,7 @@ export class BlobRoutes {
 
   /** The gate, in every route before anything else. */
   authorize(req: HttpRequest, scope: Scope): void {
-    if (this.gate.enabled) this.gate.check(req.getHeader('authorization'), scope);
+    if (this.gate.enabled) this.gate.check(req.getHeader(AUTHORIZATION), scope);
   }
 
   readonly store = (res: HttpResponse, req: HttpRequest): void => {
@@ -115,12 +116,12 @@ export class BlobRoutes {
     let chunked: boolean;
     try {
       this.authorize(req, 'write');
-      kind = bodyKind(req.getHeader('content-type'));
-      policyHeader = req.getHeader('x-blobstore-policy');
+      kind = bodyKind(req.getHeader(CONTENT_TYPE));
+      policyHeader = req.getHeader(X_BLOBSTORE_POLICY);
       policy = parsePolicy(policyHeader);
-      labels = kind === 'raw' ? parseLabelsHeader(req.getHeader('x-blobstore-labels'), this.config) : NO_LABELS;
+      labels = kind === 'raw' ? parseLabelsHeader(req.getHeader(X_BLOBSTORE_LABELS), this.config) : NO_LABELS;
       if (kind === 'raw') this.service.checkPolicy(policy);
-      length = contentLengthOf(req.getHeader('content-length'));
+      length = contentLengthOf(req.getHeader(CONTENT_LENGTH));
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
       if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
       chunked = isChunked(req);
@@ -237,7 +238,7 @@ export class BlobRoutes {
     // Buffer.write stops at the first character that is not hex: 16 bytes means a valid id.
     if (text === undefined || text.length !== 32 || this.idScratch.write(text, 'hex') !== 16) return false;
     const rec = this.service.cachedLocal(this.idScratch);
-    if (rec === undefined || req.getHeader('if-none-match') !== '' || req.getHeader('range') !== '') return false;
+    if (rec === undefined || req.getHeader(IF_NONE_MATCH) !== '' || req.getHeader(RANGE) !== '') return false;
     res.writeStatus(rec.answerHead ?? (rec.answerHead = answerHeadOf(rec)));
     res.end(rec.data);
     this.service.recordGet(start, rec.data.length);

@@ -10,12 +10,13 @@ import type { BlobService } from '../service/blob-service.js';
 import { type Exchange, sendError } from './reply.js';
 import type { HttpRequest } from './uws.js';
 import type { Ticks } from '../metrics/clock.js';
+import { TRANSFER_ENCODING } from './header-names.js';
 
 /**
  * Whether uWS reads the request body as chunked: it does for any Transfer-Encoding (RFC 9112
  * §6.3), whatever its value.
  */
-export const isChunked = (req: HttpRequest): boolean => req.getHeader('transfer-encoding') !== '';
+export const isChunked = (req: HttpRequest): boolean => req.getHeader(TRANSFER_ENCODING) !== '';
 
 /**
  * A chunked body that ended before any data. This uWS build reads a chunk-size line that starts

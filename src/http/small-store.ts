@@ -236,8 +236,17 @@ class AnswerWriter {
   /** The store's result as the wire reads it (reused). */
   private readonly result: PutResult = { id: Buffer.alloc(0), size: 0, created: false };
 
+  /** '<status line>\r\nContent-Type: application/json' by status, encoded once each. */
+  private readonly heads = new Map<number, Buffer>();
+
   constructor(private readonly wire: Wire) {
     this.body.write('{"id":"', 0, 'latin1');
+  }
+
+  private headOf(status: number): Buffer {
+    const head = Buffer.from(`${statusLine(status)}\r\nContent-Type: application/json`, 'latin1');
+    this.heads.set(status, head);
+    return head;
   }
 
   write(res: HttpResponse, id: Buffer, size: number, created: boolean): void {
@@ -245,7 +254,10 @@ class AnswerWriter {
     r.id = id;
     r.size = size;
     r.created = created;
-    res.writeStatus(statusLine(this.wire.putStatus(r))).writeHeader('Content-Type', 'application/json');
+    // Status line and Content-Type as one pre-encoded buffer: uWS takes a string's bytes by
+    // converting it to UTF-8 on every call (~1% of the event loop under a PUT load, perf).
+    const status = this.wire.putStatus(r);
+    res.writeStatus(this.heads.get(status) ?? this.headOf(status));
     if (this.wire.variant !== 'b') {
       res.end(this.wire.putBody(r));
       return;
