@@ -93,18 +93,26 @@ describe('the log’s read-back into the page cache (logWrites direct)', () => {
     engine = undefined;
   });
 
+  /** An engine with `flags` and its first segment's path, or undefined (said why) where the test cannot run. */
+  async function open(flags: Record<string, unknown> = {}): Promise<{ db: Engine; segment: string } | undefined> {
+    const cfg = testConfig({ diskReserveBytes: '1MiB', ...flags });
+    const db = (engine = await openEngine(cfg));
+    if (!(await directWorks(cfg.dataDir))) return void console.warn(`skipped: ${cfg.dataDir}'s file system refuses O_DIRECT`);
+    const segment = db.store.path(db.index.checkpoint.segment);
+    if (residentBytes(segment) === undefined) return void console.warn('skipped: no fincore (util-linux-extra) to see the page cache');
+    return { db, segment };
+  }
+
   it('reads every synced batch back once, gathered into ranges of logReadBackBytes, the rest once the pipeline drains', async () => {
-    const cfg = testConfig({ diskReserveBytes: '1MiB', logReadBackBytes: '64KiB' });
-    engine = await openEngine(cfg);
-    if (!(await directWorks(cfg.dataDir))) return console.warn(`skipped: ${cfg.dataDir}'s file system refuses O_DIRECT`);
-    const segment = engine.store.path(engine.index.checkpoint.segment);
-    if (residentBytes(segment) === undefined) return console.warn('skipped: no fincore (util-linux-extra) to see the page cache');
+    const opened = await open({ logReadBackBytes: '64KiB' });
+    if (opened === undefined) return;
+    const { db, segment } = opened;
     // A first store has the log ready its space ahead (the stores after it do not wait for that together).
-    await storeAcrossTurns(engine, 1, 1);
-    const start = engine.index.checkpoint.offset;
-    const { ranges, batches } = await watchReadBacks(engine, true, (release) => storeAcrossTurns(engine!, 80, 2, release));
-    const end = engine.index.checkpoint.offset;
-    expect(engine.index.checkpoint.segment).toBe(1);
+    await storeAcrossTurns(db, 1, 1);
+    const start = db.index.checkpoint.offset;
+    const { ranges, batches } = await watchReadBacks(db, true, (release) => storeAcrossTurns(db, 80, 2, release));
+    const end = db.index.checkpoint.offset;
+    expect(db.index.checkpoint.segment).toBe(1);
     // Contiguous, no overlap, from the first batch to the log's end: each batch once.
     expect(ranges[0]![0]).toBe(start);
     for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBe(ranges[i - 1]![1]);
@@ -118,26 +126,22 @@ describe('the log’s read-back into the page cache (logWrites direct)', () => {
   });
 
   it('reads a lone store back once it is synced (nothing else in flight)', async () => {
-    const cfg = testConfig({ diskReserveBytes: '1MiB' });
-    engine = await openEngine(cfg);
-    if (!(await directWorks(cfg.dataDir))) return console.warn(`skipped: ${cfg.dataDir}'s file system refuses O_DIRECT`);
-    const segment = engine.store.path(engine.index.checkpoint.segment);
-    if (residentBytes(segment) === undefined) return console.warn('skipped: no fincore (util-linux-extra) to see the page cache');
-    const { ranges } = await watchReadBacks(engine, false, async () => {
-      await engine!.putInline(patternBytes(100, 1), 1, EMPTY);
-      await engine!.settled();
+    const opened = await open();
+    if (opened === undefined) return;
+    const { db, segment } = opened;
+    const { ranges } = await watchReadBacks(db, false, async () => {
+      await db.putInline(patternBytes(100, 1), 1, EMPTY);
+      await db.settled();
     });
     expect(ranges).toEqual([[0, 4 * KiB]]);
     expect(await residentSoon(segment, 4 * KiB)).toBe(4 * KiB);
   });
 
   it('reads nothing back with logReadBackBytes 0', async () => {
-    const cfg = testConfig({ diskReserveBytes: '1MiB', logReadBackBytes: '0' });
-    engine = await openEngine(cfg);
-    if (!(await directWorks(cfg.dataDir))) return console.warn(`skipped: ${cfg.dataDir}'s file system refuses O_DIRECT`);
-    const segment = engine.store.path(engine.index.checkpoint.segment);
-    if (residentBytes(segment) === undefined) return console.warn('skipped: no fincore (util-linux-extra) to see the page cache');
-    const { ranges, batches } = await watchReadBacks(engine, false, () => storeAcrossTurns(engine!, 10, 4));
+    const opened = await open({ logReadBackBytes: '0' });
+    if (opened === undefined) return;
+    const { db, segment } = opened;
+    const { ranges, batches } = await watchReadBacks(db, false, () => storeAcrossTurns(db, 10, 4));
     expect(batches).toBeGreaterThan(0);
     expect(ranges).toEqual([]);
     await new Promise((r) => setTimeout(r, 100));
