@@ -181,6 +181,19 @@ napi_value js_batch_sink(napi_env env, napi_callback_info info) {
     return out;
 }
 
+/* A read-back range from three arguments (fd, position, length) into `job`; false when one is not a whole number in range. */
+static bool get_read_back(napi_env env, const napi_value *argv, write_job *job) {
+    uint64_t fd, position, length;
+    if (!get_whole(env, argv[0], INT32_MAX, &fd) || !get_whole(env, argv[1], 9007199254740991.0, &position) ||
+        !get_whole(env, argv[2], 9007199254740991.0, &length)) {
+        return false;
+    }
+    job->read_back_fd = (int)fd;
+    job->read_back_position = (int64_t)position;
+    job->read_back_length = (int64_t)length;
+    return true;
+}
+
 napi_value js_write_batch_to(napi_env env, napi_callback_info info) {
     size_t argc = 10;
     napi_value argv[10];
@@ -198,12 +211,8 @@ napi_value js_write_batch_to(napi_env env, napi_callback_info info) {
     int64_t direct_fd = -1;
     uint64_t d;
     if (argc >= 7 && get_whole(env, argv[6], INT32_MAX, &d)) direct_fd = (int64_t)d;
-    uint64_t rb_fd = 0, rb_position = 0, rb_length = 0;
-    if (argc >= 10 && (!get_whole(env, argv[7], INT32_MAX, &rb_fd) || !get_whole(env, argv[8], 9007199254740991.0, &rb_position) ||
-                       !get_whole(env, argv[9], 9007199254740991.0, &rb_length))) {
-        return make_int(env, EINVAL);
-    }
-    if (token < 0) return make_int(env, EINVAL);
+    write_job read_back = {0};
+    if ((argc >= 10 && !get_read_back(env, argv + 7, &read_back)) || token < 0) return make_int(env, EINVAL);
     batch_req *r = calloc(1, sizeof *r);
     size_t count = (size_t)triples;
     if (r == NULL || (count > 0 && (r->job.parts = calloc(count, sizeof *r->job.parts)) == NULL)) {
@@ -233,9 +242,9 @@ napi_value js_write_batch_to(napi_env env, napi_callback_info info) {
     r->job.direct_fd = (int)direct_fd;
     r->job.position = (int64_t)position;
     r->job.count = count;
-    r->job.read_back_fd = (int)rb_fd;
-    r->job.read_back_position = (int64_t)rb_position;
-    r->job.read_back_length = (int64_t)rb_length;
+    r->job.read_back_fd = read_back.read_back_fd;
+    r->job.read_back_position = read_back.read_back_position;
+    r->job.read_back_length = read_back.read_back_length;
     if (napi_create_reference(env, argv[3], 1, &r->parts_ref) != napi_ok) {
         free(r->job.parts);
         free(r);
@@ -255,10 +264,9 @@ napi_value js_read_back_to(napi_env env, napi_callback_info info) {
     size_t argc = 4;
     napi_value argv[4];
     batch_sink *sink = NULL;
-    uint64_t fd, position, length;
+    write_job read_back = {0};
     if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4 || napi_get_value_external(env, argv[0], (void **)&sink) != napi_ok ||
-        sink == NULL || !get_whole(env, argv[1], INT32_MAX, &fd) || !get_whole(env, argv[2], 9007199254740991.0, &position) ||
-        !get_whole(env, argv[3], 9007199254740991.0, &length)) {
+        sink == NULL || !get_read_back(env, argv + 1, &read_back)) {
         return make_int(env, EINVAL);
     }
     batch_req *r = calloc(1, sizeof *r);
@@ -266,9 +274,7 @@ napi_value js_read_back_to(napi_env env, napi_callback_info info) {
     r->req.data = r;
     r->sink = sink;
     r->token = -1;
-    r->job.read_back_fd = (int)fd;
-    r->job.read_back_position = (int64_t)position;
-    r->job.read_back_length = (int64_t)length;
+    r->job = read_back;
     if (uv_queue_work(sink->loop, &r->req, batch_execute, batch_after) != 0) {
         free(r);
         return make_int(env, EIO);
