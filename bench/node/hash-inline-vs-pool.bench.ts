@@ -13,7 +13,9 @@
  * the CPU has, digest into a reused buffer, beside `inline` (@napi-rs/blake-hash, a new Buffer
  * each) and `napi b64` (its digest as base64url decoded into a pooled Buffer, the node's way
  * before); `ours <path> chunk cv 1MiB` is what a large blob's PUT and GET now pay per 1 MiB chunk
- * (its chaining value at offset 1 MiB, src/hash/blake3-tree.ts).
+ * (its chaining value at offset 1 MiB, src/hash/blake3-tree.ts); `ours <path> each x16 4KiB` is
+ * per body of 16 hashed in one call, digest and CRC-32C, as a turn's small stores are
+ * (src/hash/hash-each.ts).
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
@@ -23,6 +25,7 @@ import { KiB, MiB, ROOT, emit, envInt, round } from './lib.js';
 import { runMicro, type MicroTask } from './micro.js';
 import { blake3 as nodeHash, initHashing } from '../../src/hash/blake3.js';
 import { optionalAddon } from '../../src/util/addon.js';
+import { type HashParts, hashEachInto } from '../../src/hash/hash-each.js';
 
 const BENCH = 'hash-blake3';
 const { blake3, blake3UrlSafeBase64 } = createRequire(import.meta.url)('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
@@ -36,6 +39,8 @@ interface Blake3Addon {
 }
 const THREADS = envInt('BENCH_POOL_THREADS', Math.min(2, availableParallelism()));
 const IN_FLIGHT = 64;
+/** Bodies per hashEachInto call in the `each` rows (a loaded turn holds ~18 small stores). */
+const EACH = 16;
 const SIZES: [string, number][] = [['64B', 64], ['1KiB', KiB], ['4KiB', 4 * KiB], ['64KiB', 64 * KiB], ['1MiB', MiB]];
 
 function filled(size: number, shared: boolean): Buffer {
@@ -73,6 +78,13 @@ async function main(): Promise<void> {
     for (const path of ourPaths) {
       tasks.push({ name: `ours ${path} ${label}`, beforeAll: () => void ours!.setBlake3Path(path), fn: () => ours!.blake3Hash(copied, digest, 0) });
       if (size === MiB) tasks.push({ name: `ours ${path} chunk cv ${label}`, beforeAll: () => void ours!.setBlake3Path(path), fn: () => ours!.blake3Subtree(copied, 1024, digest, 0) });
+      if (size === 4 * KiB) {
+        // A turn's small stores hashed together (hash-each.ts): 16 bodies per call, per body.
+        const parts: HashParts = [];
+        for (let i = 0; i < EACH; i++) parts.push(filled(size, false), 0, size, Buffer.alloc(32));
+        const crcs = new Uint32Array(EACH);
+        tasks.push({ name: `ours ${path} each x${EACH} ${label}`, opsPerIteration: EACH, beforeAll: () => void ours!.setBlake3Path(path), fn: () => hashEachInto(parts, EACH, crcs) });
+      }
     }
     tasks.push({ name: `pool serial copy ${label}`, fn: () => pool.run(copied) });
     tasks.push({ name: `pool serial shared ${label}`, fn: () => pool.run(shared) });

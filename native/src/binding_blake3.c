@@ -7,6 +7,7 @@
 
 #include "binding.h"
 #include "blake3.h"
+#include "crc32c.h"
 
 enum {
     B3_ARG_SRC = -1,   /* src is not a typed array */
@@ -82,6 +83,51 @@ static napi_value js_blake3_root(napi_env env, napi_callback_info info) {
     return make_int(env, 0);
 }
 
+/* Inputs one blake3HashEach call takes at most (its arrays are on the stack). */
+#define EACH_MAX 64
+
+/*
+ * blake3HashEach(parts, count, crcs) -> 0: `parts` holds `count` quads [src, offset, length, dst]:
+ * the digest of src[offset .. offset + length) goes to dst[0 .. 32), and its CRC-32C to crcs[i]
+ * (a Uint32Array of at least `count`). One call for the small stores of an event-loop turn: their
+ * 4 KiB bodies share the hash kernels' lanes (blake3_hash_each).
+ */
+static napi_value js_blake3_hash_each(napi_env env, napi_callback_info info) {
+    size_t argc = 3;
+    napi_value argv[3];
+    uint64_t count;
+    uint32_t *crcs;
+    size_t crc_bytes;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return make_int(env, B3_ARG_SRC);
+    if (!get_whole(env, argv[1], EACH_MAX, &count)) return make_int(env, B3_ARG_COUNT);
+    if (!typed_array_bytes(env, argv[2], (uint8_t **)&crcs, &crc_bytes) || crc_bytes / sizeof *crcs < count || ((uintptr_t)crcs & 3) != 0) {
+        return make_int(env, B3_ARG_DST);
+    }
+    const uint8_t *ins[EACH_MAX];
+    uint8_t *outs[EACH_MAX];
+    size_t lens[EACH_MAX];
+    for (size_t i = 0; i < count; i++) {
+        napi_value src, off, len, dst;
+        uint8_t *base, *out;
+        size_t size, out_size;
+        uint64_t at, n;
+        if (napi_get_element(env, argv[0], (uint32_t)(4 * i), &src) != napi_ok || napi_get_element(env, argv[0], (uint32_t)(4 * i + 1), &off) != napi_ok ||
+            napi_get_element(env, argv[0], (uint32_t)(4 * i + 2), &len) != napi_ok || !source_bytes(env, src, &base, &size) ||
+            !get_whole(env, off, (double)size, &at) || !get_whole(env, len, (double)(size - at), &n)) {
+            return make_int(env, B3_ARG_SRC);
+        }
+        if (napi_get_element(env, argv[0], (uint32_t)(4 * i + 3), &dst) != napi_ok || !typed_array_bytes(env, dst, &out, &out_size) || out_size < BLAKE3_OUT_BYTES) {
+            return make_int(env, B3_ARG_DST);
+        }
+        ins[i] = base + at;
+        lens[i] = (size_t)n;
+        outs[i] = out;
+    }
+    blake3_hash_each(ins, lens, (size_t)count, outs);
+    for (size_t i = 0; i < count; i++) crcs[i] = crc32c(0, ins[i], lens[i]);
+    return make_int(env, 0);
+}
+
 /* blake3Path() -> the path in use; setBlake3Path(name) -> enum blake3_status ("auto": the widest
  * supported); blake3Paths() -> [{ name, compiled, supported }], portable first */
 static const path_list blake3_paths = {
@@ -93,6 +139,7 @@ int define_blake3(napi_env env, napi_value exports) {
         {"blake3Hash", NULL, js_blake3_hash, NULL, NULL, NULL, napi_default, NULL},
         {"blake3Subtree", NULL, js_blake3_subtree, NULL, NULL, NULL, napi_default, NULL},
         {"blake3Root", NULL, js_blake3_root, NULL, NULL, NULL, napi_default, NULL},
+        {"blake3HashEach", NULL, js_blake3_hash_each, NULL, NULL, NULL, napi_default, NULL},
     };
     return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok &&
            define_path_functions(env, exports, &blake3_paths, "blake3Path", "setBlake3Path", "blake3Paths");

@@ -26,27 +26,6 @@ static napi_value js_crc32c(napi_env env, napi_callback_info info) {
     return out;
 }
 
-/*
- * crc32cTo(src, out) -> 0: the CRC-32C of all of src into out[0] (a Uint32Array), or -1. A CRC
- * returned as a number is a heap number three times in four (above 2^30); read from a Uint32Array
- * it is not one until stored somewhere that boxes it.
- */
-static napi_value js_crc32c_to(napi_env env, napi_callback_info info) {
-    size_t argc = 2;
-    napi_value argv[2];
-    uint8_t *src;
-    size_t len;
-    napi_typedarray_type type;
-    size_t count;
-    void *out;
-    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 || !source_bytes(env, argv[0], &src, &len) ||
-        napi_get_typedarray_info(env, argv[1], &type, &count, &out, NULL, NULL) != napi_ok || type != napi_uint32_array || count < 1) {
-        return make_int(env, -1);
-    }
-    *(uint32_t *)out = crc32c(0, src, len);
-    return make_int(env, 0);
-}
-
 /* crc32cPath() -> the path in use; setCrc32cPath(name) -> enum crc32c_status ("auto": the widest
  * supported); crc32cPaths() -> [{ name, compiled, supported }], portable first */
 static const path_list crc32c_paths = {
@@ -56,7 +35,6 @@ static const path_list crc32c_paths = {
 int define_crc32c(napi_env env, napi_value exports) {
     napi_property_descriptor props[] = {
         {"crc32c", NULL, js_crc32c, NULL, NULL, NULL, napi_default, NULL},
-        {"crc32cTo", NULL, js_crc32c_to, NULL, NULL, NULL, napi_default, NULL},
     };
     return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok &&
            define_path_functions(env, exports, &crc32c_paths, "crc32cPath", "setCrc32cPath", "crc32cPaths");

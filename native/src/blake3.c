@@ -161,15 +161,18 @@ static void many(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint
                  uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
     const width *w = path_widths[blake3_path_current()];
     const width *narrowest = NULL;
+    blake3_lane_set set;
     for (int k = 0; k < WIDTHS && w[k].kernel != NULL; k++) {
         narrowest = &w[k];
         for (; n >= w[k].lanes; n -= w[k].lanes, in += w[k].lanes * stride, out += w[k].lanes * BLAKE3_OUT_BYTES) {
-            w[k].kernel(in, stride, w[k].lanes, blocks, counter, increment, flags, flags_start, flags_end, out);
+            blake3_lanes_strided(&set, in, stride, w[k].lanes, counter, increment);
+            w[k].kernel(&set, w[k].lanes, blocks, flags, flags_start, flags_end, out);
             if (increment) counter += w[k].lanes;
         }
     }
     if (n >= 2 && narrowest != NULL) {
-        narrowest->kernel(in, stride, n, blocks, counter, increment, flags, flags_start, flags_end, out);
+        blake3_lanes_strided(&set, in, stride, n, counter, increment);
+        narrowest->kernel(&set, n, blocks, flags, flags_start, flags_end, out);
     } else {
         many_portable(in, stride, n, blocks, counter, increment, flags, flags_start, flags_end, out);
     }
@@ -243,3 +246,84 @@ static void join(const uint8_t *cvs, size_t n, uint32_t extra, uint8_t out[BLAKE
 }
 
 void blake3_root(const uint8_t *cvs, size_t n, uint8_t out[BLAKE3_OUT_BYTES]) { join(cvs, n, BLAKE3_ROOT, out); }
+
+/*
+ * blake3_hash_each: several separate inputs at once. A 4 KiB input has only 4 chunks, so alone it
+ * fills 4 of a 16-lane kernel's lanes, and a kernel call costs the same however many lanes carry
+ * an input: the whole chunks of inputs of 2..EACH_CHUNKS chunks are queued as lanes across inputs
+ * (each lane its own row and counter), then each input's last, short chunk and its parents are
+ * done alone. Inputs of one chunk or less, or more than EACH_CHUNKS, are wide enough (or small
+ * enough) to go through blake3_hash as they are.
+ */
+#define EACH_CHUNKS 16
+/* Inputs whose chaining values wait in one group (16 x 16 x 32 bytes on the stack). */
+#define EACH_GROUP 16
+
+/* Whole chunks queued for a kernel: lane j's chaining value goes to dst[j]. */
+typedef struct {
+    blake3_lane_set set;
+    uint8_t *dst[BLAKE3_MAX_LANES];
+    size_t n;
+} chunk_lanes;
+
+/* The queued chunks through the narrowest kernel that holds them all (their lanes cost the same). */
+static void lanes_flush(chunk_lanes *q, const width *w) {
+    if (q->n == 0) return;
+    const width *use = &w[0];
+    for (int k = 1; k < WIDTHS && w[k].kernel != NULL; k++) {
+        if (w[k].lanes >= q->n) use = &w[k];
+    }
+    for (size_t j = q->n; j < BLAKE3_MAX_LANES; j++) {
+        q->set.row[j] = q->set.row[0];
+        q->set.lo[j] = q->set.lo[0];
+        q->set.hi[j] = q->set.hi[0];
+    }
+    uint8_t out[BLAKE3_MAX_LANES * BLAKE3_OUT_BYTES];
+    use->kernel(&q->set, q->n, BLAKE3_CHUNK_BYTES / BLAKE3_BLOCK_BYTES, 0, BLAKE3_CHUNK_START, BLAKE3_CHUNK_END, out);
+    for (size_t j = 0; j < q->n; j++) memcpy(q->dst[j], out + j * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
+    q->n = 0;
+}
+
+static void lanes_push(chunk_lanes *q, const width *w, const uint8_t *row, uint64_t counter, uint8_t *dst) {
+    q->set.row[q->n] = row;
+    q->set.lo[q->n] = (uint32_t)counter;
+    q->set.hi[q->n] = (uint32_t)(counter >> 32);
+    q->dst[q->n] = dst;
+    if (++q->n == w[0].lanes) lanes_flush(q, w);
+}
+
+void blake3_hash_each(const uint8_t *const *ins, const size_t *lens, size_t n, uint8_t *const *outs) {
+    const width *w = path_widths[blake3_path_current()];
+    if (w[0].kernel == NULL) {
+        for (size_t i = 0; i < n; i++) blake3_hash(ins[i], lens[i], outs[i]);
+        return;
+    }
+    uint8_t cvs[EACH_GROUP][EACH_CHUNKS * BLAKE3_OUT_BYTES];
+    size_t group[EACH_GROUP];
+    size_t grouped = 0;
+    chunk_lanes q;
+    q.n = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n) {
+            size_t len = lens[i];
+            size_t chunks = (len + BLAKE3_CHUNK_BYTES - 1) / BLAKE3_CHUNK_BYTES;
+            if (chunks <= 1 || chunks > EACH_CHUNKS) {
+                blake3_hash(ins[i], len, outs[i]);
+                continue;
+            }
+            uint8_t *cv = cvs[grouped];
+            group[grouped++] = i;
+            for (size_t c = 0; c < len / BLAKE3_CHUNK_BYTES; c++) lanes_push(&q, w, ins[i] + c * BLAKE3_CHUNK_BYTES, c, cv + c * BLAKE3_OUT_BYTES);
+            if (grouped < EACH_GROUP && i + 1 < n) continue;
+        }
+        /* The group's whole chunks are hashed; then each input's short last chunk and its parents. */
+        lanes_flush(&q, w);
+        for (size_t g = 0; g < grouped; g++) {
+            size_t k = group[g], len = lens[k];
+            size_t whole = len / BLAKE3_CHUNK_BYTES, chunks = (len + BLAKE3_CHUNK_BYTES - 1) / BLAKE3_CHUNK_BYTES;
+            if (whole < chunks) chunk(ins[k] + whole * BLAKE3_CHUNK_BYTES, len - whole * BLAKE3_CHUNK_BYTES, whole, 0, cvs[g] + whole * BLAKE3_OUT_BYTES);
+            blake3_root(cvs[g], chunks, outs[k]);
+        }
+        grouped = 0;
+    }
+}

@@ -34,6 +34,13 @@ enum blake3_status {
 void blake3_hash(const uint8_t *in, size_t len, uint8_t out[BLAKE3_OUT_BYTES]);
 
 /*
+ * The digests of n separate inputs, ins[i][0..lens[i]) into outs[i][0..32): blake3_hash of each, but
+ * small inputs of a few chunks (small stores) share the SIMD kernels' lanes, so a few of them cost
+ * about what one does alone. Outputs may not overlap the inputs.
+ */
+void blake3_hash_each(const uint8_t *const *ins, const size_t *lens, size_t n, uint8_t *const *outs);
+
+/*
  * The chaining value of the subtree over in[0..len) whose first leaf is chunk number `counter`
  * of the whole input. It is a node of the whole input's tree when counter is a multiple of the
  * smallest power of two of chunks that holds len bytes, and when more input follows or precedes

@@ -32,15 +32,28 @@ static const uint8_t blake3_schedule[7][16] = {
     {11, 15, 5, 0, 1, 9, 8, 6, 14, 10, 2, 12, 3, 4, 7, 13},
 };
 
+/* The most lanes a kernel has (AVX-512: 16 inputs side by side). */
+#define BLAKE3_MAX_LANES 16
+
 /*
- * Hashes n inputs (1 <= n <= the kernel's width; the unused lanes compute a copy of input 0),
- * input j at in + j * stride, each `blocks` whole 64-byte blocks from the IV: input j's counter
- * is counter + j when `increment` (chunks) else counter (parents); every block has `flags`, the
- * first also `flags_start` and the last also `flags_end`. Writes input j's chaining value to
- * out[32j .. 32j + 32). out may not overlap the inputs.
+ * A kernel's inputs, one per lane: lane j hashes from row[j] with the counter hi[j]:lo[j]. Lanes
+ * past the n a call hashes hold a copy of lane 0 (they are computed and dropped). Strided inputs
+ * (the levels of one input's tree) and gathered ones (whole chunks of several small inputs,
+ * blake3_hash_each) both arrive this way.
  */
-typedef void blake3_many_kernel(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment,
-                                uint8_t flags, uint8_t flags_start, uint8_t flags_end, uint8_t *out);
+typedef struct {
+    const uint8_t *row[BLAKE3_MAX_LANES];
+    uint32_t lo[BLAKE3_MAX_LANES];
+    uint32_t hi[BLAKE3_MAX_LANES];
+} blake3_lane_set;
+
+/*
+ * Hashes n inputs (1 <= n <= the kernel's width), lane j's `blocks` whole 64-byte blocks from the
+ * IV; every block has `flags`, the first also `flags_start` and the last also `flags_end`. Writes
+ * input j's chaining value to out[32j .. 32j + 32). out may not overlap the inputs.
+ */
+typedef void blake3_many_kernel(const blake3_lane_set *in, size_t n, size_t blocks, uint8_t flags, uint8_t flags_start, uint8_t flags_end,
+                                uint8_t *out);
 
 /* One round on the including kernel's state v[] and message words m[], by its own G; s: the round's schedule row. */
 #define BLAKE3_ROUND(s)                       \
@@ -55,14 +68,13 @@ typedef void blake3_many_kernel(const uint8_t *in, size_t stride, size_t n, size
         G(3, 4, 9, 14, m[(s)[14]], m[(s)[15]]); \
     } while (0)
 
-/* A kernel's lanes: lane j's counter words and input (lanes past n repeat input 0). */
-static inline void blake3_lanes(const uint8_t *in, size_t stride, size_t n, size_t lanes, uint64_t counter, int increment,
-                                uint32_t *lo, uint32_t *hi, const uint8_t **row) {
-    for (size_t j = 0; j < lanes; j++) {
-        uint64_t c = counter + (increment ? j : 0);
-        lo[j] = (uint32_t)c;
-        hi[j] = (uint32_t)(c >> 32);
-        row[j] = in + (j < n ? j : 0) * stride;
+/* Lanes of `n` inputs `stride` apart from `in`, input j's counter counter + j when `increment` (chunks) else counter (parents). */
+static inline void blake3_lanes_strided(blake3_lane_set *s, const uint8_t *in, size_t stride, size_t n, uint64_t counter, int increment) {
+    for (size_t j = 0; j < BLAKE3_MAX_LANES; j++) {
+        uint64_t c = counter + (increment && j < n ? j : 0);
+        s->lo[j] = (uint32_t)c;
+        s->hi[j] = (uint32_t)(c >> 32);
+        s->row[j] = in + (j < n ? j : 0) * stride;
     }
 }
 

@@ -48,17 +48,13 @@ static inline void transpose16(__m512i r[16]) {
     }
 }
 
-void blake3_many16_avx512(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment, uint8_t flags,
-                          uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
+void blake3_many16_avx512(const blake3_lane_set *in, size_t n, size_t blocks, uint8_t flags, uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
     __m512i h[16];
     for (int i = 0; i < 8; i++) h[i] = _mm512_set1_epi32((int)blake3_iv[i]);
-    uint32_t lo[LANES], hi[LANES];
-    const uint8_t *row[LANES];
-    blake3_lanes(in, stride, n, LANES, counter, increment, lo, hi, row);
-    const __m512i counter_lo = _mm512_loadu_si512(lo), counter_hi = _mm512_loadu_si512(hi);
+    const __m512i counter_lo = _mm512_loadu_si512(in->lo), counter_hi = _mm512_loadu_si512(in->hi);
     for (size_t b = 0; b < blocks; b++) {
         __m512i m[16];
-        for (int j = 0; j < LANES; j++) m[j] = _mm512_loadu_si512(row[j] + b * BLAKE3_BLOCK_BYTES);
+        for (int j = 0; j < LANES; j++) m[j] = _mm512_loadu_si512(in->row[j] + b * BLAKE3_BLOCK_BYTES);
         transpose16(m);
         uint32_t f = flags | (b == 0 ? flags_start : 0) | (b == blocks - 1 ? flags_end : 0);
         __m512i v[16] = {

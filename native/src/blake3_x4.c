@@ -46,18 +46,14 @@ static inline void transpose4(__m128i r[4]) {
     r[3] = _mm_unpackhi_epi64(t1, t3);
 }
 
-void KERNEL(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment, uint8_t flags,
-            uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
+void KERNEL(const blake3_lane_set *in, size_t n, size_t blocks, uint8_t flags, uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
     __m128i h[8];
     for (int i = 0; i < 8; i++) h[i] = _mm_set1_epi32((int)blake3_iv[i]);
-    uint32_t lo[LANES], hi[LANES];
-    const uint8_t *row[LANES];
-    blake3_lanes(in, stride, n, LANES, counter, increment, lo, hi, row);
-    const __m128i counter_lo = _mm_loadu_si128((const __m128i *)lo), counter_hi = _mm_loadu_si128((const __m128i *)hi);
+    const __m128i counter_lo = _mm_loadu_si128((const __m128i *)in->lo), counter_hi = _mm_loadu_si128((const __m128i *)in->hi);
     for (size_t b = 0; b < blocks; b++) {
         __m128i m[16];
         for (int j = 0; j < LANES; j++) {
-            const uint8_t *p = row[j] + b * BLAKE3_BLOCK_BYTES;
+            const uint8_t *p = in->row[j] + b * BLAKE3_BLOCK_BYTES;
             for (int q = 0; q < 4; q++) m[4 * q + j] = _mm_loadu_si128((const __m128i *)(p + 16 * q));
         }
         for (int q = 0; q < 4; q++) transpose4(m + 4 * q);

@@ -64,18 +64,14 @@ static inline void transpose8(__m256i r[8]) {
     }
 }
 
-void KERNEL(const uint8_t *in, size_t stride, size_t n, size_t blocks, uint64_t counter, int increment, uint8_t flags,
-            uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
+void KERNEL(const blake3_lane_set *in, size_t n, size_t blocks, uint8_t flags, uint8_t flags_start, uint8_t flags_end, uint8_t *out) {
     __m256i h[8];
     for (int i = 0; i < 8; i++) h[i] = _mm256_set1_epi32((int)blake3_iv[i]);
-    uint32_t lo[LANES], hi[LANES];
-    const uint8_t *row[LANES];
-    blake3_lanes(in, stride, n, LANES, counter, increment, lo, hi, row);
-    const __m256i counter_lo = _mm256_loadu_si256((const __m256i *)lo), counter_hi = _mm256_loadu_si256((const __m256i *)hi);
+    const __m256i counter_lo = _mm256_loadu_si256((const __m256i *)in->lo), counter_hi = _mm256_loadu_si256((const __m256i *)in->hi);
     for (size_t b = 0; b < blocks; b++) {
         __m256i m[16];
         for (int j = 0; j < LANES; j++) {
-            const uint8_t *p = row[j] + b * BLAKE3_BLOCK_BYTES;
+            const uint8_t *p = in->row[j] + b * BLAKE3_BLOCK_BYTES;
             m[j] = _mm256_loadu_si256((const __m256i *)p);
             m[8 + j] = _mm256_loadu_si256((const __m256i *)(p + 32));
         }

@@ -91,6 +91,33 @@ static void test_tree(const char *path, size_t len) {
     free(in);
 }
 
+/*
+ * blake3_hash_each against blake3_hash one input at a time: runs of inputs of every kind (empty,
+ * one chunk, a few whole chunks, a short last chunk, past EACH_CHUNKS), so that lanes fill, flush
+ * part-full, and cross group boundaries, at every count from 1 to 40.
+ */
+static void test_each(const char *path) {
+    enum { MAX = 40 };
+    static const size_t kinds[] = {0, 1, 1024, 1025, 2048, 3000, 4096, 4097, 4200, 8192, 15000, 16384, 16385, 40000};
+    const size_t nkinds = sizeof kinds / sizeof kinds[0];
+    uint8_t *ins[MAX], *outs[MAX], digests[MAX][BLAKE3_OUT_BYTES], want[BLAKE3_OUT_BYTES];
+    size_t lens[MAX];
+    for (size_t n = 1; n <= MAX; n++) {
+        for (size_t i = 0; i < n; i++) {
+            lens[i] = rnd() % 4 == 0 ? (size_t)(rnd() % 20000) : kinds[rnd() % nkinds];
+            ins[i] = malloc(lens[i] + 1);
+            for (size_t b = 0; b < lens[i]; b++) ins[i][b] = (uint8_t)rnd();
+            outs[i] = digests[i];
+        }
+        blake3_hash_each((const uint8_t *const *)ins, lens, n, outs);
+        for (size_t i = 0; i < n; i++) {
+            blake3_hash(ins[i], lens[i], want);
+            CHECK(memcmp(digests[i], want, BLAKE3_OUT_BYTES) == 0, "%s: hash_each: input %zu of %zu (%zu bytes)", path, i, n, lens[i]);
+            free(ins[i]);
+        }
+    }
+}
+
 int main(void) {
     rng_state = 0x9E3779B97F4A7C15ull;
     /* The portable path's digests of random inputs, for the other paths to match. */
@@ -121,6 +148,7 @@ int main(void) {
         }
         const size_t tree_lens[] = {1, 1024, 4097, PIECE, PIECE + 1, PIECE + 1024, 2 * PIECE, 3 * PIECE - 1, 3 * PIECE + 5000, 5 * PIECE + 1};
         for (size_t t = 0; t < sizeof tree_lens / sizeof tree_lens[0]; t++) test_tree(name, tree_lens[t]);
+        test_each(name);
         printf("blake3 %s: ok\n", name);
     }
     CHECK(blake3_path_force("nonesuch") == BLAKE3_E_PATH_UNKNOWN, "unknown path name");

@@ -9,8 +9,10 @@ import { type BlobMeta, type ListResult, LOCAL_STORE, type PutResult, type Store
 import { join } from 'node:path';
 import { largestRecordBytes, type NodeConfig } from '../config/settings.js';
 import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
-import { blake3, blake3Into } from '../hash/blake3.js';
-import { crc32c, crc32cToSlot } from '../hash/crc32c.js';
+import { blake3 } from '../hash/blake3.js';
+import { HASH_EACH_MAX, type HashParts, hashEachInto } from '../hash/hash-each.js';
+import { crc32c } from '../hash/crc32c.js';
+import { RecordArena } from './record-arena.js';
 import { BlobIndex } from '../index/blob-index.js';
 import { applyRecord } from './apply.js';
 import { idOfDigest } from '../blob/id.js';
@@ -153,6 +155,8 @@ export class Engine implements ChunkHashers {
       });
       const reader = new SegmentReader(store, config.syncReadMaxBytes);
       const cache = new VerifiedCache(config.readCacheBytes, Math.min(config.readCacheRecordMaxBytes, config.syncReadMaxBytes));
+      // Set before any record is placed (the log's hooks call it only for placed small stores).
+      let engine!: Engine;
       const hooks = {
         // Once fsynced (in log order): into the overlay, where reads see it until its commit.
         stage: (r: LogRecord): Promise<void> | undefined => {
@@ -170,6 +174,8 @@ export class Engine implements ChunkHashers {
           if (r instanceof SmallRecord) r.pool.commit(r);
         },
         addsOnly: (r: LogRecord): boolean => (r.type === RecordType.PUT_INLINE || r.type === RecordType.PUT_FILE) && r.relocatedFromSegment === 0,
+        // Small stores placed since the last turn are hashed together, then queued (or answered).
+        beforeBatch: (): void => engine.hashSmall(),
       };
       if (recovered.replay.length > 0) {
         const last = recovered.replay[recovered.replay.length - 1]!;
@@ -190,7 +196,7 @@ export class Engine implements ChunkHashers {
         ackAfterIndexFlush: config.durableAck === 'index',
         allocBytes: config.segmentAllocBytes, space, recorder,
       }, recovered.active, recovered.offset, recovered.nextLsn);
-      const engine = new Engine(config, dataDir, index, store, reader, segmentLog, recorder, space, log, cache);
+      engine = new Engine(config, dataDir, index, store, reader, segmentLog, recorder, space, log, cache);
       // After the replay: the filter is built from everything the index holds now, and learns the rest as it is staged.
       index.startFilter();
       engine.compactor = new Compactor(engine, config.compactionLiveRatio / 100, config.compactionIntervalMs, config.compactionWindowBytes);
@@ -235,39 +241,19 @@ export class Engine implements ChunkHashers {
 
   /**
    * The fast path of a small store (src/http/small-store.ts): `data` (at most smallBlobMaxBytes)
-   * may be a view of a buffer reused once this returns. It is hashed and, unless those bytes are
-   * stored here already, copied into its log record before this returns; `done.stored` runs once
-   * the record is durable, at once for bytes already stored, or with the error. No promise or
-   * closure per call: the id's lock is held without one (id-locks.ts), and a store whose id is
-   * busy (another operation on it under way) takes the long way, putInline.
+   * may be a view of a buffer reused once this returns. Its bytes are copied into their place in
+   * the log's arena before this returns; at the start of the log's next turn the small stores
+   * placed meanwhile are hashed together (hashSmall), and each goes on under its id's lock unless
+   * its bytes are stored here already. `done.stored` runs once the record is durable, at that turn
+   * for bytes already stored, or with the error; when this throws (nothing placed: the log failed,
+   * no memory), it never runs. No promise or closure per call: the id's lock is held without one
+   * (id-locks.ts), and a store whose id is busy (another operation on it under way) takes the long
+   * way, putInline.
    */
   putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
     const size = data.byteLength;
     if (size > this.config.smallBlobMaxBytes) return done.stored(payloadTooLarge('inline blob over smallBlobMaxBytes'), EMPTY, false);
-    const hashStart = ticks();
-    // The record is taken first: the digest is written into it, and the id is a view of that.
     const r = this.smallRecords.take();
-    blake3Into(data, r.checksum, 0);
-    // Read from its slot into the record's field: as a returned number it would be a heap number.
-    r.dataCrc = crc32cToSlot(data)[0]!;
-    this.recorder.stage('hash', hashStart);
-    const id = r.id;
-    if (!this.locks.hold(id)) return this.putSmallBusy(r, data, policy, labels, done);
-    let held: boolean;
-    try {
-      held = this.index.has(id);
-    } catch (err) {
-      this.locks.unhold(id);
-      this.smallRecords.unused(r);
-      throw err;
-    }
-    if (held) {
-      this.locks.unhold(id);
-      // The answer reads the id before it returns: the record may go back first.
-      done.stored(undefined, id, true);
-      this.smallRecords.unused(r);
-      return;
-    }
     r.policy = policy;
     r.labels = labels;
     r.labelsLength = labels.length;
@@ -277,24 +263,105 @@ export class Engine implements ChunkHashers {
     r.appendedAt = ticks();
     r.done = done;
     try {
-      this.segmentLog.append(r, data);
+      this.segmentLog.place(r, data);
     } catch (err) {
-      // Not appended (no room for it in memory, say): the lock goes; the caller answers.
-      this.locks.unhold(id);
       this.smallRecords.unused(r);
       throw err;
     }
+    this.unhashed[this.unhashedCount++] = r;
+  }
+
+  /** Small stores placed in the log's arena since its last turn, waiting for hashSmall. */
+  private readonly unhashed: (SmallRecord | undefined)[] = [];
+  private unhashedCount = 0;
+  /** hashSmall's quads (hashEachInto) and the CRC-32Cs it gets back, reused. */
+  private readonly hashParts: HashParts = [];
+  private readonly hashCrcs = new Uint32Array(HASH_EACH_MAX);
+
+  /**
+   * The log's turn begins (its beforeBatch hook): the small stores placed since the last are
+   * hashed together, their bodies sharing the hash kernels' lanes (hash-each.ts), then each goes
+   * on to the log or is answered. Each store's 'hash' stage is its group's hashing.
+   */
+  private hashSmall(): void {
+    const n = this.unhashedCount;
+    if (n === 0) return;
+    this.unhashedCount = 0;
+    const parts = this.hashParts;
+    for (let from = 0; from < n; from += HASH_EACH_MAX) {
+      const count = Math.min(HASH_EACH_MAX, n - from);
+      const hashStart = ticks();
+      for (let i = 0; i < count; i++) {
+        const r = this.unhashed[from + i]!;
+        parts[4 * i] = r.chunk!.buf;
+        parts[4 * i + 1] = RecordArena.dataAt(r);
+        parts[4 * i + 2] = r.dataLength;
+        parts[4 * i + 3] = r.checksum;
+      }
+      let failure: Error | undefined;
+      try {
+        hashEachInto(parts, count, this.hashCrcs);
+      } catch (err) {
+        failure = err as Error;
+      }
+      for (let i = 0; i < count; i++) {
+        const r = this.unhashed[from + i]!;
+        this.unhashed[from + i] = undefined;
+        if (failure) {
+          this.dropSmall(r, failure, false);
+          continue;
+        }
+        // Read from its slot into the record's field: as a returned number it would be a heap number.
+        r.dataCrc = this.hashCrcs[i]!;
+        this.recorder.stage('hash', hashStart);
+        this.admitSmall(r);
+      }
+    }
+  }
+
+  /** A hashed small store goes on to the log under its id's lock, unless its bytes are here already. */
+  private admitSmall(r: SmallRecord): void {
+    const id = r.id;
+    if (!this.locks.hold(id)) return this.putSmallBusy(r);
+    let held: boolean;
+    try {
+      held = this.index.has(id);
+    } catch (err) {
+      this.locks.unhold(id);
+      return this.dropSmall(r, err as Error, false);
+    }
+    if (held) {
+      this.locks.unhold(id);
+      return this.dropSmall(r, undefined, true);
+    }
+    this.segmentLog.enqueue(r);
   }
 
   /**
-   * A small store whose id is busy (rare): the long way, putInline, with bytes and an id of its
-   * own; the record goes back. A method of its own: a closure in putSmall that captured `done`
-   * would make putSmall allocate a context on every call.
+   * A placed small store that goes no further: its place in the arena goes, its store is answered
+   * (`existed`: its bytes were here already; or the error), its record goes back.
    */
-  private putSmallBusy(r: SmallRecord, data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
-    const id = Buffer.from(r.id);
+  private dropSmall(r: SmallRecord, err: Error | undefined, existed: boolean): void {
+    this.segmentLog.discard(r);
+    // The answer reads the id before it returns: the record may go back after.
+    r.done!.stored(err, err ? EMPTY : r.id, existed);
     this.smallRecords.unused(r);
-    this.putInline(Buffer.from(bytesOf(data)), policy, labels).then((p) => done.stored(undefined, p.id, !p.created), (err: Error) => done.stored(err, id, false));
+  }
+
+  /**
+   * A small store whose id is busy (rare): the long way, putInline, with bytes (copied out of the
+   * arena) and an id of its own; the record goes back. A method of its own: a closure in
+   * admitSmall that captured `done` would make it allocate a context on every call.
+   */
+  private putSmallBusy(r: SmallRecord): void {
+    const at = RecordArena.dataAt(r);
+    const data = Buffer.from(r.chunk!.buf.subarray(at, at + r.dataLength));
+    const { policy, labels } = r;
+    const done = r.done!;
+    const id = Buffer.from(r.id);
+    this.segmentLog.discard(r);
+    this.smallRecords.unused(r);
+    this.putInline(data, policy, labels).then((p) => done.stored(undefined, p.id, !p.created), (err: Error) => done.stored(err, id, false));
   }
 
   /** A small store's record is durable (or failed): its lock goes, its store is answered. */

@@ -95,6 +95,11 @@ export interface LogHooks {
   addsOnly(record: LogRecord): boolean;
   /** Runs for each record once its index transaction has committed (the overlay no longer holds it). */
   committed(record: LogRecord): void;
+  /**
+   * Runs as each of the log's turns begins, before it forms batches: records placed since the
+   * last (place()) are queued now (enqueue()) or dropped (discard()).
+   */
+  beforeBatch?(): void;
 }
 
 /**
@@ -254,6 +259,38 @@ export class SegmentLog {
     if (!this.scheduled) this.scheduleTurn();
   }
 
+  /**
+   * Places a record's bytes in the arena as append() does, without queueing it: its owner queues
+   * it (enqueue) or drops it (discard) from the beforeBatch hook of the log's next turn, which this
+   * schedules. The small stores' path: their bodies are hashed together then (Engine.hashSmall).
+   * Throws the log's failure, placing nothing.
+   */
+  place(record: LogRecord, data: Uint8Array | ArrayBuffer): void {
+    if (this.failure) throw this.failure;
+    record.length = recordLength(record.labels.length, record.dataLength);
+    this.arena.place(record, data);
+    record.data = undefined;
+    if (!this.scheduled) this.scheduleTurn();
+  }
+
+  /**
+   * Queues a placed record (from the beforeBatch hook: the turn that forms batches follows at
+   * once); its callback runs as append()'s does.
+   */
+  enqueue(record: LogRecord): void {
+    if (this.failure) {
+      this.arena.release(record);
+      record.callback(this.failure, record);
+      return;
+    }
+    this.queue.push(record);
+  }
+
+  /** A placed record goes no further: its place in the arena is free again. */
+  discard(record: LogRecord): void {
+    this.arena.release(record);
+  }
+
   /** pump() once in the check phase, so every request of this turn joins the batch. */
   private scheduleTurn(): void {
     this.scheduled = true;
@@ -262,6 +299,7 @@ export class SegmentLog {
   }
 
   private readonly pump = (): void => {
+    this.hooks.beforeBatch?.();
     this.scheduled = false;
     if (this.sealWaiters.length > 0 && !this.rolling && !this.allocating && !this.failure) {
       if (this.offset > 0) this.rollOver();

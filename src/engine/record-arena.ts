@@ -72,6 +72,11 @@ export class RecordArena {
     if (p < at + r.length) buf.fill(0, p, at + r.length);
   }
 
+  /** Where a placed record's data starts in its chunk (after its header and labels). */
+  static dataAt(r: ArenaRecord): number {
+    return r.at + HEADER_BYTES + r.labels.length;
+  }
+
   /** The record is written (or refused): its place may be reused once its chunk's records all are. */
   release(r: ArenaRecord): void {
     const chunk = r.chunk;

@@ -14,8 +14,6 @@ interface Crc32cAddon {
   /** The CRC (0..2^32-1), or -1 for arguments it cannot take. */
   crc32c(src: Uint8Array | ArrayBuffer, offset?: number, length?: number): number;
   crc32cPath(): string;
-  /** 0 with the CRC in out[0], or -1 for arguments it cannot take. */
-  crc32cTo?(src: Uint8Array | ArrayBuffer, out: Uint32Array): number;
 }
 
 let addon: Crc32cAddon | null | undefined;
@@ -32,23 +30,6 @@ export function crc32c(data: Uint8Array | ArrayBuffer): number {
   const crc = native.crc32c(data);
   if (crc < 0) throw new TypeError('crc32c: expected a typed array');
   return crc;
-}
-
-const crcSlot = new Uint32Array(1);
-
-/**
- * The CRC-32C of `data`, left in a Uint32Array slot (crcSlot[0]) where a caller reads it: a CRC
- * above 2^30 returned as a number is a heap number (the small store's path reads it into its
- * record's field instead). Returns the slot.
- */
-export function crc32cToSlot(data: Uint8Array | ArrayBuffer): Uint32Array {
-  const native = addon === undefined ? load() : addon;
-  if (native?.crc32cTo !== undefined) {
-    if (native.crc32cTo(data, crcSlot) < 0) throw new TypeError('crc32c: expected a typed array');
-  } else {
-    crcSlot[0] = crc32c(data);
-  }
-  return crcSlot;
 }
 
 /** The path that computes it: the addon's (portable or sse42), or 'js'. */

@@ -6,7 +6,8 @@
  * costs none of them:
  *
  *   route ─▶ a pooled SmallStore (handlers bound once) ─▶ onData: the body in one piece?
- *      yes: hashed and copied into its log record straight from uWS's buffer (Engine.putSmall)
+ *      yes: copied into its log record straight from uWS's buffer (Engine.putSmall), hashed with
+ *           the turn's other small stores as the log's next turn begins
  *      no:  gathered in a pooled 1 MiB chunk (watched for idleness), then the same
  *   ─▶ stored(): the record is durable (or the bytes were stored already) ─▶ 201 / 200
  *

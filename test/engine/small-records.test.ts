@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/engine.js';
 import { blake3 } from '../../src/hash/blake3.js';
+import { crc32c } from '../../src/hash/crc32c.js';
 import { patternBytes } from '../helpers/blobs.js';
 import { openEngine, testConfig } from '../helpers/engine.js';
 
@@ -62,6 +63,27 @@ describe('pooled small-store records', () => {
     // Bytes stored already take no record: answered at once, the record back in the pool.
     expect((await putSmall(engine, patternBytes(4096, 4))).existed).toBe(true);
     expect(pool.idle).toBe(Math.max(idle, 2));
+  });
+
+  it('hashes the small stores of one turn together: each its own id and CRC, copies within the turn and of stored blobs answered as stored', async () => {
+    engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', durableAck: 'log' }));
+    const e = engine;
+    const sizes = [4096, 4096, 100, 1024, 1025, 5000, 8192, 16 * 1024, 16 * 1024 + 1, 40_000];
+    const before = patternBytes(4096, 900);
+    await putSmall(e, before);
+    // 40 distinct bodies, 5 copies of them and 3 of a blob stored before, all in one turn.
+    const bodies = Array.from({ length: 40 }, (_, i) => patternBytes(sizes[i % sizes.length]!, 1000 + i));
+    const sent = [...bodies, bodies[0]!, bodies[7]!, bodies[7]!, bodies[21]!, bodies[39]!, before, before, before];
+    const answers = await Promise.all(sent.map((data) => putSmall(e, data)));
+    answers.forEach(({ id, existed }, i) => {
+      expect(id.equals(blake3(sent[i]!).subarray(0, 16)), `store ${i}: its id`).toBe(true);
+      expect(existed, `store ${i}: stored before`).toBe(i >= bodies.length);
+    });
+    for (const data of bodies) {
+      const meta = e.stat(blake3(data).subarray(0, 16))!;
+      expect(meta.dataCrc).toBe(crc32c(data));
+      expect((await e.readInline(meta)).equals(data)).toBe(true);
+    }
   });
 
   it('reuses the log\'s batches, those that waited for a file\'s unlink too, under either durable-ack', async () => {
