@@ -87,41 +87,45 @@ static napi_value js_blake3_root(napi_env env, napi_callback_info info) {
 #define EACH_MAX 64
 
 /*
- * blake3HashEach(parts, count, crcs) -> 0: `parts` holds `count` quads [src, offset, length, dst]:
- * the digest of src[offset .. offset + length) goes to dst[0 .. 32), and its CRC-32C to crcs[i]
- * (a Uint32Array of at least `count`). One call for the small stores of an event-loop turn: their
- * 4 KiB bodies share the hash kernels' lanes (blake3_hash_each).
+ * blake3HashEach(parts, count, crcs) -> 0: `parts` (an array) holds `count` quads [src, offset,
+ * length, dst]: the digest of src[offset .. offset + length) goes to dst[0 .. 32), and its CRC-32C
+ * to crcs[i] (a Uint32Array of at least `count`). One call for the small stores of an event-loop
+ * turn: their 4 KiB bodies share the hash kernels' lanes (blake3_hash_each). No dst or crcs may
+ * overlap an input (the CRCs are taken after the digests are written).
  */
 static napi_value js_blake3_hash_each(napi_env env, napi_callback_info info) {
     size_t argc = 3;
     napi_value argv[3];
     uint64_t count;
-    uint32_t *crcs;
-    size_t crc_bytes;
+    bool is_array = false;
     if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return make_int(env, B3_ARG_SRC);
+    if (napi_is_array(env, argv[0], &is_array) != napi_ok || !is_array) return make_int(env, B3_ARG_SRC);
     if (!get_whole(env, argv[1], EACH_MAX, &count)) return make_int(env, B3_ARG_COUNT);
-    if (!typed_array_bytes(env, argv[2], (uint8_t **)&crcs, &crc_bytes) || crc_bytes / sizeof *crcs < count || ((uintptr_t)crcs & 3) != 0) {
-        return make_int(env, B3_ARG_DST);
+    /* Every element is fetched before any pointer is taken (a getter could detach a buffer). */
+    napi_value vals[4 * EACH_MAX];
+    for (uint32_t k = 0; k < 4 * count; k++) {
+        if (napi_get_element(env, argv[0], k, &vals[k]) != napi_ok) return make_int(env, B3_ARG_SRC);
     }
     const uint8_t *ins[EACH_MAX];
     uint8_t *outs[EACH_MAX];
     size_t lens[EACH_MAX];
     for (size_t i = 0; i < count; i++) {
-        napi_value src, off, len, dst;
         uint8_t *base, *out;
         size_t size, out_size;
         uint64_t at, n;
-        if (napi_get_element(env, argv[0], (uint32_t)(4 * i), &src) != napi_ok || napi_get_element(env, argv[0], (uint32_t)(4 * i + 1), &off) != napi_ok ||
-            napi_get_element(env, argv[0], (uint32_t)(4 * i + 2), &len) != napi_ok || !source_bytes(env, src, &base, &size) ||
-            !get_whole(env, off, (double)size, &at) || !get_whole(env, len, (double)(size - at), &n)) {
+        if (!source_bytes(env, vals[4 * i], &base, &size) || !get_whole(env, vals[4 * i + 1], (double)size, &at) ||
+            !get_whole(env, vals[4 * i + 2], (double)(size - at), &n)) {
             return make_int(env, B3_ARG_SRC);
         }
-        if (napi_get_element(env, argv[0], (uint32_t)(4 * i + 3), &dst) != napi_ok || !typed_array_bytes(env, dst, &out, &out_size) || out_size < BLAKE3_OUT_BYTES) {
-            return make_int(env, B3_ARG_DST);
-        }
+        if (!typed_array_bytes(env, vals[4 * i + 3], &out, &out_size) || out_size < BLAKE3_OUT_BYTES) return make_int(env, B3_ARG_DST);
         ins[i] = base + at;
         lens[i] = (size_t)n;
         outs[i] = out;
+    }
+    uint32_t *crcs;
+    size_t crc_bytes;
+    if (!typed_array_bytes(env, argv[2], (uint8_t **)&crcs, &crc_bytes) || crc_bytes / sizeof *crcs < count || ((uintptr_t)crcs & 3) != 0) {
+        return make_int(env, B3_ARG_DST);
     }
     blake3_hash_each(ins, lens, (size_t)count, outs);
     for (size_t i = 0; i < count; i++) crcs[i] = crc32c(0, ins[i], lens[i]);

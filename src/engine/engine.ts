@@ -272,41 +272,63 @@ export class Engine implements ChunkHashers {
   }
 
   /** Small stores placed in the log's arena since its last turn, waiting for hashSmall. */
-  private readonly unhashed: (SmallRecord | undefined)[] = [];
+  private unhashed: (SmallRecord | undefined)[] = [];
   private unhashedCount = 0;
+  /** The list hashSmall works through while new stores go into the other (an answer's callback may store again). */
+  private unhashedSpare: (SmallRecord | undefined)[] = [];
+  private hashing = false;
   /** hashSmall's quads (hashEachInto) and the CRC-32Cs it gets back, reused. */
   private readonly hashParts: HashParts = [];
   private readonly hashCrcs = new Uint32Array(HASH_EACH_MAX);
 
   /**
-   * The log's turn begins (its beforeBatch hook): the small stores placed since the last are
-   * hashed together, their bodies sharing the hash kernels' lanes (hash-each.ts), then each goes
-   * on to the log or is answered. Each store's 'hash' stage is its group's hashing.
+   * The log's turn begins (its beforeBatch hook), or the engine closes: the small stores placed
+   * since are hashed together, their bodies sharing the hash kernels' lanes (hash-each.ts), then
+   * each goes on to the log or is answered. Each store's 'hash' stage is its group's hashing.
+   * Stores placed meanwhile (from an answer's callback) wait for the next turn, which place()
+   * schedules.
    */
   private hashSmall(): void {
+    if (this.hashing || this.unhashedCount === 0) return;
+    this.hashing = true;
+    const list = this.unhashed;
     const n = this.unhashedCount;
-    if (n === 0) return;
+    this.unhashed = this.unhashedSpare;
+    this.unhashedSpare = list;
     this.unhashedCount = 0;
+    try {
+      for (let from = 0; from < n; from += HASH_EACH_MAX) this.hashGroup(list, from, Math.min(HASH_EACH_MAX, n - from));
+    } finally {
+      this.hashing = false;
+    }
+  }
+
+  /** list[from, from + count): hashed in one call, then each admitted (or answered with the call's failure). */
+  private hashGroup(list: (SmallRecord | undefined)[], from: number, count: number): void {
     const parts = this.hashParts;
-    for (let from = 0; from < n; from += HASH_EACH_MAX) {
-      const count = Math.min(HASH_EACH_MAX, n - from);
-      const hashStart = ticks();
-      for (let i = 0; i < count; i++) {
-        const r = this.unhashed[from + i]!;
-        parts[4 * i] = r.chunk!.buf;
-        parts[4 * i + 1] = RecordArena.dataAt(r);
-        parts[4 * i + 2] = r.dataLength;
-        parts[4 * i + 3] = r.checksum;
-      }
-      let failure: Error | undefined;
+    const hashStart = ticks();
+    for (let i = 0; i < count; i++) {
+      const r = list[from + i]!;
+      parts[4 * i] = r.chunk!.buf;
+      parts[4 * i + 1] = RecordArena.dataAt(r);
+      parts[4 * i + 2] = r.dataLength;
+      parts[4 * i + 3] = r.checksum;
+    }
+    let failure: Error | undefined;
+    try {
+      hashEachInto(parts, count, this.hashCrcs);
+    } catch (err) {
+      failure = err as Error;
+    }
+    // No references kept to arena chunks or records past this call.
+    for (let i = 0; i < count; i++) {
+      parts[4 * i] = 0;
+      parts[4 * i + 3] = 0;
+    }
+    for (let i = 0; i < count; i++) {
+      const r = list[from + i]!;
+      list[from + i] = undefined;
       try {
-        hashEachInto(parts, count, this.hashCrcs);
-      } catch (err) {
-        failure = err as Error;
-      }
-      for (let i = 0; i < count; i++) {
-        const r = this.unhashed[from + i]!;
-        this.unhashed[from + i] = undefined;
         if (failure) {
           this.dropSmall(r, failure, false);
           continue;
@@ -315,6 +337,9 @@ export class Engine implements ChunkHashers {
         r.dataCrc = this.hashCrcs[i]!;
         this.recorder.stage('hash', hashStart);
         this.admitSmall(r);
+      } catch (err) {
+        // An answer's callback threw: the other stores of the group still go on.
+        this.log.error({ err }, `a small store's answer failed: ${(err as Error).message}`);
       }
     }
   }
@@ -711,6 +736,8 @@ export class Engine implements ChunkHashers {
     if (this.closed) return;
     this.closed = true;
     await this.compactor?.stop();
+    // Small stores placed but not hashed hold no lock yet: they take theirs (or are answered) now.
+    this.hashSmall();
     await this.locks.settled();
     // Uploads cut by the shutdown may still be removing their temp files: finish that here.
     await Promise.allSettled([...this.uploads].map((w) => w.abort()));

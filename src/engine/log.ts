@@ -299,8 +299,9 @@ export class SegmentLog {
   }
 
   private readonly pump = (): void => {
-    this.hooks.beforeBatch?.();
+    // Cleared first: a record placed from the hook (an answer's callback storing again) schedules the next turn.
     this.scheduled = false;
+    this.hooks.beforeBatch?.();
     if (this.sealWaiters.length > 0 && !this.rolling && !this.allocating && !this.failure) {
       if (this.offset > 0) this.rollOver();
       else void this.commitCheckpoint();

@@ -23,21 +23,38 @@ interface HashEachAddon {
 
 let addon: HashEachAddon | null | undefined;
 
+const REFUSED = 'hashEachInto: expected [bytes, offset, length, 32-byte buffer] quads and room for the CRCs';
+
 /**
  * For i < count, with parts[4i..4i+4) = [src, offset, length, dst]: BLAKE3-256 of
- * src[offset, offset + length) into dst[0, 32), and its CRC-32C into crcs[i]. count <= HASH_EACH_MAX.
+ * src[offset, offset + length) into dst[0, 32), and its CRC-32C into crcs[i]. count <= HASH_EACH_MAX;
+ * no dst or crcs may overlap an input. Throws a TypeError, having written nothing, for arguments it
+ * cannot take.
  */
 export function hashEachInto(parts: HashParts, count: number, crcs: Uint32Array): void {
   if (addon === undefined) addon = optionalAddon<HashEachAddon>('blake3HashEach');
   if (addon !== null) {
-    if (addon.blake3HashEach(parts, count, crcs) !== 0) throw new TypeError('hashEachInto: expected [bytes, offset, length, 32-byte buffer] quads and room for the CRCs');
+    if (addon.blake3HashEach(parts, count, crcs) !== 0) throw new TypeError(REFUSED);
     return;
+  }
+  hashEachJs(parts, count, crcs);
+}
+
+/** hashEachInto one input at a time, without the addon (exported for the tests). */
+export function hashEachJs(parts: HashParts, count: number, crcs: Uint32Array): void {
+  if (!(count >= 0 && count <= HASH_EACH_MAX && Number.isInteger(count)) || crcs.length < count) throw new TypeError(REFUSED);
+  for (let i = 0; i < count; i++) {
+    const src = parts[4 * i];
+    const start = parts[4 * i + 1];
+    const length = parts[4 * i + 2];
+    const dst = parts[4 * i + 3];
+    if (!(src instanceof Uint8Array || src instanceof ArrayBuffer) || !(dst instanceof Uint8Array) || dst.length < 32) throw new TypeError(REFUSED);
+    if (typeof start !== 'number' || typeof length !== 'number' || !(start >= 0 && length >= 0 && start + length <= src.byteLength)) throw new TypeError(REFUSED);
   }
   for (let i = 0; i < count; i++) {
     const src = parts[4 * i] as Uint8Array | ArrayBuffer;
-    const bytes = src instanceof ArrayBuffer ? new Uint8Array(src) : src;
     const start = parts[4 * i + 1] as number;
-    const view = bytes.subarray(start, start + (parts[4 * i + 2] as number));
+    const view = (src instanceof ArrayBuffer ? new Uint8Array(src) : src).subarray(start, start + (parts[4 * i + 2] as number));
     blake3Into(view, parts[4 * i + 3] as Uint8Array, 0);
     crcs[i] = crc32c(view);
   }

@@ -86,6 +86,43 @@ describe('pooled small-store records', () => {
     }
   });
 
+  it('a store made from a store\'s answer, in the turn that hashes it, is hashed at the next turn: every store answered with its own id', async () => {
+    engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', durableAck: 'log' }));
+    const e = engine;
+    const stored = patternBytes(4096, 700);
+    await putSmall(e, stored);
+    const [b, c, d, f] = [701, 702, 703, 704].map((seed) => patternBytes(4096, seed));
+    const later: Promise<{ id: Buffer; existed: boolean }>[] = [];
+    // A copy of a stored blob is answered during the turn's hashing; its answer stores two more.
+    const first = new Promise<{ id: Buffer; existed: boolean }>((resolve, reject) =>
+      e.putSmall(new Uint8Array(stored).buffer, 1, EMPTY, {
+        stored: (err, id, existed) => {
+          if (err) return reject(err);
+          later.push(putSmall(e, d!), putSmall(e, f!));
+          resolve({ id: Buffer.from(id), existed });
+        },
+      }),
+    );
+    const others = [putSmall(e, b!), putSmall(e, c!)];
+    expect((await first).existed).toBe(true);
+    const answers = await Promise.all([...others, ...later]);
+    [b, c, d, f].forEach((data, i) => {
+      expect(answers[i]!.id.equals(blake3(data!).subarray(0, 16)), `store ${i}: its own id`).toBe(true);
+      expect(answers[i]!.existed).toBe(false);
+    });
+    for (const data of [b, c, d, f]) expect((await e.readInline(e.stat(blake3(data!).subarray(0, 16))!)).equals(data!)).toBe(true);
+  });
+
+  it('a store placed as the engine closes is stored before it closes', async () => {
+    engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', durableAck: 'log' }));
+    const data = patternBytes(4096, 800);
+    const answered = putSmall(engine, data);
+    await engine.close();
+    expect((await answered).existed).toBe(false);
+    engine = await openEngine(testConfig({ dataDir: engine.config.dataDir, diskReserveBytes: '1MiB' }));
+    expect((await engine.readInline(engine.stat(blake3(data).subarray(0, 16))!)).equals(data)).toBe(true);
+  });
+
   it('reuses the log\'s batches, those that waited for a file\'s unlink too, under either durable-ack', async () => {
     for (const durableAck of ['log', 'index'] as const) {
       engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', durableAck, smallBlobMaxBytes: '4KiB' }));

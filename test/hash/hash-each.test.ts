@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { blake3 as napiBlake3 } from '@napi-rs/blake-hash';
-import { HASH_EACH_MAX, type HashParts, hashEachInto } from '../../src/hash/hash-each.js';
+import { HASH_EACH_MAX, type HashParts, hashEachInto, hashEachJs } from '../../src/hash/hash-each.js';
 import { crc32cJs } from '../../src/hash/crc32c.js';
 import { REPO } from '../helpers/node-process.js';
 
@@ -74,14 +74,27 @@ describe('hashEachInto: the digests and CRC-32Cs of several inputs at once', () 
     }
   });
 
-  it('refuses what it cannot take with a TypeError, writing nothing', () => {
+  it('without the addon, one input at a time, gives the same digests and CRCs', () => {
+    for (const count of [1, 7, HASH_EACH_MAX]) {
+      const { parts, views } = inputs(count);
+      const crcs = new Uint32Array(count);
+      hashEachJs(parts, count, crcs);
+      expectEach(parts, views, crcs, `js, ${count} inputs`);
+    }
+  });
+
+  it.each([['the addon', hashEachInto], ['the JavaScript path', hashEachJs]] as const)('%s refuses what it cannot take with a TypeError, writing nothing', (_, hashEach) => {
     const dst = Buffer.alloc(32);
     const crcs = new Uint32Array(2);
-    expect(() => hashEachInto([Buffer.alloc(10), 0, 11, dst], 1, crcs)).toThrow(TypeError);
-    expect(() => hashEachInto([Buffer.alloc(10), 0, 10, Buffer.alloc(31)], 1, crcs)).toThrow(TypeError);
-    expect(() => hashEachInto(['bytes' as unknown as Uint8Array, 0, 5, dst], 1, crcs)).toThrow(TypeError);
-    expect(() => hashEachInto([Buffer.alloc(10), 0, 10, dst], 3, crcs)).toThrow(TypeError);
-    expect(() => hashEachInto([], HASH_EACH_MAX + 1, new Uint32Array(HASH_EACH_MAX + 1))).toThrow(TypeError);
+    const good = [Buffer.alloc(10), 0, 10, dst];
+    expect(() => hashEach([Buffer.alloc(10), 0, 11, dst], 1, crcs)).toThrow(TypeError);
+    expect(() => hashEach([Buffer.alloc(10), 0, 10, Buffer.alloc(31)], 1, crcs)).toThrow(TypeError);
+    expect(() => hashEach(['bytes' as unknown as Uint8Array, 0, 5, dst], 1, crcs)).toThrow(TypeError);
+    expect(() => hashEach(good, 3, crcs)).toThrow(TypeError);
+    // A bad second input: the first is not hashed either.
+    expect(() => hashEach([...good, Buffer.alloc(10), 5, 6, Buffer.alloc(32)], 2, crcs)).toThrow(TypeError);
+    expect(() => hashEach([], HASH_EACH_MAX + 1, new Uint32Array(HASH_EACH_MAX + 1))).toThrow(TypeError);
     expect(dst.equals(Buffer.alloc(32))).toBe(true);
+    expect([...crcs]).toEqual([0, 0]);
   });
 });
