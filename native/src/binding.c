@@ -38,6 +38,14 @@ int get_whole(napi_env env, napi_value v, double max, uint64_t *out) {
     return 1;
 }
 
+int get_range(napi_env env, const uint8_t *base, size_t size, napi_value offset, napi_value length, const uint8_t **p, size_t *n) {
+    uint64_t at, count;
+    if (!get_whole(env, offset, (double)size, &at) || !get_whole(env, length, (double)(size - at), &count)) return 0;
+    *p = base + at;
+    *n = (size_t)count;
+    return 1;
+}
+
 int typed_array_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
     bool is = false;
     if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return 0;

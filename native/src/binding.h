@@ -9,6 +9,8 @@
 napi_value make_int(napi_env env, int v);
 /* A whole number in 0..max (a JavaScript number holds integers to 2^53) into *out; 0 when v is not one (binding.c). */
 int get_whole(napi_env env, napi_value v, double max, uint64_t *out);
+/* [offset, offset + length) of the `size` bytes at `base`, both whole numbers, into *p and *n; 0 when they do not fit (binding.c). */
+int get_range(napi_env env, const uint8_t *base, size_t size, napi_value offset, napi_value length, const uint8_t **p, size_t *n);
 /* The bytes of a typed array (Buffer included); 0 for anything else (binding.c). */
 int typed_array_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
 /* The bytes of a typed array or an ArrayBuffer (what uWS hands a body in: no view made per call); 0 for anything else (binding.c). */

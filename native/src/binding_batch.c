@@ -224,16 +224,13 @@ napi_value js_write_batch_to(napi_env env, napi_callback_info info) {
         napi_value buf, off, len;
         uint8_t *base;
         size_t size;
-        uint64_t at, n;
         if (napi_get_element(env, argv[3], (uint32_t)(3 * i), &buf) != napi_ok || napi_get_element(env, argv[3], (uint32_t)(3 * i + 1), &off) != napi_ok ||
             napi_get_element(env, argv[3], (uint32_t)(3 * i + 2), &len) != napi_ok || !typed_array_bytes(env, buf, &base, &size) ||
-            !get_whole(env, off, (double)size, &at) || !get_whole(env, len, (double)(size - at), &n)) {
+            !get_range(env, base, size, off, len, &r->job.parts[i].data, &r->job.parts[i].length)) {
             free(r->job.parts);
             free(r);
             return make_int(env, EINVAL);
         }
-        r->job.parts[i].data = base + at;
-        r->job.parts[i].length = (size_t)n;
     }
     r->req.data = r;
     r->sink = sink;

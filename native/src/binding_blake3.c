@@ -111,15 +111,13 @@ static napi_value js_blake3_hash_each(napi_env env, napi_callback_info info) {
     size_t lens[EACH_MAX];
     for (size_t i = 0; i < count; i++) {
         uint8_t *base, *out;
+        const uint8_t *in;
         size_t size, out_size;
-        uint64_t at, n;
-        if (!source_bytes(env, vals[4 * i], &base, &size) || !get_whole(env, vals[4 * i + 1], (double)size, &at) ||
-            !get_whole(env, vals[4 * i + 2], (double)(size - at), &n)) {
+        if (!source_bytes(env, vals[4 * i], &base, &size) || !get_range(env, base, size, vals[4 * i + 1], vals[4 * i + 2], &in, &lens[i])) {
             return make_int(env, B3_ARG_SRC);
         }
         if (!typed_array_bytes(env, vals[4 * i + 3], &out, &out_size) || out_size < BLAKE3_OUT_BYTES) return make_int(env, B3_ARG_DST);
-        ins[i] = base + at;
-        lens[i] = (size_t)n;
+        ins[i] = in;
         outs[i] = out;
     }
     uint32_t *crcs;

@@ -252,11 +252,16 @@ export class SegmentLog {
       record.callback(this.failure, record);
       return;
     }
+    this.intoArena(record, data);
+    this.queue.push(record);
+    if (!this.scheduled) this.scheduleTurn();
+  }
+
+  /** The record's length on disk, and its bytes copied into its place in the arena. */
+  private intoArena(record: LogRecord, data: Uint8Array | ArrayBuffer | undefined): void {
     record.length = recordLength(record.labels.length, record.dataLength);
     this.arena.place(record, data);
     record.data = undefined;
-    this.queue.push(record);
-    if (!this.scheduled) this.scheduleTurn();
   }
 
   /**
@@ -267,9 +272,7 @@ export class SegmentLog {
    */
   place(record: LogRecord, data: Uint8Array | ArrayBuffer): void {
     if (this.failure) throw this.failure;
-    record.length = recordLength(record.labels.length, record.dataLength);
-    this.arena.place(record, data);
-    record.data = undefined;
+    this.intoArena(record, data);
     if (!this.scheduled) this.scheduleTurn();
   }
 
