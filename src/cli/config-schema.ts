@@ -10,7 +10,8 @@ import { STACK_SETTINGS } from '../apps/stack/settings.js';
  *   orders.<setting>          the orders service's settings (orders.ordersAddr, orders.OrdersAddr)
  *   stacks.<stack>.<key>      deploy's stack definitions (nodes, basePort, policy, orders, ...)
  *
- * Any other key is refused (a typo would otherwise sit in the file, read by nothing).
+ * A key in these sections that none of them reads is refused (a typo would otherwise sit in the
+ * file, read by nothing); keys outside them are the user's own (config-set.ts).
  */
 
 export interface KnownKey {
@@ -27,6 +28,11 @@ function lookup(section: KnownKey['section'], key: string): KnownKey | undefined
   if (Object.hasOwn(table, key)) return { spec: table[key]!, section, name: key };
   const found = Object.entries(table).find(([, spec]) => spec.specName === key);
   return found && { spec: found[1], section, name: found[0] };
+}
+
+/** Whether a key lies in a section blobstore reads (node, orders, stacks). */
+export function ownedByBlobstore(segments: readonly string[]): boolean {
+  return segments[0] === 'node' || segments[0] === 'orders' || segments[0] === 'stacks';
 }
 
 export function knownKey(segments: readonly string[]): KnownKey | undefined {

@@ -2,20 +2,21 @@ import type { Command } from 'commander';
 import { ConfigError, coerce } from '../config/load.js';
 import { configFilePath } from '../config/paths.js';
 import { keySegments, setPath, updateConfigFile } from './config-file.js';
-import { knownKey, knownKeysText } from './config-schema.js';
+import { knownKey, knownKeysText, ownedByBlobstore } from './config-schema.js';
 import { usageError } from './errors.js';
 import { print } from './output.js';
 
 /**
  * `blobstore config set <key> --value <v>`: one key of the config file the node, the orders service
- * and deploy read ($BLOBSTORE_CONFIG, else $XDG_CONFIG_HOME/blobstore/config.json). Only known
- * keys (config-schema.ts) are stored, typed and validated like the settings themselves; objects on
- * the way are created. The file is replaced atomically under a lock (config-file.ts).
+ * and deploy read ($BLOBSTORE_CONFIG, else $XDG_CONFIG_HOME/blobstore/config.json). Keys of their
+ * sections (config-schema.ts) are typed and validated like the settings themselves; other keys are
+ * the user's and are stored as given. Objects on the way are created. The file is replaced
+ * atomically under a lock (config-file.ts).
  */
 export function registerConfigSet(config: Command): void {
   config
     .command('set')
-    .description('store one key of the config file, typed and validated (node.*, orders.*, stacks.<name>.*)')
+    .description('store one key of the config file (node.*, orders.*, stacks.<name>.* typed and validated; any other key as given)')
     .argument('<key>', 'dot-notation key, e.g. node.listMaxLimit or stacks.dev.nodes')
     .requiredOption('--value <value>', 'value to store (numbers and booleans keep their type)')
     .addHelpText('after', `
@@ -24,10 +25,15 @@ Examples:
   blobstore config set stacks.prod.nodes --value 5
   blobstore config set orders.OrdersAddr --value 127.0.0.1:9000
 
-An unknown key is refused (exit 2) with the list of known keys.`)
+  blobstore config set cache.size --value 42
+
+Keys under node., orders. and stacks.<name>. are blobstore's: an unknown one is refused (exit 2)
+with the list of known keys, and values are typed and validated. Any other dot-notation key is
+stored as the string given.`)
     .action(async (key: string, opts: { value: string }) => {
       const path = configFilePath();
-      const { segments, value } = parseAssignment(key, opts.value);
+      const { segments, value, note } = parseAssignment(key, opts.value);
+      if (note) process.stderr.write(`blobstore: ${note}\n`);
       await updateConfigFile(path, (file) => {
         setPath(file, segments, value);
         return true;
@@ -36,9 +42,17 @@ An unknown key is refused (exit 2) with the list of known keys.`)
     });
 }
 
-/** Validates key and value before any file is touched (usage errors, exit 2). */
-export function parseAssignment(key: string, raw: string): { segments: string[]; value: unknown } {
+/**
+ * Validates key and value before any file is touched (usage errors, exit 2). A key of the node's,
+ * the orders service's or deploy's sections must be one they read (a typo there would sit in the
+ * file, read by nothing); any other dot-notation key is the user's own and is stored as the string
+ * given (`note` says so).
+ */
+export function parseAssignment(key: string, raw: string): { segments: string[]; value: unknown; note?: string } {
   const segments = keySegments(key);
+  if (!ownedByBlobstore(segments)) {
+    return { segments, value: raw, note: `${key} is not a blobstore setting: stored as the string given` };
+  }
   const known = knownKey(segments);
   if (!known) throw usageError(`unknown key "${key}"; ${knownKeysText()}`);
   try {
