@@ -1,18 +1,29 @@
 import { invalidArgument } from '../errors/errors.js';
 import { ID_BYTES } from '../hash/blake3.js';
 
-const HEX_ID = /^[0-9a-fA-F]{32}$/;
+/** Variant B's id: lower-case hex only (the interface spec), as every answer writes it. */
+export const LOWER_HEX_ID = /^[0-9a-f]{32}$/;
+/** Variant A reads hex in either case (besides base64). */
+export const HEX_ID = /^[0-9a-fA-F]{32}$/;
 
-/**
- * Parses a variant-B path id (exactly 32 hex characters) into 16 bytes. Hex is case-insensitive:
- * `AB` and `ab` name the same byte, so an upper-case id is the same id (answers are lower case).
- */
+/** Parses a variant-B path id (exactly 32 lower-case hex characters) into 16 bytes. */
 export function parseBlobId(text: string | undefined): Buffer {
   if (text === undefined || text === '') throw invalidArgument('invalid blob ID: missing or empty');
-  if (!HEX_ID.test(text)) {
-    throw invalidArgument(`invalid blob ID ${JSON.stringify(text.slice(0, 80))}: expected 32 hex characters (16 bytes)`);
+  if (!LOWER_HEX_ID.test(text)) {
+    throw invalidArgument(`invalid blob ID ${JSON.stringify(text.slice(0, 80))}: expected 32 lower-case hex characters (16 bytes)`);
   }
   return Buffer.from(text, 'hex');
+}
+
+/**
+ * A list prefix in variant B: lower-case hex, at most an id long (ids are read the same way);
+ * variant A also takes upper case (read as lower case).
+ */
+export function parseIdPrefix(text: string, lowerCaseOnly: boolean): string {
+  if (text.length > 32 || !(lowerCaseOnly ? /^[0-9a-f]*$/ : /^[0-9a-fA-F]*$/).test(text)) {
+    throw invalidArgument(`invalid prefix ${JSON.stringify(text.slice(0, 80))}: expected up to 32 ${lowerCaseOnly ? 'lower-case ' : ''}hex characters`);
+  }
+  return text.toLowerCase();
 }
 
 export function formatBlobId(id: Uint8Array): string {
