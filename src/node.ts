@@ -4,6 +4,7 @@
  * exit 0.
  */
 import type { Gate } from './auth/gate.js';
+import { resolveClusterSecret } from './auth/cluster-secret.js';
 import { startAuth } from './auth/tokens.js';
 import { ConfigError } from './config/load.js';
 import { SETTINGS, type NodeConfig } from './config/settings.js';
@@ -53,6 +54,13 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const layout = opsLayout(config.metricsAddr);
   const metrics = layout.kind === 'off' ? undefined : new NodeMetrics({ nodeId: config.nodeId, dataDir: config.dataDir, healthCheckTimeoutMs: config.healthCheckTimeoutMs, log });
   const engine = await Engine.open(config, metrics ?? NO_RECORDER, log);
+  try {
+    config = { ...config, clusterSecret: resolveClusterSecret(config, log) };
+  } catch (err) {
+    await engine.close();
+    auth.close();
+    throw err;
+  }
   metrics?.attach(engine);
   const service = new BlobService(engine, config, metrics ?? NO_RECORDER);
   // Ports are known once the listeners are bound (before any request for the UI page).

@@ -128,10 +128,8 @@ export class EcWriter {
 
   /** A blob in a file: rows are encoded and sent column by column as each sink drains. */
   private async storeStreamed(source: BlobSource, layout: StripeLayout, targets: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
-    // Columns go over the peers' API listeners (a fraction of grpc-js's CPU per MiB) unless they
-    // would need a user token there (a token file and no cluster secret): then over gRPC.
-    const http = this.config.clusterSecret !== '' || this.config.authTokensFile === '';
-    const viaHttp = new Set(targets.filter((t) => !t.failure && t.grpcAddress !== '' && t.address !== '' && http));
+    // Columns go over the peers' API listeners (a fraction of grpc-js's CPU per MiB).
+    const viaHttp = new Set(targets.filter((t) => !t.failure && t.grpcAddress !== '' && t.address !== ''));
     await this.sendColumns(source, layout, targets.filter((t) => !t.failure), targets, header, (t) => viaHttp.has(t));
     // A peer whose API listener could not take its column at all (refused, no such route) gets
     // it over gRPC: a second pass over the source, for those columns only.

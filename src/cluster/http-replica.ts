@@ -6,7 +6,7 @@
  * Chunked, because this uWS closes a connection whose Content-Length has ten digits (1e9 bytes or
  * more) before any handler runs.
  *
- * A peer that cannot take it this way (no such route, tokens without a cluster secret, its API
+ * A peer that cannot take it this way (no such route, a secret it refuses, its API
  * address unreachable) fails with `unsupported` set, and the sender streams to it over gRPC.
  */
 import { connect, type Socket } from 'node:net';

@@ -89,7 +89,11 @@ export const SETTINGS = {
   },
   clusterSecret: {
     type: 'string', default: () => '', specName: 'ClusterSecret',
-    help: 'shared secret of the cluster\'s nodes (node-to-node calls carry it; calls without it are refused); empty: not checked',
+    help: 'shared secret of the cluster\'s nodes: every node-to-node call carries it, and calls without it are refused. Required (or ClusterSecretFile) when a node with SeedNodes has AuthTokensFile or listens beyond loopback; a node without seeds then makes one in <data-dir>/cluster-secret',
+  },
+  clusterSecretFile: {
+    type: 'string', default: () => '', specName: 'ClusterSecretFile',
+    help: 'a file holding the cluster secret (its first line), instead of ClusterSecret: e.g. a copy of the founding node\'s <data-dir>/cluster-secret',
   },
   offlineAfterMs: { type: 'durationMs', default: () => 15_000, min: 10, help: 'a peer not heard from for this long is offline (the spec: 15 s)' },
   vnodesPerNode: { type: 'int', default: () => 128, min: 1, max: 4096, help: 'virtual nodes per member on the consistent-hash ring' },

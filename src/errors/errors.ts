@@ -35,6 +35,7 @@ export type ErrorKind =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'request_timeout'
+  | 'length_required'
   | 'range_not_satisfiable'
   | 'unavailable'
   | 'insufficient_storage'
@@ -57,6 +58,7 @@ const KINDS: Record<ErrorKind, KindInfo> = {
   already_exists: { status: 409, grpc: GrpcCode.ALREADY_EXISTS, short: 'Conflict' },
   failed_precondition: { status: 412, grpc: GrpcCode.FAILED_PRECONDITION, short: 'Precondition Failed' },
   payload_too_large: { status: 413, grpc: GrpcCode.RESOURCE_EXHAUSTED, short: 'Payload Too Large' },
+  length_required: { status: 411, grpc: GrpcCode.INVALID_ARGUMENT, short: 'Length Required' },
   unsupported_media_type: { status: 415, grpc: GrpcCode.INVALID_ARGUMENT, short: 'Unsupported Media Type' },
   range_not_satisfiable: { status: 416, grpc: GrpcCode.OUT_OF_RANGE, short: 'Range Not Satisfiable' },
   request_timeout: { status: 408, grpc: GrpcCode.DEADLINE_EXCEEDED, short: 'Request Timeout' },

@@ -3,6 +3,7 @@
  * (src/service) and encodes; no storage rule lives here. Errors map through the catalog
  * (status.ts). PutStream is in put-stream.ts.
  */
+import { scopeOf } from '../auth/access.js';
 import type {
   handleClientStreamingCall,
   handleServerStreamingCall,
@@ -98,7 +99,7 @@ export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logge
   const config = service.config;
   const maxGetBytes = Math.max(0, config.grpcMaxMessageBytes - metaReserveBytes(service));
 
-  const put = unary('Put', 'write', async (request: PutRequest): Promise<PutResponse> => {
+  const put = unary('Put', scopeOf('BlobService/Put'), async (request: PutRequest): Promise<PutResponse> => {
     const release = service.admitUpload();
     try {
       const options = { policy: parsePolicy(request.policy), labels: encodeLabels(request.labels, config) };
@@ -109,22 +110,22 @@ export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logge
     }
   });
 
-  const get = unary('Get', 'read', async (request: IdRequest): Promise<GetResponse> => {
+  const get = unary('Get', scopeOf('BlobService/Get'), async (request: IdRequest): Promise<GetResponse> => {
     const { meta, data } = await service.read(blobIdFromBytes(request.id?.id), maxGetBytes);
     return { data, meta: blobMeta(meta) };
   });
 
-  const stat = unary('Stat', 'read', async (request: IdRequest): Promise<StatResponse> => {
+  const stat = unary('Stat', scopeOf('BlobService/Stat'), async (request: IdRequest): Promise<StatResponse> => {
     const meta = await service.stat(blobIdFromBytes(request.id?.id));
     return meta ? { exists: true, meta: blobMeta(meta) } : { exists: false };
   });
 
-  const remove = unary('Delete', 'write', async (request: IdRequest): Promise<DeleteResponse> => {
+  const remove = unary('Delete', scopeOf('BlobService/Delete'), async (request: IdRequest): Promise<DeleteResponse> => {
     await service.delete(blobIdFromBytes(request.id?.id));
     return { deleted: true };
   });
 
-  const list = unary('List', 'read', (request: ListRequest): ListResponse => {
+  const list = unary('List', scopeOf('BlobService/List'), (request: ListRequest): ListResponse => {
     const cursor = request.cursor && request.cursor.length > 0 ? request.cursor.toString('base64url') : undefined;
     // The prefix is of the hex form, which is case-insensitive.
     const page = service.list((request.prefix ?? '').toLowerCase(), cursor, request.limit ?? 0);
@@ -161,7 +162,7 @@ async function streamBlob(service: BlobService, gate: Gate, log: Logger, call: S
   const sender = new ChunkSender(call);
   const maxData = maxChunkData(service.config.grpcMaxMessageBytes);
   try {
-    gate.check(authorization(call.metadata), 'read');
+    gate.check(authorization(call.metadata), scopeOf('BlobService/GetStream'));
     const meta = await service.find(blobIdFromBytes(wellFormed(call.request).id?.id));
     await streamChunks(service, meta, maxData, (part, final) => sender.send(part, final));
     if (!sender.gone) call.end();

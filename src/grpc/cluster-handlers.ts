@@ -3,6 +3,7 @@
  * ClusterApi. A refused heartbeat is an answer, not a failure: HeartbeatResponse with ok false
  * (and `rejoin` for an unknown node), as the spec's HTTP 404 body carries it.
  */
+import { scopeOf } from '../auth/access.js';
 import type * as grpc from '@grpc/grpc-js';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Gate } from '../auth/gate.js';
@@ -20,7 +21,7 @@ export function clusterServiceHandlers(api: ClusterApi, gate: Gate, log: Logger)
     let result: unknown;
     try {
       const secret = call.metadata.get(SECRET_METADATA)[0];
-      if (!api.fromPeer(typeof secret === 'string' ? secret : '')) gate.check(authorization(call.metadata), 'admin');
+      if (!api.fromPeer(typeof secret === 'string' ? secret : '')) gate.check(authorization(call.metadata), scopeOf('ClusterService/*'));
       result = fn(wellFormed(call.request as object | MalformedMessage));
     } catch (err) {
       fail(err);

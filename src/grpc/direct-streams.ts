@@ -13,6 +13,7 @@
  *              written at once; the reader waits only when all FRAMES are still being sent, so a
  *              slow reader holds the node to FRAMES messages (plus the read-ahead)
  */
+import { scopeOf } from '../auth/access.js';
 import type { Gate } from '../auth/gate.js';
 import { blobIdFromBytes } from '../blob/id.js';
 import { ClientGone } from '../errors/client-gone.js';
@@ -177,7 +178,7 @@ async function serveGetStream(
   const maxData = maxChunkData(service.config.grpcMaxMessageBytes);
   const framer = new ChunkFramer(call, maxData);
   try {
-    gate.check(authorization(call.metadata), 'read');
+    gate.check(authorization(call.metadata), scopeOf('BlobService/GetStream'));
     const meta = await service.find(blobIdFromBytes(wellFormed(request!).id?.id));
     await streamChunks(service, meta, maxData, (part, final) => framer.send(part, final));
     call.sendStatus(STATUS_OK);

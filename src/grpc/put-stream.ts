@@ -13,6 +13,7 @@
  * while the disk is behind; a stream that sends nothing for bodyIdleTimeoutMs while not paused is
  * cut with DEADLINE_EXCEEDED.
  */
+import { scopeOf } from '../auth/access.js';
 import type { Metadata, sendUnaryData } from '@grpc/grpc-js';
 import type { Gate } from '../auth/gate.js';
 import { BlobstoreError } from '../errors/errors.js';
@@ -44,7 +45,7 @@ const DATA_TWICE = new MalformedMessage('malformed blobstore.v1.PutChunk: the da
 /** Starts serving a PutStream; undefined when it was answered at once (not allowed, too many uploads). */
 export function handlePutStream(service: BlobService, gate: Gate, log: Logger, call: PutCall, callback: sendUnaryData<PutResponse>): PutStreamCall | undefined {
   try {
-    gate.check(authorization(call.metadata), 'write');
+    gate.check(authorization(call.metadata), scopeOf('BlobService/PutStream'));
   } catch (err) {
     callback(toStatus(err, 'PutStream', log, call.metadata));
     return undefined;

@@ -4,6 +4,7 @@
  * the standard health and reflection services (standard-services.ts).
  * Messages above grpcMaxMessageBytes are refused by grpc-js itself (RESOURCE_EXHAUSTED).
  */
+import { scopeOf } from '../auth/access.js';
 import * as grpc from '@grpc/grpc-js';
 import http2 from 'node:http2';
 import type { Gate } from '../auth/gate.js';
@@ -31,7 +32,7 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
   for (const [name, method] of Object.entries(definition)) {
     const fail = (metadata: grpc.Metadata): grpc.ServerErrorResponse => {
       try {
-        gate?.check(authorization(metadata), 'admin');
+        gate?.check(authorization(metadata), scopeOf('ClusterService/*'));
         throw unimplemented(`${service}.${name} is not implemented yet: it comes with cluster support`);
       } catch (err) {
         return toStatus(err, `${service}.${name}`, log, metadata);

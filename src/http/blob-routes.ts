@@ -2,8 +2,10 @@
  * Blob routes of both variants: decode the request, call the BlobService, encode the answer with
  * the node's Wire. No storage rule lives here. Every route asks the auth gate first.
  */
+import { scopeOf } from '../auth/access.js';
 import type { Scope, Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
+import { LOWER_HEX_ID, parseIdPrefix } from '../blob/id.js';
 import { ClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, invalidArgument, notFound, payloadTooLarge } from '../errors/errors.js';
 import type { BlobMeta, PutResult } from '../blob/meta.js';
@@ -24,6 +26,14 @@ import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
 import { SmallStores } from './small-store.js';
 import { type Ticks, ticks } from '../metrics/clock.js';
+
+// The scopes of these routes (src/auth/access.ts).
+const STORE = scopeOf('POST /v1/blobs');
+const READ_BLOB = scopeOf('GET /v1/blobs/:id');
+const HEAD_BLOB = scopeOf('HEAD /v1/blobs/:id');
+const STAT = scopeOf('GET /v1/blobs/:id/stat');
+const DELETE = scopeOf('DELETE /v1/blobs/:id');
+const LIST = scopeOf('GET /v1/blobs');
 
 /** A JSON store carries its labels in the body. */
 const NO_LABELS = Buffer.alloc(0);
@@ -115,7 +125,7 @@ export class BlobRoutes {
     let length: number | undefined;
     let chunked: boolean;
     try {
-      this.authorize(req, 'write');
+      this.authorize(req, STORE);
       kind = bodyKind(req.getHeader(CONTENT_TYPE));
       policyHeader = req.getHeader(X_BLOBSTORE_POLICY);
       policy = parsePolicy(policyHeader);
@@ -156,7 +166,7 @@ export class BlobRoutes {
   /** A store refused before its body is read: answered, the body still read and dropped so the client gets to read the answer. */
   private refuseStore(res: HttpResponse, err: unknown, x: Exchange = newExchange(res, this.wire, this.log)): void {
     this.service.recordFailure('put', err);
-    res.onData(() => undefined);
+    this.intake.drop(x);
     sendError(x, err, 'drain');
   }
 
@@ -184,7 +194,7 @@ export class BlobRoutes {
     const start = ticks();
     let found: Located | Promise<Located>;
     try {
-      this.authorize(req, 'read');
+      this.authorize(req, READ_BLOB);
       if (!head && this.answerCached(res, req, start)) return;
       found = this.service.locate(this.wire.parseId(req.getParameter(0)));
       // A small blob stored here is read, verified and answered right here: no await, no abort handler.
@@ -235,8 +245,9 @@ export class BlobRoutes {
   private answerCached(res: HttpResponse, req: HttpRequest, start: Ticks): boolean {
     if (this.wire.variant !== 'b') return false;
     const text = req.getParameter(0);
-    // Buffer.write stops at the first character that is not hex: 16 bytes means a valid id.
-    if (text === undefined || text.length !== 32 || this.idScratch.write(text, 'hex') !== 16) return false;
+    // Any other spelling goes the long way, to its 400 (variant B ids are lower-case hex only).
+    if (text === undefined || !LOWER_HEX_ID.test(text)) return false;
+    this.idScratch.write(text, 'hex');
     const rec = this.service.cachedLocal(this.idScratch);
     if (rec === undefined || req.getHeader(IF_NONE_MATCH) !== '' || req.getHeader(RANGE) !== '') return false;
     res.writeStatus(rec.answerHead ?? (rec.answerHead = answerHeadOf(rec)));
@@ -350,7 +361,7 @@ export class BlobRoutes {
     let id: Buffer;
     let found: Located | Promise<Located | undefined> | undefined;
     try {
-      this.authorize(req, 'read');
+      this.authorize(req, HEAD_BLOB);
       id = this.wire.parseId(req.getParameter(0));
       found = this.service.statLocal(id) ?? this.service.stat(id);
     } catch (err) {
@@ -384,7 +395,7 @@ export class BlobRoutes {
     const x = newExchange(res, this.wire, this.log, head);
     let id: Buffer;
     try {
-      this.authorize(req, 'read');
+      this.authorize(req, STAT);
       id = this.wire.parseId(req.getParameter(0));
     } catch (err) {
       this.service.recordFailure('stat', err);
@@ -403,7 +414,7 @@ export class BlobRoutes {
     const x = newExchange(res, this.wire, this.log);
     let id: Buffer;
     try {
-      this.authorize(req, 'write');
+      this.authorize(req, DELETE);
       id = this.wire.parseId(req.getParameter(0));
     } catch (err) {
       this.service.recordFailure('delete', err);
@@ -415,11 +426,11 @@ export class BlobRoutes {
   readonly list = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
     const x = newExchange(res, this.wire, this.log, head);
     try {
-      this.authorize(req, 'read');
+      this.authorize(req, LIST);
       const limit = this.parseLimit(req.getQuery('limit') ?? '');
       const cursor = req.getQuery('cursor') ?? '';
-      // Ids are hex, and hex is case-insensitive: an upper-case prefix lists the same ids.
-      const prefix = (req.getQuery('prefix') ?? '').toLowerCase();
+      // The prefix of the ids' hex form, read as ids are (variant B: lower case only).
+      const prefix = parseIdPrefix(req.getQuery('prefix') ?? '', this.wire.variant === 'b');
       const page = this.service.list(prefix, cursor === '' ? undefined : cursor, limit);
       sendJson(x, 200, this.wire.listBody(page));
     } catch (err) {

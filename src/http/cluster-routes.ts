@@ -4,6 +4,7 @@
  * `X-Blobstore-Cluster-Secret`; anyone else needs a token with the admin scope. Bodies are small
  * JSON objects (at most clusterBodyMaxBytes). Variant A writes int64 fields as strings (protojson).
  */
+import { scopeOf } from '../auth/access.js';
 import { type ClusterApi, HeartbeatDenied } from '../cluster/cluster-api.js';
 import { invalidArgument, payloadTooLarge } from '../errors/errors.js';
 import type { Gate } from '../auth/gate.js';
@@ -33,7 +34,7 @@ export class ClusterRoutes {
 
   private authorize(req: HttpRequest): void {
     if (this.api.fromPeer(req.getHeader('x-blobstore-cluster-secret'))) return;
-    if (this.gate.enabled) this.gate.check(req.getHeader('authorization'), 'admin');
+    if (this.gate.enabled) this.gate.check(req.getHeader('authorization'), scopeOf('POST /v1/cluster/join'));
   }
 
   /** A POST route: the JSON body is read (bounded), then `handle` answers it. */

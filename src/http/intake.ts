@@ -7,7 +7,7 @@
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
-import { type Exchange, sendError } from './reply.js';
+import { bodyEnded, type Exchange, sendError } from './reply.js';
 import type { HttpRequest } from './uws.js';
 import type { Ticks } from '../metrics/clock.js';
 import { TRANSFER_ENCODING } from './header-names.js';
@@ -76,6 +76,8 @@ export class Intake {
         x.onAbort = undefined;
         cut();
         sendError(x, err, 'now');
+        // A chunked request's answer waits for the body's end: this is its end.
+        bodyEnded(x);
       },
     };
     const finish = this.begin(entry, release);
@@ -85,8 +87,9 @@ export class Intake {
     };
     x.onAbort = cut;
     let empty = true;
+    let answered: Receiving | undefined;
     x.res.onData((ab, isLast) => {
-      if (x.done || x.aborted) return;
+      if (x.done || x.aborted) return this.dropped(x, isLast, answered);
       // Set before the last piece is taken: a pause it causes is never resumed (reply.ts flowOf).
       if (isLast) x.bodyDone = true;
       empty &&= ab.byteLength === 0;
@@ -97,6 +100,7 @@ export class Intake {
         x.onAbort = undefined;
         cut();
         if (client) this.service.recordFailure('put', err);
+        answered = this.awaitBodyEnd(x);
         // Once the body is in, nothing is left to drain: close, so a misread tail is never read as a request.
         return sendError(x, err, isLast ? 'now' : 'drain');
       }
@@ -106,6 +110,32 @@ export class Intake {
       x.onAbort = () => void sink.discard();
       void complete().finally(finish);
     });
+  }
+
+  /**
+   * The body of a request answered before it was read: read and dropped (the answer says
+   * `Connection: close`), so that a client still writing reads the answer rather than a reset.
+   * A chunked request's answer waits for the body's end (reply.ts) or for it to go quiet.
+   */
+  drop(x: Exchange): void {
+    const watch = this.awaitBodyEnd(x);
+    x.res.onData((_chunk, isLast) => this.dropped(x, isLast, watch));
+  }
+
+  private dropped(x: Exchange, isLast: boolean, watch: Receiving | undefined): void {
+    x.bodyActivityMs = Date.now();
+    if (!isLast) return;
+    if (watch) this.receiving.delete(watch);
+    bodyEnded(x);
+  }
+
+  /** Watches the rest of a chunked body, answered early, for idleness (the sweep then lets the answer go). */
+  private awaitBodyEnd(x: Exchange): Receiving | undefined {
+    if (!x.chunked || x.bodyDone) return undefined;
+    x.bodyActivityMs = Date.now();
+    const watch: Receiving = { lastActivityMs: () => x.bodyActivityMs, expire: () => bodyEnded(x) };
+    this.receiving.add(watch);
+    return watch;
   }
 
   /**

@@ -15,12 +15,11 @@
  *
  * Local copies only (a peer never asks on our behalf), verified chunk by chunk as every read; one
  * `Range: bytes=a-b` (206). A chunk that fails its checksum after the first byte cuts the
- * connection, so the peer sees a short body, never wrong bytes. Access as InternalService's: with
- * a cluster secret, the peer's `X-Blobstore-Cluster-Secret` must match; without one, a token with
- * the read scope when tokens are configured (peers have none: they use gRPC then), else open.
+ * connection, so the peer sees a short body, never wrong bytes. Access as InternalService's: the
+ * peer's `X-Blobstore-Cluster-Secret` must match the cluster secret; no user token opens it (a node
+ * runs without a secret only on loopback without tokens: src/auth/cluster-secret.ts).
  * Not counted as client reads in the metrics (the peer's read is).
  */
-import type { Gate } from '../auth/gate.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { SECRET_METADATA } from '../cluster/peers.js';
 import { parseBlobId } from '../blob/id.js';
@@ -49,7 +48,6 @@ export const INTERNAL_REPLICA_PATH = '/internal/v1/replicas/';
 export class InternalRoutes {
   constructor(
     private readonly cluster: () => Cluster | undefined,
-    private readonly gate: Gate,
     private readonly intake: Intake,
     private readonly wire: Wire,
     private readonly log: Logger,
@@ -109,14 +107,14 @@ export class InternalRoutes {
       }, cluster.config);
       if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(header.id) !== undefined) {
         // A user deleted the blob here: repair does not bring a column of it back.
-        res.onData(() => undefined);
+        this.intake.drop(x);
         return sendJson(x, 200, '{"created":false,"declined":true}', undefined, 'drain');
       }
       release = this.intake.admit();
       body = new ColumnBody(new ColumnWriter(cluster.store, cluster.config, header, columnBytes), columnBytes, cluster.store.pool, flowOf(x));
     } catch (err) {
       release();
-      res.onData(() => undefined);
+      this.intake.drop(x);
       return sendError(x, err, 'drain');
     }
     this.intake.receive(x, body, release, start, isChunked(req), async () => {
@@ -148,7 +146,7 @@ export class InternalRoutes {
       }, cluster.config);
       if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(meta.id) !== undefined) {
         // A user deleted it here: repair does not bring it back.
-        res.onData(() => undefined);
+        this.intake.drop(x);
         return sendJson(x, 200, '{"created":false}', undefined, 'drain');
       }
       cluster.store.checkSpace(meta.size);
@@ -156,7 +154,7 @@ export class InternalRoutes {
       writer = new BlobWriter(flowOf(x), cluster.store, replicaCommitter(cluster.store, cluster.config, meta), cluster.config, undefined, meta.size, true);
     } catch (err) {
       release();
-      res.onData(() => undefined);
+      this.intake.drop(x);
       return sendError(x, err, 'drain');
     }
     const target = { policy: meta.policy, labels: meta.labels };
@@ -174,11 +172,8 @@ export class InternalRoutes {
   private authorize(req: HttpRequest): Cluster {
     const cluster = this.cluster();
     if (!cluster) throw new BlobstoreError('unavailable', 'the cluster side of this node is starting', { headers: { 'Retry-After': '1' } });
-    if (cluster.config.clusterSecret !== '') {
-      if (!cluster.secretMatches(req.getHeader(SECRET_METADATA))) throw new BlobstoreError('unauthenticated', 'node-to-node call without the cluster secret');
-    } else if (this.gate.enabled) {
-      this.gate.check(req.getHeader('authorization'), 'read');
-    }
+    // User tokens never open these routes (src/auth/cluster-secret.ts).
+    if (!cluster.secretMatches(req.getHeader(SECRET_METADATA))) throw new BlobstoreError('unauthenticated', 'node-to-node call without the cluster secret');
     return cluster;
   }
 

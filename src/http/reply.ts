@@ -32,6 +32,15 @@ export interface Exchange {
   bodyDone: boolean;
   /** The body is paused (flowOf); an answer resumes it, so the connection reads its next request. */
   paused: boolean;
+  /**
+   * The request came chunked (framing.ts): its answer closes the connection, and is never written
+   * while uWS could still read a request after it. An answer given before the body is in is held
+   * until the body ends or goes quiet (Intake.drop), so that a client still writing reads it.
+   */
+  chunked: boolean;
+  held: Answer | undefined;
+  /** Date.now() of the last body bytes read after the answer was given (Intake.drop). */
+  bodyActivityMs: number;
 }
 
 /** A whole answer of a known body (not an Exchange's: written at once, no abort handling). */
@@ -68,6 +77,7 @@ export function writeAnswer(res: HttpResponse, a: Answer, head = false, close: C
 export function sendJson(x: Exchange, status: number, body: string, headers?: Readonly<Record<string, string>>, close: Close = 'keep'): void {
   if (x.aborted || x.done) return;
   x.done = true;
+  if (x.chunked) return answerChunked(x, { status, contentType: 'application/json', body, headers });
   if (x.paused) {
     // Left paused once its body was in (flowOf): resumed with the answer, or a kept-alive
     // connection would never read its next request.
@@ -75,6 +85,52 @@ export function sendJson(x: Exchange, status: number, body: string, headers?: Re
     x.res.resume();
   }
   writeAnswer(x.res, { status, contentType: 'application/json', body, headers }, x.head, close);
+}
+
+/** Responses whose request came chunked (framing.ts): their answer ends the connection. */
+const chunkedRequests = new WeakSet<HttpResponse>();
+
+/** The framing check saw `res`'s request come chunked. */
+export function markChunked(res: HttpResponse): void {
+  chunkedRequests.add(res);
+}
+
+/** Whether `res` answers a chunked request: its answer goes through answerLast once the body is in. */
+export const answersChunked = (res: HttpResponse): boolean => chunkedRequests.has(res);
+
+/**
+ * Writes `a` with `Connection: close` once uWS has finished parsing what it read (framing.ts),
+ * unless the client went away or uWS closed the connection for a request that came after this one.
+ */
+export function answerLast(res: HttpResponse, a: Answer, isAborted: () => boolean): void {
+  setImmediate(() => {
+    if (isAborted()) return;
+    res.cork(() => {
+      res.writeStatus(statusLine(a.status)).writeHeader('Content-Type', a.contentType);
+      if (a.headers) for (const key in a.headers) res.writeHeader(key, a.headers[key]!);
+      res.end(a.body, true);
+    });
+  });
+}
+
+/** The answer to a chunked request: once its body is in (bodyEnded), closing the connection. */
+function answerChunked(x: Exchange, a: Answer): void {
+  if (x.bodyDone) return answerLast(x.res, a, () => x.aborted);
+  x.held = a;
+  if (x.paused) {
+    // Read on to the body's end, where the answer goes.
+    x.paused = false;
+    x.res.resume();
+  }
+}
+
+/** The body's last byte is in (or it went quiet): an answer held for it goes out. */
+export function bodyEnded(x: Exchange): void {
+  x.bodyDone = true;
+  const held = x.held;
+  if (held === undefined) return;
+  x.held = undefined;
+  answerLast(x.res, held, () => x.aborted);
 }
 
 /** The error body of a variant (`'a'`, `'b'` or its Wire); variant B when not given. */
@@ -131,7 +187,9 @@ export function flowOf(x: Exchange): { pause(): void; resume(): void } {
 }
 
 export function newExchange(res: HttpResponse, wire: Wire, log: Logger, head = false): Exchange {
-  const x: Exchange = { res, aborted: false, done: false, onAbort: undefined, wire, log, head, bodyDone: false, paused: false };
+  const x: Exchange = {
+    res, aborted: false, done: false, onAbort: undefined, wire, log, head, bodyDone: false, paused: false, chunked: answersChunked(res), held: undefined, bodyActivityMs: 0,
+  };
   res.onAborted(() => {
     x.aborted = true;
     x.onAbort?.();

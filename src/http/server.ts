@@ -3,7 +3,8 @@
  * known /v1 path with a method it lacks answers 501 and an unknown path 404. Every /v1 route
  * asks the auth gate first; /healthz stays open.
  */
-import { type Gate, OPEN_GATE } from '../auth/gate.js';
+import { type HttpRoute, scopeOf } from '../auth/access.js';
+import { type Gate, OPEN_GATE, type Scope } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
 import type { Logger } from '../log/logger.js';
 import { parseHostPort } from '../config/units.js';
@@ -16,7 +17,7 @@ import { ClusterRoutes } from './cluster-routes.js';
 import { INTERNAL_BLOB_PATH, INTERNAL_REPLICA_PATH, InternalRoutes } from './internal-routes.js';
 import { INTERNAL_SHARD_PATH } from '../cluster/http-column.js';
 import { Intake } from './intake.js';
-import { writeAnswer, writeError } from './reply.js';
+import { errorAnswer, writeAnswer, writeError } from './reply.js';
 import { Router } from './router.js';
 import { StreamRoutes } from './stream-routes.js';
 import { listenExclusive, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from './uws.js';
@@ -61,36 +62,36 @@ export class ApiServer {
     const s = new StreamRoutes(service, config, r, this.intake);
     const c = new ClusterRoutes(options.cluster ?? new ClusterApi(() => undefined, false), this.gate, this.wire, log);
     // grpc-gateway's answer for a method a known path lacks: 501 "Method Not Allowed".
-    const unimplemented = (scope: 'read' | 'admin', message = 'Method Not Allowed') => (res: HttpResponse, req: HttpRequest) =>
-      this.unimplemented(res, req, scope, message);
+    const unimplemented = (route: HttpRoute) => (res: HttpResponse, req: HttpRequest) =>
+      this.unimplemented(res, req, scopeOf(route), 'Method Not Allowed');
     // Every GET route answers HEAD as well (router.ts); in variant B, HEAD /v1/blobs/{id} is the
     // spec's metadata answer instead.
-    const routes = new Router(uws.App())
-      .post('/v1/blobs', r.store)
-      .put('/v1/blobs', r.store)
+    const routes = new Router(uws.App(), (err) => errorAnswer(err, this.wire, log))
+      .post('/v1/blobs', r.store, 'stream')
+      .put('/v1/blobs', r.store, 'stream')
       .get('/v1/blobs', r.list)
-      .any('/v1/blobs', unimplemented('read'))
-      .post('/v1/blobs/stream', s.putStream)
-      .any('/v1/blobs/stream', unimplemented('read'))
+      .any('/v1/blobs', unimplemented('ANY /v1/blobs'))
+      // GET, HEAD and DELETE /v1/blobs/stream fall to /v1/blobs/:id: "stream" is not an id (400).
+      .post('/v1/blobs/stream', s.putStream, 'stream')
       .get('/v1/blobs/:id', r.get, this.wire.variant === 'b' ? r.head : undefined)
       .del('/v1/blobs/:id', r.delete)
-      .any('/v1/blobs/:id', unimplemented('read'))
+      .any('/v1/blobs/:id', unimplemented('ANY /v1/blobs/:id'))
       .get('/v1/blobs/:id/stream', s.getStream)
-      .any('/v1/blobs/:id/stream', unimplemented('read'))
+      .any('/v1/blobs/:id/stream', unimplemented('ANY /v1/blobs/:id/stream'))
       .get('/v1/blobs/:id/stat', r.stat)
-      .any('/v1/blobs/:id/stat', unimplemented('read'))
+      .any('/v1/blobs/:id/stat', unimplemented('ANY /v1/blobs/:id/stat'))
       .post('/v1/cluster/join', c.join)
       .post('/v1/cluster/leave', c.leave)
       .post('/v1/cluster/heartbeat', c.heartbeat)
       .post('/v1/cluster/sync-ring', c.syncRing)
       .post('/v1/cluster/repair', c.repair)
       .get('/v1/cluster/state', c.state)
-      .any('/v1/cluster/*', unimplemented('admin'))
+      .any('/v1/cluster/*', unimplemented('ANY /v1/cluster/*'))
       .get('/healthz', (res, _req, head) => this.healthz(res, head));
     if (options.internal) {
-      const internal = new InternalRoutes(options.internal, this.gate, this.intake, this.wire, log);
-      routes.get(`${INTERNAL_BLOB_PATH}:id`, internal.get).put(`${INTERNAL_REPLICA_PATH}:id`, internal.putReplica)
-        .get(`${INTERNAL_SHARD_PATH}:id/:index`, internal.getShard).put(`${INTERNAL_SHARD_PATH}:id/:index`, internal.putShard);
+      const internal = new InternalRoutes(options.internal, this.intake, this.wire, log);
+      routes.get(`${INTERNAL_BLOB_PATH}:id`, internal.get).put(`${INTERNAL_REPLICA_PATH}:id`, internal.putReplica, 'stream')
+        .get(`${INTERNAL_SHARD_PATH}:id/:index`, internal.getShard).put(`${INTERNAL_SHARD_PATH}:id/:index`, internal.putShard, 'stream');
     }
     options.mount?.(routes);
     // The message names the path only: HEAD must answer what GET does, to the byte.
@@ -106,7 +107,7 @@ export class ApiServer {
     writeError(res, err, this.wire, this.log, head);
   }
 
-  private unimplemented(res: HttpResponse, req: HttpRequest, scope: 'read' | 'admin', message: string): void {
+  private unimplemented(res: HttpResponse, req: HttpRequest, scope: Scope, message: string): void {
     try {
       if (this.gate.enabled) this.gate.check(req.getHeader('authorization'), scope);
     } catch (err) {

@@ -6,7 +6,8 @@
  */
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument, payloadTooLarge, toBlobstoreError as toError } from '../errors/errors.js';
-import { blobIdFromBytes } from '../blob/id.js';
+import { scopeOf } from '../auth/access.js';
+import { blobIdFromBytes, HEX_ID, LOWER_HEX_ID } from '../blob/id.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { Located } from '../service/blob-service.js';
 import type { Logger } from '../log/logger.js';
@@ -56,7 +57,7 @@ export class StreamRoutes {
     this.log = blobs.log;
   }
 
-  /** A chunk's id: variant A's {id: base64} object, or a string (hex or base64). */
+  /** A chunk's id: variant A's {id: base64} object, or a string (hex, lower case in variant B; or base64). */
   private chunkId(value: unknown): Buffer | undefined {
     if (value === undefined || value === null || value === '') return undefined;
     if (typeof value === 'object' && !Array.isArray(value)) {
@@ -66,7 +67,7 @@ export class StreamRoutes {
       return blobIdFromBytes(decodeBase64(inner, '"id.id"'));
     }
     if (typeof value !== 'string') throw invalidArgument('invalid blob ID: "id" must be a string or {"id": base64}');
-    return /^[0-9a-fA-F]{32}$/.test(value) ? Buffer.from(value, 'hex') : blobIdFromBytes(decodeBase64(value, '"id"'));
+    return (this.wire.variant === 'b' ? LOWER_HEX_ID : HEX_ID).test(value) ? Buffer.from(value, 'hex') : blobIdFromBytes(decodeBase64(value, '"id"'));
   }
 
   private applyLine(stream: PutStream, parser: PutChunkParser, line: Uint8Array): void {
@@ -83,7 +84,7 @@ export class StreamRoutes {
     let stream: PutStream;
     let release = (): void => undefined;
     try {
-      this.blobs.authorize(req, 'write');
+      this.blobs.authorize(req, scopeOf('POST /v1/blobs/stream'));
       const length = contentLengthOf(req.getHeader('content-length'));
       // base64 carries 3 bytes in 4 characters, plus a little framing per message.
       const limit = Math.ceil(this.config.maxBlobBytes / 3) * 4 + 64 * 1024 * 1024;
@@ -93,7 +94,7 @@ export class StreamRoutes {
     } catch (err) {
       release();
       this.service.recordFailure('put', err);
-      res.onData(() => undefined);
+      this.intake.drop(x);
       return sendError(x, err, 'drain');
     }
     const lines = new LineSplitter(this.config.maxJsonBodyBytes);
@@ -126,7 +127,7 @@ export class StreamRoutes {
   readonly getStream = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
     let found: Promise<Located>;
     try {
-      this.blobs.authorize(req, 'read');
+      this.blobs.authorize(req, scopeOf('GET /v1/blobs/:id/stream'));
       found = this.service.find(this.wire.parseId(req.getParameter(0)));
     } catch (err) {
       this.service.recordFailure('get', err);

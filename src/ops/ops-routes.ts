@@ -12,6 +12,7 @@
  * HEAD answers as GET does, without the body (RFC 9110). Any other method on these paths answers
  * 405 with `Allow: GET, HEAD`; `/metrics/` is an unknown path.
  */
+import { scopeOf } from '../auth/access.js';
 import { Registry } from 'prom-client';
 import type { Gate } from '../auth/gate.js';
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
@@ -77,7 +78,7 @@ export function registerOpsRoutes(router: Router, ctx: OpsContext): Router {
   /** The gate's verdict: undefined to go on, else the 401/403 answer already sent. */
   const denied = (res: HttpResponse, req: HttpRequest, head: boolean): boolean => {
     try {
-      gate.check(req.getHeader('authorization'), 'read');
+      gate.check(req.getHeader('authorization'), scopeOf('GET /metrics'));
       return false;
     } catch (err) {
       writeError(res, err, wire, log, head);

@@ -5,7 +5,7 @@
  */
 import { parseHostPort } from '../config/units.js';
 import { notFound } from '../errors/errors.js';
-import { writeAnswer, writeError } from '../http/reply.js';
+import { errorAnswer, writeAnswer, writeError } from '../http/reply.js';
 import { wireOf } from '../http/wire.js';
 import { Router } from '../http/router.js';
 import { listenExclusive, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
@@ -49,10 +49,12 @@ export class OpsServer {
   private socket: us_listen_socket | undefined;
 
   constructor(ctx: OpsContext) {
-    this.app = registerOpsRoutes(new Router(uws.App()), ctx).app;
-    this.app.any('/*', (res, req) => {
-      writeError(res, notFound(`no route for ${req.getUrl().slice(0, 200)}`), wireOf(ctx.variant === 'a' ? 'a' : 'b'), ctx.log, req.getMethod() === 'head');
+    const wire = wireOf(ctx.variant === 'a' ? 'a' : 'b');
+    const routes = registerOpsRoutes(new Router(uws.App(), (err) => errorAnswer(err, wire, ctx.log)), ctx);
+    routes.any('/*', (res, req) => {
+      writeError(res, notFound(`no route for ${req.getUrl().slice(0, 200)}`), wire, ctx.log, req.getMethod() === 'head');
     });
+    this.app = routes.app;
   }
 
   /** Listens on host:port (port 0 picks a free one) and returns the bound port. */

@@ -10,7 +10,8 @@ import { type AuthNode, CREDS, type Cred, expectNoTokenIn, passes, required, sta
  * Bearer authentication over gRPC: the token travels as `authorization: Bearer <token>` metadata,
  * with the HTTP outcomes: UNAUTHENTICATED (16) without a valid token, PERMISSION_DENIED (7)
  * without the scope. BlobService reads need read, writes write; ClusterService admin (past the
- * gate it answers as a one-node cluster does). InternalService takes no user token.
+ * gate it answers as a one-node cluster does). InternalService takes no user token:
+ * without the cluster secret (the node made one in its data dir) every call is refused.
  * The client is built here from the .proto files with proto-loader, independent of the server's.
  */
 
@@ -129,10 +130,14 @@ describe('metadata', () => {
     expect((await unary('BlobService', 'List', {}, md(TOKENS.read))).code).toBe(16);
   });
 
-  it('InternalService takes no user token (it is not UNAUTHENTICATED without one)', async () => {
-    const r = await unary('InternalService', 'DeleteInternal', {}, new grpc.Metadata());
-    expect(r.code).not.toBe(16);
-    expect(r.code).not.toBe(7);
+  it('InternalService takes no user token: without the cluster secret every call is UNAUTHENTICATED, an admin token too', async () => {
+    for (const [method, request] of [['DeleteInternal', { id: { id: storedId } }], ['StatBlob', { id: { id: storedId } }], ['HaveBlobs', { ids: [storedId] }]] as const) {
+      for (const md of [new grpc.Metadata(), metadata('admin'), metadata('write')]) {
+        expect((await unary('InternalService', method, request, md)).code, method).toBe(16);
+      }
+    }
+    // The blob is still there for the admin token.
+    expect((await unary('BlobService', 'Stat', { id: { id: storedId } }, metadata('admin'))).code).toBe(0);
   });
 });
 

@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeRequest, fetchable, type FuzzRequest, MALFORMED_FRAMINGS, malformedTarget, serialize, UWS_METHODS } from './generators.js';
+import { chunkedRefused, describeRequest, fetchable, type FuzzRequest, MALFORMED_FRAMINGS, malformedTarget, serialize, UWS_METHODS } from './generators.js';
 import { type Surface, verdict } from './harness.js';
 import { fetchExchange, type Outcome, rawExchange } from './http-client.js';
 
@@ -34,8 +34,9 @@ export async function servesVariantA(url: string): Promise<boolean> {
  */
 const MALFORMED_WAIT_MS = 1500;
 
+/** A refused HEAD is closed without an answer (src/http/framing.ts: uWS cannot end a HEAD answer and close). */
 const isMalformed = (req: FuzzRequest): boolean =>
-  MALFORMED_FRAMINGS.has(req.framing) || !UWS_METHODS.includes(req.method) || malformedTarget(req.target);
+  MALFORMED_FRAMINGS.has(req.framing) || !UWS_METHODS.includes(req.method) || malformedTarget(req.target) || (req.method === 'HEAD' && chunkedRefused(req));
 
 /** Where requests go: a node's API port, or another listener of it. */
 export interface Listener {

@@ -28,6 +28,17 @@ export const MALFORMED_FRAMINGS: ReadonlySet<Framing> = new Set(['chunked-bad', 
 /** Framings that leave the body waiting: the answer may take the body idle timeout. */
 export const STALLING_FRAMINGS: ReadonlySet<Framing> = new Set(['length-long', 'chunked-cut']);
 
+/**
+ * A chunked request to a route that does not stream its body: refused 411 before the route runs
+ * (src/http/framing.ts), so before authentication too.
+ */
+export function chunkedRefused(req: Pick<FuzzRequest, 'method' | 'target' | 'framing'>): boolean {
+  if (req.framing !== 'chunked' && req.framing !== 'chunked-cut') return false;
+  const path = req.target.split('?', 1)[0]!;
+  const streams = (path === '/v1/blobs' && (req.method === 'POST' || req.method === 'PUT')) || (path === '/v1/blobs/stream' && req.method === 'POST');
+  return !streams;
+}
+
 /** The methods uWebSockets.js's parser knows; it closes the connection on any other. */
 export const UWS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'CONNECT', 'TRACE'];
 const FETCH_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH']);

@@ -61,8 +61,8 @@ export interface ClusterOptions {
   host?: (i: number) => string;
   port?: (i: number) => number;
   wrap?: (i: number) => string[];
-  /** Node i's extra arguments (a region, say). */
-  nodeArgs?: (i: number) => string[];
+  /** Node i's extra arguments (a region, say; a file of a node started before it). */
+  nodeArgs?: (i: number, c: TestCluster) => string[];
   /** Start the nodes one by one (each joins the first), or all at once. */
   together?: boolean;
   /** gRPC on the node's host at the default port 50051 (separate hosts: no clash). */
@@ -131,7 +131,7 @@ export class TestCluster {
       args: [
         '--listen', `${this.host(i)}:${this.ports[i]}`, '--grpc-addr', `${this.host(i)}:${this.options.grpcDefault ? 50051 : 0}`, '--node-id', this.ids[i]!,
         '--heartbeat-interval-ms', String(HEARTBEAT_MS), '--offline-after-ms', String(OFFLINE_MS),
-        ...seeds, ...(this.options.args ?? []), ...(this.options.nodeArgs?.(i) ?? []), ...extraArgs,
+        ...seeds, ...(this.options.args ?? []), ...(this.options.nodeArgs?.(i, this) ?? []), ...extraArgs,
       ],
     });
     this.nodes[i] = node;

@@ -1,5 +1,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '../../http/uws.js';
 import { statusLine } from '../../http/status-line.js';
+import { type Refuse, strictRoute } from '../../http/framing.js';
+import { answerLast, answersChunked } from '../../http/reply.js';
 import { listenExclusive, loadUws } from '../../http/uws.js';
 import { parseHostPort } from '../../config/units.js';
 import { bodyTooLarge } from './errors.js';
@@ -25,7 +27,9 @@ export function startOrdersServer(service: OrdersService, addr: string, maxBodyB
   const app: TemplatedApp = uws.App();
   // Creates and cancels between their body and their answer; shutdown waits for them.
   const pending = { count: 0 };
-  app.any('/*', (res, req) => handle(service, res, req, maxBodyBytes, pending));
+  // The framing check of every listener (src/http/framing.ts); its refusals in FastAPI's shape.
+  const refuse: Refuse = (err) => ({ status: err.status, contentType: 'application/json', body: JSON.stringify({ detail: err.message }) });
+  app.any('/*', strictRoute((res, req) => handle(service, res, req, maxBodyBytes, pending), true, refuse));
   let socket: us_listen_socket | false = false;
   listenExclusive(app, hostPort.host, hostPort.port, (s) => {
     socket = s;
@@ -54,7 +58,9 @@ function handle(service: OrdersService, res: HttpResponse, req: HttpRequest, max
     contentType: contentType === '' ? undefined : contentType,
     host: req.getHeader('host') || '127.0.0.1',
   };
-  const reply: Reply = { res, head: request.method === 'HEAD', aborted: false, pending };
+  const reply: Reply = { res, head: request.method === 'HEAD', aborted: false, pending, chunked: answersChunked(res) };
+  // A chunked request's answer closes the connection, written after uWS's parse (src/http/framing.ts).
+  if (reply.chunked) watchAbort(reply);
   const prepared = service.prepare(request);
   if (prepared.kind === 'done') return send(reply, prepared.response);
   if (!prepared.needsBody) return finish(reply, service.respond(prepared, request, undefined), service);
@@ -74,6 +80,8 @@ interface Reply {
   readonly pending: { count: number };
   aborted: boolean;
   watched?: boolean;
+  /** The request came chunked: the answer closes the connection (src/http/framing.ts). */
+  readonly chunked: boolean;
 }
 
 function watchAbort(reply: Reply): void {
@@ -113,6 +121,10 @@ function finish(reply: Reply, response: OrdersResponse | Promise<OrdersResponse>
 function send(reply: Reply, response: OrdersResponse, close = false): void {
   if (reply.aborted) return;
   const { res } = reply;
+  if (reply.chunked) {
+    const headers = response.headers ? { ...response.headers } : undefined;
+    return answerLast(res, { status: response.status, contentType: response.contentType ?? 'application/json', body: response.body, headers }, () => reply.aborted);
+  }
   res.cork(() => {
     res.writeStatus(statusLine(response.status));
     if (response.status !== 307) res.writeHeader('content-type', response.contentType ?? 'application/json');

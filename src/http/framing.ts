@@ -1,0 +1,118 @@
+/**
+ * Strict request framing on every listener (RFC 9112 §6, §11.2). uWebSockets.js frames a body by
+ * the first Content-Length it sees, reads an empty or duplicated one without complaint, takes any
+ * Transfer-Encoding for chunked, and parses chunk sizes and the bytes after the last chunk
+ * loosely. A proxy in front that frames the same bytes another way would pass a hidden request
+ * through its own checks. So before any route runs:
+ *
+ *   - two Content-Lengths (equal or not), an empty or non-decimal one, Content-Length beside
+ *     Transfer-Encoding, a Transfer-Encoding other than exactly `chunked`, two Transfer-Encodings
+ *     or two Hosts: 400, and the connection closes;
+ *   - a chunked body on a route that does not stream bodies: 411 (send a Content-Length), and the
+ *     connection closes;
+ *   - a chunked body on a route that streams it: the answer closes the connection (exchange.ts),
+ *     because what uWS reads after a chunked body is not what a strict parser would read.
+ *
+ * "Closes" is made sure of through uWS's own rule: while a response is open, uWS closes the
+ * connection rather than run the next request it parses. So these answers are never written
+ * inside uWS's parse of the bytes that carried them: they wait for setImmediate (the same turn of
+ * the loop, after the parse), and carry `Connection: close`. A request uWS itself cannot parse
+ * (HTTP/1.0, no Host, more than 48 header lines, bare LF, obs-fold, control bytes) never reaches
+ * a route; uWS keeps waiting for a request it can read and closes the connection after its 10 s
+ * idle timeout (README, Limits).
+ */
+import { BlobstoreError, invalidArgument } from '../errors/errors.js';
+import { type Answer, answerLast, markChunked } from './reply.js';
+import type { HttpRequest, HttpResponse } from './uws.js';
+
+/** How a request's body is framed: by its Content-Length (or none), chunked, or ambiguously. */
+export type Framing = 'length' | 'chunked' | BlobstoreError;
+
+/** Turns a refusal into the listener's error answer (the API variant's shape, or the orders app's). */
+export type Refuse = (err: BlobstoreError) => Answer;
+
+const DECIMAL = /^[0-9]+$/;
+
+// The scan's state: module-level so that a request's scan allocates nothing but what uWS hands over.
+let lengths = 0;
+let length = '';
+let encodings = 0;
+let encoding = '';
+let hosts = 0;
+
+/** uWS gives header names in lower case. */
+function visit(name: string, value: string): void {
+  switch (name.length) {
+    case 4:
+      if (name === 'host') hosts++;
+      break;
+    case 14:
+      if (name === 'content-length') {
+        lengths++;
+        length = value;
+      }
+      break;
+    case 17:
+      if (name === 'transfer-encoding') {
+        encodings++;
+        encoding = value;
+      }
+      break;
+  }
+}
+
+/** The framing of `req` (valid only inside its route callback). */
+export function framingOf(req: HttpRequest): Framing {
+  lengths = 0;
+  encodings = 0;
+  hosts = 0;
+  req.forEach(visit);
+  if (lengths > 1) return invalidArgument('more than one Content-Length header');
+  if (encodings > 1) return invalidArgument('more than one Transfer-Encoding header');
+  if (hosts > 1) return invalidArgument('more than one Host header');
+  if (encodings === 1) {
+    if (lengths === 1) return invalidArgument('Content-Length together with Transfer-Encoding');
+    // A coding this node does not apply (gzip, or chunked not last) leaves the body's end unknown.
+    if (encoding.toLowerCase() !== 'chunked') return invalidArgument(`Transfer-Encoding ${JSON.stringify(encoding.slice(0, 40))}: only chunked is accepted`);
+    return 'chunked';
+  }
+  if (lengths === 1 && !DECIMAL.test(length)) {
+    return invalidArgument(length === '' ? 'empty Content-Length header' : 'Content-Length is not a decimal number');
+  }
+  return 'length';
+}
+
+/**
+ * A refusal before the route: the answer waits for the parse to end (answerLast), then closes.
+ * HEAD is closed without one: this uWS cannot end a HEAD answer and close its connection.
+ */
+function refuse(res: HttpResponse, a: Answer, head: boolean): void {
+  let aborted = false;
+  res.onAborted(() => {
+    aborted = true;
+  });
+  if (!head) return answerLast(res, a, () => aborted);
+  setImmediate(() => {
+    if (!aborted) res.close();
+  });
+}
+
+/**
+ * A route handler behind the framing check. `streams`: the route reads its body as it comes and
+ * takes a chunked one; other routes answer a chunked body 411.
+ */
+export function strictRoute(handler: (res: HttpResponse, req: HttpRequest) => void, streams: boolean, refusal: Refuse): (res: HttpResponse, req: HttpRequest) => void {
+  return (res, req) => {
+    const framing = framingOf(req);
+    if (framing === 'length') return handler(res, req);
+    if (framing === 'chunked') {
+      if (!streams) return refuse(res, refusal(lengthRequired()), req.getMethod() === 'head');
+      markChunked(res);
+      return handler(res, req);
+    }
+    refuse(res, refusal(framing), req.getMethod() === 'head');
+  };
+}
+
+const lengthRequired = (): BlobstoreError =>
+  new BlobstoreError('length_required', 'this route takes a body with Content-Length, not chunked');
