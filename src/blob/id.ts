@@ -16,12 +16,12 @@ export function parseBlobId(text: string | undefined): Buffer {
 }
 
 /**
- * A list prefix in variant B: lower-case hex, at most an id long (ids are read the same way);
- * variant A also takes upper case (read as lower case).
+ * A list prefix in variant B: lower-case hex, as ids are read (one longer than an id matches
+ * nothing); variant A also takes upper case (read as lower case).
  */
 export function parseIdPrefix(text: string, lowerCaseOnly: boolean): string {
-  if (text.length > 32 || !(lowerCaseOnly ? /^[0-9a-f]*$/ : /^[0-9a-fA-F]*$/).test(text)) {
-    throw invalidArgument(`invalid prefix ${JSON.stringify(text.slice(0, 80))}: expected up to 32 ${lowerCaseOnly ? 'lower-case ' : ''}hex characters`);
+  if (!(lowerCaseOnly ? /^[0-9a-f]*$/ : /^[0-9a-fA-F]*$/).test(text)) {
+    throw invalidArgument(`invalid prefix ${JSON.stringify(text.slice(0, 80))}: expected ${lowerCaseOnly ? 'lower-case ' : ''}hex characters`);
   }
   return text.toLowerCase();
 }

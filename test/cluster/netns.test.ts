@@ -3,7 +3,8 @@
  * 198.18.0.0/15 on a bridge the test creates (and removes), all on the default API and gRPC
  * ports. A partition is a node's link taken down: the others see it offline and keep taking
  * stores, whose copies for it wait; once the link is back it is active again, catches up, and
- * every acknowledged blob reads back byte-exact from every node. Skipped (with the reason) where
+ * every acknowledged blob reads back byte-exact from every node. Reachable beyond loopback, the
+ * nodes share a cluster secret. Skipped (with the reason) where
  * namespaces cannot be made.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +20,11 @@ describe.skipIf(skip !== '')(`a 3-node cluster of separate hosts (network namesp
   let c: TestCluster;
   const acked = new Map<string, Buffer>();
   beforeAll(async () => {
-    c = await TestCluster.start({ size: 3, host: (i) => h.address(i), port: () => 8080, grpcDefault: true, wrap: (i) => ['ip', 'netns', 'exec', h.ns(i)] });
+    // Nodes reachable beyond loopback take a cluster secret (src/auth/cluster-secret.ts).
+    c = await TestCluster.start({
+      size: 3, host: (i) => h.address(i), port: () => 8080, grpcDefault: true, wrap: (i) => ['ip', 'netns', 'exec', h.ns(i)],
+      args: ['--cluster-secret', 'netns-test-cluster-secret-0123456789'],
+    });
   });
   afterAll(async () => {
     for (let i = 0; i < 3; i++) h.heal?.(i);

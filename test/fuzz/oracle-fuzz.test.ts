@@ -237,8 +237,8 @@ describe.each([
         listCase,
         async ({ prefix, limit, tamper }) => {
           const pageMax = limit === undefined || limit <= 0 ? 20 : Math.min(limit, 50); // --list-default-limit 20, --list-max-limit 50
-          // Hex is case-insensitive: an upper-case prefix lists what its lower-case form does.
-          const hex = prefix.toLowerCase();
+          // Variant B reads lower-case hex only (an upper-case prefix is 400); variant A either case.
+          const hex = variant === 'b' ? prefix : prefix.toLowerCase();
           const want = /^[0-9a-f]*$/.test(hex) ? all.filter((id) => id.startsWith(hex)) : undefined;
           const seen: string[] = [];
           let cursor = '';
