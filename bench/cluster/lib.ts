@@ -1,7 +1,7 @@
 /**
  * Local clusters for the cluster benches: N `blobstore serve` processes on loopback, each with its
- * own data dir, joined through the first node's address; waits until every node lists all N as
- * active. Shares bench/node/lib.ts's process handling (every child is stopped at exit).
+ * own data dir, started at once with the others as SeedNodes; waits until every node lists all N
+ * as active. Shares bench/node/lib.ts's process handling (every child is stopped at exit).
  */
 import { join } from 'node:path';
 import { CLI, freePort, log, type RunningProcess, sleep, startProcess } from '../node/lib.js';
@@ -35,16 +35,18 @@ export async function waitAgreed(ports: readonly number[], count: number, timeou
   }
 }
 
-/** Starts node i of a cluster whose first node is at `seedPort` (its own seed when it is first). */
-export async function startClusterNode(dir: string, id: string, port: number, seedPort: number, flags: string[] = []): Promise<RunningProcess> {
+/** Starts a cluster node that names `seedPorts` (on loopback) as its SeedNodes; waits for /healthz 200 (admitted). */
+export async function startClusterNode(dir: string, id: string, port: number, seedPorts: readonly number[], flags: string[] = []): Promise<RunningProcess> {
+  const seeds = seedPorts.map((p) => `127.0.0.1:${p}`).join(',');
   return startProcess(
     [CLI, 'serve', '--data-dir', dir, '--listen', `127.0.0.1:${port}`, '--node-id', id, '--metrics-addr', '', '--grpc-addr', '127.0.0.1:0',
-      '--seed-nodes', `127.0.0.1:${seedPort}`, '--log-level', 'warn', ...flags],
+      ...(seeds === '' ? [] : ['--seed-nodes', seeds]), '--log-level', 'warn', ...flags],
     port,
     { env: { BLOBSTORE_CONFIG: '/nonexistent/blobstore-bench.json' } },
   );
 }
 
+/** Starts `n` nodes at once, each naming the others as its SeedNodes (as a user following the spec starts them). */
 export async function startCluster(n: number, baseDir: string, flags: string[] = []): Promise<BenchCluster> {
   const ports: number[] = [];
   const dirs: string[] = [];
@@ -52,8 +54,7 @@ export async function startCluster(n: number, baseDir: string, flags: string[] =
     ports.push(await freePort());
     dirs.push(join(baseDir, `n${i + 1}`));
   }
-  const nodes: RunningProcess[] = [];
-  for (let i = 0; i < n; i++) nodes.push(await startClusterNode(dirs[i]!, `node-${i + 1}`, ports[i]!, ports[0]!, flags));
+  const nodes = await Promise.all(ports.map((port, i) => startClusterNode(dirs[i]!, `node-${i + 1}`, port, ports.filter((p) => p !== port), flags)));
   await waitAgreed(ports, n);
   log(`cluster of ${n} nodes up on ports ${ports.join(', ')}`);
   return {

@@ -29,7 +29,7 @@ async function converge(dir: string): Promise<void> {
   const newPorts: number[] = [];
   try {
     for (let i = 0; i < 5; i++) newPorts.push(await freePort());
-    const joining = await Promise.all(newPorts.map((port, i) => startClusterNode(join(dir, 'conv', `j${i}`), `node-${6 + i}`, port, c.ports[i]!, flags)));
+    const joining = await Promise.all(newPorts.map((port, i) => startClusterNode(join(dir, 'conv', `j${i}`), `node-${6 + i}`, port, c.ports, flags)));
     c.nodes.push(...joining);
     const upAt = performance.now();
     await waitAgreed([...c.ports, ...newPorts], 10, 30_000, 10);
@@ -79,7 +79,7 @@ async function antiEntropyScan(dir: string): Promise<void> {
   try {
     const ring = new Ring(['node-1', 'node-2', 'node-3'].map((nodeId) => ({ nodeId, region: '' })), 128);
     const node = { ring, nodeId: 'node-1', membership: { ringVersion: 1 }, online: () => true, member: () => undefined } as unknown as ClusterNode;
-    const ae = new AntiEntropy(engine, node, {} as PeerClients, {} as BlobSender, silentLogger(), { intervalMs: 60_000, bucket: new TokenBucket(0), treeMaxAgeMs: 60_000 });
+    const ae = new AntiEntropy(engine, node, {} as PeerClients, {} as BlobSender, silentLogger(), { intervalMs: 60_000, bucket: new TokenBucket(0), treeMaxAgeMs: 60_000, retryMs: 1000, batchBytes: 4 << 20 });
     const runs: number[] = [];
     for (let i = 0; i < 3; i++) {
       ae.buildTrees();

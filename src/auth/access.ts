@@ -37,6 +37,7 @@ export const HTTP_ACCESS = {
   'POST /v1/cluster/heartbeat': 'peer-or-admin',
   'POST /v1/cluster/sync-ring': 'peer-or-admin',
   'POST /v1/cluster/repair': 'peer-or-admin',
+  'POST /v1/cluster/bootstrap': 'peer-or-admin',
   'GET /v1/cluster/state': 'peer-or-admin',
   'ANY /v1/cluster/*': 'admin',
   // The node-to-node data path.

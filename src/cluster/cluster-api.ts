@@ -4,6 +4,7 @@
  * cluster-routes.ts) decode, call, and encode. Requests come as decoded JSON or protobuf objects
  * (int64 fields as numbers or decimal strings); answers are plain objects with numbers.
  */
+import type { BootstrapAnswer } from './bootstrap.js';
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import type { Cluster } from './cluster.js';
 import type { RepairView } from './repair-control.js';
@@ -136,6 +137,13 @@ export class ClusterApi {
     const cluster = this.running();
     cluster.repairControl.boost(integer(body, 'bytes_per_second', true), integer(body, 'seconds', true));
     return cluster.repairView();
+  }
+
+  /** A node forming a cluster probes this one (bootstrap.ts). */
+  bootstrap(raw: unknown): BootstrapAnswer {
+    const body = object(raw);
+    this.running();
+    return this.node.bootstrapProbe({ node_id: text(body, 'node_id', true), candidate: text(body, 'candidate', false) });
   }
 
   syncRing(raw: unknown): SyncRingResponse {

@@ -1,8 +1,10 @@
 /**
  * This node in its cluster: the membership state machine (membership.ts) with the I/O around it.
  *
- *   start ── no record of itself ── SeedNodes? ── yes: join loop (POST /v1/cluster/join to each seed)
- *                                               └─ no: admits itself (a one-node cluster to join)
+ *   start ── no record of itself ── probes every seed each round (bootstrap.ts):
+ *              a member among them: POST /v1/cluster/join through it
+ *              all joining: the lowest node id heard admits itself (founds), the rest join it
+ *              no seeds (or only itself): admits itself (a one-node cluster to join)
  *   every HeartbeatInterval: Heartbeat (gRPC) to every peer ── merge answers ── persist, metrics
  *   answered `rejoin` ── Join (gRPC) through that peer
  *
@@ -26,15 +28,17 @@ import {
   type SelfInfo,
   type SyncRingResponse,
 } from './membership.js';
+import { Bootstrap, type BootstrapAnswer, type BootstrapProbe } from './bootstrap.js';
 import { parseRecord, type MemberRecord } from './member-state.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import type { Ring } from './ring.js';
 
 export interface ClusterNodeOptions {
   self: SelfInfo;
+  /** SeedNodes without this node's own addresses (a DNS name of its own is found by its answer). */
   seeds: readonly string[];
-  /** Without a record of itself, this node admits itself (no seeds, or it is the first seed). */
-  formsCluster: boolean;
+  /** How long a bootstrap waits for every seed before a majority of them may found the cluster. */
+  bootstrapWaitMs: number;
   heartbeatIntervalMs: number;
   offlineAfterMs: number;
   vnodesPerNode: number;
@@ -69,11 +73,19 @@ export function recordsToWire(records: readonly MemberRecord[]): object[] {
   }));
 }
 
+/** A bootstrap answer as it came over HTTP (anything else counts as no answer). */
+function bootstrapAnswerOf(body: unknown): BootstrapAnswer | undefined {
+  const b = body as Partial<BootstrapAnswer> | null;
+  if (!b || typeof b.node_id !== 'string' || typeof b.member !== 'boolean') return undefined;
+  return { node_id: b.node_id, member: b.member, candidate: typeof b.candidate === 'string' ? b.candidate : '' };
+}
+
 /** Deadline of a join or heartbeat over HTTP. */
 const HTTP_CALL_TIMEOUT_MS = 5000;
 
 export class ClusterNode {
   readonly membership: Membership;
+  private readonly bootstrap: Bootstrap;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private joinTimer: NodeJS.Timeout | undefined;
   private readonly ringListeners: RingListener[] = [];
@@ -89,6 +101,7 @@ export class ClusterNode {
     private readonly metrics: ClusterMetrics,
     private readonly log: Logger,
   ) {
+    this.bootstrap = new Bootstrap(options.self.nodeId, Date.now(), options.bootstrapWaitMs, 10 * options.heartbeatIntervalMs);
     this.membership = new Membership(options.self, options.load(), {
       vnodesPerNode: options.vnodesPerNode,
       offlineAfterMs: options.offlineAfterMs,
@@ -125,12 +138,8 @@ export class ClusterNode {
   async start(): Promise<void> {
     const change = this.membership.updateSelf(this.options.self, Date.now());
     if (!this.membership.selfRecord()) {
-      if (this.options.formsCluster) {
-        this.log.info({ nodeId: this.nodeId }, 'cluster: this node forms the cluster (no seed nodes, or it is the first of them); others join it');
-        await this.apply(this.membership.join(this.joinRequestOf(), Date.now()).change);
-      } else {
-        this.joinLoop(0);
-      }
+      if (this.options.seeds.length === 0) await this.found('no seed nodes but itself');
+      else this.bootstrapRound(0);
     } else {
       await this.apply(change);
       const status = this.membership.selfStatus();
@@ -150,25 +159,53 @@ export class ClusterNode {
     };
   }
 
-  /** Asks each seed in turn (their HTTP API, which SeedNodes names) until one admits this node. */
-  private joinLoop(attempt: number): void {
+  /** Admits itself: the first member of a cluster the others join. */
+  private async found(why: string): Promise<void> {
+    this.log.info({ nodeId: this.nodeId }, `cluster: this node forms the cluster (${why}); the others join it`);
+    await this.apply(this.membership.join(this.joinRequestOf(), Date.now()).change);
+  }
+
+  /** Between bootstrap rounds: half a heartbeat interval, within 50-500 ms. */
+  private get bootstrapPauseMs(): number {
+    return Math.max(50, Math.min(500, Math.floor(this.options.heartbeatIntervalMs / 2)));
+  }
+
+  /** One round of probes to every seed, then the step bootstrap.ts decides (bootstrap.ts has the rule). */
+  private bootstrapRound(round: number): void {
     if (this.stopped || this.membership.selfStatus() !== 'joining') return;
-    const seed = this.options.seeds[attempt % this.options.seeds.length]!;
-    void this.joinThroughSeed(seed).then(
-      async (response) => {
-        await this.apply(this.membership.absorb(recordsFromWire(response.members), Date.now()));
-        this.log.info({ seed, ringVersion: this.membership.ringVersion }, 'cluster: joined');
-        this.heartbeatRound();
-      },
-      (err: Error) => {
-        if (attempt % this.options.seeds.length === this.options.seeds.length - 1) {
-          this.log.warn({ seed, err: err.message }, 'cluster: no seed admitted this node yet; retrying');
+    const probe = this.bootstrap.probe(Date.now());
+    const timeoutMs = Math.max(500, Math.min(HTTP_CALL_TIMEOUT_MS, 2 * this.options.heartbeatIntervalMs));
+    void Promise.all(this.options.seeds.map((seed) =>
+      this.postJson<BootstrapAnswer>(seed, '/v1/cluster/bootstrap', probe, [200], timeoutMs).then(bootstrapAnswerOf, () => undefined),
+    )).then(async (answers) => {
+      if (this.stopped || this.membership.selfStatus() !== 'joining') return;
+      const step = this.bootstrap.decide(answers, Date.now());
+      if (step.kind === 'found') return this.found(`the lowest node id among ${answers.filter(Boolean).length + 1} seed nodes`);
+      if (step.kind === 'join') {
+        const seed = this.options.seeds[step.via]!;
+        try {
+          const response = await this.joinThroughSeed(seed);
+          await this.apply(this.membership.absorb(recordsFromWire(response.members), Date.now()));
+          this.log.info({ seed, ringVersion: this.membership.ringVersion }, 'cluster: joined');
+          this.heartbeatRound();
+          return;
+        } catch (err) {
+          this.log.warn({ seed, err: (err as Error).message }, 'cluster: join failed; retrying');
         }
-        const delay = Math.min(5000, 200 * 2 ** Math.min(5, Math.floor(attempt / this.options.seeds.length)));
-        this.joinTimer = setTimeout(() => this.joinLoop(attempt + 1), delay);
-        this.joinTimer.unref();
-      },
-    );
+      } else if (round % 10 === 9) {
+        this.log.warn({ round }, `cluster: not a member yet: ${step.why}`);
+      }
+      this.joinTimer = setTimeout(() => this.bootstrapRound(round + 1), this.bootstrapPauseMs);
+      this.joinTimer.unref();
+    });
+  }
+
+  /** A probe from a node bootstrapping (POST /v1/cluster/bootstrap): what this node knows. */
+  bootstrapProbe(probe: BootstrapProbe): BootstrapAnswer {
+    if (this.membership.selfStatus() !== 'joining') return { node_id: this.nodeId, candidate: '', member: true };
+    const now = Date.now();
+    this.bootstrap.hear(probe, now);
+    return { ...this.bootstrap.probe(now), member: false };
   }
 
   private async joinThroughSeed(seed: string): Promise<JoinResponse> {

@@ -82,14 +82,14 @@ export class Cluster implements Placement {
     this.peers = new PeerClients({
       secret: config.clusterSecret, maxMessageBytes: config.grpcMaxMessageBytes, windowBytes: config.grpcWindowBytes, callTimeoutMs: config.peerCallTimeoutMs,
     });
-    // SeedNodes may name this node too (one list for every node): the first address listed forms
-    // the cluster when it starts with no state of its own; everyone else joins through the seeds.
+    // SeedNodes may name this node too, in any order (one list for every node); a name of its own
+    // the list spells otherwise (a DNS name) is found by its answer (bootstrap.ts).
     const bare = (s: string): string => s.replace(/^https?:\/\//, '').replace(/\/$/, '');
     const isSelf = (s: string): boolean => bare(s) === self.address || bare(s) === config.listen;
     this.node = new ClusterNode({
       self,
       seeds: config.seedNodes.filter((s) => !isSelf(s)),
-      formsCluster: config.seedNodes.length === 0 || isSelf(config.seedNodes[0]!),
+      bootstrapWaitMs: config.bootstrapWaitMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       offlineAfterMs: config.offlineAfterMs,
       vnodesPerNode: config.vnodesPerNode,
@@ -117,10 +117,11 @@ export class Cluster implements Placement {
     });
     this.antiEntropy = new AntiEntropy(store, this.node, this.peers, sender, log, {
       intervalMs: config.repairIntervalMs, bucket: this.repairControl.bucket, treeMaxAgeMs: config.repairIntervalMs,
+      retryMs: Math.min(1000, config.heartbeatIntervalMs), batchBytes: config.replicationBatchBytes,
     }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
     this.http = new HttpFetcher({ secret: config.clusterSecret, connectionsPerPeer: config.peerReadConnections, idleTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000) });
     this.remote = new RemoteReader(this.node, this.peers, config, this.http);
-    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why, bytes) => this.ecRepair.queue(id, policy, why, bytes), (meta) => this.corruptColumn(meta), this.http);
+    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why, bytes) => this.ecRepair.queue(id, policy, why, bytes), (meta) => this.corruptColumn(meta), log, this.http);
     this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
       intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket,
     }, new ColumnHandoff(store, this.node, this.peers, this.ecReader, log, config.ecStoreTimeoutMs));
@@ -140,13 +141,17 @@ export class Cluster implements Placement {
       const v = this.repairView();
       return {
         queueDepth: v.queue_depth, bytesLeft: v.bytes_left, bytesPerSecond: v.bytes_per_second, etaSeconds: v.eta_seconds,
-        rateLimitBytesPerSecond: v.rate_limit_bytes_per_second, bytesRepaired: v.bytes_repaired, scrubBytesChecked: v.scrub.bytes_checked,
+        rateLimitBytesPerSecond: v.rate_limit_bytes_per_second, bytesRepaired: v.bytes_repaired, blobsRepaired: v.blobs_repaired, scrubBytesChecked: v.scrub.bytes_checked,
       };
     };
-    this.node.onRingChange(() => {
+    let members = new Set<string>();
+    this.node.onRingChange((ring) => {
       this.ecReader.forgetAll();
       this.handoff.kick();
       this.replicator.kick();
+      // A member gone from the ring took its copies along: rebuild them now, not at the next round.
+      if ([...members].some((n) => !ring.nodeIds.includes(n))) this.antiEntropy.kick();
+      members = new Set(ring.nodeIds);
     });
     this.node.onLeaving(() => this.handoff.kick());
   }
@@ -255,17 +260,20 @@ export class Cluster implements Placement {
     });
   }
 
-  /** Repair on this node: the EC queue and its progress, the bandwidth cap, the scrubber. */
+  /** Repair on this node: EC columns and replicas queued and made, their rate, the bandwidth cap, the scrubber. */
   repairView(): RepairView {
     const p = this.ecRepair.progress;
+    const r = this.antiEntropy.stats;
     const s = this.scrubber.progress;
     const limit = this.repairControl.bucket.rate;
-    const rate = p.bytesPerSecond > 0 ? p.bytesPerSecond : limit;
+    const bytesPerSecond = p.bytesPerSecond + (r.bytesQueued > 0 || r.bytesPerSecond > 0 ? r.bytesPerSecond : 0);
+    const bytesLeft = p.bytesLeft + Math.max(0, r.bytesQueued);
+    const rate = bytesPerSecond > 0 ? bytesPerSecond : limit;
     return {
-      queue_depth: p.blobsQueued, bytes_left: p.bytesLeft, bytes_per_second: Math.round(p.bytesPerSecond),
-      eta_seconds: p.bytesLeft > 0 && rate > 0 ? Math.ceil(p.bytesLeft / rate) : 0,
+      queue_depth: p.blobsQueued + Math.max(0, r.blobsQueued), bytes_left: bytesLeft, bytes_per_second: Math.round(bytesPerSecond),
+      eta_seconds: bytesLeft > 0 && rate > 0 ? Math.ceil(bytesLeft / rate) : 0,
       rate_limit_bytes_per_second: limit, base_rate_bytes_per_second: this.repairControl.baseRate, boosted_until_ms: this.repairControl.boostedUntilMs,
-      columns_repaired: p.columnsRepaired, bytes_repaired: p.bytesRepaired,
+      columns_repaired: p.columnsRepaired, blobs_repaired: r.blobsSent, bytes_repaired: p.bytesRepaired + r.bytesSent,
       scrub: { active: s.active, passes: s.passes, bytes_checked: s.bytesChecked, corrupt_found: s.corruptFound },
     };
   }

@@ -80,7 +80,11 @@ export const SETTINGS = {
   heartbeatIntervalMs: { type: 'durationMs', default: () => 5000, specName: 'HeartbeatInterval', min: 10, help: 'cluster heartbeat interval' },
   seedNodes: {
     type: 'list', default: () => [], specName: 'SeedNodes',
-    help: 'HTTP API addresses (host:port, comma separated) of cluster members to join through; empty: this node forms a cluster others join',
+    help: 'HTTP API addresses or DNS names (host:port, comma separated) of the other nodes, this one among them or not, in any order; nodes started together form one cluster (the lowest node id founds it); empty: this node forms a cluster others join',
+  },
+  bootstrapWaitMs: {
+    type: 'durationMs', default: () => 30_000, min: 0,
+    help: 'a node forming a cluster waits this long for every seed to answer; then a majority of them may form it without the silent ones',
   },
   region: { type: 'string', default: () => '', help: 'region label of this node (copies go to distinct regions first)' },
   advertiseAddr: {
@@ -122,7 +126,7 @@ export const SETTINGS = {
   },
   replicationRetryMaxMs: { type: 'durationMs', default: () => 30_000, min: 10, help: 'longest back-off between attempts to copy a blob to an owner' },
   repairIntervalMs: { type: 'durationMs', default: () => 60_000, min: 10, help: 'how often anti-entropy compares id digests with every owner' },
-  repairBytesPerSecond: { type: 'bytes', default: () => 64 * MiB, min: 0, help: 'bandwidth cap of repair and handoff copies (per second); 0: none' },
+  repairBytesPerSecond: { type: 'bytes', default: () => 256 * MiB, min: 0, help: 'bandwidth cap of the copies each node makes for repair and handoff (per second; POST /v1/cluster/repair changes it for a while); 0: none' },
   handoffIntervalMs: { type: 'durationMs', default: () => 30_000, min: 10, help: 'how often copies this node holds but does not own are handed to their owners' },
   deleteRetentionMs: {
     type: 'durationMs', default: () => 30 * 24 * 3_600_000, min: 0,

@@ -84,6 +84,7 @@ export class ClusterRoutes {
   readonly heartbeat = this.post((body) => this.api.heartbeat(body));
   readonly syncRing = this.post((body) => this.api.syncRing(body));
   readonly repair = this.post((body) => this.api.repair(body));
+  readonly bootstrap = this.post((body) => this.api.bootstrap(body));
 
   /** GET (and HEAD, through the Router) /v1/cluster/state. */
   readonly state = (res: HttpResponse, req: HttpRequest, head: boolean): void => {

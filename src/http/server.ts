@@ -85,6 +85,7 @@ export class ApiServer {
       .post('/v1/cluster/heartbeat', c.heartbeat)
       .post('/v1/cluster/sync-ring', c.syncRing)
       .post('/v1/cluster/repair', c.repair)
+      .post('/v1/cluster/bootstrap', c.bootstrap)
       .get('/v1/cluster/state', c.state)
       .any('/v1/cluster/*', unimplemented('ANY /v1/cluster/*'))
       .get('/healthz', (res, _req, head) => this.healthz(res, head));

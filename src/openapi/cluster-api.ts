@@ -65,12 +65,24 @@ export function clusterSchemas(int64: Int64): Record<string, Schema> {
     RepairView: {
       type: 'object', description: 'blobstore addition: repair on the answering node (docs/erasure-coding.md)',
       properties: {
-        queue_depth: { type: 'integer', description: 'erasure-coded blobs queued for repair' }, bytes_left: int64('bytes the queued repairs are estimated to rebuild'),
+        queue_depth: { type: 'integer', description: 'blobs queued for repair: EC blobs to rebuild columns of, replicas a peer lacks' }, bytes_left: int64('bytes the queued repairs are estimated to rebuild'),
         bytes_per_second: { type: 'integer', description: 'rebuilt per second in the last pass' }, eta_seconds: { type: 'integer', description: 'estimated time to an empty queue' },
         rate_limit_bytes_per_second: { type: 'integer', description: 'the cap in force (0: none)' }, base_rate_bytes_per_second: { type: 'integer', description: 'the setting' },
         boosted_until_ms: { type: 'integer', description: 'when a cap set by POST /v1/cluster/repair ends (Unix ms; 0: none)' },
-        columns_repaired: { type: 'integer' }, bytes_repaired: int64('since start'),
+        columns_repaired: { type: 'integer', description: 'EC columns rebuilt since start' }, blobs_repaired: { type: 'integer', description: 'replicas copied to owners that lacked them, since start' },
+        bytes_repaired: int64('of both, since start'),
         scrub: { type: 'object', properties: { active: { type: 'boolean' }, passes: { type: 'integer' }, bytes_checked: int64('in the current or last pass'), corrupt_found: { type: 'integer' } } },
+      },
+    },
+    BootstrapProbe: {
+      type: 'object', required: ['node_id'], description: 'blobstore addition: a node forming a cluster asks a seed (docs/cluster.md, Bootstrap)',
+      properties: { node_id: { type: 'string' }, candidate: { type: 'string', description: 'the lowest node id the caller heard from its node' } },
+    },
+    BootstrapAnswer: {
+      type: 'object', required: ['node_id', 'member'],
+      properties: {
+        node_id: { type: 'string' }, member: { type: 'boolean', description: 'the answering node is a member: join through it' },
+        candidate: { type: 'string', description: 'the lowest node id the answering node heard from its node (while it is not a member)' },
       },
     },
     SyncRingRequest: { type: 'object', required: ['ring_version'], properties: { ring_version: int64('the caller\'s ring version') } },
@@ -99,6 +111,9 @@ export function clusterPaths(): Record<string, Record<string, Operation>> {
       }),
     },
     '/v1/cluster/sync-ring': { post: post('clusterSyncRing', 'The ring: version, node ids, vnodes per node', 'SyncRingRequest', 'SyncRingResponse', [400, 401, 403, 500]) },
+    '/v1/cluster/bootstrap': {
+      post: post('clusterBootstrap', 'blobstore addition: a node forming a cluster probes a seed (is it a member; the lowest node id it heard)', 'BootstrapProbe', 'BootstrapAnswer', [400, 401, 403, 501, 503]),
+    },
     '/v1/cluster/repair': {
       post: post('clusterRepair', 'blobstore addition: set this node\'s repair bandwidth cap for a while (the repair priority knob)', 'RepairRequest', 'RepairView', [400, 401, 403, 501, 503]),
     },

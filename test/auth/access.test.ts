@@ -78,6 +78,7 @@ const SAMPLES: Record<HttpRoute, Sample> = {
   'POST /v1/cluster/leave': { method: 'POST', listener: 'api', path: () => '/v1/cluster/leave', body: json({ node_id: 'nobody' }) },
   'POST /v1/cluster/heartbeat': { method: 'POST', listener: 'api', path: () => '/v1/cluster/heartbeat', body: json({ node_id: 'nobody', used_bytes: 0, blob_count: 0, ring_version: 0 }) },
   'POST /v1/cluster/sync-ring': { method: 'POST', listener: 'api', path: () => '/v1/cluster/sync-ring', body: json({ ring_version: 0 }) },
+  'POST /v1/cluster/bootstrap': { method: 'POST', listener: 'api', path: () => '/v1/cluster/bootstrap', body: json({ node_id: 'walker' }) },
   'POST /v1/cluster/repair': { method: 'POST', listener: 'api', path: () => '/v1/cluster/repair', body: json({}) },
   'GET /v1/cluster/state': { method: 'GET', listener: 'api', path: () => '/v1/cluster/state' },
   'ANY /v1/cluster/*': { method: 'DELETE', listener: 'api', path: () => '/v1/cluster/state' },

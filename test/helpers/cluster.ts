@@ -65,6 +65,13 @@ export interface ClusterOptions {
   nodeArgs?: (i: number, c: TestCluster) => string[];
   /** Start the nodes one by one (each joins the first), or all at once. */
   together?: boolean;
+  /**
+   * Node i's SeedNodes. `'peers'`: every node names the others, as a user following the spec
+   * starts them (the default when the nodes start together); `'first'`: node 0 has none (it forms
+   * the cluster) and the others name it, as nodes added one by one to a running cluster are (the
+   * default otherwise).
+   */
+  seeds?: 'peers' | 'first' | ((i: number, c: TestCluster) => string[]);
   /** gRPC on the node's host at the default port 50051 (separate hosts: no clash). */
   grpcDefault?: boolean;
 }
@@ -73,6 +80,8 @@ export interface NodeState {
   ring_version: number;
   nodes: { node_id: string; address: string; state: string; used_bytes: number; blob_count: number; grpc_address: string }[];
 }
+
+const seedArgs = (seeds: string[]): string[] => (seeds.length === 0 ? [] : ['--seed-nodes', seeds.join(',')]);
 
 export class TestCluster {
   readonly nodes: (NodeProcess | undefined)[] = [];
@@ -123,7 +132,7 @@ export class TestCluster {
   private readonly started = new Set<number>();
 
   private async startOnce(i: number, extraArgs: string[]): Promise<NodeProcess> {
-    const seeds = i === 0 ? [] : ['--seed-nodes', `${this.host(0)}:${this.ports[0]}`];
+    const seeds = seedArgs(this.seedsOf(i));
     const node = await startNode({
       dataDir: this.dataDirs[i],
       host: this.host(i),
@@ -137,6 +146,14 @@ export class TestCluster {
     this.nodes[i] = node;
     this.started.add(i);
     return node;
+  }
+
+  /** Node i's SeedNodes (see ClusterOptions.seeds). */
+  seedsOf(i: number): string[] {
+    const seeds = this.options.seeds ?? (this.options.together ? 'peers' : 'first');
+    if (seeds === 'peers') return this.ids.flatMap((_, j) => (j === i ? [] : [`${this.host(j)}:${this.ports[j]}`]));
+    if (seeds !== 'first') return seeds(i, this);
+    return i === 0 ? [] : [`${this.host(0)}:${this.ports[0]}`];
   }
 
   node(i: number): NodeProcess {

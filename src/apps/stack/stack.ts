@@ -100,8 +100,8 @@ export function desiredServices(stack: StackDefinition, region: Region, inputs: 
       '--metrics-addr', metricsAddr, '--grpc-addr', grpcAddr,
       ...(stack.policy && nodeTakesPolicy() ? ['--default-policy', stack.policy] : []),
     ];
-    // One seed list for every node: the first address forms the cluster, the others join it.
-    const seeds = addrs.length > 1 ? addrs.join(',') : '';
+    // Each node names the others (docs/cluster.md, Bootstrap: the lowest node id forms the cluster).
+    const seeds = addrs.filter((_, j) => j !== i).join(',');
     return {
       name: `node-${i}`, kind: 'node', addr: addrs[i]!, port: ports.api, metricsAddr, grpcAddr, ports: [ports.api, ports.metrics, ports.grpc],
       dataDir, logFile: join(dir, 'logs', `node-${i}.log`),
