@@ -75,6 +75,7 @@ step scale             "$(( ${BENCH_SCALE_TIME_LIMIT_S:-1800} + 900 ))" node $N/
 step cluster-ring       600  node dist/bench/cluster/ring.bench.js
 step cluster-replicate  1800 node dist/bench/cluster/replicate.bench.js
 step cluster-membership 1800 node dist/bench/cluster/membership.bench.js
+step cluster-repair     1800 node dist/bench/cluster/repair.bench.js
 # Erasure coding: EC42 1 GiB PUT/GET on 6 nodes vs NONE on one, degraded GET, 64 MiB objects, the scrubber.
 step cluster-ec         2400 node dist/bench/cluster/ec.bench.js
 # Fault sequences at length: 20 seeded real-process runs and 20,000 simulated ones (make test: 2 and 300).

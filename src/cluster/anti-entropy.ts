@@ -20,6 +20,12 @@
  * column onto it rather than sending the blob. Trees
  * are built by one scan of the index per round for every peer at once (cached for peers asking),
  * leaf id lists are read live. Sends are capped at repairBytesPerSecond.
+ *
+ * Rounds run every repairIntervalMs, and at once when the ring loses a member (kick): the copies
+ * the member held are rebuilt without waiting for the next round. Peers are compared a few at a
+ * time, a peer's differing leaves are listed LEAF_CALLS at a time, and what it lacks goes out in
+ * batches of up to replicationBatchBytes, so a repair runs at the pace of the disks, not of one
+ * round trip per leaf. A peer still on another ring version is asked again shortly.
  */
 import type { Logger } from '../log/logger.js';
 import type { BlobMeta } from '../blob/meta.js';
@@ -44,6 +50,10 @@ interface Tree {
 
 export interface AntiEntropyOptions {
   intervalMs: number;
+  /** After a kicked round that found peers on another ring version: how soon to ask again. */
+  retryMs: number;
+  /** Bytes of blobs a peer lacks sent in one call. */
+  batchBytes: number;
   /** The cap on what repair sends (shared with handoff and EC repair). */
   bucket: TokenBucket;
   /** A tree this recent answers a peer's question without a new scan. */
@@ -56,6 +66,25 @@ export interface RepairStats {
   scanMs: number;
   blobsSent: number;
   bytesSent: number;
+  /** Blobs found lacking on a peer and not yet sent, and their bytes. */
+  blobsQueued: number;
+  bytesQueued: number;
+  /** Bytes sent per second in the last round that sent any. */
+  bytesPerSecond: number;
+}
+
+/** Peers compared at once, and ListLeaf calls in flight to one peer. */
+const PEER_CALLS = 4;
+const LEAF_CALLS = 16;
+/** A kicked round asks peers on another ring version again this many times at most. */
+const KICK_RETRIES = 30;
+
+/** Runs `work` over `items`, at most `limit` at once. */
+async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  }));
 }
 
 const leafOf = (id: Uint8Array): number => (id[0]! << 8) | id[1]!;
@@ -78,7 +107,9 @@ export class AntiEntropy {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
-  readonly stats: RepairStats = { rounds: 0, idsScanned: 0, scanMs: 0, blobsSent: 0, bytesSent: 0 };
+  readonly stats: RepairStats = { rounds: 0, idsScanned: 0, scanMs: 0, blobsSent: 0, bytesSent: 0, blobsQueued: 0, bytesQueued: 0, bytesPerSecond: 0 };
+  private kickTimer: NodeJS.Timeout | undefined;
+  private kicksLeft = 0;
 
   constructor(
     private readonly store: LocalStore,
@@ -99,8 +130,27 @@ export class AntiEntropy {
 
   /** One round with every online peer; resolves when done (one at a time). */
   runOnce(): Promise<void> {
-    this.running ??= this.round().catch((err: Error) => this.log.error({ err }, `anti-entropy: ${err.message}`)).finally(() => (this.running = undefined));
+    this.running ??= this.round().then(
+      (skewed) => this.again(skewed),
+      (err: Error) => this.log.error({ err }, `anti-entropy: ${err.message}`),
+    ).finally(() => (this.running = undefined));
     return this.running;
+  }
+
+  /** The ring lost a member: a round now (after the one running), and again while peers catch up with the ring. */
+  kick(): void {
+    if (this.stopped) return;
+    this.kicksLeft = KICK_RETRIES;
+    clearTimeout(this.kickTimer);
+    void (this.running ?? Promise.resolve()).then(() => this.runOnce());
+  }
+
+  private again(skewed: boolean): void {
+    if (!skewed || this.kicksLeft <= 0 || this.stopped) return;
+    this.kicksLeft--;
+    clearTimeout(this.kickTimer);
+    this.kickTimer = setTimeout(() => void this.runOnce(), this.options.retryMs);
+    this.kickTimer.unref();
   }
 
   private peersToCompare(): string[] {
@@ -203,33 +253,41 @@ export class AntiEntropy {
     return out;
   }
 
-  private async round(): Promise<void> {
+  /** One round; true when a peer was on another ring version (its comparison waits). */
+  private async round(): Promise<boolean> {
     this.buildTrees();
     this.stats.rounds++;
-    for (const peer of this.peersToCompare()) {
+    let skewed = false;
+    const started = performance.now();
+    const sentBefore = this.stats.bytesSent;
+    await eachLimited(this.peersToCompare(), PEER_CALLS, async (peer) => {
       if (this.stopped) return;
       try {
-        await this.compareWith(peer);
+        if (!(await this.compareWith(peer))) skewed = true;
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;
         this.log.warn({ peer, err: err.message }, 'anti-entropy: comparison with a peer failed; next round');
       }
-    }
+    });
+    const sent = this.stats.bytesSent - sentBefore;
+    if (sent > 0) this.stats.bytesPerSecond = sent / Math.max(0.001, (performance.now() - started) / 1000);
+    return skewed;
   }
 
-  private async compareWith(peer: string): Promise<void> {
+  /** Compares with one peer and sends it what it lacks; false when the peer is on another ring version. */
+  private async compareWith(peer: string): Promise<boolean> {
     const member = this.cluster.member(peer);
     const mine = this.trees.get(peer);
-    if (!member || member.grpcAddress === '' || !mine) return;
+    if (!member || member.grpcAddress === '' || !mine) return true;
     const stub = this.peers.get(peer, member.grpcAddress).internal;
     const ask = (top: number[]): Promise<{ ring_version: string | number; digests: string[] }> =>
       this.peers.unary(stub, peer, 'RangeDigest', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, top });
     const theirs = await ask([]);
     // A peer on another ring version computes other owners: wait for the ring to settle.
-    if (Number(theirs.ring_version) !== mine.ringVersion) return;
+    if (Number(theirs.ring_version) !== mine.ringVersion) return false;
     const differingTops: number[] = [];
     for (let t = 0; t < TOP_BUCKETS; t++) if (BigInt(theirs.digests[t] ?? '0') !== BigInt(`0x${hex64(mine.tops, t)}`)) differingTops.push(t);
-    if (differingTops.length === 0) return;
+    if (differingTops.length === 0) return true;
     const leaves = await ask(differingTops);
     const differingLeaves: number[] = [];
     differingTops.forEach((t, k) => {
@@ -238,34 +296,56 @@ export class AntiEntropy {
         if (BigInt(leaves.digests[k * 256 + j] ?? '0') !== BigInt(`0x${hex64(mine.leaves, leaf)}`)) differingLeaves.push(leaf);
       }
     });
-    for (const leaf of differingLeaves) {
-      if (this.stopped) return;
-      const listed = await this.peers.unary<{ ids?: Buffer[] }>(stub, peer, 'ListLeaf', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, leaf });
-      const theirIds = new Set((listed.ids ?? []).map((b) => Buffer.from(b).toString('hex')));
-      const lacking: BlobMeta[] = [];
-      for (const { id, held, ec, policy } of this.leafMembers(peer, leaf)) {
-        if (!held || theirIds.has(listedKey(id, ec))) continue;
-        if (ec) {
-          // The peer holds no column of it: rebuilt onto it by EC repair, not sent whole.
-          this.lackingColumns(id, policy);
-          continue;
-        }
-        const meta = this.store.stat(id);
-        if (meta) lacking.push(meta);
-      }
-      if (lacking.length === 0) continue;
-      const bytes = lacking.reduce((n, m) => n + m.size, 0);
+    const target = { nodeId: peer, grpcAddress: member.grpcAddress, address: member.address };
+    let batch: BlobMeta[] = [];
+    let batchBytes = 0;
+    const flush = async (): Promise<void> => {
+      if (batch.length === 0) return;
+      const [blobs, bytes] = [batch, batchBytes];
+      batch = [];
+      batchBytes = 0;
       await this.options.bucket.take(bytes);
-      await this.sender.send({ nodeId: peer, grpcAddress: member.grpcAddress, address: member.address }, lacking, true);
-      this.stats.blobsSent += lacking.length;
+      await this.sender.send(target, blobs, true);
+      this.stats.blobsSent += blobs.length;
       this.stats.bytesSent += bytes;
-      this.log.info({ peer, leaf, blobs: lacking.length, bytes }, 'anti-entropy: copied blobs a peer lacked');
+      this.stats.blobsQueued -= blobs.length;
+      this.stats.bytesQueued -= bytes;
+      this.log.info({ peer, blobs: blobs.length, bytes }, 'anti-entropy: copied blobs a peer lacked');
+    };
+    try {
+      await eachLimited(differingLeaves, LEAF_CALLS, async (leaf) => {
+        if (this.stopped) return;
+        const listed = await this.peers.unary<{ ids?: Buffer[] }>(stub, peer, 'ListLeaf', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, leaf });
+        const theirIds = new Set((listed.ids ?? []).map((b) => Buffer.from(b).toString('hex')));
+        for (const { id, held, ec, policy } of this.leafMembers(peer, leaf)) {
+          if (!held || theirIds.has(listedKey(id, ec))) continue;
+          if (ec) {
+            // The peer holds no column of it: rebuilt onto it by EC repair, not sent whole.
+            this.lackingColumns(id, policy);
+            continue;
+          }
+          const meta = this.store.stat(id);
+          if (!meta) continue;
+          batch.push(meta);
+          batchBytes += meta.size;
+          this.stats.blobsQueued++;
+          this.stats.bytesQueued += meta.size;
+          if (batchBytes >= this.options.batchBytes) await flush();
+        }
+      });
+      await flush();
+    } finally {
+      // What was not sent is found again by the next round.
+      this.stats.blobsQueued -= batch.length;
+      this.stats.bytesQueued -= batchBytes;
     }
+    return true;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.kickTimer);
     await this.running;
   }
 }

@@ -11,7 +11,11 @@
  * Holders verify what they send against their stored digests; a whole-blob read is also hashed on
  * the way and checked against the blob's checksum at the end (a mismatch throws, so the caller
  * cuts its answer: never wrong bytes). A column found missing or failing is queued for repair.
- * With more than m columns of a stripe unavailable the read fails with 503.
+ * A read never starts what it cannot finish: with fewer than k columns reachable (the cached
+ * holders checked against who is online, then asked again) it fails with 503 before its first
+ * byte. A stripe that becomes unreadable mid-stream (nodes die during the read) fails it after
+ * its first byte: the caller cuts the answer short, and the cut is counted
+ * (blobstore_ec_reads_cut_total) and logged.
  */
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
@@ -30,6 +34,7 @@ import type { HttpFetcher } from './http-fetcher.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import type { ShardMeta } from '../blob/shard.js';
+import type { Logger } from '../log/logger.js';
 
 /** An EC blob to read: its metadata and shard size. */
 export interface EcBlob {
@@ -61,6 +66,7 @@ export class EcReader {
     private readonly onMissing: (id: Buffer, policy: number, why: string, bytes: number) => void,
     /** A column held here failed its check (it is dropped and rebuilt). */
     private readonly onCorruptColumn: (meta: ShardMeta) => void,
+    private readonly log: Logger,
     /** The bulk path to peers' API listeners (undefined: gRPC only). */
     private readonly http?: HttpFetcher,
   ) {
@@ -131,6 +137,13 @@ export class EcReader {
     return { holders, byNode, blob, unreachable };
   }
 
+  /** Columns whose holder is this node or a node online now. */
+  private reachable(holders: Holders): number {
+    let n = 0;
+    for (const node of holders.values()) if (node === SELF || this.cluster.online(node)) n++;
+    return n;
+  }
+
   forget(id: Buffer): void {
     this.cache.delete(id.toString('hex'));
   }
@@ -145,7 +158,14 @@ export class EcReader {
     const layout = this.layoutOf(blob);
     const id = blob.meta.id;
     if (range.end <= range.start) return sink(Buffer.alloc(0), 0);
-    const holders = await this.locate(id, layout);
+    let holders = await this.locate(id, layout);
+    if (this.reachable(holders) < layout.k) holders = await this.locate(id, layout, true);
+    const reachable = this.reachable(holders);
+    if (reachable < layout.k) {
+      throw new BlobstoreError('unavailable', `EC blob ${id.toString('hex')}: ${reachable} of its ${layout.shards} columns can be reached, ${layout.k} are needed`, {
+        headers: { 'Retry-After': '1' },
+      });
+    }
     const missing = [...Array(layout.shards).keys()].filter((i) => !holders.has(i));
     if (missing.length > 0) this.noteMissing(blob, missing, 'not found on any node');
     const pieces = piecesOf(layout, range);
@@ -162,12 +182,22 @@ export class EcReader {
     for (let j = 0; j < Math.min(pieces.length, ahead); j++) start(j);
     let index = 0;
     try {
+      // The first stripe is whole before the first byte goes: a blob of one stripe (up to k
+      // shards) is answered completely or not at all.
+      const first = Math.min(ahead, pieces.filter((p) => p.stripe === pieces[0]!.stripe).length);
+      await Promise.all(inflight.slice(0, first));
       for (let j = 0; j < pieces.length; j++) {
         const bytes = await inflight[j % ahead]!;
         hasher?.update(bytes);
         await sink(bytes, index++);
         if (j + ahead < pieces.length) start(j + ahead);
       }
+    } catch (err) {
+      if (index > 0) {
+        this.metrics.ecReadCut();
+        this.log.warn({ id: id.toString('hex'), sentChunks: index, err: (err as Error).message }, 'EC read cut short: a stripe became unreadable after the first byte');
+      }
+      throw err;
     } finally {
       await Promise.allSettled(inflight);
       read.close();

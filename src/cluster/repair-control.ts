@@ -13,7 +13,10 @@ const BOOST_MAX_SECONDS = 7 * 24 * 3600;
 
 /** What cluster/state, the metrics and the UI show of repair on a node. */
 export interface RepairView {
-  /** EC blobs queued for repair, the bytes they are estimated to need, and the rate of the last pass. */
+  /**
+   * Blobs queued for repair (EC blobs to rebuild columns of, and replicas a peer lacks), the bytes
+   * they are estimated to need, and the rate of the last pass.
+   */
   queue_depth: number;
   bytes_left: number;
   bytes_per_second: number;
@@ -23,8 +26,9 @@ export interface RepairView {
   rate_limit_bytes_per_second: number;
   base_rate_bytes_per_second: number;
   boosted_until_ms: number;
-  /** Columns and bytes rebuilt since start. */
+  /** EC columns rebuilt, replicas copied, and the bytes of both, since start. */
   columns_repaired: number;
+  blobs_repaired: number;
   bytes_repaired: number;
   scrub: { active: boolean; passes: number; bytes_checked: number; corrupt_found: number };
 }

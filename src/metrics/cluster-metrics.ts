@@ -18,10 +18,11 @@ export interface RepairStats {
   etaSeconds: number;
   rateLimitBytesPerSecond: number;
   bytesRepaired: number;
+  blobsRepaired: number;
   scrubBytesChecked: number;
 }
 
-const NO_REPAIR: RepairStats = { queueDepth: 0, bytesLeft: 0, bytesPerSecond: 0, etaSeconds: 0, rateLimitBytesPerSecond: 0, bytesRepaired: 0, scrubBytesChecked: 0 };
+const NO_REPAIR: RepairStats = { queueDepth: 0, bytesLeft: 0, bytesPerSecond: 0, etaSeconds: 0, rateLimitBytesPerSecond: 0, bytesRepaired: 0, blobsRepaired: 0, scrubBytesChecked: 0 };
 
 export class ClusterMetrics {
   nodesTotal = 1;
@@ -41,6 +42,7 @@ export class ClusterMetrics {
   readonly heartbeatFailures = new CounterFamily('blobstore_heartbeat_failures_total', 'Failed outbound heartbeats.', '', []);
   readonly ecReconstructions = new CounterFamily('blobstore_ec_reconstruction_total', 'Erasure-coding reconstructions.', '', []);
   readonly shardsMissing = new CounterFamily('blobstore_shards_missing_total', 'Missing shards detected.', '', []);
+  readonly ecReadsCut = new CounterFamily('blobstore_ec_reads_cut_total', 'Erasure-coded reads cut after their first byte: a stripe became unreadable mid-stream.', '', []);
   readonly latencies: readonly HistogramFamily[] = CLUSTER_LATENCIES.map(
     (kind) => new HistogramFamily(`blobstore_${kind}_latency_seconds`, `Latency of ${kind.replace('_', ' ')} operations in seconds.`, '', []),
   );
@@ -85,6 +87,10 @@ export class ClusterMetrics {
 
   ecReconstructed(count = 1): void {
     this.ecReconstructions.add(0, count);
+  }
+
+  ecReadCut(): void {
+    this.ecReadsCut.add(0, 1);
   }
 
   shardsMissingDetected(count = 1): void {

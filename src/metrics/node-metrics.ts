@@ -274,14 +274,16 @@ export class NodeMetrics implements Recorder {
     this.gauge('blobstore_replication_queue_depth', 'Pending replication operations.', () => c.replicationQueueDepth);
     this.gauge('blobstore_replication_lag_seconds', 'Estimated replication lag in seconds.', () => c.replicationLagSeconds);
     this.add(c.ecReconstructions);
+    this.add(c.ecReadsCut);
     this.add(c.shardsMissing);
     // Beyond the spec: repair's progress and its bandwidth cap (docs/erasure-coding.md), the scrubber.
-    this.gauge('blobstore_repair_queue_depth', 'Erasure-coded blobs queued for repair.', () => c.repair().queueDepth);
+    this.gauge('blobstore_repair_queue_depth', 'Blobs queued for repair (EC columns to rebuild, replicas a peer lacks).', () => c.repair().queueDepth);
     this.gauge('blobstore_repair_bytes_left', 'Bytes the queued repairs are estimated to rebuild.', () => c.repair().bytesLeft);
     this.gauge('blobstore_repair_bytes_per_second', 'Bytes rebuilt per second in the last repair pass.', () => c.repair().bytesPerSecond);
     this.gauge('blobstore_repair_eta_seconds', 'Estimated seconds until the repair queue is empty.', () => c.repair().etaSeconds);
     this.gauge('blobstore_repair_rate_limit_bytes_per_second', 'The repair bandwidth cap in force (0: none).', () => c.repair().rateLimitBytesPerSecond);
-    this.add(counterOf('blobstore_repair_bytes_total', 'Bytes of shard columns rebuilt by repair.', () => c.repair().bytesRepaired));
+    this.add(counterOf('blobstore_repair_bytes_total', 'Bytes repair rebuilt (EC columns) or copied (replicas).', () => c.repair().bytesRepaired));
+    this.add(counterOf('blobstore_repair_blobs_total', 'Replicas repair copied to owners that lacked them.', () => c.repair().blobsRepaired));
     this.add(counterOf('blobstore_scrub_bytes_total', 'Bytes read and verified by the scrubber.', () => c.repair().scrubBytesChecked));
     this.add(this.errors);
     this.add(this.requestFailures);

@@ -30,6 +30,7 @@ export const UI_MONITOR: string = String.raw`  function renderNodes(snap, cluste
         fmtBytes(num(rep.bytes_per_second)) + '/s, about ' + fmtInt(num(rep.eta_seconds)) + ' s)' : '') +
         ' \u00b7 repair cap ' + (num(rep.rate_limit_bytes_per_second) ? fmtBytes(num(rep.rate_limit_bytes_per_second)) + '/s' : 'none') +
         (num(rep.boosted_until_ms) ? ' (raised)' : '') +
+        (num(rep.bytes_repaired) ? ' \u00b7 repaired ' + fmtBytes(num(rep.bytes_repaired)) + ' (' + fmtInt(num(rep.blobs_repaired)) + ' replicas, ' + fmtInt(num(rep.columns_repaired)) + ' columns)' : '') +
         (rep.scrub ? ' \u00b7 scrubbed ' + fmtBytes(num(rep.scrub.bytes_checked)) + (num(rep.scrub.corrupt_found) ? ', ' + fmtInt(num(rep.scrub.corrupt_found)) + ' corrupt' : '') : '') : '') +
       (!cluster && num(c.nodesTotal) > 1 ? ' \u00b7 cluster view unavailable, showing this node' : ''));
     var list = nodes.map(function (n) {

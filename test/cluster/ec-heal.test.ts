@@ -58,7 +58,7 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     await c?.stopAll();
   });
 
-  it('every blob stays readable from every survivor when the receiving node is killed right after its answers', async () => {
+  it('every blob stays readable from every survivor when the receiving node is killed right after its answers', { timeout: 180_000 }, async () => {
     for (let i = 0; i < 12; i++) await store(c, 0, patternBytes(i % 3 === 0 ? 700 * KiB + i : 3000 + i, 700 + i), acked);
     await c.kill(0);
     await expectReadableEverywhere(c, acked);
@@ -66,7 +66,7 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     await c.converged({ members: c.ids });
   });
 
-  it('a node that was down while blobs were stored gets its columns rebuilt when it is back', async () => {
+  it('a node that was down while blobs were stored gets its columns rebuilt when it is back', { timeout: 180_000 }, async () => {
     const down = 3;
     await c.kill(down);
     // Wait until the others see it offline: with 6 of 7 up, EC42 stores go on.
@@ -93,7 +93,7 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     await expectReadableEverywhere(c, acked);
   });
 
-  it('a node that lost its disk gets its columns back (anti-entropy finds them missing)', async () => {
+  it('a node that lost its disk gets its columns back (anti-entropy finds them missing)', { timeout: 180_000 }, async () => {
     const lost = 5;
     const before = await listed(c, lost);
     expect(before.size).toBeGreaterThan(0);
@@ -109,7 +109,7 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     await expectReadableEverywhere(c, acked, [lost]);
   });
 
-  it('a flipped byte in a column on disk: reads stay correct, the scrubber finds it, counts it and rebuilds the column', async () => {
+  it('a flipped byte in a column on disk: reads stay correct, the scrubber finds it, counts it and rebuilds the column', { timeout: 180_000 }, async () => {
     const node = 2;
     const files = columnFiles(c, node).filter((f) => statSync(f).size > 100 * KiB);
     expect(files.length).toBeGreaterThan(0);
@@ -118,14 +118,16 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     await expectReadableEverywhere(c, acked, [node, 4]);
     await eventually(async () => (await metric(c, node, CORRUPTION)) > corruptBefore, 'the corruption counted');
     await eventually(() => c.node(node).output().includes('EC repair: column rebuilt'), 'the column rebuilt', 30_000);
-    // Scrubbed again: nothing corrupt is left on the node.
+    // Scrubbed again, a whole pass after the rebuild: nothing corrupt is left on the node.
     const after = await metric(c, node, CORRUPTION);
-    await new Promise((r) => setTimeout(r, 2500));
+    const passes = async (): Promise<number> => ((await (await fetch(`${c.url(node)}/v1/cluster/state`)).json()) as { repair: { scrub: { passes: number } } }).repair.scrub.passes;
+    const passesAfter = await passes();
+    await eventually(async () => (await passes()) >= passesAfter + 2, 'two more scrub passes', 60_000);
     expect(await metric(c, node, CORRUPTION)).toBe(after);
     await expectReadableEverywhere(c, acked);
   });
 
-  it('repair shows its progress, and an admin call changes its bandwidth cap for a while (the priority knob)', async () => {
+  it('repair shows its progress, and an admin call changes its bandwidth cap for a while (the priority knob)', { timeout: 180_000 }, async () => {
     const coordinator = 1;
     const knob = (body: object): Promise<Response> =>
       fetch(`${c.url(coordinator)}/v1/cluster/repair`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -152,9 +154,9 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     expect((await (await knob({ bytes_per_second: 0, seconds: 60 })).json()) as Repair).toMatchObject({ rate_limit_bytes_per_second: 0 });
     await eventually(async () => (await repairOf()).queue_depth === 0, 'the repair queue drained', 40_000);
     expect(await metric(c, coordinator, 'blobstore_repair_bytes_total')).toBeGreaterThan(0);
-    // A short boost falls back to the setting (64 MiB/s by default) when its time is up.
+    // A short boost falls back to the setting (256 MiB/s by default) when its time is up.
     await knob({ bytes_per_second: 1, seconds: 1 });
-    await eventually(async () => (await repairOf()).rate_limit_bytes_per_second === 64 * 1024 * KiB, 'back to the setting');
+    await eventually(async () => (await repairOf()).rate_limit_bytes_per_second === 256 * 1024 * KiB, 'back to the setting');
     await expectReadableEverywhere(c, acked);
   });
 

@@ -99,7 +99,7 @@ export async function startNode(options: StartOptions = {}): Promise<NodeProcess
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), 30_000);
     const check = (): void => {
       const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
       if (m) {

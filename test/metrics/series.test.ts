@@ -152,7 +152,7 @@ describe('NodeMetrics', () => {
     m.cluster.ecReconstructed();
     m.cluster.shardsMissingDetected(3);
     m.cluster.observe('replicate', performance.now() - 3);
-    m.cluster.repair = () => ({ queueDepth: 4, bytesLeft: 4096, bytesPerSecond: 1024, etaSeconds: 4, rateLimitBytesPerSecond: 2048, bytesRepaired: 77, scrubBytesChecked: 99 });
+    m.cluster.repair = () => ({ queueDepth: 4, bytesLeft: 4096, bytesPerSecond: 1024, etaSeconds: 4, rateLimitBytesPerSecond: 2048, bytesRepaired: 77, blobsRepaired: 5, scrubBytesChecked: 99 });
     const f = parseExposition(await m.exposition());
     const v = (name: string, labels: Record<string, string> = {}): number | undefined => sampleValue(f, `blobstore_${name}`, `blobstore_${name}`, labels);
     expect([v('nodes_total'), v('nodes_active'), v('nodes_offline'), v('ring_version')]).toEqual([3, 2, 1, 7]);
@@ -164,7 +164,7 @@ describe('NodeMetrics', () => {
     expect(v('grpc_connections_active')).toBe(2);
     expect([v('replication_queue_depth'), v('replication_lag_seconds')]).toEqual([5, 1.5]);
     expect([v('repair_queue_depth'), v('repair_bytes_left'), v('repair_bytes_per_second'), v('repair_eta_seconds')]).toEqual([4, 4096, 1024, 4]);
-    expect([v('repair_rate_limit_bytes_per_second'), v('repair_bytes_total'), v('scrub_bytes_total')]).toEqual([2048, 77, 99]);
+    expect([v('repair_rate_limit_bytes_per_second'), v('repair_bytes_total'), v('repair_blobs_total'), v('scrub_bytes_total')]).toEqual([2048, 77, 5, 99]);
     expect(v('ec_reconstruction_total')).toBe(1);
     expect(v('shards_missing_total')).toBe(3);
     expect(sampleValue(f, 'blobstore_replicate_latency_seconds', 'blobstore_replicate_latency_seconds_count')).toBe(1);
