@@ -6,6 +6,19 @@ export const LOWER_HEX_ID = /^[0-9a-f]{32}$/;
 /** Variant A reads hex in either case (besides base64). */
 export const HEX_ID = /^[0-9a-fA-F]{32}$/;
 
+/**
+ * Whether `text` is 32 lower-case hex characters: LOWER_HEX_ID by hand, for the cached GET (a
+ * RegExp test there took ~1.5% of a GET load's samples: the builtin's call more than the match).
+ */
+export function isLowerHexId(text: string): boolean {
+  if (text.length !== 32) return false;
+  for (let i = 0; i < 32; i++) {
+    const c = text.charCodeAt(i);
+    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
+  }
+  return true;
+}
+
 /** Parses a variant-B path id (exactly 32 lower-case hex characters) into 16 bytes. */
 export function parseBlobId(text: string | undefined): Buffer {
   if (text === undefined || text === '') throw invalidArgument('invalid blob ID: missing or empty');

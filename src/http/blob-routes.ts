@@ -5,7 +5,7 @@
 import { scopeOf } from '../auth/access.js';
 import type { Scope, Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
-import { LOWER_HEX_ID, parseIdPrefix } from '../blob/id.js';
+import { isLowerHexId, parseIdPrefix } from '../blob/id.js';
 import { ClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, invalidArgument, notFound, payloadTooLarge } from '../errors/errors.js';
 import type { BlobMeta, PutResult } from '../blob/meta.js';
@@ -246,7 +246,7 @@ export class BlobRoutes {
     if (this.wire.variant !== 'b') return false;
     const text = req.getParameter(0);
     // Any other spelling goes the long way, to its 400 (variant B ids are lower-case hex only).
-    if (text === undefined || !LOWER_HEX_ID.test(text)) return false;
+    if (text === undefined || !isLowerHexId(text)) return false;
     this.idScratch.write(text, 'hex');
     const rec = this.service.cachedLocal(this.idScratch);
     if (rec === undefined || req.getHeader(IF_NONE_MATCH) !== '' || req.getHeader(RANGE) !== '') return false;
