@@ -17,6 +17,7 @@
  * its first byte: the caller cuts the answer short, and the cut is counted
  * (blobstore_ec_reads_cut_total) and logged.
  */
+import * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
@@ -26,7 +27,7 @@ import { createHasher } from '../hash/blake3.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
-import type { PeerClients } from './peers.js';
+import { PeerCallError, type PeerClients } from './peers.js';
 import { metaFromWire } from './remote-reader.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { piecesOf, ReadState } from './ec-read-state.js';
@@ -103,7 +104,7 @@ export class EcReader {
    * the ring) which columns of the blob they hold: the holders, the blob as a column describes
    * it, and how many candidates could not be asked.
    */
-  async survey(id: Buffer, shards: number): Promise<{ holders: Holders; byNode: Map<string, number[]>; blob: EcBlob | undefined; unreachable: number }> {
+  async survey(id: Buffer, shards: number): Promise<{ holders: Holders; byNode: Map<string, number[]>; blob: EcBlob | undefined; unreachable: number; slow: number }> {
     const holders: Holders = new Map();
     /** Every column each node holds ('' = this node), duplicates included. */
     const byNode = new Map<string, number[]>();
@@ -113,6 +114,8 @@ export class EcReader {
     if (local.length > 0) byNode.set(SELF, local.map((c) => c.shard.index));
     if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes };
     let unreachable = 0;
+    /** Online candidates that did not answer in time: they may hold columns still. */
+    let slow = 0;
     const answers = await Promise.all(this.candidates(id, shards).map(async (node) => {
       const member = this.cluster.member(node);
       if (!member || member.grpcAddress === '' || !this.cluster.online(node)) {
@@ -125,8 +128,9 @@ export class EcReader {
         const indices = res.shard_indices ?? [];
         if (!blob && indices.length > 0 && res.meta) blob = { meta: metaFromWire(id, res.meta, this.config), shardBytes: Number(res.shard_size ?? 0) };
         return { node, indices };
-      } catch {
-        unreachable++;
+      } catch (err) {
+        if (err instanceof PeerCallError && err.code === grpc.status.DEADLINE_EXCEEDED) slow++;
+        else unreachable++;
         return { node, indices: [] as number[] };
       }
     }));
@@ -134,7 +138,7 @@ export class EcReader {
       if (indices.length > 0) byNode.set(node, indices);
       for (const i of indices) if (i < shards && !holders.has(i)) holders.set(i, node);
     }
-    return { holders, byNode, blob, unreachable };
+    return { holders, byNode, blob, unreachable, slow };
   }
 
   /** Columns whose holder is this node or a node online now. */
@@ -159,12 +163,17 @@ export class EcReader {
     const id = blob.meta.id;
     if (range.end <= range.start) return sink(Buffer.alloc(0), 0);
     let holders = await this.locate(id, layout);
-    if (this.reachable(holders) < layout.k) holders = await this.locate(id, layout, true);
-    const reachable = this.reachable(holders);
-    if (reachable < layout.k) {
-      throw new BlobstoreError('unavailable', `EC blob ${id.toString('hex')}: ${reachable} of its ${layout.shards} columns can be reached, ${layout.k} are needed`, {
-        headers: { 'Retry-After': '1' },
-      });
+    if (this.reachable(holders) < layout.k) {
+      // Asked again: a column may have moved, and a node slow to answer (not one that refused or
+      // is offline) may hold one still: the read goes ahead then.
+      const again = await this.survey(id, layout.shards);
+      holders = again.holders;
+      const reachable = this.reachable(holders);
+      if (reachable + again.slow < layout.k) {
+        throw new BlobstoreError('unavailable', `EC blob ${id.toString('hex')}: ${reachable} of its ${layout.shards} columns can be reached, ${layout.k} are needed`, {
+          headers: { 'Retry-After': '1' },
+        });
+      }
     }
     const missing = [...Array(layout.shards).keys()].filter((i) => !holders.has(i));
     if (missing.length > 0) this.noteMissing(blob, missing, 'not found on any node');
