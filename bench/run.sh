@@ -76,6 +76,7 @@ step cluster-ring       600  node dist/bench/cluster/ring.bench.js
 step cluster-replicate  1800 node dist/bench/cluster/replicate.bench.js
 step cluster-membership 1800 node dist/bench/cluster/membership.bench.js
 step cluster-repair     1800 node dist/bench/cluster/repair.bench.js
+step client-put         900  node dist/bench/client/put-jobs.bench.js
 # Erasure coding: EC42 1 GiB PUT/GET on 6 nodes vs NONE on one, degraded GET, 64 MiB objects, the scrubber.
 step cluster-ec         2400 node dist/bench/cluster/ec.bench.js
 # Fault sequences at length: 20 seeded real-process runs and 20,000 simulated ones (make test: 2 and 300).

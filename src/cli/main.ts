@@ -11,6 +11,7 @@ import { registerDeploy } from '../apps/stack/deploy.js';
 import { registerStatus } from '../apps/stack/status.js';
 import { registerDown } from '../apps/stack/down.js';
 import { registerAuth } from './auth.js';
+import { registerBlobCommands } from './blob-commands.js';
 import { printError } from './output.js';
 import { packageVersion } from '../version.js';
 
@@ -27,11 +28,19 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerDown(program);
   registerAuth(program);
+  registerBlobCommands(program);
   return program;
 }
 
 async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
+  // Nothing left to run while the command has not finished: a call that will never settle. Node
+  // would exit 0 here, as if the command had done its work.
+  const stalled = (): void => {
+    printError('the command stopped before it finished (a call that never settled): this is a bug');
+    process.exit(1);
+  };
+  process.once('beforeExit', stalled);
   try {
     await program.parseAsync(argv);
   } catch (err) {
@@ -40,6 +49,8 @@ async function main(argv: string[]): Promise<void> {
       process.exit(ok ? 0 : 2);
     }
     throw err;
+  } finally {
+    process.off('beforeExit', stalled);
   }
 }
 

@@ -48,9 +48,16 @@ export function run(box: Sandbox, args: string[], extraEnv: NodeJS.ProcessEnv = 
   return spawnSync(process.execPath, [BIN, ...args], { env: { ...box.env, ...extraEnv }, encoding: 'utf8', timeout: 60_000 });
 }
 
-export function runAsync(box: Sandbox, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+/**
+ * Runs the bin (or, with `node`, node itself with `args`) to its end; `input` is written to its
+ * standard input, which is then closed.
+ */
+export function runAsync(
+  box: Sandbox, args: string[], extraEnv: NodeJS.ProcessEnv = {}, input?: string, options: { node?: boolean; cwd?: string } = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...box.env, ...extraEnv } });
+    const child = spawn(process.execPath, options.node ? args : [BIN, ...args], { env: { ...box.env, ...extraEnv }, cwd: options.cwd });
+    child.stdin.end(input);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

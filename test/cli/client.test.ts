@@ -1,0 +1,195 @@
+/**
+ * `blobstore put | get | stat | ls | rm` as a user runs them against a real node, and the
+ * BlobClient library they stand on (`import { BlobClient } from 'blobstore'`): every id printed
+ * once, downloads kept only once their bytes are the id's, clear messages and exit codes for bad
+ * input (2: usage; 1: a node's refusal or failure), never a stack trace.
+ */
+import { createServer, type Server } from 'node:http';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BlobClient, BlobIdMismatch } from '../../src/client/index.js';
+import { expectedId, patternBytes } from '../helpers/blobs.js';
+import { type NodeProcess, startNode, tempDir } from '../helpers/node-process.js';
+import { ROOT, runAsync, type Sandbox, useSandboxes } from './helpers.js';
+
+const fresh = useSandboxes();
+let node: NodeProcess;
+let box: Sandbox;
+let dir: string;
+
+/** The CLI against the node, as a user runs it (BLOBSTORE_URL set). */
+const cli = (args: string[], input?: string) => runAsync(box, args, { BLOBSTORE_URL: node.url }, input);
+
+beforeAll(async () => {
+  node = await startNode();
+  box = fresh();
+  dir = tempDir('blobstore-client-');
+});
+afterAll(async () => {
+  expect(await node.stop()).toBe(0);
+});
+
+const noStackTrace = (stderr: string): void => expect(stderr).not.toMatch(/\n\s+at /);
+
+describe('put', () => {
+  it('stores files and prints "<id>  <file>" once each, as they land', async () => {
+    const files = [0, 1, 2].map((i) => {
+      const path = join(dir, `f${i}.bin`);
+      writeFileSync(path, patternBytes(1000 + i * 5000, 10 + i));
+      return path;
+    });
+    const r = await cli(['put', ...files]);
+    expect(r.status, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split('\n').sort();
+    const want = await Promise.all(files.map(async (f) => `${await expectedId(readFileSync(f))}  ${f}`));
+    expect(lines).toStrictEqual(want.sort());
+    for (const f of files) expect((await fetch(`${node.url}/v1/blobs/${await expectedId(readFileSync(f))}`)).status).toBe(200);
+  });
+
+  it('--jobs 16 of 200 files: every file stored, each id printed once; --output json', async () => {
+    const many = join(dir, 'many');
+    mkdirSync(many);
+    for (let i = 0; i < 200; i++) writeFileSync(join(many, `m${i}`), patternBytes(4096, 5000 + i));
+    const files = readdirSync(many).map((f) => join(many, f));
+    const r = await cli(['put', '--jobs', '16', '--output', 'json', '--policy', 'NONE', '--labels', 'team=ingest', ...files]);
+    expect(r.status, r.stderr).toBe(0);
+    const answers = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { file: string; id: string; size: number; created: boolean });
+    expect(answers.map((a) => a.file).sort()).toStrictEqual([...files].sort());
+    for (const a of answers) {
+      expect(a.id).toBe(await expectedId(readFileSync(a.file)));
+      expect(a.size).toBe(4096);
+    }
+    const head = await fetch(`${node.url}/v1/blobs/${answers[0]!.id}`, { method: 'HEAD' });
+    expect(head.headers.get('x-blobstore-policy')).toBe('1');
+  });
+
+  it('- streams standard input', async () => {
+    const r = await cli(['put', '-'], 'from a pipe\n');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe(`${await expectedId(Buffer.from('from a pipe\n'))}  -`);
+  });
+
+  it('a missing file exits 2 before anything is stored, naming it', async () => {
+    const ok = join(dir, 'present.bin');
+    writeFileSync(ok, 'present, but never sent');
+    const r = await cli(['put', ok, join(dir, 'absent.bin')]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(`blobstore: ${join(dir, 'absent.bin')}: no such file\n`);
+    expect((await fetch(`${node.url}/v1/blobs/${await expectedId(Buffer.from('present, but never sent'))}`, { method: 'HEAD' })).status).toBe(404);
+  });
+
+  it('a refusal of the node (a bad policy for one node: EC42 needs six) exits 1 with its message', async () => {
+    const f = join(dir, 'ec.bin');
+    writeFileSync(f, 'erasure-coded on one node');
+    const r = await cli(['put', '--policy', 'EC42', f]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('412 not enough nodes for EC');
+    noStackTrace(r.stderr);
+  });
+});
+
+describe('get, stat, ls, rm', () => {
+  let id: string;
+  const data = patternBytes(3 * 1024 * 1024 + 7, 77);
+  beforeAll(async () => {
+    const f = join(dir, 'big.bin');
+    writeFileSync(f, data);
+    const r = await cli(['put', f]);
+    id = r.stdout.split(' ')[0]!;
+  });
+
+  it('get -o writes the file once its bytes are the id\'s; to stdout without -o', async () => {
+    const out = join(dir, 'copy.bin');
+    const r = await cli(['get', id, '-o', out]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(readFileSync(out).equals(data)).toBe(true);
+    expect(readdirSync(dir).filter((f) => f.includes('.blobstore-'))).toStrictEqual([]);
+    const small = await cli(['get', await expectedId(Buffer.from('from a pipe\n'))]);
+    expect(small.stdout).toBe('from a pipe\n');
+  });
+
+  it('stat prints size, creation time and policy; --output json', async () => {
+    const r = await cli(['stat', id]);
+    expect(r.stdout).toMatch(new RegExp(`^${id}  ${data.length} bytes \\(3\\.0 MiB\\)  created \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z  REPLICA3\\n$`));
+    const j = JSON.parse((await cli(['stat', id, '--output', 'json'])).stdout) as { size: number; policy: number };
+    expect(j).toMatchObject({ id, size: data.length, policy: 3 });
+  });
+
+  it('ls lists ids, --prefix narrows them', async () => {
+    const all = (await cli(['ls'])).stdout.trim().split('\n');
+    expect(all).toContain(id);
+    const some = (await cli(['ls', '--prefix', id.slice(0, 4)])).stdout.trim().split('\n');
+    expect(some).toContain(id);
+    for (const x of some) expect(x.startsWith(id.slice(0, 4))).toBe(true);
+  });
+
+  it('bad ids exit 2 without a call; a missing blob exits 1 with the node\'s 404', async () => {
+    for (const args of [['get', 'ABCDEF'], ['stat', id.toUpperCase()], ['rm', 'nope']]) {
+      const r = await cli(args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^blobstore: invalid blob ID/);
+    }
+    const missing = '0'.repeat(32);
+    const get = await cli(['get', missing]);
+    expect(get.status).toBe(1);
+    expect(get.stderr).toContain(`404 blob ${missing} not found`);
+    const stat = await cli(['stat', missing]);
+    expect(stat.status).toBe(1);
+    expect(stat.stderr).toBe(`blobstore: ${missing}: not found\n`);
+  });
+
+  it('rm deletes; stat then says not found', async () => {
+    expect((await cli(['rm', id])).stdout).toBe(`deleted ${id}\n`);
+    expect((await cli(['stat', id])).status).toBe(1);
+  });
+
+  it('every command has --help with an example', async () => {
+    for (const cmd of ['put', 'get', 'stat', 'ls', 'rm']) {
+      const r = await cli([cmd, '--help']);
+      expect(r.status, cmd).toBe(0);
+      expect(r.stdout, cmd).toMatch(/Examples?:\n {2}blobstore /);
+    }
+  });
+});
+
+describe('downloads are checked against their id', () => {
+  let liar: Server;
+  let url: string;
+  const real = Buffer.from('the real bytes');
+  beforeAll(async () => {
+    // A "node" that answers every GET with other bytes than the id's.
+    liar = createServer((req, res) => res.end(req.method === 'GET' ? Buffer.from('other bytes!!!') : ''));
+    await new Promise<void>((resolve) => liar.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(liar.address() as { port: number }).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => liar.close(() => resolve())));
+
+  it('the library rejects with BlobIdMismatch', async () => {
+    const client = new BlobClient({ urls: url, retries: 0 });
+    await expect(client.get(await expectedId(real))).rejects.toBeInstanceOf(BlobIdMismatch);
+    await client.close();
+  });
+
+  it('get -o exits 1, says so, and leaves no file', async () => {
+    const out = join(dir, 'lie.bin');
+    const r = await runAsync(box, ['get', await expectedId(real), '-o', out, '--url', url]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/hash to [0-9a-f]{32}: not the blob/);
+    expect(readdirSync(dir).filter((f) => f.includes('lie.bin'))).toStrictEqual([]);
+  });
+});
+
+describe('the package', () => {
+  it('exports BlobClient: `import { BlobClient } from "blobstore"` stores and reads back', async () => {
+    const script = `import { BlobClient } from 'blobstore';
+      const c = new BlobClient({ urls: process.env.URL });
+      const put = await c.put(Buffer.from('through the package'));
+      const back = await c.get(put.id);
+      console.log(put.id, back.toString());
+      await c.close();`;
+    const r = await runAsync(box, ['--input-type=module', '-e', script], { URL: node.url }, undefined, { node: true, cwd: ROOT });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe(`${await expectedId(Buffer.from('through the package'))} through the package`);
+  });
+});
