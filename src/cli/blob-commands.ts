@@ -327,7 +327,7 @@ Examples:
     .argument('<id>', 'blob id')
     .addHelpText('after', `
 Example:
-  blobstore stat 3f0c...     # 3f0c...  48213 bytes (47.1 KiB)  created 2026-11-28T02:00:00.000Z  REPLICA3`)
+  blobstore stat 3f0c...     # 3f0c...  48213 bytes (47.1 KiB)  created <ISO time>  REPLICA3`)
     .action((id: string, opts: ConnectionOptions) => statCommand(id, opts));
 
   withConnection(program.command('ls').description('the ids a node holds (the first --url), page by page'))
