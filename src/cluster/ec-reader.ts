@@ -11,11 +11,12 @@
  * Holders verify what they send against their stored digests; a whole-blob read is also hashed on
  * the way and checked against the blob's checksum at the end (a mismatch throws, so the caller
  * cuts its answer: never wrong bytes). A column found missing or failing is queued for repair.
- * A read never starts what it cannot finish: with fewer than k columns reachable (the cached
- * holders checked against who is online, then asked again) it fails with 503 before its first
- * byte. A stripe that becomes unreadable mid-stream (nodes die during the read) fails it after
- * its first byte: the caller cuts the answer short, and the cut is counted
- * (blobstore_ec_reads_cut_total) and logged.
+ * A read never starts what it cannot finish: with fewer than k columns that could be read (the
+ * cached holders checked against who is online; when too few, every candidate asked again, and
+ * only a refusal or an answer without a column rules one out) it fails with 503 before its first
+ * byte, and the first stripe is read whole before the first byte goes. A stripe that becomes
+ * unreadable later (nodes die during the read) fails it after its first byte: the caller cuts the
+ * answer short, and the cut is counted (blobstore_ec_reads_cut_total) and logged.
  */
 import * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
@@ -114,12 +115,14 @@ export class EcReader {
     if (local.length > 0) byNode.set(SELF, local.map((c) => c.shard.index));
     if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes };
     let unreachable = 0;
-    /** Online candidates that did not answer in time: they may hold columns still. */
+    /** Candidates that may hold columns still: not asked (seen offline lately) or slow to answer. */
     let slow = 0;
     const answers = await Promise.all(this.candidates(id, shards).map(async (node) => {
       const member = this.cluster.member(node);
       if (!member || member.grpcAddress === '' || !this.cluster.online(node)) {
-        unreachable++;
+        // Seen offline by heartbeats, which lag under load: not asked, but not ruled out either.
+        if (member && member.grpcAddress !== '') slow++;
+        else unreachable++;
         return { node, indices: [] as number[] };
       }
       try {
@@ -164,11 +167,13 @@ export class EcReader {
     if (range.end <= range.start) return sink(Buffer.alloc(0), 0);
     let holders = await this.locate(id, layout);
     if (this.reachable(holders) < layout.k) {
-      // Asked again: a column may have moved, and a node slow to answer (not one that refused or
-      // is offline) may hold one still: the read goes ahead then.
+      // Asked again: a column may have moved. Every holder in the answer was heard just now; a
+      // node slow to answer, or seen offline (heartbeats lag under load), may hold one still: the
+      // read goes ahead then, and a stripe it cannot read fails before the first byte (below).
+      // Only nodes that refused the call or answered without a column rule a column out.
       const again = await this.survey(id, layout.shards);
       holders = again.holders;
-      const reachable = this.reachable(holders);
+      const reachable = holders.size;
       if (reachable + again.slow < layout.k) {
         throw new BlobstoreError('unavailable', `EC blob ${id.toString('hex')}: ${reachable} of its ${layout.shards} columns can be reached, ${layout.k} are needed`, {
           headers: { 'Retry-After': '1' },

@@ -6,8 +6,10 @@
  * BOOTSTRAP_RUNS sets how many (`bench/cluster/bootstrap.sh` runs 100 and records the times).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type NodeState, TestCluster } from '../helpers/cluster.js';
+import { type NodeState, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
 import { seededRandom } from '../helpers/rng.js';
+
+oneBigClusterAtATime();
 
 const SEED = Number(process.env.BOOTSTRAP_SEED ?? Date.now() % 1_000_000);
 const RUNS = Number(process.env.BOOTSTRAP_RUNS ?? 4);

@@ -9,12 +9,16 @@ import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flipByte, patternBytes, putRaw } from '../helpers/blobs.js';
-import { eventually, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
+import { eventually, expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+
+oneBigClusterAtATime();
 
 const KiB = 1024;
 const ARGS = [
   '--ec-shard-bytes', String(64 * KiB), '--small-blob-max-bytes', String(128 * KiB), '--metrics-addr', 'same',
-  '--repair-interval-ms', '1000', '--handoff-interval-ms', '1000', '--replication-retry-max-ms', '1000', '--ec-fetch-timeout-ms', '1000',
+  '--repair-interval-ms', '1000', '--handoff-interval-ms', '1000', '--replication-retry-max-ms', '1000',
+  // Killed nodes fail a fetch at once; the fetch timeout only rules out a node slow under load.
+  '--ec-fetch-timeout-ms', '5000',
   '--scrub-interval-ms', '1000', '--scrub-bytes-per-second', String(256 * 1024 * KiB),
 ];
 

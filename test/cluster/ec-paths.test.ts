@@ -9,8 +9,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { expectReadableEverywhere, freePort, TestCluster } from '../helpers/cluster.js';
+import { expectReadableEverywhere, freePort, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
 import { tempDir } from '../helpers/node-process.js';
+
+oneBigClusterAtATime();
 
 const KiB = 1024;
 const SECRET = 'correct horse battery staple';

@@ -8,8 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
-import { eventually, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
+import { eventually, expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
 import { chunksOf, client, getStream, putStream, unary } from '../grpc/helpers.js';
+
+oneBigClusterAtATime();
 
 const KiB = 1024;
 const SHARD = 64 * KiB;
@@ -17,7 +19,9 @@ const SHARD = 64 * KiB;
 const SMALL = 128 * KiB;
 const EC_ARGS = [
   '--ec-shard-bytes', String(SHARD), '--ec-large-blob-bytes', String(2 * 1024 * KiB), '--ec-large-shard-bytes', String(256 * KiB),
-  '--small-blob-max-bytes', String(SMALL), '--repair-interval-ms', '1000', '--ec-fetch-timeout-ms', '1000',
+  '--small-blob-max-bytes', String(SMALL), '--repair-interval-ms', '1000',
+  // Killed nodes fail a fetch at once; the fetch timeout only rules out a node slow under load.
+  '--ec-fetch-timeout-ms', '5000',
 ];
 
 async function store(c: TestCluster, at: number, bytes: Buffer, policy: number, acked?: Map<string, Buffer>): Promise<string> {

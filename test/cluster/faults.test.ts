@@ -8,8 +8,10 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { expectReadableEverywhere, HEARTBEAT_MS, TestCluster } from '../helpers/cluster.js';
+import { expectReadableEverywhere, HEARTBEAT_MS, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
 import { seededRandom } from '../helpers/rng.js';
+
+oneBigClusterAtATime();
 
 const RUNS = Number(process.env.FAULT_RUNS ?? 2);
 const STEPS = Number(process.env.FAULT_STEPS ?? 6);

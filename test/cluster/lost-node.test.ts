@@ -10,7 +10,9 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { copiesOf, eventually, TestCluster } from '../helpers/cluster.js';
+import { copiesOf, eventually, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+
+oneBigClusterAtATime();
 
 const KiB = 1024;
 

@@ -1,14 +1,16 @@
 /**
  * Real clusters for tests: N `blobstore serve` processes, each with its own data dir and a fixed
- * API port (so a restarted node comes back at the same address), joined through the first node's
- * address as SeedNodes. Fast heartbeats and a short offline timeout keep scenarios short; every
+ * API port (so a restarted node comes back at the same address): started together, each names the
+ * others as SeedNodes; one by one, each names the first. Fast heartbeats and a short offline timeout keep scenarios short; every
  * node can be killed (SIGKILL), stopped (SIGTERM), frozen (SIGSTOP/SIGCONT) and restarted.
  * Invariant checks: every node agrees on the member list and ring version; every acknowledged
  * blob reads back byte-exact from every node.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { expect } from 'vitest';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { type NodeProcess, startNode, tempDir } from './node-process.js';
 
 export const HEARTBEAT_MS = 200;
@@ -237,7 +239,7 @@ export async function expectReadableEverywhere(c: TestCluster, blobs: ReadonlyMa
     for (const [id, bytes] of blobs) {
       const res = await fetch(`${c.url(i)}/v1/blobs/${id}`, { signal: AbortSignal.timeout(15_000) });
       const got = Buffer.from(await res.arrayBuffer());
-      expect(res.status, `GET ${id} from ${c.ids[i]}`).toBe(200);
+      expect(res.status, `GET ${id} from ${c.ids[i]}: ${res.status === 200 ? '' : got.toString('utf8', 0, 300)}`).toBe(200);
       expect(got.equals(bytes), `bytes of ${id} from ${c.ids[i]}`).toBe(true);
     }
   }
@@ -266,4 +268,46 @@ export async function eventually(check: () => Promise<boolean> | boolean, what: 
     if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+const BIG_CLUSTER_LOCK = join(tmpdir(), 'blobstore-test-big-cluster.lock');
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * For a test file that starts clusters of six or more nodes: it runs while no other such file
+ * does (a lock file beside the others' temp dirs), so that two of them never share the machine.
+ * Two of them at once on a machine half as fast (17 nodes on one core's worth of CPU) made EC
+ * reads and repairs miss their deadlines; with one at a time they pass. Call at the top of the file.
+ */
+export function oneBigClusterAtATime(): void {
+  let held = false;
+  const release = (): void => {
+    if (held) rmSync(BIG_CLUSTER_LOCK, { force: true });
+    held = false;
+  };
+  beforeAll(async () => {
+    for (;;) {
+      try {
+        writeFileSync(BIG_CLUSTER_LOCK, String(process.pid), { flag: 'wx' });
+        held = true;
+        process.once('exit', release);
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      // A holder that died (a killed worker, an earlier run) leaves its lock behind.
+      const holder = Number(readFileSync(BIG_CLUSTER_LOCK, 'utf8').trim() || 0);
+      if (holder > 0 && !alive(holder)) rmSync(BIG_CLUSTER_LOCK, { force: true });
+      else await new Promise((r) => setTimeout(r, 250));
+    }
+  }, 30 * 60_000);
+  afterAll(release);
 }
