@@ -201,7 +201,7 @@ export class TestCluster {
    * Waits until every live node (or `among`) reports the same ring version and the same members
    * in the same states, with `expect` (node ids) as the members when given; returns that state.
    */
-  async converged(options: { among?: number[]; members?: string[]; timeoutMs?: number; states?: Record<string, string> } = {}): Promise<NodeState> {
+  async converged(options: { among?: number[]; members?: string[]; timeoutMs?: number; pollMs?: number; states?: Record<string, string> } = {}): Promise<NodeState> {
     const among = options.among ?? this.live();
     const deadline = Date.now() + (options.timeoutMs ?? 20_000);
     let last = '';
@@ -215,7 +215,7 @@ export class TestCluster {
       if (same && wantMembers && wantStates) return states[0]!;
       last = views.join('\n  ');
       if (Date.now() > deadline) throw new Error(`no agreement within ${options.timeoutMs ?? 20_000} ms:\n  ${last}`);
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, options.pollMs ?? 100));
     }
   }
 
