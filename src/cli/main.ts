@@ -12,6 +12,7 @@ import { registerStatus } from '../apps/stack/status.js';
 import { registerDown } from '../apps/stack/down.js';
 import { registerAuth } from './auth.js';
 import { registerBlobCommands } from './blob-commands.js';
+import { registerHealthcheck } from './healthcheck.js';
 import { printError } from './output.js';
 import { packageVersion } from '../version.js';
 
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerDown(program);
   registerAuth(program);
   registerBlobCommands(program);
+  registerHealthcheck(program);
   return program;
 }
 

@@ -11,11 +11,13 @@ import { type ServiceSpec, LOOPBACK, regionDir, serviceEnv, stateFile } from './
 import { loadStack, parseRegion, progressPrinter, logTail } from './stack-cli.js';
 import { SERVICE_HEADER, formatTable, serviceCells } from './table.js';
 import { print } from '../../cli/output.js';
+import { TARGETS, type Target, deployTarget } from '../hosts/render.js';
 
 /**
  * `blobstore deploy <stack> --region <r> [--dry-run]`: brings the stack up on this machine, one
  * process per service, and waits until every /healthz answers 200. Idempotent: services whose
- * configuration did not change keep running, changed ones restart, removed ones stop.
+ * configuration did not change keep running, changed ones restart, removed ones stop. With
+ * `--target systemd|container|kubernetes` it renders an installation instead (src/apps/hosts).
  */
 
 const HELP = `
@@ -29,7 +31,19 @@ the orders service on ordersPort or block + 99. All on 127.0.0.1; the plan shows
 Data, logs and state: $XDG_STATE_HOME/blobstore/<stack>/<region>/ (default ~/.local/state/...).
 After deploy, the orders API is checked through ORDERS_API_BASE_URL (default: the deployed
 service; https required except for loopback http) with ORDERS_API_KEY as bearer credential.
-Exit status: 0 healthy, 1 failure, 2 usage error.`;
+With --target systemd|container|kubernetes, deploy starts nothing: it renders the installation of
+the --cluster description's nodes in --region (units and env files, container run scripts, or
+Kubernetes manifests) into --out, or prints them with --dry-run (docs/install.md).
+Exit status: 0 healthy (or rendered), 1 failure, 2 usage error (a bad description among them).`;
+
+interface DeployOptions {
+  region?: string;
+  dryRun?: boolean;
+  timeout: string;
+  target: Target;
+  cluster?: string;
+  out?: string;
+}
 
 export function registerDeploy(program: Command): void {
   program
@@ -39,9 +53,14 @@ export function registerDeploy(program: Command): void {
     .addOption(new Option('--region <region>', 'region to deploy to (required)').choices(REGIONS))
     .option('--dry-run', 'print the plan (what would start, stop or change) and touch nothing')
     .option('--timeout <seconds>', 'how long to wait for every service to become healthy', '30')
+    .addOption(new Option('--target <target>', 'local runs the stack on this machine; systemd, container and kubernetes render an installation of the --cluster description instead').choices(TARGETS).default('local'))
+    .option('--cluster <file>', 'with --target: the cluster description (JSON) whose name is <stack>, e.g. deploy/cluster.example.json')
+    .option('--out <dir>', 'with --target: the directory the rendered files are written to')
     .addHelpText('after', HELP)
-    .action(async (stackName: string, opts: { region?: string; dryRun?: boolean; timeout: string }) => {
+    .action(async (stackName: string, opts: DeployOptions) => {
       const region = parseRegion(opts.region);
+      if (opts.target !== 'local') return deployTarget(stackName, region, opts.target, opts);
+      if (opts.cluster !== undefined || opts.out !== undefined) throw usageError('--cluster and --out go with --target systemd, container or kubernetes');
       const timeoutMs = Number(opts.timeout) * 1000;
       if (!(timeoutMs > 0)) throw usageError(`--timeout must be a positive number of seconds, got "${opts.timeout}"`);
       const baseUrl = ordersBaseUrlFromEnv(process.env);
