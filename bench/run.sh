@@ -56,7 +56,11 @@ step lmdb-index-put    300  node $N/lmdb-index-put.bench.js
 # The index commit of a group of small puts: a transaction on the event loop, or gathered for lmdb-js's write thread.
 step index-commit      300  node $N/index-commit.bench.js
 step http-4KiB         900  node $N/http-4KiB-put-get.bench.js
+# The access log's cost: 4 KiB PUT/GET with it off, with X-Request-Id echoed, and at debug.
+step access-log-4KiB   600  node $N/access-log-4KiB.bench.js
 step http-stream-1GiB  900  node $N/http-stream-1GiB.bench.js
+# TLS against plain text on the same build: 4 KiB PUT/GET and a 1 GiB stream.
+step tls               900  node $N/tls.bench.js
 # Metrics: the Recorder's cost per call against prom-client's; metrics + auth on vs off (4 KiB).
 step metrics-recorder  300  node dist/bench/metrics/recorder.bench.js
 step metrics-overhead  1800 node dist/bench/metrics/overhead.bench.js

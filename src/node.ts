@@ -6,6 +6,7 @@
 import type { Gate } from './auth/gate.js';
 import { resolveClusterSecret } from './auth/cluster-secret.js';
 import { startAuth } from './auth/tokens.js';
+import { NodeTls, reloadOnHangup } from './tls/node-tls.js';
 import { ConfigError } from './config/load.js';
 import { SETTINGS, type NodeConfig } from './config/settings.js';
 import { advertisedApi, advertisedGrpc } from './cluster/addresses.js';
@@ -48,8 +49,11 @@ export interface RunningNode {
 
 export async function startNode(config: NodeConfig, log: Logger): Promise<RunningNode> {
   // First: a bad token file stops the start (ConfigError, exit 2) before the data dir is touched.
+  // So does a missing or mismatched certificate or key.
+  const tls = NodeTls.load(config);
   const auth = startAuth(config, log);
   const gate = auth.gate;
+  const stopReloading = tls ? reloadOnHangup(tls, log) : () => undefined;
   await initHashing();
   const layout = opsLayout(config.metricsAddr);
   const metrics = layout.kind === 'off' ? undefined : new NodeMetrics({ nodeId: config.nodeId, dataDir: config.dataDir, healthCheckTimeoutMs: config.healthCheckTimeoutMs, log });
@@ -59,6 +63,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   } catch (err) {
     await engine.close();
     auth.close();
+    stopReloading();
     throw err;
   }
   metrics?.attach(engine);
@@ -67,7 +72,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   let port = 0;
   let metricsPort: number | undefined;
   const ops = metrics && {
-    metrics, gate, variant: config.apiVariant, log,
+    metrics, gate, variant: config.apiVariant, log, accessLogEvery: config.accessLogEvery,
     ui: () => ({ metricsHere: true, apiHere: layout.kind === 'same', apiPort: port, metricsPort }),
   };
   const apiDocument = blobApiDocument({
@@ -86,15 +91,16 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   if (!clusterEnabled && config.seedNodes.length > 0) {
     await engine.close();
     auth.close();
+    stopReloading();
     throw new ConfigError('SeedNodes needs the gRPC listener (GrpcAddr): cluster nodes talk to each other over gRPC');
   }
   let cluster: Cluster | undefined;
   const clusterApi = new ClusterApi(() => cluster, clusterEnabled);
   // Until the cluster runs (and has admitted this node), stores and reads of blobs not here wait.
   if (clusterEnabled) service.usePlacement(STARTING);
-  const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi, internal: clusterEnabled ? () => cluster : undefined });
-  const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops) : undefined;
-  const grpc = clusterEnabled ? new GrpcServer(config, service, gate, log, { api: clusterApi, internal: () => cluster }) : undefined;
+  const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi, internal: clusterEnabled ? () => cluster : undefined, tls });
+  const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops, tls) : undefined;
+  const grpc = clusterEnabled ? new GrpcServer(config, service, gate, log, { api: clusterApi, internal: () => cluster }, tls) : undefined;
   let grpcPort: number | undefined;
   try {
     port = await server.listen();
@@ -111,7 +117,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
         capacityBytes: engine.space.capacityBytes,
       }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({
         usedBytes: engine.index.counters.storedBytes + engine.index.counters.shardBytes, blobCount: engine.index.counters.blobCount,
-      }), metrics ?? NO_RECORDER);
+      }), metrics ?? NO_RECORDER, tls);
       service.usePlacement(cluster);
       await cluster.start();
       if (metrics) metrics.clusterView = () => clusterApi.state();
@@ -123,6 +129,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     metrics?.close();
     await engine.close();
     auth.close();
+    stopReloading();
     throw err;
   }
   // Only now: a probe that sees /healthz 200 finds the metrics and gRPC listeners bound too.
@@ -141,6 +148,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       await engine.close();
       metrics?.close();
       auth.close();
+      stopReloading();
     })());
   return { engine, server, service, port, gate, metrics, metricsPort, grpc, grpcPort, cluster, stop };
 }
@@ -202,9 +210,9 @@ export async function runNode(config: NodeConfig, log: Logger): Promise<void> {
   }
   if (node.metricsPort !== undefined) {
     const layout = opsLayout(config.metricsAddr);
-    const url = `http://${layout.kind === 'separate' ? layout.host : host}:${node.metricsPort}`;
+    const url = `${node.server.scheme}://${layout.kind === 'separate' ? layout.host : host}:${node.metricsPort}`;
     log.info({ listener: 'metrics', url }, `metrics on ${url}`);
   }
-  const url = `http://${host}:${node.port}`;
+  const url = `${node.server.scheme}://${host}:${node.port}`;
   log.info({ listener: 'api', url }, `node ${config.nodeId} listening on ${url}`);
 }

@@ -7,6 +7,7 @@ import { type ChildProcess, spawn, execFile } from 'node:child_process';
 import { existsSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
+import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -108,9 +109,10 @@ export function freePort(): Promise<number> {
 }
 
 /** GET path over a fresh connection; resolves with the status (0 when nothing answers). */
-export function probe(port: number, path: string): Promise<number> {
+export function probe(port: number, path: string, tls = false): Promise<number> {
   return new Promise((resolve) => {
-    const sock = connect({ host: '127.0.0.1', port });
+    // A TLS listener's certificate is the bench's own: only the answer matters here.
+    const sock = tls ? tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }) : connect({ host: '127.0.0.1', port });
     let data = '';
     const done = (status: number): void => {
       sock.destroy();
@@ -127,11 +129,11 @@ export function probe(port: number, path: string): Promise<number> {
   });
 }
 
-export async function waitHealthy(port: number, timeoutMs: number, child?: ChildProcess, pollMs = 2): Promise<void> {
+export async function waitHealthy(port: number, timeoutMs: number, child?: ChildProcess, pollMs = 2, tls = false): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     if (child && child.exitCode !== null) throw new Error(`process exited with ${child.exitCode} before it was healthy`);
-    if ((await probe(port, '/healthz')) === 200) return;
+    if ((await probe(port, '/healthz', tls)) === 200) return;
     await sleep(pollMs);
   }
   throw new Error(`port ${port}: /healthz not 200 within ${timeoutMs} ms`);
@@ -168,7 +170,7 @@ export interface RunningProcess {
 }
 
 /** Spawns a process that listens on `port`, waits for /healthz 200. */
-export async function startProcess(argv: string[], port: number, opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv; readyTimeoutMs?: number } = {}): Promise<RunningProcess> {
+export async function startProcess(argv: string[], port: number, opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv; readyTimeoutMs?: number; tls?: boolean } = {}): Promise<RunningProcess> {
   const t0 = performance.now();
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...argv], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -185,7 +187,7 @@ export async function startProcess(argv: string[], port: number, opts: { nodeArg
   child.stderr!.on('data', keep);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   try {
-    await waitHealthy(port, opts.readyTimeoutMs ?? 60_000, child);
+    await waitHealthy(port, opts.readyTimeoutMs ?? 60_000, child, 2, opts.tls);
   } catch (err) {
     child.kill('SIGKILL');
     throw new Error(`${(err as Error).message}\n${out}`);
@@ -211,7 +213,7 @@ export async function startProcess(argv: string[], port: number, opts: { nodeArg
 export async function startNode(dataDir: string, flags: string[] = [], nodeArgs: string[] = []): Promise<RunningProcess> {
   const port = await freePort();
   return startProcess([CLI, 'serve', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`, '--metrics-addr', '', '--grpc-addr', '', ...flags], port, {
-    nodeArgs,
+    nodeArgs, tls: flags.includes('--tls-cert'),
     env: { BLOBSTORE_CONFIG: '/nonexistent/blobstore-bench.json' },
   });
 }

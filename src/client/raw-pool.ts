@@ -9,7 +9,7 @@
  *   idle sockets ──take──▶ write(head + body) ──▶ parse the answer ──▶ back to idle (or closed:
  *                                                                      `Connection: close`, an error)
  */
-import { connect as netConnect, type Socket } from 'node:net';
+import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 
 export interface RawAnswer {
@@ -167,7 +167,7 @@ export class RawPool {
   private open(): Promise<Connection> {
     return new Promise((resolve, reject) => {
       const socket = this.tls
-        ? tlsConnect({ host: this.host, port: this.port, ca: this.ca, servername: this.host })
+        ? tlsConnect({ host: this.host, port: this.port, ca: this.ca, ...(isIP(this.host) === 0 ? { servername: this.host } : {}) })
         : netConnect({ host: this.host, port: this.port });
       const ready = this.tls ? 'secureConnect' : 'connect';
       const onError = (err: NodeJS.ErrnoException): void => reject(new RawConnectionError(err.message, err.code ?? 'ECONNREFUSED'));

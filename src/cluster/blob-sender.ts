@@ -28,8 +28,6 @@ export interface SenderOptions {
   callTimeoutMs: number;
   /** Chunks of a large blob encoded and in flight at once, for all its peers together. */
   streamChunksInFlight: number;
-  /** The cluster secret (large replicas to the peers' API listeners carry it as a header). */
-  secret: string;
 }
 
 /** A peer and the blobs it lacks. */
@@ -132,7 +130,7 @@ export class BlobSender {
     });
     const stream = (meta: BlobMeta, who: number[], http: boolean): Promise<(Error | undefined)[]> =>
       streamReplica(this.store, this.peers, who.map((i) => targets[i]!.peer), meta, repair, {
-        chunksInFlight: this.options.streamChunksInFlight, callTimeoutMs: this.options.callTimeoutMs, http, secret: this.options.secret,
+        chunksInFlight: this.options.streamChunksInFlight, callTimeoutMs: this.options.callTimeoutMs, http,
       });
     for (const [key, { meta, by }] of wanted) {
       const live = by.filter((i) => !failed[i]);

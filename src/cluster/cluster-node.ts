@@ -42,7 +42,6 @@ export interface ClusterNodeOptions {
   heartbeatIntervalMs: number;
   offlineAfterMs: number;
   vnodesPerNode: number;
-  secret: string;
   /** This node's used bytes and blob count (read before each heartbeat round). */
   usage(): { usedBytes: number; blobCount: number };
   /** This node's data handoff while it runs (read before each heartbeat round). */
@@ -216,10 +215,10 @@ export class ClusterNode {
 
   /** A cluster call over a peer's HTTP API (what SeedNodes and NodeInfo.address name). */
   private async postJson<T>(address: string, path: string, body: unknown, statuses: readonly number[], timeoutMs = HTTP_CALL_TIMEOUT_MS): Promise<T> {
-    const base = /^https?:\/\//.test(address) ? address.replace(/\/$/, '') : `http://${address}`;
+    const link = this.peers.link;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (this.options.secret !== '') headers['x-blobstore-cluster-secret'] = this.options.secret;
-    const res = await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    if (link.secret !== '') headers['x-blobstore-cluster-secret'] = link.secret;
+    const res = await link.fetch(`${link.baseUrl(address)}${path}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
     const text = await res.text();
     if (!statuses.includes(res.status)) throw new Error(`${path} on ${address}: HTTP ${res.status}: ${text.slice(0, 200)}`);
     return JSON.parse(text) as T;

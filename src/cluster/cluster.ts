@@ -38,6 +38,10 @@ import { RemoteReader } from './remote-reader.js';
 import { Replicator } from './replicator.js';
 import { BlobSender } from './blob-sender.js';
 import { storeReplica } from './transfer.js';
+import { PeerLink } from './peer-link.js';
+import type { NodeTls } from '../tls/node-tls.js';
+import { verifiedPeer } from '../tls/grpc-tls.js';
+import type { AuthContext } from '@grpc/grpc-js/build/src/auth-context.js';
 
 const MEMBERSHIP_KEY = 'membership';
 
@@ -76,11 +80,13 @@ export class Cluster implements Placement {
     usage: () => { usedBytes: number; blobCount: number },
     /** Corrupt copies found by the cluster's reads and the scrubber are counted here. */
     private readonly recorder: Recorder = NO_RECORDER,
+    /** The node's certificate: calls to peers go over TLS with it. */
+    private readonly tls: NodeTls | undefined = undefined,
   ) {
     this.secret = Buffer.from(config.clusterSecret);
     this.repairControl = new RepairControl(config.repairBytesPerSecond, log);
     this.peers = new PeerClients({
-      secret: config.clusterSecret, maxMessageBytes: config.grpcMaxMessageBytes, windowBytes: config.grpcWindowBytes, callTimeoutMs: config.peerCallTimeoutMs,
+      link: new PeerLink(config.clusterSecret, tls), maxMessageBytes: config.grpcMaxMessageBytes, windowBytes: config.grpcWindowBytes, callTimeoutMs: config.peerCallTimeoutMs,
     });
     // SeedNodes may name this node too, in any order (one list for every node); a name of its own
     // the list spells otherwise (a DNS name) is found by its answer (bootstrap.ts).
@@ -93,7 +99,6 @@ export class Cluster implements Placement {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       offlineAfterMs: config.offlineAfterMs,
       vnodesPerNode: config.vnodesPerNode,
-      secret: config.clusterSecret,
       usage,
       migration: () => {
         const p = this.handoff.progress;
@@ -108,7 +113,6 @@ export class Cluster implements Placement {
       inlineMaxBytes: Math.min(config.smallBlobMaxBytes, config.grpcMaxMessageBytes - 64 * 1024),
       callTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000),
       streamChunksInFlight: config.replicationStreamChunks,
-      secret: config.clusterSecret,
     });
     this.replicator = new Replicator(store, this.node, sender, metrics, log, {
       pageSize: 1024, retryMaxMs: config.replicationRetryMaxMs, retryTickMs: Math.min(1000, config.heartbeatIntervalMs),
@@ -119,7 +123,7 @@ export class Cluster implements Placement {
       intervalMs: config.repairIntervalMs, bucket: this.repairControl.bucket, treeMaxAgeMs: config.repairIntervalMs,
       retryMs: Math.min(1000, config.heartbeatIntervalMs), batchBytes: config.replicationBatchBytes,
     }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
-    this.http = new HttpFetcher({ secret: config.clusterSecret, connectionsPerPeer: config.peerReadConnections, idleTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000) });
+    this.http = new HttpFetcher({ link: this.peers.link, connectionsPerPeer: config.peerReadConnections, idleTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000) });
     this.remote = new RemoteReader(this.node, this.peers, config, this.http);
     this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why, bytes) => this.ecRepair.queue(id, policy, why, bytes), (meta) => this.corruptColumn(meta), log, this.http);
     this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
@@ -186,9 +190,16 @@ export class Cluster implements Placement {
    * Node-to-node calls carry the cluster secret; when one is set, a call without it (or with
    * another) is refused. Compared in constant time.
    */
-  checkSecret(metadata: grpc.Metadata): void {
+  /**
+   * An InternalService call: it carries the cluster secret (when one is set) and, with mutual
+   * TLS (TLSCAFile), came over a connection whose client certificate verified.
+   */
+  checkPeer(call: { metadata: grpc.Metadata; getAuthContext?: () => AuthContext | null }): void {
+    if (this.tls?.mutual && !verifiedPeer(call)) {
+      throw new BlobstoreError('unauthenticated', 'node-to-node call without a client certificate that verifies against TLSCAFile');
+    }
     if (this.secret.length === 0) return;
-    const given = metadata.get(SECRET_METADATA)[0];
+    const given = call.metadata.get(SECRET_METADATA)[0];
     if (!this.secretMatches(typeof given === 'string' ? given : given?.toString('utf8') ?? '')) {
       throw new BlobstoreError('unauthenticated', 'node-to-node call without the cluster secret');
     }

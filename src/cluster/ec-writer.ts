@@ -156,7 +156,7 @@ export class EcWriter {
       sinks.set(t, t.grpcAddress === ''
         ? new ColumnWriter(this.store, this.config, h, layout.columnBytes)
         : overHttp(t)
-          ? new HttpColumnSender({ nodeId: t.node, address: t.address }, h, layout.columnBytes, { repair: false, secret: this.config.clusterSecret, timeoutMs })
+          ? new HttpColumnSender({ nodeId: t.node, address: t.address }, h, layout.columnBytes, { repair: false, link: this.peers.link, timeoutMs })
           : new ColumnSender(this.peers, { nodeId: t.node, grpcAddress: t.grpcAddress }, h, { repair: false, timeoutMs }));
     }
     const pool = new RowPool(layout.shards, CELL_BYTES, this.config.ecRowsInFlight);

@@ -9,6 +9,7 @@
 import type { ColumnHeader } from './column-writer.js';
 import { HttpReplicaLeg, type HttpReplicaTarget } from './http-replica.js';
 import { SECRET_METADATA } from './peers.js';
+import type { PeerLink } from './peer-link.js';
 
 export const INTERNAL_SHARD_PATH = '/internal/v1/shards/';
 
@@ -34,9 +35,9 @@ export class HttpColumnSender {
     target: HttpReplicaTarget,
     header: ColumnHeader,
     columnBytes: number,
-    options: { repair: boolean; secret: string; timeoutMs: number },
+    options: { repair: boolean; link: PeerLink; timeoutMs: number },
   ) {
-    this.leg = new HttpReplicaLeg(target, columnHead(target, header, columnBytes, options.repair, options.secret), options.timeoutMs);
+    this.leg = new HttpReplicaLeg(target, columnHead(target, header, columnBytes, options.repair, options.link.secret), options.timeoutMs, options.link);
   }
 
   /** Sends the next cell; resolves while the socket has room. `done` once the kernel has the bytes. */

@@ -13,9 +13,10 @@
  * cluster secret; a connection refused) rejects with FetchUnavailable, and the caller asks over
  * gRPC instead. A connection kept idle that the peer closed meanwhile is retried once.
  */
-import { connect, type Socket } from 'node:net';
+import type { OnReadOpts, Socket } from 'node:net';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { ByteRange } from '../service/local-store.js';
+import type { PeerLink } from './peer-link.js';
 import { SECRET_METADATA } from './peers.js';
 
 /** The peer could not serve the read this way (nothing was delivered): ask over gRPC. */
@@ -27,7 +28,8 @@ export class FetchUnavailable extends Error {
 }
 
 export interface HttpFetcherOptions {
-  secret: string;
+  /** The cluster secret and the transport (TLS or not). */
+  link: PeerLink;
   /** Connections kept per peer (each with a 1 MiB buffer); more fetches wait for one. */
   connectionsPerPeer: number;
   /** A fetch that receives nothing for this long fails. */
@@ -69,10 +71,9 @@ class Connection {
   served = 0;
   closed = false;
 
-  constructor(host: string, port: number, private readonly idleTimeoutMs: number, onClose: (c: Connection) => void) {
-    this.socket = connect({
-      host, port, noDelay: true,
-      onread: { buffer: () => (this.holding ? this.spare : this.buffer.subarray(this.filled)), callback: (n: number, buf: Uint8Array) => this.onRead(n, buf) },
+  constructor(open: (onread: OnReadOpts) => Socket, private readonly idleTimeoutMs: number, onClose: (c: Connection) => void) {
+    this.socket = open({
+      buffer: () => (this.holding ? this.spare : this.buffer.subarray(this.filled)), callback: (n: number, buf: Uint8Array) => this.onRead(n, buf),
     });
     this.socket.setTimeout(idleTimeoutMs);
     this.socket.on('timeout', () => this.fail(new Error(`no bytes for ${idleTimeoutMs} ms`)));
@@ -193,14 +194,15 @@ export class HttpFetcher {
    * Streams `range` (default: all) of the blob from the peer at `address` (host:port of its API)
    * to `sink` in chunks of at most 1 MiB. Checks the length; the caller checks the bytes.
    */
-  fetch(address: string, id: Buffer, range: ByteRange | undefined, sink: BytesSink): Promise<void> {
-    return this.fetchPath(address, `/internal/v1/blobs/${id.toString('hex')}`, range, sink);
+  fetch(address: string, id: Buffer, range: ByteRange | undefined, sink: BytesSink, traceparent?: string): Promise<void> {
+    return this.fetchPath(address, `/internal/v1/blobs/${id.toString('hex')}`, range, sink, traceparent);
   }
 
   /** As fetch(), for any of the peer's /internal/v1 read paths (a shard column: /internal/v1/shards/{id}/{index}). */
-  async fetchPath(address: string, path: string, range: ByteRange | undefined, sink: BytesSink): Promise<void> {
-    const head = `GET ${path} HTTP/1.1\r\nHost: ${address}\r\n`
-      + (this.options.secret === '' ? '' : `${SECRET_METADATA}: ${this.options.secret}\r\n`)
+  async fetchPath(address: string, path: string, range: ByteRange | undefined, sink: BytesSink, traceparent?: string): Promise<void> {
+    // `traceparent`: the client's, checked well formed where its request came in (src/log/access-log.ts).
+    const head = `GET ${path} HTTP/1.1\r\nHost: ${address}\r\n` + (traceparent === undefined ? '' : `traceparent: ${traceparent}\r\n`)
+      + (this.options.link.secret === '' ? '' : `${SECRET_METADATA}: ${this.options.link.secret}\r\n`)
       + (range ? `Range: bytes=${range.start}-${range.end - 1}\r\n` : '') + '\r\n';
     for (let attempt = 0; ; attempt++) {
       const conn = await this.take(address);
@@ -232,10 +234,8 @@ export class HttpFetcher {
     const idle = pool.idle.pop();
     if (idle) return Promise.resolve(idle);
     if (pool.open < this.options.connectionsPerPeer) {
-      const at = address.lastIndexOf(':');
-      const host = address.slice(0, at).replace(/^\[|\]$/g, '');
       pool.open++;
-      return Promise.resolve(new Connection(host, Number(address.slice(at + 1)), this.options.idleTimeoutMs, (c) => this.closed(address, c)));
+      return Promise.resolve(new Connection((onread) => this.options.link.connect(address, onread), this.options.idleTimeoutMs, (c) => this.closed(address, c)));
     }
     return new Promise((resolve) => pool.waiting.push(resolve));
   }

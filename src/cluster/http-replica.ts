@@ -9,8 +9,9 @@
  * A peer that cannot take it this way (no such route, a secret it refuses, its API
  * address unreachable) fails with `unsupported` set, and the sender streams to it over gRPC.
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { BlobMeta } from '../blob/meta.js';
+import type { PeerLink } from './peer-link.js';
 import { SECRET_METADATA } from './peers.js';
 
 const CRLF = Buffer.from('\r\n');
@@ -65,10 +66,10 @@ export class HttpReplicaLeg {
     /** The request head (replicaHead, or a shard column's), ending in an empty line. */
     head: string,
     timeoutMs: number,
+    link: PeerLink,
   ) {
     this.done = new Promise((resolve) => (this.settle = resolve));
-    const at = peer.address.lastIndexOf(':');
-    this.socket = connect({ host: peer.address.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(peer.address.slice(at + 1)), noDelay: true });
+    this.socket = link.connect(peer.address);
     this.socket.setTimeout(timeoutMs, () => this.fail(new ReplicaPutError(`${peer.nodeId}: no progress for ${timeoutMs} ms`, false)));
     // Refused: nothing listens at the API address it gave (gRPC may still reach it).
     this.socket.on('error', (err: NodeJS.ErrnoException) => this.fail(new ReplicaPutError(`${peer.nodeId}: ${err.message}`, err.code === 'ECONNREFUSED')));

@@ -7,6 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { loadProtos } from '../grpc/proto.js';
 import { takeLargeFrames } from '../grpc/http2-frames.js';
+import type { PeerLink } from './peer-link.js';
 
 /** The metadata key of the cluster secret (docs/cluster.md, Security). */
 export const SECRET_METADATA = 'x-blobstore-cluster-secret';
@@ -70,7 +71,8 @@ export interface Peer {
 }
 
 export interface PeerOptions {
-  secret: string;
+  /** The cluster secret and the transport (TLS or not) of every call to a peer. */
+  link: PeerLink;
   maxMessageBytes: number;
   /** HTTP/2 window this node announces on its channels (reads from peers stream into it). */
   windowBytes: number;
@@ -83,6 +85,12 @@ export class PeerClients {
 
   constructor(private readonly options: PeerOptions) {
     takeLargeFrames();
+    // Channels carry the certificate they were made with: a new one makes new channels.
+    options.link.onChange(() => this.retain(new Set()));
+  }
+
+  get link(): PeerLink {
+    return this.options.link;
   }
 
   /** The stubs for a peer at `address`, made on first use (and again when the address changes). */
@@ -101,7 +109,7 @@ export class PeerClients {
       'grpc.max_reconnect_backoff_ms': 2000,
     };
     const ctors = constructors();
-    const credentials = grpc.credentials.createInsecure();
+    const credentials = this.options.link.grpcCredentials();
     const cluster = new ctors.ClusterService!(address, credentials, channelOptions) as unknown as Stub;
     // The second stub shares the first one's channel.
     const internal = new (internalConstructor())(address, credentials, { ...channelOptions, channelOverride: cluster.getChannel() }) as unknown as Stub;
@@ -128,7 +136,7 @@ export class PeerClients {
 
   metadata(): grpc.Metadata {
     const md = new grpc.Metadata();
-    if (this.options.secret !== '') md.set(SECRET_METADATA, this.options.secret);
+    if (this.options.link.secret !== '') md.set(SECRET_METADATA, this.options.link.secret);
     return md;
   }
 

@@ -37,7 +37,8 @@ const FOUND_CACHE_MS = 30_000;
 
 /** A blob found on a peer: a whole copy, or (`ec`) a column of an EC blob. */
 export interface RemoteBlob {
-  meta: BlobMeta;
+  /** `traceparent`: of the request this read serves (Located), passed on to the peer's API listener. */
+  meta: BlobMeta & { readonly traceparent?: string };
   peer: string;
   ec?: EcPlacement;
 }
@@ -142,7 +143,7 @@ export class RemoteReader {
     let done = false;
     if (member.address !== '' && (wanted === undefined || wanted.end > wanted.start)) {
       try {
-        await this.http.fetch(member.address, blob.meta.id, wanted, take);
+        await this.http.fetch(member.address, blob.meta.id, wanted, take, blob.meta.traceparent);
         done = true;
       } catch (err) {
         if (!(err instanceof FetchUnavailable)) throw new BlobstoreError('unavailable', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${(err as Error).message}`, { cause: err });

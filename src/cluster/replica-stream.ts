@@ -63,8 +63,6 @@ export interface ReplicaStreamOptions {
   callTimeoutMs: number;
   /** Over the peers' API listeners where their address is known (else, or false: gRPC). */
   http: boolean;
-  /** The cluster secret, for the HTTP legs' header. */
-  secret: string;
 }
 
 /**
@@ -77,7 +75,7 @@ export async function streamReplica(
   const legs: Leg[] = targets.map((peer) => {
     if (!options.http || !peer.address) return grpcLeg(peers, peer, repair);
     const target = { nodeId: peer.nodeId, address: peer.address };
-    return httpLeg(new HttpReplicaLeg(target, replicaHead(target, meta, repair, options.secret), options.callTimeoutMs));
+    return httpLeg(new HttpReplicaLeg(target, replicaHead(target, meta, repair, peers.link.secret), options.callTimeoutMs, peers.link));
   });
   const live = (): Leg[] => legs.filter((l) => l.failure === undefined);
   const slots: Slot[] = [];

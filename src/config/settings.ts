@@ -99,6 +99,15 @@ export const SETTINGS = {
     type: 'string', default: () => '', specName: 'ClusterSecretFile',
     help: 'a file holding the cluster secret (its first line), instead of ClusterSecret: e.g. a copy of the founding node\'s <data-dir>/cluster-secret',
   },
+  tlsCert: {
+    type: 'string', default: () => '', specName: 'TLSCertFile',
+    help: 'PEM certificate (chain) of this node: with --tls-key, every listener (API, metrics/UI, gRPC) speaks TLS only, and calls to peers go over TLS; re-read on SIGHUP',
+  },
+  tlsKey: { type: 'string', default: () => '', specName: 'TLSKeyFile', help: 'PEM private key of --tls-cert' },
+  tlsCa: {
+    type: 'string', default: () => '', specName: 'TLSCAFile',
+    help: 'PEM CA bundle: peers\' certificates are verified against it (else against the system\'s CAs), and node-to-node calls present this node\'s certificate (mutual TLS)',
+  },
   offlineAfterMs: { type: 'durationMs', default: () => 15_000, min: 10, help: 'a peer not heard from for this long is offline (the spec: 15 s)' },
   vnodesPerNode: { type: 'int', default: () => 128, min: 1, max: 4096, help: 'virtual nodes per member on the consistent-hash ring' },
   peerCallTimeoutMs: { type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch)' },
@@ -260,6 +269,10 @@ export const SETTINGS = {
   ecColumnQueueBytes: {
     type: 'bytes', default: () => 8 * MiB, min: 1 * MiB, max: 1 * GiB,
     help: 'erasure coding: bytes of one shard column a read queues ahead of what it uses; beyond, the fetch pauses',
+  },
+  accessLogEvery: {
+    type: 'int', default: () => 0, min: 0, max: 1_000_000,
+    help: 'access log at log level info: one line for one request in this many (HTTP and gRPC), 1 = every request, 0 = none (off by default: a busy node answers 30k+ requests a second); at debug every request is logged whatever this says',
   },
   ...LOG_SETTINGS,
 } as const satisfies Record<string, SettingSpec>;

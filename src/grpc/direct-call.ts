@@ -16,6 +16,8 @@
 import { EventEmitter } from 'node:events';
 import http2 from 'node:http2';
 import { Metadata, status as Status } from '@grpc/grpc-js';
+import type { AccessLog } from '../log/access-log.js';
+import { CallAccess, sentRequestId, withRequestId } from './access.js';
 
 /**
  * A reader that takes some messages piece by piece as their DATA frames arrive instead of whole
@@ -70,15 +72,23 @@ export class DirectCall extends EventEmitter {
   private pieces: MessagePieces | undefined;
   /** Reused for messages that span DATA frames: onMessage must be done with it when it returns. */
   private assembly = Buffer.alloc(0);
+  /** The caller's sane x-request-id, echoed in the response headers; '' when none. */
+  private readonly sentId: string;
+  /** The access line of a logged call (access.ts). */
+  private readonly line: CallAccess | undefined;
 
   constructor(
     readonly stream: http2.ServerHttp2Stream,
     headers: http2.IncomingHttpHeaders,
     private readonly maxReceiveBytes: number,
+    /** The access log and the rpc's name (`BlobService.PutStream`). */
+    access?: { log: AccessLog; method: string },
   ) {
     super();
     this.metadata = Metadata.fromHttp2Headers(headers);
     for (const key of NOT_METADATA) this.metadata.remove(key);
+    this.sentId = sentRequestId(this.metadata);
+    this.line = access?.log.sampled() ? new CallAccess(access.log, access.method, peerOf(stream)) : undefined;
     // A stream error always comes with 'close', which is the cancel.
     stream.on('error', () => undefined);
     stream.once('close', () => this.closed());
@@ -126,6 +136,7 @@ export class DirectCall extends EventEmitter {
       return false;
     }
     this.sendHeaders();
+    if (this.line) this.line.bytes += framed.length - 5;
     return this.stream.write(framed, done);
   }
 
@@ -134,11 +145,14 @@ export class DirectCall extends EventEmitter {
     if (this.statusSent || this.cancelled) return;
     this.statusSent = true;
     clearTimeout(this.deadlineTimer);
+    // A trailers-only answer carries the caller's id in its only headers.
+    const metadata = this.sentId !== '' && !this.headersSent ? withRequestId(status.metadata, this.sentId) : status.metadata;
     const trailers: http2.OutgoingHttpHeaders = {
       'grpc-status': String(status.code),
       'grpc-message': encodeURI(status.details),
-      ...status.metadata?.toHttp2Headers(),
+      ...metadata?.toHttp2Headers(),
     };
+    this.line?.finish(status.code, this.sentId !== '' ? this.sentId : String(metadata?.get('x-request-id')[0] ?? ''), false);
     if (this.gone()) return;
     if (this.headersSent) {
       this.stream.once('wantTrailers', () => this.stream.sendTrailers(trailers));
@@ -158,7 +172,7 @@ export class DirectCall extends EventEmitter {
   private sendHeaders(): void {
     if (this.headersSent) return;
     this.headersSent = true;
-    this.stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+    this.stream.respond(this.sentId === '' ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, 'x-request-id': this.sentId }, { waitForTrailers: true });
   }
 
   private deadline(header: string): void {
@@ -182,6 +196,7 @@ export class DirectCall extends EventEmitter {
   private cancel(): void {
     if (this.cancelled) return;
     this.cancelled = true;
+    this.line?.finish(Status.CANCELLED, this.sentId, true);
     this.emit('cancelled');
   }
 
@@ -271,3 +286,10 @@ export class DirectCall extends EventEmitter {
 }
 
 export const STATUS_OK: CallStatus = { code: Status.OK, details: 'OK' };
+
+/** The caller's address as grpc-js's getPeer() gives it (host:port). */
+function peerOf(stream: http2.ServerHttp2Stream): string {
+  const socket = stream.session?.socket;
+  if (!socket?.remoteAddress) return 'unknown';
+  return socket.remoteFamily === 'IPv6' ? `[${socket.remoteAddress}]:${socket.remotePort}` : `${socket.remoteAddress}:${socket.remotePort}`;
+}

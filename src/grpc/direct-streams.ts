@@ -17,6 +17,7 @@ import { scopeOf } from '../auth/access.js';
 import type { Gate } from '../auth/gate.js';
 import { blobIdFromBytes } from '../blob/id.js';
 import { ClientGone } from '../errors/client-gone.js';
+import type { AccessLog } from '../log/access-log.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { type CallStatus, DirectCall, type MessagePieces, STATUS_OK } from './direct-call.js';
@@ -31,19 +32,19 @@ import { authorization, toStatus, wellFormed } from './status.js';
 /** GetChunk messages in flight per GetStream (each at most 1 MiB + 13 bytes). */
 export const FRAMES = 4;
 
-/** The routes direct-seam.ts intercepts: `/blobstore.v1.BlobService/PutStream` and `.../GetStream`. */
-export function directRoutes(service: BlobService, gate: Gate, log: Logger): Map<string, DirectHandler> {
+/** The routes direct-seam.ts intercepts: `/blobstore.v1.BlobService/PutStream` and `.../GetStream`; their calls logged to `access`. */
+export function directRoutes(service: BlobService, gate: Gate, log: Logger, access?: AccessLog): Map<string, DirectHandler> {
   const definition = serverDefinition('BlobService');
   const put = definition.PutStream!;
   const get = definition.GetStream!;
   const maxReceive = service.config.grpcMaxMessageBytes;
   return new Map<string, DirectHandler>([
     [put.path, (stream, headers) => {
-      const call = new DirectCall(stream, headers, maxReceive);
+      const call = new DirectCall(stream, headers, maxReceive, access && { log: access, method: 'BlobService.PutStream' });
       servePutStream(service, gate, log, call, put.requestDeserialize as (b: Buffer) => PutChunk | MalformedMessage, put.responseSerialize as (r: PutResponse) => Buffer);
     }],
     [get.path, (stream, headers) => {
-      const call = new DirectCall(stream, headers, maxReceive);
+      const call = new DirectCall(stream, headers, maxReceive, access && { log: access, method: 'BlobService.GetStream' });
       serveGetStream(service, gate, log, call, get.path, get.requestDeserialize as (b: Buffer) => IdRequest | MalformedMessage);
     }],
   ]);

@@ -41,7 +41,7 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
   const unary = <Req>(method: string, fn: (request: Req, metadata: grpc.Metadata) => unknown): Unary => (call, callback) => {
     let result: unknown;
     try {
-      running().checkSecret(call.metadata);
+      running().checkPeer(call);
       result = fn(wellFormed(call.request as Req | MalformedMessage), call.metadata);
     } catch (err) {
       callback(toStatus(err, `InternalService.${method}`, log, call.metadata));
@@ -64,7 +64,7 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
       let receiver: R;
       try {
         const cluster = running();
-        cluster.checkSecret(call.metadata);
+        cluster.checkPeer(call);
         receiver = make(cluster, method === 'Migrate' || call.metadata.get('x-blobstore-repair')[0] === '1');
       } catch (err) {
         callback(toStatus(err, `InternalService.${method}`, log, call.metadata));
@@ -112,7 +112,7 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
         let cancelled = false;
         call.once('cancelled', () => (cancelled = true));
         try {
-          running().checkSecret(call.metadata);
+          running().checkPeer(call);
           const req = wellFormed(call.request as Req | MalformedMessage);
           // send(): for messages whose buffers are never reused; waits only while the stream is full.
           const send = (msg: unknown): Promise<void> => (call.write(msg) ? Promise.resolve() : new Promise((resolve) => call.once('drain', () => resolve())));

@@ -74,6 +74,8 @@ export interface PutChunk {
  */
 export abstract class DeferredMessage {
   abstract encode(): Buffer;
+  /** The encoded size, without encoding (the access log's bytes, src/grpc/access.ts). */
+  abstract get byteLength(): number;
 }
 
 let scratch = Buffer.allocUnsafeSlow(0);
@@ -92,9 +94,13 @@ export class OutgoingChunk extends DeferredMessage {
     super();
   }
 
+  get byteLength(): number {
+    return 1 + varintBytes(this.data.length) + this.data.length + (this.final ? 2 : 0);
+  }
+
   encode(): Buffer {
     const length = this.data.length;
-    const size = 1 + varintBytes(length) + length + (this.final ? 2 : 0);
+    const size = this.byteLength;
     if (scratch.length < size) scratch = Buffer.allocUnsafeSlow(Math.max(size, 1024 * 1024 + 64));
     let at = 0;
     scratch[at++] = 0x0a; // field 1 (data), wire type 2

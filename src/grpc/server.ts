@@ -12,6 +12,8 @@ import type { NodeConfig } from '../config/settings.js';
 import { parseHostPort } from '../config/units.js';
 import { unimplemented } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
+import { AccessLog } from '../log/access-log.js';
+import { accessInterceptor } from './access.js';
 import type { BlobService } from '../service/blob-service.js';
 import { blobServiceHandlers } from './blob-handlers.js';
 import { type DirectHandler, interceptStreams } from './direct-seam.js';
@@ -25,6 +27,8 @@ import { growHeapForHttp2 } from './heap-growth.js';
 import { MAX_FRAME_BYTES } from './http2-frames.js';
 import { StandardServices } from './standard-services.js';
 import { authorization, toStatus } from './status.js';
+import { serverCredentials } from '../tls/grpc-tls.js';
+import type { NodeTls } from '../tls/node-tls.js';
 
 /** Answers every rpc of a service UNIMPLEMENTED; `admin` first when the service needs the scope. */
 function unimplementedHandlers(definition: grpc.ServiceDefinition, service: string, gate: Gate | undefined, log: Logger): grpc.UntypedServiceImplementation {
@@ -57,10 +61,12 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
  */
 export function widenHttp2Windows(windowBytes: number, routes: ReadonlyMap<string, DirectHandler>, created: () => void): () => void {
   const original = http2.createServer;
-  const widened = (options: http2.ServerOptions, handler?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) => {
+  const originalSecure = http2.createSecureServer;
+  // With TLS grpc-js creates its server with createSecureServer: the same settings and seam.
+  const widen = (make: typeof http2.createServer) => (options: http2.ServerOptions, handler?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) => {
     created();
     // Frames of up to MAX_FRAME_BYTES (http2-frames.ts): a 1 MiB message arrives in one.
-    const server = original({ ...options, settings: { ...options.settings, initialWindowSize: windowBytes, maxFrameSize: MAX_FRAME_BYTES } }, handler);
+    const server = make({ ...options, settings: { ...options.settings, initialWindowSize: windowBytes, maxFrameSize: MAX_FRAME_BYTES } }, handler);
     server.on('session', (session) => session.setLocalWindowSize(windowBytes));
     // Nagle's algorithm held small frames (a unary answer, a stream's last message) until the
     // peer's delayed ACK, ~40 ms: a node's read from a peer took 20-60 ms instead of 2.
@@ -69,9 +75,11 @@ export function widenHttp2Windows(windowBytes: number, routes: ReadonlyMap<strin
     interceptStreams(server, routes);
     return server;
   };
-  (http2 as { createServer: unknown }).createServer = widened;
+  (http2 as { createServer: unknown }).createServer = widen(original);
+  (http2 as { createSecureServer: unknown }).createSecureServer = widen(originalSecure as unknown as typeof http2.createServer);
   return () => {
     (http2 as { createServer: unknown }).createServer = original;
+    (http2 as { createSecureServer: unknown }).createSecureServer = originalSecure;
   };
 }
 
@@ -89,8 +97,14 @@ export class GrpcServer {
     log: Logger,
     /** ClusterService and InternalService; UNIMPLEMENTED without them (a node without a cluster). */
     cluster?: { api: ClusterApi; internal: () => Cluster | undefined },
+    /** TLS only, with the node's certificate. */
+    private readonly tls?: NodeTls,
   ) {
+    // Every call's access line and request id (access.ts): grpc-js's through the interceptor,
+    // PutStream's and GetStream's through their DirectCall.
+    const access = new AccessLog(log, config.accessLogEvery);
     this.server = new grpc.Server({
+      interceptors: [accessInterceptor(access)],
       'grpc.max_receive_message_length': config.grpcMaxMessageBytes,
       'grpc.max_send_message_length': config.grpcMaxMessageBytes,
       // channelz keeps per-call bookkeeping (trace events, counters) that nothing here reads.
@@ -99,7 +113,7 @@ export class GrpcServer {
     // grpc-js keeps its PutStream and GetStream handlers: a call that direct-seam.ts leaves to
     // grpc-js (a compressed one) is still answered.
     this.server.addService(serverDefinition('BlobService'), blobServiceHandlers(service, gate, log));
-    this.routes = directRoutes(service, gate, log);
+    this.routes = directRoutes(service, gate, log, access);
     const clusterService = serverDefinition('ClusterService');
     const internalService = serverDefinition('InternalService');
     if (cluster) {
@@ -122,7 +136,7 @@ export class GrpcServer {
     return new Promise((resolve, reject) => {
       let created = false;
       const restore = widenHttp2Windows(this.config.grpcWindowBytes, this.routes, () => (created = true));
-      this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, bound) => {
+      this.server.bindAsync(target, serverCredentials(this.tls), (err, bound) => {
         restore();
         if (err) return reject(new Error(`cannot listen for gRPC on ${target}: ${err.message}`));
         // The seam of direct-seam.ts (and the window settings) need grpc-js to create its server

@@ -11,12 +11,13 @@ import { BlobstoreError, invalidArgument, notFound, payloadTooLarge } from '../e
 import type { BlobMeta, PutResult } from '../blob/meta.js';
 import { parseLabelsHeader } from '../blob/labels.js';
 import { parsePolicy, type Policy } from '../blob/policy.js';
+import { traceparentOf } from '../log/access-log.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobService } from '../service/blob-service.js';
 import { type BlobWriter } from '../service/blob-writer.js';
 import type { Located } from '../service/blob-service.js';
 import { answerHeadOf } from './blob-head.js';
-import { AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, IF_NONE_MATCH, RANGE, X_BLOBSTORE_LABELS, X_BLOBSTORE_POLICY } from './header-names.js';
+import { AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, IF_NONE_MATCH, RANGE, TRACEPARENT, X_BLOBSTORE_LABELS, X_BLOBSTORE_POLICY } from './header-names.js';
 import { BodySender } from './download.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseStoreJson } from './json-body.js';
@@ -212,7 +213,10 @@ export class BlobRoutes {
    */
   private getLong(res: HttpResponse, req: HttpRequest, head: boolean, found: Located | Promise<Located>): void {
     // Headers are read now: the request object is gone once this handler returns.
-    const conditions = { ifNoneMatch: req.getHeader('if-none-match'), range: this.wire.variant === 'b' ? req.getHeader('range') : '', ifRange: req.getHeader('if-range') };
+    const conditions = {
+      ifNoneMatch: req.getHeader('if-none-match'), range: this.wire.variant === 'b' ? req.getHeader('range') : '', ifRange: req.getHeader('if-range'),
+      trace: req.getHeader(TRACEPARENT),
+    };
     const x = newExchange(res, this.wire, this.log, head);
     this.intake.track(x, (async () => {
       let meta: Located;
@@ -223,6 +227,11 @@ export class BlobRoutes {
         throw err;
       }
       if (x.aborted) return;
+      // A read from the peer that holds the blob carries the client's trace context on.
+      if (meta.peer !== undefined && conditions.trace !== '') {
+        const traceparent = traceparentOf(conditions.trace);
+        if (traceparent !== undefined) meta = { ...meta, traceparent };
+      }
       const etag = etagOf(meta);
       if (matchesEtag(conditions.ifNoneMatch, etag)) {
         x.done = true;

@@ -22,6 +22,8 @@
  * idle timeout (README, Limits).
  */
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
+import type { AccessLog } from '../log/access-log.js';
+import { responseFor } from './logged-response.js';
 import { type Answer, answerLast, markChunked } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 
@@ -39,12 +41,21 @@ let length = '';
 let encodings = 0;
 let encoding = '';
 let hosts = 0;
+// Read for the access log and X-Request-Id (logged-response.ts) by the same pass: '' when absent.
+let sentId = '';
+let sentTrace = '';
 
 /** uWS gives header names in lower case. */
 function visit(name: string, value: string): void {
   switch (name.length) {
     case 4:
       if (name === 'host') hosts++;
+      break;
+    case 11:
+      if (name === 'traceparent') sentTrace = value;
+      break;
+    case 12:
+      if (name === 'x-request-id') sentId = value;
       break;
     case 14:
       if (name === 'content-length') {
@@ -66,6 +77,8 @@ export function framingOf(req: HttpRequest): Framing {
   lengths = 0;
   encodings = 0;
   hosts = 0;
+  sentId = '';
+  sentTrace = '';
   req.forEach(visit);
   if (lengths > 1) return invalidArgument('more than one Content-Length header');
   if (encodings > 1) return invalidArgument('more than one Transfer-Encoding header');
@@ -99,11 +112,19 @@ function refuse(res: HttpResponse, a: Answer, head: boolean): void {
 
 /**
  * A route handler behind the framing check. `streams`: the route reads its body as it comes and
- * takes a chunked one; other routes answer a chunked body 411.
+ * takes a chunked one; other routes answer a chunked body 411. With `access`, a request that is
+ * logged or came with an X-Request-Id is answered through a LoggedResponse (logged-response.ts),
+ * refusals included; `route` is the pattern its line names.
  */
-export function strictRoute(handler: (res: HttpResponse, req: HttpRequest) => void, streams: boolean, refusal: Refuse): (res: HttpResponse, req: HttpRequest) => void {
+export function strictRoute(
+  handler: (res: HttpResponse, req: HttpRequest) => void, streams: boolean, refusal: Refuse, access?: AccessLog, route = '',
+): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
     const framing = framingOf(req);
+    if (access !== undefined) {
+      const logged = access.sampled();
+      if (logged || sentId !== '') res = responseFor(res, req, access, logged, route, sentId, sentTrace);
+    }
     if (framing === 'length') return handler(res, req);
     if (framing === 'chunked') {
       if (!streams) return refuse(res, refusal(lengthRequired()), req.getMethod() === 'head');

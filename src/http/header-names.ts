@@ -10,6 +10,7 @@ export const CONTENT_LENGTH = name('content-length');
 export const CONTENT_TYPE = name('content-type');
 export const IF_NONE_MATCH = name('if-none-match');
 export const RANGE = name('range');
+export const TRACEPARENT = name('traceparent');
 export const TRANSFER_ENCODING = name('transfer-encoding');
 export const X_BLOBSTORE_LABELS = name('x-blobstore-labels');
 export const X_BLOBSTORE_POLICY = name('x-blobstore-policy');

@@ -7,6 +7,7 @@ import { isClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, toBlobstoreError } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { REQUEST_ID_HEADER, requestId } from '../log/request-id.js';
+import { clientRequestId } from './logged-response.js';
 import { statusLine } from './status-line.js';
 import type { HttpResponse } from './uws.js';
 import { type Variant, type Wire, WIRE_B, wireOf } from './wire.js';
@@ -140,13 +141,14 @@ export function errorBody(err: BlobstoreError, variant: Variant | Wire = WIRE_B)
 
 /**
  * The one error answer of every route and listener: the variant's shape with the error's status
- * and headers. An error that is a fault of this node (`err.logged`) is logged with a new request
- * id, which the answer carries in X-Request-Id; a client's mistake or an overload is not.
+ * and headers. An error that is a fault of this node (`err.logged`) is logged with a request id
+ * (the client's X-Request-Id, `sentId`, when it sent a sane one; else a new one), which the
+ * answer carries in X-Request-Id; a client's mistake or an overload is not.
  */
-export function errorAnswer(err: BlobstoreError, wire: Wire, log: Logger): Answer {
+export function errorAnswer(err: BlobstoreError, wire: Wire, log: Logger, sentId?: string): Answer {
   let headers = err.headers;
   if (err.logged) {
-    const reqId = requestId();
+    const reqId = requestId(sentId);
     log.error({ reqId, status: err.status, err: err.cause ?? err }, `${err.message}${err.cause ? `: ${(err.cause as Error).message ?? String(err.cause)}` : ''}`);
     headers = { ...headers, [REQUEST_ID_HEADER]: reqId };
   }
@@ -155,14 +157,14 @@ export function errorAnswer(err: BlobstoreError, wire: Wire, log: Logger): Answe
 
 /** Answers `error` on a bare response (a route without an Exchange): see errorAnswer. */
 export function writeError(res: HttpResponse, error: unknown, wire: Wire, log: Logger, head: boolean): void {
-  writeAnswer(res, errorAnswer(toBlobstoreError(error), wire, log), head);
+  writeAnswer(res, errorAnswer(toBlobstoreError(error), wire, log, clientRequestId(res)), head);
 }
 
 /** Answers `error` on an Exchange, once, unless the client went away: see errorAnswer. */
 export function sendError(x: Exchange, error: unknown, close: Close = 'keep'): void {
   // A client that went away has nobody to answer, and its leaving is no failure of ours to log.
   if (isClientGone(error) || x.aborted || x.done) return;
-  const a = errorAnswer(toBlobstoreError(error), x.wire, x.log);
+  const a = errorAnswer(toBlobstoreError(error), x.wire, x.log, clientRequestId(x.res));
   sendJson(x, a.status, a.body, a.headers, close);
 }
 

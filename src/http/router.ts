@@ -5,9 +5,12 @@
  * well (RFC 9110 §9.3.2: the same status and headers, Content-Length included, without the
  * body). uWS routes HEAD only to handlers registered for it, so `get` registers the one handler
  * twice, telling it which method came: a handler writes its answer with `head` (writeAnswer, an
- * Exchange made with it) and the body is left out in one place.
+ * Exchange made with it) and the body is left out in one place. With an AccessLog, every route's
+ * requests are logged (or sampled) under the pattern they matched, and a client's X-Request-Id
+ * is echoed on every answer (logged-response.ts).
  */
 import { accessOf } from '../auth/access.js';
+import type { AccessLog } from '../log/access-log.js';
 import { type Refuse, strictRoute } from './framing.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
@@ -26,43 +29,44 @@ export class Router {
   constructor(
     readonly app: TemplatedApp,
     private readonly refuse: Refuse,
+    private readonly access?: AccessLog,
   ) {}
 
-  private strict(handler: Handler, body: BodyKind = 'json'): Handler {
-    return strictRoute(handler, body === 'stream', this.refuse);
+  private strict(pattern: string, handler: Handler, body: BodyKind = 'json'): Handler {
+    return strictRoute(handler, body === 'stream', this.refuse, this.access, pattern);
   }
 
   /** GET, and HEAD through the same handler unless the route answers HEAD its own way (`head`). */
   get(pattern: string, handler: GetHandler, head?: Handler): this {
     accessOf('GET', pattern);
     if (head) accessOf('HEAD', pattern);
-    this.app.get(pattern, this.strict((res, req) => handler(res, req, false)));
-    this.app.head(pattern, this.strict(head ?? ((res, req) => handler(res, req, true))));
+    this.app.get(pattern, this.strict(pattern, (res, req) => handler(res, req, false)));
+    this.app.head(pattern, this.strict(pattern, head ?? ((res, req) => handler(res, req, true))));
     return this;
   }
 
   post(pattern: string, handler: Handler, body?: BodyKind): this {
     accessOf('POST', pattern);
-    this.app.post(pattern, this.strict(handler, body));
+    this.app.post(pattern, this.strict(pattern, handler, body));
     return this;
   }
 
   put(pattern: string, handler: Handler, body?: BodyKind): this {
     accessOf('PUT', pattern);
-    this.app.put(pattern, this.strict(handler, body));
+    this.app.put(pattern, this.strict(pattern, handler, body));
     return this;
   }
 
   del(pattern: string, handler: Handler): this {
     accessOf('DELETE', pattern);
-    this.app.del(pattern, this.strict(handler));
+    this.app.del(pattern, this.strict(pattern, handler));
     return this;
   }
 
   /** Every other method of `pattern` (register it after the methods the pattern has). */
   any(pattern: string, handler: Handler): this {
     accessOf('ANY', pattern);
-    this.app.any(pattern, this.strict(handler));
+    this.app.any(pattern, this.strict(pattern, handler));
     return this;
   }
 }

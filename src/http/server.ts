@@ -7,6 +7,7 @@ import { type HttpRoute, scopeOf } from '../auth/access.js';
 import { type Gate, OPEN_GATE, type Scope } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
 import type { Logger } from '../log/logger.js';
+import { AccessLog } from '../log/access-log.js';
 import { parseHostPort } from '../config/units.js';
 import { BlobstoreError, notFound } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
@@ -20,10 +21,10 @@ import { Intake } from './intake.js';
 import { errorAnswer, writeAnswer, writeError } from './reply.js';
 import { Router } from './router.js';
 import { StreamRoutes } from './stream-routes.js';
-import { listenExclusive, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from './uws.js';
+import type { HttpRequest, HttpResponse } from './uws.js';
+import { Listener } from './listener.js';
+import type { NodeTls } from '../tls/node-tls.js';
 import { type Wire, wireOf } from './wire.js';
-
-const uws = loadUws();
 
 export interface ApiServerOptions {
   gate?: Gate;
@@ -36,15 +37,16 @@ export interface ApiServerOptions {
   cluster?: ClusterApi;
   /** The cluster itself, for the node-to-node data path (/internal/v1/*); none on a node alone. */
   internal?: () => Cluster | undefined;
+  /** TLS on this listener (SSLApp), with the node's certificate. */
+  tls?: NodeTls;
 }
 
 export class ApiServer {
   readonly routes: BlobRoutes;
   readonly intake: Intake;
-  private readonly app: TemplatedApp;
+  private readonly listener: Listener;
   private readonly wire: Wire;
   private readonly gate: Gate;
-  private listenSocket: us_listen_socket | undefined;
   private readonly sweeper: NodeJS.Timeout;
   private ready = false;
 
@@ -66,7 +68,8 @@ export class ApiServer {
       this.unimplemented(res, req, scopeOf(route), 'Method Not Allowed');
     // Every GET route answers HEAD as well (router.ts); in variant B, HEAD /v1/blobs/{id} is the
     // spec's metadata answer instead.
-    const routes = new Router(uws.App(), (err) => errorAnswer(err, this.wire, log))
+    this.listener = new Listener(options.tls, 'API', log);
+    const routes = new Router(this.listener.app, (err) => errorAnswer(err, this.wire, log), new AccessLog(log, config.accessLogEvery))
       .post('/v1/blobs', r.store, 'stream')
       .put('/v1/blobs', r.store, 'stream')
       .get('/v1/blobs', r.list)
@@ -98,7 +101,6 @@ export class ApiServer {
     // The message names the path only: HEAD must answer what GET does, to the byte.
     routes.any('/*', (res, req) =>
       this.answer(res, notFound(`no route for ${req.getUrl().slice(0, 200)}`), req.getMethod() === 'head'));
-    this.app = routes.app;
     this.sweeper = setInterval(() => this.intake.sweepIdle(Date.now()), 1000);
     this.sweeper.unref();
   }
@@ -132,13 +134,14 @@ export class ApiServer {
   /** Listens on `listen` (host:port; port 0 picks a free one) and returns the bound port. */
   listen(): Promise<number> {
     const addr = parseHostPort(this.config.listen)!;
-    return new Promise((resolve, reject) => {
-      listenExclusive(this.app, addr.host, addr.port, (socket) => {
-        if (!socket) return reject(new Error(`cannot listen on ${this.config.listen}`));
-        this.listenSocket = socket;
-        resolve(uws.us_socket_local_port(socket));
-      });
+    return this.listener.listen(addr.host, addr.port).catch(() => {
+      throw new Error(`cannot listen on ${this.config.listen}`);
     });
+  }
+
+  /** `https` when the listener speaks TLS. */
+  get scheme(): 'http' | 'https' {
+    return this.listener.scheme;
   }
 
   /** The node is up (every listener bound, the cluster running): /healthz may answer 200. */
@@ -150,8 +153,7 @@ export class ApiServer {
   async close(timeoutMs: number): Promise<boolean> {
     this.ready = false;
     clearInterval(this.sweeper);
-    if (this.listenSocket) uws.us_listen_socket_close(this.listenSocket);
-    this.listenSocket = undefined;
+    this.listener.close();
     const deadline = Date.now() + timeoutMs;
     while (this.intake.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     return this.intake.inflight === 0;

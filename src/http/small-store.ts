@@ -23,6 +23,7 @@ import type { Logger } from '../log/logger.js';
 import type { BlobService, SmallStoreDone } from '../service/blob-service.js';
 import type { Intake, Receiving } from './intake.js';
 import type { PutResult } from '../blob/meta.js';
+import { clientRequestId } from './logged-response.js';
 import { errorAnswer, writeAnswer } from './reply.js';
 import { statusLine } from './status-line.js';
 import type { HttpResponse } from './uws.js';
@@ -168,7 +169,7 @@ class SmallStore implements SmallStoreDone, Receiving {
     const res = this.res!;
     if (this.error !== undefined) {
       const { wire, log } = this.owner;
-      writeAnswer(res, errorAnswer(this.error, wire, log));
+      writeAnswer(res, errorAnswer(this.error, wire, log, clientRequestId(res)));
       return;
     }
     this.owner.answers.write(res, this.id!, this.received, !this.existed);
@@ -183,7 +184,7 @@ class SmallStore implements SmallStoreDone, Receiving {
     this.owner.service.recordFailure('put', err);
     this.owner.intake.unwatch(this);
     this.releaseGathered();
-    writeAnswer(this.res!, errorAnswer(err, this.owner.wire, this.owner.log), false, 'now');
+    writeAnswer(this.res!, errorAnswer(err, this.owner.wire, this.owner.log, clientRequestId(this.res!)), false, 'now');
     this.recycle(false);
   }
 

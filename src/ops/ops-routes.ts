@@ -33,6 +33,8 @@ export interface OpsContext {
   /** The node's API variant (setting apiVariant, 'a' or 'b'): the shape of error bodies. */
   readonly variant: string;
   readonly log: Logger;
+  /** The setting accessLogEvery, for the access log of the metrics listener (router.ts); 0 when absent. */
+  readonly accessLogEvery?: number;
   /** What the UI page served here may do; read at the first request (ports are bound by then). */
   readonly ui: () => UiConfig;
 }

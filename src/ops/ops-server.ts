@@ -6,13 +6,14 @@
 import { parseHostPort } from '../config/units.js';
 import { notFound } from '../errors/errors.js';
 import { errorAnswer, writeAnswer, writeError } from '../http/reply.js';
+import { AccessLog } from '../log/access-log.js';
 import { wireOf } from '../http/wire.js';
 import { Router } from '../http/router.js';
-import { listenExclusive, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, loadUws } from '../http/uws.js';
+import { Listener } from '../http/listener.js';
+import type { HttpRequest, HttpResponse } from '../http/uws.js';
+import type { NodeTls } from '../tls/node-tls.js';
 import { type OpsContext, registerOpsRoutes } from './ops-routes.js';
 import { type UiConfig, uiPage } from './ui-page.js';
-
-const uws = loadUws();
 
 /** How the operations routes are served, from MetricsAddr. */
 export type OpsLayout = { kind: 'off' } | { kind: 'same' } | { kind: 'separate'; host: string; port: number };
@@ -45,32 +46,26 @@ export function opsMount(ctx: OpsContext): (routes: Router) => void {
 }
 
 export class OpsServer {
-  private readonly app: TemplatedApp;
-  private socket: us_listen_socket | undefined;
+  private readonly listener: Listener;
 
-  constructor(ctx: OpsContext) {
+  constructor(ctx: OpsContext, tls?: NodeTls) {
     const wire = wireOf(ctx.variant === 'a' ? 'a' : 'b');
-    const routes = registerOpsRoutes(new Router(uws.App(), (err) => errorAnswer(err, wire, ctx.log)), ctx);
+    this.listener = new Listener(tls, 'metrics', ctx.log);
+    const routes = registerOpsRoutes(new Router(this.listener.app, (err) => errorAnswer(err, wire, ctx.log), new AccessLog(ctx.log, ctx.accessLogEvery ?? 0)), ctx);
     routes.any('/*', (res, req) => {
       writeError(res, notFound(`no route for ${req.getUrl().slice(0, 200)}`), wire, ctx.log, req.getMethod() === 'head');
     });
-    this.app = routes.app;
   }
 
   /** Listens on host:port (port 0 picks a free one) and returns the bound port. */
   listen(host: string, port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      listenExclusive(this.app, host, port, (socket) => {
-        if (!socket) return reject(new Error(`cannot listen for metrics on ${host}:${port}`));
-        this.socket = socket;
-        resolve(uws.us_socket_local_port(socket));
-      });
+    return this.listener.listen(host, port).catch(() => {
+      throw new Error(`cannot listen for metrics on ${host}:${port}`);
     });
   }
 
   /** Stops accepting connections (scrapes are short; open keep-alive connections end with the process). */
   close(): void {
-    if (this.socket) uws.us_listen_socket_close(this.socket);
-    this.socket = undefined;
+    this.listener.close();
   }
 }

@@ -15,8 +15,12 @@ export interface EcPlacement {
   readonly shardBytes: number;
 }
 
-/** A blob found: here (no `peer`), on the peer named, or as EC columns (`ec`) wherever they are. */
-export type Located = BlobMeta & { readonly peer?: string; readonly ec?: EcPlacement };
+/**
+ * A blob found: here (no `peer`), on the peer named, or as EC columns (`ec`) wherever they are.
+ * `traceparent`: the W3C trace context of the request a read from `peer` serves, passed on to
+ * the peer (src/log/access-log.ts).
+ */
+export type Located = BlobMeta & { readonly peer?: string; readonly ec?: EcPlacement; readonly traceparent?: string };
 
 export interface Placement {
   /**

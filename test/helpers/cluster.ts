@@ -74,6 +74,8 @@ export interface ClusterOptions {
    * default otherwise).
    */
   seeds?: 'peers' | 'first' | ((i: number, c: TestCluster) => string[]);
+  /** `https` for nodes started with a certificate (the test's fetch must trust their CA). */
+  scheme?: 'http' | 'https';
   /** gRPC on the node's host at the default port 50051 (separate hosts: no clash). */
   grpcDefault?: boolean;
 }
@@ -110,7 +112,7 @@ export class TestCluster {
   }
 
   url(i: number): string {
-    return `http://${this.host(i)}:${this.ports[i]}`;
+    return `${this.options.scheme ?? 'http'}://${this.host(i)}:${this.ports[i]}`;
   }
 
   /**

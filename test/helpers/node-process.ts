@@ -98,13 +98,15 @@ export async function startNode(options: StartOptions = {}): Promise<NodeProcess
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let scheme = 'http';
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), 30_000);
     const check = (): void => {
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      const m = /listening on (https?):\/\/[^:]+:(\d+)/.exec(out);
       if (m) {
         clearTimeout(timer);
-        resolve(Number(m[1]));
+        scheme = m[1]!;
+        resolve(Number(m[2]));
       }
     };
     child.stdout!.on('data', check);
@@ -115,7 +117,7 @@ export async function startNode(options: StartOptions = {}): Promise<NodeProcess
   });
   const cleanup = (): void => rmSync(home, { recursive: true, force: true });
   return {
-    url: `http://${options.host ?? '127.0.0.1'}:${port}`,
+    url: `${scheme}://${options.host ?? '127.0.0.1'}:${port}`,
     port,
     dataDir,
     child,

@@ -1,6 +1,6 @@
 -- GET /v1/blobs/<id> over a list of ids (one per line), each thread from its own offset; with a
--- token, every request carries `Authorization: Bearer <token>`.
--- usage: wrk ... -s get-ids.lua URL -- IDS_FILE [TOKEN]
+-- token, every request carries `Authorization: Bearer <token>`; with a request id, `X-Request-Id`.
+-- usage: wrk ... -s get-ids.lua URL -- IDS_FILE [TOKEN] [REQUEST_ID]
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 dofile(dir .. "summary.lua")
 
@@ -16,6 +16,7 @@ end
 function init(args)
   local headers = {}
   if args[2] and #args[2] > 0 then headers["Authorization"] = "Bearer " .. args[2] end
+  if args[3] and #args[3] > 0 then headers["X-Request-Id"] = args[3] end
   for line in io.lines(args[1]) do
     if #line > 0 then
       n = n + 1

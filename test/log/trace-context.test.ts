@@ -1,0 +1,92 @@
+/**
+ * W3C trace context across nodes: a read a node serves from a peer's copy passes the client's
+ * `traceparent` on, so the peer's access line of that read carries it; a malformed one goes no
+ * further, and background work (heartbeats, handoff) carries none.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { patternBytes, putRaw } from '../helpers/blobs.js';
+import { TestCluster } from '../helpers/cluster.js';
+import { type LogLine, logLines } from '../helpers/log.js';
+
+const TRACE = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+const accessLines = (c: TestCluster, i: number): LogLine[] => logLines(c.node(i).output()).filter((l) => l.access === 'http');
+
+/** Polls node i's access lines until `done` finds one (10 s at most). */
+async function waitForLine(c: TestCluster, i: number, done: (l: LogLine) => boolean, what: string): Promise<LogLine> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const line = accessLines(c, i).find(done);
+    if (line) return line;
+    if (Date.now() > deadline) throw new Error(`${what}: no such access line on node ${i}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Stores NONE blobs at node 0 until one sits on node 1 alone (handed off there); its id. */
+async function blobOnNode1Only(c: TestCluster): Promise<string> {
+  for (let seed = 1; seed < 64; seed++) {
+    const res = await putRaw(c.url(0), patternBytes(2000, seed), { 'X-Blobstore-Policy': '1' });
+    const { id } = (await res.json()) as { id: string };
+    const deadline = Date.now() + 3000;
+    while (Date.now() < deadline) {
+      const holders: number[] = [];
+      for (const i of [0, 1]) {
+        const page = (await (await fetch(`${c.url(i)}/v1/blobs?prefix=${id}`)).json()) as { ids: string[] };
+        if (page.ids.includes(id)) holders.push(i);
+      }
+      if (holders.length === 1 && holders[0] === 1) return id;
+      if (holders.length === 1 && holders[0] === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error('no blob came to sit on node 1 alone');
+}
+
+describe('traceparent', () => {
+  let c: TestCluster;
+  let id = '';
+  beforeAll(async () => {
+    c = await TestCluster.start({ size: 2, args: ['--handoff-interval-ms', '500', '--log-level', 'debug', '--log-format', 'json'] });
+    await c.converged({ members: c.ids });
+    id = await blobOnNode1Only(c);
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('goes with a read from the peer that holds the blob, onto the peer\'s access line', async () => {
+    const res = await fetch(`${c.url(0)}/v1/blobs/${id}`, { headers: { traceparent: TRACE, 'x-request-id': 'traced-read' } });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    expect(await waitForLine(c, 0, (l) => l.reqId === 'traced-read', 'the read on node 0')).toMatchObject({
+      route: '/v1/blobs/:id', status: 200, traceparent: TRACE,
+    });
+    expect(await waitForLine(c, 1, (l) => l.traceparent === TRACE, 'the peer read on node 1')).toMatchObject({
+      method: 'GET', route: '/internal/v1/blobs/:id', status: 200, bytes: 2000,
+    });
+  });
+
+  it('a malformed traceparent goes no further than the node it came to', async () => {
+    const before = accessLines(c, 1).filter((l) => l.route === '/internal/v1/blobs/:id').length;
+    const bad = TRACE.toUpperCase();
+    const res = await fetch(`${c.url(0)}/v1/blobs/${id}`, { headers: { traceparent: bad, 'x-request-id': 'bad-trace' } });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const here = await waitForLine(c, 0, (l) => l.reqId === 'bad-trace', 'the read on node 0');
+    expect(here.traceparent).toBeUndefined();
+    const deadline = Date.now() + 10_000;
+    while (accessLines(c, 1).filter((l) => l.route === '/internal/v1/blobs/:id').length === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const reads = accessLines(c, 1).filter((l) => l.route === '/internal/v1/blobs/:id');
+    expect(reads.length).toBe(before + 1);
+    expect(reads.at(-1)!.traceparent).toBeUndefined();
+  });
+
+  it('background work carries none', () => {
+    for (const i of [0, 1]) {
+      const traced = logLines(c.node(i).output()).filter((l) => l.traceparent !== undefined);
+      expect(traced.every((l) => l.traceparent === TRACE), `node ${i}`).toBe(true);
+      expect(traced.length, `node ${i}`).toBe(1);
+    }
+  });
+});
