@@ -4,7 +4,9 @@
  * means a new app: the routes registered on `app` are recorded and registered again on it, the
  * listen socket is closed and the new app listens on the same address. Connections already open
  * finish on the old app; a connection attempted in the microseconds between close and listen is
- * refused (a client retries it).
+ * refused (a client retries it). A port from the kernel's ephemeral range (a listener on port 0)
+ * may meanwhile be the local port of an outgoing connection, and then cannot be bound again: the
+ * node logs it; configured ports (8080, 9090) lie below that range.
  */
 import type { Logger } from '../log/logger.js';
 import type { NodeTls } from '../tls/node-tls.js';
@@ -13,6 +15,9 @@ import { listenExclusive, loadUws, type TemplatedApp, type us_listen_socket } fr
 const uws = loadUws();
 
 type Registration = readonly [method: string, pattern: string, handler: unknown];
+/** A bind refused right after the close (the old socket not yet gone) is tried again: 2 s in all. */
+const RELISTEN_ATTEMPTS = 40;
+const RELISTEN_DELAY_MS = 50;
 const METHODS = ['get', 'head', 'post', 'put', 'del', 'patch', 'options', 'any'] as const;
 
 export class Listener {
@@ -71,10 +76,20 @@ export class Listener {
     if (!this.socket || !this.address) return;
     uws.us_listen_socket_close(this.socket);
     this.socket = undefined;
-    const { host, port } = this.address;
-    listenExclusive(next, host, port, (socket) => {
-      if (!socket) return this.log.error({ listener: this.what }, `${this.what}: cannot listen again on ${host}:${port} with the new certificate`);
-      this.socket = socket;
+    this.listenAgain(next, 0);
+  }
+
+  /** Listens with `app` where the old one did; a bind refused is tried again a few times. */
+  private listenAgain(app: TemplatedApp, attempt: number): void {
+    const { host, port } = this.address!;
+    listenExclusive(app, host, port, (socket) => {
+      if (socket) {
+        this.socket = socket;
+        this.log.info({ listener: this.what, port }, `${this.what}: listening on ${host}:${port} with the new certificate`);
+        return;
+      }
+      if (attempt < RELISTEN_ATTEMPTS) return void setTimeout(() => this.listenAgain(app, attempt + 1), RELISTEN_DELAY_MS);
+      this.log.error({ listener: this.what, port }, `${this.what}: cannot listen again on ${host}:${port} with the new certificate`);
     });
   }
 

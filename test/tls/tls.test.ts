@@ -15,7 +15,7 @@ import { Agent, setGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { type CertFiles, haveOpenssl, makeCa, makeCert } from '../helpers/certs.js';
-import { copiesOf, eventually, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
+import { copiesOf, eventually, expectReadableEverywhere, freePort, TestCluster } from '../helpers/cluster.js';
 import { type NodeProcess, runCli, startNode, tempDir } from '../helpers/node-process.js';
 
 const run = promisify(execFile);
@@ -65,8 +65,11 @@ describe.skipIf(!haveOpenssl)('TLS on a node alone (openssl certificates)', () =
     cert = { cert: join(dir, 'live.pem'), key: join(dir, 'live.key') };
     copyFileSync(nodeCert.cert, cert.cert);
     copyFileSync(nodeCert.key, cert.key);
+    // Ports below the kernel's ephemeral range, as a configured node has (8080, 9090): a listener
+    // on port 0 gets one from that range, which a client connection may take as its own local port
+    // while the listener renews, and the listener could not bind it again.
     node = await startNode({ args: [
-      '--metrics-addr', '127.0.0.1:0', '--grpc-addr', '127.0.0.1:0', '--tls-cert', cert.cert, '--tls-key', cert.key, '--tls-ca', ca.cert,
+      '--listen', `127.0.0.1:${await freePort()}`, '--metrics-addr', `127.0.0.1:${await freePort()}`, '--grpc-addr', '127.0.0.1:0', '--tls-cert', cert.cert, '--tls-key', cert.key, '--tls-ca', ca.cert,
     ] });
     metricsPort = Number(/metrics on https:\/\/[^:]+:(\d+)/.exec(node.output())![1]);
     grpcPort = Number(/gRPC listening on [^:]+:(\d+)/.exec(node.output())![1]);
@@ -125,9 +128,16 @@ describe.skipIf(!haveOpenssl)('TLS on a node alone (openssl certificates)', () =
     copyFileSync(next.key, cert.key);
     node.child.kill('SIGHUP');
     const want = serialOf(next.cert);
-    await eventually(async () => (await servedSerial(apiPort).catch(() => '')) === want, 'the API listener presents the new certificate', 20_000);
-    await eventually(async () => (await servedSerial(metricsPort).catch(() => '')) === want, 'the metrics listener presents the new certificate', 20_000);
-    await eventually(async () => (await servedSerial(grpcPort).catch(() => '')) === want, 'the gRPC listener presents the new certificate', 20_000);
+    const presents = async (port: number, listener: string): Promise<void> => {
+      try {
+        await eventually(async () => (await servedSerial(port).catch(() => '')) === want, `the ${listener} listener presents the new certificate`, 20_000);
+      } catch (err) {
+        throw new Error(`${(err as Error).message}; the node's last lines:\n${node.output().split('\n').slice(-15).join('\n')}`);
+      }
+    };
+    await presents(apiPort, 'API');
+    await presents(metricsPort, 'metrics');
+    await presents(grpcPort, 'gRPC');
     expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
     // A key that is not the certificate's: the node says so and keeps serving the one it has.
     copyFileSync(nodeCert.key, cert.key);
