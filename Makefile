@@ -12,7 +12,8 @@ all: build
 install: $(DEPS_STAMP)
 
 $(DEPS_STAMP): package.json package-lock.json
-	@command -v $(NODE) >/dev/null || { echo "node (v20) is required: apt-get install nodejs npm" >&2; exit 1; }
+	@command -v $(NODE) >/dev/null || { echo "Node.js 20 is required (Debian 12's nodejs package is 18: take 20 from nodejs.org or NodeSource)" >&2; exit 1; }
+	@$(NODE) -e 'process.exit(process.versions.node.split(".")[0] === "20" ? 0 : 1)' || { echo "Node.js 20 is required, found $$($(NODE) --version) (uWebSockets.js ships binaries for 16, 18 and 20; the project is built and tested on 20)" >&2; exit 1; }
 	$(NPM) ci --no-audit --no-fund
 	@touch $@
 

@@ -12,6 +12,7 @@ import type { Engine } from '../../src/engine/engine.js';
 import type { BatchWriter } from '../../src/engine/fs-util.js';
 import { patternBytes } from '../helpers/blobs.js';
 import { openEngine, testConfig } from '../helpers/engine.js';
+import { tempDir } from '../helpers/node-process.js';
 import { residentBytes, residentSoon } from '../helpers/page-cache.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -86,27 +87,33 @@ async function directWorks(dir: string): Promise<boolean> {
   return fsp.open(probe, fsc.O_WRONLY | fsc.O_DIRECT).then(async (h) => (await h.close(), true), () => false);
 }
 
-describe('the log’s read-back into the page cache (logWrites direct)', () => {
+/** Why these tests cannot run here (the temp dir's file system, fincore), or '' when they can. */
+async function cannotRun(): Promise<string> {
+  const dir = tempDir();
+  if (!(await directWorks(dir))) return `${dir}'s file system refuses O_DIRECT`;
+  const probe = join(dir, 'fincore-probe');
+  await fsp.writeFile(probe, 'x');
+  if (residentBytes(probe) === undefined) return 'no fincore (util-linux-extra) to see the page cache';
+  return '';
+}
+const skip = await cannotRun();
+
+describe.skipIf(skip !== '')(`the log’s read-back into the page cache (logWrites direct)${skip ? ` - skipped: ${skip}` : ''}`, () => {
   let engine: Engine | undefined;
   afterEach(async () => {
     await engine?.close();
     engine = undefined;
   });
 
-  /** An engine with `flags` and its first segment's path, or undefined (said why) where the test cannot run. */
-  async function open(flags: Record<string, unknown> = {}): Promise<{ db: Engine; segment: string } | undefined> {
+  /** An engine with `flags` and its first segment's path. */
+  async function open(flags: Record<string, unknown> = {}): Promise<{ db: Engine; segment: string }> {
     const cfg = testConfig({ diskReserveBytes: '1MiB', ...flags });
     const db = (engine = await openEngine(cfg));
-    if (!(await directWorks(cfg.dataDir))) return void console.warn(`skipped: ${cfg.dataDir}'s file system refuses O_DIRECT`);
-    const segment = db.store.path(db.index.checkpoint.segment);
-    if (residentBytes(segment) === undefined) return void console.warn('skipped: no fincore (util-linux-extra) to see the page cache');
-    return { db, segment };
+    return { db, segment: db.store.path(db.index.checkpoint.segment) };
   }
 
   it('reads every synced batch back once, gathered into ranges of logReadBackBytes, the rest once the pipeline drains', async () => {
-    const opened = await open({ logReadBackBytes: '64KiB' });
-    if (opened === undefined) return;
-    const { db, segment } = opened;
+    const { db, segment } = await open({ logReadBackBytes: '64KiB' });
     // A first store has the log ready its space ahead (the stores after it do not wait for that together).
     await storeAcrossTurns(db, 1, 1);
     const start = db.index.checkpoint.offset;
@@ -126,9 +133,7 @@ describe('the log’s read-back into the page cache (logWrites direct)', () => {
   });
 
   it('reads a lone store back once it is synced (nothing else in flight)', async () => {
-    const opened = await open();
-    if (opened === undefined) return;
-    const { db, segment } = opened;
+    const { db, segment } = await open();
     const { ranges } = await watchReadBacks(db, false, async () => {
       await db.putInline(patternBytes(100, 1), 1, EMPTY);
       await db.settled();
@@ -138,9 +143,7 @@ describe('the log’s read-back into the page cache (logWrites direct)', () => {
   });
 
   it('reads nothing back with logReadBackBytes 0', async () => {
-    const opened = await open({ logReadBackBytes: '0' });
-    if (opened === undefined) return;
-    const { db, segment } = opened;
+    const { db, segment } = await open({ logReadBackBytes: '0' });
     const { ranges, batches } = await watchReadBacks(db, false, () => storeAcrossTurns(db, 10, 4));
     expect(batches).toBeGreaterThan(0);
     expect(ranges).toEqual([]);
