@@ -162,7 +162,10 @@ export class RemoteReader {
     const stub = this.peers.get(blob.peer, grpcAddress).internal;
     const request = { id: { id: blob.meta.id }, offset: range?.start ?? 0, length: range ? range.end - range.start : 0 };
     return new Promise<void>((resolve, reject) => {
-      const call = stub.FetchBlob!(request, this.peers.metadata()) as unknown as grpc.ClientReadableStream<{ data?: Buffer; final?: boolean }>;
+      const metadata = this.peers.metadata();
+      // The trace context travels as gRPC metadata too (the peer's access line shows it).
+      if (blob.meta.traceparent !== undefined) metadata.set('traceparent', blob.meta.traceparent);
+      const call = stub.FetchBlob!(request, metadata) as unknown as grpc.ClientReadableStream<{ data?: Buffer; final?: boolean }>;
       let first = true;
       let settled = false;
       const fail = (err: unknown): void => {

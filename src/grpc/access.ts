@@ -15,7 +15,7 @@
  */
 import { Metadata, type ServerInterceptor, ServerInterceptingCall } from '@grpc/grpc-js';
 import type { AccessLog } from '../log/access-log.js';
-import { msSince } from '../log/access-log.js';
+import { msSince, traceparentOf } from '../log/access-log.js';
 import { saneRequestId } from '../log/request-id.js';
 import { DeferredMessage } from './messages.js';
 
@@ -45,6 +45,8 @@ export function withRequestId(metadata: Metadata | null | undefined, id: string)
 export class CallAccess {
   private readonly startNs = process.hrtime.bigint();
   bytes = 0;
+  /** A well-formed `traceparent` the caller sent (a peer reading on behalf of a client does). */
+  traceparent: string | undefined;
   private finished = false;
 
   constructor(
@@ -59,7 +61,7 @@ export class CallAccess {
     this.finished = true;
     this.access.write({
       access: 'grpc', method: this.method, status: code, bytes: this.bytes, ms: msSince(this.startNs), peer: this.peer,
-      ...(reqId === '' ? {} : { reqId }), ...(aborted ? { aborted } : {}),
+      ...(reqId === '' ? {} : { reqId }), ...(this.traceparent ? { traceparent: this.traceparent } : {}), ...(aborted ? { aborted } : {}),
     });
   }
 }
@@ -81,6 +83,10 @@ export function accessInterceptor(access: AccessLog): ServerInterceptor {
       start: (next) => next({
         onReceiveMetadata: (metadata, pass) => {
           sent = sentRequestId(metadata);
+          if (line) {
+            const trace = metadata.get('traceparent')[0];
+            line.traceparent = traceparentOf(typeof trace === 'string' ? trace : undefined);
+          }
           pass(metadata);
         },
         onCancel: () => line?.finish(1, sent, true),

@@ -90,3 +90,32 @@ describe('traceparent', () => {
     }
   });
 });
+
+describe('traceparent over gRPC', () => {
+  let c: TestCluster;
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('goes as metadata with a read the peer serves over InternalService.FetchBlob (its API listener unreachable)', async () => {
+    // Each node tells the others an API address nobody listens on: peer reads go over gRPC.
+    const { freePort } = await import('../helpers/cluster.js');
+    const nowhere = await Promise.all([0, 1].map(() => freePort()));
+    c = await TestCluster.start({
+      size: 2, args: ['--handoff-interval-ms', '500', '--log-level', 'debug', '--log-format', 'json'],
+      nodeArgs: (i) => ['--advertise-addr', `127.0.0.1:${nowhere[i]}`],
+    });
+    await c.converged({ members: c.ids });
+    const id = await blobOnNode1Only(c);
+    const res = await fetch(`${c.url(0)}/v1/blobs/${id}`, { headers: { traceparent: TRACE } });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const deadline = Date.now() + 10_000;
+    let line: LogLine | undefined;
+    while (!line && Date.now() < deadline) {
+      line = logLines(c.node(1).output()).find((l) => l.access === 'grpc' && l.method === 'InternalService.FetchBlob');
+      if (!line) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(line, 'the FetchBlob line on node 1').toMatchObject({ status: 0, traceparent: TRACE });
+  });
+});
