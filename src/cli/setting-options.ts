@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { type SettingSpec, envName, flagName } from '../config/settings.js';
+import { SETTINGS, type SettingSpec, envName, flagName } from '../config/settings.js';
 
 /**
  * A settings table (src/config) as command-line options: one `--kebab-case <value>` flag per
@@ -45,13 +45,20 @@ export function settingHelp(key: string, spec: SettingSpec): string {
 
 export function addSettingOptions(cmd: Command, table: Readonly<Record<string, SettingSpec>>): void {
   const aliases: [string, string][] = [];
+  let tuning = 0;
   for (const [key, spec] of Object.entries(table)) {
-    cmd.addOption(new Option(`--${flagName(key)} <value>`, settingHelp(key, spec)));
+    const option = new Option(`--${flagName(key)} <value>`, settingHelp(key, spec));
+    if (spec.tuning) {
+      option.hideHelp();
+      tuning++;
+    }
+    cmd.addOption(option);
     if (spec.specName) {
       cmd.addOption(new Option(`--${spec.specName} <value>`).hideHelp());
       aliases.push([spec.specName, key]);
     }
   }
+  if (tuning > 0) cmd.addHelpText('after', `\n${tuning} tuning settings (batch sizes, windows, queue depths, write modes) take flags too but are not listed here:\ndocs/tuning.md names each, its default and what it trades.`);
   if (aliases.length === 0) return;
   const width = Math.max(...aliases.map(([name]) => name.length));
   const lines = aliases.map(([name, key]) => `  ${name.padEnd(width)}  = --${flagName(key)}`);
@@ -69,4 +76,22 @@ export function settingFlags<K extends string>(opts: Record<string, unknown>, ta
     if (value !== undefined) flags[key] = value;
   }
   return flags;
+}
+
+/** docs/tuning.md: the tuning settings of the node, one row each (bench/tuning-doc.ts writes it). */
+export function tuningDoc(): string {
+  const rows = Object.entries(SETTINGS as Readonly<Record<string, SettingSpec>>)
+    .filter(([, spec]) => spec.tuning)
+    .map(([key, spec]) => `| \`--${flagName(key)}\` (\`${envName(key)}\`) | ${formatDefault(spec)} | ${spec.help.replace(/\|/g, '\\|')} |`);
+  return `# Tuning settings
+
+Knobs that trade memory, latency, throughput or durability mode against each other. Their
+defaults are the measured choice for an NVMe disk and a few cores (docs/decisions.md); \`serve
+--help\` leaves them out. Each takes a flag, a \`BLOBSTORE_*\` variable or a config file key like
+any setting. This file is written from \`src/config/settings.ts\` by \`node dist/bench/tuning-doc.js\`.
+
+| Setting | Default | What it does and trades |
+|---|---|---|
+${rows.join('\n')}
+`;
 }

@@ -24,6 +24,11 @@ export interface SettingSpec {
   /** Address settings that may be empty (disabled) or the word `same`. */
   readonly allowEmpty?: boolean;
   readonly allowSame?: boolean;
+  /**
+   * A tuning knob: left out of `serve --help` (docs/tuning.md lists it with what it trades). Its
+   * flag, env variable and file key work as any setting's.
+   */
+  readonly tuning?: boolean;
 }
 
 const KiB = 1024;
@@ -62,14 +67,17 @@ export const SETTINGS = {
     help: 'gRPC listener (BlobService, ClusterService, InternalService) host:port; "" = off',
   },
   grpcMaxMessageBytes: {
+    tuning: true,
     type: 'bytes', default: () => 65 * MiB, min: 64 * KiB,
     help: 'largest gRPC message received or sent (a unary put carries the whole blob)',
   },
   grpcWindowBytes: {
+    tuning: true,
     type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, max: 2 * GiB - 1,
     help: 'HTTP/2 flow-control window the gRPC server announces, per stream and per connection',
   },
   grpcHeapGrowingPercent: {
+    tuning: true,
     type: 'int', default: () => 400, min: 0, max: 1000,
     help: "V8's heap growing factor (1 + this/100) while gRPC listens: room for node:http2's read buffers between full GCs; 0 = V8's own",
   },
@@ -109,9 +117,10 @@ export const SETTINGS = {
     help: 'PEM CA bundle: peers\' certificates are verified against it (else against the system\'s CAs), and node-to-node calls present this node\'s certificate (mutual TLS)',
   },
   offlineAfterMs: { type: 'durationMs', default: () => 15_000, min: 10, help: 'a peer not heard from for this long is offline (the spec: 15 s)' },
-  vnodesPerNode: { type: 'int', default: () => 128, min: 1, max: 4096, help: 'virtual nodes per member on the consistent-hash ring' },
-  peerCallTimeoutMs: { type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch)' },
+  vnodesPerNode: { tuning: true, type: 'int', default: () => 128, min: 1, max: 4096, help: 'virtual nodes per member on the consistent-hash ring' },
+  peerCallTimeoutMs: { tuning: true, type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch)' },
   peerReadConnections: {
+    tuning: true,
     type: 'int', default: () => 16, min: 1, max: 1024,
     help: 'connections kept open to each peer for reads of blobs this node lacks (each holds a 1 MiB buffer); more reads wait for one',
   },
@@ -120,23 +129,26 @@ export const SETTINGS = {
     help: 'owners besides this node that must hold a new blob before the store is answered; 0: best effort, as the spec says',
   },
   replicationAckTimeoutMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'with replicationAcks > 0: a store not confirmed this long answers 503' },
-  replicationBatchBytes: { type: 'bytes', default: () => 4 * MiB, min: 64 * KiB, help: 'bytes of small blobs sent to a peer in one call' },
+  replicationBatchBytes: { tuning: true, type: 'bytes', default: () => 4 * MiB, min: 64 * KiB, help: 'bytes of small blobs sent to a peer in one call' },
   replicationBatchDelayMs: {
+    tuning: true,
     type: 'durationMs', default: () => 25, min: 0, max: 10_000,
     help: 'stores gather this long before copies go out (unless one waits for its copies): fewer, larger batches, fewer syncs on the owners',
   },
   replicationMemoryBytes: {
+    tuning: true,
     type: 'bytes', default: () => 16 * MiB, min: 0,
     help: 'bytes of just-stored small blobs kept in memory for their copies (beyond, copies read them back from disk)',
   },
   replicationStreamChunks: {
+    tuning: true,
     type: 'int', default: () => 8, min: 1, max: 64,
     help: 'chunks (1 MiB) of a large blob being copied that are encoded and in flight at once, for all its peers together',
   },
-  replicationRetryMaxMs: { type: 'durationMs', default: () => 30_000, min: 10, help: 'longest back-off between attempts to copy a blob to an owner' },
+  replicationRetryMaxMs: { tuning: true, type: 'durationMs', default: () => 30_000, min: 10, help: 'longest back-off between attempts to copy a blob to an owner' },
   repairIntervalMs: { type: 'durationMs', default: () => 60_000, min: 10, help: 'how often anti-entropy compares id digests with every owner' },
   repairBytesPerSecond: { type: 'bytes', default: () => 256 * MiB, min: 0, help: 'bandwidth cap of the copies each node makes for repair and handoff (per second; POST /v1/cluster/repair changes it for a while); 0: none' },
-  handoffIntervalMs: { type: 'durationMs', default: () => 30_000, min: 10, help: 'how often copies this node holds but does not own are handed to their owners' },
+  handoffIntervalMs: { tuning: true, type: 'durationMs', default: () => 30_000, min: 10, help: 'how often copies this node holds but does not own are handed to their owners' },
   deleteRetentionMs: {
     type: 'durationMs', default: () => 30 * 24 * 3_600_000, min: 0,
     help: 'how long a local delete keeps repair from copying the blob back to this node',
@@ -148,14 +160,16 @@ export const SETTINGS = {
   ecLargeShardBytes: { type: 'bytes', default: () => 16 * MiB, min: 1, max: 256 * MiB, help: 'erasure coding: shard size of blobs larger than ecLargeBlobBytes (the spec: 16 MiB)' },
   ecLargeBlobBytes: { type: 'bytes', default: () => 64 * MiB, min: 0, help: 'erasure coding: blobs larger than this use ecLargeShardBytes (the spec: 64 MiB)' },
   ecStoreTimeoutMs: {
+    tuning: true,
     type: 'durationMs', default: () => 30_000, min: 10,
     help: 'erasure coding: a shard store to a node that sends nothing back for this long counts as failed (up to m failures are tolerated and repaired)',
   },
   ecFetchTimeoutMs: {
+    tuning: true,
     type: 'durationMs', default: () => 2_000, min: 10,
     help: 'erasure coding: a shard read slower than this is replaced by a reconstruction from the other shards',
   },
-  ecReadAheadCells: { type: 'int', default: () => 8, min: 1, max: 256, help: 'erasure coding: 1 MiB pieces of shards a read fetches ahead of what it sends' },
+  ecReadAheadCells: { tuning: true, type: 'int', default: () => 8, min: 1, max: 256, help: 'erasure coding: 1 MiB pieces of shards a read fetches ahead of what it sends' },
   scrubBytesPerSecond: {
     type: 'bytes', default: () => 8 * MiB, min: 0,
     help: 'the scrubber re-reads and verifies local blobs and shards at most this fast; 0: no scrubbing',
@@ -167,11 +181,13 @@ export const SETTINGS = {
   },
 
   smallBlobMaxBytes: {
+    tuning: true,
     type: 'bytes', default: () => 1 * MiB, min: 0, max: 16 * MiB,
     help: 'blobs up to this size go to segment files (group commit); larger ones stream to their own files',
   },
-  segmentSizeBytes: { type: 'bytes', default: () => 256 * MiB, min: 1 * MiB, max: 4 * GiB, help: 'segment file size' },
+  segmentSizeBytes: { tuning: true, type: 'bytes', default: () => 256 * MiB, min: 1 * MiB, max: 4 * GiB, help: 'segment file size' },
   segmentAllocBytes: {
+    tuning: true,
     type: 'bytes', default: () => 4 * MiB, min: 64 * KiB, max: 1 * GiB,
     help: 'segment space is allocated (fallocate) this much at a time ahead of the log, so a full disk refuses a store instead of tearing it',
   },
@@ -179,21 +195,24 @@ export const SETTINGS = {
     type: 'bytes', default: () => 256 * MiB, min: 0,
     help: 'disk space stores may not use (at most 5% of the file system): deletes, index commits, compaction and restarts still work on a full disk',
   },
-  groupCommitMaxBytes: { type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
+  groupCommitMaxBytes: { tuning: true, type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
   durableAck: {
     type: 'enum', default: () => 'log', choices: ['index', 'log'],
     help: 'log: acknowledge a store (delete) once its segment record is fsynced, its index record served from memory until its index commit (recovery replays the log past the last flushed checkpoint, decisions.md §3); index: once its index commit is flushed',
   },
-  logPipelineDepth: { type: 'int', default: () => 4, min: 1, max: 64, help: 'group-commit batches of the log written and fsynced at once' },
+  logPipelineDepth: { tuning: true, type: 'int', default: () => 4, min: 1, max: 64, help: 'group-commit batches of the log written and fsynced at once' },
   indexLagBatches: {
+    tuning: true,
     type: 'int', default: () => 128, min: 1, max: 1024,
     help: 'log batches fsynced (acknowledged with durable-ack log) or in flight whose index commit is pending, at most; further stores wait (room for index commits that wait while a journal merge holds the write lock)',
   },
   indexCommitIntervalMs: {
+    tuning: true,
     type: 'int', default: () => 5, min: 0, max: 10_000,
     help: 'with durable-ack log, index commits start at most this often (each is an LMDB transaction, whose cost grows with the free-page list of a grown index): under load each takes more batches, whose records are served from memory meanwhile; 0: one as soon as the previous is done',
   },
   indexMergeRecords: {
+    tuning: true,
     type: 'int', default: () => 262_144, min: 1, max: 4_194_304,
     help: 'blob record changes the index journal holds (in memory, and in LMDB by commit) before they are merged into the id-ordered index in one pass: more makes each merged page take more records, and start-up read more',
   },
@@ -202,11 +221,12 @@ export const SETTINGS = {
     help: 'memory for small blobs already read and verified, answered again without a disk read or re-hash (the scrubber re-verifies what is on disk); 0: off',
   },
   readCacheRecordMaxBytes: {
+    tuning: true,
     type: 'bytes', default: () => 64 * KiB, min: 0, max: 256 * KiB,
     help: 'small blobs up to this size are kept in the read cache (readCacheBytes)',
   },
-  compactionLiveRatio: { type: 'int', default: () => 50, min: 1, max: 99, help: 'compact a sealed segment whose live bytes fall under this percentage' },
-  compactionIntervalMs: { type: 'durationMs', default: () => 10_000, min: 10, help: 'how often compaction looks for work' },
+  compactionLiveRatio: { tuning: true, type: 'int', default: () => 50, min: 1, max: 99, help: 'compact a sealed segment whose live bytes fall under this percentage' },
+  compactionIntervalMs: { tuning: true, type: 'durationMs', default: () => 10_000, min: 10, help: 'how often compaction looks for work' },
 
   maxBlobBytes: { type: 'bytes', default: () => 5 * GiB, min: 1, help: 'largest raw or streamed blob (413 above)' },
   maxJsonBodyBytes: { type: 'bytes', default: () => 64 * MiB, min: 1, help: 'largest JSON (base64) store body (413 above)' },
@@ -219,54 +239,66 @@ export const SETTINGS = {
   bodyIdleTimeoutMs: { type: 'durationMs', default: () => 30_000, min: 100, help: 'a request body that sends nothing for this long is aborted' },
   shutdownTimeoutMs: { type: 'durationMs', default: () => 10_000, min: 0, help: 'how long shutdown waits for in-flight requests' },
   chunkPoolBytes: {
+    tuning: true,
     type: 'bytes', default: () => 512 * MiB, min: 8 * MiB,
     help: 'memory for the 1 MiB chunk buffers of large uploads and downloads; when it runs out, uploads pause',
   },
   chunkDigests: {
+    tuning: true,
     type: 'enum', default: () => 'inline', choices: ['inline', 'pool'],
     help: 'where the BLAKE3 of large blobs\' 1 MiB chunks is computed (each chunk\'s chaining value, which checks it and makes the id): inline (on the main thread) or pool (in the worker pool)',
   },
   blobFileWrites: {
+    tuning: true,
     type: 'enum', default: () => 'buffered', choices: ['buffered', 'direct'],
     help: 'how the whole 1 MiB chunks of large blobs reach their files: buffered (through the page cache) or direct (O_DIRECT, past it, where the file system allows; decisions.md §10 has both measured)',
   },
   logWrites: {
+    tuning: true,
     type: 'enum', default: () => 'direct', choices: ['direct', 'buffered'],
     help: 'how group-commit batches reach the segment log: direct (O_DIRECT, past the page cache, write and fdatasync in one thread-pool job, where the file system allows) or buffered (written through the page cache on the event loop, fdatasync in the pool); decisions.md §10 has both measured',
   },
   logReadBackBytes: {
+    tuning: true,
     type: 'bytes', default: () => MiB, min: 0, max: 64 * MiB,
     help: 'with --log-writes direct, synced batches are read back into the page cache (by the device) once this many bytes of them have gathered, or once no batch is in flight, so blobs read soon after their store are in memory: each read-back is a device request (and a VM exit); 0: none',
   },
   logSpace: {
+    tuning: true,
     type: 'enum', default: () => 'zeroed', choices: ['zeroed', 'allocated'],
     help: 'how segment space is readied ahead of the log: zeroed (allocated, then written with zeros past the page cache, with --log-writes direct: a batch then overwrites written blocks and its fdatasync commits no extent change; the log\'s blocks are written twice) or allocated (fallocate alone); decisions.md §10 has both measured',
   },
   poolThreads: { type: 'int', default: () => 2, min: 1, max: 64, help: 'worker threads (hashing, erasure coding)' },
   poolQueueMax: {
+    tuning: true,
     type: 'int', default: () => 256, min: 1, max: 65_536,
     help: 'worker pool tasks that may wait for a thread; beyond, a chunk digest runs inline and an erasure-coding task is refused',
   },
 
   // Bounds of the data path: how much of one request is in flight at once.
   chunkWritesInFlight: {
+    tuning: true,
     type: 'int', default: () => 8, min: 1, max: 256,
     help: 'chunk writes (1 MiB) of one large blob, replica or shard column under way at once; beyond, its sender is paused',
   },
-  readAheadChunks: { type: 'int', default: () => 4, min: 1, max: 256, help: 'chunks (1 MiB) a read of a large blob reads and verifies ahead of what it sends' },
+  readAheadChunks: { tuning: true, type: 'int', default: () => 4, min: 1, max: 256, help: 'chunks (1 MiB) a read of a large blob reads and verifies ahead of what it sends' },
   syncReadMaxBytes: {
+    tuning: true,
     type: 'bytes', default: () => 256 * KiB, min: 4 * KiB, max: 16 * MiB,
     help: 'segment reads up to this size run on the calling thread (a thread-pool round trip costs more than the read)',
   },
   compactionWindowBytes: {
+    tuning: true,
     type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, max: 1 * GiB,
     help: 'bytes compaction relocates between two log syncs; a segment is compacted only with this much free above its live bytes',
   },
   ecRowsInFlight: {
+    tuning: true,
     type: 'int', default: () => 4, min: 1, max: 64,
     help: 'erasure coding: stripe rows (k + m cells of 1 MiB) of one store encoded and in flight at once',
   },
   ecColumnQueueBytes: {
+    tuning: true,
     type: 'bytes', default: () => 8 * MiB, min: 1 * MiB, max: 1 * GiB,
     help: 'erasure coding: bytes of one shard column a read queues ahead of what it uses; beyond, the fetch pauses',
   },

@@ -1,8 +1,8 @@
 /** What `blobstore --version` and the commands' --help say. */
-import { rmSync } from 'node:fs';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ORDERS_SETTINGS } from '../../src/apps/orders/settings.js';
+import { tuningDoc } from '../../src/cli/setting-options.js';
 import { SETTINGS, type SettingSpec, envName, flagName } from '../../src/config/settings.js';
 import { ROOT, type Sandbox, run, sandbox } from './helpers.js';
 
@@ -32,8 +32,12 @@ describe.each([
     expect(help.status).toBe(0);
   });
 
-  it('shows every setting once, with its default and its environment variable', () => {
-    for (const key of Object.keys(table)) {
+  it('shows every setting but the tuning knobs once, with its default and its environment variable', () => {
+    for (const [key, spec] of Object.entries(table)) {
+      if (spec.tuning) {
+        expect(help.stdout, key).not.toContain(`--${flagName(key)} <value>`);
+        continue;
+      }
       expect(help.stdout.split(`--${flagName(key)} <value>`).length - 1, key).toBe(1);
       expect(text, key).toMatch(new RegExp(`--${flagName(key)} <value> .*\\(default [^;]+; env ${envName(key)}\\)`));
     }
@@ -54,11 +58,28 @@ describe.each([
 
   it("names each value of an enum setting once, in the setting's own words", () => {
     for (const [key, spec] of Object.entries(table)) {
-      if (!spec.choices) continue;
+      if (!spec.choices || spec.tuning) continue;
       const line = new RegExp(`--${flagName(key)} <value> (.*?)\\(default`).exec(text)![1]!;
       for (const choice of spec.choices) expect(line, `${key}: ${choice}`).toMatch(new RegExp(`\\b${choice}\\b`));
       expect(text).not.toContain('choices:');
     }
+  });
+});
+
+describe('the tuning knobs', () => {
+  const tuning = Object.entries(SETTINGS as Record<string, SettingSpec>).filter(([, spec]) => spec.tuning);
+
+  it('are named in serve --help, and docs/tuning.md is the table as the settings are now (node dist/bench/tuning-doc.js writes it)', () => {
+    expect(tuning.length).toBeGreaterThan(0);
+    expect(unwrapped(run(box, ['serve', '--help']).stdout)).toContain(`${tuning.length} tuning settings`);
+    expect(readFileSync(new URL('../../docs/tuning.md', import.meta.url), 'utf8')).toBe(tuningDoc());
+    for (const [key] of tuning) expect(tuningDoc(), key).toContain(`| \`--${flagName(key)}\``);
+  });
+
+  it('still take their flag', () => {
+    const r = run(box, ['serve', '--segment-size-bytes', 'lots', '--listen', '127.0.0.1:0']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/segmentSizeBytes/);
   });
 });
 
