@@ -6,7 +6,7 @@
  *   footer: u32 magic "BSF1" · u32 version · u32 chunkBytes · u32 chunkCount · u64 size
  *           · u32 crc32 of the digests · u32 reserved
  *
- * Version 2 (written since 2026-11-26): a chunk's digest is its chaining value in the blob's own
+ * Version 2: a chunk's digest is its chaining value in the blob's own
  * BLAKE3 tree (hash/blake3-tree.ts), and the blob's digest is joined from them, so one pass over
  * the bytes gives both. Version 1 (still read): the BLAKE3 digest of each chunk on its own, beside
  * a second pass for the content hash.

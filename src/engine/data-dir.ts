@@ -13,13 +13,13 @@ import { ConfigError } from '../config/load.js';
 import { fsyncDir } from './fs-util.js';
 
 /**
- * 2 (2026-11-26): the index keeps blob records in a journal before merging them (src/index/
+ * 2: the index keeps blob records in a journal before merging them (src/index/
  * blob-journal.ts), and entries may carry a CRC-32C; a build that reads format 1 only would miss
  * the journaled records, so it is refused.
- * 3 (2026-11-26, later): new blob files keep their chunks' chaining values in the blob's BLAKE3
+ * 3: new blob files keep their chunks' chaining values in the blob's BLAKE3
  * tree (blob-file.ts, file version 2); a build that knows format 2 only would take such a file
  * for a corrupt one, so it is refused. Older dirs are taken and marked 3 (their files still read).
- * 4 (2026-11-27): log batches end with a PAD record on a 4 KiB boundary (record.ts); a build that
+ * 4: log batches end with a PAD record on a 4 KiB boundary (record.ts); a build that
  * knows format 3 only would take the PAD for the end of the log and lose what follows it, so it
  * is refused. Older dirs are taken and marked 4: their log goes on in a new segment (log.ts).
  */

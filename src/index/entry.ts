@@ -3,7 +3,7 @@
  *
  *   0 u8 location (1 segment, 2 own file)   1 u8 policy   2 u16 labelsLength   4 u32 segment
  *   8 u64 record offset in the segment      16 u64 size   24 u64 createdAtNs    32 32 checksum
- *  64 labels (UTF-8 JSON)             then, for a segment record stored since 2026-11-26:
+ *  64 labels (UTF-8 JSON)             then, for a segment record of data-dir version 2 or later:
  *  64 + labelsLength  u32 CRC-32C of the blob's bytes (dataCrc: what a read from disk checks;
  *     an entry without it, shorter by these 4 bytes, is checked with BLAKE3 against the checksum)
  *

@@ -5,7 +5,7 @@ import { invalidCredentials, notAuthenticated, notEnoughPermissions } from './er
 
 /**
  * Bearer authentication of the orders API, on when a keys file is configured (OrdersApiKeysFile).
- * The file is JSON: `[{"key": "...", "scope": "read" | "read-write", "expiresAt"?: "2027-01-01T00:00:00Z"}]`
+ * The file is JSON: `[{"key": "...", "scope": "read" | "read-write", "expiresAt"?: "<RFC 3339 time>"}]`
  * (or `{"keys": [...]}`). Keys are kept as SHA-256 digests and compared in constant time, every
  * key every time, so neither the timing nor a heap dump gives a key away.
  */

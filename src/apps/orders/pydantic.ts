@@ -2,7 +2,7 @@ import { PyFloat, type PyJson } from '../../util/json-parse.js';
 
 /**
  * The pydantic v2 (lax mode, Python input) validators the orders model needs, with pydantic's own
- * error types and messages. Sources, pydantic-core at 383eb95a (2026-01-07):
+ * error types and messages. Sources, pydantic-core at commit 383eb95a:
  * - messages: src/errors/types.rs `message_template_python` ("Field required", "Input should be a
  *   valid integer, unable to parse string as an integer", ...);
  * - int coercion: src/input/input_python.rs `validate_int` and src/input/shared.rs `str_as_int`,
