@@ -7,9 +7,10 @@
  *
  * BENCH_CLIENT_FILES (10,000) files; REPEATS rounds.
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { cpuUs } from '../node/perf-profile.js';
 import { CLI, KiB, REPEATS, emit, envInt, log, median, removeDir, round, runNonce, runWrk, startNode, tempDir } from '../node/lib.js';
 
 const BENCH = 'client-put';
@@ -27,6 +28,13 @@ function makeFiles(dir: string, nonce: string): string[] {
     files.push(f);
   }
   return files;
+}
+
+/** CPU microseconds of this process's waited-for children so far (cutime + cstime, 1/100 s ticks). */
+function childrenCpuUs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) * 10_000;
 }
 
 /** Seconds `blobstore put --jobs JOBS` takes for `files` (the command's own start included). */
@@ -47,19 +55,34 @@ async function main(): Promise<void> {
   const nonce = runNonce();
   const wrkRps: number[] = [];
   const cliRps: number[] = [];
+  const nodeUsPerWrkPut: number[] = [];
+  const nodeUsPerFile: number[] = [];
+  const clientUsPerFile: number[] = [];
   try {
     for (let r = 0; r < REPEATS; r++) {
       const files = makeFiles(join(dir, `round${r}`), `${nonce}c${r}`);
-      wrkRps.push((await runWrk({ url, script: 'post-unique.lua', args: [String(4 * KiB), `${nonce}w${r}`] })).rps);
+      // Each client starts on a quiet disk: the files' writeback, the last round's unlinks and the
+      // node's own dirty pages would otherwise land during the next measurement.
+      execFileSync('sync');
+      let nodeBefore = cpuUs(node.pid);
+      const wrk = await runWrk({ url, script: 'post-unique.lua', args: [String(4 * KiB), `${nonce}w${r}`] });
+      wrkRps.push(wrk.rps);
+      nodeUsPerWrkPut.push((cpuUs(node.pid) - nodeBefore) / wrk.requests);
+      execFileSync('sync');
+      nodeBefore = cpuUs(node.pid);
+      const clientBefore = childrenCpuUs();
       const seconds = await putSeconds(url, files);
+      nodeUsPerFile.push((cpuUs(node.pid) - nodeBefore) / FILES);
+      clientUsPerFile.push((childrenCpuUs() - clientBefore) / FILES);
       cliRps.push(FILES / seconds);
-      log(`${BENCH} round ${r + 1}: wrk ${wrkRps[r]!.toFixed(0)} PUT/s, blobstore put --jobs ${JOBS} ${cliRps[r]!.toFixed(0)} files/s (${FILES} in ${seconds.toFixed(2)} s)`);
+      log(`${BENCH} round ${r + 1}: wrk ${wrkRps[r]!.toFixed(0)} PUT/s, blobstore put --jobs ${JOBS} ${cliRps[r]!.toFixed(0)} files/s (${FILES} in ${seconds.toFixed(2)} s); node CPU ${nodeUsPerWrkPut[r]!.toFixed(0)} us per wrk PUT, ${nodeUsPerFile[r]!.toFixed(0)} us per file; command ${clientUsPerFile[r]!.toFixed(0)} us per file`);
       removeDir(join(dir, `round${r}`));
     }
     const ratios = cliRps.map((c, i) => c / wrkRps[i]!);
     emit({
       bench: BENCH, metric: 'cli_put_4KiB', value: round(median(cliRps), 0), unit: 'files/s', files: FILES, jobs: JOBS,
       wrk_put_per_s: round(median(wrkRps), 0), ratio_to_wrk: round(median(ratios), 3), target: 0.7, met: median(ratios) >= 0.7,
+      node_cpu_us_per_file: round(median(nodeUsPerFile), 1), client_cpu_us_per_file: round(median(clientUsPerFile), 1), node_cpu_us_per_wrk_put: round(median(nodeUsPerWrkPut), 1),
     });
   } finally {
     await node.stop();

@@ -23,6 +23,7 @@ export const HTTP_ACCESS = {
   'GET /v1/blobs': 'read',
   'ANY /v1/blobs': 'read',
   'POST /v1/blobs/stream': 'write',
+  'POST /v1/blobs/batch': 'write',
   'GET /v1/blobs/:id': 'read',
   'HEAD /v1/blobs/:id': 'read',
   'DELETE /v1/blobs/:id': 'write',

@@ -4,12 +4,15 @@
  * against their id before they are kept. Exit status: 0 done, 1 a node refused or failed (its
  * message on stderr), 2 a usage error (bad arguments, a missing file, an id that is no id).
  */
-import { closeSync, createReadStream, createWriteStream, promises as fs, openSync, readFileSync, readSync, statSync, type WriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, promises as fs, readFileSync, statSync, type WriteStream } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { type Command, Option } from 'commander';
 import type { BlobClient, PutResult } from '../client/index.js';
+import { BATCH_MAX_BLOBS } from '../client/limits.js';
 import { POLICIES } from '../blob/policy.js';
 import { failure, usageError } from './errors.js';
+import { readWhole } from './file-read.js';
+import { FileReader } from './file-reader.js';
 import { print, printError } from './output.js';
 import { Progress } from './progress.js';
 
@@ -22,11 +25,7 @@ interface ConnectionOptions {
   output: 'text' | 'json';
 }
 
-/**
- * Files up to this are read whole, synchronously (one read, retried from memory); larger ones
- * stream from disk. A small file read through fs.promises (open, fstat, read, close: four pool
- * round trips and a FileHandle) cost more CPU than its store: 10,000 files of 4 KiB took 4.7 s.
- */
+/** Files up to this are read whole (file-read.ts; retried from memory); larger ones stream from disk. */
 const READ_WHOLE_MAX_BYTES = 8 * 1024 * 1024;
 
 function withConnection(cmd: Command): Command {
@@ -106,21 +105,27 @@ function parsePolicyOption(text: string | undefined): string | undefined {
 const humanBytes = (n: number): string =>
   n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(2)} GiB`;
 
-/** A small file whole, with the size its stat gave (open, one read, close: no fstat, no FileHandle). */
-function readWhole(file: string, size: number): Buffer {
-  const fd = openSync(file, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(size);
-    let at = 0;
-    while (at < size) {
-      const n = readSync(fd, buf, at, size - at, at);
-      if (n === 0) throw new Error(`${file} shrank while it was read (${at} of ${size} bytes)`);
-      at += n;
+/** Files up to this go many to a request (POST /v1/blobs/batch); larger ones one by one. */
+const BATCH_FILE_MAX_BYTES = 1024 * 1024;
+
+/** The command's work: small files `batch` to a request, the rest (and standard input) one by one. */
+function planUnits(files: readonly string[], sizes: ReadonlyMap<string, number>, batch: number): (string | string[])[] {
+  const units: (string | string[])[] = [];
+  let open: string[] = [];
+  for (const file of files) {
+    const size = sizes.get(file);
+    if (batch === 1 || size === undefined || size > BATCH_FILE_MAX_BYTES) {
+      units.push(file);
+      continue;
     }
-    return buf;
-  } finally {
-    closeSync(fd);
+    open.push(file);
+    if (open.length === batch) {
+      units.push(open);
+      open = [];
+    }
   }
+  if (open.length > 0) units.push(open.length === 1 ? open[0]! : open);
+  return units;
 }
 
 /**
@@ -154,13 +159,36 @@ interface PutOptionsCli extends ConnectionOptions {
   policy?: string;
   labels?: string;
   jobs: string;
+  batch: string;
+}
+
+interface PutSettings {
+  policy: ReturnType<typeof parsePolicyOption>;
+  labels: ReturnType<typeof parseLabels>;
+  jobs: number;
+  batch: number;
 }
 
 async function putCommand(files: string[], opts: PutOptionsCli): Promise<void> {
-  const policy = parsePolicyOption(opts.policy);
-  const labels = parseLabels(opts.labels);
-  const jobs = intOption(opts.jobs, '--jobs', 1);
+  const settings: PutSettings = {
+    policy: parsePolicyOption(opts.policy), labels: parseLabels(opts.labels), jobs: intOption(opts.jobs, '--jobs', 1), batch: intOption(opts.batch, '--batch', 1),
+  };
+  const { batch } = settings;
+  if (batch > BATCH_MAX_BLOBS) throw usageError(`--batch ${batch}: at most ${BATCH_MAX_BLOBS}`);
   if (files.filter((f) => f === '-').length > 1) throw usageError('"-" (standard input) may be given once');
+  // Small files go many to a request (BlobClient.putFramed), read into their batch body when it
+  // leaves: on a thread of their own when there may be more than one batch (started now, so that
+  // its start overlaps the checks below).
+  const reader = new FileReader(batch > 1 && files.length > batch);
+  try {
+    await putFiles(files, opts, settings, reader);
+  } finally {
+    await reader.close();
+  }
+}
+
+async function putFiles(files: string[], opts: PutOptionsCli, settings: PutSettings, reader: FileReader): Promise<void> {
+  const { policy, labels, jobs, batch } = settings;
   // Every file is there before anything is sent: a typo fails the command, not its 900th upload.
   const sizes = new Map<string, number>();
   for (const file of files) {
@@ -178,38 +206,62 @@ async function putCommand(files: string[], opts: PutOptionsCli): Promise<void> {
   const total = [...sizes.values()].reduce((a, b) => a + b, 0);
   const progress = Progress.onTerminal(total, files.length);
   let failed = 0;
-  let next = 0;
   const lines = new LineBatch(progress);
+  const landed = (file: string, result: PutResult): void => {
+    progress?.file();
+    lines.add(opts.output === 'json'
+      ? JSON.stringify({ file: file === '-' ? null : file, id: result.id, size: result.size, created: result.created })
+      : `${result.id}  ${file}`);
+  };
+  const failedOn = (names: readonly string[], err: unknown): void => {
+    failed += names.length;
+    lines.flush();
+    progress?.clear();
+    for (const file of names) printError(`${file === '-' ? 'standard input' : file}: ${(err as Error).message}`);
+  };
+  // One file on its own: standard input, or a file too large for a batch (streamed from disk).
   const one = async (file: string): Promise<void> => {
-    let result: PutResult;
     let previous = 0;
     const onProgress = (bytes: number): void => {
       progress?.bytes(bytes - previous);
       previous = bytes;
     };
     try {
-      if (file === '-') {
-        result = await client.put(() => process.stdin, { policy, labels, onProgress });
-      } else {
-        const size = sizes.get(file)!;
-        const body = size <= READ_WHOLE_MAX_BYTES ? readWhole(file, size) : () => createReadStream(file, { highWaterMark: 1024 * 1024 });
-        result = await client.put(body, { policy, labels, size, onProgress });
+      const size = sizes.get(file);
+      const body = file === '-' ? () => process.stdin : size! <= READ_WHOLE_MAX_BYTES ? readWhole(file, size!) : () => createReadStream(file, { highWaterMark: 1024 * 1024 });
+      landed(file, await client.put(body, { policy, labels, size, onProgress }));
+    } catch (err) {
+      failedOn([file], err);
+    }
+  };
+  const units = planUnits(files, sizes, batch);
+  const many = async (names: readonly string[]): Promise<void> => {
+    const batch = await reader.read(names, names.map((file) => sizes.get(file)!));
+    const read = names.filter((file, i) => {
+      const error = batch.errors[i];
+      if (error !== undefined) failedOn([file], new Error(error));
+      return error === undefined;
+    });
+    if (read.length === 0) return batch.release();
+    try {
+      const results = await client.putFramed(batch.body, batch.count, { policy, labels });
+      batch.release();
+      for (let i = 0; i < read.length; i++) {
+        progress?.bytes(results[i]!.size);
+        landed(read[i]!, results[i]!);
       }
     } catch (err) {
-      failed++;
-      lines.flush();
-      progress?.clear();
-      printError(`${file === '-' ? 'standard input' : file}: ${(err as Error).message}`);
-      return;
+      // Not released: a request that failed may still be writing from it.
+      failedOn(read, err);
     }
-    progress?.file();
-    lines.add(opts.output === 'json'
-      ? JSON.stringify({ file: file === '-' ? null : file, id: result.id, size: result.size, created: result.created })
-      : `${result.id}  ${file}`);
   };
+  let next = 0;
   try {
-    await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, async () => {
-      while (next < files.length) await one(files[next++]!);
+    await Promise.all(Array.from({ length: Math.min(jobs, units.length) }, async () => {
+      while (next < units.length) {
+        const unit = units[next++]!;
+        await (typeof unit === 'string' ? one(unit) : many(unit));
+      }
     }));
   } finally {
     lines.flush();
@@ -300,12 +352,16 @@ async function rmCommand(ids: string[], opts: ConnectionOptions): Promise<void> 
   }
 }
 
+/** The commands registerBlobCommands adds (main.ts runs them without loading the others). */
+export const BLOB_COMMANDS: readonly string[] = ['put', 'get', 'stat', 'ls', 'rm'];
+
 export function registerBlobCommands(program: Command): void {
   withConnection(program.command('put').description('store files (or standard input, -) as blobs; prints each id as it lands'))
     .argument('<file...>', 'files to store; - reads standard input (streamed, not retried)')
     .option('--policy <policy>', 'replication policy: 0-5 or NONE, REPLICA2, REPLICA3 (the default), EC42, EC82')
     .option('--labels <labels>', 'labels: a JSON object or k=v,k=v')
-    .option('--jobs <n>', 'stores in flight at once', '8')
+    .option('--jobs <n>', 'requests in flight at once', '8')
+    .option('--batch <n>', 'files up to 1 MiB go this many to a request (one group commit on the node); 1: a request per file', '64')
     .addHelpText('after', `
 Examples:
   blobstore put photo.jpg                               # 3f0c...  photo.jpg

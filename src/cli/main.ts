@@ -4,24 +4,25 @@
  * Usage errors exit with status 2, failures with 1.
  */
 import { Command, CommanderError } from 'commander';
-import { registerServe } from './serve.js';
-import { registerOrders } from '../apps/orders/cli.js';
-import { registerConfig } from './config.js';
-import { registerDeploy } from '../apps/stack/deploy.js';
-import { registerStatus } from '../apps/stack/status.js';
-import { registerDown } from '../apps/stack/down.js';
-import { registerAuth } from './auth.js';
-import { registerBlobCommands } from './blob-commands.js';
-import { registerHealthcheck } from './healthcheck.js';
+import { BLOB_COMMANDS, registerBlobCommands } from './blob-commands.js';
 import { printError } from './output.js';
 import { packageVersion } from '../version.js';
 
-export function buildProgram(): Command {
-  const program = new Command('blobstore')
+function newProgram(): Command {
+  return new Command('blobstore')
     .description('blobstore: a distributed, content-addressed blob store')
     .version(`blobstore ${packageVersion()} (Node.js ${process.version})`, '-V, --version', 'print the version and exit')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
+}
+
+/** Every command. The node's modules (the server, the logger, the stacks) load with it. */
+export async function buildProgram(): Promise<Command> {
+  const [{ registerServe }, { registerOrders }, { registerConfig }, { registerDeploy }, { registerStatus }, { registerDown }, { registerAuth }, { registerHealthcheck }] = await Promise.all([
+    import('./serve.js'), import('../apps/orders/cli.js'), import('./config.js'), import('../apps/stack/deploy.js'),
+    import('../apps/stack/status.js'), import('../apps/stack/down.js'), import('./auth.js'), import('./healthcheck.js'),
+  ]);
+  const program = newProgram();
   registerServe(program);
   registerOrders(program);
   registerConfig(program);
@@ -34,8 +35,20 @@ export function buildProgram(): Command {
   return program;
 }
 
+/**
+ * The program `argv` needs: a client command (put, get, stat, ls, rm) loads only its own module,
+ * since a script may run it thousands of times and the node's modules were half of its start.
+ */
+async function programFor(argv: string[]): Promise<Command> {
+  const first = argv[2];
+  if (first === undefined || !BLOB_COMMANDS.includes(first)) return buildProgram();
+  const program = newProgram();
+  registerBlobCommands(program);
+  return program;
+}
+
 async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
+  const program = await programFor(argv);
   // Nothing left to run while the command has not finished: a call that will never settle. Node
   // would exit 0 here, as if the command had done its work.
   const stalled = (): void => {

@@ -230,6 +230,8 @@ export const SETTINGS = {
 
   maxBlobBytes: { type: 'bytes', default: () => 5 * GiB, min: 1, help: 'largest raw or streamed blob (413 above)' },
   maxJsonBodyBytes: { type: 'bytes', default: () => 64 * MiB, min: 1, help: 'largest JSON (base64) store body (413 above)' },
+  maxBatchBytes: { type: 'bytes', default: () => 16 * MiB, min: 1, max: 1 * GiB, help: 'largest batch store body (POST /v1/blobs/batch; 413 above)' },
+  maxBatchBlobs: { type: 'int', default: () => 1024, min: 1, max: 1_000_000, help: 'blobs in one batch store, at most (400 above)' },
   maxLabels: { type: 'int', default: () => 64, min: 0, max: 10_000, help: 'labels per blob' },
   labelKeyMaxBytes: { type: 'int', default: () => 128, min: 1, help: 'label key length (bytes)' },
   labelValueMaxBytes: { type: 'int', default: () => 1024, min: 0, help: 'label value length (UTF-8 bytes)' },

@@ -110,6 +110,11 @@ export class BlobRoutes {
     this.smallStores = new SmallStores(service, config, intake, wire, log);
   }
 
+  /** The largest blob the small store's fast path takes. */
+  get smallMaxBytes(): number {
+    return this.smallStores.maxBytes;
+  }
+
   /** The gate, in every route before anything else. */
   authorize(req: HttpRequest, scope: Scope): void {
     if (this.gate.enabled) this.gate.check(req.getHeader(AUTHORIZATION), scope);

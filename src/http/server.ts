@@ -11,6 +11,7 @@ import { AccessLog } from '../log/access-log.js';
 import { parseHostPort } from '../config/units.js';
 import { BlobstoreError, notFound } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
+import { BatchStores } from './batch-store.js';
 import { BlobRoutes } from './blob-routes.js';
 import { ClusterApi } from '../cluster/cluster-api.js';
 import type { Cluster } from '../cluster/cluster.js';
@@ -62,6 +63,7 @@ export class ApiServer {
     this.routes = new BlobRoutes(service, config, this.gate, this.intake, this.wire, log);
     const r = this.routes;
     const s = new StreamRoutes(service, config, r, this.intake);
+    const b = new BatchStores(service, config, this.gate, this.intake, this.wire, log, r.smallMaxBytes);
     const c = new ClusterRoutes(options.cluster ?? new ClusterApi(() => undefined, false), this.gate, this.wire, log);
     // grpc-gateway's answer for a method a known path lacks: 501 "Method Not Allowed".
     const unimplemented = (route: HttpRoute) => (res: HttpResponse, req: HttpRequest) =>
@@ -74,8 +76,9 @@ export class ApiServer {
       .put('/v1/blobs', r.store, 'stream')
       .get('/v1/blobs', r.list)
       .any('/v1/blobs', unimplemented('ANY /v1/blobs'))
-      // GET, HEAD and DELETE /v1/blobs/stream fall to /v1/blobs/:id: "stream" is not an id (400).
+      // GET, HEAD and DELETE /v1/blobs/stream and /v1/blobs/batch fall to /v1/blobs/:id: neither is an id (400).
       .post('/v1/blobs/stream', s.putStream, 'stream')
+      .post('/v1/blobs/batch', b.store)
       .get('/v1/blobs/:id', r.get, this.wire.variant === 'b' ? r.head : undefined)
       .del('/v1/blobs/:id', r.delete)
       .any('/v1/blobs/:id', unimplemented('ANY /v1/blobs/:id'))

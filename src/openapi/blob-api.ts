@@ -42,6 +42,15 @@ function schemas(variant: Variant): Record<string, Schema> {
       properties: { data: { type: 'string', format: 'byte', description: 'the bytes, base64 (standard or URL-safe, padded or not)' }, policy: ref('Policy'), labels: ref('Labels') },
     },
     PutResponse: { type: 'object', required: ['id', 'size'], properties: { id: ref('BlobID'), size: int64(variant, 'bytes stored') } },
+    BatchResponse: {
+      type: 'object', required: ['blobs'],
+      properties: {
+        blobs: {
+          type: 'array', description: 'one per blob of the batch, in body order',
+          items: { type: 'object', required: ['id', 'size', 'created'], properties: { id: ref('BlobID'), size: int64(variant, 'bytes stored'), created: { type: 'boolean', description: 'false when the bytes were already stored' } } },
+        },
+      },
+    },
     GetResponse: { type: 'object', required: ['data', 'meta'], properties: { data: { type: 'string', format: 'byte' }, meta: ref('BlobMeta') } },
     StatResponse: { type: 'object', required: ['exists'], properties: { exists: { type: 'boolean' }, meta: ref('BlobMeta') } },
     DeleteResponse: { type: 'object', required: ['deleted'], properties: { deleted: { type: 'boolean', description: 'true whether or not the blob existed locally' } } },
@@ -117,6 +126,15 @@ function blobPaths(variant: Variant): Record<string, Record<string, Operation>> 
           { name: 'prefix', in: 'query', required: false, description: 'only ids whose hex form starts with it (either case)', schema: { type: 'string' } },
         ],
         responses: { 200: { description: 'one page', content: json(ref('ListResponse')) }, ...errorResponses([400, 401, 403, 500]) },
+      },
+    },
+    '/v1/blobs/batch': {
+      post: {
+        operationId: 'putBatch', tags: ['blobs'], summary: 'Store many blobs in one request (scope write)',
+        description: `Not in the spec: many small blobs in one request, one group commit for them. The body is each blob behind its length as 4 bytes, unsigned big-endian; Content-Length is required (411), at most maxBatchBytes (413) and maxBatchBlobs blobs (400). X-Blobstore-Policy and X-Blobstore-Labels apply to every blob. A body that is not a batch stores nothing (400); the answer comes once every blob is durable; a blob that fails fails the request with its error (the others may be stored: a retried batch stores each blob once). ${AUTH_NOTE}`,
+        parameters: storeHeaders,
+        requestBody: { required: true, content: { 'application/vnd.blobstore.batch': { schema: { type: 'string', format: 'binary' } } } },
+        responses: { 200: { description: 'every blob stored (new or existing)', content: json(ref('BatchResponse')) }, ...errorResponses([400, 401, 403, 408, 411, 412, 413, 415, 500, 503, 507]) },
       },
     },
     '/v1/blobs/stream': {

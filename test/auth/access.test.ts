@@ -65,6 +65,10 @@ const SAMPLES: Record<HttpRoute, Sample> = {
   'GET /v1/blobs': { method: 'GET', listener: 'api', path: () => '/v1/blobs' },
   'ANY /v1/blobs': { method: 'PATCH', listener: 'api', path: () => '/v1/blobs' },
   'POST /v1/blobs/stream': { method: 'POST', listener: 'api', path: () => '/v1/blobs/stream', body: json({ data: stored.toString('base64'), policy: 1, final: true }) },
+  'POST /v1/blobs/batch': {
+    method: 'POST', listener: 'api', path: () => '/v1/blobs/batch', headers: { 'content-type': 'application/vnd.blobstore.batch', 'x-blobstore-policy': '1' },
+    body: () => Buffer.concat([Buffer.from([0, 0, 0, stored.length]), stored]),
+  },
   'GET /v1/blobs/:id': { method: 'GET', listener: 'api', path: () => `/v1/blobs/${id}` },
   'HEAD /v1/blobs/:id': { method: 'HEAD', listener: 'api', path: () => `/v1/blobs/${id}` },
   // Of a blob not here: a delete that passes removes nothing the walk reads afterwards.

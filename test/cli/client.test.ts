@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { splitBatch } from '../../src/blob/batch.js';
 import { BlobClient, BlobIdMismatch } from '../../src/client/index.js';
 import { expectedId, patternBytes } from '../helpers/blobs.js';
 import { type NodeProcess, startNode, tempDir } from '../helpers/node-process.js';
@@ -86,6 +87,97 @@ describe('put', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('412 not enough nodes for EC');
     noStackTrace(r.stderr);
+  });
+});
+
+describe('small files go many to a request (POST /v1/blobs/batch)', () => {
+  it('putMany stores blobs in batches and answers their ids in the order given', async () => {
+    const client = new BlobClient({ urls: node.url });
+    const blobs = Array.from({ length: 300 }, (_, i) => patternBytes(100 + i, 9000 + i));
+    const progress: number[] = [];
+    const results = await client.putMany(blobs, { policy: 'NONE', onProgress: (n) => progress.push(n) });
+    await client.close();
+    expect(results.map((r) => r.id)).toStrictEqual(await Promise.all(blobs.map((b) => expectedId(b))));
+    expect(results.every((r) => r.created && r.url === node.url)).toBe(true);
+    // 300 blobs: a batch of 256, then one of 44.
+    expect(progress).toStrictEqual([blobs.slice(0, 256).reduce((a, b) => a + b.length, 0), blobs.reduce((a, b) => a + b.length, 0)]);
+  });
+
+  it('a node without the batch route (501) takes them one by one', async () => {
+    const stored: string[] = [];
+    const old = createServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (d: Buffer) => parts.push(d));
+      req.on('end', () => {
+        if (req.url === '/v1/blobs/batch') {
+          const refusal = '{"code":501,"error":"Not Implemented","message":"Method Not Allowed"}';
+          res.writeHead(501, { 'content-type': 'application/json', 'content-length': refusal.length }).end(refusal);
+          return;
+        }
+        const body = Buffer.concat(parts);
+        stored.push(body.toString());
+        void expectedId(body).then((id) => {
+          const answer = JSON.stringify({ id, size: body.length });
+          res.writeHead(201, { 'content-type': 'application/json', 'content-length': answer.length }).end(answer);
+        });
+      });
+    });
+    await new Promise<void>((resolve) => old.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = new BlobClient({ urls: `http://127.0.0.1:${(old.address() as { port: number }).port}`, retries: 0 });
+      const blobs = ['one', 'two', 'three'].map((t) => Buffer.from(t));
+      const results = await client.putMany(blobs);
+      await client.close();
+      expect(results.map((r) => r.id)).toStrictEqual(await Promise.all(blobs.map((b) => expectedId(b))));
+      expect(stored.sort()).toStrictEqual(['one', 'three', 'two']);
+    } finally {
+      await new Promise<void>((resolve) => old.close(() => resolve()));
+    }
+  });
+
+  it('put sends small files as batches, --batch 1 a request per file; --batch beyond 256 or below 1 exits 2', async () => {
+    // A "node" that records each request and answers stores and batches as a node does.
+    const seen: string[] = [];
+    const recorder = createServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (d: Buffer) => parts.push(d));
+      req.on('end', async () => {
+        const body = Buffer.concat(parts);
+        seen.push(req.url!);
+        const blobs = req.url === '/v1/blobs/batch' ? (splitBatch(body, 1024) as Uint8Array[]) : [body];
+        const answers = await Promise.all(blobs.map(async (b) => ({ id: await expectedId(b), size: b.length, created: true })));
+        const answer = JSON.stringify(req.url === '/v1/blobs/batch' ? { blobs: answers } : answers[0]);
+        res.writeHead(req.url === '/v1/blobs/batch' ? 200 : 201, { 'content-type': 'application/json', 'content-length': answer.length }).end(answer);
+      });
+    });
+    await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(recorder.address() as { port: number }).port}`;
+    try {
+      const few = join(dir, 'few');
+      mkdirSync(few);
+      const files = [0, 1, 2].map((i) => {
+        const f = join(few, `b${i}`);
+        writeFileSync(f, patternBytes(512, 8100 + i));
+        return f;
+      });
+      const batched = await runAsync(box, ['put', '--url', url, ...files]);
+      expect(batched.status, batched.stderr).toBe(0);
+      expect(seen.splice(0)).toStrictEqual(['/v1/blobs/batch']);
+      const single = await runAsync(box, ['put', '--batch', '1', '--url', url, ...files]);
+      expect(single.status, single.stderr).toBe(0);
+      expect(seen.splice(0)).toStrictEqual(['/v1/blobs', '/v1/blobs', '/v1/blobs']);
+      for (const out of [batched.stdout, single.stdout]) {
+        expect(out.trim().split('\n').sort()).toStrictEqual((await Promise.all(files.map(async (f) => `${await expectedId(readFileSync(f))}  ${f}`))).sort());
+      }
+      for (const bad of ['0', '257']) {
+        const refused = await runAsync(box, ['put', '--batch', bad, '--url', url, ...files]);
+        expect(refused.status).toBe(2);
+        expect(refused.stderr).toMatch(/--batch/);
+      }
+      expect(seen).toStrictEqual([]);
+    } finally {
+      await new Promise<void>((resolve) => recorder.close(() => resolve()));
+    }
   });
 });
 
