@@ -250,11 +250,12 @@ export class Engine implements ChunkHashers {
    * (id-locks.ts), and a store whose id is busy (another operation on it under way) takes the long
    * way, putInline.
    */
-  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
+  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate = false): void {
     const size = data.byteLength;
     if (size > this.config.smallBlobMaxBytes) return done.stored(payloadTooLarge('inline blob over smallBlobMaxBytes'), EMPTY, false);
     const r = this.smallRecords.take();
     r.policy = policy;
+    r.flags = replicate ? RecordFlag.REPLICATE : 0;
     r.labels = labels;
     r.labelsLength = labels.length;
     r.dataLength = size;

@@ -41,7 +41,8 @@ export class SmallRecord implements LogRecord, IndexEntry {
   readonly checksum = Buffer.alloc(32);
   readonly id = this.checksum.subarray(0, ID_BYTES);
   lsn = 0;
-  readonly flags = 0;
+  /** RecordFlag.REPLICATE when the cluster copies it to its owners (Engine.putSmall). */
+  flags = 0;
   // LogRecord
   labels: Buffer = NO_LABELS;
   data: Buffer | undefined = undefined;

@@ -98,20 +98,27 @@ export class BatchStores {
 
   /** One blob through the small store's group commit (the engine copies `data` before this returns). */
   private putSmall(data: Uint8Array, policy: Policy, labels: Buffer, start: Ticks): Promise<PutResult> {
-    return new Promise((resolve, reject) => {
+    const replicate = this.service.replicates();
+    // In a cluster the replicator sends these bytes to the owners rather than reading them back.
+    const copy = replicate ? Buffer.from(data) : undefined;
+    const stored = new Promise<PutResult>((resolve, reject) => {
       const done = {
         stored: (err: Error | undefined, id: Buffer, existed: boolean): void => {
           if (err) return reject(err);
-          this.service.recorder.done('put', start, data.length);
           // The engine's id buffer belongs to its pooled record: copied.
           resolve({ id: Buffer.from(id), size: data.length, created: !existed });
         },
       };
       try {
-        this.service.putSmall(data, policy, labels, done);
+        this.service.putSmall(data, policy, labels, done, replicate);
       } catch (err) {
         reject(err);
       }
+    });
+    return stored.then(async (result) => {
+      if (copy) await this.service.copiesOf(result.id, copy);
+      this.service.recorder.done('put', start, data.length);
+      return result;
     });
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The fast path of a small raw store: a body of known length up to one chunk (1 MiB, and at most
  * smallBlobMaxBytes), of a policy the service takes this way (BlobService.takesSmallStore: a
- * whole blob on a node that keeps no copies elsewhere). The general path (BlobWriter through
+ * whole blob, not erasure coded). In a cluster its record carries the replicate flag and its
+ * answer waits for BlobService.copiesOf, as a store the long way waits at the commit point. The general path (BlobWriter through
  * Intake.receive) costs a body buffer, an Exchange, closures and a promise per layer; this one
  * costs none of them:
  *
@@ -92,6 +93,8 @@ class SmallStore implements SmallStoreDone, Receiving {
   private lastMs = 0;
   /** What stored() answers (read by `answer`, run inside cork). */
   private id: Buffer | undefined;
+  /** The bytes of a store that replicates, for the replicator (store()). */
+  private copy: Buffer | undefined;
   private existed = false;
   private error: BlobstoreError | undefined;
 
@@ -139,8 +142,11 @@ class SmallStore implements SmallStoreDone, Receiving {
     const { service } = this.owner;
     service.recorder.stage('receive', this.startAt);
     this.state = STORING;
+    const replicate = service.replicates();
+    // In a cluster the replicator sends these bytes to the owners rather than reading them back.
+    if (replicate) this.copy = Buffer.from(body instanceof ArrayBuffer ? new Uint8Array(body) : body);
     try {
-      service.putSmall(body, this.policy, this.labels!, this);
+      service.putSmall(body, this.policy, this.labels!, this, replicate);
     } catch (err) {
       // Nothing was appended (putSmall calls back once whenever it returns): answered here.
       this.stored(err as Error, EMPTY_ID, false);
@@ -148,6 +154,17 @@ class SmallStore implements SmallStoreDone, Receiving {
   }
 
   stored(err: Error | undefined, id: Buffer, existed: boolean): void {
+    const copy = this.copy;
+    this.copy = undefined;
+    if (err !== undefined || copy === undefined) return this.finish(err, id, existed);
+    // Durable here; its copies go out (and, with replicationAcks, are waited for) before the
+    // answer. The id belongs to the engine's pooled record: copied.
+    const own = Buffer.from(id);
+    this.owner.service.copiesOf(own, copy).then(() => this.finish(undefined, own, existed), (e: Error) => this.finish(e, own, existed));
+  }
+
+  /** The store is over (stored, and copied where it must be): answered, unless the client left. */
+  private finish(err: Error | undefined, id: Buffer, existed: boolean): void {
     if (this.state === GONE) return this.recycle(true);
     const { service } = this.owner;
     if (err) {
@@ -193,7 +210,7 @@ class SmallStore implements SmallStoreDone, Receiving {
     const storing = this.state === STORING;
     this.state = GONE;
     this.res = undefined;
-    if (storing) return; // stored() comes and recycles.
+    if (storing) return; // stored() (or finish(), after the copies) comes and recycles.
     this.owner.intake.unwatch(this);
     this.releaseGathered();
     this.recycle(true);
@@ -222,6 +239,7 @@ class SmallStore implements SmallStoreDone, Receiving {
     this.res = undefined;
     this.labels = undefined;
     this.id = undefined;
+    this.copy = undefined;
     this.error = undefined;
     this.owner.recycle(this, reuse);
   }

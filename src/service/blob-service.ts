@@ -97,20 +97,37 @@ export class BlobService {
   }
 
   /**
-   * Whether a store of this policy may take the small store's fast path (putSmall): a whole blob
-   * (not erasure coded) on a node that keeps no copies elsewhere. Call after checkPlacement.
+   * Whether a store of this policy may take the small store's fast path (putSmall): a whole blob,
+   * not erasure coded. Call after checkPlacement.
    */
   takesSmallStore(policy: Policy): boolean {
-    return ecScheme(policy) === undefined && !this.placement.replicates();
+    return ecScheme(policy) === undefined;
   }
 
   /**
    * A small store of bytes the transport holds only for the call (`data` may be reused once this
    * returns): `done.stored` runs once it is durable (LocalStore.putSmall). Only where
-   * takesSmallStore(policy) said so; the transport records the put's metrics.
+   * takesSmallStore(policy) said so; the transport records the put's metrics. `replicate`: what
+   * replicates() said as the store began; then, once stored without an error, the transport calls
+   * copiesOf(id, a copy of the bytes) and answers when that settles (as the commit point does for
+   * the long way).
    */
-  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone): void {
-    this.store.putSmall(data, policy, labels, done);
+  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate: boolean): void {
+    this.store.putSmall(data, policy, labels, done, replicate);
+  }
+
+  /** Whether a client's store here is copied to the ring's owners (there are other members). */
+  replicates(): boolean {
+    return this.placement.replicates();
+  }
+
+  /**
+   * A small store that replicates was stored here: its copies go out (`data`, a copy of its bytes
+   * the replicator may send instead of reading them back). Resolves at once, or once
+   * replicationAcks owners hold it (503 after the timeout).
+   */
+  copiesOf(id: Buffer, data: Buffer): Promise<void> {
+    return this.placement.stored(id, data);
   }
 
   /**

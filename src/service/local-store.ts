@@ -26,8 +26,11 @@ export interface LocalStore {
   readonly pool: BufferPool;
 
   putInline(data: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
-  /** A client's small store on a node that keeps no copies elsewhere, without a promise (Engine.putSmall). */
-  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone): void;
+  /**
+   * A client's small store without a promise (Engine.putSmall); `replicate`: its record carries
+   * the replicate flag (the cluster's replication queue takes it with its index record).
+   */
+  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate?: boolean): void;
   /** 507 before a body the disk cannot hold is read. */
   checkSpace(bytes: number): void;
   beginFile(): Promise<FileSink>;
