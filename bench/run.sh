@@ -39,6 +39,10 @@ step() {
   timeout --signal=TERM --kill-after=30 "$limit" "$@" 2> >(tee "$RESULTS/$name.log" >&2) | tee "$RESULTS/$name.out"
   local rc=${PIPESTATUS[0]}
   grep '^{' "$RESULTS/$name.out" > "$RESULTS/$name.jsonl" || true
+  # The CPU the step ran on, for docs/benchmarks.md (model, and the widest SIMD it has).
+  { grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' | tr -d '\n'; echo -n ", $(nproc) CPUs, "
+    if grep -qw avx512f /proc/cpuinfo; then echo AVX-512; elif grep -qw avx2 /proc/cpuinfo; then echo AVX2; else echo no AVX2; fi; } > "$RESULTS/$name.cpu"
+
   grep '^#' "$RESULTS/$name.out" > "$RESULTS/$name.table" || true
   rm -f "$RESULTS/$name.out"
   if [ $rc -ne 0 ]; then
@@ -94,6 +98,7 @@ step fuzz              3600 bash bench/fuzz/run.sh
 
 echo >&2
 node $N/summary.js
+node dist/bench/benchmarks-doc.js
 if [ ${#failed[@]} -gt 0 ]; then
   echo "failed steps: ${failed[*]}" >&2
   exit 1

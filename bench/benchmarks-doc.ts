@@ -1,0 +1,105 @@
+/**
+ * Writes docs/benchmarks.md from bench/results: the figures that carry a target, one row each,
+ * with the command that measures it and the CPU it ran on (bench/run.sh keeps a step's CPU in
+ * bench/results/<step>.cpu). Nobody types these figures: a row whose step has not run since says
+ * so. `bash bench/run.sh` runs it last; `node dist/bench/benchmarks-doc.js` alone rewrites the page.
+ */
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './node/lib.js';
+
+interface Line {
+  bench: string;
+  metric: string;
+  value: number | null;
+  unit: string;
+  [k: string]: unknown;
+}
+
+interface Row {
+  figure: string;
+  /** bench/run.sh step. */
+  step: string;
+  /** The figure and its reference (metric names; a name ending in `*` takes the first metric that starts with it). */
+  value: string;
+  reference?: string;
+  /** The ratio metric, when the target is one. */
+  ratio?: string;
+  target: string;
+  /** Whether the ratio (or the value) meets the target. */
+  meets: (x: number) => boolean;
+}
+
+const ROWS: Row[] = [
+  { figure: '4 KiB durable PUT / uWS echo POST', step: 'http-4KiB', value: 'put_rps', reference: 'echo_post_rps', ratio: 'put_vs_echo_post', target: '>= 0.50', meets: (x) => x >= 0.5 },
+  { figure: '4 KiB GET, hot set / uWS GET', step: 'http-4KiB', value: 'get_rps', reference: 'echo_get_rps', ratio: 'get_vs_echo_get', target: '>= 0.85', meets: (x) => x >= 0.85 },
+  { figure: '4 KiB GET, set larger than the cache / uWS GET', step: 'http-4KiB', value: 'get_large_rps', reference: 'echo_get_rps', ratio: 'get_large_vs_echo_get', target: '>= 0.70', meets: (x) => x >= 0.7 },
+  { figure: '1 GiB PUT / write + fsync', step: 'http-stream-1GiB', value: 'put_chunked*', reference: 'plain_write_fsync', ratio: 'put_vs_write_fsync*', target: '>= 0.85', meets: (x) => x >= 0.85 },
+  { figure: '1 GiB GET, cold cache / plain read', step: 'http-stream-1GiB', value: 'get*', reference: 'plain_read', ratio: 'get_vs_read*', target: '>= 0.85', meets: (x) => x >= 0.85 },
+  { figure: 'Peak RSS growth during a 1 GiB PUT', step: 'http-stream-1GiB', value: 'put_peak_rss_growth', target: '<= 64 MiB', meets: (x) => x <= 64 },
+  { figure: '`blobstore put --jobs 64` of 10,000 files of 4 KiB / wrk POST', step: 'client-put', value: 'cli_put_4KiB', reference: 'cli_put_4KiB:wrk_put_per_s', ratio: 'cli_put_4KiB:ratio_to_wrk', target: '>= 0.70', meets: (x) => x >= 0.7 },
+  { figure: 'REPLICA3 4 KiB PUT on node 1 of 3 / NONE alone', step: 'cluster-replicate', value: 'replica3_4KiB_put_rps', reference: 'alone_4KiB_put_rps', ratio: 'replica3_vs_alone_4KiB_put', target: '>= 0.45', meets: (x) => x >= 0.45 },
+  { figure: 'NONE 4 KiB PUT on 3 nodes / NONE alone', step: 'cluster-replicate', value: 'none_cluster_4KiB_put_rps', reference: 'alone_4KiB_put_rps', ratio: 'none_cluster_vs_alone_4KiB_put', target: '>= 0.90', meets: (x) => x >= 0.9 },
+  { figure: 'EC42 1 GiB PUT / NONE alone', step: 'cluster-ec', value: 'ec42_1GiB_put_mib_s', reference: 'none_1GiB_put_mib_s', ratio: 'ec42_vs_none_1GiB_put', target: '>= 0.60', meets: (x) => x >= 0.6 },
+  { figure: 'EC42 1 GiB GET / NONE alone', step: 'cluster-ec', value: 'ec42_1GiB_get_mib_s', reference: 'none_1GiB_get_mib_s', ratio: 'ec42_vs_none_1GiB_get', target: '>= 0.70', meets: (x) => x >= 0.7 },
+  { figure: 'EC42 degraded GET (2 of 6 down) / healthy', step: 'cluster-ec', value: 'ec42_degraded_1GiB_get_mib_s', reference: 'ec42_1GiB_get_mib_s', ratio: 'ec42_degraded_vs_healthy_get', target: '>= 0.70', meets: (x) => x >= 0.7 },
+  { figure: '4 KiB PUT, TLS / plain', step: 'tls', value: '4KiB-put-tls', reference: '4KiB-put-plain', ratio: '4KiB-put-tls:ratio_to_plain', target: '(cost of TLS)', meets: () => true },
+  { figure: 'Start-up to /healthz 200 with 1M blobs', step: 'startup', value: 'ready_ms', target: '<= 1000 ms', meets: (x) => x <= 1000 },
+];
+
+const RESULTS = join(ROOT, 'bench/results');
+
+function linesOf(step: string): Line[] {
+  const file = join(RESULTS, `${step}.jsonl`);
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line);
+}
+
+/** `metric`, `metric*` (a prefix) or `metric:field` (a field of that line). */
+function pick(lines: Line[], spec: string | undefined): number | undefined {
+  if (spec === undefined) return undefined;
+  const [name, field] = spec.split(':') as [string, string | undefined];
+  const line = name.endsWith('*') ? lines.find((l) => l.metric.startsWith(name.slice(0, -1))) : lines.find((l) => l.metric === name);
+  const v = field ? line?.[field] : line?.value;
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+const unitOf = (lines: Line[], spec: string): string => {
+  const name = spec.split(':')[0]!;
+  const line = name.endsWith('*') ? lines.find((l) => l.metric.startsWith(name.slice(0, -1))) : lines.find((l) => l.metric === name);
+  return spec.includes(':') ? '' : line?.unit ?? '';
+};
+
+const fmt = (n: number | undefined, digits = 0): string => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+
+const out: string[] = [
+  '# Benchmarks',
+  '',
+  'Written by `bench/benchmarks-doc.ts` from `bench/results/` at the end of `make bench` (or',
+  '`BENCH_ONLY=<step> bash bench/run.sh` for one step): every ratio is against its reference in the',
+  'same run, on the CPU named in its row. A target counts as met only where it holds on an',
+  'AVX2-only CPU too. Progress and per-round figures are in `bench/results/<step>.log`.',
+  '',
+  '| Figure | Value | Reference | Ratio | Target | Met | CPU, date | Command |',
+  '|---|---:|---:|---:|---|---|---|---|',
+];
+for (const row of ROWS) {
+  const lines = linesOf(row.step);
+  const command = `\`BENCH_ONLY=${row.step} bash bench/run.sh\``;
+  if (lines.length === 0) {
+    out.push(`| ${row.figure} | not measured since this page began | | | ${row.target} | | | ${command} |`);
+    continue;
+  }
+  const value = pick(lines, row.value);
+  const reference = pick(lines, row.reference);
+  const ratio = row.ratio ? pick(lines, row.ratio) : undefined;
+  const judged = row.ratio ? ratio : value;
+  const met = judged === undefined ? '-' : row.meets(judged) ? 'yes' : '**no**';
+  const cpuFile = join(RESULTS, `${row.step}.cpu`);
+  const cpu = existsSync(cpuFile) ? readFileSync(cpuFile, 'utf8').trim() : 'unknown CPU';
+  const when = statSync(join(RESULTS, `${row.step}.jsonl`)).mtime.toISOString().slice(0, 10);
+  const unit = unitOf(lines, row.value);
+  out.push(`| ${row.figure} | ${fmt(value, value !== undefined && value < 100 ? 1 : 0)} ${unit} | ${row.reference ? `${fmt(reference)} ${unitOf(lines, row.reference)}` : '-'} | ${fmt(ratio, 3)} | ${row.target} | ${met} | ${cpu}, ${when} | ${command} |`);
+}
+writeFileSync(join(ROOT, 'docs/benchmarks.md'), out.join('\n') + '\n');
+process.stderr.write(`docs/benchmarks.md: ${ROWS.length} rows\n`);
