@@ -6,15 +6,7 @@
  */
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from './node/lib.js';
-
-interface Line {
-  bench: string;
-  metric: string;
-  value: number | null;
-  unit: string;
-  [k: string]: unknown;
-}
+import { ROOT, type Result as Line } from './node/lib.js';
 
 interface Row {
   figure: string;

@@ -5,15 +5,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from './lib.js';
-
-interface Line {
-  bench: string;
-  metric: string;
-  value: number | null;
-  unit: string;
-  [k: string]: unknown;
-}
+import { ROOT, type Result as Line } from './lib.js';
 
 const RESULTS = join(ROOT, 'bench/results');
 const OWN = ['hash', 'segment-append', 'lmdb-index-put', 'http-4KiB', 'http-stream-1GiB', 'startup', 'scale', 'profile'];
