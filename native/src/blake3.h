@@ -2,7 +2,7 @@
  * BLAKE3-256 (unkeyed), written from the BLAKE3 paper's specification, with the tree exposed:
  * a large blob file keeps, per 1 MiB chunk, the chaining value of that chunk's subtree in the
  * blob's own BLAKE3 tree, so one pass over the bytes gives both the content hash (the root, from
- * those chaining values) and what each chunk is checked against on a read (docs/decisions.md §10).
+ * those chaining values) and what each chunk is checked against on a read (docs/adr/0012-hot-path.md).
  *
  * Paths: portable, AVX2 (8 and 4 BLAKE3 chunks or parents at once) and AVX-512 with VL (16, 8 and
  * 4, rotations in one instruction), picked once by CPUID; BLOBSTORE_BLAKE3_PATH or blake3_path_force pins one for tests and benches.

@@ -1,7 +1,7 @@
 /*
  * CRC-32C (Castagnoli, reflected polynomial 0x82F63B78; iSCSI, ext4 and Ceph BlueStore use it):
  * the check a small blob's bytes carry in the index for reads from disk, where the SSE4.2 CRC32
- * instruction makes it a fraction of BLAKE3's cost (docs/decisions.md §10).
+ * instruction makes it a fraction of BLAKE3's cost (docs/adr/0012-hot-path.md).
  *
  * Paths: a portable slicing-by-8 one and SSE4.2 (8 bytes per instruction, three streams at once),
  * picked once by CPUID; BLOBSTORE_CRC32C_PATH or crc32c_path_force pins one for tests and benches.

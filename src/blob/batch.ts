@@ -1,7 +1,7 @@
 /**
  * The body of a batch store (`POST /v1/blobs/batch`): many small blobs in one request, so that a
  * client with thousands of small files pays one request, one loopback send and one group commit
- * for many of them instead of one each (docs/decisions.md §14).
+ * for many of them instead of one each (docs/adr/0016-batch-store.md).
  *
  *   body  = frame*            (Content-Type: application/vnd.blobstore.batch, Content-Length required)
  *   frame = length(4 bytes, unsigned big-endian) bytes(length)

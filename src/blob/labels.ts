@@ -10,7 +10,7 @@ const KEY = /^[A-Za-z0-9._/-]+$/;
 export const NO_LABELS = Buffer.alloc(0);
 
 /**
- * Validates labels (decisions.md §5: at most 64, keys 1-128 bytes of [A-Za-z0-9._/-], values at most
+ * Validates labels (docs/adr/0005-limits.md: at most 64, keys 1-128 bytes of [A-Za-z0-9._/-], values at most
  * 1024 bytes of UTF-8) and returns them as the UTF-8 JSON stored beside the blob.
  */
 export function encodeLabels(value: unknown, limits: LabelLimits): Buffer {

@@ -4,7 +4,7 @@
  * Content-Length body of what comes back (its other headers read only for a refusal). Stores of bodies in memory go this way because the
  * general clients cost several times the store itself: 10,000 POSTs of 4 KiB at 64 connections
  * took 240 us of client CPU each through undici and 200 us through node:http, against 55 us here
- * (docs/decisions.md, §11). Everything else the client sends goes through undici.
+ * (docs/adr/0013-client-connections.md). Everything else the client sends goes through undici.
  *
  *   idle sockets ──take──▶ write(head + body) ──▶ parse the answer ──▶ back to idle (or closed:
  *                                                                      `Connection: close`, an error)

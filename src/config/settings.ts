@@ -198,7 +198,7 @@ export const SETTINGS = {
   groupCommitMaxBytes: { tuning: true, type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, help: 'bytes appended per group commit, at most' },
   durableAck: {
     type: 'enum', default: () => 'log', choices: ['index', 'log'],
-    help: 'log: acknowledge a store (delete) once its segment record is fsynced, its index record served from memory until its index commit (recovery replays the log past the last flushed checkpoint, decisions.md §3); index: once its index commit is flushed',
+    help: 'log: acknowledge a store (delete) once its segment record is fsynced, its index record served from memory until its index commit (recovery replays the log past the last flushed checkpoint, docs/adr/0003-durability.md); index: once its index commit is flushed',
   },
   logPipelineDepth: { tuning: true, type: 'int', default: () => 4, min: 1, max: 64, help: 'group-commit batches of the log written and fsynced at once' },
   indexLagBatches: {
@@ -253,12 +253,12 @@ export const SETTINGS = {
   blobFileWrites: {
     tuning: true,
     type: 'enum', default: () => 'buffered', choices: ['buffered', 'direct'],
-    help: 'how the whole 1 MiB chunks of large blobs reach their files: buffered (through the page cache) or direct (O_DIRECT, past it, where the file system allows; decisions.md §10 has both measured)',
+    help: 'how the whole 1 MiB chunks of large blobs reach their files: buffered (through the page cache) or direct (O_DIRECT, past it, where the file system allows; docs/adr/0012-hot-path.md has both measured)',
   },
   logWrites: {
     tuning: true,
     type: 'enum', default: () => 'direct', choices: ['direct', 'buffered'],
-    help: 'how group-commit batches reach the segment log: direct (O_DIRECT, past the page cache, write and fdatasync in one thread-pool job, where the file system allows) or buffered (written through the page cache on the event loop, fdatasync in the pool); decisions.md §10 has both measured',
+    help: 'how group-commit batches reach the segment log: direct (O_DIRECT, past the page cache, write and fdatasync in one thread-pool job, where the file system allows) or buffered (written through the page cache on the event loop, fdatasync in the pool); docs/adr/0012-hot-path.md has both measured',
   },
   logReadBackBytes: {
     tuning: true,
@@ -268,7 +268,7 @@ export const SETTINGS = {
   logSpace: {
     tuning: true,
     type: 'enum', default: () => 'zeroed', choices: ['zeroed', 'allocated'],
-    help: 'how segment space is readied ahead of the log: zeroed (allocated, then written with zeros past the page cache, with --log-writes direct: a batch then overwrites written blocks and its fdatasync commits no extent change; the log\'s blocks are written twice) or allocated (fallocate alone); decisions.md §10 has both measured',
+    help: 'how segment space is readied ahead of the log: zeroed (allocated, then written with zeros past the page cache, with --log-writes direct: a batch then overwrites written blocks and its fdatasync commits no extent change; the log\'s blocks are written twice) or allocated (fallocate alone); docs/adr/0012-hot-path.md has both measured',
   },
   poolThreads: { type: 'int', default: () => 2, min: 1, max: 64, help: 'worker threads (hashing, erasure coding)' },
   poolQueueMax: {

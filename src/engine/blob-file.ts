@@ -20,7 +20,7 @@
  * not 4 KiB-aligned: they take the buffered descriptor, whose fsync at the end covers the file
  * either way. Buffered stays the default: on the VM we measure on, a node writing direct was
  * slower than a buffered one in the same rounds, for the 1 GiB PUT and more so for the cold GET
- * after it (docs/decisions.md §10).
+ * after it (docs/adr/0012-hot-path.md).
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fsp, constants as fsc } from 'node:fs';

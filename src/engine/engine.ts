@@ -562,7 +562,7 @@ export class Engine implements ChunkHashers {
 
   /**
    * A small blob's bytes just read from disk for a GET, checked with the CRC-32C its index entry
-   * carries (a tenth of BLAKE3's cost; docs/decisions.md §10), or with BLAKE3 when the entry has
+   * carries (a tenth of BLAKE3's cost; docs/adr/0012-hot-path.md), or with BLAKE3 when the entry has
    * none. Everything else that reads a blob (replication, the scrubber, streams) checks BLAKE3.
    */
   private verifiedRead(meta: BlobMeta, data: Buffer): Buffer {

@@ -170,7 +170,7 @@ async function writeZeros(handle: fsp.FileHandle, offset: number, length: number
  * zeros are written instead: the same guarantee at the cost of writing the bytes.
  * With `direct` (the file opened O_DIRECT) the allocated blocks are also written with zeros
  * through it: an allocated block is "unwritten" until then, and the first write into it changes
- * the file's extent tree, which the next fdatasync must write and wait for (decisions.md §10).
+ * the file's extent tree, which the next fdatasync must write and wait for (docs/adr/0012-hot-path.md).
  */
 export async function allocate(handle: fsp.FileHandle, offset: number, length: number, direct?: fsp.FileHandle): Promise<void> {
   const f = fallocate();

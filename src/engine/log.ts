@@ -9,7 +9,7 @@
  * index transaction costs ~0.66 ms here whatever its size (it waits for the previous one's sync),
  * so one per batch would cap the rate, while one per group of staged batches lets it grow with the
  * load; with durableAck=log it starts at most every `commitIntervalMs` (an LMDB transaction's fixed
- * cost grows with the free-page list of a grown index, decisions.md §10). With durableAck=index
+ * cost grows with the free-page list of a grown index, docs/adr/0012-hot-path.md). With durableAck=index
  * records are acknowledged once their transaction is flushed instead.
  * At most `indexLagBatches` batches wait for their commit; beyond it records wait in the queue.
  *
@@ -437,7 +437,7 @@ export class SegmentLog {
       // Past the page cache (logWrites=direct): the write and the fdatasync in one thread-pool job,
       // answered by batchWritten. A new page-cache page costs a fault on its first touch where the
       // host takes freed memory back (a VM); a log that only grows touches new pages all the time
-      // (decisions.md §10). 'write' then times the job's write and sync together; 'fsync' the hop back.
+      // (docs/adr/0012-hot-path.md). 'write' then times the job's write and sync together; 'fsync' the hop back.
       // A read-back due goes along: the job reads it back after its own write and sync (no hop of its own).
       const due = this.readBackDue;
       const errno = this.writeBatch.write(

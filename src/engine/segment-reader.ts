@@ -1,7 +1,7 @@
 /**
  * Read handles for segment files. Small records are read on the calling thread when the page
  * cache holds them: a pread of a few KiB from memory costs less than a thread-pool hop
- * (decisions.md §10: ~33k GET/s prototype). The read asks the kernel not to wait for the disk
+ * (docs/adr/0012-hot-path.md: ~33k GET/s prototype). The read asks the kernel not to wait for the disk
  * (preadv2 RWF_NOWAIT, native/src/binding_fs.c): bytes that are not in memory are read in the
  * thread pool instead, so a cold read on a slow disk stalls no other request. Larger records
  * always go through the pool; a segment being removed waits for reads in progress.

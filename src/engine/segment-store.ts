@@ -5,7 +5,7 @@
  * and an O_DIRECT descriptor (logWrites=direct) each step is also written with zeros past the page
  * cache, so the log's batches overwrite written blocks and their fdatasync commits no extent
  * change (PostgreSQL zero-fills its WAL files for the same reason: wal_init_zero). Through the
- * page cache the zeros cost more than they save (~15k against ~17k PUT/s once, decisions.md §10).
+ * page cache the zeros cost more than they save (~15k against ~17k PUT/s once, docs/adr/0012-hot-path.md).
  */
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { join } from 'node:path';

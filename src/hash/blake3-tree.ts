@@ -4,7 +4,7 @@
  * its chaining value both checks the chunk on a read and, joined with the others, gives the blob's
  * digest. A blob file (format 2) keeps those chaining values as its digest table, and one pass over
  * the bytes gives the id and every chunk's check, where two passes (the content hash, then each
- * chunk's own digest) were needed before (docs/decisions.md §10).
+ * chunk's own digest) were needed before (docs/adr/0012-hot-path.md).
  *
  * Without the addon (not built) the same compression function in JavaScript stands in (path
  * 'js', some tens of MB/s: correct, not fast). BLOBSTORE_BLAKE3_PATH pins the addon's path

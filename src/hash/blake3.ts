@@ -42,7 +42,7 @@ function nativeBackend(): Backend | undefined {
       // Ours writes the digest into a pooled Buffer: 0.19 us for 64 bytes, 0.89 us for 1 KiB and
       // 1.85 us for 4 KiB here, against 0.49, 1.66 and 1.88 for napi-rs's digest as base64url
       // decoded into one (its blake3() returns a new external Buffer, a finalizer and a global
-      // handle each: 2.3 us for 4 KiB; `BENCH_ONLY=hash bash bench/run.sh`, docs/decisions.md §10).
+      // handle each: 2.3 us for 4 KiB; `BENCH_ONLY=hash bash bench/run.sh`, docs/adr/0012-hot-path.md).
       hash: ours
         ? (data) => {
             const digest = Buffer.allocUnsafe(DIGEST_BYTES);

@@ -1,6 +1,6 @@
 /**
  * CRC-32C of a small blob's bytes: the check its index entry carries for reads from disk
- * (docs/decisions.md §10). The addon computes it (native/src/crc32c.c: SSE4.2, or slicing-by-8
+ * (docs/adr/0012-hot-path.md). The addon computes it (native/src/crc32c.c: SSE4.2, or slicing-by-8
  * C; ~0.2 us for 4 KiB against ~1.8 us for BLAKE3 through @napi-rs/blake-hash); without the addon
  * (not built) a table in JavaScript stands in, as path 'js'. BLOBSTORE_CRC32C_PATH pins the
  * addon's path (portable|sse42|auto), for tests and benches.

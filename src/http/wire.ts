@@ -1,5 +1,5 @@
 /**
- * The two HTTP encodings of the same messages (decisions.md §4). Variant B: hex ids, numeric policies,
+ * The two HTTP encodings of the same messages (docs/adr/0004-interface-variants.md). Variant B: hex ids, numeric policies,
  * 201 on create, int64 as JSON numbers, errors {code: HTTP status, error, message}. Variant A
  * (grpc-gateway over protojson, proto field names): ids {id: base64}, policies by enum name,
  * 200 on create, int64 as JSON strings, errors {code: gRPC code, message}.

@@ -3,7 +3,7 @@
  * gathered in order and then handed to lmdb-js as plain asynchronous puts and removes inside one
  * `batch`: one transaction, run by lmdb-js's write thread. A transaction callback runs its B-tree
  * work on the event loop instead: ~5.9 us of main-thread time per 4 KiB PUT's record against
- * ~1.6 us queued (docs/decisions.md §10). Such a commit reads nothing it wrote, which is what
+ * ~1.6 us queued (docs/adr/0012-hot-path.md). Such a commit reads nothing it wrote, which is what
  * lets the writes wait until the end.
  */
 import type { Database, Key, RootDatabase } from 'lmdb';

@@ -17,7 +17,7 @@
  * `accessLogEvery` (0, the default: none), written at info. A node taking 30k small requests a
  * second would write 30k lines a second at info otherwise. The choice is made once per request,
  * before anything is measured: a request not logged costs a counter and a comparison or two
- * (bench/node/access-log-4KiB.bench.ts; docs/decisions.md §12). The level is read when the
+ * (bench/node/access-log-4KiB.bench.ts; docs/adr/0014-access-log.md). The level is read when the
  * listener is built: the node sets it once, at start.
  *
  * Trace context: a request's W3C `traceparent` (when well formed) is on its line, and a direct

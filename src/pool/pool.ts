@@ -2,7 +2,7 @@
  * The process's worker pool (Piscina): BLAKE3 chaining values and digests of 1 MiB chunks, verified chunk reads of
  * blob files and Reed-Solomon tasks run on the same threads (the worker file exports them all).
  * It takes work only in 1 MiB pieces: a task costs ~65-130 us here, BLAKE3 of 4 KiB ~3 us, so
- * small requests are hashed inline (docs/decisions.md §10). Sized by the settings poolThreads and
+ * small requests are hashed inline (docs/adr/0012-hot-path.md). Sized by the settings poolThreads and
  * poolQueueMax.
  */
 import { Piscina } from 'piscina';

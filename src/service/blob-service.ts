@@ -30,7 +30,7 @@ export type { Located } from './placement.js';
 export { BlobWriter, type FlowControl, type StoreOptions } from './blob-writer.js';
 
 export class BlobService {
-  /** Stores in flight on every transport (decisions.md §5: 503/UNAVAILABLE beyond the limit). */
+  /** Stores in flight on every transport (docs/adr/0005-limits.md: 503/UNAVAILABLE beyond the limit). */
   private uploads = 0;
 
   constructor(

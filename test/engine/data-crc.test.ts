@@ -1,6 +1,6 @@
 /**
  * Small blobs' index entries carry the CRC-32C of their bytes, and a GET from disk checks it
- * (docs/decisions.md §10): a flipped bit is caught on both GET paths, and an entry written without
+ * (docs/adr/0012-hot-path.md): a flipped bit is caught on both GET paths, and an entry written without
  * one (before it existed) is checked with BLAKE3 as before.
  */
 import { readFileSync, readdirSync } from 'node:fs';

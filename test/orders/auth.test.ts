@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, type OrdersProcess, call, removeDir, startOrders, tempDir } from './helpers.js';
 import { logLines } from '../helpers/log.js';
 
-/** Bearer authentication, on because OrdersApiKeysFile is configured (decisions.md §9). */
+/** Bearer authentication, on because OrdersApiKeysFile is configured (docs/adr/0010-orders-and-cli.md). */
 
 const READ = 'read-key-0123456789';
 const WRITE = 'rw-key-0123456789';
