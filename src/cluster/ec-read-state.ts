@@ -7,9 +7,30 @@ import { reconstruct } from '../ec/codec.js';
 import { CELL_BYTES, type StripeLayout } from '../ec/layout.js';
 import type { ByteRange } from '../service/local-store.js';
 import type { ColumnStream } from './column-stream.js';
-import type { EcBlob, EcReader, Holders } from './ec-reader.js';
+import type { BlobMeta } from '../blob/meta.js';
 
 /** A part of a data shard the read hands on: within its cell (at most 1 MiB of the shard), bytes [from, to). */
+/** An EC blob to read: its metadata and shard size. */
+export interface EcBlob {
+  readonly meta: BlobMeta;
+  readonly shardBytes: number;
+}
+
+/** Column index -> the node that holds it ('' = this node). */
+export type Holders = Map<number, string>;
+
+/** What a read's state asks of the reader that runs it (EcReader). */
+export interface ColumnSource {
+  openColumn(blob: EcBlob, node: string, index: number, start: number, end: number): ColumnStream | undefined;
+  fetchRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer>;
+  /** The blob's holders are stale: asked again on the next read. */
+  forget(id: Buffer): void;
+  noteMissing(blob: EcBlob, indices: number[], why: string): void;
+  /** Timings of a fetch and of a reconstruction (metrics). */
+  fetched(startMs: number): void;
+  reconstructed(startMs: number): void;
+}
+
 export interface Piece {
   stripe: number;
   index: number;
@@ -60,7 +81,7 @@ export class ReadState {
   private readonly ranges = new Map<number, { start: number; end: number }>();
 
   constructor(
-    private readonly reader: EcReader,
+    private readonly reader: ColumnSource,
     private readonly blob: EcBlob,
     private readonly layout: StripeLayout,
     private readonly holders: Holders,

@@ -18,6 +18,7 @@
  * unreadable later (nodes die during the read) fails it after its first byte: the caller cuts the
  * answer short, and the cut is counted (blobstore_ec_reads_cut_total) and logged.
  */
+import { TtlCache } from '../util/ttl-cache.js';
 import * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
@@ -31,21 +32,14 @@ import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import { metaFromWire } from './remote-reader.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
-import { piecesOf, ReadState } from './ec-read-state.js';
+import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from './ec-read-state.js';
 import type { HttpFetcher } from './http-fetcher.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import type { ShardMeta } from '../blob/shard.js';
 import type { Logger } from '../log/logger.js';
 
-/** An EC blob to read: its metadata and shard size. */
-export interface EcBlob {
-  readonly meta: BlobMeta;
-  readonly shardBytes: number;
-}
-
-/** Column index -> the node that holds it ('' = this node). */
-export type Holders = Map<number, string>;
+export type { EcBlob, Holders };
 
 /** Located holders are kept this long (columns move only on repair and ring changes). */
 const HOLDERS_CACHE_MS = 30_000;
@@ -53,8 +47,8 @@ const HOLDERS_CACHE_ENTRIES = 4096;
 const SELF = '';
 
 
-export class EcReader {
-  private readonly cache = new Map<string, { holders: Holders; atMs: number }>();
+export class EcReader implements ColumnSource {
+  private readonly cache = new TtlCache<Holders>(HOLDERS_CACHE_ENTRIES, HOLDERS_CACHE_MS);
 
   private readonly columnLimits: ColumnLimits;
 
@@ -89,14 +83,11 @@ export class EcReader {
   /** Which node holds which column; asks every candidate at once. */
   async locate(id: Buffer, layout: StripeLayout, fresh = false): Promise<Holders> {
     const key = id.toString('hex');
-    const cached = this.cache.get(key);
-    if (!fresh && cached && Date.now() - cached.atMs < HOLDERS_CACHE_MS) return cached.holders;
+    const cached = fresh ? undefined : this.cache.get(key);
+    if (cached) return cached;
     const { holders } = await this.survey(id, layout.shards);
     // Only a complete answer is kept: a missing column is looked for again on the next read.
-    if (holders.size === layout.shards) {
-      if (this.cache.size >= HOLDERS_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(key, { holders, atMs: Date.now() });
-    }
+    if (holders.size === layout.shards) this.cache.set(key, holders);
     return holders;
   }
 

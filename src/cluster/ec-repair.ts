@@ -13,6 +13,7 @@
  * later pass, retried with back-off. Bytes read for repair are capped at repairBytesPerSecond.
  * Progress (blobs and bytes queued, rate, time left) is kept for metrics, cluster/state and the UI.
  */
+import { Backoffs } from '../util/backoff.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { reconstruct } from '../ec/codec.js';
 import { CELL_BYTES, ecScheme, StripeLayout } from '../ec/layout.js';
@@ -51,7 +52,7 @@ const PAGE = 256;
 
 export class EcRepairer {
   readonly progress: EcRepairProgress = { blobsQueued: 0, bytesLeft: 0, columnsRepaired: 0, bytesRepaired: 0, bytesPerSecond: 0 };
-  private readonly backoff = new Map<string, { untilMs: number; failures: number }>();
+  private readonly backoff: Backoffs;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
@@ -67,6 +68,7 @@ export class EcRepairer {
     private readonly log: Logger,
     private readonly options: EcRepairOptions,
   ) {
+    this.backoff = new Backoffs(RETRY_FIRST_MS, options.retryMaxMs);
   }
 
   start(): void {
@@ -114,7 +116,7 @@ export class EcRepairer {
       for (const { id, entry } of page) {
         if (this.stopped) return;
         const key = id.toString('hex');
-        if ((this.backoff.get(key)?.untilMs ?? 0) > Date.now()) continue;
+        if (!this.backoff.due(key)) continue;
         let done = false;
         try {
           done = await this.repairOne(id, entry.policy);
@@ -123,13 +125,11 @@ export class EcRepairer {
         }
         if (done) {
           await this.store.ecRepairs.remove(id);
-          this.backoff.delete(key);
+          this.backoff.clear(key);
           this.progress.blobsQueued = Math.max(0, this.progress.blobsQueued - 1);
           this.progress.bytesLeft = Math.max(0, this.progress.bytesLeft - (entry.bytes ?? 0));
         } else {
-          const failures = (this.backoff.get(key)?.failures ?? 0) + 1;
-          const delay = Math.min(this.options.retryMaxMs, RETRY_FIRST_MS * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
-          this.backoff.set(key, { untilMs: Date.now() + delay, failures });
+          this.backoff.failed(key);
         }
       }
       after = page[page.length - 1]!.id;

@@ -8,6 +8,7 @@
  *   GET here ── not local ──▶ StatBlob on owners (≤ 3) ──▶ the bytes from the first that has it:
  *                                                          its API listener (http-fetcher.ts), else FetchBlob
  */
+import { TtlCache } from '../util/ttl-cache.js';
 import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
 import { idOfDigest } from '../blob/id.js';
@@ -53,7 +54,7 @@ export function metaFromWire(id: Buffer, m: BlobMetaMessage, config: NodeConfig)
 }
 
 export class RemoteReader {
-  private readonly found = new Map<string, { blob: RemoteBlob; atMs: number }>();
+  private readonly found = new TtlCache<RemoteBlob>(FOUND_CACHE_ENTRIES, FOUND_CACHE_MS);
 
   constructor(
     private readonly cluster: ClusterNode,
@@ -77,12 +78,9 @@ export class RemoteReader {
   async stat(id: Buffer): Promise<RemoteBlob | undefined> {
     const key = id.toString('hex');
     const cached = this.found.get(key);
-    if (cached && Date.now() - cached.atMs < FOUND_CACHE_MS && this.cluster.online(cached.blob.peer)) return cached.blob;
+    if (cached && this.cluster.online(cached.peer)) return cached;
     const blob = await this.ask(id);
-    if (blob) {
-      if (this.found.size >= FOUND_CACHE_ENTRIES) this.found.delete(this.found.keys().next().value!);
-      this.found.set(key, { blob, atMs: Date.now() });
-    }
+    if (blob) this.found.set(key, blob);
     return blob;
   }
 

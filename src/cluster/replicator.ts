@@ -14,6 +14,7 @@
  * retried after 250 ms, then twice as long each time up to replicationRetryMaxMs (± 20 %).
  * `replicationAcks` W > 0: a store waits (waitFor) until W owners besides this node hold the blob.
  */
+import { Backoffs } from '../util/backoff.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { BlobMeta } from '../blob/meta.js';
@@ -52,7 +53,7 @@ export class Replicator {
   private fresh = new Map<string, Buffer | undefined>();
   private freshBytes = 0;
   /** Back-off per id (hex): when it may be tried again, and how many times it failed. */
-  private readonly backoff = new Map<string, { untilMs: number; failures: number }>();
+  private readonly backoff: Backoffs;
   private readonly waiters = new Map<string, Waiter[]>();
   private running: Promise<void> | undefined;
   private again = false;
@@ -73,7 +74,9 @@ export class Replicator {
     private readonly metrics: ClusterMetrics,
     private readonly log: Logger,
     private readonly options: ReplicatorOptions,
-  ) {}
+  ) {
+    this.backoff = new Backoffs(RETRY_FIRST_MS, options.retryMaxMs);
+  }
 
   start(): void {
     this.timer = setInterval(() => this.kick(), this.options.retryTickMs);
@@ -149,7 +152,7 @@ export class Replicator {
       if (page.length === 0) break;
       for (const { entry } of page) oldest = Math.min(oldest, entry.queuedAtMs);
       const now = Date.now();
-      const due = page.map((p) => p.id).filter((id) => (this.backoff.get(id.toString('hex'))?.untilMs ?? 0) <= now);
+      const due = page.map((p) => p.id).filter((id) => this.backoff.due(id.toString('hex'), now));
       if (due.length > 0) await this.handle(due);
       after = page[page.length - 1]!.id;
       if (page.length < this.options.pageSize || this.stopped) break;
@@ -211,10 +214,7 @@ export class Replicator {
         return { peer: peer.nodeId, held: result };
       }
       for (const meta of metas) {
-        const key = meta.id.toString('hex');
-        const failures = (this.backoff.get(key)?.failures ?? 0) + 1;
-        const delay = Math.min(this.options.retryMaxMs, RETRY_FIRST_MS * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
-        this.backoff.set(key, { untilMs: now + delay, failures });
+        this.backoff.failed(meta.id.toString('hex'), now);
       }
       this.log.warn({ peer: peer.nodeId, blobs: metas.length, err: result.message }, 'replication to a peer failed; retrying with back-off');
       return { peer: peer.nodeId, held: new Set<string>() };
@@ -226,7 +226,7 @@ export class Replicator {
     const id = meta.id;
     for (const peer of peers) if (!entry.done.includes(peer)) entry.done.push(peer);
     const owners = this.cluster.ring.owners(id, replicaCount(meta.policy)).filter((o) => o !== this.cluster.nodeId);
-    this.backoff.delete(id.toString('hex'));
+    this.backoff.clear(id.toString('hex'));
     this.wake(id, entry.done.length);
     if (owners.every((o) => entry.done.includes(o))) await this.dequeue(id);
     else await this.store.replication.update(id, entry);
@@ -234,7 +234,7 @@ export class Replicator {
 
   private async dequeue(id: Buffer): Promise<void> {
     await this.store.replication.remove(id);
-    this.backoff.delete(id.toString('hex'));
+    this.backoff.clear(id.toString('hex'));
     this.wake(id, Infinity);
   }
 

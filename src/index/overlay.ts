@@ -9,6 +9,7 @@
  * Keys are the index keys as latin1 strings (so strings sort as the bytes do); a slot holds the
  * latest staged value of its key, or null for a removal, and the LSN of the record that staged it.
  */
+import type { Slot, Staged } from './staged.js';
 import type { IndexEntry } from './entry.js';
 import { StagedIds } from './staged-ids.js';
 
@@ -46,26 +47,11 @@ export interface SegmentSpace {
   liveBytes: number;
 }
 
-export interface Slot<T> {
-  value: T | null;
-  lsn: number;
-  /** Queue slots: the LMDB transaction of the record has written the value (later changes go their own way). */
-  written: boolean;
-}
-
 const keyOf = (key: Buffer): string => key.toString('latin1');
 
-/** Staged values of one keyspace: what the index reads and merges through. */
-export interface Staged<T> {
-  readonly size: number;
-  /** The key's slot (may be a reused object: read it before the next lookup). */
-  lookup(key: Buffer): Slot<T> | undefined;
-  set(key: Buffer, value: T | null, lsn: number): void;
-  sortedFrom(start: Buffer | undefined): { key: Buffer; slot: Slot<T> }[];
-  dropThrough(lsn: number): void;
-}
-
 /** Staged values of one keyspace, in a Map by key string (the blobs' keyspace is a StagedIds). */
+export type { Slot, Staged };
+
 export class StagedMap<T> implements Staged<T> {
   private readonly slots = new Map<string, Slot<T>>();
 

@@ -5,7 +5,7 @@
  * store, src/index/README.md). Open addressing with linear probing from the id's first 4 bytes (ids
  * are uniform hashes); a commit drops the slots it covered by rebuilding the table from what stays.
  */
-import type { Slot, Staged } from './overlay.js';
+import type { Slot, Staged } from './staged.js';
 import { sameId, wordAt } from '../util/id-words.js';
 
 const ID_BYTES = 16;
