@@ -15,6 +15,8 @@ interface Row {
   /** The figure and its reference (metric names; a name ending in `*` takes the first metric that starts with it). */
   value: string;
   reference?: string;
+  /** The reference's unit, when it is a field of a line (which has none of its own). */
+  referenceUnit?: string;
   /** The ratio metric, when the target is one. */
   ratio?: string;
   target: string;
@@ -29,7 +31,7 @@ const ROWS: Row[] = [
   { figure: '1 GiB PUT / write + fsync', step: 'http-stream-1GiB', value: 'put_chunked*', reference: 'plain_write_fsync', ratio: 'put_vs_write_fsync*', target: '>= 0.85', meets: (x) => x >= 0.85 },
   { figure: '1 GiB GET, cold cache / plain read', step: 'http-stream-1GiB', value: 'get*', reference: 'plain_read', ratio: 'get_vs_read*', target: '>= 0.85', meets: (x) => x >= 0.85 },
   { figure: 'Peak RSS growth during a 1 GiB PUT', step: 'http-stream-1GiB', value: 'put_peak_rss_growth', target: '<= 64 MiB', meets: (x) => x <= 64 },
-  { figure: '`blobstore put --jobs 64` of 10,000 files of 4 KiB / wrk POST', step: 'client-put', value: 'cli_put_4KiB', reference: 'cli_put_4KiB:wrk_put_per_s', ratio: 'cli_put_4KiB:ratio_to_wrk', target: '>= 0.70', meets: (x) => x >= 0.7 },
+  { figure: '`blobstore put --jobs 64` of 10,000 files of 4 KiB / wrk POST', step: 'client-put', value: 'cli_put_4KiB', reference: 'cli_put_4KiB:wrk_put_per_s', referenceUnit: 'req/s', ratio: 'cli_put_4KiB:ratio_to_wrk', target: '>= 0.70', meets: (x) => x >= 0.7 },
   { figure: 'REPLICA3 4 KiB PUT on node 1 of 3 / NONE alone', step: 'cluster-replicate', value: 'replica3_4KiB_put_rps', reference: 'alone_4KiB_put_rps', ratio: 'replica3_vs_alone_4KiB_put', target: '>= 0.45', meets: (x) => x >= 0.45 },
   { figure: 'NONE 4 KiB PUT on 3 nodes / NONE alone', step: 'cluster-replicate', value: 'none_cluster_4KiB_put_rps', reference: 'alone_4KiB_put_rps', ratio: 'none_cluster_vs_alone_4KiB_put', target: '>= 0.90', meets: (x) => x >= 0.9 },
   { figure: 'EC42 1 GiB PUT / NONE alone', step: 'cluster-ec', value: 'ec42_1GiB_put_mib_s', reference: 'none_1GiB_put_mib_s', ratio: 'ec42_vs_none_1GiB_put', target: '>= 0.60', meets: (x) => x >= 0.6 },
@@ -91,7 +93,7 @@ for (const row of ROWS) {
   const cpu = existsSync(cpuFile) ? readFileSync(cpuFile, 'utf8').trim() : 'unknown CPU';
   const when = statSync(join(RESULTS, `${row.step}.jsonl`)).mtime.toISOString().slice(0, 10);
   const unit = unitOf(lines, row.value);
-  out.push(`| ${row.figure} | ${fmt(value, value !== undefined && value < 100 ? 1 : 0)} ${unit} | ${row.reference ? `${fmt(reference)} ${unitOf(lines, row.reference)}` : '-'} | ${fmt(ratio, 3)} | ${row.target} | ${met} | ${cpu}, ${when} | ${command} |`);
+  out.push(`| ${row.figure} | ${fmt(value, value !== undefined && value < 100 ? 1 : 0)} ${unit} | ${row.reference ? `${fmt(reference)} ${row.referenceUnit ?? unitOf(lines, row.reference)}` : '-'} | ${fmt(ratio, 3)} | ${row.target} | ${met} | ${cpu}, ${when} | ${command} |`);
 }
 writeFileSync(join(ROOT, 'docs/benchmarks.md'), out.join('\n') + '\n');
 process.stderr.write(`docs/benchmarks.md: ${ROWS.length} rows\n`);

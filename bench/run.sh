@@ -40,7 +40,8 @@ step() {
   local rc=${PIPESTATUS[0]}
   grep '^{' "$RESULTS/$name.out" > "$RESULTS/$name.jsonl" || true
   # The CPU the step ran on, for docs/benchmarks.md (model, and the widest SIMD it has).
-  { grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' | tr -d '\n'; echo -n ", $(nproc) CPUs, "
+  { grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' | tr -d '\n'
+    echo -n " (family $(grep -m1 'cpu family' /proc/cpuinfo | sed 's/.*: //') model $(grep -m1 '^model\s' /proc/cpuinfo | sed 's/.*: //')), $(nproc) CPUs, "
     if grep -qw avx512f /proc/cpuinfo; then echo AVX-512; elif grep -qw avx2 /proc/cpuinfo; then echo AVX2; else echo no AVX2; fi; } > "$RESULTS/$name.cpu"
 
   grep '^#' "$RESULTS/$name.out" > "$RESULTS/$name.table" || true
