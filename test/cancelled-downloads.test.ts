@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GrpcNode, startGrpcNode } from './grpc/helpers.js';
 import { patternBytes, putRaw } from './helpers/blobs.js';
 import { sampleValue, scrape } from './helpers/metrics.js';
-import { eventually } from './load/connections.js';
+import { waitFor } from './helpers/wait.js';
 
 const MiB = 1024 * 1024;
 /** Far more than the socket buffers between the node and the client hold, so the node is still sending. */
@@ -57,7 +57,7 @@ describe('a download the client closes early', () => {
       call.once('data', () => call.cancel());
       call.on('error', (err: grpc.ServiceError) => (err.code === 1 ? resolve() : reject(err))); // CANCELLED, on the client's side
     });
-    await eventually(async () => (await errorsOfType('cancelled')) >= 3, 20_000, 'three cancelled downloads counted');
+    await waitFor(async () => (await errorsOfType('cancelled')) >= 3, { what: 'three cancelled downloads counted', timeoutMs: 20_000 });
 
     const f = await scrape(n.node.url);
     expect(sampleValue(f, 'blobstore_errors_total', 'blobstore_errors_total', { type: 'cancelled' })).toBe(3);

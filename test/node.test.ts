@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, ConfigError } from '../src/config/load.js';
 import { flipByte, patternBytes, putRaw } from './helpers/blobs.js';
-import { eventually } from './helpers/cluster.js';
 import { runCli, startNode, tempDir } from './helpers/node-process.js';
 import { logLines } from './helpers/log.js';
+import { waitFor } from './helpers/wait.js';
 
 describe('configuration', () => {
   const file = (content: unknown): string => {
@@ -116,9 +116,9 @@ describe('graceful shutdown', () => {
     socket.write(data.subarray(0, 1024 * 1024));
     // The upload is under way (its temp file exists) before the signal, and the signal is taken
     // (the node logged it) before the rest of the body: fixed pauses were too short on a loaded machine.
-    await eventually(() => readdirSync(join(node.dataDir, 'tmp')).some((f) => f.endsWith('.part')), 'the upload under way');
+    await waitFor(() => readdirSync(join(node.dataDir, 'tmp')).some((f) => f.endsWith('.part')), { what: 'the upload under way' });
     const exit = node.stop();
-    await eventually(() => node.output().includes('SIGTERM: shutting down'), 'SIGTERM taken');
+    await waitFor(() => node.output().includes('SIGTERM: shutting down'), { what: 'SIGTERM taken' });
     socket.write(data.subarray(1024 * 1024));
     expect(await exit).toBe(0);
     expect(response).toMatch(/^HTTP\/1.1 201/);

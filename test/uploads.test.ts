@@ -9,6 +9,7 @@ import { createBLAKE3 } from 'hash-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, postStream, putRaw } from './helpers/blobs.js';
 import { type NodeProcess, startNode } from './helpers/node-process.js';
+import { waitFor } from './helpers/wait.js';
 
 const MiB = 1024 * 1024;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -41,14 +42,6 @@ function partialUpload(port: number, head: string, body: Buffer, untilAnswer = f
 
 const tmpFiles = (node: NodeProcess): string[] => readdirSync(join(node.dataDir, 'tmp'));
 
-async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await sleep(20);
-  }
-}
-
 describe('limits and hostile uploads', () => {
   let node: NodeProcess;
   beforeAll(async () => {
@@ -78,7 +71,7 @@ describe('limits and hostile uploads', () => {
       for (let i = 0; i < 10; i++) yield patternBytes(MiB, i + 1);
     })()).catch((err: Error) => err);
     if (!(res instanceof Error)) expect(res.status).toBe(413);
-    await eventually(() => tmpFiles(node).length === 0);
+    await waitFor(() => tmpFiles(node).length === 0, { what: 'tmpFiles(node).length === 0', timeoutMs: 5000 });
   });
 
   it('a truncated body (connection closed early) stores nothing and leaves no temp file', async () => {
@@ -88,9 +81,9 @@ describe('limits and hostile uploads', () => {
       `POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${data.length}`,
       data.subarray(0, 2 * MiB),
     );
-    await eventually(() => tmpFiles(node).length > 0); // cut once the upload is under way
+    await waitFor(() => tmpFiles(node).length > 0, { what: 'tmpFiles(node).length > 0', timeoutMs: 5000 }); // cut once the upload is under way
     socket.destroy();
-    await eventually(() => tmpFiles(node).length === 0);
+    await waitFor(() => tmpFiles(node).length === 0, { what: 'tmpFiles(node).length === 0', timeoutMs: 5000 });
     const list = (await (await fetch(`${node.url}/v1/blobs?limit=1000`)).json()) as { ids: string[] };
     expect(list.ids).toEqual([]);
   });
@@ -103,7 +96,7 @@ describe('limits and hostile uploads', () => {
     );
     const text = await response;
     expect(text).toMatch(/^HTTP\/1.1 408/);
-    await eventually(() => tmpFiles(node).length === 0);
+    await waitFor(() => tmpFiles(node).length === 0, { what: 'tmpFiles(node).length === 0', timeoutMs: 5000 });
   });
 
   it('too many concurrent uploads get 503 with Retry-After, and the node stays healthy', async () => {

@@ -8,8 +8,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes } from '../helpers/blobs.js';
-import { eventually, TestCluster } from '../helpers/cluster.js';
+import { TestCluster } from '../helpers/cluster.js';
 import { MAIN, tempDir } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('put --jobs over a cluster that loses a node', () => {
   let c: TestCluster;
@@ -39,7 +40,7 @@ describe('put --jobs over a cluster that loses a node', () => {
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     // The kill lands while stores are in flight.
-    await eventually(() => stdout.split('\n').length > 50, 'the first stores landed', 60_000);
+    await waitFor(() => stdout.split('\n').length > 50, { what: 'the first stores landed', timeoutMs: 60_000 });
     await c.kill(2);
     expect(await exited, stderr).toBe(0);
     const lines = stdout.trim().split('\n');

@@ -8,7 +8,8 @@
 import { createBLAKE3 } from 'hash-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
-import { eventually, freePort, TestCluster } from '../helpers/cluster.js';
+import { freePort, TestCluster } from '../helpers/cluster.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'correct horse battery staple';
 
@@ -91,7 +92,7 @@ describe('the data path with a cluster secret', () => {
     const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '2', 'X-Blobstore-Labels': '{"team":"ingest","n":"7"}' });
     expect(res.status).toBe(201);
     const { id } = (await res.json()) as { id: string };
-    await eventually(async () => (await holdersOf(c, id)).length === 2, 'two copies');
+    await waitFor(async () => (await holdersOf(c, id)).length === 2, { what: 'two copies' });
     const heads = await Promise.all([0, 1].map((i) => fetch(`${c.url(i)}/v1/blobs/${id}`, { method: 'HEAD' })));
     for (const name of ['x-blobstore-blob-size', 'x-blobstore-created-at', 'x-blobstore-policy']) {
       expect(heads[1]!.headers.get(name), name).toBe(heads[0]!.headers.get(name));

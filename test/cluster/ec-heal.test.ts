@@ -9,7 +9,8 @@ import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flipByte, patternBytes, putRaw } from '../helpers/blobs.js';
-import { eventually, expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
 
@@ -74,7 +75,7 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     const down = 3;
     await c.kill(down);
     // Wait until the others see it offline: with 6 of 7 up, EC42 stores go on.
-    await eventually(async () => (await c.state(1)).nodes.find((n) => n.node_id === c.ids[down])?.state === 'offline', 'node seen offline');
+    await waitFor(async () => (await c.state(1)).nodes.find((n) => n.node_id === c.ids[down])?.state === 'offline', { what: 'node seen offline' });
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push(await store(c, i % 3, patternBytes(i % 4 === 0 ? 600 * KiB : 2000 + i, 3300 + i), acked));
     await c.startNode(down);
@@ -86,14 +87,14 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     };
     const missingBefore = await shouldHold();
     expect(missingBefore.length).toBeGreaterThan(0);
-    await eventually(async () => {
+    await waitFor(async () => {
       // Owners of a blob are 6 of the 7 nodes: the blobs it should hold are those listed by 6 nodes with it among them.
       const counts = await Promise.all(ids.map(async (id) => {
         const lists = await Promise.all(c.live().map((i) => listed(c, i)));
         return lists.filter((l) => l.has(id)).length;
       }));
       return counts.every((n) => n === 6);
-    }, 'every blob stored while the node was down has its six columns again', 30_000);
+    }, { what: 'every blob stored while the node was down has its six columns again', timeoutMs: 30_000 });
     await expectReadableEverywhere(c, acked);
   });
 
@@ -106,10 +107,10 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     await c.startNode(lost);
     await c.ready(lost); // admitted again: until then it answers 503, as a load balancer sees
     // No read touches the blobs first: anti-entropy alone finds what the node lacks.
-    await eventually(async () => {
+    await waitFor(async () => {
       const now = await listed(c, lost);
       return [...before].every((id) => now.has(id));
-    }, `node ${c.ids[lost]} holds again a column of every blob it held`, 40_000);
+    }, { what: `node ${c.ids[lost]} holds again a column of every blob it held`, timeoutMs: 40_000 });
     await expectReadableEverywhere(c, acked, [lost]);
   });
 
@@ -120,13 +121,13 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     const corruptBefore = await metric(c, node, CORRUPTION);
     flipByte(files[0]!, 1000);
     await expectReadableEverywhere(c, acked, [node, 4]);
-    await eventually(async () => (await metric(c, node, CORRUPTION)) > corruptBefore, 'the corruption counted');
-    await eventually(() => c.node(node).output().includes('EC repair: column rebuilt'), 'the column rebuilt', 30_000);
+    await waitFor(async () => (await metric(c, node, CORRUPTION)) > corruptBefore, { what: 'the corruption counted' });
+    await waitFor(() => c.node(node).output().includes('EC repair: column rebuilt'), { what: 'the column rebuilt', timeoutMs: 30_000 });
     // Scrubbed again, a whole pass after the rebuild: nothing corrupt is left on the node.
     const after = await metric(c, node, CORRUPTION);
     const passes = async (): Promise<number> => ((await (await fetch(`${c.url(node)}/v1/cluster/state`)).json()) as { repair: { scrub: { passes: number } } }).repair.scrub.passes;
     const passesAfter = await passes();
-    await eventually(async () => (await passes()) >= passesAfter + 2, 'two more scrub passes', 60_000);
+    await waitFor(async () => (await passes()) >= passesAfter + 2, { what: 'two more scrub passes', timeoutMs: 60_000 });
     expect(await metric(c, node, CORRUPTION)).toBe(after);
     await expectReadableEverywhere(c, acked);
   });
@@ -143,7 +144,7 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     expect(slow.boosted_until_ms).toBeGreaterThan(Date.now());
     const down = 4;
     await c.kill(down);
-    await eventually(async () => (await c.state(coordinator)).nodes.find((n) => n.node_id === c.ids[down])?.state === 'offline', 'node seen offline');
+    await waitFor(async () => (await c.state(coordinator)).nodes.find((n) => n.node_id === c.ids[down])?.state === 'offline', { what: 'node seen offline' });
     for (let i = 0; i < 6; i++) await store(c, coordinator, patternBytes(600 * KiB + i, 5100 + i), acked);
     await c.startNode(down);
     type Repair = { queue_depth: number; bytes_left: number; eta_seconds: number; rate_limit_bytes_per_second: number };
@@ -156,11 +157,11 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     expect(await metric(c, coordinator, 'blobstore_repair_rate_limit_bytes_per_second')).toBe(64 * KiB);
     // Raised (no cap) for a minute: the queue drains.
     expect((await (await knob({ bytes_per_second: 0, seconds: 60 })).json()) as Repair).toMatchObject({ rate_limit_bytes_per_second: 0 });
-    await eventually(async () => (await repairOf()).queue_depth === 0, 'the repair queue drained', 40_000);
+    await waitFor(async () => (await repairOf()).queue_depth === 0, { what: 'the repair queue drained', timeoutMs: 40_000 });
     expect(await metric(c, coordinator, 'blobstore_repair_bytes_total')).toBeGreaterThan(0);
     // A short boost falls back to the setting (256 MiB/s by default) when its time is up.
     await knob({ bytes_per_second: 1, seconds: 1 });
-    await eventually(async () => (await repairOf()).rate_limit_bytes_per_second === 256 * 1024 * KiB, 'back to the setting');
+    await waitFor(async () => (await repairOf()).rate_limit_bytes_per_second === 256 * 1024 * KiB, { what: 'back to the setting' });
     await expectReadableEverywhere(c, acked);
   });
 
@@ -168,17 +169,17 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     const leaving = 6;
     const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node_id: c.ids[leaving], graceful: true }) });
     expect(await res.json()).toEqual({ acknowledged: true });
-    await eventually(async () => (await c.state(0)).nodes.every((n) => n.node_id !== c.ids[leaving]), 'the node left', 60_000).catch((err: Error) => {
+    await waitFor(async () => (await c.state(0)).nodes.every((n) => n.node_id !== c.ids[leaving]), { what: 'the node left', timeoutMs: 60_000 }).catch((err: Error) => {
       throw new Error(`${err.message}\n${c.node(leaving).output().split('\n').filter((l) => /handoff|EC/.test(l)).slice(-20).join('\n')}`);
     });
     await c.stop(leaving);
     const among = [0, 1, 2, 3, 4, 5];
     await c.converged({ among, members: c.ids.slice(0, 6) });
     // Six nodes left: every blob has a column on each.
-    await eventually(async () => {
+    await waitFor(async () => {
       const lists = await Promise.all(among.map((i) => listed(c, i)));
       return [...acked.keys()].every((id) => lists.every((l) => l.has(id)));
-    }, 'every blob with a column on each of the six nodes', 40_000);
+    }, { what: 'every blob with a column on each of the six nodes', timeoutMs: 40_000 });
     // Every column of every blob is held by one of them (the node-to-node column route, open without a secret).
     for (const id of acked.keys()) {
       for (let index = 0; index < 6; index++) {

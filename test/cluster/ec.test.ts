@@ -8,8 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
-import { eventually, expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
 import { chunksOf, client, getStream, putStream, unary } from '../grpc/helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
 
@@ -146,19 +147,19 @@ describe('EC42 on a 6-node cluster', () => {
 
   it('refuses EC42 with 412 once fewer than six nodes are up (503 while the dead ones are not yet seen offline)', async () => {
     let last = { status: 0, message: '' };
-    await eventually(async () => {
+    await waitFor(async () => {
       const res = await putRaw(c.url(0), patternBytes(5000, 1), { 'X-Blobstore-Policy': '4' });
       last = { status: res.status, message: ((await res.json()) as { message: string }).message };
       expect(last.status).toBeOneOf([412, 503]);
       return last.status === 412 && /have 3,/.test(last.message);
-    }, 'EC42 refused with 412 once all three are seen offline');
+    }, { what: 'EC42 refused with 412 once all three are seen offline' });
     expect(last.message).toMatch(/not enough nodes for EC: have 3, need 6/);
   });
 
   it('reads everything again once the nodes are back', async () => {
     for (const i of [1, 2, 4]) await c.startNode(i);
     await c.converged({ members: c.ids });
-    await eventually(async () => (await fetch(`${c.url(3)}/v1/blobs/${[...acked.keys()][3]}`)).status === 200, 'reads work again');
+    await waitFor(async () => (await fetch(`${c.url(3)}/v1/blobs/${[...acked.keys()][3]}`)).status === 200, { what: 'reads work again' });
     await expectReadableEverywhere(c, acked);
   });
 });
@@ -209,10 +210,10 @@ describe("EC42 with the spec's shard sizes (16 MiB shards above 64 MiB)", () => 
     await c.kill(1);
     await expectReadableEverywhere(c, acked, [3]);
     // Five nodes up: EC42 is refused before its body is read.
-    await eventually(async () => {
+    await waitFor(async () => {
       const res = await putRaw(c.url(0), patternBytes(1000, 5), { 'X-Blobstore-Policy': '4' });
       const body = (await res.json()) as { message: string };
       return res.status === 412 && /not enough nodes for EC: have 5, need 6/.test(body.message);
-    }, '412 with five nodes up');
+    }, { what: '412 with five nodes up' });
   });
 });

@@ -17,9 +17,9 @@ import { parseCluster } from '../../src/apps/hosts/cluster.js';
 import { renderedUnitCommand, renderSystemd } from '../../src/apps/hosts/systemd.js';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { haveOpenssl, makeCa, makeCert } from '../helpers/certs.js';
-import { eventually } from '../helpers/cluster.js';
 import { MAIN, tempDir } from '../helpers/node-process.js';
 import { type Hosts, makeHosts } from '../helpers/netns.js';
+import { waitFor } from '../helpers/wait.js';
 
 const COUNT = 3;
 const hosts = haveOpenssl ? makeHosts(COUNT) : 'needs openssl for the test certificates';
@@ -49,10 +49,10 @@ describe.skipIf(skip !== '')(`three hosts started from their rendered systemd un
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     running[i] = { child, out: () => out };
-    await eventually(() => {
+    await waitFor(() => {
       if (child.exitCode !== null) throw new Error(`${ids[i]} exited with ${child.exitCode}:\n${out}`);
       return /listening on https:\/\//.test(out);
-    }, `${ids[i]} listening`, 60_000);
+    }, { what: `${ids[i]} listening`, timeoutMs: 60_000 });
   };
 
   const stop = async (i: number): Promise<void> => {
@@ -118,7 +118,7 @@ describe.skipIf(skip !== '')(`three hosts started from their rendered systemd un
     expect(env.BLOBSTORE_TLS_CERT).toMatch(/host-1\.pem$/);
     expect(env.BLOBSTORE_CLUSTER_SECRET_FILE).toBe(join(dir, 'cluster-secret'));
     expect(env.BLOBSTORE_SEED_NODES!.split(',').sort()).toEqual(ids.map((_, i) => `${h.address(i)}:8080`).sort());
-    await eventually(() => agree([0, 1, 2], Object.fromEntries(ids.map((id) => [id, 'active']))), 'one cluster of three', 60_000);
+    await waitFor(() => agree([0, 1, 2], Object.fromEntries(ids.map((id) => [id, 'active']))), { what: 'one cluster of three', timeoutMs: 60_000 });
   });
 
   it('REPLICA3 stores and reads across hosts; a partitioned host is offline, catches up once healed', async () => {
@@ -135,20 +135,20 @@ describe.skipIf(skip !== '')(`three hosts started from their rendered systemd un
     await store(1, 5, 200);
     h.cut(2);
     try {
-      await eventually(() => agree([0, 1], { 'host-1': 'active', 'host-2': 'active', 'host-3': 'offline' }), 'host-3 offline on the others', OFFLINE_MS + 30_000);
+      await waitFor(() => agree([0, 1], { 'host-1': 'active', 'host-2': 'active', 'host-3': 'offline' }), { what: 'host-3 offline on the others', timeoutMs: OFFLINE_MS + 30_000 });
       await store(0, 5, 300);
     } finally {
       h.heal(2);
     }
-    await eventually(() => agree([0, 1, 2], Object.fromEntries(ids.map((id) => [id, 'active']))), 'all active again', 60_000);
+    await waitFor(() => agree([0, 1, 2], Object.fromEntries(ids.map((id) => [id, 'active']))), { what: 'all active again', timeoutMs: 60_000 });
     // Every host holds its own copy of every blob (its catch-up came over TLS), byte-exact.
-    await eventually(async () => {
+    await waitFor(async () => {
       for (let i = 0; i < COUNT; i++) {
         const listed = (await (await fetch(`${url(i)}/v1/blobs?limit=1000`)).json()) as { ids: string[] };
         if (![...acked.keys()].every((id) => listed.ids.includes(id))) return false;
       }
       return true;
-    }, 'three copies of every blob', 60_000);
+    }, { what: 'three copies of every blob', timeoutMs: 60_000 });
     for (let i = 0; i < COUNT; i++) {
       for (const [id, bytes] of acked) {
         const res = await fetch(`${url(i)}/v1/blobs/${id}`);

@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { copiesOf, eventually, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
+import { copiesOf, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('graceful leave of one of four nodes, under load', () => {
   let c: TestCluster;
@@ -44,13 +45,13 @@ describe('graceful leave of one of four nodes, under load', () => {
     // It shows as leaving (with its progress while the handoff runs), then disappears.
     let sawLeaving = false;
     let sawProgress = false;
-    await eventually(async () => {
+    await waitFor(async () => {
       const state = await c.state(0);
       const n = state.nodes.find((x) => x.node_id === 'node-4') as { state: string; migration?: { blobs_left: number } } | undefined;
       if (n?.state === 'leaving') sawLeaving = true;
       if (n?.migration && n.migration.blobs_left > 0) sawProgress = true;
       return n === undefined;
-    }, 'node-4 gone from the state list', 60_000);
+    }, { what: 'node-4 gone from the state list', timeoutMs: 60_000 });
     writing = false;
     await writer;
     expect(sawLeaving).toBe(true);
@@ -62,9 +63,9 @@ describe('graceful leave of one of four nodes, under load', () => {
   it('every acknowledged blob reads back from every remaining node and has its copies there', async () => {
     const remaining = [0, 1, 2];
     await expectReadableEverywhere(c, new Map([...acked].map(([id, b]) => [id, b.bytes])), remaining);
-    await eventually(async () => {
+    await waitFor(async () => {
       const holders = await copiesOf(c, remaining);
       return [...acked].every(([id, b]) => (holders.get(id)?.length ?? 0) >= Math.min(b.policy, 3));
-    }, 'every blob with its copies on the remaining nodes', 30_000);
+    }, { what: 'every blob with its copies on the remaining nodes', timeoutMs: 30_000 });
   });
 });

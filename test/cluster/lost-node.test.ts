@@ -10,7 +10,8 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { copiesOf, eventually, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { copiesOf, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
 
@@ -40,7 +41,7 @@ describe('a node lost for good: its copies are made again at once', () => {
       ids.push(((await res.json()) as { id: string }).id);
     }
     // Every copy made first (the replication queues drained), so what comes after the loss is repair's.
-    await eventually(async () => (await Promise.all([0, 1, 2, 3].map((i) => metric(c, i, 'blobstore_replication_queue_depth')))).every((d) => d === 0), 'replication queues drained');
+    await waitFor(async () => (await Promise.all([0, 1, 2, 3].map((i) => metric(c, i, 'blobstore_replication_queue_depth')))).every((d) => d === 0), { what: 'replication queues drained' });
     const lost = 3;
     // The copies repair must make: blobs the survivors hold only twice (a survivor that took a
     // store without owning it may still hold a third copy, which then stays).
@@ -51,16 +52,16 @@ describe('a node lost for good: its copies are made again at once', () => {
     rmSync(c.dataDirs[lost]!, { recursive: true, force: true });
     const leave = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', body: JSON.stringify({ node_id: c.ids[lost], graceful: false }) });
     expect(leave.status).toBe(200);
-    await eventually(async () => {
+    await waitFor(async () => {
       const copies = await copiesOf(c, [0, 1, 2]);
       return ids.every((id) => copies.get(id)?.length === 3);
-    }, 'every blob back at 3 copies', 60_000);
+    }, { what: 'every blob back at 3 copies', timeoutMs: 60_000 });
     // Counted once each sender has its answer (a copy can be listed by its new owner a moment before).
     const sum = async (read: (i: number) => Promise<number>): Promise<number> => (await Promise.all([0, 1, 2].map(read))).reduce((a, b) => a + b, 0);
     const repairedBytes = (i: number): Promise<number> =>
       fetch(`${c.url(i)}/v1/cluster/state`).then(async (r) => ((await r.json()) as { repair: { bytes_repaired: number } }).repair.bytes_repaired);
-    await eventually(async () => (await sum((i) => metric(c, i, 'blobstore_repair_blobs_total'))) >= held, `${held} replicas counted in blobstore_repair_blobs_total`);
-    await eventually(async () => (await sum(repairedBytes)) >= held * 64 * KiB, 'the copies\' bytes counted in cluster/state repair.bytes_repaired');
+    await waitFor(async () => (await sum((i) => metric(c, i, 'blobstore_repair_blobs_total'))) >= held, { what: `${held} replicas counted in blobstore_repair_blobs_total` });
+    await waitFor(async () => (await sum(repairedBytes)) >= held * 64 * KiB, { what: 'the copies\' bytes counted in cluster/state repair.bytes_repaired' });
   });
 });
 
@@ -91,7 +92,7 @@ describe('an EC42 read that cannot finish never starts', () => {
       }
     };
     await readFails();
-    await eventually(async () => (await c.state(0)).nodes.filter((n) => n.state === 'offline').length === 3, 'three nodes offline', 30_000);
+    await waitFor(async () => (await c.state(0)).nodes.filter((n) => n.state === 'offline').length === 3, { what: 'three nodes offline', timeoutMs: 30_000 });
     await readFails();
   });
 });

@@ -7,8 +7,9 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { eventually, freePort, HEARTBEAT_MS, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
+import { freePort, HEARTBEAT_MS, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('a 3-node cluster on loopback', () => {
   let c: TestCluster;
@@ -94,7 +95,7 @@ describe('a 3-node cluster on loopback', () => {
     expect(after.ring_version).toBeGreaterThan(before.ring_version);
     // node-3 heard of its removal and does not come back by itself: it says so, and five heartbeat
     // rounds later it is still out.
-    await eventually(() => c.node(2).output().includes('this node is removed from the cluster'), 'node-3 knows it was removed');
+    await waitFor(() => c.node(2).output().includes('this node is removed from the cluster'), { what: 'node-3 knows it was removed' });
     await new Promise((r) => setTimeout(r, 5 * HEARTBEAT_MS));
     const own = await c.state(2);
     expect(own.nodes.map((n) => n.node_id)).not.toContain('node-3');

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { eventually, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
+import { OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
 import { parseExposition, sampleValue } from '../helpers/metrics.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('cluster metrics on a 3-node cluster', () => {
   let c: TestCluster;
@@ -25,13 +26,13 @@ describe('cluster metrics on a 3-node cluster', () => {
 
   it('counts the members, shows the ring version and every peer healthy', async () => {
     const state = await c.state(0);
-    await eventually(async () => {
+    await waitFor(async () => {
       const f = await scrape(0);
       return value(f, 'nodes_total') === 3 && value(f, 'nodes_active') === 3 && value(f, 'nodes_offline') === 0
         && value(f, 'ring_version') === state.ring_version && value(f, 'peer_health', { peer: 'node-2' }) === 1
         && value(f, 'peer_health', { peer: 'node-3' }) === 1 && (value(f, 'grpc_connections_active') ?? 0) >= 1
         && (value(f, 'last_heartbeat_timestamp') ?? 0) > Date.now() / 1000 - 60;
-    }, 'cluster series at their values');
+    }, { what: 'cluster series at their values' });
     const json = (await (await fetch(`${c.url(0)}/api/v1/metrics`)).json()) as { cluster: Record<string, number>; health: { peerHealth: Record<string, boolean> } };
     expect(json.cluster).toMatchObject({ nodesTotal: 3, nodesActive: 3, nodesOffline: 0, ringVersion: state.ring_version });
     expect(json.health.peerHealth).toEqual({ 'node-2': true, 'node-3': true });
@@ -40,11 +41,11 @@ describe('cluster metrics on a 3-node cluster', () => {
   it('times replication and empties the queue after stores', async () => {
     for (let i = 0; i < 10; i++) await putRaw(c.url(0), patternBytes(2000 + i, 300 + i), { 'X-Blobstore-Policy': '3' });
     let seen = '';
-    await eventually(async () => {
+    await waitFor(async () => {
       const f = await scrape(0);
       seen = ['replicate_latency_seconds_count', 'replication_queue_depth', 'replication_lag_seconds'].map((n) => `${n}=${value(f, n)}`).join(' ');
       return (value(f, 'replicate_latency_seconds_count') ?? 0) > 0 && value(f, 'replication_queue_depth') === 0 && value(f, 'replication_lag_seconds') === 0;
-    }, 'replication timed, queue empty').catch((err: Error) => {
+    }, { what: 'replication timed, queue empty' }).catch((err: Error) => {
       throw new Error(`${err.message}: ${seen}`);
     });
   });
@@ -53,14 +54,14 @@ describe('cluster metrics on a 3-node cluster', () => {
     const before = value(await scrape(0), 'heartbeat_failures_total') ?? 0;
     c.freeze(2);
     try {
-      await eventually(async () => {
+      await waitFor(async () => {
         const f = await scrape(0);
         return value(f, 'peer_health', { peer: 'node-3' }) === 0 && value(f, 'nodes_offline') === 1 && value(f, 'nodes_active') === 2
           && (value(f, 'heartbeat_failures_total') ?? 0) > before;
-      }, 'node-3 offline in the metrics', OFFLINE_MS + 15_000);
+      }, { what: 'node-3 offline in the metrics', timeoutMs: OFFLINE_MS + 15_000 });
     } finally {
       c.thaw(2);
     }
-    await eventually(async () => value(await scrape(0), 'peer_health', { peer: 'node-3' }) === 1, 'node-3 healthy again');
+    await waitFor(async () => value(await scrape(0), 'peer_health', { peer: 'node-3' }) === 1, { what: 'node-3 healthy again' });
   });
 });

@@ -9,8 +9,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { copiesOf, eventually, expectReadableEverywhere, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
+import { copiesOf, expectReadableEverywhere, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
 import { type Hosts, makeHosts } from '../helpers/netns.js';
+import { waitFor } from '../helpers/wait.js';
 
 const hosts = makeHosts(3);
 const skip = typeof hosts === 'string' ? hosts : '';
@@ -49,10 +50,10 @@ describe.skipIf(skip !== '')(`a 3-node cluster of separate hosts (network namesp
     }
     // A store is acknowledged once durable on the node that took it; its copies follow. Cut only
     // once they are everywhere: a blob whose only copy is behind the cut is unreadable until the heal.
-    await eventually(async () => {
+    await waitFor(async () => {
       const holders = await copiesOf(c);
       return [...acked.keys()].every((id) => holders.get(id)?.length === 3);
-    }, 'three copies of every blob before the cut', 30_000);
+    }, { what: 'three copies of every blob before the cut', timeoutMs: 30_000 });
     h.cut(2);
     try {
       await c.converged({ among: [0, 1], states: { 'node-3': 'offline' }, timeoutMs: OFFLINE_MS + 15_000 });
@@ -67,10 +68,10 @@ describe.skipIf(skip !== '')(`a 3-node cluster of separate hosts (network namesp
       h.heal(2);
     }
     await c.converged({ members: c.ids, states: { 'node-1': 'active', 'node-2': 'active', 'node-3': 'active' }, timeoutMs: 20_000 });
-    await eventually(async () => {
+    await waitFor(async () => {
       const holders = await copiesOf(c);
       return [...acked.keys()].every((id) => holders.get(id)?.length === 3);
-    }, 'three copies of every blob, the partitioned node included', 30_000);
+    }, { what: 'three copies of every blob, the partitioned node included', timeoutMs: 30_000 });
     await expectReadableEverywhere(c, acked);
   });
 });

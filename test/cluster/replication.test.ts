@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flipByte, patternBytes, putRaw } from '../helpers/blobs.js';
 import * as grpc from '@grpc/grpc-js';
-import { copiesOf, eventually, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
+import { copiesOf, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
 import { client, failure, unary } from '../grpc/helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const acked = new Map<string, Buffer>();
 
@@ -42,10 +43,10 @@ describe('replication on a 4-node cluster', () => {
       const id = await store(c, i % 4, patternBytes(size, 100 + i), policy);
       want.set(id, [3, 2, 1][i % 3]!);
     }
-    await eventually(async () => {
+    await waitFor(async () => {
       const holders = await copiesOf(c);
       return [...want].every(([id, n]) => holders.get(id)?.length === n);
-    }, 'every blob on as many nodes as its policy asks');
+    }, { what: 'every blob on as many nodes as its policy asks' });
   });
 
   it('reads every blob from every node, including nodes that hold no copy (GET, HEAD, stat, range, stream)', async () => {
@@ -70,7 +71,7 @@ describe('replication on a 4-node cluster', () => {
   it('copies and serves a 40 MiB blob byte-exact: streamed replicas and a streamed remote read', async () => {
     const bytes = patternBytes(40 * 1024 * 1024 + 5, 4040);
     const id = await store(c, 1, bytes, 3);
-    await eventually(async () => (await copiesOf(c)).get(id)?.length === 3, 'three copies of the 40 MiB blob', 60_000);
+    await waitFor(async () => (await copiesOf(c)).get(id)?.length === 3, { what: 'three copies of the 40 MiB blob', timeoutMs: 60_000 });
     const holders = (await copiesOf(c)).get(id)!;
     const elsewhere = c.ids.findIndex((n) => !holders.includes(n));
     expect(elsewhere).toBeGreaterThanOrEqual(0);
@@ -93,10 +94,10 @@ describe('replication on a 4-node cluster', () => {
     for (let i = 0; i < 20; i++) ids.push(await store(c, 0, patternBytes(2000 + i, 7000 + i), 3));
     await c.kill(0);
     await c.startNode(0);
-    await eventually(async () => {
+    await waitFor(async () => {
       const holders = await copiesOf(c);
       return ids.every((id) => holders.get(id)?.length === 3);
-    }, 'three copies of every blob stored before the kill');
+    }, { what: 'three copies of every blob stored before the kill' });
     await expectReadableEverywhere(c, new Map(ids.map((id) => [id, acked.get(id)!])));
   });
 
@@ -106,10 +107,10 @@ describe('replication on a 4-node cluster', () => {
     for (let i = 0; i < 30; i++) ids.push(await store(c, 1, patternBytes(1500 + i, 9000 + i), 3));
     await c.startNode(3);
     await c.converged({ members: c.ids });
-    await eventually(async () => {
+    await waitFor(async () => {
       const holders = await copiesOf(c);
       return ids.every((id) => holders.get(id)?.length === 3);
-    }, 'three copies of every blob stored while an owner was down');
+    }, { what: 'three copies of every blob stored while an owner was down' });
   });
 
   it('a node that lost its data gets its copies back from the others (anti-entropy), reads never fail meanwhile', async () => {
@@ -123,17 +124,17 @@ describe('replication on a 4-node cluster', () => {
     await c.startNode(lost);
     await c.ready(lost); // admitted again: until then it answers 503, as a load balancer sees
     await expectReadableEverywhere(c, acked, [lost]);
-    await eventually(async () => {
+    await waitFor(async () => {
       const holders = await copiesOf(c, [lost]);
       return held.every((id) => holders.has(id));
-    }, `node ${c.ids[lost]} holds again every copy it held`, 30_000);
+    }, { what: `node ${c.ids[lost]} holds again every copy it held`, timeoutMs: 30_000 });
     await c.converged({ members: c.ids });
   });
 
   it('serves a corrupt local copy from a replica instead, and repairs it', async () => {
     const bytes = patternBytes(5000, 4242);
     const id = await store(c, 0, bytes, 3);
-    await eventually(async () => (await copiesOf(c)).get(id)?.length === 3, 'three copies');
+    await waitFor(async () => (await copiesOf(c)).get(id)?.length === 3, { what: 'three copies' });
     const holder = (await copiesOf(c)).get(id)!.map((n) => c.ids.indexOf(n))[0]!;
     // Flip a byte of the record's data in its segment (the blob is small: a segment record).
     const segments = join(c.dataDirs[holder]!, 'segments');
@@ -153,7 +154,7 @@ describe('replication on a 4-node cluster', () => {
       expect(res.status).toBe(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
     }
-    await eventually(async () => c.node(holder).output().includes('corrupt local copy was replaced'), 'the local copy repaired');
+    await waitFor(async () => c.node(holder).output().includes('corrupt local copy was replaced'), { what: 'the local copy repaired' });
   });
 
   it('after all of it: every acknowledged blob reads back byte-exact from every node', async () => {
@@ -175,7 +176,7 @@ describe('the cluster secret', () => {
     const bytes = patternBytes(4096, 77);
     const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '2' });
     const { id } = (await res.json()) as { id: string };
-    await eventually(async () => (await copiesOf(c)).get(id)?.length === 2, 'two copies');
+    await waitFor(async () => (await copiesOf(c)).get(id)?.length === 2, { what: 'two copies' });
     // InternalService without the secret (or with another) is refused; with it, it answers.
     const grpcAddress = (await c.state(0)).nodes.find((n) => n.node_id === 'node-1')!.grpc_address;
     const internal = client('InternalService', grpcAddress);

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/cluster.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
-import { cli, statusOf, waitFor } from './helpers.js';
+import { cli, statusOf } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('blobstore healthcheck', () => {
   let joining: NodeProcess;
@@ -15,7 +16,7 @@ describe('blobstore healthcheck', () => {
     deadPort = await freePort();
     // A seed that never answers: the node waits to join, /healthz answers 503.
     joining = await startNode({ args: ['--grpc-addr', '127.0.0.1:0', '--seed-nodes', `127.0.0.1:${deadPort}`, '--bootstrap-wait-ms', '10m'] });
-    await waitFor(async () => (await statusOf(`${joining.url}/healthz`)) === 503, 'a joining node', 20_000);
+    await waitFor(async () => (await statusOf(`${joining.url}/healthz`)) === 503, { what: 'a joining node', timeoutMs: 20_000 });
   });
   afterAll(() => joining?.stop());
 

@@ -47,14 +47,6 @@ export async function statusOf(url: string): Promise<number> {
   }
 }
 
-export async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 /** Every URL's /healthz answers 200. */
 export const allHealthy = async (urls: readonly string[]): Promise<boolean> =>
   (await Promise.all(urls.map((u) => statusOf(`${u}/healthz`)))).every((s) => s === 200);

@@ -15,8 +15,9 @@ import { parseCluster } from '../../src/apps/hosts/cluster.js';
 import { containerName, podmanRunArgs, renderContainer } from '../../src/apps/hosts/container.js';
 import { DATA_DIR, IMAGE_PREFIX, IMAGE_UID } from '../../src/apps/hosts/image.js';
 import { freePort } from '../helpers/cluster.js';
-import { REPO, allHealthy, loopbackDescription, oneCluster, startProcess, statusOf, tempDir, waitFor } from './helpers.js';
+import { REPO, allHealthy, loopbackDescription, oneCluster, startProcess, statusOf, tempDir } from './helpers.js';
 import { type Registry, startRegistry } from './npm-registry.js';
+import { waitFor } from '../helpers/wait.js';
 
 const VERSION = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
 const run = (cmd: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeout?: number } = {}) =>
@@ -96,7 +97,7 @@ describe('npm pack', () => {
     const env = { ...clean, HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data') };
     const node = startProcess([join(prefix!, 'bin', 'blobstore'), 'serve', '--data-dir', join(home, 'data'), '--listen', `127.0.0.1:${port}`, '--metrics-addr', '', '--grpc-addr', ''], env);
     try {
-      await waitFor(async () => (await statusOf(`http://127.0.0.1:${port}/healthz`)) === 200, '/healthz 200', 30_000);
+      await waitFor(async () => (await statusOf(`http://127.0.0.1:${port}/healthz`)) === 200, { what: '/healthz 200', timeoutMs: 30_000 });
       const r = run(join(prefix!, 'bin', 'blobstore'), ['healthcheck'], { env: { ...env, BLOBSTORE_LISTEN: `127.0.0.1:${port}` } });
       expect(r.stdout).toBe(`http://127.0.0.1:${port}/healthz answered 200\n`);
       expect(r.status).toBe(0);
@@ -242,7 +243,7 @@ describe('the container image', () => {
     const urls = cluster.nodes.map((n) => `http://127.0.0.1:${n.ports.api}`);
     const ids = cluster.nodes.map((n) => n.id);
     try {
-      await waitFor(async () => (await allHealthy(urls)) && oneCluster(urls, ids), 'three healthy containers in one cluster', 60_000);
+      await waitFor(async () => (await allHealthy(urls)) && oneCluster(urls, ids), { what: 'three healthy containers in one cluster', timeoutMs: 60_000 });
     } catch (err) {
       const out = started.map((name) => {
         const logs = run('podman', [...podman.global, 'logs', '--tail', '20', name]);

@@ -10,7 +10,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseCluster, readClusterFile } from '../../src/apps/hosts/cluster.js';
 import { renderSystemd, renderedUnitCommand, unitCommand } from '../../src/apps/hosts/systemd.js';
 import { SETTINGS, envName } from '../../src/config/settings.js';
-import { MAIN, REPO, type Started, allHealthy, loopbackDescription, oneCluster, startProcess, tempDir, waitFor } from './helpers.js';
+import { MAIN, REPO, type Started, allHealthy, loopbackDescription, oneCluster, startProcess, tempDir } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SYSTEMD_ANALYZE = '/usr/bin/systemd-analyze';
 const hasSystemdAnalyze = existsSync(SYSTEMD_ANALYZE);
@@ -176,7 +177,7 @@ describe('nodes started as their units say', () => {
     const urls = cluster.nodes.map((n) => `http://${n.host}:${n.ports.api}`);
     const ids = cluster.nodes.map((n) => n.id);
     try {
-      await waitFor(async () => (await allHealthy(urls)) && oneCluster(urls, ids), 'three healthy nodes in one cluster', 45_000);
+      await waitFor(async () => (await allHealthy(urls)) && oneCluster(urls, ids), { what: 'three healthy nodes in one cluster', timeoutMs: 45_000 });
     } catch (err) {
       throw new Error(`${(err as Error).message}\n${nodes.map((n) => n.output().slice(-2000)).join('\n---\n')}`);
     }

@@ -10,9 +10,10 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putRaw } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
-import { eventually, type Held, open, sleep } from '../load/connections.js';
+import { type Held, open, sleep } from '../load/connections.js';
 import { FUZZ_NODE_ARGS } from './exchange.js';
 import { checkNode, FUZZ_SECONDS, FUZZ_SEED, probeSurface, report, type Surface, verdict, stopAndClean } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** uWS's fixed 10 s idle timeout plus its 4 s timer granularity, with a margin. */
 const UWS_CLOSE_MS = 16_000;
@@ -92,7 +93,7 @@ describe('malformed request heads', () => {
         }
         const pending = conns.filter((c) => !c.closed() && !c.answer()).length;
         try {
-          await eventually(() => conns.every((c) => c.closed() || c.answer() !== undefined), UWS_CLOSE_MS, 'every malformed head answered or closed');
+          await waitFor(() => conns.every((c) => c.closed() || c.answer() !== undefined), { what: 'every malformed head answered or closed', timeoutMs: UWS_CLOSE_MS });
         } catch (err) {
           const open = batch.filter((_, i) => !conns[i]!.closed() && !conns[i]!.answer());
           throw new Error(`${(err as Error).message}; still open: ${open.map((h) => JSON.stringify(render(h).toString('latin1').slice(0, 120))).join(', ')}`);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GrpcNode, chunksOf, failure, getStream, patterned, putStream, startGrpcNode, Status, unary } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 let n: GrpcNode;
 
@@ -33,14 +34,6 @@ function tempFiles(dataDir: string): string[] {
   };
   walk(dataDir);
   return found;
-}
-
-async function eventually(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function listAll(): Promise<string[]> {
@@ -117,7 +110,7 @@ describe('PutStream rules', () => {
     expect(err.code).toBe(Status.INTERNAL);
     expect(err.details).toBe('put stream ended before the final chunk');
     expect(await listAll()).toEqual(before);
-    await eventually(() => tempFiles(n.node.dataDir).length === 0);
+    await waitFor(() => tempFiles(n.node.dataDir).length === 0, { what: 'tempFiles(n.node.dataDir).length === 0', timeoutMs: 10_000 });
   });
 
   it('an empty stream (no chunk at all) answers INTERNAL', async () => {
@@ -145,7 +138,7 @@ describe('PutStream rules', () => {
     expect(err.code).toBe(Status.INVALID_ARGUMENT);
     expect(err.details).toMatch(/interleaved/);
     expect(await listAll()).toEqual(before);
-    await eventually(() => tempFiles(n.node.dataDir).length === 0);
+    await waitFor(() => tempFiles(n.node.dataDir).length === 0, { what: 'tempFiles(n.node.dataDir).length === 0', timeoutMs: 10_000 });
   });
 
   it('an id of the wrong length on a chunk answers INVALID_ARGUMENT naming an invalid blob ID', async () => {
@@ -172,7 +165,7 @@ describe('PutStream rules', () => {
       const err = await failure(putStream(small.blobs, chunksOf(patterned(3 * MiB, 4), MiB)));
       expect(err.code).toBe(Status.RESOURCE_EXHAUSTED);
       expect((await unary(small.blobs, 'List', {})).ids ?? []).toEqual([]);
-      await eventually(() => tempFiles(small.node.dataDir).length === 0);
+      await waitFor(() => tempFiles(small.node.dataDir).length === 0, { what: 'tempFiles(small.node.dataDir).length === 0', timeoutMs: 10_000 });
     } finally {
       await small.stop();
     }
@@ -198,7 +191,7 @@ describe('deadlines and cancellation', () => {
     expect(err.code).toBe(Status.DEADLINE_EXCEEDED);
     await new Promise((r) => setTimeout(r, 300));
     expect(await listAll()).toEqual(before);
-    await eventually(() => tempFiles(n.node.dataDir).length === 0);
+    await waitFor(() => tempFiles(n.node.dataDir).length === 0, { what: 'tempFiles(n.node.dataDir).length === 0', timeoutMs: 10_000 });
   });
 
   it('a tiny deadline on a big get stream answers DEADLINE_EXCEEDED; the node serves on', async () => {
@@ -219,7 +212,7 @@ describe('deadlines and cancellation', () => {
     call.cancel();
     await new Promise((r) => setTimeout(r, 300));
     expect(await listAll()).toEqual(before);
-    await eventually(() => tempFiles(n.node.dataDir).length === 0);
+    await waitFor(() => tempFiles(n.node.dataDir).length === 0, { what: 'tempFiles(n.node.dataDir).length === 0', timeoutMs: 10_000 });
   });
 });
 
@@ -236,7 +229,7 @@ describe('idle streams', () => {
       expect(err.code).toBe(Status.DEADLINE_EXCEEDED);
       expect(err.details).toMatch(/sent nothing/);
       expect((await unary(own.blobs, 'List', {})).ids ?? []).toEqual([]);
-      await eventually(() => tempFiles(own.node.dataDir).length === 0);
+      await waitFor(() => tempFiles(own.node.dataDir).length === 0, { what: 'tempFiles(own.node.dataDir).length === 0', timeoutMs: 10_000 });
     } finally {
       await own.stop();
     }
@@ -289,7 +282,7 @@ describe('flow control', () => {
       call.on('end', resolve);
       call.on('error', reject);
     });
-    await eventually(() => received >= 8 * MiB);
+    await waitFor(() => received >= 8 * MiB, { what: 'received >= 8 * MiB', timeoutMs: 10_000 });
     await new Promise((r) => setTimeout(r, 1500)); // the node would run ahead here if it could
     const rssPaused = n.node.rssBytes();
     expect(received).toBeLessThan(64 * MiB);

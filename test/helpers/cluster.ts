@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { type NodeProcess, startNode, tempDir } from './node-process.js';
+import { waitFor } from './wait.js';
 
 export const HEARTBEAT_MS = 200;
 export const OFFLINE_MS = 1500;
@@ -172,7 +173,7 @@ export class TestCluster {
 
   /** Waits until node i is ready (/healthz 200): a node with a fresh data dir once admitted. */
   async ready(i: number): Promise<void> {
-    await eventually(async () => (await fetch(`${this.url(i)}/healthz`).catch(() => undefined))?.status === 200, `${this.ids[i]} ready`);
+    await waitFor(async () => (await fetch(`${this.url(i)}/healthz`).catch(() => undefined))?.status === 200, { what: `${this.ids[i]} ready` });
   }
 
   async kill(i: number): Promise<void> {
@@ -260,16 +261,6 @@ export async function copiesOf(c: TestCluster, among = c.live()): Promise<Map<st
     }
   }
   return holders;
-}
-
-/** Polls `check` until it holds (or throws with `what` after `timeoutMs`). */
-export async function eventually(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const BIG_CLUSTER_LOCK = join(tmpdir(), 'blobstore-test-big-cluster.lock');

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/engine.js';
 import { patternBytes } from '../helpers/blobs.js';
 import { openEngine, testConfig } from '../helpers/engine.js';
+import { waitFor } from '../helpers/wait.js';
 
 const EMPTY = Buffer.alloc(0);
 const config = (flags: Record<string, unknown> = {}): ReturnType<typeof testConfig> => testConfig({ diskReserveBytes: '1MiB', ...flags });
@@ -20,13 +21,6 @@ function listAll(engine: Engine): string[] {
     ids.push(...page.ids.map((b) => b.toString('hex')));
     if (!page.hasMore) return ids;
     cursor = page.nextCursor;
-  }
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  for (const end = Date.now() + timeoutMs; !check(); ) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
   }
 }
 
@@ -102,7 +96,7 @@ describe('the index journal', () => {
     await engine.settled();
     await engine.close();
     engine = await openEngine(cfg);
-    await until(() => engine.index.idFilter?.complete === true, 'the id filter');
+    await waitFor(() => engine.index.idFilter?.complete === true, { what: 'the id filter', timeoutMs: 10_000 });
     const after = await engine.putInline(patternBytes(500, 80), 1, EMPTY);
     for (const r of [...before, after]) expect(engine.index.has(r.id)).toBe(true);
     // The filter says no to ids it never saw: the index is not read for them.
@@ -132,7 +126,7 @@ describe('the index journal', () => {
     expect(ids.length - engine.index.journal.size).toBeGreaterThan(2 * 2048);
     await engine.close();
     engine = await openEngine(cfg);
-    await until(() => engine.index.idFilter?.complete === true, 'the id filter');
+    await waitFor(() => engine.index.idFilter?.complete === true, { what: 'the id filter', timeoutMs: 10_000 });
     expect(ids.filter((id) => !engine.index.idFilter!.mayHave(id))).toEqual([]);
     await engine.close();
   }, 60_000);

@@ -73,11 +73,3 @@ export async function settleAll(conns: Held[], ms: number): Promise<void> {
   await Promise.race([Promise.all(conns.map((c) => c.settled)), sleep(ms)]);
 }
 
-/** Polls `check` until it holds or `ms` passes. */
-export async function eventually(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not reached within ${ms} ms: ${what}`);
-    await sleep(50);
-  }
-}

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { type GrpcNode, startGrpcNode } from '../grpc/helpers.js';
 import { errorShapeProblem, report, tmpFiles, stopAndClean } from '../fuzz/harness.js';
-import { eventually, type Held, open, settleAll, sleep, storeHead } from './connections.js';
+import { type Held, open, settleAll, sleep, storeHead } from './connections.js';
+import { waitFor } from '../helpers/wait.js';
 
 const MiB = 1024 * 1024;
 const SLOTS = 16;
@@ -43,13 +44,13 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
    * take longer than a fixed pause to read them all. Then a pause in which none may be answered.
    */
   async function heldAdmitted(): Promise<void> {
-    await eventually(() => tmpFiles(n.node).filter((f) => f.endsWith('.part')).length >= SLOTS, 10_000, 'the held uploads admitted');
+    await waitFor(() => tmpFiles(n.node).filter((f) => f.endsWith('.part')).length >= SLOTS, { what: 'the held uploads admitted', timeoutMs: 10_000 });
     await sleep(300);
   }
 
   async function expectHealthyAfter(conns: Held[]): Promise<void> {
     for (const c of conns) c.close();
-    await eventually(() => tmpFiles(n.node).length === 0, 5000, 'temp files of the cut uploads removed');
+    await waitFor(() => tmpFiles(n.node).length === 0, { what: 'temp files of the cut uploads removed', timeoutMs: 5000 });
     const data = patternBytes(100_000, 77);
     const res = await putRaw(url(), data);
     expect(res.status).toBeLessThan(300);
@@ -63,7 +64,7 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
     await settleAll(conns, 3000);
     // On a loaded machine the node can take longer than those 3 s to read every head and refuse it
     // (the 8 s body idle timeout cuts the held ones only later).
-    await eventually(() => conns.filter((c) => c.answer() || c.closed()).length >= LOAD - SLOTS, 4000, 'the uploads beyond the limit answered');
+    await waitFor(() => conns.filter((c) => c.answer() || c.closed()).length >= LOAD - SLOTS, { what: 'the uploads beyond the limit answered', timeoutMs: 4000 });
     const refused = conns.filter((c) => c.answer()?.status === 503);
     const waiting = conns.filter((c) => !c.answer() && !c.closed());
     const other = conns.filter((c) => c.answer() && c.answer()!.status !== 503);
@@ -154,14 +155,14 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
     });
     // The extra streams are refused as they arrive; how soon depends on the machine, not the node.
     const refused = (): number => results.filter((e) => e?.code === grpc.status.UNAVAILABLE).length;
-    await eventually(() => refused() >= LOAD - SLOTS, 15_000, 'the streams beyond the limit refused');
+    await waitFor(() => refused() >= LOAD - SLOTS, { what: 'the streams beyond the limit refused', timeoutMs: 15_000 });
     await sleep(500); // a pause in which no admitted stream may be refused (counted exactly below)
     const growth = n.node.peakRssBytes() - rssBefore;
     const unavailable = refused();
     console.log(`gRPC overload: ${unavailable} UNAVAILABLE of ${LOAD}; RSS peak growth ${(growth / MiB).toFixed(1)} MiB`);
     report({ suite: 'overload-grpc-stalled', streams: LOAD, slots: SLOTS, unavailable, rssGrowthMiB: growth / MiB });
     for (const c of calls) c.cancel();
-    await eventually(() => tmpFiles(n.node).length === 0, 5000, 'temp files of the cancelled streams removed');
+    await waitFor(() => tmpFiles(n.node).length === 0, { what: 'temp files of the cancelled streams removed', timeoutMs: 5000 });
     expect(unavailable).toBe(LOAD - SLOTS);
     expect(growth).toBeLessThan(RSS_GROWTH_MAX);
   });

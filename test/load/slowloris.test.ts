@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { errorShapeProblem, report, tmpFiles, stopAndClean } from '../fuzz/harness.js';
-import { eventually, type Held, open, sleep, storeHead } from './connections.js';
+import { type Held, open, sleep, storeHead } from './connections.js';
+import { waitFor } from '../helpers/wait.js';
 
 const MiB = 1024 * 1024;
 const RSS_GROWTH_MAX = 64 * MiB;
@@ -57,7 +58,7 @@ describe('slowloris', () => {
     try {
       served = await probe(Date.now() + 6000, conns);
       expect(served).toBeGreaterThan(5);
-      await eventually(() => conns.every((c) => c.closed()), UWS_CLOSE_MS, 'every trickling connection closed');
+      await waitFor(() => conns.every((c) => c.closed()), { what: 'every trickling connection closed', timeoutMs: UWS_CLOSE_MS });
     } finally {
       clearInterval(trickle);
       for (const c of conns) c.close();
@@ -78,7 +79,7 @@ describe('slowloris', () => {
     expect(statuses.filter((s) => s !== 408)).toEqual([]);
     for (const c of conns) expect(errorShapeProblem('b', c.answer()!)).toBeUndefined();
     for (const c of conns) c.close();
-    await eventually(() => tmpFiles(node).length === 0, 5000, 'temp files removed');
+    await waitFor(() => tmpFiles(node).length === 0, { what: 'temp files removed', timeoutMs: 5000 });
     expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
   });
 
@@ -92,12 +93,12 @@ describe('slowloris', () => {
     try {
       const served = await probe(Date.now() + 4000, conns);
       expect(served).toBeGreaterThan(3);
-      await eventually(() => conns.every((c) => c.closed()), UWS_CLOSE_MS, 'every trickled body closed');
+      await waitFor(() => conns.every((c) => c.closed()), { what: 'every trickled body closed', timeoutMs: UWS_CLOSE_MS });
     } finally {
       clearInterval(trickle);
       for (const c of conns) c.close();
     }
-    await eventually(() => tmpFiles(node).length === 0, 5000, 'temp files removed');
+    await waitFor(() => tmpFiles(node).length === 0, { what: 'temp files removed', timeoutMs: 5000 });
     // Every slot is free again: 64 uploads at once are all admitted.
     const results = await Promise.all(Array.from({ length: 64 }, (_, i) => putRaw(node.url, patternBytes(1000, 500 + i))));
     expect(results.map((r) => r.status).filter((s) => s !== 201)).toEqual([]);

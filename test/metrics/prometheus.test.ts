@@ -20,7 +20,7 @@ let exited: Promise<void> | undefined;
 let promUrl: string;
 let promOutput = '';
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+async function valueWhen<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await fn().catch(() => undefined);
@@ -68,7 +68,7 @@ beforeAll(async () => {
   prometheus.stderr!.on('data', (d: Buffer) => (promOutput += d.toString()));
   const child = prometheus;
   exited = new Promise((resolve) => child.once('exit', () => resolve()));
-  await waitFor('prometheus ready', async () => ((await fetch(`${promUrl}/-/ready`)).status === 200 ? true : undefined));
+  await valueWhen('prometheus ready', async () => ((await fetch(`${promUrl}/-/ready`)).status === 200 ? true : undefined));
 });
 
 afterAll(async () => {
@@ -84,7 +84,7 @@ afterAll(async () => {
 
 describe('a real Prometheus scraping the node', () => {
   it('sees the target up (up == 1)', async () => {
-    const up = await waitFor('up == 1', async () => {
+    const up = await valueWhen('up == 1', async () => {
       const r = await query('up{job="blobstore"}');
       return r.length === 1 && r[0]!.value[1] === '1' ? r[0]! : undefined;
     });
@@ -92,20 +92,20 @@ describe('a real Prometheus scraping the node', () => {
   });
 
   it('sees blobstore_operations_total{operation="put"} move from 0 to 1 after a put, with the node label', async () => {
-    const before = await waitFor('a scrape of operations_total', async () => {
+    const before = await valueWhen('a scrape of operations_total', async () => {
       const r = await query('blobstore_operations_total{operation="put"}');
       return r.length === 1 ? r[0]! : undefined;
     });
     expect(before.value[1]).toBe('0');
     expect(before.metric.node).toBe(NODE_ID);
     expect((await putRaw(m.node.url, patternBytes(4096, 3))).status).toBe(201);
-    const after = await waitFor('operations_total to move', async () => {
+    const after = await valueWhen('operations_total to move', async () => {
       const r = await query('blobstore_operations_total{operation="put"}');
       return r.length === 1 && r[0]!.value[1] === '1' ? r[0]! : undefined;
     });
     expect(after.metric.node).toBe(NODE_ID);
     // Histograms are usable as such: a quantile comes back for the put latency.
-    const q = await waitFor('put latency quantile', async () => {
+    const q = await valueWhen('put latency quantile', async () => {
       const r = await query('histogram_quantile(0.5, blobstore_put_latency_seconds_bucket)');
       return r.length === 1 && r[0]!.value[1] !== 'NaN' ? r[0]! : undefined;
     });

@@ -15,8 +15,9 @@ import { Agent, setGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { type CertFiles, haveOpenssl, makeCa, makeCert } from '../helpers/certs.js';
-import { copiesOf, eventually, expectReadableEverywhere, freePort, TestCluster } from '../helpers/cluster.js';
+import { copiesOf, expectReadableEverywhere, freePort, TestCluster } from '../helpers/cluster.js';
 import { type NodeProcess, runCli, startNode, tempDir } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 const PYTHON = '/usr/bin/python3';
@@ -130,7 +131,7 @@ describe.skipIf(!haveOpenssl)('TLS on a node alone (openssl certificates)', () =
     const want = serialOf(next.cert);
     const presents = async (port: number, listener: string): Promise<void> => {
       try {
-        await eventually(async () => (await servedSerial(port).catch(() => '')) === want, `the ${listener} listener presents the new certificate`, 20_000);
+        await waitFor(async () => (await servedSerial(port).catch(() => '')) === want, { what: `the ${listener} listener presents the new certificate`, timeoutMs: 20_000 });
       } catch (err) {
         throw new Error(`${(err as Error).message}; the node's last lines:\n${node.output().split('\n').slice(-15).join('\n')}`);
       }
@@ -142,7 +143,7 @@ describe.skipIf(!haveOpenssl)('TLS on a node alone (openssl certificates)', () =
     // A key that is not the certificate's: the node says so and keeps serving the one it has.
     copyFileSync(nodeCert.key, cert.key);
     node.child.kill('SIGHUP');
-    await eventually(() => /is not the key of the certificate.*keeping the certificate loaded before/.test(node.output()), 'the refusal is logged', 20_000);
+    await waitFor(() => /is not the key of the certificate.*keeping the certificate loaded before/.test(node.output()), { what: 'the refusal is logged', timeoutMs: 20_000 });
     expect(await servedSerial(apiPort)).toBe(want);
   }, 90_000);
 });
@@ -182,10 +183,10 @@ describe.skipIf(!haveOpenssl)('three nodes that talk only TLS (mutual TLS and a 
       expect(res.status).toBe(201);
       blobs.set(((await res.json()) as { id: string }).id, bytes);
     }
-    await eventually(async () => {
+    await waitFor(async () => {
       const copies = await copiesOf(c);
       return [...blobs.keys()].every((id) => copies.get(id)?.length === 3);
-    }, 'three copies of every blob', 60_000);
+    }, { what: 'three copies of every blob', timeoutMs: 60_000 });
     await expectReadableEverywhere(c, blobs);
     // Nothing of it crossed in plain text: a plain-HTTP request to a node gets no answer.
     await expect(fetch(c.url(0).replace('https', 'http') + '/v1/cluster/state', { signal: AbortSignal.timeout(10_000) })).rejects.toThrow();
