@@ -21,6 +21,7 @@ import { type Ticks, ticks } from '../metrics/clock.js';
 import type { BlobService } from '../service/blob-service.js';
 import type { BufferPool } from '../pool/buffer-pool.js';
 import { AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, X_BLOBSTORE_LABELS, X_BLOBSTORE_POLICY } from './header-names.js';
+import { contentLengthOf } from './blob-routes.js';
 import type { BodySink, Intake } from './intake.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
@@ -51,9 +52,8 @@ export class BatchStores {
       const policy = parsePolicy(req.getHeader(X_BLOBSTORE_POLICY));
       const labels = parseLabelsHeader(req.getHeader(X_BLOBSTORE_LABELS), this.config);
       this.service.checkPolicy(policy);
-      const lengthHeader = req.getHeader(CONTENT_LENGTH);
-      if (lengthHeader === '') throw new BlobstoreError('length_required', 'a batch needs its Content-Length');
-      const length = Number(lengthHeader);
+      const length = contentLengthOf(req.getHeader(CONTENT_LENGTH));
+      if (length === undefined) throw new BlobstoreError('length_required', 'a batch needs its Content-Length');
       if (length > this.config.maxBatchBytes) throw payloadTooLarge(`batch of ${length} bytes exceeds the limit of ${this.config.maxBatchBytes} bytes`);
       x = newExchange(res, this.wire, this.log);
       release = this.intake.admit();
@@ -106,7 +106,9 @@ export class BatchStores {
         stored: (err: Error | undefined, id: Buffer, existed: boolean): void => {
           if (err) return reject(err);
           // The engine's id buffer belongs to its pooled record: copied.
-          resolve({ id: Buffer.from(id), size: data.length, created: !existed });
+          const result = { id: Buffer.from(id), size: data.length, created: !existed };
+          if (copy === undefined) this.service.recorder.done('put', start, data.length);
+          resolve(result);
         },
       };
       try {
@@ -115,8 +117,10 @@ export class BatchStores {
         reject(err);
       }
     });
+    // In a cluster the answer waits for the copies too, as a single store's does.
+    if (copy === undefined) return stored;
     return stored.then(async (result) => {
-      if (copy) await this.service.copiesOf(result.id, copy);
+      await this.service.copiesOf(result.id, copy);
       this.service.recorder.done('put', start, data.length);
       return result;
     });
