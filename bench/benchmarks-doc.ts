@@ -64,6 +64,34 @@ const unitOf = (lines: Line[], spec: string): string => {
   return spec.includes(':') ? '' : line?.unit ?? '';
 };
 
+/** The 4 KiB requests' CPU and kernel entries against the bare uWS server's, from the http-4KiB step. */
+function workPerRequest(out: string[]): void {
+  const lines = linesOf('http-4KiB');
+  const find = (metric: string): Line | undefined => lines.find((l) => l.metric === metric);
+  const kinds: [string, string][] = [['4 KiB PUT', 'put'], ['4 KiB GET, hot set', 'get'], ['4 KiB GET, larger set', 'get_large']];
+  out.push('', '## Work per request against the bare server', '');
+  if (find('cpu_us_per_put') === undefined) {
+    out.push('Not measured since this page began (`BENCH_ONLY=http-4KiB bash bench/run.sh`).');
+    return;
+  }
+  out.push(
+    'CPU of the answering process (all threads; kernel part in brackets) and system calls it enters,',
+    'per request, at the load of the timed rounds; the bare server answers the same wrk script.',
+    '',
+    '| Request | CPU us, ours | CPU us, bare | Syscalls, ours | Syscalls, bare | Our syscalls by name |',
+    '|---|---:|---:|---:|---:|---|',
+  );
+  for (const [label, key] of kinds) {
+    const ours = find(`cpu_us_per_${key}`);
+    const bare = find(`cpu_us_per_${String(ours?.reference)}`);
+    const sc = find(`syscalls_per_${key}`);
+    const scBare = find(`syscalls_per_${String(sc?.reference)}`);
+    const us = (l: Line | undefined): string => (l ? `${fmt(l.value ?? undefined, 1)} (${fmt(l.kernel_us as number | undefined, 1)})` : '-');
+    const names = sc?.by_name ? Object.entries(sc.by_name as Record<string, number>).map(([n, c]) => `${n} ${c}`).join(', ') : '-';
+    out.push(`| ${label} | ${us(ours)} | ${us(bare)} | ${fmt(sc?.value ?? undefined, 2)} | ${fmt(scBare?.value ?? undefined, 2)} | ${names} |`);
+  }
+}
+
 const fmt = (n: number | undefined, digits = 0): string => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
 
 const out: string[] = [
@@ -95,5 +123,6 @@ for (const row of ROWS) {
   const unit = unitOf(lines, row.value);
   out.push(`| ${row.figure} | ${fmt(value, value !== undefined && value < 100 ? 1 : 0)} ${unit} | ${row.reference ? `${fmt(reference)} ${row.referenceUnit ?? unitOf(lines, row.reference)}` : '-'} | ${fmt(ratio, 3)} | ${row.target} | ${met} | ${cpu}, ${when} | ${command} |`);
 }
+workPerRequest(out);
 writeFileSync(join(ROOT, 'docs/benchmarks.md'), out.join('\n') + '\n');
 process.stderr.write(`docs/benchmarks.md: ${ROWS.length} rows\n`);

@@ -11,18 +11,25 @@ const execFileAsync = promisify(execFile);
 /** Linux reports CPU time in clock ticks of 1/100 s (USER_HZ). */
 const TICK_US = 10_000;
 
-/** User + system CPU time of a process (all its threads) so far, in microseconds. */
-export function cpuUs(pid: number): number {
+/** User and system CPU time of a process (all its threads) so far, in microseconds. */
+function cpuSplitUs(pid: number): { user: number; sys: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+  return { user: Number(fields[11]) * TICK_US, sys: Number(fields[12]) * TICK_US };
 }
 
-/** Runs `load` and returns its result with the process's CPU microseconds meanwhile. */
-export async function withCpu<T>(pid: number, load: () => Promise<T>): Promise<{ result: T; cpuUs: number }> {
-  const before = cpuUs(pid);
+/** User + system CPU time of a process (all its threads) so far, in microseconds. */
+export function cpuUs(pid: number): number {
+  const { user, sys } = cpuSplitUs(pid);
+  return user + sys;
+}
+
+/** Runs `load` and returns its result with the process's CPU microseconds meanwhile (`sysUs`: in the kernel). */
+export async function withCpu<T>(pid: number, load: () => Promise<T>): Promise<{ result: T; cpuUs: number; sysUs: number }> {
+  const before = cpuSplitUs(pid);
   const result = await load();
-  return { result, cpuUs: cpuUs(pid) - before };
+  const after = cpuSplitUs(pid);
+  return { result, cpuUs: after.user + after.sys - before.user - before.sys, sysUs: after.sys - before.sys };
 }
 
 export async function perfAvailable(): Promise<boolean> {
@@ -97,4 +104,40 @@ export function byKind(symbols: readonly PerfSymbol[]): { kind: string; pct: num
   const sums = new Map<string, number>();
   for (const s of symbols) sums.set(s.kind, (sums.get(s.kind) ?? 0) + s.pct);
   return [...sums].map(([kind, pct]) => ({ kind, pct })).sort((a, b) => b.pct - a.pct);
+}
+
+export interface SyscallCount {
+  /** Every system call the process (all its threads) entered while the load ran. */
+  total: number;
+  /** By name, largest first. */
+  byName: { name: string; count: number }[];
+}
+
+/**
+ * `perf stat` of every syscall tracepoint of `pid` while `load` runs: what a request costs in
+ * kernel entries, the figure a slower CPU (dearer syscalls) punishes. Only outside the timed
+ * rounds: enabled tracepoints add their own cost.
+ */
+export async function withSyscalls<T>(pid: number, load: () => Promise<T>): Promise<{ result: T; syscalls: SyscallCount }> {
+  const stat = spawn('perf', ['stat', '-x', ',', '-e', 'syscalls:sys_enter_*', '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let out = '';
+  stat.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => stat.once('exit', resolve));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  let result: T;
+  try {
+    result = await load();
+  } finally {
+    stat.kill('SIGINT');
+    await exited;
+  }
+  const byName: { name: string; count: number }[] = [];
+  for (const line of out.split('\n')) {
+    // "1234,,syscalls:sys_enter_read,..." (a count of "<not counted>" is skipped)
+    const m = /^(\d+),[^,]*,syscalls:sys_enter_(\w+),/.exec(line);
+    if (m && Number(m[1]) > 0) byName.push({ name: m[2]!, count: Number(m[1]) });
+  }
+  if (byName.length === 0) throw new Error(`perf stat counted no syscalls: ${out.slice(0, 400)}`);
+  byName.sort((a, b) => b.count - a.count);
+  return { result, syscalls: { total: byName.reduce((a, s) => a + s.count, 0), byName } };
 }
