@@ -6,7 +6,6 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { loadProtos } from '../grpc/proto.js';
-import { takeLargeFrames } from '../grpc/http2-frames.js';
 import type { PeerLink } from './peer-link.js';
 
 /** The metadata key of the cluster secret (docs/cluster.md, Security). */
@@ -84,7 +83,6 @@ export class PeerClients {
   private readonly peers = new Map<string, Peer>();
 
   constructor(private readonly options: PeerOptions) {
-    takeLargeFrames();
     // Channels carry the certificate they were made with: a new one makes new channels.
     options.link.onChange(() => this.retain(new Set()));
   }

@@ -1,6 +1,6 @@
 /**
- * The one place that reaches into grpc-js: the HTTP/2 server grpc-js creates (through
- * http2.createServer, which server.ts wraps while bindAsync runs) gets its `emit` wrapped, so a
+ * The one place that reaches into grpc-js: the HTTP/2 server our grpc-js server makes (through
+ * its createHttp2Server, which server.ts wraps on that instance) gets its `emit` wrapped, so a
  * new stream on a path we serve directly (direct-streams.ts: PutStream, GetStream) goes to our
  * handler instead of grpc-js's 'stream' listener. Why: grpc-js moves a stream's messages one at
  * a time through promises and copies each twice, which held PutStream and GetStream well below a
@@ -9,7 +9,7 @@
  *
  * Only plain calls are taken (POST, content-type application/grpc[+proto], no compression);
  * any other goes to grpc-js unchanged, which answers it as before. The seam depends on grpc-js
- * creating its server with http2.createServer and on Node emitting 'stream' through
+ * making its server through createHttp2Server and on Node emitting 'stream' through
  * `server.emit`: server.ts refuses to start when the first stops holding, and
  * test/grpc/direct-seam.test.ts fails when either does.
  */

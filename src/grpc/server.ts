@@ -6,7 +6,7 @@
  */
 import { scopeOf } from '../auth/access.js';
 import * as grpc from '@grpc/grpc-js';
-import http2 from 'node:http2';
+import type http2 from 'node:http2';
 import type { Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
 import { parseHostPort } from '../config/units.js';
@@ -51,23 +51,35 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
   return handlers;
 }
 
+/** The part of a grpc-js Server this module reaches into (server.js of grpc-js 1.14). */
+interface Http2Making {
+  commonServerOptions?: http2.ServerOptions;
+  createHttp2Server?: (credentials: unknown) => http2.Http2Server;
+}
+
 /**
- * grpc-js gives its HTTP/2 server no flow-control setting, so every stream receives through
- * Node's default 64 KiB window: a put stream then waits for a WINDOW_UPDATE round trip through
- * the event loop every 64 KiB. Until bindAsync has created its server, http2.createServer is
- * wrapped to announce `windowBytes` per stream and per connection, and to hand the streams of
- * `routes` to their direct handlers (direct-seam.ts); `created` tells that grpc-js came this way.
- * Then the original is back. Exported for test/grpc/direct-seam.test.ts.
+ * grpc-js gives its HTTP/2 server no flow-control or frame-size setting, so every stream receives
+ * through Node's default 64 KiB window in 16 KiB frames: a put stream then waits for a
+ * WINDOW_UPDATE round trip through the event loop every 64 KiB. This grpc-js server (only it:
+ * node:http2 itself is left alone, so any other HTTP/2 server or client in the process keeps
+ * Node's defaults) announces `windowBytes` per stream and per connection and frames of up to
+ * MAX_FRAME_BYTES, and hands the streams of `routes` to their direct handlers (direct-seam.ts).
+ * Returns whether grpc-js has made its HTTP/2 server this way since (checked after bindAsync).
+ * Exported for test/grpc/direct-seam.test.ts.
  */
-export function widenHttp2Windows(windowBytes: number, routes: ReadonlyMap<string, DirectHandler>, created: () => void): () => void {
-  const original = http2.createServer;
-  const originalSecure = http2.createSecureServer;
-  // With TLS grpc-js creates its server with createSecureServer: the same settings and seam.
-  const widen = (make: typeof http2.createServer) => (options: http2.ServerOptions, handler?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) => {
-    created();
-    // Frames of up to MAX_FRAME_BYTES (http2-frames.ts): a 1 MiB message arrives in one.
-    const server = make({ ...options, settings: { ...options.settings, initialWindowSize: windowBytes, maxFrameSize: MAX_FRAME_BYTES } }, handler);
-    server.on('session', (session) => session.setLocalWindowSize(windowBytes));
+export function widenHttp2Windows(grpcServer: grpc.Server, windowBytes: number, routes: ReadonlyMap<string, DirectHandler>): () => boolean {
+  const inner = grpcServer as unknown as Http2Making;
+  const make = inner.createHttp2Server;
+  if (typeof make !== 'function' || typeof inner.commonServerOptions !== 'object') {
+    throw new Error('grpc-js no longer makes its HTTP/2 server through createHttp2Server(commonServerOptions): src/grpc/server.ts needs updating');
+  }
+  // Read by grpc-js for every HTTP/2 server it makes (plain and TLS alike).
+  inner.commonServerOptions.settings = { ...inner.commonServerOptions.settings, initialWindowSize: windowBytes, maxFrameSize: MAX_FRAME_BYTES };
+  let created = false;
+  inner.createHttp2Server = (credentials: unknown): http2.Http2Server => {
+    const server = make.call(grpcServer, credentials);
+    created = true;
+    server.on('session', (session: http2.ServerHttp2Session) => session.setLocalWindowSize(windowBytes));
     // Nagle's algorithm held small frames (a unary answer, a stream's last message) until the
     // peer's delayed ACK, ~40 ms: a node's read from a peer took 20-60 ms instead of 2.
     server.on('connection', (socket: import('node:net').Socket) => socket.setNoDelay(true));
@@ -75,12 +87,7 @@ export function widenHttp2Windows(windowBytes: number, routes: ReadonlyMap<strin
     interceptStreams(server, routes);
     return server;
   };
-  (http2 as { createServer: unknown }).createServer = widen(original);
-  (http2 as { createSecureServer: unknown }).createSecureServer = widen(originalSecure as unknown as typeof http2.createServer);
-  return () => {
-    (http2 as { createServer: unknown }).createServer = original;
-    (http2 as { createSecureServer: unknown }).createSecureServer = originalSecure;
-  };
+  return () => created;
 }
 
 export class GrpcServer {
@@ -134,14 +141,17 @@ export class GrpcServer {
     const p = port ?? addr.port;
     const target = addr.host.includes(':') ? `[${addr.host}]:${p}` : `${addr.host}:${p}`;
     return new Promise((resolve, reject) => {
-      let created = false;
-      const restore = widenHttp2Windows(this.config.grpcWindowBytes, this.routes, () => (created = true));
+      let created: () => boolean;
+      try {
+        created = widenHttp2Windows(this.server, this.config.grpcWindowBytes, this.routes);
+      } catch (err) {
+        return reject(err);
+      }
       this.server.bindAsync(target, serverCredentials(this.tls), (err, bound) => {
-        restore();
         if (err) return reject(new Error(`cannot listen for gRPC on ${target}: ${err.message}`));
-        // The seam of direct-seam.ts (and the window settings) need grpc-js to create its server
-        // with http2.createServer: a grpc-js that stops doing so must not start silently slower.
-        if (!created) return reject(new Error('grpc-js did not create its HTTP/2 server through http2.createServer: the stream seam (src/grpc/direct-seam.ts) needs updating'));
+        // The seam of direct-seam.ts (and the window settings) need grpc-js to make its server
+        // through createHttp2Server: a grpc-js that stops doing so must not start silently slower.
+        if (!created()) return reject(new Error('grpc-js did not make its HTTP/2 server through createHttp2Server: the stream seam (src/grpc/direct-seam.ts) needs updating'));
         growHeapForHttp2(this.config.grpcHeapGrowingPercent);
         this.standard.serving();
         resolve(bound);

@@ -1,16 +1,18 @@
 /**
- * The seam of src/grpc/direct-seam.ts against the installed grpc-js: its server must still be
- * created through http2.createServer while bindAsync runs, and its streams must still arrive
- * through the server's `emit('stream')`, or PutStream and GetStream silently fall back to
- * grpc-js's slower path. This test fails loudly when a grpc-js upgrade breaks either.
+ * The seam of src/grpc/direct-seam.ts against the installed grpc-js: its server must still make
+ * its HTTP/2 server through its createHttp2Server method, and streams must still arrive through
+ * that server's `emit('stream')`, or PutStream and GetStream silently fall back to grpc-js's
+ * slower path. This test fails loudly when a grpc-js upgrade breaks either. The settings and the
+ * seam stay on that one server: node:http2 itself is never patched.
  * A real grpc-js server and client on 127.0.0.1, port 0.
  */
-import type http2 from 'node:http2';
+import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DirectHandler } from '../../src/grpc/direct-seam.js';
 import { servedDirectly } from '../../src/grpc/direct-seam.js';
 import { widenHttp2Windows } from '../../src/grpc/server.js';
+import { MAX_FRAME_BYTES } from '../../src/grpc/http2-frames.js';
 
 const identity = (b: Buffer): Buffer => b;
 const method = (path: string, requestStream = false): grpc.MethodDefinition<Buffer, Buffer> => ({
@@ -19,8 +21,11 @@ const method = (path: string, requestStream = false): grpc.MethodDefinition<Buff
 const definition = { Direct: method('/seam.Test/Direct'), Other: method('/seam.Test/Other') };
 
 let server: grpc.Server;
+let serverPort = 0;
 let client: grpc.Client & Record<string, (...args: unknown[]) => any>;
-let created = false;
+let created: () => boolean;
+const createServer = http2.createServer;
+const connect = http2.connect;
 const seen: string[] = [];
 
 beforeAll(async () => {
@@ -35,11 +40,11 @@ beforeAll(async () => {
     Direct: (_call: unknown, callback: grpc.sendUnaryData<Buffer>) => callback(null, Buffer.from('grpc-js')),
     Other: (_call: unknown, callback: grpc.sendUnaryData<Buffer>) => callback(null, Buffer.from('grpc-js')),
   });
-  const restore = widenHttp2Windows(8 * 1024 * 1024, new Map([['/seam.Test/Direct', direct]]), () => (created = true));
+  created = widenHttp2Windows(server, 8 * 1024 * 1024, new Map([['/seam.Test/Direct', direct]]));
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => {
-    restore();
     return err ? reject(err) : resolve(p);
   }));
+  serverPort = port;
   const Ctor = grpc.makeGenericClientConstructor(definition, 'SeamTest');
   client = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as typeof client;
 });
@@ -55,8 +60,23 @@ function call(name: 'Direct' | 'Other', options: grpc.CallOptions = {}): Promise
 }
 
 describe('the grpc-js seam', () => {
-  it('grpc-js creates its HTTP/2 server through http2.createServer during bindAsync', () => {
-    expect(created).toBe(true);
+  it('grpc-js makes its HTTP/2 server through the wrapped createHttp2Server of this instance', () => {
+    expect(created()).toBe(true);
+  });
+
+  it('node:http2 is left alone: other servers and clients in the process keep Node\'s defaults', async () => {
+    expect(http2.createServer).toBe(createServer);
+    expect(http2.connect).toBe(connect);
+    // Our server announces its large frames and window; a plain client announces Node's own.
+    const session = http2.connect(`http://127.0.0.1:${serverPort}`);
+    try {
+      const remote = await new Promise<http2.Settings>((resolve) => session.once('remoteSettings', resolve));
+      expect(remote.maxFrameSize).toBe(MAX_FRAME_BYTES);
+      expect(remote.initialWindowSize).toBe(8 * 1024 * 1024);
+      expect(session.localSettings.maxFrameSize).toBe(16384);
+    } finally {
+      session.close();
+    }
   });
 
   it('a stream on a direct route reaches our handler, not grpc-js', async () => {
