@@ -52,6 +52,15 @@ export function checkPlacement(policy: Policy, nodesAvailable: number): void {
   }
 }
 
+/**
+ * NONE's one copy is the receiving node's (the spec: durable on the receiving node, 1x overhead):
+ * it is not queued for the ring's owner nor handed off to it, so a store of it on a cluster costs
+ * what it costs on a node alone. It moves only when its node leaves (docs/adr/0017-none-stays.md).
+ */
+export function staysWhereStored(policy: number): boolean {
+  return policy === 1;
+}
+
 /** Full copies a replica policy asks for (NONE 1, REPLICA2 2, REPLICA3 and UNSPECIFIED 3); 0 for EC. */
 export function replicaCount(policy: number): number {
   switch (policy) {

@@ -18,7 +18,8 @@ import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js
 import type { Located, Placement } from '../service/placement.js';
 import type { StoreContent } from '../service/blob-writer.js';
 import type { PutResult } from '../blob/meta.js';
-import type { Policy } from '../blob/policy.js';
+import { type Policy, staysWhereStored } from '../blob/policy.js';
+import { READ_OWNERS } from './ring.js';
 import { EcReader } from './ec-reader.js';
 import { type EcContent, EcWriter } from './ec-writer.js';
 import { EcRepairer } from './ec-repair.js';
@@ -228,8 +229,11 @@ export class Cluster implements Placement {
     return this.ecWriter.put(content as EcContent, policy, labels);
   }
 
-  replicates(): boolean {
-    return this.node.ring.nodeIds.some((n) => n !== this.node.nodeId);
+  replicates(policy: Policy): boolean {
+    const ring = this.node.ring;
+    // NONE's copy moves only where the ring is larger than what a read asks (Ring.holders).
+    if (staysWhereStored(policy)) return ring.size > READ_OWNERS;
+    return ring.nodeIds.some((n) => n !== this.node.nodeId);
   }
 
   async stored(id: Buffer, data?: Buffer): Promise<void> {

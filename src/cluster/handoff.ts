@@ -1,7 +1,7 @@
 /**
  * Handoff: copies this node holds but does not own go to their owners (and shard columns of EC
- * blobs, column-handoff.ts). That is a store a
- * non-owner took from a client, a range that moved to a joining node, or, when this node is
+ * blobs, column-handoff.ts). That is a store a non-owner took from a client (NONE's copy stays
+ * where Ring.holders says), a range that moved to a joining node, or, when this node is
  * leaving, everything it holds (a graceful leave's migration).
  *
  *   scan the index ──▶ ids whose owners (current ring) do not include this node, 256 at a time
@@ -94,6 +94,8 @@ export class Handoff {
   private notOwned(after: Buffer | undefined, limit: number): { page: BlobMeta[]; blobs: number; bytes: number } {
     const ring = this.cluster.ring;
     const self = this.cluster.nodeId;
+    // NONE's one copy may stay on the node that took it (Ring.holders), until that node leaves.
+    const leaving = this.leaving();
     const page: BlobMeta[] = [];
     let blobs = 0;
     let bytes = 0;
@@ -101,7 +103,7 @@ export class Handoff {
     this.store.scan(after, (id, policy, size) => {
       if (after && id.equals(after)) return true;
       const count = replicaCount(policy);
-      if (count === 0 || ring.owners(id, count).includes(self)) return true;
+      if (count === 0 || (leaving ? ring.owners(id, count) : ring.holders(id, policy, self)).includes(self)) return true;
       blobs++;
       bytes += size;
       if (limit === 0) return !this.stopped;

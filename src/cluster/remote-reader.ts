@@ -22,11 +22,10 @@ import { Location } from '../index/entry.js';
 import type { ByteRange, ChunkSink } from '../service/local-store.js';
 import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
+import { READ_OWNERS } from './ring.js';
 import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 
-/** Tries per read (the spec: up to 3 replica nodes). */
-const CANDIDATES_MAX = 3;
 
 /**
  * Blobs found on peers lately, kept so that repeated reads skip the StatBlob round trip (a grpc-js
@@ -66,12 +65,12 @@ export class RemoteReader {
   /** Nodes that may hold the blob: its owners now, then owners before a node began leaving. */
   private candidates(id: Buffer): string[] {
     const self = this.cluster.nodeId;
-    const out = this.cluster.ring.owners(id, 3).filter((n) => n !== self);
+    const out = this.cluster.ring.owners(id, READ_OWNERS).filter((n) => n !== self);
     for (const r of this.cluster.membership.records()) {
       if (r.status === 'leaving' && r.nodeId !== self && !out.includes(r.nodeId)) out.push(r.nodeId);
     }
     // Online first; an offline node is still worth a try when nothing else answers.
-    return [...out.filter((n) => this.cluster.online(n)), ...out.filter((n) => !this.cluster.online(n))].slice(0, CANDIDATES_MAX + 1);
+    return [...out.filter((n) => this.cluster.online(n)), ...out.filter((n) => !this.cluster.online(n))].slice(0, READ_OWNERS + 1);
   }
 
   /** The blob's metadata from the first owner that has it; undefined when none has it. */
@@ -94,7 +93,7 @@ export class RemoteReader {
     let asked = 0;
     let failed = 0;
     for (const peer of this.candidates(id)) {
-      if (asked === CANDIDATES_MAX) break;
+      if (asked === READ_OWNERS) break;
       const member = this.cluster.member(peer);
       if (!member || member.grpcAddress === '') continue;
       asked++;

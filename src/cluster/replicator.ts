@@ -19,7 +19,6 @@ import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { BlobMeta } from '../blob/meta.js';
 import type { QueueEntry } from '../index/blob-index.js';
-import { replicaCount } from '../blob/policy.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import type { BlobSender, SendTarget } from './blob-sender.js';
@@ -174,7 +173,7 @@ export class Replicator {
         continue;
       }
       queued.set(id.toString('hex'), { entry, meta });
-      const missing = this.cluster.ring.owners(id, replicaCount(meta.policy)).filter((o) => o !== this.cluster.nodeId && !entry.done.includes(o));
+      const missing = this.cluster.ring.holders(id, meta.policy, this.cluster.nodeId).filter((o) => o !== this.cluster.nodeId && !entry.done.includes(o));
       if (missing.length === 0) {
         await this.dequeue(id);
         continue;
@@ -225,7 +224,7 @@ export class Replicator {
   private async confirmed({ entry, meta }: { entry: QueueEntry; meta: BlobMeta }, peers: readonly string[]): Promise<void> {
     const id = meta.id;
     for (const peer of peers) if (!entry.done.includes(peer)) entry.done.push(peer);
-    const owners = this.cluster.ring.owners(id, replicaCount(meta.policy)).filter((o) => o !== this.cluster.nodeId);
+    const owners = this.cluster.ring.holders(id, meta.policy, this.cluster.nodeId).filter((o) => o !== this.cluster.nodeId);
     this.backoff.clear(id.toString('hex'));
     this.wake(id, entry.done.length);
     if (owners.every((o) => entry.done.includes(o))) await this.dequeue(id);

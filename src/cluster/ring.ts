@@ -12,6 +12,10 @@
  * ~1/11 of the ids when an 11th node joins (bench/cluster/ring.bench.ts measures both).
  */
 import { blake3 } from '../hash/blake3.js';
+import { replicaCount, staysWhereStored } from '../blob/policy.js';
+
+/** The nodes a read of a blob this node lacks asks, at most (the spec: up to 3 replica nodes). */
+export const READ_OWNERS = 3;
 
 export interface RingMember {
   readonly nodeId: string;
@@ -68,6 +72,16 @@ export class Ring {
       else hi = mid;
     }
     return lo === this.points.length ? 0 : lo;
+  }
+
+  /**
+   * The nodes that hold whole copies of a blob of `policy` that node `taker` stored: its owners,
+   * except that NONE's one copy stays on the taker when the taker is one of the READ_OWNERS nodes
+   * a read from any node asks (docs/adr/0017-none-stays.md).
+   */
+  holders(id: Uint8Array, policy: number, taker: string): string[] {
+    if (staysWhereStored(policy) && this.owners(id, READ_OWNERS).includes(taker)) return [taker];
+    return this.owners(id, replicaCount(policy));
   }
 
   /**

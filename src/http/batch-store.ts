@@ -98,7 +98,7 @@ export class BatchStores {
 
   /** One blob through the small store's group commit (the engine copies `data` before this returns). */
   private putSmall(data: Uint8Array, policy: Policy, labels: Buffer, start: Ticks): Promise<PutResult> {
-    const replicate = this.service.replicates();
+    const replicate = this.service.replicates(policy);
     // In a cluster the replicator sends these bytes to the owners rather than reading them back.
     const copy = replicate ? Buffer.from(data) : undefined;
     const stored = new Promise<PutResult>((resolve, reject) => {

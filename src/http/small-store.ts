@@ -142,7 +142,7 @@ class SmallStore implements SmallStoreDone, Receiving {
     const { service } = this.owner;
     service.recorder.stage('receive', this.startAt);
     this.state = STORING;
-    const replicate = service.replicates();
+    const replicate = service.replicates(this.policy);
     // In a cluster the replicator sends these bytes to the owners rather than reading them back.
     if (replicate) this.copy = Buffer.from(body instanceof ArrayBuffer ? new Uint8Array(body) : body);
     try {

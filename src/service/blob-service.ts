@@ -116,9 +116,9 @@ export class BlobService {
     this.store.putSmall(data, policy, labels, done, replicate);
   }
 
-  /** Whether a client's store here is copied to the ring's owners (there are other members). */
-  replicates(): boolean {
-    return this.placement.replicates();
+  /** Whether a client's store of `policy` here is copied to the ring's owners (there are other members; not NONE). */
+  replicates(policy: Policy): boolean {
+    return this.placement.replicates(policy);
   }
 
   /**
@@ -158,7 +158,7 @@ export class BlobService {
         if ('file' in content) await content.file.abort();
       }
     }
-    const origin = { replicate: this.placement.replicates() };
+    const origin = { replicate: this.placement.replicates(target.policy) };
     let result: PutResult;
     if ('data' in content) {
       result = await this.store.putInline(content.data, target.policy, target.labels, origin);

@@ -32,8 +32,8 @@ export interface Placement {
   nodesAvailable(): number;
   /** Stores an erasure-coded blob as columns on its owners (the coordinator's part of an EC store). */
   storeEc(content: StoreContent, policy: Policy, labels: Buffer): Promise<PutResult>;
-  /** A client's store here queues copies for the ring's owners (there are other members). */
-  replicates(): boolean;
+  /** A client's store of `policy` here queues copies for the ring's owners (there are other members, and the policy has copies). */
+  replicates(policy: Policy): boolean;
   /**
    * A store that queued copies was committed: they go out soon. Resolves at once, or, with
    * replicationAcks W, once W owners besides this node hold the blob (503 after the timeout).

@@ -14,6 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import { copiesOf, expectReadableEverywhere, TestCluster } from '../helpers/cluster.js';
 import { client, failure, unary } from '../grpc/helpers.js';
 import { waitFor } from '../helpers/wait.js';
+import { Ring } from '../../src/cluster/ring.js';
 
 const acked = new Map<string, Buffer>();
 
@@ -47,6 +48,26 @@ describe('replication on a 4-node cluster', () => {
       const holders = await copiesOf(c);
       return [...want].every(([id, n]) => holders.get(id)?.length === n);
     }, { what: 'every blob on as many nodes as its policy asks' });
+  });
+
+  it('NONE keeps its one copy on the node that took it when that node is one of the three a read asks, else moves it to the owner', async () => {
+    // The ring every member computes (128 virtual nodes each, no regions), built here from the ids.
+    const ring = new Ring(c.ids.map((nodeId) => ({ nodeId, region: '' })), 128);
+    const taker = c.ids[2]!;
+    const want = new Map<string, string[]>();
+    for (let i = 0; i < 24; i++) {
+      const id = await store(c, 2, patternBytes(1200 + i, 4242 + i), 1);
+      want.set(id, ring.holders(Buffer.from(id, 'hex'), 1, taker));
+    }
+    // Both kinds are there: most stay (3 of 4 nodes are among those a read asks), some move.
+    const stays = [...want.values()].filter((h) => h[0] === taker).length;
+    expect(stays).toBeGreaterThan(0);
+    expect(stays).toBeLessThan(want.size);
+    await waitFor(async () => {
+      const holders = await copiesOf(c);
+      return [...want].every(([id, h]) => holders.get(id)?.join() === h.join());
+    }, { what: 'each NONE blob on its one holder: the taker, or the owner it was moved to' });
+    await expectReadableEverywhere(c, new Map([...want.keys()].map((id) => [id, acked.get(id)!])));
   });
 
   it('reads every blob from every node, including nodes that hold no copy (GET, HEAD, stat, range, stream)', async () => {
@@ -116,8 +137,12 @@ describe('replication on a 4-node cluster', () => {
   it('a node that lost its data gets its copies back from the others (anti-entropy), reads never fail meanwhile', async () => {
     const before = await copiesOf(c);
     const lost = 2;
-    const held = [...before].filter(([, nodes]) => nodes.includes(c.ids[lost]!)).map(([id]) => id);
+    const held = [...before].filter(([, nodes]) => nodes.length > 1 && nodes.includes(c.ids[lost]!)).map(([id]) => id);
     expect(held.length).toBeGreaterThan(0);
+    // A NONE blob whose one copy was there goes with the disk: the policy promises no redundancy.
+    const gone = [...before].filter(([, nodes]) => nodes.length === 1 && nodes[0] === c.ids[lost]).map(([id]) => id);
+    expect(gone.length).toBeGreaterThan(0);
+    for (const id of gone) acked.delete(id);
     await c.kill(lost);
     const { rmSync } = await import('node:fs');
     rmSync(c.dataDirs[lost]!, { recursive: true, force: true });

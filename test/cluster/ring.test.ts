@@ -1,6 +1,7 @@
 /**
  * The consistent-hash ring: placement depends on the member list alone, copies go to distinct
- * nodes and to distinct regions first, and a joining node takes about its share of the ids.
+ * nodes and to distinct regions first, a joining node takes about its share of the ids, and
+ * NONE's one copy stays where it was stored when a read would find it there.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -30,6 +31,25 @@ describe('Ring', () => {
       const id = randomBytes(16);
       expect(b.owners(id, 3)).toEqual(a.owners(id, 3));
     }
+  });
+
+  it('holders: NONE stays on its taker when the taker is among the three a read asks, else its owner; other policies their owners', () => {
+    const ring = new Ring(members(6), 128);
+    let stayed = 0;
+    for (const id of ids(600)) {
+      const three = ring.owners(id, 3);
+      for (const taker of ring.nodeIds) {
+        const none = ring.holders(id, 1, taker);
+        expect(none).toEqual(three.includes(taker) ? [taker] : [three[0]]);
+        if (none[0] === taker && taker !== three[0]) stayed++;
+        expect(ring.holders(id, 3, taker)).toEqual(three);
+        expect(ring.holders(id, 2, taker)).toEqual(three.slice(0, 2));
+      }
+    }
+    expect(stayed).toBeGreaterThan(0);
+    // On three nodes every node is among them: NONE never moves.
+    const small = new Ring(members(3), 128);
+    for (const id of ids(200)) for (const taker of small.nodeIds) expect(small.holders(id, 1, taker)).toEqual([taker]);
   });
 
   it('gives distinct nodes, as many as asked or as the ring has', () => {
