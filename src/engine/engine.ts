@@ -31,7 +31,8 @@ import { CursorCodec } from '../blob/cursor.js';
 import { DiskSpace } from './disk-space.js';
 import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { fsyncDir, mkdirDurable } from './fs-util.js';
-import { type LogRecord, SegmentLog, UNTIMED } from './log.js';
+import { SegmentLog } from './log.js';
+import { type LogRecord, type RecordInput, UNTIMED } from './log-record.js';
 import type { Policy } from '../blob/policy.js';
 import { HEADER_BYTES, isDeleteRecord, isFileRecord, RecordFlag, RecordType } from './record.js';
 import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, shardMetaOf } from './shards.js';
@@ -88,9 +89,6 @@ function inlineIntact(data: Uint8Array, dataCrc: number | undefined, checksum: B
 const stageRecord = (w: IndexWriter, r: LogRecord): void => {
   r.existed = applyRecord(w, r, r.absent ? false : undefined);
 };
-
-/** What an appender gives the log; the log and the applier fill in the rest of the LogRecord. */
-type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'length' | 'existed' | 'absent' | 'lsn' | 'appendedAt' | 'maintenance' | 'chunk' | 'at' | 'entry' | 'dataCrc'>;
 
 export class Engine implements ChunkHashers {
   readonly pool: BufferPool;
