@@ -3,10 +3,11 @@
  * engine, completed by the log as it is placed, written and staged), and the hooks the log runs
  * as each record is staged, applied and committed.
  */
-import type { Ticks } from '../metrics/clock.js';
+import { crc32c } from '../hash/crc32c.js';
+import { type Ticks, ticks } from '../metrics/clock.js';
 import type { IndexWriter } from '../index/overlay.js';
 import type { IndexEntry } from '../index/entry.js';
-import type { RecordHeader } from './record.js';
+import { isDeleteRecord, type RecordHeader, RecordType } from './record.js';
 import type { ArenaChunk, ArenaRecord } from './record-arena.js';
 
 /** LogRecord.appendedAt of a record whose stages are not timed (compaction's relocations). */
@@ -51,6 +52,33 @@ export type RecordInput = Omit<LogRecord, 'callback' | 'segment' | 'offset' | 'l
 
 /** Appends a record; resolves once it is durable (engine.ts). */
 export type AppendRecord = (record: RecordInput, timed?: boolean, absent?: boolean, dataCrc?: number) => Promise<LogRecord>;
+
+/**
+ * Completes `record` and appends it to `log`; resolves once it is durable. Stores are `timed`
+ * (they report the log's stages); compaction's relocations are not. Tombstones and relocations
+ * are maintenance: they may use the reserve. `absent`: a plain put whose id the caller found
+ * absent under its lock (LogRecord.absent).
+ */
+export function appendTo(log: { append(record: LogRecord): void }, record: RecordInput, timed = true, absent = false, dataCrc?: number): Promise<LogRecord> {
+  return new Promise((resolve, reject) => {
+    const r = record as LogRecord;
+    r.appendedAt = timed ? ticks() : UNTIMED;
+    r.maintenance = isDeleteRecord(record.type) || record.relocatedFromSegment !== 0;
+    r.segment = 0;
+    r.offset = 0;
+    r.length = 0;
+    r.chunk = undefined;
+    r.at = 0;
+    r.lsn = 0;
+    r.existed = false;
+    r.absent = absent;
+    r.entry = undefined;
+    // A client's bytes are hashed here; a relocation's carry the CRC its source was checked against.
+    r.dataCrc = record.type !== RecordType.PUT_INLINE || record.data === undefined ? undefined : (dataCrc ?? crc32c(record.data));
+    r.callback = (err, done) => (err ? reject(err) : resolve(done));
+    log.append(r);
+  });
+}
 
 export interface LogHooks {
   /**
