@@ -4,7 +4,6 @@
  * another (a put racing a delete of the same bytes sees a consistent order); different ids never
  * wait for each other.
  */
-import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { type BlobMeta, type ListResult, LOCAL_STORE, type PutResult, type StoreOrigin } from '../blob/meta.js';
 import { idOfDigest } from '../blob/id.js';
@@ -27,6 +26,7 @@ import { blobFilePath, type ChunkCv, type ChunkDigester, type ChunkHashers, type
 import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
 import { Compactor } from './compactor.js';
 import { DiskSpace } from './disk-space.js';
+import { type EngineStats, statsOf } from './engine-stats.js';
 import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { IdLocks } from './id-locks.js';
 import { InlineReader } from './inline-reader.js';
@@ -48,17 +48,7 @@ import { type CachedRecord, VerifiedCache } from './verified-cache.js';
 import { nowNs } from './wall-clock.js';
 
 export type { SmallStoreDone } from './small-record.js';
-
-export interface EngineStats {
-  capacityBytes: number;
-  freeBytes: number;
-  usedBytes: number;
-  storedBytes: number;
-  blobCount: number;
-  /** Shards of erasure-coded blobs held (a column holds one per stripe). */
-  shardCount: number;
-  corruptionsDetected: number;
-}
+export type { EngineStats } from './engine-stats.js';
 
 /** Queued log records wait in arena chunks of this size (record-arena.ts), or of the largest record's if larger. */
 const ARENA_CHUNK_BYTES = 4 * 1024 * 1024;
@@ -350,25 +340,7 @@ export class Engine implements ChunkHashers {
   async stats(): Promise<EngineStats> {
     // Segment space is accounted at the index commit: wait for the records acknowledged so far.
     await this.segmentLog.settled();
-    const fs = await fsp.statfs(this.dataDir.path);
-    let segmentBytes = 0;
-    for (const s of this.index.segments.values()) segmentBytes += s.totalBytes;
-    return {
-      capacityBytes: fs.blocks * fs.bsize,
-      freeBytes: fs.bavail * fs.bsize,
-      usedBytes: segmentBytes + this.fileBytes(),
-      storedBytes: this.index.counters.storedBytes,
-      blobCount: this.index.counters.blobCount,
-      shardCount: this.index.counters.shardCount,
-      corruptionsDetected: this.corruptionsDetected,
-    };
-  }
-
-  /** Bytes in own-file blobs and columns: stored bytes minus those held inline in segments. */
-  private fileBytes(): number {
-    let inline = 0;
-    for (const s of this.index.segments.values()) inline += s.liveBytes;
-    return Math.max(0, this.index.counters.storedBytes + this.index.counters.shardBytes - inline);
+    return statsOf(this.dataDir.path, this.index, this.corruptionsDetected);
   }
 
   get activeSegment(): number {
