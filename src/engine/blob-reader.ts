@@ -13,9 +13,12 @@ import { Location } from '../index/entry.js';
 import { type BlobFileLayout, chunkIntact, FILE_VERSION_TREE, readLayout } from './blob-file.js';
 import { DIGEST_BYTES } from '../hash/blake3.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
-import type { Engine } from './engine.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { ticks, ticksAgo } from '../metrics/clock.js';
+import type { Recorder } from '../metrics/recorder.js';
+import type { WorkerPool } from '../pool/pool.js';
+import type { BufferPool } from '../pool/buffer-pool.js';
+import type { ChunkHashers } from './blob-file.js';
 
 
 /** Bytes [start, end) of a blob. */
@@ -30,6 +33,22 @@ export interface ByteRange {
  */
 export type ChunkSink = (chunk: Buffer, index: number) => Promise<void> | void;
 
+/** What a read needs of the engine. */
+export interface BlobSource extends ChunkHashers {
+  readonly config: { readonly readAheadChunks: number };
+  /** 1 MiB buffers for the chunks read ahead. */
+  readonly pool: Pick<BufferPool, 'acquire' | 'release'>;
+  /** Reads and checks a chunk in one hop when set (setting chunkDigests=pool). */
+  readonly workerPool: Pick<WorkerPool, 'readChunk'> | undefined;
+  readonly recorder: Recorder;
+  /** An inline blob's bytes, verified. */
+  readInline(meta: BlobMeta): Promise<Buffer>;
+  /** The file of a blob (or shard column) held in a file of its own. */
+  filePath(meta: BlobMeta): string;
+  /** A corrupt copy was found: counted, and the error to throw. */
+  corruption(meta: BlobMeta): BlobstoreError;
+}
+
 const shortFile = (): BlobstoreError => new BlobstoreError('corruption', 'blob file is shorter than its footer says');
 
 /**
@@ -37,7 +56,7 @@ const shortFile = (): BlobstoreError => new BlobstoreError('corruption', 'blob f
  * worker thread when the pool takes it (one hop, so checks run as far ahead as reads); else read
  * on libuv's thread pool and hashed by the engine's digester.
  */
-async function readVerified(engine: Engine, handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number): Promise<Buffer | false> {
+async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number): Promise<Buffer | false> {
   const at = index * layout.chunkBytes;
   const length = Math.min(layout.chunkBytes, layout.size - at);
   const chunk = buf.subarray(0, length);
@@ -67,14 +86,14 @@ async function readVerified(engine: Engine, handle: fsp.FileHandle, buf: Buffer,
 }
 
 /** Hands `range` (default: all) of the blob to `sink` in verified chunks of at most 1 MiB. */
-export async function readBlob(engine: Engine, meta: BlobMeta, sink: ChunkSink, range: ByteRange = { start: 0, end: meta.size }): Promise<void> {
+export async function readBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink, range: ByteRange = { start: 0, end: meta.size }): Promise<void> {
   if (meta.location === Location.FILE) return readFileBlob(engine, meta, sink, range);
   const data = (await engine.readInline(meta)).subarray(range.start, range.end);
   if (data.length === 0) return sink(data, 0);
   for (let at = 0, i = 0; at < data.length; at += CHUNK_BYTES, i++) await sink(data.subarray(at, at + CHUNK_BYTES), i);
 }
 
-async function readFileBlob(engine: Engine, meta: BlobMeta, sink: ChunkSink, range: ByteRange): Promise<void> {
+async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink, range: ByteRange): Promise<void> {
   let handle: fsp.FileHandle;
   try {
     handle = await fsp.open(engine.filePath(meta), 'r');

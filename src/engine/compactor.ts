@@ -10,15 +10,49 @@
  * full disk ask for a run soon instead of at the next interval. Relocations may use the disk's
  * reserve, but a segment whose live bytes would not fit in the free space is left for later.
  */
-import { largestRecordBytes } from '../config/settings.js';
-import { Location } from '../index/entry.js';
-import type { Engine } from './engine.js';
-import { isInlineRecord, isShardRecord } from './record.js';
+import type { BlobMeta } from '../blob/meta.js';
+import type { BlobstoreError } from '../errors/errors.js';
+import { crc32c } from '../hash/crc32c.js';
+import type { BlobIndex } from '../index/blob-index.js';
+import { type IndexEntry, Location } from '../index/entry.js';
+import type { Logger } from '../log/logger.js';
+import type { DiskSpace } from './disk-space.js';
+import { inlineIntact } from './inline-reader.js';
+import type { AppendRecord, LogRecord } from './log-record.js';
+import { isInlineRecord, isShardRecord, RecordType } from './record.js';
 import { shardIndexOf, shardKey } from './shard-info.js';
-import { scanBufferBytes, scanSegment } from './scan.js';
+import { type ScannedRecord, scanSegment } from './scan.js';
+import type { SegmentReader } from './segment-reader.js';
+import type { SegmentStore } from './segment-store.js';
 
 /** How long a run asked for by soon() waits, so that a burst of deletes makes one run. */
 const SOON_DELAY_MS = 50;
+
+/** What compaction needs of the engine. */
+export interface CompactionHost {
+  readonly index: Pick<BlobIndex, 'segments' | 'committedCheckpoint' | 'get' | 'getShard' | 'dropSegment'>;
+  readonly store: Pick<SegmentStore, 'list' | 'open' | 'remove'>;
+  readonly space: Pick<DiskSpace, 'full' | 'freeBytes' | 'restoreBallast'>;
+  readonly reader: Pick<SegmentReader, 'release'>;
+  readonly log: Logger;
+  readonly activeSegment: number;
+  sealActiveSegment(): Promise<void>;
+  /** Resolves once every record acknowledged so far is committed to the index and flushed. */
+  settled(): Promise<void>;
+  appendRecord: AppendRecord;
+  /** A corrupt copy was found: counted, and the error a reader would get. */
+  corruption(meta: BlobMeta): BlobstoreError;
+}
+
+export interface CompactionOptions {
+  /** Segments whose live bytes fall under this fraction are compacted. */
+  liveRatio: number;
+  intervalMs: number;
+  /** Bytes relocated between two log syncs (setting compactionWindowBytes). */
+  windowBytes: number;
+  /** The scan's buffer (it holds the largest record). */
+  scanBufferBytes: number;
+}
 
 export class Compactor {
   private readonly timer: NodeJS.Timeout;
@@ -26,14 +60,16 @@ export class Compactor {
   private soonTimer: NodeJS.Timeout | undefined;
   private stopped = false;
 
+  private readonly liveRatio: number;
+  private readonly windowBytes: number;
+
   constructor(
-    private readonly engine: Engine,
-    private readonly liveRatio: number,
-    intervalMs: number,
-    /** Bytes relocated between two log syncs (setting compactionWindowBytes). */
-    private readonly windowBytes: number,
+    private readonly engine: CompactionHost,
+    private readonly options: CompactionOptions,
   ) {
-    this.timer = setInterval(() => void this.runOnce().catch((err: Error) => this.failed(err)), intervalMs);
+    this.liveRatio = options.liveRatio;
+    this.windowBytes = options.windowBytes;
+    this.timer = setInterval(() => void this.runOnce().catch((err: Error) => this.failed(err)), options.intervalMs);
     this.timer.unref();
   }
 
@@ -100,12 +136,12 @@ export class Compactor {
     const pending: Promise<unknown>[] = [];
     let pendingBytes = 0;
     try {
-      await scanSegment(open.handle, open.sizeBytes, 0, { firstLsn: 1, exact: false, verifyData: false, bufferBytes: scanBufferBytes(largestRecordBytes(this.engine.config)) },
+      await scanSegment(open.handle, open.sizeBytes, 0, { firstLsn: 1, exact: false, verifyData: false, bufferBytes: this.options.scanBufferBytes },
         async (rec) => {
           if (!isInlineRecord(rec.header.type) || this.stopped) return;
           const entry = isShardRecord(rec.header.type) ? index.getShard(shardKey(rec.header.id, shardIndexOf(rec.labels))) : index.get(rec.header.id);
           if (entry?.location !== Location.SEGMENT || entry.segment !== segment || entry.offset !== rec.offset) return;
-          const moved = this.engine.relocate(rec, segment, entry);
+          const moved = this.relocate(rec, segment, entry);
           if (moved === undefined) return;
           pending.push(moved);
           pendingBytes += rec.length;
@@ -118,6 +154,28 @@ export class Compactor {
     } finally {
       await open.handle.close();
     }
+  }
+
+  /**
+   * Relocates a live record; it applies only if the index still points at the source (`entry`).
+   * The scan does not check the bytes: a whole blob's are checked here, against its entry's
+   * CRC-32C (or BLAKE3 where it has none), so that a corrupt copy is never moved under a new
+   * check; one that fails stays where it is (counted; the segment is kept), undefined.
+   */
+  private relocate(rec: ScannedRecord, segment: number, entry: IndexEntry): Promise<LogRecord> | undefined {
+    const h = rec.header;
+    let dataCrc: number | undefined;
+    if (h.type === RecordType.PUT_INLINE) {
+      if (!inlineIntact(rec.data!, entry.dataCrc, entry.checksum)) {
+        this.engine.corruption({ ...entry, id: h.id });
+        return undefined;
+      }
+      dataCrc = entry.dataCrc ?? crc32c(rec.data!);
+    }
+    return this.engine.appendRecord({
+      // The log copies the bytes into the record's place before append returns: the scan's buffer is not kept.
+      ...h, labels: rec.labels, data: rec.data, relocatedFromSegment: segment, relocatedFromOffset: rec.offset,
+    }, false, false, dataCrc);
   }
 
   async stop(): Promise<void> {

@@ -6,9 +6,12 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import { BlobstoreError } from '../errors/errors.js';
+import { crc32c } from '../hash/crc32c.js';
 import type { BlobIndex } from '../index/blob-index.js';
+import { applyRecord } from './apply.js';
 import { punchHole, writeAll } from './fs-util.js';
-import { isFileRecord } from './record.js';
+import { isFileRecord, RecordType } from './record.js';
+import { unlinkReplayedDeletes } from './record-files.js';
 import { type ScannedRecord, scanSegment } from './scan.js';
 import type { OpenSegment, SegmentStore } from './segment-store.js';
 
@@ -95,4 +98,23 @@ export async function recoverLog(store: SegmentStore, index: BlobIndex, options:
   }
   await clearTail(active!.handle, offset, Math.min(active!.sizeBytes, offset + options.tornSpanBytes), active!.sizeBytes);
   return { active: active!, offset, nextLsn, replay, removedSegments };
+}
+
+/**
+ * Applies the records found past the checkpoint to the index in one transaction (deleted blobs'
+ * files unlinked first, so no crash orphans them), and waits for it to be flushed.
+ */
+export async function applyReplay(dataPath: string, index: BlobIndex, recovered: RecoveredLog): Promise<void> {
+  if (recovered.replay.length === 0) return;
+  const last = recovered.replay[recovered.replay.length - 1]!;
+  const replayed = recovered.replay.map((s) => ({
+    ...s.header, labels: s.labels, segment: s.segment, offset: s.offset, length: s.length,
+    dataCrc: s.header.type === RecordType.PUT_INLINE && s.data !== undefined ? crc32c(s.data) : undefined,
+  }));
+  await unlinkReplayedDeletes(dataPath, index, replayed);
+  await index.commit(
+    { segment: last.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
+    (w) => replayed.forEach((r) => applyRecord(w, r)),
+  );
+  await index.flushed();
 }

@@ -9,12 +9,22 @@ import { join } from 'node:path';
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import { blake3 } from '../hash/blake3.js';
 import type { IndexEntry } from '../index/entry.js';
+import type { BlobIndex } from '../index/blob-index.js';
 import type { BlobFileWriter } from './blob-file.js';
-import type { Engine } from './engine.js';
+import type { AppendRecord, RecordInput } from './log-record.js';
 import type { ShardMeta, ShardWrite } from '../blob/shard.js';
 import { fsyncDir, mkdirDurable } from './fs-util.js';
 import { RecordFlag, RecordType } from './record.js';
 import { blobLabelsOf, decodeShardInfo, encodeShardLabels, shardFilePath, shardKey } from './shard-info.js';
+
+/** What the shard columns need of the engine. */
+export interface ShardHost {
+  readonly index: Pick<BlobIndex, 'hasShard' | 'shardsOf'>;
+  readonly dataDir: { readonly path: string };
+  /** Runs `fn` after every earlier operation on the same id has finished (id-locks.ts). */
+  exclusive<T>(id: Buffer, fn: () => Promise<T>): Promise<T>;
+  appendRecord: AppendRecord;
+}
 
 export function shardMetaOf(id: Buffer, entry: IndexEntry): ShardMeta {
   return { ...entry, id, shard: decodeShardInfo(entry.labels), blobLabels: blobLabelsOf(entry.labels) };
@@ -23,7 +33,7 @@ export function shardMetaOf(id: Buffer, entry: IndexEntry): ShardMeta {
 const NO_DATA = { relocatedFromSegment: 0, relocatedFromOffset: 0 } as const;
 
 /** Stores a column held in memory as a segment record; created false when it was here already. */
-export async function putShardInline(engine: Engine, w: ShardWrite, data: Buffer): Promise<{ created: boolean }> {
+export async function putShardInline(engine: ShardHost, w: ShardWrite, data: Buffer): Promise<{ created: boolean }> {
   if (!blake3(data).equals(w.columnChecksum)) throw invalidArgument(`shard ${w.index} of ${w.id.toString('hex')}: bytes do not match its checksum`);
   const labels = encodeShardLabels(w, w.blobLabels);
   return engine.exclusive(w.id, async () => {
@@ -37,7 +47,7 @@ export async function putShardInline(engine: Engine, w: ShardWrite, data: Buffer
 }
 
 /** Moves a finished column file (written with engine.beginFile) into place and records it. */
-export function commitShardFile(engine: Engine, writer: BlobFileWriter, w: ShardWrite): Promise<{ created: boolean }> {
+export function commitShardFile(engine: ShardHost, writer: BlobFileWriter, w: ShardWrite): Promise<{ created: boolean }> {
   const labels = encodeShardLabels(w, w.blobLabels);
   return engine.exclusive(w.id, async () => {
     if (engine.index.hasShard(shardKey(w.id, w.index))) {
@@ -58,7 +68,7 @@ export function commitShardFile(engine: Engine, writer: BlobFileWriter, w: Shard
 }
 
 /** A column's tombstone: the labels area names the column. */
-function shardDelete(id: Buffer, index: number, handoff: boolean): Parameters<Engine['appendRecord']>[0] {
+function shardDelete(id: Buffer, index: number, handoff: boolean): RecordInput {
   const labels = encodeShardLabels({ index, shardBytes: 0, blobBytes: 0, blobChecksum: ZERO_CHECKSUM }, EMPTY);
   return {
     type: RecordType.SHARD_DELETE, policy: 0, labelsLength: labels.length, dataLength: 0, ...NO_DATA,
@@ -71,12 +81,12 @@ function shardDelete(id: Buffer, index: number, handoff: boolean): Parameters<En
  * column moved to another node, or is being replaced (a corrupt one): not a user's delete, so
  * repair may put one here again.
  */
-export function deleteShards(engine: Engine, id: Buffer, index: number | undefined, handoff: boolean): Promise<void> {
+export function deleteShards(engine: ShardHost, id: Buffer, index: number | undefined, handoff: boolean): Promise<void> {
   return engine.exclusive(id, () => appendShardDeletes(engine, id, index, handoff));
 }
 
 /** deleteShards inside an exclusive section the caller holds. */
-export async function appendShardDeletes(engine: Engine, id: Buffer, index: number | undefined, handoff: boolean): Promise<void> {
+export async function appendShardDeletes(engine: ShardHost, id: Buffer, index: number | undefined, handoff: boolean): Promise<void> {
   const held = engine.index.shardsOf(id).filter((c) => index === undefined || c.index === index);
   await Promise.all(held.map((c) => engine.appendRecord(shardDelete(id, c.index, handoff))));
 }

@@ -17,7 +17,7 @@ import type { Ticks } from '../metrics/clock.js';
 import { ID_BYTES } from '../hash/blake3.js';
 import { type IndexEntry, Location, type LocationValue } from '../index/entry.js';
 import type { ArenaChunk } from './record-arena.js';
-import type { LogRecord } from './log.js';
+import type { LogRecord } from './log-record.js';
 import { RecordType, type RecordTypeValue } from './record.js';
 
 /** Who waits for a small store (Engine.putSmall): called once, `existed` when the bytes were stored already. */

@@ -1,6 +1,6 @@
 /**
  * The BLAKE3 digests and CRC-32Cs of several small inputs in one call: the small stores of one
- * event-loop turn (Engine.hashSmall). A 4 KiB body is four 1 KiB BLAKE3 chunks, a quarter of the
+ * event-loop turn (SmallStores.hashPlaced). A 4 KiB body is four 1 KiB BLAKE3 chunks, a quarter of the
  * AVX-512 kernel's 16 lanes, and a kernel call costs the same however many lanes carry input: the
  * addon's blake3_hash_each lays the whole chunks of several bodies side by side (~0.6 us per 4 KiB
  * body here against ~1.75 alone; docs/adr/0012-hot-path.md). Without the addon's function, each input
