@@ -1,8 +1,8 @@
 /**
  * Copies of whole blobs between nodes, the receiving end (blob-sender.ts is the sending end): the
  * receiver checks every byte against the checksum the sender's metadata names, and stores the
- * copy with the sender's metadata and no replication of its own, through the same group commit as
- * a client's store.
+ * copy with the sender's metadata and no replication of its own, the way a client's store goes
+ * (small ones through the small store's path, hashed together with the node's own).
  *
  *   sender:   local store ──verified chunks──▶ ReplicateBatch [≤ batchBytes] / ReplicateStream [1 MiB…]
  *   receiver: bytes ──BLAKE3──▶ same checksum? ──▶ local store (origin: not replicated, original time)
@@ -16,7 +16,7 @@ import { encodeLabels } from '../blob/labels.js';
 import { parsePolicy } from '../blob/policy.js';
 import { blake3 } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
-import type { FileSink, LocalStore } from '../service/local-store.js';
+import type { FileSink, LocalStore, SmallStoreDone } from '../service/local-store.js';
 import type { metaMessage } from '../service/meta.js';
 import type { Committer } from '../service/blob-writer.js';
 
@@ -55,15 +55,29 @@ export function incomingMeta(idMessage: { id?: Buffer } | undefined, meta: Parti
 
 const originOf = (m: IncomingMeta): StoreOrigin => ({ replicate: false, createdAtNs: m.createdAtNs });
 
+/**
+ * A small replica through the small store's path (Engine.putSmall): the replicas of a batch are
+ * hashed together and share the log's turn with this node's own stores. The hash finds the id:
+ * it must be the one the sender named.
+ */
+function putSmallReplica(store: LocalStore, m: IncomingMeta, data: Buffer): Promise<PutResult> {
+  return new Promise((resolve, reject) => {
+    const done: SmallStoreDone = {
+      stored(err, id, existed) {
+        if (err) return reject(err);
+        // `id` is valid during this call only (the record goes back to its pool after).
+        if (!id.equals(m.id)) return reject(new BlobstoreError('invalid_argument', `replica of ${m.id.toString('hex')}: bytes do not match the id`));
+        resolve({ id: m.id, size: data.length, created: !existed });
+      },
+    };
+    store.putSmall(data, m.policy, m.labels, done, false, m.createdAtNs);
+  });
+}
+
 /** Stores a whole replica held in memory; created false when the bytes were here already. */
 export async function storeReplica(store: LocalStore, config: NodeConfig, m: IncomingMeta, data: Buffer): Promise<PutResult> {
   if (data.length !== m.size) throw invalidArgument(`replica of ${m.id.toString('hex')}: ${data.length} bytes, metadata says ${m.size}`);
-  if (data.length <= config.smallBlobMaxBytes) {
-    // putInline hashes the bytes: the id it finds must be the one the sender named.
-    const result = await store.putInline(data, m.policy, m.labels, originOf(m));
-    if (!result.id.equals(m.id)) throw new BlobstoreError('invalid_argument', `replica of ${m.id.toString('hex')}: bytes do not match the id`);
-    return result;
-  }
+  if (data.length <= config.smallBlobMaxBytes) return putSmallReplica(store, m, data);
   if (!blake3(data).equals(m.checksum)) throw invalidArgument(`replica of ${m.id.toString('hex')}: bytes do not match the checksum`);
   const writer = await store.beginFile();
   try {

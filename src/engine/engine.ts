@@ -100,7 +100,7 @@ export class Engine implements ChunkHashers {
       this.chunkCv = (chunk, offset, withRoot) => Promise.resolve(chunkCvOf(chunk, offset, withRoot));
     }
     this.small = new SmallStores({
-      log: segmentLog, locks: this.locks, has: (id) => index.has(id), putInline: (data, policy, labels) => this.putInline(data, policy, labels),
+      log: segmentLog, locks: this.locks, has: (id) => index.has(id), putInline: (data, policy, labels, origin) => this.putInline(data, policy, labels, origin),
       recorder, logger: log, smallBlobMaxBytes: config.smallBlobMaxBytes,
     });
     this.large = new LargeBlobs({
@@ -175,8 +175,8 @@ export class Engine implements ChunkHashers {
    * (id-locks.ts), and a store whose id is busy (another operation on it under way) takes the long
    * way, putInline.
    */
-  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate = false): void {
-    this.small.put(data, policy, labels, done, replicate);
+  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate = false, createdAtNs?: bigint): void {
+    this.small.put(data, policy, labels, done, replicate, createdAtNs);
   }
 
   /** The pool of small stores' records (the tests count its idle ones). */

@@ -7,7 +7,7 @@
  * a copy under its id's lock and queued or answered and dropped. No promise or closure per store:
  * the lock is held without one (id-locks.ts), and a store whose id is busy takes the long way.
  */
-import type { PutResult } from '../blob/meta.js';
+import type { PutResult, StoreOrigin } from '../blob/meta.js';
 import type { Policy } from '../blob/policy.js';
 import { payloadTooLarge } from '../errors/errors.js';
 import { HASH_EACH_MAX, type HashParts, hashEachInto } from '../hash/hash-each.js';
@@ -30,7 +30,7 @@ export interface SmallStoreDeps {
   /** The id is stored here (staged or committed). */
   has(id: Buffer): boolean;
   /** The long way, for a store whose id is busy. */
-  putInline(data: Buffer, policy: Policy, labels: Buffer): Promise<PutResult>;
+  putInline(data: Buffer, policy: Policy, labels: Buffer, origin: StoreOrigin): Promise<PutResult>;
   readonly recorder: Recorder;
   readonly logger: Logger;
   readonly smallBlobMaxBytes: number;
@@ -58,8 +58,9 @@ export class SmallStores {
    * bytes are copied into their place in the log's arena before this returns. `done.stored` runs
    * once the record is durable, at the log's next turn for bytes already stored, or with the
    * error; when this throws (nothing placed: the log failed, no memory), it never runs.
+   * `createdAtNs`: a replica's original time (now when undefined).
    */
-  put(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate: boolean): void {
+  put(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate: boolean, createdAtNs?: bigint): void {
     const size = data.byteLength;
     if (size > this.deps.smallBlobMaxBytes) return done.stored(payloadTooLarge('inline blob over smallBlobMaxBytes'), EMPTY, false);
     const r = this.records.take();
@@ -69,7 +70,7 @@ export class SmallStores {
     r.labelsLength = labels.length;
     r.dataLength = size;
     r.size = size;
-    r.createdAtNs = nowNs();
+    r.createdAtNs = createdAtNs ?? nowNs();
     r.appendedAt = ticks();
     r.done = done;
     try {
@@ -183,11 +184,13 @@ export class SmallStores {
     const at = RecordArena.dataAt(r);
     const data = Buffer.from(r.chunk!.buf.subarray(at, at + r.dataLength));
     const { policy, labels } = r;
+    // The same store the long way: its replicate flag and time go with it.
+    const origin: StoreOrigin = { replicate: (r.flags & RecordFlag.REPLICATE) !== 0, createdAtNs: r.createdAtNs };
     const done = r.done!;
     const id = Buffer.from(r.id);
     this.deps.log.discard(r);
     this.records.unused(r);
-    this.deps.putInline(data, policy, labels).then((p) => done.stored(undefined, p.id, !p.created), (err: Error) => done.stored(err, id, false));
+    this.deps.putInline(data, policy, labels, origin).then((p) => done.stored(undefined, p.id, !p.created), (err: Error) => done.stored(err, id, false));
   }
 
   /** A small store's record is durable (or failed): its lock goes, its store is answered. */

@@ -29,8 +29,9 @@ export interface LocalStore {
   /**
    * A client's small store without a promise (Engine.putSmall); `replicate`: its record carries
    * the replicate flag (the cluster's replication queue takes it with its index record).
+   * `createdAtNs`: a replica's original time (now when absent).
    */
-  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate?: boolean): void;
+  putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate?: boolean, createdAtNs?: bigint): void;
   /** 507 before a body the disk cannot hold is read. */
   checkSpace(bytes: number): void;
   beginFile(): Promise<FileSink>;

@@ -80,6 +80,18 @@ describe('the data path with a cluster secret', () => {
     expect((await fetch(`${c.url(1 - holder)}/internal/v1/blobs/${id}`, { headers: { 'x-blobstore-cluster-secret': SECRET } })).status).toBe(404);
   });
 
+  it('a small REPLICA2 blob (a replica batch) reaches the other node with its original metadata', async () => {
+    const bytes = patternBytes(3001, 4243);
+    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '2', 'X-Blobstore-Labels': '{"team":"ingest"}' });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    await waitFor(async () => (await holdersOf(c, id)).length === 2, { what: 'two copies' });
+    const stats = await Promise.all([0, 1].map(async (i) => (await (await fetch(`${c.url(i)}/v1/blobs/${id}/stat`)).json()) as { meta: object }));
+    expect(stats[1]!.meta).toEqual(stats[0]!.meta);
+    const copy = await fetch(`${c.url(1)}/v1/blobs/${id}`);
+    expect(Buffer.from(await copy.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
   it('a large REPLICA2 blob reaches the other node byte-exact, with its original metadata', async () => {
     const bytes = patternBytes(5 * 1024 * 1024 + 3, 4242);
     const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '2', 'X-Blobstore-Labels': '{"team":"ingest","n":"7"}' });
