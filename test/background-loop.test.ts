@@ -50,20 +50,38 @@ class Steps {
 /** Runs what is due now: microtasks, immediates, timers at the current time. */
 const settle = (): Promise<void> => vi.advanceTimersByTimeAsync(0).then(() => undefined);
 
+/** A loop started and kicked, its first pass under way. */
+async function kicked(options: Partial<BackgroundLoopOptions> = {}, steps = new Steps()): Promise<{ steps: Steps; loop: BackgroundLoop }> {
+  const loop = steps.loop(options);
+  loop.start();
+  loop.kick();
+  await settle();
+  return { steps, loop };
+}
+
+/** A loop whose passes end on their own, the first `failing` of them by a throw: after its first pass. */
+async function afterFailedPass(failing: number): Promise<{ steps: Steps; loop: BackgroundLoop }> {
+  const steps = new Steps();
+  steps.auto = true;
+  steps.failing = failing;
+  const loop = steps.loop();
+  loop.kick();
+  await settle();
+  return { steps, loop };
+}
+
 beforeEach(() => {
   vi.useFakeTimers();
 });
 
 afterEach(() => {
   vi.useRealTimers();
+  vi.restoreAllMocks();
 });
 
 describe('kick', () => {
   it('starts a pass when idle; kicks during a pass make exactly one more pass after it', async () => {
-    const steps = new Steps();
-    const loop = steps.loop();
-    loop.kick();
-    await settle();
+    const { steps, loop } = await kicked();
     expect(steps.started).toBe(1);
     loop.kick();
     loop.kick();
@@ -122,29 +140,46 @@ describe('kick', () => {
 });
 
 describe('back-off', () => {
-  it('after a pass throws, the error is reported and the next pass waits (~1 s, then ~2 s); a good pass clears it', async () => {
-    const steps = new Steps();
-    steps.auto = true;
-    steps.failing = 2;
-    const loop = steps.loop();
-    loop.kick();
-    await settle();
+  it('after a pass throws, the error is reported and the next pass waits (1 s, then 2 s); a good pass clears it', async () => {
+    // The middle of the jitter (±20 %): waits of exactly 1 s and 2 s.
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    const { steps, loop } = await afterFailedPass(2);
     expect(steps.errors.map((e) => e.message)).toStrictEqual(['the disk is gone']);
     loop.kick();
-    await vi.advanceTimersByTimeAsync(799);
-    expect(steps.started).toBe(1);
-    expect(loop.busy).toBe(true);
-    await vi.advanceTimersByTimeAsync(1200 - 799);
+    await vi.advanceTimersByTimeAsync(999);
+    expect([steps.started, loop.busy]).toStrictEqual([1, true]);
+    await vi.advanceTimersByTimeAsync(1);
     expect([steps.started, steps.errors.length]).toStrictEqual([2, 2]);
     loop.kick();
-    await vi.advanceTimersByTimeAsync(1599);
+    await vi.advanceTimersByTimeAsync(1999);
     expect(steps.started).toBe(2);
-    await vi.advanceTimersByTimeAsync(2400 - 1599);
+    await vi.advanceTimersByTimeAsync(1);
     expect([steps.started, steps.errors.length]).toStrictEqual([3, 2]);
     // That pass succeeded: the next starts at once.
     loop.kick();
     await settle();
     expect(steps.started).toBe(4);
+  });
+
+  it('a ticking loop backs off no longer than its tick, however often passes fail', async () => {
+    const steps = new Steps();
+    steps.auto = true;
+    steps.failing = 7;
+    // Half a minute at most (the 7th wait would be 64 s uncapped).
+    const loop = steps.loop({ everyMs: 60_000 });
+    for (let i = 0; i < 7; i++) {
+      loop.kick();
+      await vi.advanceTimersByTimeAsync(30_000 * 1.2);
+    }
+    expect([steps.started, steps.errors.length]).toStrictEqual([7, 7]);
+    // A tick of 300 ms: 300 ms at most, from the first failure on.
+    const short = steps.loop({ everyMs: 300 });
+    steps.failing = 1;
+    short.kick();
+    await settle();
+    short.kick();
+    await vi.advanceTimersByTimeAsync(300 * 1.2);
+    expect(steps.started).toBe(9);
   });
 
   it('kicks while a pass waits to start are taken by that pass', async () => {
@@ -166,45 +201,32 @@ describe('back-off', () => {
 });
 
 describe('ticks', () => {
-  it("'kick' ticks run a pass every everyMs and, during a pass, one more after it", async () => {
-    const steps = new Steps();
-    const loop = steps.loop({ everyMs: 100 });
-    loop.start();
-    await vi.advanceTimersByTimeAsync(99);
-    expect(steps.started).toBe(0);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(steps.started).toBe(1);
-    await vi.advanceTimersByTimeAsync(300);
-    steps.finish();
-    await settle();
-    expect(steps.started).toBe(2);
-    steps.finish();
-    await loop.stop();
-  });
-
-  it("'when-idle' ticks do nothing while a pass runs", async () => {
-    const steps = new Steps();
-    const loop = steps.loop({ everyMs: 100, tick: 'when-idle' });
-    loop.start();
-    await vi.advanceTimersByTimeAsync(100);
-    expect(steps.started).toBe(1);
-    await vi.advanceTimersByTimeAsync(300);
-    steps.finish();
-    await settle();
-    expect(steps.started).toBe(1);
-    await vi.advanceTimersByTimeAsync(100);
-    expect(steps.started).toBe(2);
-    steps.finish();
-    await loop.stop();
-  });
+  for (const [tick, rightAfter] of [['kick', 1], ['when-idle', 0]] as const) {
+    it(`'${tick}' ticks run a pass every everyMs; ticks during a pass leave ${rightAfter} more right after it`, async () => {
+      const steps = new Steps();
+      const loop = steps.loop({ everyMs: 100, tick });
+      loop.start();
+      await vi.advanceTimersByTimeAsync(99);
+      expect(steps.started).toBe(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(steps.started).toBe(1);
+      await vi.advanceTimersByTimeAsync(300);
+      steps.finish();
+      await settle();
+      expect(steps.started).toBe(1 + rightAfter);
+      // Idle again: the next tick starts one.
+      if (rightAfter === 1) steps.finish();
+      await vi.advanceTimersByTimeAsync(100);
+      expect(steps.started).toBe(2 + rightAfter);
+      steps.finish();
+      await loop.stop();
+    });
+  }
 });
 
 describe('stop', () => {
   it('resolves only once the pass under way has ended (drained)', async () => {
-    const steps = new Steps();
-    const loop = steps.loop();
-    loop.kick();
-    await settle();
+    const { steps, loop } = await kicked();
     let stopped = false;
     const stopping = loop.stop().then(() => (stopped = true));
     await settle();
@@ -215,12 +237,9 @@ describe('stop', () => {
   });
 
   it('no pass starts after stop: not the one kicked for, nor a waiting one, nor a tick', async () => {
-    const steps = new Steps();
-    steps.failing = 1;
-    const loop = steps.loop({ everyMs: 50 });
-    loop.start();
-    loop.kick();
-    await settle();
+    const failing = new Steps();
+    failing.failing = 1;
+    const { steps, loop } = await kicked({ everyMs: 50 }, failing);
     loop.kick(); // one more after the pass under way
     const stopping = loop.stop();
     steps.finish();
@@ -231,12 +250,7 @@ describe('stop', () => {
   });
 
   it('a pass waiting out its back-off does not start after stop', async () => {
-    const steps = new Steps();
-    steps.auto = true;
-    steps.failing = 1;
-    const loop = steps.loop();
-    loop.kick();
-    await settle();
+    const { steps, loop } = await afterFailedPass(1);
     loop.kick();
     expect(loop.busy).toBe(true);
     await loop.stop();

@@ -28,12 +28,12 @@ export interface BackgroundLoopOptions {
   tick?: 'kick' | 'when-idle';
   /** How long a pass about to start waits first (ms; asked again once the wait is over). */
   delayMs?: () => number;
-  /** Back-off after a failed pass: the first wait, doubling per failure up to the second (± 20 %). */
-  failureFirstMs?: number;
-  failureMaxMs?: number;
 }
 
-/** A second try a second after a failed pass; at most half a minute apart while it keeps failing. */
+/**
+ * After a failed pass the next waits a second, doubling while passes keep failing, up to half a
+ * minute; never longer than a tick, so a failure does not slow a ticking worker's cadence.
+ */
 const FAILURE_FIRST_MS = 1_000;
 const FAILURE_MAX_MS = 30_000;
 const PASS = 'pass';
@@ -49,7 +49,8 @@ export class BackgroundLoop {
   private readonly failures: Backoffs;
 
   constructor(private readonly options: BackgroundLoopOptions) {
-    this.failures = new Backoffs(options.failureFirstMs ?? FAILURE_FIRST_MS, options.failureMaxMs ?? FAILURE_MAX_MS);
+    const maxMs = options.everyMs ? Math.min(options.everyMs, FAILURE_MAX_MS) : FAILURE_MAX_MS;
+    this.failures = new Backoffs(Math.min(FAILURE_FIRST_MS, maxMs), maxMs);
   }
 
   /** Ticks begin (unref'd: they never keep the process alive). The first pass waits for a kick or a tick. */
