@@ -13,17 +13,15 @@ import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
 import { idOfDigest } from '../blob/id.js';
 import type { BlobMeta } from '../blob/meta.js';
-import { encodeLabels } from '../blob/labels.js';
-import { parsePolicy } from '../blob/policy.js';
 import type { NodeConfig } from '../config/settings.js';
 import { createHasher } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
-import { Location } from '../index/entry.js';
 import type { ByteRange, ChunkSink } from '../service/local-store.js';
 import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
 import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { PeerCallError, type PeerClients } from './peers.js';
+import { peerBlobMeta } from './wire-meta.js';
 
 /** Tries per read (the spec: up to 3 replica nodes). */
 const CANDIDATES_MAX = 3;
@@ -42,15 +40,6 @@ export interface RemoteBlob {
   meta: BlobMeta & { readonly traceparent?: string };
   peer: string;
   ec?: EcPlacement;
-}
-
-export function metaFromWire(id: Buffer, m: BlobMetaMessage, config: NodeConfig): BlobMeta {
-  const created = String(m.created_at ?? '0');
-  return {
-    id, location: Location.SEGMENT, policy: parsePolicy(m.policy ?? 0), segment: 0, offset: 0, size: Number(m.size ?? 0),
-    createdAtNs: /^\d+$/.test(created) ? BigInt(created) : 0n, checksum: Buffer.from(m.checksum ?? Buffer.alloc(32)),
-    labels: encodeLabels(m.labels ?? {}, { ...config, maxLabels: Number.MAX_SAFE_INTEGER }),
-  };
 }
 
 export class RemoteReader {
@@ -102,7 +91,7 @@ export class RemoteReader {
         const stub = this.peers.get(peer, member.grpcAddress).internal;
         const res = await this.peers.unary<{ exists?: boolean; meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number }>(stub, peer, 'StatBlob', { id: { id } });
         if (res.exists && res.meta) {
-          const meta = metaFromWire(id, res.meta, this.config);
+          const meta = peerBlobMeta(id, res.meta, this.config);
           return (res.shard_indices ?? []).length > 0 ? { meta, peer, ec: { shardBytes: Number(res.shard_size ?? 0) } } : { meta, peer };
         }
       } catch (err) {
