@@ -1,30 +1,43 @@
 /**
- * Reads from any node: a blob this node lacks is asked of its owners (and, while nodes are
- * leaving, of nodes that held ranges before), online ones first, at most three. The bytes stream
- * through in chunks as the owner sends them, never held whole; a whole-blob read is hashed on the
- * way and checked against the id at the end (a mismatch throws, so the caller cuts its answer:
- * never wrong bytes). 404 only when nobody has it.
+ * Reads from any node: a blob this node lacks is asked of its owners, then of nodes that may hold
+ * a copy they do not own (a leaving node, the node that owned the range before a join), online
+ * ones first, one at a time, at most three. The bytes stream through in chunks as the owner sends
+ * them, never held whole; a whole-blob read is hashed on the way and checked against the id at the
+ * end (a mismatch throws, so the caller cuts its answer: never wrong bytes). 404 only when nobody
+ * has it.
  *
- *   GET here ── not local ──▶ StatBlob on owners (≤ 3) ──▶ the bytes from the first that has it:
- *                                                          its API listener (http-fetcher.ts), else FetchBlob
+ *   GET here ── not local ──▶ StatBlob, one candidate after another (≤ 3) ──▶ the bytes from the first that has it:
+ *                                                                            its API listener (http-fetcher.ts), else FetchBlob
+ *
+ *   candidates: owners by the policy (3 when unknown) · leaving nodes · the rest of the ring's first 3
  */
 import { TtlCache } from '../util/ttl-cache.js';
 import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
 import { idOfDigest } from '../blob/id.js';
 import type { BlobMeta } from '../blob/meta.js';
+import { replicaCount } from '../blob/policy.js';
 import type { NodeConfig } from '../config/settings.js';
 import { createHasher } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import type { ByteRange, ChunkSink } from '../service/local-store.js';
 import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
+import type { Ring } from './ring.js';
 import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import { peerBlobMeta } from './wire-meta.js';
 
 /** Tries per read (the spec: up to 3 replica nodes). */
 const CANDIDATES_MAX = 3;
+
+/**
+ * Owners asked for a blob whose policy this node does not know (a read learns it from the answer):
+ * as many as REPLICA3 keeps, the most whole copies of any policy, so that every owner of a whole
+ * copy is among them whatever the policy. For a blob of fewer copies the nodes past its owners
+ * still come last: the one that owned the range before a join holds a copy until handoff moves it.
+ */
+const OWNERS_POLICY_UNKNOWN = 3;
 
 /**
  * Blobs found on peers lately, kept so that repeated reads skip the StatBlob round trip (a grpc-js
@@ -42,6 +55,19 @@ export interface RemoteBlob {
   ec?: EcPlacement;
 }
 
+/**
+ * The nodes a read asks, in order (the first that has the blob answers): the owners its policy
+ * names (OWNERS_POLICY_UNKNOWN when `policy` is unknown or EC's, whose columns any of the first
+ * owners can describe), then nodes that may hold a copy they do not own: `leaving` ones (they hand
+ * theirs over), then the rest of the ring's first OWNERS_POLICY_UNKNOWN. Online ones first (an
+ * offline node is still worth a try when nothing else answers); never this node.
+ */
+export function readCandidates(ring: Ring, self: string, leaving: readonly string[], online: (node: string) => boolean, id: Buffer, policy?: number): string[] {
+  const count = (policy === undefined ? 0 : replicaCount(policy)) || OWNERS_POLICY_UNKNOWN;
+  const out = [...new Set([...ring.owners(id, count), ...leaving, ...ring.owners(id, OWNERS_POLICY_UNKNOWN)])].filter((n) => n !== self);
+  return [...out.filter((n) => online(n)), ...out.filter((n) => !online(n))].slice(0, CANDIDATES_MAX + 1);
+}
+
 export class RemoteReader {
   private readonly found = new TtlCache<RemoteBlob>(FOUND_CACHE_ENTRIES, FOUND_CACHE_MS);
 
@@ -52,23 +78,17 @@ export class RemoteReader {
     private readonly http: HttpFetcher,
   ) {}
 
-  /** Nodes that may hold the blob: its owners now, then owners before a node began leaving. */
-  private candidates(id: Buffer): string[] {
-    const self = this.cluster.nodeId;
-    const out = this.cluster.ring.owners(id, 3).filter((n) => n !== self);
-    for (const r of this.cluster.membership.records()) {
-      if (r.status === 'leaving' && r.nodeId !== self && !out.includes(r.nodeId)) out.push(r.nodeId);
-    }
-    // Online first; an offline node is still worth a try when nothing else answers.
-    return [...out.filter((n) => this.cluster.online(n)), ...out.filter((n) => !this.cluster.online(n))].slice(0, CANDIDATES_MAX + 1);
-  }
-
-  /** The blob's metadata from the first owner that has it; undefined when none has it. */
-  async stat(id: Buffer): Promise<RemoteBlob | undefined> {
+  /**
+   * The blob's metadata from the first node that has it; undefined when none has it. `policy`:
+   * the blob's, where the caller knows it (a corrupt local copy); else that of a blob found lately.
+   */
+  async stat(id: Buffer, policy?: number): Promise<RemoteBlob | undefined> {
     const key = id.toString('hex');
     const cached = this.found.get(key);
     if (cached && this.cluster.online(cached.peer)) return cached;
-    const blob = await this.ask(id);
+    const leaving = this.cluster.membership.records().filter((r) => r.status === 'leaving').map((r) => r.nodeId);
+    const candidates = readCandidates(this.cluster.ring, this.cluster.nodeId, leaving, (n) => this.cluster.online(n), id, policy ?? cached?.meta.policy);
+    const blob = await this.ask(id, candidates);
     if (blob) this.found.set(key, blob);
     return blob;
   }
@@ -78,11 +98,11 @@ export class RemoteReader {
     this.found.delete(id.toString('hex'));
   }
 
-  private async ask(id: Buffer): Promise<RemoteBlob | undefined> {
+  private async ask(id: Buffer, candidates: readonly string[]): Promise<RemoteBlob | undefined> {
     let lastFailure: PeerCallError | undefined;
     let asked = 0;
     let failed = 0;
-    for (const peer of this.candidates(id)) {
+    for (const peer of candidates) {
       if (asked === CANDIDATES_MAX) break;
       const member = this.cluster.member(peer);
       if (!member || member.grpcAddress === '') continue;
