@@ -23,6 +23,17 @@ describe('Backoffs', () => {
     b.clear('a');
     expect(b.due('a', 0)).toBe(true);
   });
+
+  it('waitMs says how long a key still waits: 0 once it is due', () => {
+    const b = new Backoffs(100, 1000);
+    expect(b.waitMs('a', 0)).toBe(0);
+    b.failed('a', 0);
+    const wait = b.waitMs('a', 0);
+    expect(wait).toBeGreaterThanOrEqual(80);
+    expect(wait).toBeLessThanOrEqual(120);
+    expect(b.waitMs('a', 50)).toBe(wait - 50);
+    expect([b.due('a', wait - 1), b.due('a', wait), b.waitMs('a', wait + 5)]).toStrictEqual([false, true, 0]);
+  });
 });
 
 describe('TtlCache', () => {

@@ -27,6 +27,7 @@
  * batches of up to replicationBatchBytes, so a repair runs at the pace of the disks, not of one
  * round trip per leaf. A peer still on another ring version is asked again shortly.
  */
+import { BackgroundLoop } from '../util/background-loop.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { replicaCount } from '../blob/policy.js';
@@ -104,9 +105,7 @@ const hex64 = (t: Uint32Array, i: number): string => (t[2 * i]!.toString(16).pad
 
 export class AntiEntropy {
   private trees = new Map<string, Tree>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly loop: BackgroundLoop;
   readonly stats: RepairStats = { rounds: 0, idsScanned: 0, scanMs: 0, blobsSent: 0, bytesSent: 0, blobsQueued: 0, bytesQueued: 0, bytesPerSecond: 0 };
   private kickTimer: NodeJS.Timeout | undefined;
   private kicksLeft = 0;
@@ -121,20 +120,19 @@ export class AntiEntropy {
     /** An owner of an EC blob holds none of its columns: EC repair takes it. */
     private readonly lackingColumns: (id: Buffer, policy: number) => void = () => undefined,
   ) {
+    // A tick while a round runs adds none: the round under way is as good.
+    this.loop = new BackgroundLoop({
+      step: () => this.step(), everyMs: options.intervalMs, tick: 'when-idle',
+      onError: (err) => this.log.error({ err }, `anti-entropy: ${err.message}`),
+    });
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.runOnce(), this.options.intervalMs);
-    this.timer.unref();
+    this.loop.start();
   }
 
-  /** One round with every online peer; resolves when done (one at a time). */
-  runOnce(): Promise<void> {
-    this.running ??= this.round().then(
-      (skewed) => this.again(skewed),
-      (err: Error) => this.log.error({ err }, `anti-entropy: ${err.message}`),
-    ).finally(() => (this.running = undefined));
-    return this.running;
+  private get stopped(): boolean {
+    return this.loop.stopped;
   }
 
   /** The ring lost a member: a round now (after the one running), and again while peers catch up with the ring. */
@@ -142,14 +140,18 @@ export class AntiEntropy {
     if (this.stopped) return;
     this.kicksLeft = KICK_RETRIES;
     clearTimeout(this.kickTimer);
-    void (this.running ?? Promise.resolve()).then(() => this.runOnce());
+    this.loop.kick();
+  }
+
+  private async step(): Promise<void> {
+    this.again(await this.round());
   }
 
   private again(skewed: boolean): void {
     if (!skewed || this.kicksLeft <= 0 || this.stopped) return;
     this.kicksLeft--;
     clearTimeout(this.kickTimer);
-    this.kickTimer = setTimeout(() => void this.runOnce(), this.options.retryMs);
+    this.kickTimer = setTimeout(() => this.loop.kick(), this.options.retryMs);
     this.kickTimer.unref();
   }
 
@@ -343,9 +345,7 @@ export class AntiEntropy {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
     clearTimeout(this.kickTimer);
-    await this.running;
+    await this.loop.stop();
   }
 }

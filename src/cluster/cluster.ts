@@ -308,7 +308,7 @@ export class Cluster implements Placement {
     if (this.repairing.has(key)) return;
     this.repairing.add(key);
     void (async () => {
-      const there = await this.remote.stat(meta.id);
+      const there = await this.remote.stat(meta.id, meta.policy);
       if (!there) {
         this.log.error({ blob: key }, 'repair: no owner holds a good copy of a blob whose local copy is corrupt');
         return;

@@ -30,7 +30,7 @@ import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';
-import { metaFromWire } from './remote-reader.js';
+import { peerBlobMeta } from './wire-meta.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from './ec-read-state.js';
 import type { HttpFetcher } from './http-fetcher.js';
@@ -120,7 +120,7 @@ export class EcReader implements ColumnSource {
         const stub = this.peers.get(node, member.grpcAddress).internal;
         const res = await this.peers.unary<{ meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number }>(stub, node, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
         const indices = res.shard_indices ?? [];
-        if (!blob && indices.length > 0 && res.meta) blob = { meta: metaFromWire(id, res.meta, this.config), shardBytes: Number(res.shard_size ?? 0) };
+        if (!blob && indices.length > 0 && res.meta) blob = { meta: peerBlobMeta(id, res.meta, this.config), shardBytes: Number(res.shard_size ?? 0) };
         return { node, indices };
       } catch (err) {
         if (err instanceof PeerCallError && err.code === grpc.status.DEADLINE_EXCEEDED) slow++;

@@ -14,6 +14,7 @@
  * Progress (blobs and bytes queued, rate, time left) is kept for metrics, cluster/state and the UI.
  */
 import { Backoffs } from '../util/backoff.js';
+import { BackgroundLoop } from '../util/background-loop.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { reconstruct } from '../ec/codec.js';
 import { CELL_BYTES, ecScheme, StripeLayout } from '../ec/layout.js';
@@ -53,10 +54,7 @@ const PAGE = 256;
 export class EcRepairer {
   readonly progress: EcRepairProgress = { blobsQueued: 0, bytesLeft: 0, columnsRepaired: 0, bytesRepaired: 0, bytesPerSecond: 0 };
   private readonly backoff: Backoffs;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
+  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly store: LocalStore,
@@ -69,12 +67,19 @@ export class EcRepairer {
     private readonly options: EcRepairOptions,
   ) {
     this.backoff = new Backoffs(RETRY_FIRST_MS, options.retryMaxMs);
+    this.loop = new BackgroundLoop({
+      step: () => this.pass(), everyMs: Math.min(5_000, options.retryMaxMs),
+      onError: (err) => this.log.error({ err }, `EC repair: ${err.message}`),
+    });
   }
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), Math.min(5_000, this.options.retryMaxMs));
-    this.timer.unref();
-    this.kick();
+    this.loop.start();
+    this.loop.kick();
+  }
+
+  private get stopped(): boolean {
+    return this.loop.stopped;
   }
 
   /** A column of the blob was found missing or failing: queued (durably) and repaired soon; `bytes`: an estimate of what to rebuild. */
@@ -90,19 +95,9 @@ export class EcRepairer {
     );
   }
 
+  /** A pass soon (a repair was queued); while one runs, one more after it. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass().catch((err: Error) => this.log.error({ err }, `EC repair: ${err.message}`)).finally(() => {
-      this.running = undefined;
-      if (this.again && !this.stopped) {
-        this.again = false;
-        setImmediate(() => this.kick());
-      }
-    });
+    this.loop.kick();
   }
 
   private async pass(): Promise<void> {
@@ -264,9 +259,7 @@ export class EcRepairer {
     return settled;
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }

@@ -11,6 +11,7 @@
  * Progress (blobs and bytes left, rate) is kept for the log, metrics, cluster/state and the UI.
  * When a leaving node has handed everything over it tells the cluster it is gone.
  */
+import { BackgroundLoop } from '../util/background-loop.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { replicaCount } from '../blob/policy.js';
@@ -44,10 +45,7 @@ export interface HandoffOptions {
 
 export class Handoff {
   readonly progress: HandoffProgress = { active: false, blobsTotal: 0, bytesTotal: 0, blobsLeft: 0, bytesLeft: 0, bytesPerSecond: 0, startedAtMs: 0 };
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
+  private readonly loop: BackgroundLoop;
   private lastLogMs = 0;
 
   constructor(
@@ -60,27 +58,23 @@ export class Handoff {
     /** Shard columns of EC blobs this node does not own go the same way. */
     private readonly columns?: ColumnHandoff,
   ) {
+    this.loop = new BackgroundLoop({
+      step: () => this.pass(), everyMs: options.intervalMs,
+      onError: (err) => this.log.error({ err }, `handoff: ${err.message}`),
+    });
   }
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), this.options.intervalMs);
-    this.timer.unref();
+    this.loop.start();
   }
 
   /** A pass soon (the ring changed, or this node started leaving). */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass().catch((err: Error) => this.log.error({ err }, `handoff: ${err.message}`)).finally(() => {
-      this.running = undefined;
-      if (this.again) {
-        this.again = false;
-        setImmediate(() => this.kick());
-      }
-    });
+    this.loop.kick();
+  }
+
+  private get stopped(): boolean {
+    return this.loop.stopped;
   }
 
   private leaving(): boolean {
@@ -205,9 +199,7 @@ export class Handoff {
     this.log.info({ blobsLeft: p.blobsLeft, bytesLeft: p.bytesLeft, bytesPerSecond: p.bytesPerSecond }, 'handoff: progress');
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }

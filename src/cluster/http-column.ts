@@ -10,6 +10,7 @@ import type { ColumnHeader } from './column-writer.js';
 import { HttpReplicaLeg, type HttpReplicaTarget } from './http-replica.js';
 import { SECRET_METADATA } from './peers.js';
 import type { PeerLink } from './peer-link.js';
+import { columnBlobMeta, metaHeaderLines } from './wire-meta.js';
 
 export const INTERNAL_SHARD_PATH = '/internal/v1/shards/';
 
@@ -21,8 +22,7 @@ export function shardPath(id: Buffer, index: number): string {
 function columnHead(target: HttpReplicaTarget, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string): string {
   return `PUT ${shardPath(h.id, h.index)} HTTP/1.1\r\nHost: ${target.address}\r\nTransfer-Encoding: chunked\r\n`
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
-    + `X-Blobstore-Size: ${h.blobBytes}\r\nX-Blobstore-Checksum: ${h.blobChecksum.toString('hex')}\r\nX-Blobstore-Created-At: ${h.createdAtNs}\r\n`
-    + `X-Blobstore-Policy: ${h.policy}\r\nX-Blobstore-Labels-Encoded: ${h.blobLabels.toString('base64')}\r\n`
+    + metaHeaderLines(columnBlobMeta(h))
     + `X-Blobstore-Shard-Size: ${h.shardBytes}\r\nX-Blobstore-Column-Size: ${columnBytes}\r\n`
     + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n';
 }

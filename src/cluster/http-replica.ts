@@ -13,6 +13,7 @@ import type { Socket } from 'node:net';
 import type { BlobMeta } from '../blob/meta.js';
 import type { PeerLink } from './peer-link.js';
 import { SECRET_METADATA } from './peers.js';
+import { metaHeaderLines } from './wire-meta.js';
 
 const CRLF = Buffer.from('\r\n');
 const LAST_CHUNK = Buffer.from('0\r\n\r\n');
@@ -40,10 +41,8 @@ export interface HttpReplicaTarget {
 
 /** The request head of a replica: its metadata in headers, the bytes as a chunked body. */
 export function replicaHead(peer: HttpReplicaTarget, meta: BlobMeta, repair: boolean, secret: string): string {
-  return `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\nTransfer-Encoding: chunked\r\nX-Blobstore-Size: ${meta.size}\r\n`
-    + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
-    + `X-Blobstore-Checksum: ${meta.checksum.toString('hex')}\r\nX-Blobstore-Created-At: ${meta.createdAtNs}\r\n`
-    + `X-Blobstore-Policy: ${meta.policy}\r\nX-Blobstore-Labels-Encoded: ${meta.labels.toString('base64')}\r\n`
+  return `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\nTransfer-Encoding: chunked\r\n`
+    + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`) + metaHeaderLines(meta)
     + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n';
 }
 

@@ -1,31 +1,42 @@
 /**
- * Reads from any node: a blob this node lacks is asked of its owners (and, while nodes are
- * leaving, of nodes that held ranges before), online ones first, at most three. The bytes stream
- * through in chunks as the owner sends them, never held whole; a whole-blob read is hashed on the
- * way and checked against the id at the end (a mismatch throws, so the caller cuts its answer:
- * never wrong bytes). 404 only when nobody has it.
+ * Reads from any node: a blob this node lacks is asked of its owners, then of nodes that may hold
+ * a copy they do not own (a leaving node, the node that owned the range before a join), online
+ * ones first, one at a time, at most three. The bytes stream through in chunks as the owner sends
+ * them, never held whole; a whole-blob read is hashed on the way and checked against the id at the
+ * end (a mismatch throws, so the caller cuts its answer: never wrong bytes). 404 only when nobody
+ * has it.
  *
- *   GET here ── not local ──▶ StatBlob on owners (≤ 3) ──▶ the bytes from the first that has it:
- *                                                          its API listener (http-fetcher.ts), else FetchBlob
+ *   GET here ── not local ──▶ StatBlob, one candidate after another (≤ 3) ──▶ the bytes from the first that has it:
+ *                                                                            its API listener (http-fetcher.ts), else FetchBlob
+ *
+ *   candidates: owners by the policy (3 when unknown) · leaving nodes · the rest of the ring's first 3
  */
 import { TtlCache } from '../util/ttl-cache.js';
 import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
 import { idOfDigest } from '../blob/id.js';
 import type { BlobMeta } from '../blob/meta.js';
-import { encodeLabels } from '../blob/labels.js';
-import { parsePolicy } from '../blob/policy.js';
+import { replicaCount, staysWhereStored } from '../blob/policy.js';
 import type { NodeConfig } from '../config/settings.js';
 import { createHasher } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
-import { Location } from '../index/entry.js';
 import type { ByteRange, ChunkSink } from '../service/local-store.js';
 import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
-import { READ_OWNERS } from './ring.js';
+import { READ_OWNERS, type Ring } from './ring.js';
 import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { PeerCallError, type PeerClients } from './peers.js';
+import { peerBlobMeta } from './wire-meta.js';
 
+
+/**
+ * Owners asked for a blob whose policy this node does not know (a read learns it from the answer),
+ * or of NONE (its copy may be on any of these: Ring.holders): READ_OWNERS, as many as REPLICA3
+ * keeps, the most whole copies of any policy, so that every owner of a whole copy is among them
+ * whatever the policy. For a blob of fewer copies the nodes past its owners still come last: the
+ * one that owned the range before a join holds a copy until handoff moves it.
+ */
+const OWNERS_POLICY_UNKNOWN = READ_OWNERS;
 
 /**
  * Blobs found on peers lately, kept so that repeated reads skip the StatBlob round trip (a grpc-js
@@ -43,13 +54,17 @@ export interface RemoteBlob {
   ec?: EcPlacement;
 }
 
-export function metaFromWire(id: Buffer, m: BlobMetaMessage, config: NodeConfig): BlobMeta {
-  const created = String(m.created_at ?? '0');
-  return {
-    id, location: Location.SEGMENT, policy: parsePolicy(m.policy ?? 0), segment: 0, offset: 0, size: Number(m.size ?? 0),
-    createdAtNs: /^\d+$/.test(created) ? BigInt(created) : 0n, checksum: Buffer.from(m.checksum ?? Buffer.alloc(32)),
-    labels: encodeLabels(m.labels ?? {}, { ...config, maxLabels: Number.MAX_SAFE_INTEGER }),
-  };
+/**
+ * The nodes a read asks, in order (the first that has the blob answers): the owners its policy
+ * names (OWNERS_POLICY_UNKNOWN when `policy` is unknown or EC's, whose columns any of the first
+ * owners can describe), then nodes that may hold a copy they do not own: `leaving` ones (they hand
+ * theirs over), then the rest of the ring's first OWNERS_POLICY_UNKNOWN. Online ones first (an
+ * offline node is still worth a try when nothing else answers); never this node.
+ */
+export function readCandidates(ring: Ring, self: string, leaving: readonly string[], online: (node: string) => boolean, id: Buffer, policy?: number): string[] {
+  const count = (policy === undefined || staysWhereStored(policy) ? 0 : replicaCount(policy)) || OWNERS_POLICY_UNKNOWN;
+  const out = [...new Set([...ring.owners(id, count), ...leaving, ...ring.owners(id, OWNERS_POLICY_UNKNOWN)])].filter((n) => n !== self);
+  return [...out.filter((n) => online(n)), ...out.filter((n) => !online(n))].slice(0, READ_OWNERS + 1);
 }
 
 export class RemoteReader {
@@ -62,23 +77,17 @@ export class RemoteReader {
     private readonly http: HttpFetcher,
   ) {}
 
-  /** Nodes that may hold the blob: its owners now, then owners before a node began leaving. */
-  private candidates(id: Buffer): string[] {
-    const self = this.cluster.nodeId;
-    const out = this.cluster.ring.owners(id, READ_OWNERS).filter((n) => n !== self);
-    for (const r of this.cluster.membership.records()) {
-      if (r.status === 'leaving' && r.nodeId !== self && !out.includes(r.nodeId)) out.push(r.nodeId);
-    }
-    // Online first; an offline node is still worth a try when nothing else answers.
-    return [...out.filter((n) => this.cluster.online(n)), ...out.filter((n) => !this.cluster.online(n))].slice(0, READ_OWNERS + 1);
-  }
-
-  /** The blob's metadata from the first owner that has it; undefined when none has it. */
-  async stat(id: Buffer): Promise<RemoteBlob | undefined> {
+  /**
+   * The blob's metadata from the first node that has it; undefined when none has it. `policy`:
+   * the blob's, where the caller knows it (a corrupt local copy); else that of a blob found lately.
+   */
+  async stat(id: Buffer, policy?: number): Promise<RemoteBlob | undefined> {
     const key = id.toString('hex');
     const cached = this.found.get(key);
     if (cached && this.cluster.online(cached.peer)) return cached;
-    const blob = await this.ask(id);
+    const leaving = this.cluster.membership.records().filter((r) => r.status === 'leaving').map((r) => r.nodeId);
+    const candidates = readCandidates(this.cluster.ring, this.cluster.nodeId, leaving, (n) => this.cluster.online(n), id, policy ?? cached?.meta.policy);
+    const blob = await this.ask(id, candidates);
     if (blob) this.found.set(key, blob);
     return blob;
   }
@@ -88,11 +97,11 @@ export class RemoteReader {
     this.found.delete(id.toString('hex'));
   }
 
-  private async ask(id: Buffer): Promise<RemoteBlob | undefined> {
+  private async ask(id: Buffer, candidates: readonly string[]): Promise<RemoteBlob | undefined> {
     let lastFailure: PeerCallError | undefined;
     let asked = 0;
     let failed = 0;
-    for (const peer of this.candidates(id)) {
+    for (const peer of candidates) {
       if (asked === READ_OWNERS) break;
       const member = this.cluster.member(peer);
       if (!member || member.grpcAddress === '') continue;
@@ -101,7 +110,7 @@ export class RemoteReader {
         const stub = this.peers.get(peer, member.grpcAddress).internal;
         const res = await this.peers.unary<{ exists?: boolean; meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number }>(stub, peer, 'StatBlob', { id: { id } });
         if (res.exists && res.meta) {
-          const meta = metaFromWire(id, res.meta, this.config);
+          const meta = peerBlobMeta(id, res.meta, this.config);
           return (res.shard_indices ?? []).length > 0 ? { meta, peer, ec: { shardBytes: Number(res.shard_size ?? 0) } } : { meta, peer };
         }
       } catch (err) {

@@ -15,6 +15,7 @@
  * `replicationAcks` W > 0: a store waits (waitFor) until W owners besides this node hold the blob.
  */
 import { Backoffs } from '../util/backoff.js';
+import { BackgroundLoop } from '../util/background-loop.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { BlobMeta } from '../blob/meta.js';
@@ -54,15 +55,10 @@ export class Replicator {
   /** Back-off per id (hex): when it may be tried again, and how many times it failed. */
   private readonly backoff: Backoffs;
   private readonly waiters = new Map<string, Waiter[]>();
-  private running: Promise<void> | undefined;
-  private again = false;
-  /** Waiting out batchDelayMs before the next pass. */
-  private gathering: NodeJS.Timeout | undefined;
+  private readonly loop: BackgroundLoop;
   private lastPassMs = -Infinity;
   /** Fresh ids the last pass handled. */
   private lastPassBlobs = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
   /** Oldest queued entry seen by the last full walk (Unix ms), for the lag gauge. */
   private oldestMs = 0;
 
@@ -75,12 +71,15 @@ export class Replicator {
     private readonly options: ReplicatorOptions,
   ) {
     this.backoff = new Backoffs(RETRY_FIRST_MS, options.retryMaxMs);
+    this.loop = new BackgroundLoop({
+      step: () => this.step(), everyMs: options.retryTickMs, delayMs: () => this.gatherMs(),
+      onError: (err) => this.log.error({ err }, `replication: ${err.message}`),
+    });
   }
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), this.options.retryTickMs);
-    this.timer.unref();
-    this.kick();
+    this.loop.start();
+    this.loop.kick();
   }
 
   /** A store was committed with a queue entry: copy it soon (`data`: its bytes, if small). */
@@ -104,33 +103,29 @@ export class Replicator {
     });
   }
 
+  /** A pass soon; while one runs, one more after it. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running || this.gathering) {
-      this.again = true;
-      return;
-    }
-    // Under load, fresh stores gather for batchDelayMs after the last pass began (unless a store
-    // waits for its copies): fewer, larger batches, so fewer group commits and syncs on the
-    // owners (REPLICA3 4 KiB bench: 6.0k instead of 5.3k PUT/s at 25 ms). Stores that come slowly
-    // are copied at once, as before.
+    this.loop.kick();
+  }
+
+  /**
+   * How long the next pass waits. Under load, fresh stores gather for batchDelayMs after the last
+   * pass began (unless a store waits for its copies): fewer, larger batches, so fewer group
+   * commits and syncs on the owners (REPLICA3 4 KiB bench: 6.0k instead of 5.3k PUT/s at 25 ms).
+   * Stores that come slowly are copied at once.
+   */
+  private gatherMs(): number {
     const wait = this.lastPassMs + this.options.batchDelayMs - performance.now();
-    if (wait > 0 && this.lastPassBlobs >= GATHER_MIN_BLOBS && this.waiters.size === 0) {
-      this.gathering = setTimeout(() => {
-        this.gathering = undefined;
-        this.kick();
-      }, wait);
-      return;
-    }
+    return wait > 0 && this.lastPassBlobs >= GATHER_MIN_BLOBS && this.waiters.size === 0 ? wait : 0;
+  }
+
+  private async step(): Promise<void> {
     this.lastPassMs = performance.now();
-    this.running = this.pass().catch((err: Error) => this.log.error({ err }, `replication: ${err.message}`)).finally(() => {
-      this.running = undefined;
+    try {
+      await this.pass();
+    } finally {
       this.refreshMetrics();
-      if (this.again) {
-        this.again = false;
-        setImmediate(() => this.kick());
-      }
-    });
+    }
   }
 
   /** Fresh ids first; then, on the timer's passes, the whole queue page by page. */
@@ -154,7 +149,7 @@ export class Replicator {
       const due = page.map((p) => p.id).filter((id) => this.backoff.due(id.toString('hex'), now));
       if (due.length > 0) await this.handle(due);
       after = page[page.length - 1]!.id;
-      if (page.length < this.options.pageSize || this.stopped) break;
+      if (page.length < this.options.pageSize || this.loop.stopped) break;
     }
     this.oldestMs = oldest === Infinity ? 0 : oldest;
   }
@@ -256,10 +251,7 @@ export class Replicator {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    clearTimeout(this.gathering);
-    await this.running;
+    await this.loop.stop();
     for (const list of this.waiters.values()) for (const w of list) w.resolve();
     this.waiters.clear();
   }

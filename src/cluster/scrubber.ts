@@ -8,6 +8,7 @@
  *   every scrubIntervalMs: blobs by id, then columns by id ──▶ read + hash (rate-capped)
  *     ──▶ corrupt: repair (cluster.ts) ──▶ next
  */
+import { BackgroundLoop } from '../util/background-loop.js';
 import { BlobstoreError } from '../errors/errors.js';
 import type { BlobMeta } from '../blob/meta.js';
 import type { ShardMeta } from '../blob/shard.js';
@@ -43,9 +44,7 @@ const PAGE = 256;
 export class Scrubber {
   readonly progress: ScrubProgress = { active: false, passes: 0, itemsChecked: 0, bytesChecked: 0, corruptFound: 0, startedAtMs: 0 };
   private readonly bucket: TokenBucket;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly store: LocalStore,
@@ -54,23 +53,26 @@ export class Scrubber {
     private readonly options: ScrubOptions,
   ) {
     this.bucket = new TokenBucket(options.bytesPerSecond);
+    // A pass that outlasts scrubIntervalMs is followed by the next tick, not at once: the cap
+    // stays a share of the disk.
+    this.loop = new BackgroundLoop({
+      step: () => this.pass(), everyMs: options.intervalMs, tick: 'when-idle',
+      onError: (err) => this.log.error({ err }, `scrub: ${err.message}`),
+    });
   }
 
   start(): void {
     if (this.options.bytesPerSecond <= 0) return;
-    this.timer = setInterval(() => void this.runOnce(), this.options.intervalMs);
-    this.timer.unref();
+    this.loop.start();
+  }
+
+  private get stopped(): boolean {
+    return this.loop.stopped;
   }
 
   /** Sets the rate cap (bytes per second; 0: none). */
   setRate(bytesPerSecond: number): void {
     this.bucket.setRate(bytesPerSecond);
-  }
-
-  /** One pass over everything held here; resolves when done (one at a time). */
-  runOnce(): Promise<void> {
-    this.running ??= this.pass().catch((err: Error) => this.log.error({ err }, `scrub: ${err.message}`)).finally(() => (this.running = undefined));
-    return this.running;
   }
 
   private async pass(): Promise<void> {
@@ -133,9 +135,7 @@ export class Scrubber {
     return false;
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }

@@ -13,12 +13,12 @@ import type * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
-import { decodeLabels } from '../blob/labels.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import type { LocalStore } from '../service/local-store.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import { incomingMeta, type PeerAddress } from './transfer.js';
+import { columnBlobMeta, messageOfMeta } from './wire-meta.js';
 
 export interface ShardHeaderMessage {
   id: { id: Buffer };
@@ -36,12 +36,11 @@ export function layoutOf(h: Pick<ColumnHeader, 'policy' | 'shardBytes' | 'blobBy
 }
 
 export function headerMessage(h: ColumnHeader): ShardHeaderMessage {
-  const created = h.createdAtNs.toString();
   return {
     id: { id: h.id },
     index: h.index,
     shard_size: h.shardBytes,
-    meta: { size: h.blobBytes, created_at: created, modified_at: created, checksum: h.blobChecksum, labels: decodeLabels(h.blobLabels), policy: h.policy },
+    meta: messageOfMeta(columnBlobMeta(h)),
     column_size: layoutOf(h).columnBytes,
   };
 }

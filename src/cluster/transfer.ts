@@ -12,13 +12,13 @@ import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import { blobIdFromBytes, idOfDigest } from '../blob/id.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { PutResult, StoreOrigin } from '../blob/meta.js';
-import { encodeLabels } from '../blob/labels.js';
-import { parsePolicy } from '../blob/policy.js';
+import type { Policy } from '../blob/policy.js';
 import { blake3 } from '../hash/blake3.js';
 import type { BlobMetaMessage } from '../grpc/messages.js';
 import type { FileSink, LocalStore, SmallStoreDone } from '../service/local-store.js';
 import type { metaMessage } from '../service/meta.js';
 import type { Committer } from '../service/blob-writer.js';
+import { metaOfMessage, type WireMeta } from './wire-meta.js';
 
 export { BlobSender, type PeerAddress, type SenderOptions } from './blob-sender.js';
 
@@ -30,13 +30,9 @@ export interface ReplicaMessage {
 }
 
 /** The metadata of a replica as it arrived: checked, in the engine's terms. */
-export interface IncomingMeta {
+export interface IncomingMeta extends WireMeta {
   id: Buffer;
-  size: number;
-  checksum: Buffer;
-  createdAtNs: bigint;
-  policy: ReturnType<typeof parsePolicy>;
-  labels: Buffer;
+  policy: Policy;
 }
 
 export function incomingMeta(idMessage: { id?: Buffer } | undefined, meta: Partial<BlobMetaMessage> | undefined, config: NodeConfig): IncomingMeta {
@@ -46,11 +42,7 @@ export function incomingMeta(idMessage: { id?: Buffer } | undefined, meta: Parti
   if (!checksum || checksum.length !== 32 || !idOfDigest(checksum).equals(id)) throw invalidArgument('replica: checksum does not match the id');
   const size = Number(meta.size ?? 0);
   if (!Number.isSafeInteger(size) || size < 0) throw invalidArgument('replica: invalid size');
-  const created = String(meta.created_at ?? '0');
-  return {
-    id, size, checksum, createdAtNs: /^\d+$/.test(created) ? BigInt(created) : 0n,
-    policy: parsePolicy(meta.policy ?? 0), labels: encodeLabels(meta.labels ?? {}, config),
-  };
+  return { id, ...metaOfMessage(meta, config) };
 }
 
 const originOf = (m: IncomingMeta): StoreOrigin => ({ replicate: false, createdAtNs: m.createdAtNs });

@@ -1,6 +1,6 @@
 /**
  * Per-key exponential back-off for work that is retried in passes (a replica that did not reach
- * a peer, an EC column that could not be rebuilt): the first retry after `firstMs`, doubling per
+ * a peer, an EC column that could not be rebuilt, a background pass that threw): the first retry after `firstMs`, doubling per
  * failure up to `maxMs`, each delay jittered by ±20% so that keys that failed together do not
  * come back together.
  */
@@ -14,7 +14,12 @@ export class Backoffs {
 
   /** Whether `key` may be tried at `nowMs` (it never failed, or its delay is over). */
   due(key: string, nowMs = Date.now()): boolean {
-    return (this.entries.get(key)?.untilMs ?? 0) <= nowMs;
+    return this.waitMs(key, nowMs) === 0;
+  }
+
+  /** How long `key` must still wait at `nowMs` (0: it is due). */
+  waitMs(key: string, nowMs = Date.now()): number {
+    return Math.max(0, (this.entries.get(key)?.untilMs ?? 0) - nowMs);
   }
 
   /** `key` failed once more at `nowMs`: its next try waits. */

@@ -1,0 +1,79 @@
+/**
+ * A blob's metadata as it travels between nodes, both ways, in one place: the gRPC BlobMeta
+ * message (StatBlob's answer, a replica's or a shard column header's meta) and the headers of the
+ * /internal/v1 PUTs (a replica, http-replica.ts; a column, http-column.ts).
+ *
+ *   message: size · created_at (decimal ns) · checksum (32 bytes) · policy · labels (object)
+ *   headers: X-Blobstore-Size · -Created-At (ns) · -Checksum (hex) · -Policy ·
+ *            -Labels-Encoded (base64 of the engine's encoded labels: no JSON inside a header)
+ *
+ * Read here into the engine's terms and nothing more; what a receiver relies on (the checksum
+ * names the id, the size is sane) it checks itself (transfer.ts incomingMeta).
+ */
+import type { BlobMeta } from '../blob/meta.js';
+import type { ShardWrite } from '../blob/shard.js';
+import { decodeLabels, encodeLabels, type LabelLimits } from '../blob/labels.js';
+import { parsePolicy, type Policy } from '../blob/policy.js';
+import type { BlobMetaMessage } from '../grpc/messages.js';
+import { Location } from '../index/entry.js';
+
+/** The metadata that travels with a blob's bytes (its id travels apart). */
+export interface WireMeta {
+  size: number;
+  /** BLAKE3-256 of the content. */
+  checksum: Buffer;
+  createdAtNs: bigint;
+  policy: number;
+  /** The engine's encoding (UTF-8 JSON, empty for none). */
+  labels: Buffer;
+}
+
+/** A peer's BlobMeta message in the engine's terms; labels checked against `limits`. */
+export function metaOfMessage(m: Partial<BlobMetaMessage>, limits: LabelLimits): WireMeta & { policy: Policy } {
+  const created = String(m.created_at ?? '0');
+  return {
+    size: Number(m.size ?? 0),
+    // A copy: a decoded message's bytes may be a view of the whole message, kept alive by a cache.
+    checksum: Buffer.from(m.checksum ?? Buffer.alloc(32)),
+    createdAtNs: /^\d+$/.test(created) ? BigInt(created) : 0n,
+    policy: parsePolicy(m.policy ?? 0),
+    labels: encodeLabels(m.labels ?? {}, limits),
+  };
+}
+
+/** The message a peer reads with metaOfMessage (`modified_at` is `created_at`: blobs never change). */
+export function messageOfMeta(m: WireMeta): BlobMetaMessage {
+  const created = m.createdAtNs.toString();
+  return { size: m.size, created_at: created, modified_at: created, checksum: m.checksum, labels: decodeLabels(m.labels), policy: m.policy };
+}
+
+/** The metadata of the blob a shard column belongs to, as its header names it. */
+export function columnBlobMeta(h: Omit<ShardWrite, 'columnChecksum'>): WireMeta {
+  return { size: h.blobBytes, checksum: h.blobChecksum, createdAtNs: h.createdAtNs, policy: h.policy, labels: h.blobLabels };
+}
+
+/**
+ * A blob a peer holds, as its StatBlob answer describes it (no local location). Its labels were
+ * accepted where it was stored, so this node's own count limit does not refuse reading it.
+ */
+export function peerBlobMeta(id: Buffer, m: Partial<BlobMetaMessage>, limits: LabelLimits): BlobMeta {
+  return { id, location: Location.SEGMENT, segment: 0, offset: 0, ...metaOfMessage(m, { ...limits, maxLabels: Number.MAX_SAFE_INTEGER }) };
+}
+
+/** The metadata as the header lines of an /internal/v1 PUT, each ending in CRLF. */
+export function metaHeaderLines(m: WireMeta): string {
+  return `X-Blobstore-Size: ${m.size}\r\nX-Blobstore-Checksum: ${m.checksum.toString('hex')}\r\nX-Blobstore-Created-At: ${m.createdAtNs}\r\n`
+    + `X-Blobstore-Policy: ${m.policy}\r\nX-Blobstore-Labels-Encoded: ${m.labels.toString('base64')}\r\n`;
+}
+
+/**
+ * Those headers as the message they stand for, for metaOfMessage or a receiver's checks:
+ * `header` answers a request's header by its lower-case name ('' when absent).
+ */
+export function messageOfHeaders(header: (name: string) => string): Partial<BlobMetaMessage> {
+  return {
+    size: Number(header('x-blobstore-size')), created_at: header('x-blobstore-created-at'),
+    checksum: Buffer.from(header('x-blobstore-checksum'), 'hex'), policy: Number(header('x-blobstore-policy')),
+    labels: decodeLabels(Buffer.from(header('x-blobstore-labels-encoded'), 'base64')),
+  };
+}
