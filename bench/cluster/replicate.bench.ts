@@ -4,8 +4,8 @@
  *   replica3_4KiB   4 KiB PUT/s (wrk, 64 connections) with REPLICA3 to node 1 of a 3-node cluster,
  *                   against PUT/s to a node alone (one copy); rounds interleave the two. Afterwards:
  *                   how long until every copy landed (the queue drained).
- *   none_4KiB       the same with policy NONE on the cluster (one owner: a third of the stores are
- *                   copied to it), against NONE on the node alone.
+ *   none_4KiB       the same with policy NONE on the cluster (its copy stays on node 1: on three
+ *                   nodes every node is among those a read asks), against NONE on the node alone.
  *   replica3_1GiB   time until a 1 GiB REPLICA3 blob has three durable copies, against three 1 GiB
  *                   writes with fsync done by the bench on the same disk at once (the physical bound).
  *   remote_get_1MiB 1 MiB GET/s from a node that holds no copy, against GET/s from the owner.
