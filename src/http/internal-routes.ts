@@ -25,8 +25,8 @@ import { SECRET_METADATA } from '../cluster/peers.js';
 import { parseBlobId } from '../blob/id.js';
 import { BlobstoreError, invalidArgument, notFound } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
-import { decodeLabels } from '../blob/labels.js';
 import { incomingMeta, replicaCommitter } from '../cluster/transfer.js';
+import { messageOfHeaders } from '../cluster/wire-meta.js';
 import { BlobWriter } from '../service/blob-writer.js';
 import type { ByteRange } from '../service/local-store.js';
 import { BodySender } from './download.js';
@@ -100,10 +100,7 @@ export class InternalRoutes {
       const { header, columnBytes } = columnHeaderOf({
         id: { id: parseBlobId(req.getParameter(0)) }, index: Number(req.getParameter(1)), shard_size: Number(req.getHeader('x-blobstore-shard-size')),
         column_size: Number(req.getHeader('x-blobstore-column-size')),
-        meta: {
-          size: Number(req.getHeader('x-blobstore-size')), created_at: req.getHeader('x-blobstore-created-at'), checksum: Buffer.from(req.getHeader('x-blobstore-checksum'), 'hex'),
-          policy: Number(req.getHeader('x-blobstore-policy')), labels: decodeLabels(Buffer.from(req.getHeader('x-blobstore-labels-encoded'), 'base64')),
-        },
+        meta: messageOfHeaders((name) => req.getHeader(name)),
       }, cluster.config);
       if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(header.id) !== undefined) {
         // A user deleted the blob here: repair does not bring a column of it back.
@@ -140,10 +137,7 @@ export class InternalRoutes {
       // The size comes apart from the body: a chunked body (this uWS refuses Content-Lengths of ten digits).
       const size = req.getHeader('x-blobstore-size');
       if (!/^\d{1,15}$/.test(size)) throw invalidArgument('a replica needs its X-Blobstore-Size');
-      meta = incomingMeta({ id: parseBlobId(req.getParameter(0)) }, {
-        size: Number(size), created_at: req.getHeader('x-blobstore-created-at'), checksum: Buffer.from(req.getHeader('x-blobstore-checksum'), 'hex'),
-        policy: Number(req.getHeader('x-blobstore-policy')), labels: decodeLabels(Buffer.from(req.getHeader('x-blobstore-labels-encoded'), 'base64')),
-      }, cluster.config);
+      meta = incomingMeta({ id: parseBlobId(req.getParameter(0)) }, messageOfHeaders((name) => req.getHeader(name)), cluster.config);
       if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(meta.id) !== undefined) {
         // A user deleted it here: repair does not bring it back.
         this.intake.drop(x);
