@@ -5,17 +5,10 @@
  */
 import { promises as fsp } from 'node:fs';
 import type { BlobIndex } from '../index/blob-index.js';
+import type { StorageStats } from '../metrics/storage-stats.js';
 
-export interface EngineStats {
-  capacityBytes: number;
-  freeBytes: number;
-  usedBytes: number;
-  storedBytes: number;
-  blobCount: number;
-  /** Shards of erasure-coded blobs held (a column holds one per stripe). */
-  shardCount: number;
-  corruptionsDetected: number;
-}
+/** The figures the storage gauges report (src/metrics/storage-stats.ts owns their shape). */
+export type EngineStats = StorageStats;
 
 export async function statsOf(dataPath: string, index: Pick<BlobIndex, 'segments' | 'counters'>, corruptionsDetected: number): Promise<EngineStats> {
   const fs = await fsp.statfs(dataPath);

@@ -9,7 +9,9 @@
  */
 import { Gauge, Registry } from 'prom-client';
 import type { BlobstoreError } from '../errors/errors.js';
-import type { Engine, EngineStats } from '../engine/engine.js';
+import type { PoolStats, StatsSource, StorageStats } from './storage-stats.js';
+
+export type { PoolStats } from './storage-stats.js';
 import type { Logger } from '../log/logger.js';
 import { BackendCheck } from './backend-check.js';
 import { ClusterMetrics } from './cluster-metrics.js';
@@ -61,13 +63,6 @@ export interface MetricsDetail {
   cluster?: { ring_version: number; nodes: object[]; replication: { queueDepth: number; lagSeconds: number } };
 }
 
-export interface PoolStats {
-  threads: number;
-  queueDepth: number;
-  /** 0..1: the share of the pool's thread time spent running tasks. */
-  utilisation: number;
-}
-
 export interface NodeMetricsOptions {
   nodeId: string;
   dataDir: string;
@@ -76,7 +71,7 @@ export interface NodeMetricsOptions {
   log: Logger;
 }
 
-const NO_STATS: EngineStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, shardCount: 0, corruptionsDetected: 0 };
+const NO_STATS: StorageStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, shardCount: 0, corruptionsDetected: 0 };
 
 export class NodeMetrics implements Recorder {
   readonly registry = new Registry();
@@ -84,10 +79,10 @@ export class NodeMetrics implements Recorder {
   readonly backend: BackendCheck;
   private readonly startedMs = performance.now();
   private readonly eventLoop = new EventLoopLag();
-  private engine: Engine | undefined;
+  private engine: StatsSource | undefined;
   /** Set at shutdown: node_up goes to 0. */
   stopping = false;
-  private stats: EngineStats = NO_STATS;
+  private stats: StorageStats = NO_STATS;
 
   readonly operations = new CounterFamily('blobstore_operations_total', 'Requests answered (successful or not), by operation.', 'operation', OPERATIONS);
   readonly requestFailures = new CounterFamily('blobstore_request_failures_total', 'Requests that failed, by operation.', 'operation', OPERATIONS);
@@ -106,7 +101,7 @@ export class NodeMetrics implements Recorder {
   }
 
   /** The engine whose storage the gauges report (it is opened with this recorder, so after it). */
-  attach(engine: Engine): void {
+  attach(engine: StatsSource): void {
     this.engine = engine;
   }
 
