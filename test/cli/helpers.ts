@@ -66,17 +66,8 @@ export function runAsync(
   });
 }
 
-/** A free loopback port (bound for a moment by the OS' choice, then released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** A free loopback port, never one this process handed out before (see test/helpers/cluster.ts). */
+export { freePort } from '../helpers/cluster.js';
 
 export async function portsFree(ports: readonly number[]): Promise<boolean> {
   for (const port of ports) {

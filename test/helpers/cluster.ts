@@ -29,10 +29,21 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   const high = ephemeralLow() - 1;
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = low + Math.floor(Math.random() * (high - low + 1));
-    if (await bindable(host, port)) return port;
+    if (!handedOut.has(port) && (await bindable(host, port))) return handOut(port);
   }
-  return bindable(host, 0);
+  return handOut(await bindable(host, 0));
 }
+
+/**
+ * Ports this process has handed out: a port picked and let go is free again until its node
+ * starts, so a second pick must not land on it (a description of 3 nodes once had two nodes on
+ * one port).
+ */
+const handedOut = new Set<number>();
+const handOut = (port: number): number => {
+  if (port !== 0) handedOut.add(port);
+  return port;
+};
 
 /** The first port of the kernel's ephemeral range (32768 when it cannot be read). */
 function ephemeralLow(): number {
