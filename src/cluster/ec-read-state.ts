@@ -8,6 +8,7 @@ import { CELL_BYTES, type StripeLayout } from '../ec/layout.js';
 import type { ByteRange } from '../service/local-store.js';
 import type { ColumnStream } from './column-stream.js';
 import type { BlobMeta } from '../blob/meta.js';
+import { type RebuildInput, RowRebuild } from './row-rebuild.js';
 
 /** A part of a data shard the read hands on: within its cell (at most 1 MiB of the shard), bytes [from, to). */
 /** An EC blob to read: its metadata and shard size. */
@@ -69,8 +70,10 @@ export function piecesOf(layout: StripeLayout, range: ByteRange): Piece[] {
 
 /**
  * One read's view of the holders. A column read healthily streams its whole needed range once
- * (column-stream.ts); a column that fails during the read is not asked again, and its pieces are
- * rebuilt from k other columns, a cell at a time.
+ * (column-stream.ts); a column that fails during the read is not asked again. The pieces of a
+ * missing or failed column are rebuilt stripe-wide (row-rebuild.ts: k other columns streamed
+ * once over the read's rows, each row reconstructed once); a cell that rebuild cannot give (its
+ * row has gone by, or an input failed) is rebuilt on its own from k other columns.
  */
 export class ReadState {
   private readonly bad = new Set<number>();
@@ -79,6 +82,11 @@ export class ReadState {
   private readonly streams = new Map<number, ColumnStream>();
   /** Per data column, the contiguous column range the read needs. */
   private readonly ranges = new Map<number, { start: number; end: number }>();
+  /** Where the last row the read's pieces cover ends in the columns. */
+  private rowsEnd = 0;
+  /** Pieces not yet handed on, by `${column offset of the row}:${index}`. */
+  private readonly pending = new Set<string>();
+  private rowRebuild: RowRebuild | undefined;
 
   constructor(
     private readonly reader: ColumnSource,
@@ -92,11 +100,22 @@ export class ReadState {
       const r = this.ranges.get(p.index);
       if (!r) this.ranges.set(p.index, { start: at + p.from, end: at + p.to });
       else r.end = at + p.to;
+      this.rowsEnd = Math.max(this.rowsEnd, at + p.cellLength);
+      this.pending.add(`${at}:${p.index}`);
     }
   }
 
   /** A piece's bytes: taken from its column's stream, else rebuilt. */
   async piece(p: Piece): Promise<Buffer> {
+    const at = this.layout.columnOffset(p.stripe) + p.cellStart;
+    try {
+      return await this.bytesOf(p, at);
+    } finally {
+      this.pending.delete(`${at}:${p.index}`);
+    }
+  }
+
+  private async bytesOf(p: Piece, at: number): Promise<Buffer> {
     const key = `${p.stripe}:${p.cellStart}:${p.index}`;
     const done = this.rebuilt.get(key);
     if (done) {
@@ -116,8 +135,52 @@ export class ReadState {
         }
       }
     }
-    const cell = await this.rebuild(p, this.layout.columnOffset(p.stripe) + p.cellStart);
+    const rebuilt = await this.rebuildOfRows(at)?.cell(p.index, at);
+    if (rebuilt) return rebuilt.subarray(p.from, p.to);
+    const cell = await this.rebuild(p, at);
     return cell.subarray(p.from, p.to);
+  }
+
+  /** A column does not stream its pieces: it has no holder, or it failed in this read. */
+  private unhealthy(index: number): boolean {
+    return this.bad.has(index) || !this.holders.has(index);
+  }
+
+  /**
+   * The read's row rebuild, started at the first row a piece of an unhealthy column still needs
+   * (at the latest `at`); a new one when the last failed. Undefined when fewer than k columns
+   * can be streamed.
+   */
+  private rebuildOfRows(at: number): RowRebuild | undefined {
+    if (this.rowRebuild && !this.rowRebuild.dead) return this.rowRebuild;
+    this.rowRebuild?.close();
+    this.rowRebuild = undefined;
+    const { k, m } = this.layout;
+    let lo = at;
+    for (const key of this.pending) {
+      const [row, index] = key.split(':').map(Number) as [number, number];
+      if (row < lo && this.unhealthy(index)) lo = row;
+    }
+    // Parity first: the read streams the data columns it has already.
+    const order = [...Array(m).keys()].map((j) => k + j).concat([...Array(k).keys()]);
+    const inputs: RebuildInput[] = [];
+    for (const index of order) {
+      if (inputs.length === k) break;
+      const node = this.holders.get(index);
+      if (node === undefined || this.bad.has(index)) continue;
+      const stream = this.reader.openColumn(this.blob, node, index, lo, this.rowsEnd);
+      if (stream) inputs.push({ index, stream });
+    }
+    if (inputs.length < k) {
+      for (const input of inputs) input.stream.close();
+      return undefined;
+    }
+    this.rowRebuild = new RowRebuild(this.layout, inputs, lo, this.rowsEnd, {
+      wanted: (row, index) => this.unhealthy(index) && this.pending.has(`${row}:${index}`),
+      failed: (index, err) => this.failed(index, err),
+      reconstructed: (startMs) => this.reader.reconstructed(startMs),
+    });
+    return this.rowRebuild;
   }
 
   /** The column's stream over its needed range, opened on first use; undefined when nobody holds it. */
@@ -135,6 +198,8 @@ export class ReadState {
   close(): void {
     for (const s of this.streams.values()) s.close();
     this.streams.clear();
+    this.rowRebuild?.close();
+    this.rowRebuild = undefined;
   }
 
   private failed(index: number, err: unknown): void {

@@ -1,0 +1,146 @@
+/**
+ * A degraded EC read rebuilds stripe-wide (src/cluster/ec-read-state.ts, row-rebuild.ts): each
+ * surviving column a rebuild needs is streamed once over the read's rows, and each row is
+ * reconstructed once for all of its missing data cells, instead of k cells fetched per missing
+ * cell. The columns here are served from memory, so the test counts what the read asks for.
+ */
+import { describe, expect, it } from 'vitest';
+import { CELL_BYTES, StripeLayout } from '../../src/ec/layout.js';
+import { encodeRows, memorySource } from '../../src/ec/striper.js';
+import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from '../../src/cluster/ec-read-state.js';
+import type { ColumnStream } from '../../src/cluster/column-stream.js';
+import type { BlobMeta } from '../../src/blob/meta.js';
+import type { ByteRange } from '../../src/service/local-store.js';
+
+const K = 4;
+const M = 2;
+/** Not a multiple of the cell: rows of a stripe end short. */
+const SHARD_BYTES = 2.5 * CELL_BYTES;
+/** Two whole stripes and a short third. */
+const BLOB_BYTES = 2 * K * SHARD_BYTES + 1_234_567;
+
+async function columnsOf(data: Buffer, layout: StripeLayout): Promise<Buffer[]> {
+  const columns = Array.from({ length: layout.shards }, () => Buffer.alloc(layout.columnBytes));
+  for await (const row of encodeRows(memorySource(data), layout)) row.cells.forEach((cell, i) => cell.copy(columns[i]!, row.columnOffset));
+  return columns;
+}
+
+/** Columns served from memory; counts the streams opened and bytes sent per column, and single-cell fetches. */
+class MemoryColumns implements ColumnSource {
+  readonly opened = new Map<number, number>();
+  readonly sent = new Map<number, number>();
+  cellFetches = 0;
+  rebuiltRows = 0;
+
+  constructor(
+    private readonly columns: Buffer[],
+    /** Column index -> bytes it sends in this read before it fails (per stream). */
+    private readonly failAfter = new Map<number, number>(),
+  ) {}
+
+  openColumn(_blob: EcBlob, _node: string, index: number, start: number, end: number): ColumnStream {
+    this.opened.set(index, (this.opened.get(index) ?? 0) + 1);
+    let at = start;
+    let closed = false;
+    return {
+      take: (length) => {
+        if (closed) return Promise.reject(new Error('closed'));
+        const limit = this.failAfter.get(index);
+        if (limit !== undefined && at - start + length > limit) return Promise.reject(new Error(`column ${index} failed`));
+        if (at + length > end) return Promise.reject(new Error(`column ${index}: take past the stream's end`));
+        const bytes = this.columns[index]!.subarray(at, at + length);
+        at += length;
+        this.sent.set(index, (this.sent.get(index) ?? 0) + length);
+        return Promise.resolve(bytes);
+      },
+      close: () => {
+        closed = true;
+      },
+    };
+  }
+
+  fetchRange(_blob: EcBlob, _node: string, index: number, offset: number, length: number): Promise<Buffer> {
+    this.cellFetches++;
+    this.sent.set(index, (this.sent.get(index) ?? 0) + length);
+    return Promise.resolve(Buffer.from(this.columns[index]!.subarray(offset, offset + length)));
+  }
+
+  forget(): void {}
+  noteMissing(): void {}
+  fetched(): void {}
+  reconstructed(): void {
+    this.rebuiltRows++;
+  }
+}
+
+/** The range read as EcReader reads it: pieces in order, `ahead` of them in flight. */
+async function read(source: ColumnSource, layout: StripeLayout, holders: Holders, range: ByteRange, ahead = 8): Promise<Buffer> {
+  const blob: EcBlob = { meta: { id: Buffer.alloc(32), policy: 5, size: BLOB_BYTES } as BlobMeta, shardBytes: layout.shardBytes };
+  const pieces = piecesOf(layout, range);
+  const state = new ReadState(source, blob, layout, holders, pieces);
+  const inflight: Promise<Buffer>[] = [];
+  const start = (j: number): void => {
+    const p = state.piece(pieces[j]!);
+    p.catch(() => undefined);
+    inflight[j % ahead] = p;
+  };
+  for (let j = 0; j < Math.min(pieces.length, ahead); j++) start(j);
+  const out: Buffer[] = [];
+  try {
+    for (let j = 0; j < pieces.length; j++) {
+      out.push(Buffer.from(await inflight[j % ahead]!));
+      if (j + ahead < pieces.length) start(j + ahead);
+    }
+  } finally {
+    await Promise.allSettled(inflight);
+    state.close();
+  }
+  return Buffer.concat(out);
+}
+
+const holdersWithout = (...missing: number[]): Holders => new Map([...Array(K + M).keys()].filter((i) => !missing.includes(i)).map((i) => [i, `node-${i}`]));
+
+describe('a degraded EC read', async () => {
+  const layout = new StripeLayout(K, M, SHARD_BYTES, BLOB_BYTES);
+  const data = Buffer.alloc(BLOB_BYTES);
+  for (let i = 0; i + 4 <= data.length; i += 4) data.writeUInt32LE(Math.imul(i, 2654435761) >>> 0, i);
+  const columns = await columnsOf(data, layout);
+  const whole = { start: 0, end: BLOB_BYTES };
+
+  it('with a data and a parity column gone: each surviving column streams once, no cell is fetched on its own', async () => {
+    const source = new MemoryColumns(columns);
+    expect((await read(source, layout, holdersWithout(1, 4), whole)).equals(data)).toBe(true);
+    expect(source.cellFetches).toBe(0);
+    // The data columns stream their own pieces and once more as inputs of the rebuild; parity 5 once.
+    expect(Object.fromEntries(source.opened)).toStrictEqual({ 0: 2, 2: 2, 3: 2, 5: 1 });
+    // Each row of the blob (ceil(2.5) cells per shard and stripe) reconstructed once.
+    expect(source.rebuiltRows).toBe(3 + 3 + Math.ceil(layout.lastShardBytes / CELL_BYTES));
+    for (const [index, bytes] of source.sent) expect(bytes, `column ${index}`).toBeLessThanOrEqual(2 * layout.columnBytes);
+  });
+
+  it('with two data columns gone: one reconstruction per row gives both', async () => {
+    const source = new MemoryColumns(columns);
+    expect((await read(source, layout, holdersWithout(1, 3), whole)).equals(data)).toBe(true);
+    expect(source.cellFetches).toBe(0);
+    expect(Object.fromEntries(source.opened)).toStrictEqual({ 0: 2, 2: 2, 4: 1, 5: 1 });
+    expect(source.rebuiltRows).toBe(3 + 3 + Math.ceil(layout.lastShardBytes / CELL_BYTES));
+  });
+
+  it('a range across stripes, with the first data column gone', async () => {
+    const source = new MemoryColumns(columns);
+    const range = { start: SHARD_BYTES + 777, end: 2 * K * SHARD_BYTES + 99_999 };
+    expect((await read(source, layout, holdersWithout(0), range)).equals(data.subarray(range.start, range.end))).toBe(true);
+    expect(source.cellFetches).toBe(0);
+    expect(source.opened.get(4)).toBe(1);
+  });
+
+  it('a column that fails mid-read is rebuilt too, and the bytes stay right', async () => {
+    const source = new MemoryColumns(columns, new Map([[2, 3 * CELL_BYTES + 5]]));
+    expect((await read(source, layout, holdersWithout(1), whole)).equals(data)).toBe(true);
+  });
+
+  it('with more than m columns unreadable the read fails: never wrong bytes', async () => {
+    const source = new MemoryColumns(columns, new Map([[5, CELL_BYTES]]));
+    await expect(read(source, layout, holdersWithout(1, 4), whole)).rejects.toThrow(/readable/);
+  });
+});
