@@ -16,11 +16,14 @@
  * instructions; more rows would overflow the 16 ymm registers and go one vector at a time.
  */
 RS_INLINE void gfni256_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
-                            uint8_t *const *out, size_t off, size_t len, int stream) {
+                            uint8_t *const *out, size_t off, size_t len, int stream, int accumulate) {
     size_t i = off;
     for (; R <= 4 && i + 64 <= off + len; i += 64) {
         __m256i a0[RS_ROWS_PER_PASS], a1[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm256_setzero_si256();
+        for (int r = 0; r < R; r++) {
+            a0[r] = accumulate ? _mm256_loadu_si256((const __m256i *)(out[r] + i)) : _mm256_setzero_si256();
+            a1[r] = accumulate ? _mm256_loadu_si256((const __m256i *)(out[r] + i + 32)) : _mm256_setzero_si256();
+        }
         for (int j = 0; j < mx->k; j++) {
             const uint64_t *a = mx->affine + (size_t)j * R;
             __m256i x0 = _mm256_loadu_si256((const __m256i *)(in[j] + i));
@@ -43,7 +46,7 @@ RS_INLINE void gfni256_rows(const int R, const rs_matrix *mx, const uint8_t *con
     }
     for (; i < off + len; i += 32) {
         __m256i acc[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_si256();
+        for (int r = 0; r < R; r++) acc[r] = accumulate ? _mm256_loadu_si256((const __m256i *)(out[r] + i)) : _mm256_setzero_si256();
         for (int j = 0; j < mx->k; j++) {
             const uint64_t *a = mx->affine + (size_t)j * R;
             __m256i x = _mm256_loadu_si256((const __m256i *)(in[j] + i));
@@ -62,8 +65,13 @@ RS_INLINE void gfni256_rows(const int R, const rs_matrix *mx, const uint8_t *con
 void rs_kernel_gfni256(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
                        size_t off, size_t len, unsigned flags) {
     size_t bulk = len & ~(size_t)31;
-    if (bulk) RS_FOR_ROWS(gfni256_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0);
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, 0);
+    /* A constant `accumulate` in each expansion keeps its test out of the encode loop. */
+    if (bulk && (flags & RS_KERNEL_ACCUMULATE)) {
+        RS_FOR_ROWS(gfni256_rows, mx, in, out, off, bulk, 0, 1);
+    } else if (bulk) {
+        RS_FOR_ROWS(gfni256_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0, 0);
+    }
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, flags & RS_KERNEL_ACCUMULATE);
     if (flags & RS_KERNEL_STREAM) _mm_sfence(); /* order the streamed lines before later stores */
 }
 #endif

@@ -17,11 +17,14 @@
  * where memory sets the pace). 16 accumulators of 32 zmm registers leave room for the rest.
  */
 RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
-                            uint8_t *const *out, size_t off, size_t len, int stream) {
+                            uint8_t *const *out, size_t off, size_t len, int stream, int accumulate) {
     size_t i = off;
     for (; i + 128 <= off + len; i += 128) {
         __m512i a0[RS_ROWS_PER_PASS], a1[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm512_setzero_si512();
+        for (int r = 0; r < R; r++) {
+            a0[r] = accumulate ? _mm512_loadu_si512((const void *)(out[r] + i)) : _mm512_setzero_si512();
+            a1[r] = accumulate ? _mm512_loadu_si512((const void *)(out[r] + i + 64)) : _mm512_setzero_si512();
+        }
         for (int j = 0; j < mx->k; j++) {
             const uint64_t *a = mx->affine + (size_t)j * R;
             __m512i x0 = _mm512_loadu_si512((const void *)(in[j] + i));
@@ -44,7 +47,7 @@ RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *con
     }
     for (; i < off + len; i += 64) {
         __m512i acc[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_si512();
+        for (int r = 0; r < R; r++) acc[r] = accumulate ? _mm512_loadu_si512((const void *)(out[r] + i)) : _mm512_setzero_si512();
         for (int j = 0; j < mx->k; j++) {
             const uint64_t *a = mx->affine + (size_t)j * R;
             __m512i x = _mm512_loadu_si512((const void *)(in[j] + i));
@@ -62,8 +65,13 @@ RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *con
 void rs_kernel_gfni512(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
                        size_t off, size_t len, unsigned flags) {
     size_t bulk = len & ~(size_t)63;
-    if (bulk) RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0);
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, 0);
+    /* A constant `accumulate` in each expansion keeps its test out of the encode loop. */
+    if (bulk && (flags & RS_KERNEL_ACCUMULATE)) {
+        RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk, 0, 1);
+    } else if (bulk) {
+        RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0, 0);
+    }
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, flags & RS_KERNEL_ACCUMULATE);
     if (flags & RS_KERNEL_STREAM) _mm_sfence(); /* order the streamed lines before later stores */
 }
 #endif
