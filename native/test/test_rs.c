@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dispatch.h"
+#include "gf.h"
 #include "reference.h"
 #include "rs.h"
 
@@ -287,6 +289,52 @@ static void test_update_offset(const char *path) {
     }
 }
 
+/*
+ * The kernel of the path with RS_KERNEL_ACCUMULATE, called directly: out ^= products for every
+ * row count, one input (the SIMD kernels' own code) and three (their portable fallback), at
+ * lengths with and without a tail.
+ */
+static void test_kernel_accumulate(const char *path) {
+    enum { K = 3, R = RS_ROWS_PER_PASS, LEN = 389 };
+    uint8_t coef[K * R], nibble[K * R * 32], in_bytes[K][LEN], before[R][LEN], out_bytes[R][LEN];
+    uint64_t affine[K * R];
+    gf_init();
+    for (int k = 1; k <= K; k += 2) {
+        for (int rows = 1; rows <= R; rows++) {
+            for (int at = 0; at < k * rows; at++) {
+                coef[at] = (uint8_t)rnd();
+                affine[at] = gf_affine_matrix(coef[at]);
+                for (int n = 0; n < 16; n++) {
+                    nibble[at * 32 + n] = gf_mul(coef[at], (uint8_t)n);
+                    nibble[at * 32 + 16 + n] = gf_mul(coef[at], (uint8_t)(n << 4));
+                }
+            }
+            const rs_matrix mx = {k, rows, coef, affine, nibble};
+            const uint8_t *in[K];
+            uint8_t *out[R];
+            for (int j = 0; j < k; j++) {
+                in[j] = in_bytes[j];
+                for (int x = 0; x < LEN; x++) in_bytes[j][x] = (uint8_t)rnd();
+            }
+            for (int r = 0; r < rows; r++) {
+                out[r] = out_bytes[r];
+                for (int x = 0; x < LEN; x++) before[r][x] = out_bytes[r][x] = (uint8_t)rnd();
+            }
+            rs_kernel_current()(&mx, in, out, 0, 256, RS_KERNEL_ACCUMULATE);
+            rs_kernel_current()(&mx, in, out, 256, LEN - 256, RS_KERNEL_ACCUMULATE);
+            int bad = 0;
+            for (int r = 0; r < rows; r++) {
+                for (int x = 0; x < LEN; x++) {
+                    uint8_t want = before[r][x];
+                    for (int j = 0; j < k; j++) want ^= ref_mul(coef[j * rows + r], in_bytes[j][x]);
+                    bad += out_bytes[r][x] != want;
+                }
+            }
+            CHECK(bad == 0, "%s kernel accumulate k=%d rows=%d: %d bytes differ", path, k, rows, bad);
+        }
+    }
+}
+
 static void test_update_errors(void) {
     stripe s;
     stripe_init(&s, 4, 2, 100);
@@ -405,6 +453,7 @@ int main(void) {
         test_data_only(name);
         test_update(name);
         test_update_offset(name);
+        test_kernel_accumulate(name);
         printf("path %-8s ok\n", name);
         paths++;
     }
