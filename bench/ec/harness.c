@@ -1,7 +1,10 @@
 /*
  * C harness: our kernel (each path) beside ISA-L on the same buffers, in one run.
- * Encode, and reconstruct of two lost data shards, for each shape and shard size; GB/s counts
- * the data bytes (k * shard) per second on one core. Prints one JSON line per measurement.
+ * Encode, reconstruct of two lost data shards, and update (the parity built by adding the k data
+ * shards one at a time: rs_encode_update, ISA-L's ec_encode_data_update) for each shape and shard
+ * size; GB/s counts the data bytes (k * shard) per second on one core, so an update figure is per
+ * data byte like encode's. Prints one JSON line per measurement; an update line also carries
+ * ratioEncode, the median over repetitions of (update / our encode) on the same path.
  * Shards are consecutive slices of one 2 MiB-aligned buffer, as the engine lays them out.
  * Candidates take turns within each repetition; ratioIsal is the median over repetitions of
  * (ours / ISA-L) from the same repetition, which the machine's background load disturbs less.
@@ -47,6 +50,10 @@ typedef void isal_fn(int len, int k, int rows, unsigned char *tables, unsigned c
                      unsigned char **out);
 static isal_fn *const isal_fns[] = {ec_encode_data, ec_encode_data_avx2, ec_encode_data_sse,
                                     ec_encode_data_base};
+typedef void isal_update_fn(int len, int k, int rows, int index, unsigned char *tables,
+                            unsigned char *data, unsigned char **parity);
+static isal_update_fn *const isal_update_fns[] = {ec_encode_data_update, ec_encode_data_update_avx2,
+                                                  ec_encode_data_update_sse, ec_encode_data_update_base};
 static const char *const isal_names[] = {"isal", "isal-avx2", "isal-sse", "isal-base"};
 #define ISAL_COUNT 4
 #define CANDIDATES (RS_PATH_COUNT + ISAL_COUNT)
@@ -58,12 +65,29 @@ static const int isal_peer[RS_PATH_COUNT] = {ISAL_AUTO + 3, ISAL_AUTO + 2, ISAL_
 static const char *candidate_name(int c) { return c < RS_PATH_COUNT ? rs_path_name(c) : isal_names[c - ISAL_AUTO]; }
 static int candidate_runs(int c) { return c >= RS_PATH_COUNT || rs_path_supported(c); }
 
-static void run_once(job *j, int c, int reconstruct) {
-    if (c >= RS_PATH_COUNT && !reconstruct) {
+enum op { OP_ENCODE, OP_RECONSTRUCT, OP_UPDATE, OP_COUNT };
+static const char *const op_names[OP_COUNT] = {"encode", "reconstruct", "update"};
+
+/* One update of the whole stripe: each data shard added to the parity in turn. */
+static void update_all(job *j, int c) {
+    for (int i = 0; i < j->k; i++) {
+        if (c >= RS_PATH_COUNT) {
+            isal_update_fns[c - ISAL_AUTO]((int)j->len, j->k, j->m, i, j->enc_tables, j->shards[i],
+                                           j->shards + j->k);
+        } else {
+            rs_encode_update(j->k, j->m, i, j->shards[i], j->shards + j->k, j->len);
+        }
+    }
+}
+
+static void run_once(job *j, int c, int op) {
+    if (op == OP_UPDATE) {
+        update_all(j, c);
+    } else if (c >= RS_PATH_COUNT && op == OP_ENCODE) {
         isal_fns[c - ISAL_AUTO]((int)j->len, j->k, j->m, j->enc_tables, j->shards, j->shards + j->k);
     } else if (c >= RS_PATH_COUNT) {
         isal_fns[c - ISAL_AUTO]((int)j->len, j->k, 2, j->dec_tables, j->isal_in, j->isal_out);
-    } else if (!reconstruct) {
+    } else if (op == OP_ENCODE) {
         rs_encode(j->k, j->m, j->shards, j->lens);
     } else {
         rs_reconstruct(j->k, j->m, j->shards, j->lens, j->present);
@@ -71,12 +95,12 @@ static void run_once(job *j, int c, int reconstruct) {
 }
 
 /* Runs candidate c for at least min_s; returns GB/s of data. */
-static double measure(job *j, int c, int reconstruct) {
+static double measure(job *j, int c, int op) {
     if (c < RS_PATH_COUNT) rs_path_force(rs_path_name(c));
     double start = now_s(), t;
     long iters = 0;
     do {
-        for (int n = 0; n < 4; n++) run_once(j, c, reconstruct);
+        for (int n = 0; n < 4; n++) run_once(j, c, op);
         iters += 4;
         t = now_s() - start;
     } while (t < min_s);
@@ -125,16 +149,31 @@ static void job_init(job *j, int k, int m, size_t len) {
     ec_encode_data((int)len, k, m, j->enc_tables, j->shards, j->shards + k);
 }
 
-/* Our parity and ISA-L's must be the same bytes: the same Cauchy matrix. */
-static int same_as_isal(job *j) {
+/*
+ * Our parity and ISA-L's must be the same bytes: the same Cauchy matrix. For update, each side
+ * builds it from zeroed parity, and ours must also equal our encode's.
+ */
+static int same_as_isal(job *j, int op) {
     size_t plen = (size_t)j->m * j->len;
-    uint8_t *ours = malloc(plen);
+    uint8_t *ours = malloc(plen), *encoded = malloc(plen);
     rs_path_force("auto");
     rs_encode(j->k, j->m, j->shards, j->lens);
+    memcpy(encoded, j->shards[j->k], plen);
+    if (op == OP_UPDATE) {
+        memset(j->shards[j->k], 0, plen);
+        update_all(j, rs_path_current());
+    }
     memcpy(ours, j->shards[j->k], plen);
-    ec_encode_data((int)j->len, j->k, j->m, j->enc_tables, j->shards, j->shards + j->k);
-    int same = memcmp(ours, j->shards[j->k], plen) == 0;
+    int same = memcmp(ours, encoded, plen) == 0;
+    if (op == OP_UPDATE) {
+        memset(j->shards[j->k], 0, plen);
+        update_all(j, ISAL_AUTO);
+    } else {
+        ec_encode_data((int)j->len, j->k, j->m, j->enc_tables, j->shards, j->shards + j->k);
+    }
+    same = same && memcmp(ours, j->shards[j->k], plen) == 0;
     free(ours);
+    free(encoded);
     return same;
 }
 
@@ -151,16 +190,19 @@ static double median_ratio(const double *a, const double *b) {
     return ratios[reps / 2];
 }
 
-static void run_job(int k, int m, size_t len, int reconstruct) {
+static void run_job(int k, int m, size_t len, int op) {
     job j;
     job_init(&j, k, m, len);
     double samples[CANDIDATES][REPS_MAX], sorted[CANDIDATES][REPS_MAX];
+    double encode[RS_PATH_COUNT][REPS_MAX]; /* update jobs: our encode, sampled beside the update */
     for (int r = 0; r < reps; r++) { /* interleaved, so load changes hit every candidate alike */
         for (int c = 0; c < CANDIDATES; c++) {
-            if (candidate_runs(c)) samples[c][r] = measure(&j, c, reconstruct);
+            if (!candidate_runs(c)) continue;
+            samples[c][r] = measure(&j, c, op);
+            if (op == OP_UPDATE && c < RS_PATH_COUNT) encode[c][r] = measure(&j, c, OP_ENCODE);
         }
     }
-    int same = same_as_isal(&j);
+    int same = same_as_isal(&j, op);
     for (int c = 0; c < CANDIDATES; c++) {
         if (!candidate_runs(c)) continue;
         memcpy(sorted[c], samples[c], sizeof samples[c]);
@@ -170,11 +212,15 @@ static void run_job(int k, int m, size_t len, int reconstruct) {
         printf("{\"bench\":\"ec-kernel\",\"impl\":\"%s\",\"op\":\"%s\",\"k\":%d,\"m\":%d,"
                "\"shardBytes\":%zu,\"gbps\":%.3f,\"gbpsMin\":%.3f,\"gbpsMax\":%.3f,"
                "\"ratioIsal\":%.3f,\"peer\":\"%s\",\"ratioPeer\":%.3f,\"reps\":%d,"
-               "\"parityMatchesIsal\":%s}\n",
-               candidate_name(c), reconstruct ? "reconstruct" : "encode", k, m, len,
+               "\"parityMatchesIsal\":%s",
+               candidate_name(c), op_names[op], k, m, len,
                sorted[c][reps / 2], sorted[c][0], sorted[c][reps - 1],
                median_ratio(samples[c], samples[ISAL_AUTO]), candidate_name(peer),
                median_ratio(samples[c], samples[peer]), reps, same ? "true" : "false");
+        if (op == OP_UPDATE && c < RS_PATH_COUNT) {
+            printf(",\"ratioEncode\":%.3f", median_ratio(samples[c], encode[c]));
+        }
+        printf("}\n");
     }
     fflush(stdout);
     free(j.base);
@@ -196,7 +242,7 @@ int main(int argc, char **argv) {
     for (size_t s = 0; s < 2; s++) {
         for (size_t z = 0; z < 3; z++) {
             if (only_k && (shapes[s][0] != only_k || shapes[s][1] != only_m || sizes[z] != only_kib << 10)) continue;
-            for (int op = 0; op < 2; op++) run_job(shapes[s][0], shapes[s][1], sizes[z], op);
+            for (int op = 0; op < OP_COUNT; op++) run_job(shapes[s][0], shapes[s][1], sizes[z], op);
         }
     }
     return 0;

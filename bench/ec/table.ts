@@ -1,6 +1,7 @@
 /**
  * Summarises the JSON lines of harness.c (ec-kernel) and node.bench.ts (ec-node): one ratio line
- * per shape (JSON, bench "ec-ratio") and a human table (lines starting with "#").
+ * per shape (JSON, bench "ec-ratio"), one line per shape for the update beside encode (JSON, bench
+ * "ec-update") and human tables (lines starting with "#").
  *
  *   node dist/bench/ec/table.js results.jsonl
  */
@@ -18,6 +19,8 @@ interface Line {
   readonly ratioRonomon?: number;
   readonly peer?: string;
   readonly ratioPeer?: number;
+  /** update lines of our paths: median of per-repetition (update / our encode), same path. */
+  readonly ratioEncode?: number;
 }
 
 const PATHS = ['portable', 'ssse3', 'avx2', 'gfni256', 'gfni512'];
@@ -75,4 +78,32 @@ const peers = ['# Each path / its ISA-L peer (portable/base, ssse3/sse, avx2/avx
 for (const key of lines.filter((l) => l.bench === 'ec-kernel' && l.impl === 'isal')) {
   peers.push(row([`${key.k}+${key.m}`, size(key.shardBytes), key.op, '', ...PATHS.map((p) => `${num(find('ec-kernel', p, key)?.ratioPeer, 2)}x`)]));
 }
-console.log([...table, ...peers].join('\n'));
+// The update (parity built one data shard at a time) beside encode on each path, per data byte.
+const updates = ['# Update (rs_encode_update over the k data shards) beside encode, GB/s of data per core; upd/enc and upd/peer: medians of per-repetition ratios',
+  row(['shape', 'shard', 'path', 'encode', 'update', 'upd/enc', 'isal-peer', 'upd/peer'])];
+for (const key of lines.filter((l) => l.bench === 'ec-kernel' && l.impl === 'isal' && l.op === 'update')) {
+  const encodeKey = { ...key, op: 'encode' };
+  const ran = PATHS.filter((p) => find('ec-kernel', p, key));
+  for (const path of ran) {
+    const update = find('ec-kernel', path, key);
+    const encode = find('ec-kernel', path, encodeKey);
+    const peer = update?.peer === undefined ? undefined : find('ec-kernel', update.peer, key);
+    updates.push(row([`${key.k}+${key.m}`, size(key.shardBytes), path, num(encode?.gbps), num(update?.gbps), `${num(update?.ratioEncode, 2)}x`,
+      `${num(peer?.gbps)}`, `${num(update?.ratioPeer, 2)}x`]));
+  }
+  const auto = ran[ran.length - 1] ?? 'portable';
+  const update = find('ec-kernel', auto, key);
+  console.log(JSON.stringify({
+    bench: 'ec-update',
+    k: key.k,
+    m: key.m,
+    shardBytes: key.shardBytes,
+    path: auto,
+    updateGbps: update?.gbps ?? null,
+    encodeGbps: find('ec-kernel', auto, encodeKey)?.gbps ?? null,
+    ratioEncode: update?.ratioEncode ?? null,
+    isalUpdateGbps: key.gbps,
+    ratioIsal: update?.ratioIsal ?? null,
+  }));
+}
+console.log([...table, ...peers, ...updates].join('\n'));

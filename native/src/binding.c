@@ -126,6 +126,35 @@ static napi_value js_encode(napi_env env, napi_callback_info info) {
     return make_int(env, status);
 }
 
+/*
+ * encodeUpdate(k, m, index, data, parity[]) -> status: parity[j] ^= coef(k + j, index) x data.
+ * Values sit at their stripe positions (data at index, parity j at k + j) so that statuses name
+ * shards as encode's do; the lengths are checked here, as rs_encode_update takes one.
+ */
+static napi_value js_encode_update(napi_env env, napi_callback_info info) {
+    size_t argc = 5;
+    napi_value argv[5];
+    NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 5) return make_int(env, RS_STATUS(RS_E_ARG_TYPE, 0));
+    int k, m, index = 0;
+    int status = get_km(env, argv, &k, &m);
+    if (status == RS_OK && !get_int(env, argv[2], &index)) status = RS_STATUS(RS_E_ARG_TYPE, 0);
+    if (status == RS_OK && (index < 0 || index >= k)) status = RS_STATUS(RS_E_INDEX_RANGE, 0);
+    napi_value vals[RS_N_MAX];
+    uint8_t *ptrs[RS_N_MAX];
+    size_t lens[RS_N_MAX];
+    if (status == RS_OK) status = get_values(env, argv[4], k, m, vals);
+    if (status == RS_OK && !source_bytes(env, argv[3], &ptrs[index], &lens[index])) {
+        status = RS_STATUS(RS_E_SHARD_TYPE, index);
+    }
+    for (int j = k; status == RS_OK && j < k + m; j++) {
+        if (!source_bytes(env, vals[j], &ptrs[j], &lens[j])) status = RS_STATUS(RS_E_SHARD_TYPE, j);
+        else if (lens[j] != lens[index]) status = RS_STATUS(RS_E_SHARD_LENGTH, j);
+    }
+    if (status == RS_OK) status = rs_encode_update(k, m, index, ptrs[index], ptrs + k, lens[index]);
+    return make_int(env, status);
+}
+
 static int get_present(napi_env env, napi_value arr, int n, uint8_t *present) {
     bool is = false;
     uint32_t len = 0;
@@ -198,6 +227,7 @@ static const path_list rs_paths = {
 static napi_value init(napi_env env, napi_value exports) {
     napi_property_descriptor props[] = {
         {"encode", NULL, js_encode, NULL, NULL, NULL, napi_default, NULL},
+        {"encodeUpdate", NULL, js_encode_update, NULL, NULL, NULL, napi_default, NULL},
         {"reconstruct", NULL, js_reconstruct, NULL, NULL, NULL, napi_default, NULL},
         {"encodingMatrix", NULL, js_encoding_matrix, NULL, NULL, NULL, napi_default, NULL},
         {"cacheStats", NULL, js_cache_stats, NULL, NULL, NULL, napi_default, NULL},

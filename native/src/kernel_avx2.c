@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "rs.h"
 
 RS_INLINE __m256i table256(const uint8_t *t) {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)t));
@@ -20,18 +21,29 @@ RS_INLINE __m256i table256(const uint8_t *t) {
  * (+25-40% here); more rows would need more than the 16 ymm registers, and go one at a time.
  */
 RS_INLINE void avx2_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
-                         uint8_t *const *out, size_t off, size_t len, int stream) {
+                         uint8_t *const *out, size_t off, size_t len, int stream, int accumulate) {
+    /* Stores may alias anything (the vector types are may_alias): pointers read through in[], out[]
+       or mx would be loaded again after each one, so work from local copies. */
+    const int k = accumulate ? 1 : mx->k; /* the update's one input: the loop over inputs folds away */
+    const uint8_t *src[RS_K_MAX];
+    uint8_t *dst[RS_ROWS_PER_PASS];
+    for (int j = 0; j < k; j++) src[j] = in[j];
+    for (int r = 0; r < R; r++) dst[r] = out[r];
+    const uint8_t *const nibble = mx->nibble;
     const __m256i mask = _mm256_set1_epi8(0x0f);
     size_t i = off;
     for (; R <= 4 && i + 64 <= off + len; i += 64) {
         __m256i acc0[RS_ROWS_PER_PASS], acc1[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) acc0[r] = acc1[r] = _mm256_setzero_si256();
-        for (int j = 0; j < mx->k; j++) {
-            __m256i x0 = _mm256_loadu_si256((const __m256i *)(in[j] + i));
-            __m256i x1 = _mm256_loadu_si256((const __m256i *)(in[j] + i + 32));
+        for (int r = 0; r < R; r++) {
+            acc0[r] = accumulate ? _mm256_loadu_si256((const __m256i *)(dst[r] + i)) : _mm256_setzero_si256();
+            acc1[r] = accumulate ? _mm256_loadu_si256((const __m256i *)(dst[r] + i + 32)) : _mm256_setzero_si256();
+        }
+        for (int j = 0; j < k; j++) {
+            __m256i x0 = _mm256_loadu_si256((const __m256i *)(src[j] + i));
+            __m256i x1 = _mm256_loadu_si256((const __m256i *)(src[j] + i + 32));
             __m256i lo0 = _mm256_and_si256(x0, mask), hi0 = _mm256_and_si256(_mm256_srli_epi64(x0, 4), mask);
             __m256i lo1 = _mm256_and_si256(x1, mask), hi1 = _mm256_and_si256(_mm256_srli_epi64(x1, 4), mask);
-            const uint8_t *t = mx->nibble + (size_t)j * R * 32;
+            const uint8_t *t = nibble + (size_t)j * R * 32;
             for (int r = 0; r < R; r++) {
                 __m256i tl = table256(t + r * 32), th = table256(t + r * 32 + 16);
                 acc0[r] = _mm256_xor_si256(acc0[r], _mm256_xor_si256(_mm256_shuffle_epi8(tl, lo0), _mm256_shuffle_epi8(th, hi0)));
@@ -40,21 +52,21 @@ RS_INLINE void avx2_rows(const int R, const rs_matrix *mx, const uint8_t *const 
         }
         for (int r = 0; r < R; r++) {
             if (stream) {
-                _mm256_stream_si256((__m256i *)(out[r] + i), acc0[r]);
-                _mm256_stream_si256((__m256i *)(out[r] + i + 32), acc1[r]);
+                _mm256_stream_si256((__m256i *)(dst[r] + i), acc0[r]);
+                _mm256_stream_si256((__m256i *)(dst[r] + i + 32), acc1[r]);
             } else {
-                _mm256_storeu_si256((__m256i *)(out[r] + i), acc0[r]);
-                _mm256_storeu_si256((__m256i *)(out[r] + i + 32), acc1[r]);
+                _mm256_storeu_si256((__m256i *)(dst[r] + i), acc0[r]);
+                _mm256_storeu_si256((__m256i *)(dst[r] + i + 32), acc1[r]);
             }
         }
     }
     for (; i < off + len; i += 32) {
         __m256i acc[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_si256();
-        for (int j = 0; j < mx->k; j++) {
-            __m256i x = _mm256_loadu_si256((const __m256i *)(in[j] + i));
+        for (int r = 0; r < R; r++) acc[r] = accumulate ? _mm256_loadu_si256((const __m256i *)(dst[r] + i)) : _mm256_setzero_si256();
+        for (int j = 0; j < k; j++) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(src[j] + i));
             __m256i lo = _mm256_and_si256(x, mask), hi = _mm256_and_si256(_mm256_srli_epi64(x, 4), mask);
-            const uint8_t *t = mx->nibble + (size_t)j * R * 32;
+            const uint8_t *t = nibble + (size_t)j * R * 32;
             for (int r = 0; r < R; r++) {
                 __m256i pl = _mm256_shuffle_epi8(table256(t + r * 32), lo);
                 __m256i ph = _mm256_shuffle_epi8(table256(t + r * 32 + 16), hi);
@@ -62,8 +74,8 @@ RS_INLINE void avx2_rows(const int R, const rs_matrix *mx, const uint8_t *const 
             }
         }
         for (int r = 0; r < R; r++) {
-            if (stream) _mm256_stream_si256((__m256i *)(out[r] + i), acc[r]);
-            else _mm256_storeu_si256((__m256i *)(out[r] + i), acc[r]);
+            if (stream) _mm256_stream_si256((__m256i *)(dst[r] + i), acc[r]);
+            else _mm256_storeu_si256((__m256i *)(dst[r] + i), acc[r]);
         }
     }
 }
@@ -75,8 +87,17 @@ void rs_zero_upper(void) { _mm256_zeroupper(); }
 void rs_kernel_avx2(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
                     size_t off, size_t len, unsigned flags) {
     size_t bulk = len & ~(size_t)31;
-    if (bulk) RS_FOR_ROWS(avx2_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0);
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, 0);
+    if ((flags & RS_KERNEL_ACCUMULATE) && mx->k != 1) { /* compiled for one input only */
+        rs_kernel_portable(mx, in, out, off, len, flags & RS_KERNEL_ACCUMULATE);
+        return;
+    }
+    /* A constant `accumulate` in each expansion keeps its test out of the encode loop. */
+    if (bulk && (flags & RS_KERNEL_ACCUMULATE)) {
+        RS_FOR_ROWS(avx2_rows, mx, in, out, off, bulk, 0, 1);
+    } else if (bulk) {
+        RS_FOR_ROWS(avx2_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0, 0);
+    }
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, flags & RS_KERNEL_ACCUMULATE);
     if (flags & RS_KERNEL_STREAM) _mm_sfence(); /* order the streamed lines before later stores */
 }
 #endif

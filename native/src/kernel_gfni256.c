@@ -10,21 +10,33 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "rs.h"
 
 /*
  * Up to 4 rows go two vectors (64 bytes) per step: each broadcast matrix serves two affine
  * instructions; more rows would overflow the 16 ymm registers and go one vector at a time.
  */
 RS_INLINE void gfni256_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
-                            uint8_t *const *out, size_t off, size_t len, int stream) {
+                            uint8_t *const *out, size_t off, size_t len, int stream, int accumulate) {
+    /* Stores may alias anything (the vector types are may_alias): pointers read through in[], out[]
+       or mx would be loaded again after each one, so work from local copies. */
+    const int k = accumulate ? 1 : mx->k; /* the update's one input: the loop over inputs folds away */
+    const uint8_t *src[RS_K_MAX];
+    uint8_t *dst[RS_ROWS_PER_PASS];
+    for (int j = 0; j < k; j++) src[j] = in[j];
+    for (int r = 0; r < R; r++) dst[r] = out[r];
+    const uint64_t *const affine = mx->affine;
     size_t i = off;
     for (; R <= 4 && i + 64 <= off + len; i += 64) {
         __m256i a0[RS_ROWS_PER_PASS], a1[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm256_setzero_si256();
-        for (int j = 0; j < mx->k; j++) {
-            const uint64_t *a = mx->affine + (size_t)j * R;
-            __m256i x0 = _mm256_loadu_si256((const __m256i *)(in[j] + i));
-            __m256i x1 = _mm256_loadu_si256((const __m256i *)(in[j] + i + 32));
+        for (int r = 0; r < R; r++) {
+            a0[r] = accumulate ? _mm256_loadu_si256((const __m256i *)(dst[r] + i)) : _mm256_setzero_si256();
+            a1[r] = accumulate ? _mm256_loadu_si256((const __m256i *)(dst[r] + i + 32)) : _mm256_setzero_si256();
+        }
+        for (int j = 0; j < k; j++) {
+            const uint64_t *a = affine + (size_t)j * R;
+            __m256i x0 = _mm256_loadu_si256((const __m256i *)(src[j] + i));
+            __m256i x1 = _mm256_loadu_si256((const __m256i *)(src[j] + i + 32));
             for (int r = 0; r < R; r++) {
                 __m256i mat = _mm256_set1_epi64x((long long)a[r]);
                 a0[r] = _mm256_xor_si256(a0[r], _mm256_gf2p8affine_epi64_epi8(x0, mat, 0));
@@ -33,28 +45,28 @@ RS_INLINE void gfni256_rows(const int R, const rs_matrix *mx, const uint8_t *con
         }
         for (int r = 0; r < R; r++) {
             if (stream) {
-                _mm256_stream_si256((__m256i *)(out[r] + i), a0[r]);
-                _mm256_stream_si256((__m256i *)(out[r] + i + 32), a1[r]);
+                _mm256_stream_si256((__m256i *)(dst[r] + i), a0[r]);
+                _mm256_stream_si256((__m256i *)(dst[r] + i + 32), a1[r]);
             } else {
-                _mm256_storeu_si256((__m256i *)(out[r] + i), a0[r]);
-                _mm256_storeu_si256((__m256i *)(out[r] + i + 32), a1[r]);
+                _mm256_storeu_si256((__m256i *)(dst[r] + i), a0[r]);
+                _mm256_storeu_si256((__m256i *)(dst[r] + i + 32), a1[r]);
             }
         }
     }
     for (; i < off + len; i += 32) {
         __m256i acc[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_si256();
-        for (int j = 0; j < mx->k; j++) {
-            const uint64_t *a = mx->affine + (size_t)j * R;
-            __m256i x = _mm256_loadu_si256((const __m256i *)(in[j] + i));
+        for (int r = 0; r < R; r++) acc[r] = accumulate ? _mm256_loadu_si256((const __m256i *)(dst[r] + i)) : _mm256_setzero_si256();
+        for (int j = 0; j < k; j++) {
+            const uint64_t *a = affine + (size_t)j * R;
+            __m256i x = _mm256_loadu_si256((const __m256i *)(src[j] + i));
             for (int r = 0; r < R; r++) {
                 __m256i p = _mm256_gf2p8affine_epi64_epi8(x, _mm256_set1_epi64x((long long)a[r]), 0);
                 acc[r] = _mm256_xor_si256(acc[r], p);
             }
         }
         for (int r = 0; r < R; r++) {
-            if (stream) _mm256_stream_si256((__m256i *)(out[r] + i), acc[r]);
-            else _mm256_storeu_si256((__m256i *)(out[r] + i), acc[r]);
+            if (stream) _mm256_stream_si256((__m256i *)(dst[r] + i), acc[r]);
+            else _mm256_storeu_si256((__m256i *)(dst[r] + i), acc[r]);
         }
     }
 }
@@ -62,8 +74,17 @@ RS_INLINE void gfni256_rows(const int R, const rs_matrix *mx, const uint8_t *con
 void rs_kernel_gfni256(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
                        size_t off, size_t len, unsigned flags) {
     size_t bulk = len & ~(size_t)31;
-    if (bulk) RS_FOR_ROWS(gfni256_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0);
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, 0);
+    if ((flags & RS_KERNEL_ACCUMULATE) && mx->k != 1) { /* compiled for one input only */
+        rs_kernel_portable(mx, in, out, off, len, flags & RS_KERNEL_ACCUMULATE);
+        return;
+    }
+    /* A constant `accumulate` in each expansion keeps its test out of the encode loop. */
+    if (bulk && (flags & RS_KERNEL_ACCUMULATE)) {
+        RS_FOR_ROWS(gfni256_rows, mx, in, out, off, bulk, 0, 1);
+    } else if (bulk) {
+        RS_FOR_ROWS(gfni256_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0, 0);
+    }
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, flags & RS_KERNEL_ACCUMULATE);
     if (flags & RS_KERNEL_STREAM) _mm_sfence(); /* order the streamed lines before later stores */
 }
 #endif

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "rs.h"
 
 /*
  * Two vectors (128 bytes) per step while they last: each broadcast matrix serves two affine
@@ -17,15 +18,26 @@
  * where memory sets the pace). 16 accumulators of 32 zmm registers leave room for the rest.
  */
 RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
-                            uint8_t *const *out, size_t off, size_t len, int stream) {
+                            uint8_t *const *out, size_t off, size_t len, int stream, int accumulate) {
+    /* Stores may alias anything (the vector types are may_alias): pointers read through in[], out[]
+       or mx would be loaded again after each one, so work from local copies. */
+    const int k = accumulate ? 1 : mx->k; /* the update's one input: the loop over inputs folds away */
+    const uint8_t *src[RS_K_MAX];
+    uint8_t *dst[RS_ROWS_PER_PASS];
+    for (int j = 0; j < k; j++) src[j] = in[j];
+    for (int r = 0; r < R; r++) dst[r] = out[r];
+    const uint64_t *const affine = mx->affine;
     size_t i = off;
     for (; i + 128 <= off + len; i += 128) {
         __m512i a0[RS_ROWS_PER_PASS], a1[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm512_setzero_si512();
-        for (int j = 0; j < mx->k; j++) {
-            const uint64_t *a = mx->affine + (size_t)j * R;
-            __m512i x0 = _mm512_loadu_si512((const void *)(in[j] + i));
-            __m512i x1 = _mm512_loadu_si512((const void *)(in[j] + i + 64));
+        for (int r = 0; r < R; r++) {
+            a0[r] = accumulate ? _mm512_loadu_si512((const void *)(dst[r] + i)) : _mm512_setzero_si512();
+            a1[r] = accumulate ? _mm512_loadu_si512((const void *)(dst[r] + i + 64)) : _mm512_setzero_si512();
+        }
+        for (int j = 0; j < k; j++) {
+            const uint64_t *a = affine + (size_t)j * R;
+            __m512i x0 = _mm512_loadu_si512((const void *)(src[j] + i));
+            __m512i x1 = _mm512_loadu_si512((const void *)(src[j] + i + 64));
             for (int r = 0; r < R; r++) {
                 __m512i mat = _mm512_set1_epi64((long long)a[r]);
                 a0[r] = _mm512_xor_si512(a0[r], _mm512_gf2p8affine_epi64_epi8(x0, mat, 0));
@@ -34,27 +46,27 @@ RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *con
         }
         for (int r = 0; r < R; r++) {
             if (stream) {
-                _mm512_stream_si512((void *)(out[r] + i), a0[r]);
-                _mm512_stream_si512((void *)(out[r] + i + 64), a1[r]);
+                _mm512_stream_si512((void *)(dst[r] + i), a0[r]);
+                _mm512_stream_si512((void *)(dst[r] + i + 64), a1[r]);
             } else {
-                _mm512_storeu_si512((void *)(out[r] + i), a0[r]);
-                _mm512_storeu_si512((void *)(out[r] + i + 64), a1[r]);
+                _mm512_storeu_si512((void *)(dst[r] + i), a0[r]);
+                _mm512_storeu_si512((void *)(dst[r] + i + 64), a1[r]);
             }
         }
     }
     for (; i < off + len; i += 64) {
         __m512i acc[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_si512();
-        for (int j = 0; j < mx->k; j++) {
-            const uint64_t *a = mx->affine + (size_t)j * R;
-            __m512i x = _mm512_loadu_si512((const void *)(in[j] + i));
+        for (int r = 0; r < R; r++) acc[r] = accumulate ? _mm512_loadu_si512((const void *)(dst[r] + i)) : _mm512_setzero_si512();
+        for (int j = 0; j < k; j++) {
+            const uint64_t *a = affine + (size_t)j * R;
+            __m512i x = _mm512_loadu_si512((const void *)(src[j] + i));
             for (int r = 0; r < R; r++) {
                 acc[r] = _mm512_xor_si512(acc[r], _mm512_gf2p8affine_epi64_epi8(x, _mm512_set1_epi64((long long)a[r]), 0));
             }
         }
         for (int r = 0; r < R; r++) {
-            if (stream) _mm512_stream_si512((void *)(out[r] + i), acc[r]);
-            else _mm512_storeu_si512((void *)(out[r] + i), acc[r]);
+            if (stream) _mm512_stream_si512((void *)(dst[r] + i), acc[r]);
+            else _mm512_storeu_si512((void *)(dst[r] + i), acc[r]);
         }
     }
 }
@@ -62,8 +74,17 @@ RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *con
 void rs_kernel_gfni512(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
                        size_t off, size_t len, unsigned flags) {
     size_t bulk = len & ~(size_t)63;
-    if (bulk) RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0);
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, 0);
+    if ((flags & RS_KERNEL_ACCUMULATE) && mx->k != 1) { /* compiled for one input only */
+        rs_kernel_portable(mx, in, out, off, len, flags & RS_KERNEL_ACCUMULATE);
+        return;
+    }
+    /* A constant `accumulate` in each expansion keeps its test out of the encode loop. */
+    if (bulk && (flags & RS_KERNEL_ACCUMULATE)) {
+        RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk, 0, 1);
+    } else if (bulk) {
+        RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0, 0);
+    }
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, flags & RS_KERNEL_ACCUMULATE);
     if (flags & RS_KERNEL_STREAM) _mm_sfence(); /* order the streamed lines before later stores */
 }
 #endif

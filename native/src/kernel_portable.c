@@ -5,6 +5,8 @@
  *         out[r][i] = T(coef(0, r))[in[0][i]]                       for every i
  *         out[r][i] ^= T(coef(j, r))[in[j][i]]                      for j = 1..k-1, every i
  *
+ * With RS_KERNEL_ACCUMULATE the first input is XORed in too (out[r][i] ^= ...).
+ *
  * The caller passes strips (rs.c) small enough that the k input strips and out[r] stay in L2
  * while each row goes over them again.
  * Bytes move eight at a time through 64-bit words; the tail goes byte by byte.
@@ -48,9 +50,11 @@ void rs_kernel_portable(const rs_matrix *mx, const uint8_t *const *in, uint8_t *
                         size_t off, size_t len, unsigned flags) {
     const int k = mx->k;
     const int rows = mx->rows;
+    const int accumulate = (flags & RS_KERNEL_ACCUMULATE) != 0;
     for (int r = 0; r < rows; r++) {
         uint8_t *dst = out[r] + off;
-        mul_set(gf_mul_table[mx->coef[r]], in[0] + off, dst, len);
+        if (accumulate) mul_xor(gf_mul_table[mx->coef[r]], in[0] + off, dst, len);
+        else mul_set(gf_mul_table[mx->coef[r]], in[0] + off, dst, len);
         for (int j = 1; j < k; j++) {
             mul_xor(gf_mul_table[mx->coef[j * rows + r]], in[j] + off, dst, len);
         }

@@ -10,18 +10,29 @@
 #include <tmmintrin.h>
 
 #include "kernels.h"
+#include "rs.h"
 
 RS_INLINE void ssse3_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
-                          uint8_t *const *out, size_t off, size_t len) {
+                          uint8_t *const *out, size_t off, size_t len, int accumulate) {
+    /* Stores may alias anything (the vector types are may_alias): pointers read through in[], out[]
+       or mx would be loaded again after each one, so work from local copies. */
+    const int k = accumulate ? 1 : mx->k; /* the update's one input: the loop over inputs folds away */
+    const uint8_t *src[RS_K_MAX];
+    uint8_t *dst[RS_ROWS_PER_PASS];
+    for (int j = 0; j < k; j++) src[j] = in[j];
+    for (int r = 0; r < R; r++) dst[r] = out[r];
+    const uint8_t *const nibble = mx->nibble;
     const __m128i mask = _mm_set1_epi8(0x0f);
     for (size_t i = off; i < off + len; i += 16) {
         __m128i acc[RS_ROWS_PER_PASS];
-        for (int r = 0; r < R; r++) acc[r] = _mm_setzero_si128();
-        for (int j = 0; j < mx->k; j++) {
-            __m128i x = _mm_loadu_si128((const __m128i *)(in[j] + i));
+        for (int r = 0; r < R; r++) {
+            acc[r] = accumulate ? _mm_loadu_si128((const __m128i *)(dst[r] + i)) : _mm_setzero_si128();
+        }
+        for (int j = 0; j < k; j++) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(src[j] + i));
             __m128i lo = _mm_and_si128(x, mask);
             __m128i hi = _mm_and_si128(_mm_srli_epi64(x, 4), mask);
-            const uint8_t *t = mx->nibble + (size_t)j * R * 32;
+            const uint8_t *t = nibble + (size_t)j * R * 32;
             for (int r = 0; r < R; r++) {
                 __m128i tl = _mm_loadu_si128((const __m128i *)(t + r * 32));
                 __m128i th = _mm_loadu_si128((const __m128i *)(t + r * 32 + 16));
@@ -29,14 +40,23 @@ RS_INLINE void ssse3_rows(const int R, const rs_matrix *mx, const uint8_t *const
                 acc[r] = _mm_xor_si128(acc[r], _mm_shuffle_epi8(th, hi));
             }
         }
-        for (int r = 0; r < R; r++) _mm_storeu_si128((__m128i *)(out[r] + i), acc[r]);
+        for (int r = 0; r < R; r++) _mm_storeu_si128((__m128i *)(dst[r] + i), acc[r]);
     }
 }
 
 void rs_kernel_ssse3(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
                      size_t off, size_t len, unsigned flags) {
     size_t bulk = len & ~(size_t)15;
-    if (bulk) RS_FOR_ROWS(ssse3_rows, mx, in, out, off, bulk);
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, 0);
+    if ((flags & RS_KERNEL_ACCUMULATE) && mx->k != 1) { /* compiled for one input only */
+        rs_kernel_portable(mx, in, out, off, len, flags & RS_KERNEL_ACCUMULATE);
+        return;
+    }
+    /* A constant `accumulate` in each expansion keeps its test out of the encode loop. */
+    if (bulk && (flags & RS_KERNEL_ACCUMULATE)) {
+        RS_FOR_ROWS(ssse3_rows, mx, in, out, off, bulk, 1);
+    } else if (bulk) {
+        RS_FOR_ROWS(ssse3_rows, mx, in, out, off, bulk, 0);
+    }
+    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, flags & RS_KERNEL_ACCUMULATE);
 }
 #endif

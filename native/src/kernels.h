@@ -7,7 +7,10 @@
  *             out[r][i] = XOR over j in [0, k) of coef(j, r) * in[j][i]      (GF(2^8) products)
  *
  * holding the rows' accumulators in registers so each input byte is loaded once. SIMD kernels
- * run the bulk in vector strides and hand the tail (len mod vector width) to the portable kernel.
+ * run the bulk in vector strides and hand the tail (len mod vector width) to the portable kernel,
+ * passing RS_KERNEL_ACCUMULATE on. They work from local copies of the in[] and out[] pointers and
+ * the tables' address: a vector store may alias anything, so each would otherwise be loaded again
+ * after every store (4+2, 64 KiB shards: update +40% on avx2 and +70% on ssse3, encode +5%).
  */
 #ifndef BLOBSTORE_KERNELS_H
 #define BLOBSTORE_KERNELS_H
@@ -32,6 +35,19 @@ typedef struct rs_matrix {
  * without streaming stores ignore it.
  */
 #define RS_KERNEL_STREAM 1u
+
+/*
+ * RS_KERNEL_ACCUMULATE adds the products into the outputs, out[r][i] ^= XOR over j of ...,
+ * instead of replacing them (rs_encode_update). A SIMD kernel starts each stride's accumulators
+ * from out[r][i .. i + width) where it would start from zero and stores them back to the same
+ * bytes; the portable kernel XORs its first input in like the others. The SIMD kernels compile it
+ * for the update's one input (k = 1, a constant: no loop over inputs) and hand any other k to the
+ * portable kernel. An output byte is read
+ * only by the step that then writes it, so this is safe as long as no output overlaps an input or
+ * another output (rs.c checks). Never combined with RS_KERNEL_STREAM: the outputs were just
+ * read, so there is no read-for-ownership to skip.
+ */
+#define RS_KERNEL_ACCUMULATE 2u
 
 typedef void rs_kernel(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
                        size_t off, size_t len, unsigned flags);

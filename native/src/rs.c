@@ -2,6 +2,7 @@
 #include "rs.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "dispatch.h"
 #include "gf.h"
@@ -70,13 +71,13 @@ static int check_overlap(const rs_plan *p, uint8_t *const shards[], size_t len) 
  * brings the bulk onto the boundary: misaligned 64-byte loads split cache lines and cost ~20%
  * (4+2, 64 KiB shards, gfni512). Returns the head length, 0 when already aligned or mixed.
  */
-static size_t aligning_head(const rs_plan *p, const uint8_t *const *in, uint8_t *const *out,
+static size_t aligning_head(int k, int rows, const uint8_t *const *in, uint8_t *const *out,
                             size_t len) {
     const uintptr_t r = (uintptr_t)out[0] % 64;
-    for (int j = 0; j < p->k; j++) {
+    for (int j = 0; j < k; j++) {
         if ((uintptr_t)in[j] % 64 != r) return 0;
     }
-    for (int o = 1; o < p->rows; o++) {
+    for (int o = 1; o < rows; o++) {
         if ((uintptr_t)out[o] % 64 != r) return 0;
     }
     const size_t head = r ? 64 - r : 0;
@@ -84,12 +85,37 @@ static size_t aligning_head(const rs_plan *p, const uint8_t *const *in, uint8_t 
 }
 
 /* Streaming stores need 64-byte aligned outputs from `start` on; strips keep that alignment. */
-static int stream_outputs(const rs_plan *p, uint8_t *const *out, size_t start, size_t len) {
-    if ((size_t)(p->k + p->rows) * len < RS_STREAM_MIN_STRIPE_BYTES) return 0;
-    for (int o = 0; o < p->rows; o++) {
+static int stream_outputs(int k, int rows, uint8_t *const *out, size_t start, size_t len) {
+    if ((size_t)(k + rows) * len < RS_STREAM_MIN_STRIPE_BYTES) return 0;
+    for (int o = 0; o < rows; o++) {
         if ((uintptr_t)(out[o] + start) % 64 != 0) return 0;
     }
     return 1;
+}
+
+/*
+ * Runs groups of rows (RS_ROWS_PER_PASS each) from in[0..k) into out[0..rows): an aligning head,
+ * then strips. `accumulate` (RS_KERNEL_ACCUMULATE or 0) XORs into the outputs; it never streams,
+ * as its outputs are read first (no read-for-ownership to skip) and the next update of the
+ * stripe reads them again, so they had better stay in cache.
+ */
+static void run_groups(const rs_matrix *group, int groups, int k, int rows,
+                       const uint8_t *const *in, uint8_t *const *out, size_t len,
+                       unsigned accumulate) {
+    rs_kernel *kernel = rs_kernel_current();
+    const size_t head = aligning_head(k, rows, in, out, len);
+    for (int g = 0; head > 0 && g < groups; g++) {
+        kernel(&group[g], in, out + g * RS_ROWS_PER_PASS, 0, head, accumulate);
+    }
+    const size_t strip = strip_bytes(k);
+    const int stream = !accumulate && stream_outputs(k, rows, out, head, len);
+    const unsigned flags = accumulate | (stream ? RS_KERNEL_STREAM : 0);
+    for (size_t off = head; off < len; off += strip) {
+        const size_t n = len - off < strip ? len - off : strip;
+        for (int g = 0; g < groups; g++) {
+            kernel(&group[g], in, out + g * RS_ROWS_PER_PASS, off, n, flags);
+        }
+    }
 }
 
 static void run_plan(const rs_plan *p, uint8_t *const shards[], size_t len) {
@@ -97,19 +123,7 @@ static void run_plan(const rs_plan *p, uint8_t *const shards[], size_t len) {
     uint8_t *out[RS_N_MAX];
     for (int j = 0; j < p->k; j++) in[j] = shards[p->in_idx[j]];
     for (int o = 0; o < p->rows; o++) out[o] = shards[p->out_idx[o]];
-    rs_kernel *kernel = rs_kernel_current();
-    const size_t head = aligning_head(p, in, out, len);
-    for (int g = 0; head > 0 && g < p->groups; g++) {
-        kernel(&p->group[g], in, out + g * RS_ROWS_PER_PASS, 0, head, 0);
-    }
-    const size_t strip = strip_bytes(p->k);
-    const unsigned flags = stream_outputs(p, out, head, len) ? RS_KERNEL_STREAM : 0;
-    for (size_t off = head; off < len; off += strip) {
-        const size_t n = len - off < strip ? len - off : strip;
-        for (int g = 0; g < p->groups; g++) {
-            kernel(&p->group[g], in, out + g * RS_ROWS_PER_PASS, off, n, flags);
-        }
-    }
+    run_groups(p->group, p->groups, p->k, p->rows, in, out, len, 0);
 }
 
 static int run(int k, int m, uint8_t *const shards[], size_t len, const uint8_t present[],
@@ -124,13 +138,64 @@ static int run(int k, int m, uint8_t *const shards[], size_t len, const uint8_t 
     return RS_OK;
 }
 
+/* The present[] of encoding: the k data shards. */
+static void data_present(int k, uint8_t present[RS_N_MAX]) {
+    memset(present, 0, RS_N_MAX);
+    memset(present, 1, (size_t)k);
+}
+
 int rs_encode(int k, int m, uint8_t *const shards[], const size_t lens[]) {
     int status = check_km(k, m);
     if (status == RS_OK) status = check_shards(k + m, shards, lens);
     if (status != RS_OK) return status;
-    uint8_t present[RS_N_MAX] = {0};
-    for (int i = 0; i < k; i++) present[i] = 1;
+    uint8_t present[RS_N_MAX];
+    data_present(k, present);
     return run(k, m, shards, lens[0], present, 0);
+}
+
+static int check_update(int k, int m, int index, const uint8_t *data, uint8_t *const parity[],
+                        size_t len) {
+    int status = check_km(k, m);
+    if (status != RS_OK) return status;
+    if (index < 0 || index >= k) return RS_STATUS(RS_E_INDEX_RANGE, 0);
+    if (parity == NULL) return RS_STATUS(RS_E_ARG_TYPE, 0);
+    if (data == NULL && len != 0) return RS_STATUS(RS_E_SHARD_TYPE, index);
+    for (int j = 0; j < m; j++) {
+        if (parity[j] == NULL && len != 0) return RS_STATUS(RS_E_SHARD_TYPE, k + j);
+    }
+    for (int j = 0; j < m; j++) {
+        if (overlaps(parity[j], data, len)) return RS_STATUS(RS_E_OVERLAP, k + j);
+        for (int q = 0; q < j; q++) {
+            if (overlaps(parity[j], parity[q], len)) return RS_STATUS(RS_E_OVERLAP, k + j);
+        }
+    }
+    return RS_OK;
+}
+
+/*
+ * The update is the encode plan's column `index` run over one input with RS_KERNEL_ACCUMULATE.
+ * Its tables are input-major (entry (j, r) at j * rows + r), so the column is one run of `rows`
+ * entries in each group: no tables of its own, and the plan is the one rs_encode caches.
+ */
+int rs_encode_update(int k, int m, int index, const uint8_t *data, uint8_t *const parity[],
+                     size_t len) {
+    int status = check_update(k, m, index, data, parity, len);
+    if (status != RS_OK || len == 0) return status;
+    uint8_t present[RS_N_MAX];
+    data_present(k, present);
+    const rs_plan *p = rs_plan_get(k, m, present, 0, &status);
+    if (p == NULL) return status;
+    if (p->rows != m) return RS_STATUS(RS_E_INTERNAL, 0); /* the encode plan writes every parity */
+    rs_matrix column[RS_GROUPS_MAX];
+    for (int g = 0; g < p->groups; g++) {
+        const rs_matrix *whole = &p->group[g];
+        const size_t at = (size_t)index * (size_t)whole->rows;
+        column[g] = (rs_matrix){.k = 1, .rows = whole->rows, .coef = whole->coef + at,
+                                .affine = whole->affine + at, .nibble = whole->nibble + at * 32};
+    }
+    const uint8_t *in[1] = {data};
+    run_groups(column, p->groups, 1, m, in, parity, len, RS_KERNEL_ACCUMULATE);
+    return RS_OK;
 }
 
 static int reconstruct(int k, int m, uint8_t *const shards[], const size_t lens[],

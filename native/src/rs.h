@@ -38,6 +38,7 @@ enum rs_code {
     RS_E_PATH_UNKNOWN = 11,   /* kernel path name not recognised */
     RS_E_PATH_UNAVAILABLE = 12,/* kernel path compiled out or not supported by this CPU */
     RS_E_INTERNAL = 13,       /* singular matrix: a bug, the Cauchy matrix is always invertible */
+    RS_E_INDEX_RANGE = 14,    /* data shard index outside 0..k-1 */
 };
 
 #define RS_STATUS(code, index) ((int)(code) | ((int)(index) << 8))
@@ -49,6 +50,20 @@ enum rs_code {
  * shards[i]; all must be equal.
  */
 int rs_encode(int k, int m, uint8_t *const shards[], const size_t lens[]);
+
+/*
+ * Adds data shard `index`'s share to the m parity shards, in place:
+ *
+ *     parity[j][x] ^= coef(k + j, index) * data[x]      for j < m, x < len
+ *
+ * Encoding is linear, so from zeroed parity one call per data shard, in any order, gives exactly
+ * rs_encode's parity: a stripe's parity can be built as its data shards arrive, with only the m
+ * parity shards kept (ISA-L's ec_encode_data_update). Calling it twice for the same data undoes
+ * it (XOR). No parity shard may overlap the data or another parity shard (RS_E_OVERLAP); errors
+ * name shards by their index in the stripe: the data `index`, parity j k + j.
+ */
+int rs_encode_update(int k, int m, int index, const uint8_t *data, uint8_t *const parity[],
+                     size_t len);
 
 /*
  * Fills every shard i with present[i] == 0 (data and parity) from the first k present shards.

@@ -1,12 +1,15 @@
 /*
  * C tests of the codec, run under AddressSanitizer + UBSan by `make test`: every compiled path
- * against the reference on awkward lengths, every erasure pattern of 4+2 and 8+2, bad input.
+ * against the reference on awkward lengths, every erasure pattern of 4+2 and 8+2, parity built
+ * by rs_encode_update, bad input.
  * Shards are separate exact-size allocations so any read or write past an end is caught.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dispatch.h"
+#include "gf.h"
 #include "reference.h"
 #include "rs.h"
 
@@ -199,6 +202,166 @@ static void test_data_only(const char *path) {
     stripe_free(&s);
 }
 
+/* Zeroes the parity shards, then adds every data shard in a random order with rs_encode_update. */
+static int update_all(stripe *s, const char *path) {
+    int order[RS_K_MAX];
+    for (int i = 0; i < s->k; i++) order[i] = i;
+    for (int i = s->k - 1; i > 0; i--) {
+        int j = (int)(rnd() % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (int j = 0; j < s->m; j++) memset(s->shards[s->k + j], 0, s->len);
+    for (int i = 0; i < s->k; i++) {
+        int status = rs_encode_update(s->k, s->m, order[i], s->shards[order[i]], s->shards + s->k, s->len);
+        if (status != RS_OK) {
+            fprintf(stderr, "%s update %d+%d index %d: status %d\n", path, s->k, s->m, order[i], status);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The parity rs_encode computes on the current path, for comparison with the update's. */
+static int matches_encode(const stripe *s) {
+    uint8_t *shards[RS_N_MAX];
+    int same = 1;
+    for (int i = 0; i < s->k + s->m; i++) shards[i] = i < s->k ? s->shards[i] : malloc(s->len ? s->len : 1);
+    same = rs_encode(s->k, s->m, shards, s->lens) == RS_OK;
+    for (int j = 0; j < s->m; j++) {
+        same = same && (s->len == 0 || memcmp(shards[s->k + j], s->shards[s->k + j], s->len) == 0);
+        free(shards[s->k + j]);
+    }
+    return same;
+}
+
+/*
+ * Parity built by updates, data shards in a random order, equals rs_encode's and the reference's:
+ * awkward lengths (0, odd tails, not a multiple of any vector width), one and two passes of rows.
+ * Adding a data shard twice takes it out again; replacing one (old out, new in) re-encodes.
+ */
+static void test_update(const char *path) {
+    const int shapes[][2] = {{4, 2}, {8, 2}, {1, 1}, {5, 3}, {10, 4}, {3, 9}, {17, 16}, {64, 2}};
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const size_t len = lengths[li];
+            const int k = shapes[si][0], m = shapes[si][1];
+            if (len > 5000 && k * m > 16) continue; /* the reference is slow under ASan */
+            stripe s;
+            stripe_init(&s, k, m, len);
+            CHECK(update_all(&s, path) && stripe_matches(&s), "%s update %d+%d len=%zu", path, k, m, len);
+            CHECK(matches_encode(&s), "%s update %d+%d len=%zu equals rs_encode", path, k, m, len);
+            const int i = (int)(rnd() % (uint64_t)k);
+            CHECK(rs_encode_update(k, m, i, s.shards[i], s.shards + k, len) == RS_OK, "%s remove", path);
+            CHECK(rs_encode_update(k, m, i, s.shards[i], s.shards + k, len) == RS_OK, "%s add back", path);
+            CHECK(stripe_matches(&s), "%s update %d+%d len=%zu: twice is none", path, k, m, len);
+            CHECK(rs_encode_update(k, m, i, s.shards[i], s.shards + k, len) == RS_OK, "%s old out", path);
+            for (size_t x = 0; x < len; x++) s.shards[i][x] = (uint8_t)rnd();
+            CHECK(rs_encode_update(k, m, i, s.shards[i], s.shards + k, len) == RS_OK, "%s new in", path);
+            CHECK(matches_encode(&s), "%s update %d+%d len=%zu: replaced shard %d", path, k, m, len, i);
+            stripe_free(&s);
+        }
+    }
+}
+
+/* Data and parity at one offset from a 64-byte boundary: rs.c runs the aligning head first. */
+static void test_update_offset(const char *path) {
+    const size_t offsets[] = {1, 17, 48, 63};
+    const size_t lens[] = {1, 30, 63, 64, 65, 200, 4097};
+    for (size_t oi = 0; oi < sizeof offsets / sizeof offsets[0]; oi++) {
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int k = 4, m = 3;
+            const size_t off = offsets[oi], len = lens[li];
+            stripe s;
+            stripe_init(&s, k, m, len);
+            void *bases[RS_N_MAX];
+            for (int i = 0; i < k + m; i++) {
+                if (posix_memalign(&bases[i], 64, off + len) != 0) abort();
+                memcpy((uint8_t *)bases[i] + off, s.shards[i], len);
+                free(s.shards[i]);
+                s.shards[i] = (uint8_t *)bases[i] + off;
+            }
+            CHECK(update_all(&s, path) && stripe_matches(&s), "%s update offset %zu len %zu", path, off, len);
+            for (int i = 0; i < k + m; i++) s.shards[i] = malloc(1); /* stripe_free frees these */
+            for (int i = 0; i < k + m; i++) free(bases[i]);
+            stripe_free(&s);
+        }
+    }
+}
+
+/*
+ * The kernel of the path with RS_KERNEL_ACCUMULATE, called directly: out ^= products for every
+ * row count, one input (the SIMD kernels' own code) and three (their portable fallback), at
+ * lengths with and without a tail.
+ */
+static void test_kernel_accumulate(const char *path) {
+    enum { K = 3, R = RS_ROWS_PER_PASS, LEN = 389 };
+    uint8_t coef[K * R], nibble[K * R * 32], in_bytes[K][LEN], before[R][LEN], out_bytes[R][LEN];
+    uint64_t affine[K * R];
+    gf_init();
+    for (int k = 1; k <= K; k += 2) {
+        for (int rows = 1; rows <= R; rows++) {
+            for (int at = 0; at < k * rows; at++) {
+                coef[at] = (uint8_t)rnd();
+                affine[at] = gf_affine_matrix(coef[at]);
+                for (int n = 0; n < 16; n++) {
+                    nibble[at * 32 + n] = gf_mul(coef[at], (uint8_t)n);
+                    nibble[at * 32 + 16 + n] = gf_mul(coef[at], (uint8_t)(n << 4));
+                }
+            }
+            const rs_matrix mx = {k, rows, coef, affine, nibble};
+            const uint8_t *in[K];
+            uint8_t *out[R];
+            for (int j = 0; j < k; j++) {
+                in[j] = in_bytes[j];
+                for (int x = 0; x < LEN; x++) in_bytes[j][x] = (uint8_t)rnd();
+            }
+            for (int r = 0; r < rows; r++) {
+                out[r] = out_bytes[r];
+                for (int x = 0; x < LEN; x++) before[r][x] = out_bytes[r][x] = (uint8_t)rnd();
+            }
+            rs_kernel_current()(&mx, in, out, 0, 256, RS_KERNEL_ACCUMULATE);
+            rs_kernel_current()(&mx, in, out, 256, LEN - 256, RS_KERNEL_ACCUMULATE);
+            int bad = 0;
+            for (int r = 0; r < rows; r++) {
+                for (int x = 0; x < LEN; x++) {
+                    uint8_t want = before[r][x];
+                    for (int j = 0; j < k; j++) want ^= ref_mul(coef[j * rows + r], in_bytes[j][x]);
+                    bad += out_bytes[r][x] != want;
+                }
+            }
+            CHECK(bad == 0, "%s kernel accumulate k=%d rows=%d: %d bytes differ", path, k, rows, bad);
+        }
+    }
+}
+
+static void test_update_errors(void) {
+    stripe s;
+    stripe_init(&s, 4, 2, 100);
+    uint8_t **parity = s.shards + 4;
+    CHECK(rs_encode_update(0, 2, 0, s.shards[0], parity, 100) == RS_STATUS(RS_E_K_RANGE, 0), "update k=0");
+    CHECK(rs_encode_update(RS_K_MAX + 1, 2, 0, s.shards[0], parity, 100) == RS_STATUS(RS_E_K_RANGE, 0), "update k too big");
+    CHECK(rs_encode_update(4, 0, 0, s.shards[0], parity, 100) == RS_STATUS(RS_E_M_RANGE, 0), "update m=0");
+    CHECK(rs_encode_update(4, RS_M_MAX + 1, 0, s.shards[0], parity, 100) == RS_STATUS(RS_E_M_RANGE, 0), "update m too big");
+    CHECK(rs_encode_update(4, 2, -1, s.shards[0], parity, 100) == RS_STATUS(RS_E_INDEX_RANGE, 0), "index -1");
+    CHECK(rs_encode_update(4, 2, 4, s.shards[0], parity, 100) == RS_STATUS(RS_E_INDEX_RANGE, 0), "index k");
+    CHECK(rs_encode_update(4, 2, 1, s.shards[1], NULL, 100) == RS_STATUS(RS_E_ARG_TYPE, 0), "no parity array");
+    CHECK(rs_encode_update(4, 2, 1, NULL, parity, 100) == RS_STATUS(RS_E_SHARD_TYPE, 1), "NULL data");
+    uint8_t *saved = parity[1];
+    parity[1] = NULL;
+    CHECK(rs_encode_update(4, 2, 1, s.shards[1], parity, 100) == RS_STATUS(RS_E_SHARD_TYPE, 5), "NULL parity");
+    CHECK(rs_encode_update(4, 2, 1, NULL, parity, 0) == RS_OK, "NULL shards of length 0");
+    parity[1] = s.shards[1];
+    CHECK(rs_encode_update(4, 2, 1, s.shards[1], parity, 100) == RS_STATUS(RS_E_OVERLAP, 5), "parity is the data");
+    parity[1] = s.shards[1] + 99;
+    CHECK(rs_encode_update(4, 2, 1, s.shards[1], parity, 1) == RS_OK, "disjoint bytes of one buffer");
+    CHECK(rs_encode_update(4, 2, 1, s.shards[1], parity, 100) == RS_STATUS(RS_E_OVERLAP, 5), "parity overlaps the data");
+    parity[1] = parity[0] + 50;
+    CHECK(rs_encode_update(4, 2, 1, s.shards[1], parity, 100) == RS_STATUS(RS_E_OVERLAP, 5), "parities overlap");
+    parity[1] = saved;
+    stripe_free(&s);
+}
+
 static void test_matrix(void) {
     uint8_t matrix[RS_N_MAX * RS_K_MAX];
     const int shapes[][2] = {{1, 1}, {4, 2}, {8, 2}, {10, 4}, {32, 8}, {64, 16}};
@@ -270,6 +433,7 @@ int main(void) {
     rng_state = 0x9e3779b97f4a7c15ull;
     test_matrix();
     test_errors();
+    test_update_errors();
     test_cache();
     int paths = 0;
     for (int p = 0; p < RS_PATH_COUNT; p++) {
@@ -287,6 +451,9 @@ int main(void) {
         test_streaming(name);
         test_common_offset(name);
         test_data_only(name);
+        test_update(name);
+        test_update_offset(name);
+        test_kernel_accumulate(name);
         printf("path %-8s ok\n", name);
         paths++;
     }

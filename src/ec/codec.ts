@@ -37,6 +37,23 @@ export function encode(k: number, m: number, data: readonly Shard[], parity: rea
   if (status !== 0) fail(status, { op: 'encode', k, m });
 }
 
+/**
+ * Adds data shard `index`'s share to the m parity shards, in place:
+ *
+ *   parity[j] ^= C[j][index] x data          (byte by byte, in GF(2^8))
+ *
+ * Encoding is linear, so from zeroed parity one call per data shard, in any order, gives what
+ * `encode` computes: a stripe's parity can be built as its data shards arrive, holding only the
+ * parity (docs/erasure-coding.md, streaming store). A second call with the same data takes it
+ * out again. `data` and the parity shards must be the same length and the parity must not
+ * overlap the data or each other. Throws EcError as encode does, and EC_INDEX_RANGE for an index
+ * outside 0..k-1.
+ */
+export function encodeUpdate(k: number, m: number, index: number, data: Shard, parity: readonly Shard[]): void {
+  const status = native().encodeUpdate(k, m, index, data, parity);
+  if (status !== 0) fail(status, { op: 'encodeUpdate', k, m, index });
+}
+
 export interface ReconstructOptions {
   /** Compute only the missing data shards (a degraded read needs no parity); default false. */
   readonly dataOnly?: boolean;

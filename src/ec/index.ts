@@ -5,6 +5,7 @@
 export {
   EC_FORMAT_VERSION,
   encode,
+  encodeUpdate,
   reconstruct,
   ecEncodingMatrix,
   ecKernelPath,

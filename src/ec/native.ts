@@ -31,6 +31,8 @@ export interface CacheStats {
 /** The addon's functions (native/src/binding.c); every number returned is a status. */
 export interface EcAddon {
   encode(k: number, m: number, data: readonly NativeShard[], parity: readonly NativeShard[]): number;
+  /** parity[j] ^= C[j][index] x data, in place (rs_encode_update). */
+  encodeUpdate(k: number, m: number, index: number, data: NativeShard, parity: readonly NativeShard[]): number;
   reconstruct(k: number, m: number, shards: readonly NativeShard[], present: readonly boolean[], dataOnly?: boolean): number;
   encodingMatrix(k: number, m: number, out: Uint8Array): number;
   kernelPath(): string;

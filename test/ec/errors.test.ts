@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'vitest';
 
 import { BlobstoreError } from '../../src/errors/errors.js';
-import { EcError, EcErrorCode, ecLimits, encode, reconstruct, setEcKernelPath, type Shard } from '../../src/ec/index.js';
+import { EcError, EcErrorCode, ecLimits, encode, encodeUpdate, reconstruct, setEcKernelPath, type Shard } from '../../src/ec/index.js';
 
 const bufs = (n: number, len: number): Buffer[] => Array.from({ length: n }, () => Buffer.alloc(len));
 
@@ -92,6 +92,58 @@ describe('encode rejects', () => {
     structuredClone(gone, { transfer: [gone] });
     data[2] = gone;
     expect(thrown(() => encode(4, 2, data, bufs(2, 8))).code).toBe(EcErrorCode.SHARD_LENGTH);
+  });
+});
+
+describe('encodeUpdate rejects', () => {
+  test.each([
+    [0, 2, 0, EcErrorCode.K_RANGE, /k must be an integer in 1\.\.64, got 0/],
+    [4, 17, 0, EcErrorCode.M_RANGE, /got 17/],
+    [4, 2, -1, EcErrorCode.INDEX_RANGE, /index must be an integer in 0\.\.3 \(a data shard of k = 4\), got -1/],
+    [4, 2, 4, EcErrorCode.INDEX_RANGE, /got 4/],
+    [4, 2, 1.5, EcErrorCode.ARG_TYPE, /k, m and index must be integers/],
+    [4, 2, '1', EcErrorCode.ARG_TYPE, /integers/],
+    [4.5, 2, 1, EcErrorCode.ARG_TYPE, /integers/],
+  ])('k=%s m=%s index=%s with %s', (k, m, index, code, message) => {
+    const err = thrown(() => encodeUpdate(k, m, index as number, Buffer.alloc(8), bufs(2, 8)));
+    expect(err.code).toBe(code);
+    expect(err.message).toMatch(/^encodeUpdate: /);
+    expect(err.message).toMatch(message);
+    expect(err.status).toBe(400);
+  });
+
+  test('a wrong number of parity shards, or parity that is no array', () => {
+    expect(thrown(() => encodeUpdate(4, 2, 0, Buffer.alloc(8), bufs(3, 8))).message).toMatch(/expected m = 2 parity shards/);
+    expect(thrown(() => encodeUpdate(4, 2, 0, Buffer.alloc(8), null as never)).code).toBe(EcErrorCode.ARG_TYPE);
+  });
+
+  test('a parity shard of another length than the data, naming it by its place in the stripe', () => {
+    const parity = bufs(2, 8);
+    parity[1] = Buffer.alloc(9);
+    const err = thrown(() => encodeUpdate(4, 2, 1, Buffer.alloc(8), parity));
+    expect(err.code).toBe(EcErrorCode.SHARD_LENGTH);
+    expect(err.shardIndex).toBe(5);
+    expect(err.message).toMatch(/shard 5 differs in length from data shard 1/);
+  });
+
+  test.each([null, 'abcdefgh', 42, [1, 2], new DataView(new ArrayBuffer(8))])('data or a parity shard that is %s', (bad) => {
+    const onData = thrown(() => encodeUpdate(4, 2, 2, bad as never, bufs(2, 8)));
+    expect(onData.code).toBe(EcErrorCode.SHARD_TYPE);
+    expect(onData.shardIndex).toBe(2);
+    const onParity = thrown(() => encodeUpdate(4, 2, 2, Buffer.alloc(8), anyShards([Buffer.alloc(8), bad])));
+    expect(onParity.code).toBe(EcErrorCode.SHARD_TYPE);
+    expect(onParity.shardIndex).toBe(5);
+  });
+
+  test('parity that overlaps the data or other parity, and leaves every byte as it was', () => {
+    const base = Buffer.alloc(32, 7);
+    const data = base.subarray(0, 8);
+    const onData = thrown(() => encodeUpdate(4, 2, 0, data, [base.subarray(8, 16), base.subarray(4, 12)]));
+    expect(onData).toMatchObject({ code: EcErrorCode.OVERLAP, shardIndex: 5 });
+    const onParity = thrown(() => encodeUpdate(4, 2, 0, data, [base.subarray(8, 16), base.subarray(12, 20)]));
+    expect(onParity).toMatchObject({ code: EcErrorCode.OVERLAP, shardIndex: 5 });
+    expect(thrown(() => encodeUpdate(4, 2, 0, data, [data, base.subarray(16, 24)]))).toMatchObject({ shardIndex: 4 });
+    expect(base.every((b) => b === 7)).toBe(true);
   });
 });
 
