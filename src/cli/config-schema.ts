@@ -1,6 +1,6 @@
-import { ORDERS_SETTINGS } from '../apps/orders/settings.js';
+import { ORDERS_SETTINGS } from '../config/orders-settings.js';
 import { SETTINGS, type SettingSpec } from '../config/settings.js';
-import { STACK_SETTINGS } from '../apps/stack/settings.js';
+import { STACK_SETTINGS } from '../config/stack-settings.js';
 
 /**
  * The config file keys `config set` accepts, each with its type, so that numbers and booleans are
