@@ -11,9 +11,7 @@
  * ~68 GB/s in line. Use the async form for stripes of 1 MiB shards and up, where the round trip
  * is small beside the copy and disk work around it; call encode/reconstruct directly below.
  */
-import type { Piscina } from 'piscina';
-import { WorkerPool } from '../pool/pool.js';
-
+import { Piscina } from 'piscina';
 import { checkStatus, type StatusContext } from './errors.js';
 import type { ReconstructOptions, Shard } from './codec.js';
 import { native } from './native.js';
@@ -33,14 +31,17 @@ export function ecWorkerFilename(): string {
   return compiledPath('ec', 'worker.js');
 }
 
-/** The process's worker pool (src/pool), made at the first task unless one is injected. */
-let ownPool: WorkerPool | undefined;
+/**
+ * A pool of the codec's own, made at the first task unless one is injected (a node injects
+ * nothing: it encodes in line; src/pool's WorkerPool runs this worker's tasks too).
+ */
+let ownPool: Piscina | undefined;
 
 /** Stops the pool the codec created for itself (not an injected one). */
 export async function closeEcPool(): Promise<void> {
   const pool = ownPool;
   ownPool = undefined;
-  await pool?.close();
+  await pool?.destroy();
 }
 
 /**
@@ -79,9 +80,8 @@ function shareAll(xs: unknown, isOutput: (i: number) => boolean, copyBack: CopyB
 }
 
 async function runTask(task: EcTask, copyBack: CopyBack, context: Omit<StatusContext, 'kMax' | 'mMax'>, options?: EcAsyncOptions): Promise<void> {
-  const status = options?.pool
-    ? ((await options.pool.run(task, { filename: ecWorkerFilename() })) as number)
-    : await (ownPool ??= new WorkerPool()).ec(task);
+  const pool = options?.pool ?? (ownPool ??= new Piscina({ filename: ecWorkerFilename() }));
+  const status = (await pool.run(task, { filename: ecWorkerFilename() })) as number;
   if (status !== 0) {
     const { kMax, mMax } = native().limits();
     checkStatus(status, { ...context, kMax, mMax });
