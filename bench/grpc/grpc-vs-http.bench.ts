@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
-import { loadProtos } from '../../src/grpc/proto.js';
+import { loadProtos } from '../../src/proto/loader.js';
 import {
   CONNECTIONS, GiB, KiB, MiB, REPEATS, ROOT, RUN_SECONDS, curlGetSeconds, emit, envInt, freePort, listIds, log, median, memoryDir, removeDir, round, runNonce, runWrk, settle, startNode, tempDir,
 } from '../node/lib.js';

@@ -34,7 +34,7 @@ import { peerBlobMeta } from './wire-meta.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from './ec-read-state.js';
 import type { HttpFetcher } from './http-fetcher.js';
-import type { BlobMetaMessage } from '../grpc/messages.js';
+import type { BlobMetaMessage } from '../proto/messages.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import type { ShardMeta } from '../blob/shard.js';
 import type { Logger } from '../log/logger.js';

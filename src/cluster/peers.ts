@@ -5,7 +5,7 @@
  * new channel; a removed one loses its channel.
  */
 import * as grpc from '@grpc/grpc-js';
-import { loadProtos } from '../grpc/proto.js';
+import { loadProtos } from '../proto/loader.js';
 import type { PeerLink } from './peer-link.js';
 
 /** The metadata key of the cluster secret (docs/cluster.md, Security). */

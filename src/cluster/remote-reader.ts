@@ -19,7 +19,7 @@ import type { BlobMeta } from '../blob/meta.js';
 import { replicaCount, staysWhereStored } from '../blob/policy.js';
 import type { NodeConfig } from '../config/settings.js';
 import { createHasher } from '../hash/blake3.js';
-import type { BlobMetaMessage } from '../grpc/messages.js';
+import type { BlobMetaMessage } from '../proto/messages.js';
 import type { ByteRange, ChunkSink } from '../service/local-store.js';
 import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';

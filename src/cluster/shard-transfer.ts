@@ -13,7 +13,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
-import type { BlobMetaMessage } from '../grpc/messages.js';
+import type { BlobMetaMessage } from '../proto/messages.js';
 import type { LocalStore } from '../service/local-store.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import { PeerCallError, type PeerClients } from './peers.js';

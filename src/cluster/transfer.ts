@@ -14,7 +14,7 @@ import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { PutResult, StoreOrigin } from '../blob/meta.js';
 import type { Policy } from '../blob/policy.js';
 import { blake3 } from '../hash/blake3.js';
-import type { BlobMetaMessage } from '../grpc/messages.js';
+import type { BlobMetaMessage } from '../proto/messages.js';
 import type { FileSink, LocalStore, SmallStoreDone } from '../service/local-store.js';
 import type { metaMessage } from '../service/meta.js';
 import type { Committer } from '../service/blob-writer.js';

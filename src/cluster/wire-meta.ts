@@ -14,7 +14,7 @@ import type { BlobMeta } from '../blob/meta.js';
 import type { ShardWrite } from '../blob/shard.js';
 import { decodeLabels, encodeLabels, type LabelLimits } from '../blob/labels.js';
 import { parsePolicy, type Policy } from '../blob/policy.js';
-import type { BlobMetaMessage } from '../grpc/messages.js';
+import type { BlobMetaMessage } from '../proto/messages.js';
 import { Location } from '../index/entry.js';
 
 /** The metadata that travels with a blob's bytes (its id travels apart). */

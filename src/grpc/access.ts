@@ -17,7 +17,7 @@ import { Metadata, type ServerInterceptor, ServerInterceptingCall } from '@grpc/
 import type { AccessLog } from '../log/access-log.js';
 import { msSince, traceparentOf } from '../log/access-log.js';
 import { saneRequestId } from '../log/request-id.js';
-import { DeferredMessage } from './messages.js';
+import { DeferredMessage } from '../proto/messages.js';
 
 const REQUEST_ID = 'x-request-id';
 

@@ -30,10 +30,10 @@ import type {
   PutChunk,
   PutResponse,
   StatResponse,
-} from './messages.js';
+} from '../proto/messages.js';
 import { maxChunkData, streamChunks } from './get-chunks.js';
-import { OutgoingChunk } from './messages.js';
-import type { MalformedMessage } from './proto.js';
+import { OutgoingChunk } from '../proto/messages.js';
+import type { MalformedMessage } from '../proto/loader.js';
 import { handlePutStream } from './put-stream.js';
 import type { Logger } from '../log/logger.js';
 import { authorization, toStatus, wellFormed } from './status.js';

@@ -10,7 +10,7 @@ import type { Gate } from '../auth/gate.js';
 import { type ClusterApi, HeartbeatDenied } from '../cluster/cluster-api.js';
 import { SECRET_METADATA } from '../cluster/peers.js';
 import type { Logger } from '../log/logger.js';
-import type { MalformedMessage } from './proto.js';
+import type { MalformedMessage } from '../proto/loader.js';
 import { authorization, toStatus, wellFormed } from './status.js';
 
 type Unary = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => void;

@@ -16,7 +16,7 @@ import { headerMessage, ShardReceiver, storeColumn } from '../cluster/shard-tran
 import { columnWriteOf } from '../blob/shard.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import { blobMeta } from './blob-handlers.js';
-import type { MalformedMessage } from './proto.js';
+import type { MalformedMessage } from '../proto/loader.js';
 import { toStatus, wellFormed } from './status.js';
 
 /** The receiving end of a client stream. */

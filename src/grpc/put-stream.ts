@@ -20,8 +20,8 @@ import { BlobstoreError } from '../errors/errors.js';
 import { blobIdFromBytes } from '../blob/id.js';
 import type { BlobService } from '../service/blob-service.js';
 import { PutStream } from '../service/put-stream.js';
-import type { PutChunk, PutResponse } from './messages.js';
-import { MalformedMessage } from './proto.js';
+import type { PutChunk, PutResponse } from '../proto/messages.js';
+import { MalformedMessage } from '../proto/loader.js';
 import type { Logger } from '../log/logger.js';
 import { authorization, toStatus, wellFormed } from './status.js';
 

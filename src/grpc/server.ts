@@ -22,7 +22,7 @@ import type { ClusterApi } from '../cluster/cluster-api.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { clusterServiceHandlers } from './cluster-handlers.js';
 import { internalServiceHandlers } from './internal-handlers.js';
-import { serverDefinition } from './proto.js';
+import { serverDefinition } from '../proto/loader.js';
 import { growHeapForHttp2 } from './heap-growth.js';
 import { MAX_FRAME_BYTES } from './http2-frames.js';
 import { StandardServices } from './standard-services.js';

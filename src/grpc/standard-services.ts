@@ -17,7 +17,7 @@ import type { Server, ServerWritableStream, UntypedServiceImplementation } from 
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, type ServingStatus, protoPath as healthProtoPath } from 'grpc-health-check';
-import { LOADER_OPTIONS, PROTO_PACKAGE, loadProtos } from './proto.js';
+import { LOADER_OPTIONS, PROTO_PACKAGE, loadProtos } from '../proto/loader.js';
 
 /** The services health answers for: the whole server ('') and the one implemented service. */
 export const HEALTH_SERVICES = ['', `${PROTO_PACKAGE}.BlobService`] as const;

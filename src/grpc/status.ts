@@ -6,7 +6,7 @@ import { Metadata, type ServerErrorResponse } from '@grpc/grpc-js';
 import { invalidArgument, toBlobstoreError } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { requestId } from '../log/request-id.js';
-import { MalformedMessage } from './proto.js';
+import { MalformedMessage } from '../proto/loader.js';
 
 /**
  * The status of a failed call. A server failure is logged with a request id (the caller's

@@ -3,7 +3,7 @@
  * real `blobstore serve` with its gRPC listener on a free loopback port.
  */
 import * as grpc from '@grpc/grpc-js';
-import { loadProtos } from '../../src/grpc/proto.js';
+import { loadProtos } from '../../src/proto/loader.js';
 import { type NodeProcess, type StartOptions, startNode } from '../helpers/node-process.js';
 
 export interface GrpcNode {

@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PutChunkParser } from '../../src/grpc/put-chunk-parser.js';
-import { MalformedMessage, serverDefinition } from '../../src/grpc/proto.js';
-import type { PutChunk } from '../../src/grpc/messages.js';
+import { MalformedMessage, serverDefinition } from '../../src/proto/loader.js';
+import type { PutChunk } from '../../src/proto/messages.js';
 
 const decode = serverDefinition('BlobService').PutStream!.requestDeserialize as (b: Buffer) => PutChunk | MalformedMessage;
 
