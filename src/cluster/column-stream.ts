@@ -1,38 +1,57 @@
 /**
- * One column's bytes for a read, pulled in order: a single FetchShard stream over the contiguous
- * range of the column the read needs (or the local engine's read of it), taken a piece at a time.
- * One call per column and read, instead of one per 1 MiB piece: the holder opens its file once,
- * and HTTP/2 flow control keeps the holder at most a window ahead of the reader.
+ * One column's bytes for a read, pulled in order: a single stream over the contiguous range of
+ * the column the read needs (the holder's API listener, FetchShard, or the local engine's read of
+ * it), taken a piece at a time. One call per column and read, instead of one per 1 MiB piece: the
+ * holder opens its file once, and flow control keeps the holder at most a window ahead.
  *
- *   holder ──FetchShard [start, end)──▶ queue (≤ ecColumnQueueBytes, then the call pauses) ──take(n)──▶ piece
+ *   holder ──[start, end)──▶ copied into slabs (≤ ecColumnQueueBytes, then the stream pauses) ──take(n)──▶ piece
  *
- * A take that waits longer than the timeout, or a stream that fails, fails every take after it;
- * the reader then rebuilds those pieces from other columns.
+ * The bytes are copied once, into 1 MiB slabs reused from read to read (util/slabs.ts); a take
+ * that one slab holds is a view of it, which its taker releases once done (else it is a copy). A
+ * take that waits longer than the timeout, or a stream that fails, fails every take after it; the
+ * reader then rebuilds those pieces from other columns.
  */
 import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
 import type { ShardMeta } from '../blob/shard.js';
+import type { Slabs } from '../util/slabs.js';
 import type { LocalStore } from '../service/local-store.js';
 import { PeerCallError, type Stub } from './peers.js';
 import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { shardPath } from './http-column.js';
 
 /** Bytes received ahead of the reader before the stream is paused (plus the HTTP/2 window in flight). */
-/** How long a read waits for bytes, and how many it queues ahead (settings ecFetchTimeoutMs, ecColumnQueueBytes). */
+/**
+ * How long a read waits for bytes, and how many it queues ahead (settings ecFetchTimeoutMs,
+ * ecColumnQueueBytes), and the slabs the bytes are queued in.
+ */
 export interface ColumnLimits {
   readonly timeoutMs: number;
   readonly queueBytes: number;
+  readonly slabs: Slabs;
 }
 
 export interface ColumnStream {
-  /** The next `length` bytes of the range (exactly; a view when one chunk holds them). */
+  /**
+   * The next `length` bytes of the range, exactly: a view of a slab when one holds them all (give
+   * it back with release() once done with it), else a buffer of its own.
+   */
   take(length: number): Promise<Buffer>;
   close(): void;
 }
 
-/** Chunks pushed by a producer, taken by exact lengths; push() waits while the queue is full. */
+/** Queued bytes: a view of a slab, which the queue holds a reference of. */
+interface Queued {
+  view: Buffer;
+  readonly slab: Buffer;
+}
+
+/** Chunks pushed by a producer, copied into slabs, taken by exact lengths; push() waits while the queue is full. */
 class ByteQueue implements ColumnStream {
-  private readonly chunks: Buffer[] = [];
+  private readonly chunks: Queued[] = [];
+  /** The slab pushes are copied into, and how far it is filled. */
+  private tail: Buffer | undefined;
+  private tailFill = 0;
   private queued = 0;
   private failure: Error | undefined;
   private ended = false;
@@ -43,17 +62,36 @@ class ByteQueue implements ColumnStream {
   constructor(
     private readonly what: string,
     private readonly limits: ColumnLimits,
+    /**
+     * Where the stream starts in its column: the slabs follow the column's grid of their size
+     * (the first is filled from that offset in), so that a read's pieces, cut at the column's 1 MiB
+     * cells, each lie within one slab.
+     */
+    private readonly start: number,
     private readonly onFull: () => void = () => undefined,
     private readonly onRoom: () => void = () => undefined,
     private readonly onClose: () => void = () => undefined,
   ) {}
 
-  /** Resolves once the queue has room again (the producer's backpressure). */
-  push(chunk: Buffer): Promise<void> {
-    if (chunk.length > 0) {
-      this.chunks.push(chunk);
-      this.queued += chunk.length;
+  /** Copies the chunk in (it may be reused at once); resolves once the queue has room again (the producer's backpressure). */
+  push(chunk: Uint8Array): Promise<void> {
+    if (this.failure) return Promise.resolve();
+    for (let at = 0; at < chunk.length;) {
+      if (!this.tail || this.tailFill === this.tail.length) this.nextTail();
+      const tail = this.tail!;
+      const n = Math.min(chunk.length - at, tail.length - this.tailFill);
+      tail.set(chunk.subarray(at, at + n), this.tailFill);
+      const last = this.chunks.at(-1);
+      // Bytes right after the last queued ones of the same slab extend its view.
+      if (last && last.slab === tail && last.view.byteOffset + last.view.length === tail.byteOffset + this.tailFill) {
+        last.view = tail.subarray(last.view.byteOffset - tail.byteOffset, this.tailFill + n);
+      } else {
+        this.chunks.push({ view: tail.subarray(this.tailFill, this.tailFill + n), slab: tail });
+      }
+      this.tailFill += n;
+      at += n;
     }
+    this.queued += chunk.length;
     this.serve();
     if (this.queued < this.limits.queueBytes) return Promise.resolve();
     this.onFull();
@@ -108,29 +146,53 @@ class ByteQueue implements ColumnStream {
     }
   }
 
-  /** The next `length` queued bytes: the head chunk's view when it holds them all, else a copy. */
+  /** A fresh slab to copy into; the one before is let go once none of its bytes is queued. */
+  private nextTail(): void {
+    const old = this.tail;
+    this.tail = this.limits.slabs.take();
+    this.tailFill = old ? 0 : this.start % this.tail.length;
+    if (old && !this.chunks.some((c) => c.slab === old)) this.limits.slabs.release(old);
+  }
+
+  /** The head's first `n` bytes are taken: the head goes when empty, and its slab with it unless still filled. */
+  private consume(n: number): void {
+    const head = this.chunks[0]!;
+    if (n < head.view.length) {
+      head.view = head.view.subarray(n);
+      return;
+    }
+    this.chunks.shift();
+    if (head.slab !== this.tail) this.limits.slabs.release(head.slab);
+  }
+
+  /** The next `length` queued bytes: a view of the head's slab (one more reference) when it holds them all, else a copy. */
   private shift(length: number): Buffer {
     this.queued -= length;
     const head = this.chunks[0]!;
-    if (head.length === length) return this.chunks.shift()!;
-    if (head.length > length) {
-      this.chunks[0] = head.subarray(length);
-      return head.subarray(0, length);
+    if (head.view.length >= length) {
+      const view = head.view.subarray(0, length);
+      this.limits.slabs.ref(view);
+      this.consume(length);
+      return view;
     }
     const out = Buffer.allocUnsafe(length);
     for (let at = 0; at < length;) {
       const c = this.chunks[0]!;
-      const n = Math.min(c.length, length - at);
-      c.copy(out, at, 0, n);
+      const n = Math.min(c.view.length, length - at);
+      c.view.copy(out, at, 0, n);
       at += n;
-      if (n === c.length) this.chunks.shift();
-      else this.chunks[0] = c.subarray(n);
+      this.consume(n);
     }
     return out;
   }
 
   close(): void {
     this.failure ??= new BlobstoreError('unavailable', `${this.what}: closed`);
+    // The queue's references: each slab with queued bytes, and the one being filled.
+    const held = new Set(this.chunks.map((c) => c.slab));
+    if (this.tail) held.add(this.tail);
+    for (const slab of held) this.limits.slabs.release(slab);
+    this.tail = undefined;
     this.chunks.length = 0;
     this.queued = 0;
     this.space?.();
@@ -155,7 +217,7 @@ export interface ColumnPeer {
 export function remoteColumn(peer: ColumnPeer, http: HttpFetcher | undefined, id: Buffer, index: number, start: number, end: number, limits: ColumnLimits): ColumnStream {
   let call: grpc.ClientReadableStream<{ data?: Buffer }> | undefined;
   let closed = false;
-  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer.nodeId}`, limits, () => call?.pause(), () => call?.resume(), () => {
+  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer.nodeId}`, limits, start, () => call?.pause(), () => call?.resume(), () => {
     closed = true;
     call?.cancel();
   });
@@ -170,10 +232,10 @@ export function remoteColumn(peer: ColumnPeer, http: HttpFetcher | undefined, id
     overGrpc();
     return queue;
   }
-  // The fetcher reuses its buffer once the sink returns: each chunk is copied into the queue.
+  // The fetcher reuses its buffer once the sink returns: push() copies each chunk into the queue's slabs.
   http.fetchPath(peer.address, shardPath(id, index), { start, end }, (chunk) => {
     if (closed) throw new BlobstoreError('unavailable', 'column read closed');
-    return queue.push(Buffer.from(chunk));
+    return queue.push(chunk);
   }).then(() => queue.end(), (err: Error) => (err instanceof FetchUnavailable ? overGrpc() : queue.fail(err)));
   return queue;
 }
@@ -181,11 +243,11 @@ export function remoteColumn(peer: ColumnPeer, http: HttpFetcher | undefined, id
 /** Bytes [start, end) of a column held here (verified by the engine's read). */
 export function localColumn(store: LocalStore, meta: ShardMeta, start: number, end: number, limits: ColumnLimits, onCorrupt: (err: BlobstoreError) => void): ColumnStream {
   let closed = false;
-  const queue = new ByteQueue(`column ${meta.shard.index} of ${meta.id.toString('hex')} here`, limits, undefined, undefined, () => (closed = true));
+  const queue = new ByteQueue(`column ${meta.shard.index} of ${meta.id.toString('hex')} here`, limits, start, undefined, undefined, () => (closed = true));
   store.read(meta, async (chunk) => {
     if (closed) throw new BlobstoreError('unavailable', 'local column read closed');
-    // The engine reuses its chunk buffers: each is copied before it is queued.
-    await queue.push(Buffer.from(chunk));
+    // The engine reuses its chunk buffers: push() copies each into the queue's slabs.
+    await queue.push(chunk);
   }, { start, end }).then(() => queue.end(), (err: unknown) => {
     if (err instanceof BlobstoreError && err.kind === 'corruption') onCorrupt(err);
     queue.fail(err as Error);

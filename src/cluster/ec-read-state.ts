@@ -23,6 +23,8 @@ export type Holders = Map<number, string>;
 /** What a read's state asks of the reader that runs it (EcReader). */
 export interface ColumnSource {
   openColumn(blob: EcBlob, node: string, index: number, start: number, end: number): ColumnStream | undefined;
+  /** Bytes a column stream gave are no longer used (a slab goes back for reuse). */
+  release(bytes: Buffer): void;
   fetchRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer>;
   /** The blob's holders are stale: asked again on the next read. */
   forget(id: Buffer): void;
@@ -179,6 +181,7 @@ export class ReadState {
       wanted: (row, index) => this.unhealthy(index) && this.pending.has(`${row}:${index}`),
       failed: (index, err) => this.failed(index, err),
       reconstructed: (startMs) => this.reader.reconstructed(startMs),
+      release: (bytes) => this.reader.release(bytes),
     });
     return this.rowRebuild;
   }

@@ -19,6 +19,8 @@
  * answer short, and the cut is counted (blobstore_ec_reads_cut_total) and logged.
  */
 import { TtlCache } from '../util/ttl-cache.js';
+import { Slabs } from '../util/slabs.js';
+import { CELL_BYTES } from '../ec/layout.js';
 import * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
@@ -66,7 +68,9 @@ export class EcReader implements ColumnSource {
     /** The bulk path to peers' API listeners (undefined: gRPC only). */
     private readonly http?: HttpFetcher,
   ) {
-    this.columnLimits = { timeoutMs: config.ecFetchTimeoutMs, queueBytes: config.ecColumnQueueBytes };
+    // Free slabs kept: the queues of four columns' reads, as many as a read of EC42 fills.
+    const slabs = new Slabs(CELL_BYTES, Math.max(8, Math.ceil((4 * config.ecColumnQueueBytes) / CELL_BYTES)));
+    this.columnLimits = { timeoutMs: config.ecFetchTimeoutMs, queueBytes: config.ecColumnQueueBytes, slabs };
   }
 
   layoutOf(blob: EcBlob): StripeLayout {
@@ -195,6 +199,8 @@ export class EcReader implements ColumnSource {
         const bytes = await inflight[j % ahead]!;
         hasher?.update(bytes);
         await sink(bytes, index++);
+        // The sink is done with the bytes (ChunkSink): a column's slab goes back for reuse.
+        this.release(bytes);
         if (j + ahead < pieces.length) start(j + ahead);
       }
     } catch (err) {
@@ -266,6 +272,11 @@ export class EcReader implements ColumnSource {
     const stub = this.peers.get(node, member.grpcAddress).internal;
     const peer = { nodeId: node, address: member.address, stub, metadata: () => this.peers.metadata() };
     return remoteColumn(peer, this.http, blob.meta.id, index, start, end, this.columnLimits);
+  }
+
+  /** A column stream's bytes (a view of a slab, or not) are no longer used. */
+  release(bytes: Buffer): void {
+    this.columnLimits.slabs.release(bytes);
   }
 
   /** A piece of a shard arrived (shard_fetch_latency_seconds). */

@@ -30,6 +30,8 @@ export interface RowRebuildHooks {
   failed(index: number, err: unknown): void;
   /** Timing of one row's reconstruction (metrics). */
   reconstructed(startMs: number): void;
+  /** An input's cell is no longer used (its stream's slab goes back for reuse). */
+  release(bytes: Buffer): void;
 }
 
 export class RowRebuild {
@@ -100,6 +102,8 @@ export class RowRebuild {
         if (present[i]) continue;
         if ((row === target && i === index) || this.hooks.wanted(row, i)) this.cells.set(`${row}:${i}`, full[i]!);
       }
+      // The inputs' cells served the reconstruction only (the cells kept are the rebuilt ones).
+      for (const cell of shards) if (cell) this.hooks.release(cell);
     }
   }
 
@@ -116,6 +120,8 @@ export class RowRebuild {
       if (!this.broken) this.close();
       this.hooks.failed(input.index, result.reason);
     }
-    return this.broken ? undefined : shards;
+    if (!this.broken) return shards;
+    for (const cell of shards) if (cell) this.hooks.release(cell);
+    return undefined;
   }
 }

@@ -66,6 +66,7 @@ class MemoryColumns implements ColumnSource {
   }
 
   forget(): void {}
+  release(): void {}
   noteMissing(): void {}
   fetched(): void {}
   reconstructed(): void {

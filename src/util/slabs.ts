@@ -1,0 +1,55 @@
+/**
+ * Reusable buffers of one size, lent out as views and counted back in. A slab is reused only
+ * once every view lent of it has been released: a holder that never releases (an error path, a
+ * caller that keeps its bytes) only keeps that slab out of the pool, and the garbage collector
+ * takes it with its last view. So a missed release costs an allocation, never wrong bytes; a
+ * release must come once per view taken, after its last use.
+ *
+ * For streams that move many MiB through short-lived buffers (an EC read moves each byte of the
+ * blob through one): fresh 1 MiB buffers per chunk cost the allocation and, with them, V8's
+ * external-memory accounting starts a major GC every few dozen MiB.
+ */
+
+interface Lent {
+  readonly slab: Buffer;
+  refs: number;
+}
+
+export class Slabs {
+  private readonly free: Buffer[] = [];
+  /** By the slab's ArrayBuffer (every view of it shares it); weak, so a slab never released is collected. */
+  private readonly lent = new WeakMap<ArrayBufferLike, Lent>();
+
+  constructor(
+    readonly bytes: number,
+    /** Free slabs kept for reuse; beyond, released slabs are left to the garbage collector. */
+    private readonly keep: number,
+  ) {}
+
+  /** A slab with one reference (the caller's). */
+  take(): Buffer {
+    const slab = this.free.pop() ?? Buffer.allocUnsafeSlow(this.bytes);
+    this.lent.set(slab.buffer, { slab, refs: 1 });
+    return slab;
+  }
+
+  /** One more holder of `view`'s slab (a no-op for a buffer that is not a slab). */
+  ref(view: Buffer): void {
+    const lent = this.lent.get(view.buffer);
+    if (lent) lent.refs++;
+  }
+
+  /** A holder of `view`'s slab is done with it (a no-op for a buffer that is not a slab). */
+  release(view: Buffer): void {
+    const lent = this.lent.get(view.buffer);
+    if (!lent || lent.refs <= 0) return;
+    if (--lent.refs > 0) return;
+    this.lent.delete(view.buffer);
+    if (this.free.length < this.keep) this.free.push(lent.slab);
+  }
+
+  /** Free slabs held for reuse (for tests). */
+  get kept(): number {
+    return this.free.length;
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * A column stream queues the bytes it receives in reusable 1 MiB slabs (src/util/slabs.ts,
+ * src/cluster/column-stream.ts): a piece one slab holds is lent as a view, and a slab is reused
+ * only once the queue and every taker are done with it.
+ */
+import { describe, expect, it } from 'vitest';
+import { type ColumnLimits, localColumn } from '../../src/cluster/column-stream.js';
+import { Slabs } from '../../src/util/slabs.js';
+import type { ShardMeta } from '../../src/blob/shard.js';
+import type { ByteRange, ChunkSink, LocalStore } from '../../src/service/local-store.js';
+
+const MiB = 1024 * 1024;
+
+describe('Slabs', () => {
+  it('reuses a slab only once every view lent of it is released', () => {
+    const slabs = new Slabs(64, 4);
+    const a = slabs.take();
+    const view = a.subarray(8, 16);
+    slabs.ref(view);
+    slabs.release(a);
+    expect(slabs.kept).toBe(0);
+    expect(slabs.take().buffer).not.toBe(a.buffer);
+    slabs.release(view);
+    expect(slabs.kept).toBe(1);
+    expect(slabs.take().buffer).toBe(a.buffer);
+  });
+
+  it('ignores buffers that are not slabs, and keeps at most `keep` free', () => {
+    const slabs = new Slabs(64, 1);
+    slabs.release(Buffer.alloc(64));
+    const [a, b] = [slabs.take(), slabs.take()];
+    slabs.release(a);
+    slabs.release(b);
+    slabs.release(b);
+    expect(slabs.kept).toBe(1);
+  });
+});
+
+/** A column of `bytes` held "here", read back in chunks of `chunkBytes` (the engine reuses its chunk buffer). */
+function storeOf(column: Buffer, chunkBytes: number): LocalStore {
+  return {
+    read: async (_meta: unknown, sink: ChunkSink, range?: ByteRange) => {
+      const scratch = Buffer.alloc(chunkBytes);
+      let index = 0;
+      for (let at = range!.start; at < range!.end; at += chunkBytes) {
+        const n = Math.min(chunkBytes, range!.end - at);
+        column.copy(scratch, 0, at, at + n);
+        await sink(scratch.subarray(0, n), index++);
+        scratch.fill(0xee); // a buffer reused at once: the stream must have copied it
+      }
+    },
+  } as unknown as LocalStore;
+}
+
+const meta = { id: Buffer.alloc(16), shard: { index: 2 } } as unknown as ShardMeta;
+
+describe('a column stream', () => {
+  const column = Buffer.alloc(5 * MiB + 12_345);
+  for (let i = 0; i + 4 <= column.length; i += 4) column.writeUInt32LE(Math.imul(i, 0x9e3779b1) >>> 0, i);
+
+  it('hands out the bytes in order, a piece one slab holds as a view of it, and gets the slabs back', async () => {
+    const slabs = new Slabs(MiB, 64);
+    const limits: ColumnLimits = { timeoutMs: 10_000, queueBytes: 3 * MiB, slabs };
+    const start = 1000;
+    const stream = localColumn(storeOf(column, 300_000), meta, start, column.length, limits, () => undefined);
+    const pieces: Buffer[] = [];
+    const slabsSeen = new Set<ArrayBufferLike>();
+    const first = MiB - start; // the rest of the first slab's MiB, then whole MiBs: each within one slab
+    for (let at = start, length = first; at < column.length; at += length, length = Math.min(MiB, column.length - at)) {
+      const piece = await stream.take(length);
+      slabsSeen.add(piece.buffer);
+      pieces.push(Buffer.from(piece));
+      expect(piece.length).toBe(length);
+      slabs.release(piece);
+    }
+    expect(Buffer.concat(pieces).equals(column.subarray(start))).toBe(true);
+    stream.close();
+    // Six pieces through a few slabs (the queue's 3 MiB and the one lent), each a view of one;
+    // every slab came back for the next read.
+    expect(pieces).toHaveLength(6);
+    expect(slabsSeen.size).toBeLessThanOrEqual(5);
+    expect(slabs.kept).toBe(slabsSeen.size);
+  });
+
+  it('a piece across two slabs is a copy of its own; a view held by its taker is not reused', async () => {
+    const slabs = new Slabs(MiB, 64);
+    const limits: ColumnLimits = { timeoutMs: 10_000, queueBytes: 8 * MiB, slabs };
+    const stream = localColumn(storeOf(column, MiB), meta, 0, 3 * MiB, limits, () => undefined);
+    const held = await stream.take(MiB / 2); // a view, not released
+    const across = await stream.take(MiB); // half of slab 0, half of slab 1
+    const rest = await stream.take(MiB + MiB / 2 - MiB); // the rest of slab 1
+    expect(held.equals(column.subarray(0, MiB / 2))).toBe(true);
+    expect(across.equals(column.subarray(MiB / 2, MiB + MiB / 2))).toBe(true);
+    expect(rest.equals(column.subarray(MiB + MiB / 2, 2 * MiB))).toBe(true);
+    slabs.release(across);
+    slabs.release(rest);
+    stream.close();
+    // Slab 0 is still lent (held): only the others came back, and held's bytes are untouched.
+    const again = localColumn(storeOf(Buffer.alloc(3 * MiB, 0x55), MiB), meta, 0, 3 * MiB, limits, () => undefined);
+    for (let i = 0; i < 3; i++) slabs.release(await again.take(MiB));
+    again.close();
+    expect(held.equals(column.subarray(0, MiB / 2))).toBe(true);
+  });
+});
