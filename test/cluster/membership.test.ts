@@ -156,18 +156,14 @@ describe('nodes sharing a host, started with only --listen, --data-dir and SeedN
     const ports = [await freePort(), await freePort(), await freePort()];
     const seeds = ports.map((p) => `127.0.0.1:${p}`).join(',');
     for (const port of ports) nodes.push(await startNode({ bare: true, args: ['--listen', `127.0.0.1:${port}`, '--seed-nodes', seeds, '--heartbeat-interval-ms', '200'] }));
-    const deadline = Date.now() + 20_000;
     let state: { ring_version: number; nodes: { node_id: string; state: string; grpc_address: string }[] } | undefined;
-    for (;;) {
+    let views: string[] = [];
+    await waitFor(async () => {
       const states = await Promise.all(nodes.map(async (n) => (await (await fetch(`${n.url}/v1/cluster/state`)).json()) as NonNullable<typeof state>));
-      const views = states.map((st) => JSON.stringify([st.ring_version, st.nodes.map((x) => `${x.node_id}:${x.state}`).sort()]));
-      if (views.every((v) => v === views[0]) && states[0]!.nodes.length === 3 && states[0]!.nodes.every((x) => x.state === 'active')) {
-        state = states[0];
-        break;
-      }
-      if (Date.now() > deadline) throw new Error(`no agreement: ${views.join(' | ')}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      views = states.map((st) => JSON.stringify([st.ring_version, st.nodes.map((x) => `${x.node_id}:${x.state}`).sort()]));
+      if (views.every((v) => v === views[0]) && states[0]!.nodes.length === 3 && states[0]!.nodes.every((x) => x.state === 'active')) state = states[0];
+      return state !== undefined;
+    }, { what: () => `agreement: ${views.join(' | ')}`, timeoutMs: 30_000, pollMs: 100 });
     expect(new Set(state!.nodes.map((n) => n.node_id)).size).toBe(3);
     expect(new Set(state!.nodes.map((n) => n.grpc_address)).size).toBe(3);
     // Each has a metrics listener: the first may hold the default port, the others a free one.
