@@ -128,7 +128,12 @@ describe('POST /v1/blobs/stream', () => {
     await new Promise<void>((resolve, reject) => {
       const socket = connect(node.port, '127.0.0.1', () => {
         socket.write(`POST /v1/blobs/stream HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`);
-        socket.write(body.subarray(0, cutAt), () => setTimeout(() => socket.destroy(), 100));
+        // Cut once the node is storing it (its temp file is there): then leaving nothing behind is work.
+        const storing = (): Promise<void> => waitFor(() => tmpFiles().length > 0, { what: 'the stream\'s temp file', timeoutMs: 10_000, pollMs: 20 });
+        socket.write(body.subarray(0, cutAt), () => void storing().then(() => socket.destroy(), (err: Error) => {
+          reject(err);
+          socket.destroy();
+        }));
       });
       socket.on('close', () => resolve());
       socket.on('error', reject);
