@@ -156,7 +156,7 @@ describe('GET answered from the read cache', () => {
     await cached.arrayBuffer();
     expect((await fetch(`${node.url}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBe(200);
     expect((await fetch(`${node.url}/v1/blobs/${id}`)).status).toBe(404);
-    await new Promise((resolve) => setTimeout(resolve, 5)); // a created-at time of another millisecond
+    await new Promise((resolve) => setTimeout(resolve, 5)); // time is the subject: a created-at time of another millisecond
     expect((await putRaw(node.url, bytes)).status).toBe(201);
     const again = await fetch(`${node.url}/v1/blobs/${id}`);
     expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);

@@ -105,7 +105,7 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
           if (res.status === 503) {
             refusals++;
             expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
-            await sleep(20 + Math.random() * 50 * Math.min(attempt + 1, 8));
+            await sleep(20 + Math.random() * 50 * Math.min(attempt + 1, 8)); // time is the subject: a client's back-off with jitter
             continue;
           }
           expect(res.status, text).toBeLessThan(300);

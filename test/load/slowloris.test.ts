@@ -40,7 +40,7 @@ describe('slowloris', () => {
       const open = conns.filter((c) => !c.closed()).length;
       expect(open, 'slow connections still open when an ordinary put + get was answered').toBeGreaterThan(conns.length * 0.9);
       served++;
-      await sleep(200);
+      await sleep(200); // time is the subject: the probes spread over the span the slow connections hang on
     }
     return served;
   }
