@@ -19,6 +19,7 @@ import { LOCAL_STORE } from '../src/blob/meta.js';
 import { DEFAULT_POLICY } from '../src/blob/policy.js';
 import { flipByte, patternBytes } from './helpers/blobs.js';
 import { openEngine, testConfig } from './helpers/engine.js';
+import { directRefused } from './helpers/page-cache.js';
 
 let engine: Engine;
 beforeAll(async () => {
@@ -75,6 +76,9 @@ describe('a blob file written chunk by chunk', () => {
   });
 });
 
+/** Why blobFileWrites=direct cannot be seen to skip the page cache here, or '' when it can. */
+const noDirect = await directRefused();
+
 describe('how a blob file\'s chunks reach the disk (blobFileWrites)', () => {
   async function store(e: Engine, seed: number): Promise<{ direct: number; intact: boolean }> {
     const chunks = Array.from({ length: 3 }, (_, i) => patternBytes(i === 2 ? 5000 : CHUNK_BYTES, seed + i));
@@ -89,13 +93,12 @@ describe('how a blob file\'s chunks reach the disk (blobFileWrites)', () => {
     return { direct, intact };
   }
 
-  it('direct: the whole chunks go past the page cache, the short last one and the table through it', async () => {
+  // A data dir on a file system without O_DIRECT (tmpfs before Linux 6.6) takes the buffered way.
+  it.skipIf(noDirect !== '')(`direct: the whole chunks go past the page cache, the short last one and the table through it${noDirect ? ` - skipped: ${noDirect}` : ''}`, async () => {
     const directEngine = await openEngine(testConfig({ blobFileWrites: 'direct' }));
     try {
       const { direct, intact } = await store(directEngine, 700);
       expect(intact).toBe(true);
-      // A data dir on a file system without O_DIRECT (tmpfs before Linux 6.6) takes the buffered way.
-      if (direct === 0) return console.warn('skipped: the test data dir refuses O_DIRECT');
       expect(direct).toBe(2 * CHUNK_BYTES);
     } finally {
       await directEngine.close();

@@ -137,7 +137,7 @@ describe.each([
         }
       };
       const writers = Array.from({ length: WRITERS }, writer);
-      await new Promise((r) => setTimeout(r, 100 + Math.random() * 400));
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 400)); // time is the subject: a kill at a random moment of the load
       await node.kill();
       stop = true;
       await Promise.all(writers);

@@ -13,6 +13,7 @@ import { patternBytes, putJson, putRaw } from './helpers/blobs.js';
 import { type MetricsNode, sampleValue, scrape, startMetricsNode } from './helpers/metrics.js';
 import { type NodeProcess, startNode } from './helpers/node-process.js';
 import { mountTmpfs, type Tmpfs } from './helpers/tmpfs.js';
+import { waitFor } from './helpers/wait.js';
 
 const MiB = 1024 * 1024;
 const SIZES = [MiB, 64 * 1024 - 100, 1024, MiB + 4096, 64 * 1024, 1000];
@@ -139,11 +140,8 @@ describe.skipIf(skipReason !== '')(`a full disk (a 64 MiB tmpfs)${skipReason ? `
     // Compaction runs soon after deletes on a full disk; a store waits for nothing but that.
     let stored: Response | undefined;
     const blob = { seed: 500_000, size: MiB };
-    for (let attempt = 0; attempt < 200; attempt++) {
-      stored = await putRaw(url, bytesOf(blob), { 'X-Blobstore-Policy': '1' });
-      if (stored.status === 201) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const storedOnce = async (): Promise<boolean> => (stored = await putRaw(url, bytesOf(blob), { 'X-Blobstore-Policy': '1' })).status === 201;
+    await waitFor(storedOnce, { what: () => `a store after the deletes (last: ${stored?.status})`, timeoutMs: 40_000, pollMs: 100 });
     expect(stored!.status).toBe(201);
     acked.set(((await stored!.json()) as { id: string }).id, blob);
     expect((await fetch(`${url}/health`)).status).toBe(200);

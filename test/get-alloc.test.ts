@@ -119,7 +119,7 @@ async function bytesPerSend(target: number, send: Send, total: number, status: R
   const measured = await window(() => driveWith(target, send, total, status, connections, pipeline));
   // What the probe process allocates on its own in as long a window (timers, the node's sweeps):
   // on a loaded machine the requests take longer, and that would count against each of them.
-  const idle = await window(() => new Promise((resolve) => setTimeout(resolve, measured.ms)));
+  const idle = await window(() => new Promise((resolve) => setTimeout(resolve, measured.ms))); // time is the subject: a window as long
   // A collection inside a window would hide what was allocated before it: no figure from it.
   if (measured.gcs > 0 || idle.gcs > 0) return undefined;
   return Math.max(0, measured.bytes - idle.bytes) / total;

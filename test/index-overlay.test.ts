@@ -206,7 +206,10 @@ describe('compaction while a group is taken for commit but not committed', () =>
     const committing = log.commitSynced();
     let settled = false;
     const settling = engine.settled().then(() => (settled = true));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // A settled() that did not wait for the group would resolve after the index's flush, the last
+    // thing it waits for: by the time that flush and every callback queued meanwhile have run.
+    await engine.index.flushed();
+    await new Promise((resolve) => setImmediate(resolve));
     expect(settled).toBe(false);
     // Nothing is committed: no segment may go (recovery would start from the first).
     expect(await engine.compactNow()).toBe(0);

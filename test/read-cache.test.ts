@@ -12,6 +12,7 @@ import { u64Digits, writeU64 } from '../src/http/blob-head.js';
 import { Location } from '../src/index/entry.js';
 import { flipByte, patternBytes, putRaw } from './helpers/blobs.js';
 import { type NodeProcess, startNode } from './helpers/node-process.js';
+import { waitFor } from './helpers/wait.js';
 
 function metaOf(n: number, size: number, createdAtNs = 1_700_000_000_000_000_000n): BlobMeta {
   const checksum = patternBytes(32, 77 + n);
@@ -155,7 +156,7 @@ describe('GET answered from the read cache', () => {
     await cached.arrayBuffer();
     expect((await fetch(`${node.url}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBe(200);
     expect((await fetch(`${node.url}/v1/blobs/${id}`)).status).toBe(404);
-    await new Promise((resolve) => setTimeout(resolve, 5)); // a created-at time of another millisecond
+    await new Promise((resolve) => setTimeout(resolve, 5)); // time is the subject: a created-at time of another millisecond
     expect((await putRaw(node.url, bytes)).status).toBe(201);
     const again = await fetch(`${node.url}/v1/blobs/${id}`);
     expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
@@ -182,7 +183,7 @@ describe('GET answered from the read cache', () => {
       expect(res.status).toBe(500);
       expect(Buffer.from(await res.arrayBuffer()).includes(bytes.subarray(0, 64))).toBe(false);
       // The log line travels through the node's stdout pipe: it may come just after the answer.
-      for (let wait = 0; wait < 100 && reports(id) < i; wait++) await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor(() => reports(id) >= i, { what: `report ${i} of the corrupt copy in the node's output`, timeoutMs: 10_000, pollMs: 20 });
       expect(reports(id)).toBe(i);
     }
   });

@@ -7,8 +7,10 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putRaw } from './helpers/blobs.js';
+import { logLines } from './helpers/log.js';
 import { sampleValue, scrape, startMetricsNode } from './helpers/metrics.js';
 import type { NodeProcess } from './helpers/node-process.js';
+import { waitFor } from './helpers/wait.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -22,7 +24,7 @@ function sendInParts(port: number, head: string, parts: Buffer[], gapMs: number,
     const socket = connect(port, '127.0.0.1', async () => {
       socket.write(head + '\r\n\r\n');
       for (const p of parts) {
-        await sleep(gapMs);
+        await sleep(gapMs); // time is the subject: a client that sends its body in pieces, or stalls
         if (socket.destroyed) break;
         socket.write(p);
       }
@@ -52,7 +54,8 @@ describe('small raw stores (the fast path)', () => {
   let node: NodeProcess;
   let metricsUrl: string;
   beforeAll(async () => {
-    ({ node, metricsUrl } = await startMetricsNode({ args: ['--max-concurrent-uploads', '4', '--body-idle-timeout-ms', '600'] }));
+    // An access line for every request: a client that went away gets none other (no answer, no count).
+    ({ node, metricsUrl } = await startMetricsNode({ args: ['--max-concurrent-uploads', '4', '--body-idle-timeout-ms', '600', '--access-log-every', '1'] }));
   });
   afterAll(async () => {
     expect(await node.stop()).toBe(0);
@@ -143,7 +146,7 @@ describe('small raw stores (the fast path)', () => {
     for (let i = 0; i < 6; i++) {
       await new Promise<void>((resolve) => {
         const socket = connect(node.port, '127.0.0.1', () => {
-          socket.write(rawHead(10_000) + '\r\n\r\n');
+          socket.write(`${rawHead(10_000)}\r\nX-Request-Id: gone-${i}\r\n\r\n`);
           socket.write(patternBytes(3000, 50 + i), () => {
             socket.destroy();
             resolve();
@@ -151,7 +154,9 @@ describe('small raw stores (the fast path)', () => {
         });
       });
     }
-    await sleep(200);
+    // The node has seen all six go (their access lines, by request id): nothing of them can be stored now.
+    const seen = (): number => logLines(node.output()).filter((l) => l.access === 'http' && /^gone-\d$/.test(l.reqId ?? '')).length;
+    await waitFor(() => seen() >= 6, { what: 'the access lines of the six stores whose clients went away', timeoutMs: 10_000 });
     expect(await listIds(node.url)).toEqual(before);
     const answers = await Promise.all([9, 10, 11, 12].map((seed) => putRaw(node.url, patternBytes(1000, seed))));
     expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201]);

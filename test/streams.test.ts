@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, flipByte, patternBytes, putRaw } from './helpers/blobs.js';
 import { type NodeProcess, startNode } from './helpers/node-process.js';
+import { waitFor } from './helpers/wait.js';
 
 const MiB = 1024 * 1024;
 let node: NodeProcess;
@@ -46,9 +47,9 @@ function putStream(lines: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Pro
 }
 
 const tmpFiles = (): string[] => readdirSync(join(node.dataDir, 'tmp'));
-/** The temp files of a broken stream are removed just after its answer: waits (5 s at most) for that. */
+/** The temp files of a broken stream are removed just after its answer: waits (10 s at most) for that. */
 const tmpFilesGone = async (): Promise<void> => {
-  for (const end = Date.now() + 5000; tmpFiles().length > 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+  await waitFor(() => tmpFiles().length === 0, { what: () => `temp files removed: ${tmpFiles().join(', ')}`, timeoutMs: 10_000, pollMs: 20 });
   expect(tmpFiles()).toEqual([]);
 };
 
@@ -127,7 +128,12 @@ describe('POST /v1/blobs/stream', () => {
     await new Promise<void>((resolve, reject) => {
       const socket = connect(node.port, '127.0.0.1', () => {
         socket.write(`POST /v1/blobs/stream HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`);
-        socket.write(body.subarray(0, cutAt), () => setTimeout(() => socket.destroy(), 100));
+        // Cut once the node is storing it (its temp file is there): then leaving nothing behind is work.
+        const storing = (): Promise<void> => waitFor(() => tmpFiles().length > 0, { what: 'the stream\'s temp file', timeoutMs: 10_000, pollMs: 20 });
+        socket.write(body.subarray(0, cutAt), () => void storing().then(() => socket.destroy(), (err: Error) => {
+          reject(err);
+          socket.destroy();
+        }));
       });
       socket.on('close', () => resolve());
       socket.on('error', reject);

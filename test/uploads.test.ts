@@ -12,7 +12,6 @@ import { type NodeProcess, startNode } from './helpers/node-process.js';
 import { waitFor } from './helpers/wait.js';
 
 const MiB = 1024 * 1024;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Opens a raw connection and sends a request head plus part of a body. `response` resolves with
@@ -127,7 +126,7 @@ describe('limits and hostile uploads', () => {
     }
     // Once the node has seen the connections close, the slots are free again: ask until it has.
     let again = await put('room again');
-    for (const end = Date.now() + 5000; again.status === 503 && Date.now() < end; ) again = await sleep(50).then(() => put('room again'));
+    await waitFor(async () => again.status !== 503 || (again = await put('room again')).status !== 503, { what: 'an upload slot free again', timeoutMs: 10_000 });
     expect(again.status).toBe(201);
     expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
   });

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { secretNeededBecause } from '../../src/auth/cluster-secret.js';
 import { TestCluster } from '../helpers/cluster.js';
 import { runCli, tempDir } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 import { tokenFile } from './helpers.js';
 import { authorization } from './node.js';
 
@@ -69,7 +70,7 @@ describe('a cluster with tokens: the founder makes the secret, a peer joins with
       const body = (await res.json()) as { nodes: { node_id: string; state: string }[] };
       return body.nodes.filter((n) => n.state === 'active').map((n) => n.node_id).sort();
     };
-    for (let i = 0; i < 200 && (await state()).length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    await waitFor(async () => (await state()).length >= 2, { what: 'both nodes active on node-1', timeoutMs: 30_000, pollMs: 100 });
     expect(await state()).toStrictEqual(['node-1', 'node-2']);
 
     // A replica pushed with a user token (even admin) is refused; with the secret it is taken.

@@ -6,6 +6,7 @@ import { MAIN, runCli, tempDir } from '../helpers/node-process.js';
 import { TOKENS, sha256Hex, writeTokenFile } from './helpers.js';
 import { type AuthNode, authorization, call, expectDenied, expectNoTokenIn, startAuthNode } from './node.js';
 import { logLines } from '../helpers/log.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The token file over a node's life: a bad file stops the start (exit 2), SIGHUP re-reads it
@@ -71,12 +72,8 @@ describe('SIGHUP re-reads the token file', () => {
     const reloads = (): string[] => logLines(n.node.output()).filter((l) => l.component === 'auth' && l.signal === 'SIGHUP').map((l) => `${l.level}: ${l.msg}`);
     const seen = reloads().length;
     n.node.child.kill('SIGHUP');
-    for (let i = 0; i < 200; i++) {
-      const lines = reloads();
-      if (lines.length > seen) return lines[lines.length - 1]!;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`no reload line after SIGHUP:\n${n.node.output()}`);
+    await waitFor(() => reloads().length > seen, { what: () => `a reload line after SIGHUP:\n${n.node.output()}`, timeoutMs: 10_000, pollMs: 25 });
+    return reloads().at(-1)!;
   }
 
   it('adds a token without a restart', async () => {

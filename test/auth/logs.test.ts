@@ -7,6 +7,7 @@ import { REPO } from '../helpers/node-process.js';
 import { TOKENS, sha256Hex, standardEntries, writeTokenFile } from './helpers.js';
 import { type AuthNode, CREDS, authorization, call, expectNoTokenIn, required, startAuthNode } from './node.js';
 import { logLines } from '../helpers/log.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * One node with every listener (API, metrics, gRPC), its whole stdout and stderr captured from
@@ -33,7 +34,7 @@ function grpcCall(client: grpc.Client, method: string, request: unknown, value: 
 async function hangup(node: AuthNode, count: number): Promise<void> {
   node.node.child.kill('SIGHUP');
   const reloads = (): number => logLines(node.node.output()).filter((l) => l.component === 'auth' && l.signal === 'SIGHUP').length;
-  for (let i = 0; i < 200 && reloads() < count; i++) await new Promise((r) => setTimeout(r, 25));
+  await waitFor(() => reloads() >= count, { what: `${count} reload lines after SIGHUP`, timeoutMs: 10_000, pollMs: 25 });
   expect(reloads()).toBe(count);
 }
 

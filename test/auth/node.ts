@@ -2,6 +2,7 @@
 import { rmSync } from 'node:fs';
 import { expect } from 'vitest';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 import { TOKENS, type TokenName, sha256Hex, tokenFile } from './helpers.js';
 
 export type Cred = 'none' | 'wrong' | 'read' | 'write' | 'admin';
@@ -21,14 +22,16 @@ export interface AuthNode {
   stop(): Promise<void>;
 }
 
-/** The port a listener printed, or undefined when it printed none within two seconds. */
+/** The port a listener printed, or undefined when it printed none within five seconds (required() says so). */
 async function portIn(node: NodeProcess, pattern: RegExp): Promise<number | undefined> {
-  for (let i = 0; i < 40; i++) {
+  let port: number | undefined;
+  const printed = (): boolean => {
     const m = pattern.exec(node.output());
-    if (m) return Number(m[1]);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return undefined;
+    if (m) port = Number(m[1]);
+    return port !== undefined;
+  };
+  await waitFor(printed, { what: `a line matching ${pattern}`, timeoutMs: 5000 }).catch(() => undefined);
+  return port;
 }
 
 /** Starts a node with the standard token file; `metrics` / `grpc` add those listeners on free ports. */

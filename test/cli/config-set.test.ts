@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/wait.js';
 import { BIN, type Sandbox, freePort, run, runAsync, useSandboxes } from './helpers.js';
 
 /** `blobstore config set` with the real bin in a temp HOME. */
@@ -80,11 +81,9 @@ describe('config set round trip', () => {
     const node = spawn(process.execPath, [BIN, 'serve', '--data-dir', join(box.home, 'd')], { env: box.env, stdio: 'ignore' });
     try {
       let status = 0;
-      // 20 s at most: a node or service starting on a loaded machine can take more than 5 s.
-      for (const end = Date.now() + 20_000; status !== 200 && Date.now() < end; ) {
-        status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
-        if (status !== 200) await new Promise((r) => setTimeout(r, 50));
-      }
+      // A node or service starting on a loaded machine can take more than 5 s.
+      const healthy = async (): Promise<boolean> => (status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0)) === 200;
+      await waitFor(healthy, { what: () => `/healthz 200 on port ${port} (last: ${status})`, timeoutMs: 30_000 });
       expect(status).toBe(200);
     } finally {
       node.kill('SIGTERM');
@@ -100,11 +99,9 @@ describe('config set round trip', () => {
     const svc = spawn(process.execPath, [BIN, 'orders', 'serve'], { env: box.env, stdio: 'ignore' });
     try {
       let status = 0;
-      // 20 s at most: a node or service starting on a loaded machine can take more than 5 s.
-      for (const end = Date.now() + 20_000; status !== 200 && Date.now() < end; ) {
-        status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
-        if (status !== 200) await new Promise((r) => setTimeout(r, 50));
-      }
+      // A node or service starting on a loaded machine can take more than 5 s.
+      const healthy = async (): Promise<boolean> => (status = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0)) === 200;
+      await waitFor(healthy, { what: () => `/healthz 200 on port ${port} (last: ${status})`, timeoutMs: 30_000 });
       expect(status).toBe(200);
     } finally {
       svc.kill('SIGTERM');

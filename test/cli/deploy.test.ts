@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { protoPath as healthProto } from 'grpc-health-check';
 import { logLines } from '../helpers/log.js';
+import { waitFor } from '../helpers/wait.js';
 import { type Sandbox, alive, freeBasePort, portsFree, run, runAsync, sandbox } from './helpers.js';
 
 const Health = (grpc.loadPackageDefinition(loadSync(healthProto, { enums: String })) as unknown as {
@@ -103,14 +104,12 @@ describe('deploy', () => {
 
   it('brings up one cluster: every node lists the three nodes as active members', async () => {
     const urls = [0, 1, 2].map((i) => `http://127.0.0.1:${base + i}`);
-    const deadline = Date.now() + 20_000;
-    for (;;) {
+    let views: string[] = [];
+    await waitFor(async () => {
       const states = await Promise.all(urls.map(async (u) => (await (await fetch(`${u}/v1/cluster/state`)).json()) as { ring_version: number; nodes: { node_id: string; state: string }[] }));
-      const views = states.map((st) => `${st.ring_version}:${st.nodes.map((n) => `${n.node_id}=${n.state}`).sort().join(',')}`);
-      if (views.every((v) => v === views[0]) && states[0]!.nodes.length === 3 && states[0]!.nodes.every((n) => n.state === 'active')) break;
-      if (Date.now() > deadline) throw new Error(`the stack's nodes do not agree: ${views.join(' | ')}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+      views = states.map((st) => `${st.ring_version}:${st.nodes.map((n) => `${n.node_id}=${n.state}`).sort().join(',')}`);
+      return views.every((v) => v === views[0]) && states[0]!.nodes.length === 3 && states[0]!.nodes.every((n) => n.state === 'active');
+    }, { what: () => `the stack's nodes to agree: ${views.join(' | ')}`, timeoutMs: 30_000, pollMs: 200 });
   });
 
   it('is idempotent: a second run restarts nothing', async () => {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { expectReadableEverywhere, freePort, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
 import { tempDir } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
 
@@ -67,11 +68,10 @@ describe('EC columns with a token file and a cluster secret', () => {
   });
 
   it('stores and reads every blob from every node with a token; without one a read is refused', async () => {
-    for (;;) {
+    await waitFor(async () => {
       const states = await Promise.all(c.live().map(async (i) => (await (await fetch(`${c.url(i)}/v1/cluster/state`, { headers: auth })).json()) as { nodes: { state: string }[] }));
-      if (states.every((s) => s.nodes.filter((n) => n.state === 'active').length === 6)) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      return states.every((s) => s.nodes.filter((n) => n.state === 'active').length === 6);
+    }, { what: 'six active members on every node', timeoutMs: 60_000, pollMs: 100 });
     const acked = await storeAll(c, auth);
     for (const i of c.live()) {
       for (const [id, bytes] of acked) {

@@ -94,7 +94,7 @@ describe('seeded fault sequences on 5-7 real nodes', () => {
             log.push(`step ${step}: freeze ${c.ids[victim]} for a moment`);
             c.freeze(victim);
             frozen.add(victim);
-            await new Promise((res) => setTimeout(res, 300 + rand() * 1500));
+            await new Promise((res) => setTimeout(res, 300 + rand() * 1500)); // time is the subject: a freeze of a seeded length
             c.thaw(victim);
             frozen.delete(victim);
           }

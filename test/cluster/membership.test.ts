@@ -7,14 +7,20 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { freePort, HEARTBEAT_MS, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
+import { freePort, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
+import { type LogLine, logLines } from '../helpers/log.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
+
+/** A heartbeat a member answered (over gRPC, or the HTTP route a peer falls back to). */
+const answeredHeartbeat = (l: LogLine): boolean =>
+  (l.access === 'grpc' && l.method === 'ClusterService.Heartbeat' && l.status === 0) || (l.access === 'http' && l.route === '/v1/cluster/heartbeat' && l.status === 200);
 
 describe('a 3-node cluster on loopback', () => {
   let c: TestCluster;
   beforeAll(async () => {
-    c = await TestCluster.start({ size: 3 });
+    // An access line for every request: the heartbeats a node answered count its peers' rounds.
+    c = await TestCluster.start({ size: 3, args: ['--access-log-every', '1'] });
   });
   afterAll(async () => {
     await c?.stopAll();
@@ -94,9 +100,11 @@ describe('a 3-node cluster on loopback', () => {
     const after = await c.converged({ among: [0, 1], members: ['node-1', 'node-2'] });
     expect(after.ring_version).toBeGreaterThan(before.ring_version);
     // node-3 heard of its removal and does not come back by itself: it says so, and five heartbeat
-    // rounds later it is still out.
+    // rounds later (node-1 and node-2 have each answered five more of the other's) it is still out.
     await waitFor(() => c.node(2).output().includes('this node is removed from the cluster'), { what: 'node-3 knows it was removed' });
-    await new Promise((r) => setTimeout(r, 5 * HEARTBEAT_MS));
+    const answered = (i: number): number => logLines(c.node(i).output()).filter(answeredHeartbeat).length;
+    const [first, second] = [answered(0), answered(1)];
+    await waitFor(() => answered(0) >= first + 5 && answered(1) >= second + 5, { what: 'five more heartbeat rounds of node-1 and node-2' });
     const own = await c.state(2);
     expect(own.nodes.map((n) => n.node_id)).not.toContain('node-3');
     const still = await c.converged({ among: [0, 1], members: ['node-1', 'node-2'] });
@@ -156,18 +164,14 @@ describe('nodes sharing a host, started with only --listen, --data-dir and SeedN
     const ports = [await freePort(), await freePort(), await freePort()];
     const seeds = ports.map((p) => `127.0.0.1:${p}`).join(',');
     for (const port of ports) nodes.push(await startNode({ bare: true, args: ['--listen', `127.0.0.1:${port}`, '--seed-nodes', seeds, '--heartbeat-interval-ms', '200'] }));
-    const deadline = Date.now() + 20_000;
     let state: { ring_version: number; nodes: { node_id: string; state: string; grpc_address: string }[] } | undefined;
-    for (;;) {
+    let views: string[] = [];
+    await waitFor(async () => {
       const states = await Promise.all(nodes.map(async (n) => (await (await fetch(`${n.url}/v1/cluster/state`)).json()) as NonNullable<typeof state>));
-      const views = states.map((st) => JSON.stringify([st.ring_version, st.nodes.map((x) => `${x.node_id}:${x.state}`).sort()]));
-      if (views.every((v) => v === views[0]) && states[0]!.nodes.length === 3 && states[0]!.nodes.every((x) => x.state === 'active')) {
-        state = states[0];
-        break;
-      }
-      if (Date.now() > deadline) throw new Error(`no agreement: ${views.join(' | ')}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      views = states.map((st) => JSON.stringify([st.ring_version, st.nodes.map((x) => `${x.node_id}:${x.state}`).sort()]));
+      if (views.every((v) => v === views[0]) && states[0]!.nodes.length === 3 && states[0]!.nodes.every((x) => x.state === 'active')) state = states[0];
+      return state !== undefined;
+    }, { what: () => `agreement: ${views.join(' | ')}`, timeoutMs: 30_000, pollMs: 100 });
     expect(new Set(state!.nodes.map((n) => n.node_id)).size).toBe(3);
     expect(new Set(state!.nodes.map((n) => n.grpc_address)).size).toBe(3);
     // Each has a metrics listener: the first may hold the default port, the others a free one.

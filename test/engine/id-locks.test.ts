@@ -78,6 +78,7 @@ describe('IdLocks', () => {
   it('settled() waits for the runs under way', async () => {
     const locks = new IdLocks();
     let done = false;
+    // A run that lasts a while (time is the subject): settled() is called while it is under way.
     void locks.run(id(5), () => new Promise<void>((r) => setTimeout(() => { done = true; r(); }, 20)));
     await locks.settled();
     expect(done).toBe(true);

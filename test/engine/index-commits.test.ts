@@ -30,7 +30,8 @@ describe('index commits', () => {
     const later = [patternBytes(1000, 2), patternBytes(2000, 3), patternBytes(3000, 4)];
     const ids = [];
     for (const data of later) ids.push((await engine.putInline(data, 1, EMPTY)).id);
-    // (Time for a commit that did not wait to end.)
+    // Time for a commit that did not wait to end. The interval is a rule of time, and nothing tells
+    // a committer waiting for it from one committing (committing is true in both): a pause it is.
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(engine.index.committedCheckpoint.nextLsn).toBe(first);
     for (const [i, id] of ids.entries()) expect((await engine.readInline(engine.stat(id)!)).equals(later[i]!)).toBe(true);

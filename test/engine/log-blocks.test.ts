@@ -19,6 +19,7 @@ import { scanSegment } from '../../src/engine/scan.js';
 import { patternBytes } from '../helpers/blobs.js';
 import { holdCommits, openEngine, testConfig } from '../helpers/engine.js';
 import { tempDir } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const EMPTY = Buffer.alloc(0);
 /** Small reserve: this shared machine's disk is often nearly full. */
@@ -157,13 +158,11 @@ describe('the segment log', () => {
 
   it('readies space a step ahead of the tail, written with zeros past the page cache with logSpace zeroed', async () => {
     const STEP = 1024 * 1024;
-    /** Bytes of the segment file with blocks (allocated), once the step under way is done. */
+    /** Bytes of the segment file with blocks (allocated), once the step under way is done (10 s at most, then what they were). */
     const allocatedOf = async (e: Engine, segment: number, atLeast: number): Promise<number> => {
       let bytes = 0;
-      for (let i = 0; i < 250 && bytes < atLeast; i++) {
-        bytes = (await fsp.stat(e.store.path(segment))).blocks * 512;
-        if (bytes < atLeast) await new Promise((r) => setTimeout(r, 20));
-      }
+      const allocated = async (): Promise<boolean> => (bytes = (await fsp.stat(e.store.path(segment))).blocks * 512) >= atLeast;
+      await waitFor(allocated, { what: `${atLeast} bytes of segment ${segment} allocated`, timeoutMs: 10_000, pollMs: 20 }).catch(() => undefined);
       return bytes;
     };
     for (const logSpace of ['zeroed', 'allocated'] as const) {

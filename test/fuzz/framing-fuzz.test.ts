@@ -89,7 +89,7 @@ describe('malformed request heads', () => {
         // Ordinary requests while the malformed ones are pending: answered alongside them.
         for (let i = 0; i < 5; i++) {
           expect((await putRaw(node.url, Buffer.from(`framing round ${round} probe ${i}`))).status).toBeLessThan(300);
-          await sleep(100);
+          await sleep(100); // time is the subject: the probes spread over the span the malformed heads are pending
         }
         const pending = conns.filter((c) => !c.closed() && !c.answer()).length;
         try {

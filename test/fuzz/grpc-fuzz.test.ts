@@ -158,7 +158,7 @@ function run(client: Raw, call: Call): Promise<Result> {
           for (const [i, chunk] of call.chunks.entries()) {
             stream.write(chunk);
             if (call.end === 'cancel' && i === Math.floor(call.chunks.length / 2)) {
-              await sleep(5);
+              await sleep(5); // time is the subject: a client that cancels a moment after its writes went out
               return stream.cancel();
             }
           }

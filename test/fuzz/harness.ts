@@ -15,6 +15,7 @@ import { appendFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { NodeProcess } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 import type { Answer, Outcome } from './http-client.js';
 
 export const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 20261123);
@@ -233,8 +234,6 @@ export function verdict(surface: Surface, req: Judged, out: Outcome): string | u
   return undefined;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 export function tmpFiles(node: NodeProcess): string[] {
   return readdirSync(join(node.dataDir, 'tmp'));
 }
@@ -247,13 +246,7 @@ export async function checkNode(node: NodeProcess, settleMs = 5000): Promise<voi
   const res = await fetch(`${node.url}/healthz`, { signal: AbortSignal.timeout(5000) });
   await res.arrayBuffer();
   if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
-  const end = Date.now() + settleMs;
-  for (;;) {
-    const left = tmpFiles(node);
-    if (left.length === 0) return;
-    if (Date.now() > end) throw new Error(`temp files left in ${node.dataDir}/tmp after ${settleMs} ms: ${left.join(', ')}`);
-    await sleep(50);
-  }
+  await waitFor(() => tmpFiles(node).length === 0, { what: () => `no temp files left in ${node.dataDir}/tmp: ${tmpFiles(node).join(', ')}`, timeoutMs: settleMs });
 }
 
 /** Fails when the node wrote a stack trace or an unhandled error to its output. */

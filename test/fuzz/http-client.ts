@@ -31,7 +31,10 @@ export interface Outcome {
 
 export interface RawOptions {
   timeoutMs: number;
-  /** Wait this long after an answer for more (answers to bytes past a short Content-Length). */
+  /**
+   * Wait this long after an answer for more (answers to bytes past a short Content-Length): a span
+   * of time, as nothing but a close says that no more bytes are coming.
+   */
   settleMs?: number;
   /** The request is a HEAD: its answer has no body whatever Content-Length says. */
   head?: boolean;
@@ -141,7 +144,7 @@ export function rawExchange(port: number, data: Buffer, options: RawOptions): Pr
           socket.write(piece, (err) => {
             if (!err && last) unsent = false;
           });
-          if (options.pauseMs) await new Promise((r) => setTimeout(r, options.pauseMs));
+          if (options.pauseMs) await new Promise((r) => setTimeout(r, options.pauseMs)); // time is the subject: a client that dribbles its pieces
         }
       })();
     });

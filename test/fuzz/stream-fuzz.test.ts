@@ -9,13 +9,13 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 import { ANSWER_TIMEOUT_MS, FUZZ_NODE_ARGS, hexIdOf, servesVariantA } from './exchange.js';
 import { dataField, RawJson, toJson } from './generators.js';
 import { budgetMs, checkNode, count, fuzz, newStats, probeSurface, type Surface, testTimeout, type Variant, verdict, stopAndClean } from './harness.js';
 import { type Outcome, rawExchange } from './http-client.js';
 
 const SHARE = 0.075;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Chunk {
   data: Buffer;
@@ -152,6 +152,9 @@ function chunkedPieces(body: Buffer, sizes: number[]): Buffer[] {
   return out;
 }
 
+let drops = 0;
+
+/** Sends the case; undefined for a dropped stream, once the node has ended it. */
 async function sendStream(node: NodeProcess, c: StreamCase, body: Buffer): Promise<Outcome | undefined> {
   const head = (framing: string): Buffer => Buffer.from(`POST /v1/blobs/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\n${framing}\r\n\r\n`);
   if (c.delivery === 'length') return rawExchange(node.port, Buffer.concat([head(`Content-Length: ${body.length}`), body]), { timeoutMs: ANSWER_TIMEOUT_MS });
@@ -159,9 +162,12 @@ async function sendStream(node: NodeProcess, c: StreamCase, body: Buffer): Promi
     const pieces = [head('Transfer-Encoding: chunked'), ...chunkedPieces(body, c.pieces)];
     return rawExchange(node.port, Buffer.alloc(0), { timeoutMs: ANSWER_TIMEOUT_MS, pieces, pauseMs: 1 });
   }
-  // Drop: declare the whole body, send a part, go away.
+  // Drop: declare the whole body, send a part, go away. The node has ended the request once its
+  // access line is out (by request id; the node writes one for every request), answered or not.
+  const reqId = `dropped-${++drops}`;
   const part = body.subarray(0, Math.floor(body.length / 2));
-  await rawExchange(node.port, Buffer.concat([head(`Content-Length: ${body.length + 10}`), part]), { timeoutMs: 100 });
+  await rawExchange(node.port, Buffer.concat([head(`Content-Length: ${body.length + 10}\r\nX-Request-Id: ${reqId}`), part]), { timeoutMs: 100 });
+  await waitFor(() => node.output().includes(`"reqId":"${reqId}"`), { what: `the node's access line of the dropped stream ${reqId}`, timeoutMs: 10_000, pollMs: 10 });
   return undefined;
 }
 
@@ -186,7 +192,7 @@ describe.each([
   let served = true;
 
   beforeAll(async () => {
-    node = await startNode({ args: [...FUZZ_NODE_ARGS, ...args] });
+    node = await startNode({ args: [...FUZZ_NODE_ARGS, '--access-log-every', '1', ...args] });
     served = variant === 'b' || (await servesVariantA(node.url));
     surface = await probeSurface(node.url, variant);
   });
@@ -208,7 +214,6 @@ describe.each([
           const out = await sendStream(node, c, body);
           if (!out) {
             count(stats, 'dropped');
-            await sleep(20);
             return checkNode(node);
           }
           count(stats, out.answers[0]?.status ?? (out.timedOut ? 'timeout' : 'closed'), c.clean ? 'clean' : c.delivery, out.ms);

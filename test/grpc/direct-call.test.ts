@@ -8,6 +8,7 @@ import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DirectCall, STATUS_OK } from '../../src/grpc/direct-call.js';
 import { MAX_FRAME_BYTES } from '../../src/grpc/http2-frames.js';
+import { waitFor } from '../helpers/wait.js';
 
 const MiB = 1024 * 1024;
 const WINDOW = 8 * MiB;
@@ -37,16 +38,21 @@ afterAll(() => {
   server?.close();
 });
 
-/** Waits until `value()` has not changed for 10 polls in a row (the flow has come to rest). */
+/**
+ * Waits until `value()` has not changed for 10 polls in a row (the flow has come to rest). A span
+ * of time, not an event: nothing says when the HTTP/2 window is spent (the client's writes wait
+ * for a 'drain' that does not come), so half a second without a change stands for it.
+ */
 async function settled(value: () => number): Promise<number> {
   let last = -1;
   let same = 0;
-  while (same < 10) {
-    await new Promise((r) => setTimeout(r, 50));
+  const unchanged = (): boolean => {
     const v = value();
     same = v === last ? same + 1 : 0;
     last = v;
-  }
+    return same >= 10;
+  };
+  await waitFor(unchanged, { what: () => `the flow to come to rest (at ${last})`, timeoutMs: 30_000, pollMs: 50 });
   return last;
 }
 

@@ -8,12 +8,14 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GrpcNode, chunksOf, failure, getStream, patterned, putStream, startGrpcNode, Status, unary } from './helpers.js';
+import { logLines } from '../helpers/log.js';
 import { waitFor } from '../helpers/wait.js';
 
 let n: GrpcNode;
 
 beforeAll(async () => {
-  n = await startGrpcNode();
+  // An access line for every call: the line of a call the client gave up on says the node has ended it too.
+  n = await startGrpcNode({ args: ['--access-log-every', '1'] });
 });
 
 afterAll(async () => {
@@ -35,6 +37,16 @@ function tempFiles(dataDir: string): string[] {
   walk(dataDir);
   return found;
 }
+
+/** Metadata that names a call on its access line. */
+function requestId(id: string): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set('x-request-id', id);
+  return metadata;
+}
+
+/** The node has ended the call with request id `id`, answered or not (its access line is out). */
+const ended = (node: GrpcNode, id: string): boolean => logLines(node.node.output()).some((l) => l.access === 'grpc' && l.reqId === id);
 
 async function listAll(): Promise<string[]> {
   const page = await unary(n.blobs, 'List', { limit: 10000 });
@@ -176,10 +188,11 @@ describe('deadlines and cancellation', () => {
   it('a tiny deadline on a big put stream answers DEADLINE_EXCEEDED and leaves nothing behind', async () => {
     const before = await listAll();
     // 8 MiB sent a chunk per 100 ms: the 150 ms deadline passes while the stream is still open.
+    // (Time is the subject: a stream slower than its deadline.)
     const data = patterned(MiB, 31);
     let call: grpc.ClientWritableStream<unknown>;
     const err = await new Promise<{ code: number }>((resolve) => {
-      call = n.blobs.PutStream!({ deadline: Date.now() + 150 }, (e: grpc.ServiceError | null) => resolve({ code: e ? e.code : Status.OK })) as grpc.ClientWritableStream<unknown>;
+      call = n.blobs.PutStream!(requestId('past-deadline'), { deadline: Date.now() + 150 }, (e: grpc.ServiceError | null) => resolve({ code: e ? e.code : Status.OK })) as grpc.ClientWritableStream<unknown>;
       call.on('error', () => undefined);
       void (async () => {
         for (let i = 0; i < 8 && !call.destroyed; i++) {
@@ -189,7 +202,8 @@ describe('deadlines and cancellation', () => {
       })();
     });
     expect(err.code).toBe(Status.DEADLINE_EXCEEDED);
-    await new Promise((r) => setTimeout(r, 300));
+    // Once the node has ended the call (its access line), nothing of it can be stored any more.
+    await waitFor(() => ended(n, 'past-deadline'), { what: 'the node\'s access line of the PutStream', timeoutMs: 10_000 });
     expect(await listAll()).toEqual(before);
     await waitFor(() => tempFiles(n.node.dataDir).length === 0, { what: 'tempFiles(n.node.dataDir).length === 0', timeoutMs: 10_000 });
   });
@@ -205,12 +219,14 @@ describe('deadlines and cancellation', () => {
 
   it('a put stream cancelled by the client stores nothing', async () => {
     const before = await listAll();
-    const call = n.blobs.PutStream!(() => undefined) as grpc.ClientWritableStream<unknown>;
+    const call = n.blobs.PutStream!(requestId('cancelled'), () => undefined) as grpc.ClientWritableStream<unknown>;
     call.on('error', () => undefined);
     for (let i = 0; i < 5; i++) call.write({ data: patterned(MiB, 50 + i) });
-    await new Promise((r) => setTimeout(r, 200));
+    // Cancelled while the node stores it (its temp file is there), and once the node has ended it
+    // (its access line), nothing of it can be stored any more.
+    await waitFor(() => tempFiles(n.node.dataDir).length > 0, { what: 'the stream\'s temp file', timeoutMs: 10_000 });
     call.cancel();
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => ended(n, 'cancelled'), { what: 'the node\'s access line of the PutStream', timeoutMs: 10_000 });
     expect(await listAll()).toEqual(before);
     await waitFor(() => tempFiles(n.node.dataDir).length === 0, { what: 'tempFiles(n.node.dataDir).length === 0', timeoutMs: 10_000 });
   });
@@ -242,7 +258,8 @@ describe('shutdown', () => {
     const call = own.blobs.PutStream!(() => undefined) as grpc.ClientWritableStream<unknown>;
     call.on('error', () => undefined);
     call.write({ data: patterned(2 * MiB, 77), policy: NONE });
-    await new Promise((r) => setTimeout(r, 200));
+    // SIGTERM while the node stores it (its temp file is there).
+    await waitFor(() => tempFiles(own.node.dataDir).length > 0, { what: 'the stream\'s temp file', timeoutMs: 10_000 });
     own.blobs.close();
     expect(await own.node.stop()).toBe(0);
     expect(tempFiles(own.node.dataDir)).toEqual([]);
@@ -283,7 +300,9 @@ describe('flow control', () => {
       call.on('error', reject);
     });
     await waitFor(() => received >= 8 * MiB, { what: 'received >= 8 * MiB', timeoutMs: 10_000 });
-    await new Promise((r) => setTimeout(r, 1500)); // the node would run ahead here if it could
+    // The node would run ahead here if it could: a span of time, as nothing the node reports
+    // tells how far it has read the blob for a reader that holds still.
+    await new Promise((r) => setTimeout(r, 1500));
     const rssPaused = n.node.rssBytes();
     expect(received).toBeLessThan(64 * MiB);
     // grpc-js queue (16 messages) + HTTP/2 windows + read-ahead: tens of MiB, never the blob.

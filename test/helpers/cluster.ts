@@ -217,20 +217,20 @@ export class TestCluster {
    */
   async converged(options: { among?: number[]; members?: string[]; timeoutMs?: number; pollMs?: number; states?: Record<string, string> } = {}): Promise<NodeState> {
     const among = options.among ?? this.live();
-    const deadline = Date.now() + (options.timeoutMs ?? 20_000);
+    let agreed: NodeState | undefined;
     let last = '';
-    for (;;) {
+    await waitFor(async () => {
       const states = await Promise.all(among.map((i) => this.state(i).catch((err: Error) => ({ error: err.message }) as unknown as NodeState)));
       const views = states.map((s) => JSON.stringify({ v: s.ring_version, n: (s.nodes ?? []).map((n) => `${n.node_id}:${n.state}`).sort() }));
       const same = views.every((v) => v === views[0]);
       const members = (states[0]?.nodes ?? []).map((n) => n.node_id).sort();
       const wantMembers = !options.members || JSON.stringify(members) === JSON.stringify([...options.members].sort());
       const wantStates = !options.states || Object.entries(options.states).every(([id, st]) => states[0]?.nodes?.find((n) => n.node_id === id)?.state === st);
-      if (same && wantMembers && wantStates) return states[0]!;
       last = views.join('\n  ');
-      if (Date.now() > deadline) throw new Error(`no agreement within ${options.timeoutMs ?? 20_000} ms:\n  ${last}`);
-      await new Promise((r) => setTimeout(r, options.pollMs ?? 100));
-    }
+      if (same && wantMembers && wantStates) agreed = states[0]!;
+      return agreed !== undefined;
+    }, { what: () => `agreement:\n  ${last}`, timeoutMs: options.timeoutMs ?? 20_000, pollMs: options.pollMs ?? 100 });
+    return agreed!;
   }
 
   /** Stops every node and removes the data dirs (a shared machine's /tmp fills up otherwise). */
@@ -298,20 +298,21 @@ export function oneBigClusterAtATime(): void {
     held = false;
   };
   beforeAll(async () => {
-    for (;;) {
+    const take = (): boolean => {
       try {
         writeFileSync(BIG_CLUSTER_LOCK, String(process.pid), { flag: 'wx' });
         held = true;
         process.once('exit', release);
-        return;
+        return true;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
       // A holder that died (a killed worker, an earlier run) leaves its lock behind.
       const holder = Number(readFileSync(BIG_CLUSTER_LOCK, 'utf8').trim() || 0);
       if (holder > 0 && !alive(holder)) rmSync(BIG_CLUSTER_LOCK, { force: true });
-      else await new Promise((r) => setTimeout(r, 250));
-    }
+      return false;
+    };
+    await waitFor(take, { what: `the big-cluster lock ${BIG_CLUSTER_LOCK}`, timeoutMs: 30 * 60_000, pollMs: 250 });
   }, 30 * 60_000);
   afterAll(release);
 }

@@ -68,8 +68,3 @@ export function open(port: number, first: Buffer | string): Promise<Held> {
 export const storeHead = (length: number, path = '/v1/blobs', type = 'application/octet-stream'): string =>
   `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${length}\r\n\r\n`;
 
-/** Resolves once every connection has answered or closed, or after `ms`. */
-export async function settleAll(conns: Held[], ms: number): Promise<void> {
-  await Promise.race([Promise.all(conns.map((c) => c.settled)), sleep(ms)]);
-}
-

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { type GrpcNode, startGrpcNode } from '../grpc/helpers.js';
 import { errorShapeProblem, report, tmpFiles, stopAndClean } from '../fuzz/harness.js';
-import { type Held, open, settleAll, sleep, storeHead } from './connections.js';
+import { type Held, open, sleep, storeHead } from './connections.js';
 import { waitFor } from '../helpers/wait.js';
 
 const MiB = 1024 * 1024;
@@ -39,12 +39,17 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
     return Promise.all(Array.from({ length: count }, () => open(n.node.port, Buffer.concat([Buffer.from(storeHead(2 * MiB, path, type)), part]))));
   }
 
+  /** Uploads the node is storing: each admitted one has its temp file. */
+  const admitted = (): number => tmpFiles(n.node).filter((f) => f.endsWith('.part')).length;
+
   /**
    * Every slot is taken once each held upload has its temp file: on a loaded machine the node can
-   * take longer than a fixed pause to read them all. Then a pause in which none may be answered.
+   * take longer than a fixed pause to read them all. Then a pause in which none may be answered:
+   * nothing tells when the node has taken in every byte the held uploads sent (a temp file grows a
+   * whole chunk at a time, the last half chunk of each waits in memory), so that is a span of time.
    */
   async function heldAdmitted(): Promise<void> {
-    await waitFor(() => tmpFiles(n.node).filter((f) => f.endsWith('.part')).length >= SLOTS, { what: 'the held uploads admitted', timeoutMs: 10_000 });
+    await waitFor(() => admitted() >= SLOTS, { what: 'the held uploads admitted', timeoutMs: 10_000 });
     await sleep(300);
   }
 
@@ -61,10 +66,10 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
   it('raw uploads: 16 admitted, 144 answered 503 + Retry-After at once; reads and /healthz still served; RSS bounded', async () => {
     const rssBefore = n.node.rssBytes();
     const conns = await holdUploads(LOAD);
-    await settleAll(conns, 3000);
-    // On a loaded machine the node can take longer than those 3 s to read every head and refuse it
-    // (the 8 s body idle timeout cuts the held ones only later).
-    await waitFor(() => conns.filter((c) => c.answer() || c.closed()).length >= LOAD - SLOTS, { what: 'the uploads beyond the limit answered', timeoutMs: 4000 });
+    // Every upload is decided once those beyond the limit are answered and the admitted ones have
+    // their temp files (the 8 s body idle timeout cuts the held ones only later).
+    const decided = (): boolean => conns.filter((c) => c.answer() || c.closed()).length >= LOAD - SLOTS && admitted() >= SLOTS;
+    await waitFor(decided, { what: 'the uploads beyond the limit answered, the others admitted', timeoutMs: 7000 });
     const refused = conns.filter((c) => c.answer()?.status === 503);
     const waiting = conns.filter((c) => !c.answer() && !c.closed());
     const other = conns.filter((c) => c.answer() && c.answer()!.status !== 503);
@@ -100,7 +105,7 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
           if (res.status === 503) {
             refusals++;
             expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
-            await sleep(20 + Math.random() * 50 * Math.min(attempt + 1, 8));
+            await sleep(20 + Math.random() * 50 * Math.min(attempt + 1, 8)); // time is the subject: a client's back-off with jitter
             continue;
           }
           expect(res.status, text).toBeLessThan(300);
@@ -155,8 +160,9 @@ describe(`10x overload (${LOAD} uploads, maxConcurrentUploads ${SLOTS})`, () => 
     });
     // The extra streams are refused as they arrive; how soon depends on the machine, not the node.
     const refused = (): number => results.filter((e) => e?.code === grpc.status.UNAVAILABLE).length;
-    await waitFor(() => refused() >= LOAD - SLOTS, { what: 'the streams beyond the limit refused', timeoutMs: 15_000 });
-    await sleep(500); // a pause in which no admitted stream may be refused (counted exactly below)
+    // Every stream is decided once those beyond the limit are refused and the admitted ones have
+    // their temp files: no admitted stream may be refused after that (counted exactly below).
+    await waitFor(() => refused() >= LOAD - SLOTS && admitted() >= SLOTS, { what: 'the streams beyond the limit refused, the others admitted', timeoutMs: 15_000 });
     const growth = n.node.peakRssBytes() - rssBefore;
     const unavailable = refused();
     console.log(`gRPC overload: ${unavailable} UNAVAILABLE of ${LOAD}; RSS peak growth ${(growth / MiB).toFixed(1)} MiB`);

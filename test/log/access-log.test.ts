@@ -13,6 +13,7 @@ import { type AuthNode, expectNoTokenIn, required, startAuthNode } from '../auth
 import { patternBytes } from '../helpers/blobs.js';
 import { type LogLine, logLines } from '../helpers/log.js';
 import { type BlobClient, client } from '../grpc/helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 
@@ -21,13 +22,11 @@ const accessLines = (output: string): LogLine[] => logLines(output).filter((l) =
 
 /** Polls the node's output until `done` holds of its access lines (10 s at most). */
 async function waitForLines(n: AuthNode, done: (lines: LogLine[]) => boolean, what: string): Promise<LogLine[]> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const lines = accessLines(n.node.output());
-    if (done(lines)) return lines;
-    if (Date.now() > deadline) throw new Error(`${what}: not in the access lines:\n${lines.map((l) => JSON.stringify(l)).join('\n')}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  let lines: LogLine[] = [];
+  await waitFor(() => done((lines = accessLines(n.node.output()))), {
+    what: () => `${what} in the access lines:\n${lines.map((l) => JSON.stringify(l)).join('\n')}`, timeoutMs: 10_000, pollMs: 20,
+  });
+  return lines;
 }
 
 /** The one line with request id `id` (waits for it; fails if there are two). */

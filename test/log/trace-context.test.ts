@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { TestCluster } from '../helpers/cluster.js';
 import { type LogLine, logLines } from '../helpers/log.js';
+import { waitFor } from '../helpers/wait.js';
 
 const TRACE = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
@@ -14,13 +15,9 @@ const accessLines = (c: TestCluster, i: number): LogLine[] => logLines(c.node(i)
 
 /** Polls node i's access lines until `done` finds one (10 s at most). */
 async function waitForLine(c: TestCluster, i: number, done: (l: LogLine) => boolean, what: string): Promise<LogLine> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const line = accessLines(c, i).find(done);
-    if (line) return line;
-    if (Date.now() > deadline) throw new Error(`${what}: no such access line on node ${i}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  let line: LogLine | undefined;
+  await waitFor(() => (line = accessLines(c, i).find(done)) !== undefined, { what: `${what}: its access line on node ${i}`, timeoutMs: 10_000, pollMs: 20 });
+  return line!;
 }
 
 /** A NONE blob stored at node 1: on two nodes its one copy stays there (Ring.holders); its id. */
@@ -66,8 +63,8 @@ describe('traceparent', () => {
     await res.arrayBuffer();
     const here = await waitForLine(c, 0, (l) => l.reqId === 'bad-trace', 'the read on node 0');
     expect(here.traceparent).toBeUndefined();
-    const deadline = Date.now() + 10_000;
-    while (accessLines(c, 1).filter((l) => l.route === '/internal/v1/blobs/:id').length === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const peerReads = (): number => accessLines(c, 1).filter((l) => l.route === '/internal/v1/blobs/:id').length;
+    await waitFor(() => peerReads() > before, { what: 'the peer read on node 1', timeoutMs: 10_000, pollMs: 20 });
     const reads = accessLines(c, 1).filter((l) => l.route === '/internal/v1/blobs/:id');
     expect(reads.length).toBe(before + 1);
     expect(reads.at(-1)!.traceparent).toBeUndefined();
@@ -101,12 +98,9 @@ describe('traceparent over gRPC', () => {
     const res = await fetch(`${c.url(0)}/v1/blobs/${id}`, { headers: { traceparent: TRACE } });
     expect(res.status).toBe(200);
     await res.arrayBuffer();
-    const deadline = Date.now() + 10_000;
     let line: LogLine | undefined;
-    while (!line && Date.now() < deadline) {
-      line = logLines(c.node(1).output()).find((l) => l.access === 'grpc' && l.method === 'InternalService.FetchBlob');
-      if (!line) await new Promise((r) => setTimeout(r, 20));
-    }
+    const fetchBlobLine = (): boolean => (line = logLines(c.node(1).output()).find((l) => l.access === 'grpc' && l.method === 'InternalService.FetchBlob')) !== undefined;
+    await waitFor(fetchBlobLine, { what: 'the FetchBlob line on node 1', timeoutMs: 10_000, pollMs: 20 });
     expect(line, 'the FetchBlob line on node 1').toMatchObject({ status: 0, traceparent: TRACE });
   });
 });

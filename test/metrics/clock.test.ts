@@ -11,7 +11,7 @@ describe('ticks', () => {
   it('are whole numbers below 2^30 that count microseconds, as performance.now() counts milliseconds', async () => {
     const start = ticks();
     const startMs = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await new Promise((resolve) => setTimeout(resolve, 30)); // time is the subject: a span both clocks measure
     const end = ticks();
     const spanMs = performance.now() - startMs;
     for (const x of [start, end]) {

@@ -153,7 +153,7 @@ describe('GET /metrics', () => {
   it('uptime_seconds is recomputed on each scrape', async () => {
     const read = async (): Promise<number> => sampleValue(await scrape(m.metricsUrl), 'blobstore_uptime_seconds', 'blobstore_uptime_seconds')!;
     const first = await read();
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 300)); // time is the subject: uptime must have grown
     const second = await read();
     expect(second).toBeGreaterThan(first);
   });

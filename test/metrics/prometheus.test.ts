@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../cli/helpers.js';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { type MetricsNode, NODE_ID, startMetricsNode } from '../helpers/metrics.js';
+import { waitFor } from '../helpers/wait.js';
 
 
 let m: MetricsNode;
@@ -20,14 +21,11 @@ let exited: Promise<void> | undefined;
 let promUrl: string;
 let promOutput = '';
 
+/** What `fn` answers once it answers something (it polls Prometheus's query API). */
 async function valueWhen<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; prometheus said:\n${promOutput.slice(-4000)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  let value: T | undefined;
+  await waitFor(async () => (value = await fn().catch(() => undefined)) !== undefined, { what: () => `${what}; prometheus said:\n${promOutput.slice(-4000)}`, timeoutMs, pollMs: 250 });
+  return value!;
 }
 
 interface VectorResult {

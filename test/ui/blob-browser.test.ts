@@ -12,6 +12,7 @@ import { type AuthNode, startAuthNode } from '../auth/node.js';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { metricsPortOf } from '../helpers/metrics.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 import { HAVE_CHROMIUM, POLL, launch, open } from './browser.js';
 
 let browser: Browser;
@@ -171,7 +172,7 @@ describe.skipIf(!HAVE_CHROMIUM)('separate layout: each listener\'s page runs wha
   let metricsUrl: string;
   beforeAll(async () => {
     node = await startNode({ args: ['--metrics-addr', '127.0.0.1:0'] });
-    for (let i = 0; i < 100 && metricsPortOf(node) === undefined; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => metricsPortOf(node) !== undefined, { what: 'the metrics listener\'s port in the node\'s output', timeoutMs: 10_000 });
     metricsUrl = `http://127.0.0.1:${metricsPortOf(node)}`;
     await store(node.url, patternBytes(50, 77));
   });

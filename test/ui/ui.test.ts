@@ -12,19 +12,19 @@ import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { startNode, type NodeProcess } from '../helpers/node-process.js';
 import { TOKENS } from '../auth/helpers.js';
 import { startAuthNode, type AuthNode } from '../auth/node.js';
+import { waitFor } from '../helpers/wait.js';
 import { startMockMetrics, type MockMetrics } from './mock-metrics.js';
 import { HAVE_CHROMIUM, POLL, launch, open } from './browser.js';
 
 const count = async (page: Page, selector: string): Promise<number> => Number(((await page.textContent(selector)) ?? '').replace(/,/g, ''));
 
 async function metricsPort(node: NodeProcess): Promise<number> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+  const port = (): number | undefined => {
     const m = /metrics on http:\/\/\S+:(\d+)/.exec(node.output());
-    if (m) return Number(m[1]);
-    if (Date.now() > deadline) throw new Error(`no "metrics on" line:\n${node.output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return m ? Number(m[1]) : undefined;
+  };
+  await waitFor(() => port() !== undefined, { what: () => `a "metrics on" line:\n${node.output()}`, timeoutMs: 10_000 });
+  return port()!;
 }
 
 describe.skipIf(!HAVE_CHROMIUM)('web UI on a real node', () => {
