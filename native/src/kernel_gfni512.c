@@ -71,20 +71,5 @@ RS_INLINE void gfni512_rows(const int R, const rs_matrix *mx, const uint8_t *con
     }
 }
 
-void rs_kernel_gfni512(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
-                       size_t off, size_t len, unsigned flags) {
-    size_t bulk = len & ~(size_t)63;
-    if ((flags & RS_KERNEL_ACCUMULATE) && mx->k != 1) { /* compiled for one input only */
-        rs_kernel_portable(mx, in, out, off, len, flags & RS_KERNEL_ACCUMULATE);
-        return;
-    }
-    /* A constant `accumulate` in each expansion keeps its test out of the encode loop. */
-    if (bulk && (flags & RS_KERNEL_ACCUMULATE)) {
-        RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk, 0, 1);
-    } else if (bulk) {
-        RS_FOR_ROWS(gfni512_rows, mx, in, out, off, bulk, (flags & RS_KERNEL_STREAM) != 0, 0);
-    }
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, flags & RS_KERNEL_ACCUMULATE);
-    if (flags & RS_KERNEL_STREAM) _mm_sfence(); /* order the streamed lines before later stores */
-}
+RS_SIMD_KERNEL(rs_kernel_gfni512, gfni512_rows, 64, 1)
 #endif

@@ -13,7 +13,8 @@
 #include "rs.h"
 
 RS_INLINE void ssse3_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
-                          uint8_t *const *out, size_t off, size_t len, int accumulate) {
+                          uint8_t *const *out, size_t off, size_t len, int stream, int accumulate) {
+    (void)stream; /* no non-temporal stores on this path */
     /* Stores may alias anything (the vector types are may_alias): pointers read through in[], out[]
        or mx would be loaded again after each one, so work from local copies. */
     const int k = accumulate ? 1 : mx->k; /* the update's one input: the loop over inputs folds away */
@@ -44,19 +45,5 @@ RS_INLINE void ssse3_rows(const int R, const rs_matrix *mx, const uint8_t *const
     }
 }
 
-void rs_kernel_ssse3(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out,
-                     size_t off, size_t len, unsigned flags) {
-    size_t bulk = len & ~(size_t)15;
-    if ((flags & RS_KERNEL_ACCUMULATE) && mx->k != 1) { /* compiled for one input only */
-        rs_kernel_portable(mx, in, out, off, len, flags & RS_KERNEL_ACCUMULATE);
-        return;
-    }
-    /* A constant `accumulate` in each expansion keeps its test out of the encode loop. */
-    if (bulk && (flags & RS_KERNEL_ACCUMULATE)) {
-        RS_FOR_ROWS(ssse3_rows, mx, in, out, off, bulk, 1);
-    } else if (bulk) {
-        RS_FOR_ROWS(ssse3_rows, mx, in, out, off, bulk, 0);
-    }
-    if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, flags & RS_KERNEL_ACCUMULATE);
-}
+RS_SIMD_KERNEL(rs_kernel_ssse3, ssse3_rows, 16, 0)
 #endif

@@ -82,4 +82,29 @@ rs_kernel rs_kernel_gfni512;
 
 #define RS_INLINE static inline __attribute__((always_inline))
 
+/*
+ * The entry every SIMD kernel shares: an update (RS_KERNEL_ACCUMULATE) with other than one input
+ * goes to the portable kernel; the bulk runs `rows` in VEC-byte strides, expanded per row count
+ * with `accumulate` a constant (its test stays out of the encode loop); the tail goes to the
+ * portable kernel. STREAMS: the kernel has non-temporal stores, fenced before later stores.
+ */
+#define RS_SIMD_KERNEL(name, rows, VEC, STREAMS)                                                     \
+    void name(const rs_matrix *mx, const uint8_t *const *in, uint8_t *const *out, size_t off,       \
+              size_t len, unsigned flags) {                                                          \
+        const unsigned accumulate = flags & RS_KERNEL_ACCUMULATE;                                    \
+        const int stream = (STREAMS) && (flags & RS_KERNEL_STREAM) != 0;                             \
+        size_t bulk = len & ~(size_t)((VEC) - 1);                                                    \
+        if (accumulate && mx->k != 1) { /* compiled for one input only */                            \
+            rs_kernel_portable(mx, in, out, off, len, accumulate);                                   \
+            return;                                                                                  \
+        }                                                                                            \
+        if (bulk && accumulate) {                                                                    \
+            RS_FOR_ROWS(rows, mx, in, out, off, bulk, 0, 1);                                         \
+        } else if (bulk) {                                                                           \
+            RS_FOR_ROWS(rows, mx, in, out, off, bulk, stream, 0);                                    \
+        }                                                                                            \
+        if (len > bulk) rs_kernel_portable(mx, in, out, off + bulk, len - bulk, accumulate);         \
+        if (stream) _mm_sfence(); /* order the streamed lines before later stores */                 \
+    }
+
 #endif
