@@ -15,13 +15,7 @@
 RS_INLINE void ssse3_rows(const int R, const rs_matrix *mx, const uint8_t *const *in,
                           uint8_t *const *out, size_t off, size_t len, int stream, int accumulate) {
     (void)stream; /* no non-temporal stores on this path */
-    /* Stores may alias anything (the vector types are may_alias): pointers read through in[], out[]
-       or mx would be loaded again after each one, so work from local copies. */
-    const int k = accumulate ? 1 : mx->k; /* the update's one input: the loop over inputs folds away */
-    const uint8_t *src[RS_K_MAX];
-    uint8_t *dst[RS_ROWS_PER_PASS];
-    for (int j = 0; j < k; j++) src[j] = in[j];
-    for (int r = 0; r < R; r++) dst[r] = out[r];
+    RS_LOCAL_POINTERS(mx, in, out, R, accumulate);
     const uint8_t *const nibble = mx->nibble;
     const __m128i mask = _mm_set1_epi8(0x0f);
     for (size_t i = off; i < off + len; i += 16) {

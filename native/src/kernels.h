@@ -83,6 +83,19 @@ rs_kernel rs_kernel_gfni512;
 #define RS_INLINE static inline __attribute__((always_inline))
 
 /*
+ * The start of every SIMD kernel's rows: `k` inputs (1 for an update: the loop over inputs folds
+ * away) and local copies src[], dst[] of the input and output pointers. Vector stores may alias
+ * anything (the vector types are may_alias): pointers read through in[] or out[] would be loaded
+ * again after each store.
+ */
+#define RS_LOCAL_POINTERS(mx, in, out, R, accumulate)                                                \
+    const int k = (accumulate) ? 1 : (mx)->k;                                                        \
+    const uint8_t *src[RS_K_MAX];                                                                    \
+    uint8_t *dst[RS_ROWS_PER_PASS];                                                                  \
+    for (int j_ = 0; j_ < k; j_++) src[j_] = (in)[j_];                                               \
+    for (int r_ = 0; r_ < (R); r_++) dst[r_] = (out)[r_]
+
+/*
  * The entry every SIMD kernel shares: an update (RS_KERNEL_ACCUMULATE) with other than one input
  * goes to the portable kernel; the bulk runs `rows` in VEC-byte strides, expanded per row count
  * with `accumulate` a constant (its test stays out of the encode loop); the tail goes to the
