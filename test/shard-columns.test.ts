@@ -120,6 +120,33 @@ describe('shard columns in the engine', () => {
     await engine.close();
   });
 
+  it('keeps the placement key of a column placed by one (inline and file), and its labels after it, across a restart', async () => {
+    const config = testConfig({ smallBlobMaxBytes: '64KiB' });
+    let engine = await openEngine(config);
+    const placement = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
+    const small = column(11, 1, 4000);
+    const large = column(12, 4, 2 * CHUNK_BYTES + 3);
+    const plain = column(13, 0, 3000);
+    await engine.putShardInline({ ...small.w, placement }, small.data);
+    await storeFile(engine, { ...large.w, placement }, large.data);
+    await engine.putShardInline(plain.w, plain.data);
+    for (let round = 0; round < 2; round++) {
+      for (const c of [small, large]) {
+        const [meta] = engine.shardsOf(c.w.id);
+        expect(meta!.shard.placement?.toString('hex')).toBe(placement.toString('hex'));
+        expect(meta!.blobLabels.toString()).toBe('{"team":"ec"}');
+        expect(meta!.shard.blobChecksum.equals(c.w.blobChecksum)).toBe(true);
+        expect((await readAll(engine, meta!)).equals(c.data)).toBe(true);
+      }
+      const [p] = engine.shardsOf(plain.w.id);
+      expect(p!.shard.placement).toBeUndefined();
+      expect(p!.blobLabels.toString()).toBe('{"team":"ec"}');
+      await engine.close();
+      engine = await openEngine(config);
+    }
+    await engine.close();
+  });
+
   it('replays a column record written after the index checkpoint (fsynced but not indexed)', async () => {
     const config = testConfig();
     let engine = await openEngine(config);

@@ -11,6 +11,16 @@ export interface ShardInfo {
   readonly shardBytes: number;
   readonly blobBytes: number;
   readonly blobChecksum: Buffer;
+  /**
+   * The key the column's owners were chosen by, when not the blob's id (16 bytes): a blob stored
+   * as it streamed in was placed before its id was known (docs/erasure-coding.md).
+   */
+  readonly placement?: Buffer;
+}
+
+/** The ring key a blob's columns are placed by: its placement key, or its id. */
+export function placementKey(id: Buffer, info: Pick<ShardInfo, 'placement'> | undefined): Buffer {
+  return info?.placement ?? id;
 }
 
 /** A column held here: its index entry (size and checksum are the column's), its shard info and the blob's labels. */
@@ -32,6 +42,8 @@ export interface ShardWrite {
   readonly createdAtNs: bigint;
   /** BLAKE3-256 of the column's bytes. */
   readonly columnChecksum: Buffer;
+  /** See ShardInfo.placement. */
+  readonly placement?: Buffer;
 }
 
 /** What a column held here says of itself, as another node needs it to store a copy (all but its checksum). */
@@ -39,5 +51,6 @@ export function columnWriteOf(meta: ShardMeta): Omit<ShardWrite, 'columnChecksum
   return {
     id: meta.id, index: meta.shard.index, policy: meta.policy, shardBytes: meta.shard.shardBytes, blobBytes: meta.shard.blobBytes,
     blobChecksum: meta.shard.blobChecksum, blobLabels: meta.blobLabels, createdAtNs: meta.createdAtNs,
+    ...(meta.shard.placement ? { placement: meta.shard.placement } : {}),
   };
 }

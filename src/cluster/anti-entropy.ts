@@ -30,6 +30,7 @@
 import { BackgroundLoop } from '../util/background-loop.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobMeta } from '../blob/meta.js';
+import { placementKey } from '../blob/shard.js';
 import { replicaCount } from '../blob/policy.js';
 import { ecScheme } from '../ec/layout.js';
 import type { LocalStore } from '../service/local-store.js';
@@ -173,9 +174,9 @@ export class AntiEntropy {
       if (peer !== self) trees.set(peer, { ringVersion: version, builtAtMs: Date.now(), leaves: new Uint32Array(LEAVES * 2), tops: new Uint32Array(TOP_BUCKETS * 2) });
     }
     let scanned = 0;
-    const add = (id: Buffer, policy: number): boolean => {
+    const add = (id: Buffer, policy: number, key: Buffer = id): boolean => {
       scanned++;
-      const owners = ring.owners(id, ownerCount(policy));
+      const owners = ring.owners(key, ownerCount(policy));
       if (!owners.includes(self)) return true;
       const leaf = leafOf(id);
       const hi = (id.readUInt32BE(0) ^ (ecScheme(policy) ? EC_MARK : 0)) >>> 0;
@@ -194,7 +195,7 @@ export class AntiEntropy {
     this.store.scanShards(undefined, (id, _index, policy) => {
       if (id.equals(last)) return true;
       last = Buffer.from(id);
-      return add(id, policy);
+      return add(last, policy, this.placementOf(last));
     });
     this.store.scanDeleted(undefined, (id, policy) => add(id, policy));
     for (const tree of trees.values()) {
@@ -207,6 +208,11 @@ export class AntiEntropy {
     this.trees = trees;
     this.stats.idsScanned = scanned;
     this.stats.scanMs = performance.now() - start;
+  }
+
+  /** The key a blob's columns held here are placed by (its id, unless it was stored as it streamed in). */
+  private placementOf(id: Buffer): Buffer {
+    return placementKey(id, this.store.shardsOf(id)[0]?.shard);
   }
 
   private treeFor(peer: string): Tree | undefined {
@@ -239,18 +245,18 @@ export class AntiEntropy {
     start.writeUInt16BE(leaf, 0);
     const out: { id: Buffer; held: boolean; ec: boolean; policy: number }[] = [];
     let last: Buffer | undefined;
-    const visit = (held: boolean) => (id: Buffer, policy: number): boolean => {
+    const visit = (held: boolean, column = false) => (id: Buffer, policy: number): boolean => {
       if (leafOf(id) !== leaf) return false;
       const ec = ecScheme(policy) !== undefined;
       // Several columns of one blob: listed once.
       if (ec && held && last?.equals(id)) return true;
       if (ec && held) last = Buffer.from(id);
-      const owners = ring.owners(id, ownerCount(policy));
+      const owners = ring.owners(column ? this.placementOf(Buffer.from(id)) : id, ownerCount(policy));
       if (owners.includes(self) && owners.includes(peer)) out.push({ id: Buffer.from(id), held, ec, policy });
       return true;
     };
     this.store.scan(start, visit(true));
-    this.store.scanShards(start, (id, _index, policy) => visit(true)(id, policy));
+    this.store.scanShards(start, (id, _index, policy) => visit(true, true)(id, policy));
     this.store.scanDeleted(start, visit(false));
     return out;
   }

@@ -14,7 +14,7 @@ import { BlobstoreError } from '../errors/errors.js';
 import type { BlobMeta } from '../blob/meta.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
-import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
+import type { ByteRange, ChunkSink, FileSink, LocalStore } from '../service/local-store.js';
 import type { Located, Placement } from '../service/placement.js';
 import type { StoreContent } from '../service/blob-writer.js';
 import type { PutResult } from '../blob/meta.js';
@@ -22,6 +22,8 @@ import { type Policy, staysWhereStored } from '../blob/policy.js';
 import { READ_OWNERS } from './ring.js';
 import { EcReader } from './ec-reader.js';
 import { type EcContent, EcWriter } from './ec-writer.js';
+import { WaitingColumns } from './waiting-columns.js';
+import { manifestMeta } from '../service/ec-meta.js';
 import { EcRepairer } from './ec-repair.js';
 import { ShardBatcher } from './shard-transfer.js';
 import { Scrubber } from './scrubber.js';
@@ -64,6 +66,8 @@ export class Cluster implements Placement {
   readonly ecReader: EcReader;
   readonly ecRepair: EcRepairer;
   readonly scrubber: Scrubber;
+  /** Columns that streamed in and wait for the seal that names their blob. */
+  readonly waiting: WaitingColumns;
   /** The repair bandwidth cap (anti-entropy, handoff, EC repair), raised for a while by an admin. */
   readonly repairControl: RepairControl;
   private readonly secret: Buffer;
@@ -126,7 +130,7 @@ export class Cluster implements Placement {
     }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
     this.http = new HttpFetcher({ link: this.peers.link, connectionsPerPeer: config.peerReadConnections, idleTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000) });
     this.remote = new RemoteReader(this.node, this.peers, config, this.http);
-    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why, bytes) => this.ecRepair.queue(id, policy, why, bytes), (meta) => this.corruptColumn(meta), log, this.http);
+    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why, bytes, placement) => this.ecRepair.queue(id, policy, why, bytes, placement), (meta) => this.corruptColumn(meta), log, this.http);
     this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
       intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket,
     }, new ColumnHandoff(store, this.node, this.peers, this.ecReader, log, config.ecStoreTimeoutMs));
@@ -139,6 +143,7 @@ export class Cluster implements Placement {
       this.ecRepair.progress.bytesLeft += bytes;
       this.ecRepair.kick();
     });
+    this.waiting = new WaitingColumns(config.ecWaitingColumnTtlMs, log);
     this.scrubber = new Scrubber(store, { corruptBlob: (meta) => this.repair(meta), corruptColumn: (meta) => this.corruptColumn(meta) }, log, {
       bytesPerSecond: config.scrubBytesPerSecond, intervalMs: config.scrubIntervalMs,
     });
@@ -185,6 +190,7 @@ export class Cluster implements Placement {
     await this.node.stop();
     this.peers.close();
     this.http.close();
+    this.waiting.close();
   }
 
   /**
@@ -225,6 +231,10 @@ export class Cluster implements Placement {
     return this.node.ring.nodeIds.filter((n) => n === self || this.node.online(n)).length;
   }
 
+  openEcStream(policy: Policy, size: number): FileSink | undefined {
+    return this.ecWriter.openStream(policy, size);
+  }
+
   storeEc(content: StoreContent, policy: Policy, labels: Buffer): Promise<PutResult> {
     return this.ecWriter.put(content as EcContent, policy, labels);
   }
@@ -254,6 +264,9 @@ export class Cluster implements Placement {
   }
 
   find(id: Buffer): Promise<Located | undefined> {
+    // The manifest of a blob stored as it streamed in, kept here as one of its id's owners.
+    const manifest = this.store.ecManifests.get(id);
+    if (manifest) return Promise.resolve(manifestMeta(id, manifest));
     return this.remote.stat(id).then((found) => {
       if (!found) return undefined;
       // Columns of an EC blob are read from wherever they are, not from the node that answered.
@@ -263,7 +276,7 @@ export class Cluster implements Placement {
 
   fetch(blob: Located, sink: ChunkSink, range?: ByteRange): Promise<void> {
     const read = blob.ec
-      ? this.ecReader.read({ meta: blob, shardBytes: blob.ec.shardBytes }, sink, range)
+      ? this.ecReader.read({ meta: blob, shardBytes: blob.ec.shardBytes, placement: blob.ec.placement }, sink, range)
       : blob.peer === undefined
         ? Promise.reject(new BlobstoreError('internal', 'fetch of a blob held here'))
         : this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range);
@@ -297,7 +310,7 @@ export class Cluster implements Placement {
   corruptColumn(meta: ShardMeta): void {
     this.metrics.shardsMissingDetected(1);
     void this.store.deleteShards(meta.id, meta.shard.index, true).then(
-      () => this.ecRepair.queue(meta.id, meta.policy, `column ${meta.shard.index} here was corrupt`, meta.size),
+      () => this.ecRepair.queue(meta.id, meta.policy, `column ${meta.shard.index} here was corrupt`, meta.size, meta.shard.placement),
       (err: Error) => this.log.error({ blob: meta.id.toString('hex'), err }, `dropping a corrupt column failed: ${err.message}`),
     );
   }

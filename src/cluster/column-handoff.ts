@@ -8,7 +8,7 @@
  *                                              └▶ else: stream it to an owner with no column ─▶ drop here
  */
 import { ecScheme } from '../ec/layout.js';
-import { columnWriteOf, type ShardMeta } from '../blob/shard.js';
+import { columnWriteOf, placementKey, type ShardMeta } from '../blob/shard.js';
 import type { Logger } from '../log/logger.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
@@ -43,10 +43,17 @@ export class ColumnHandoff {
     let bytes = 0;
     if (ring.size === 0) return { page, columns, bytes };
     let last: Buffer | undefined;
+    /** The placement key of the blob met last (read once per blob: its columns come together). */
+    let keyOf: { id: Buffer; key: Buffer } | undefined;
     this.store.scanShards(after, (id, _index, policy, size) => {
       if (after && id.equals(after)) return true;
       const scheme = ecScheme(policy);
-      if (!scheme || ring.owners(id, scheme.k + scheme.m).includes(self)) return true;
+      if (!scheme) return true;
+      if (!keyOf?.id.equals(id)) {
+        const copy = Buffer.from(id);
+        keyOf = { id: copy, key: placementKey(copy, this.store.shardsOf(copy)[0]?.shard) };
+      }
+      if (ring.owners(keyOf.key, scheme.k + scheme.m).includes(self)) return true;
       columns++;
       bytes += size;
       if (limit === 0 || last?.equals(id)) return true;
@@ -83,8 +90,8 @@ export class ColumnHandoff {
     const scheme = ecScheme(meta.policy)!;
     const shards = scheme.k + scheme.m;
     const self = this.cluster.nodeId;
-    const owners = this.cluster.ring.owners(meta.id, shards);
-    const { byNode } = await this.reader.survey(meta.id, shards);
+    const owners = this.cluster.ring.owners(placementKey(meta.id, meta.shard), shards);
+    const { byNode } = await this.reader.survey(meta.id, shards, meta.shard.placement);
     const holding = new Map([...byNode].map(([node, indices]) => [node === '' ? self : node, indices]));
     const ownerHasIndex = owners.some((o) => o !== self && (holding.get(o) ?? []).includes(meta.shard.index));
     if (!ownerHasIndex) {

@@ -25,6 +25,8 @@ export class ColumnWriter {
   private chunk: Buffer | undefined;
   private chunkLength = 0;
   private writes: Promise<void>[] = [];
+  /** The column's checksum, once complete. */
+  private checksum: Buffer | undefined;
   received = 0;
   /** Chunk writes under way at most (setting chunkWritesInFlight); the column's body pauses beyond. */
   readonly writesInFlight: number;
@@ -103,19 +105,43 @@ export class ColumnWriter {
 
   /** All bytes came: checks them against `columnChecksum` and commits the column durably. */
   async finish(columnChecksum: Buffer): Promise<{ created: boolean }> {
+    await this.complete(columnChecksum);
+    return this.commit(this.header);
+  }
+
+  /**
+   * All bytes came: checks them against `columnChecksum`; a file column's bytes are then durable
+   * in its temp file. The column is not visible until commit().
+   */
+  async complete(columnChecksum: Buffer): Promise<void> {
     if (this.received !== this.columnBytes) {
       await this.abort();
       throw invalidArgument(`${this.what()}: ${this.received} bytes, the column has ${this.columnBytes}`);
     }
-    const w: ShardWrite = { ...this.header, columnChecksum };
-    if (this.inline) return this.store.putShardInline(w, this.inline);
+    this.checksum = columnChecksum;
+    if (this.inline) return;
     try {
       this.file ??= await (this.opening ??= this.store.beginFile());
       if (this.chunkLength > 0) await this.flushChunk();
       await Promise.all(this.writes.splice(0));
       const digest = await this.file.finish();
       if (!digest.equals(columnChecksum)) throw invalidArgument(`${this.what()}: bytes do not match the column's checksum`);
-      return await this.store.commitShardFile(this.file, w);
+    } catch (err) {
+      await this.abort();
+      throw err;
+    }
+  }
+
+  /**
+   * Commits the completed column durably as `header` says: the header it was opened with, or
+   * (a column stored as its blob streamed in) the one its seal brings, which names the blob.
+   */
+  async commit(header: ColumnHeader): Promise<{ created: boolean }> {
+    if (this.checksum === undefined) throw invalidArgument(`${this.what()}: committed before it was complete`);
+    const w: ShardWrite = { ...header, columnChecksum: this.checksum };
+    if (this.inline) return this.store.putShardInline(w, this.inline);
+    try {
+      return await this.store.commitShardFile(this.file!, w);
     } catch (err) {
       await this.abort();
       throw err;

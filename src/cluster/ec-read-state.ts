@@ -15,6 +15,8 @@ import { type RebuildInput, RowRebuild } from './row-rebuild.js';
 export interface EcBlob {
   readonly meta: BlobMeta;
   readonly shardBytes: number;
+  /** The key its columns are placed by, when not the id. */
+  readonly placement?: Buffer;
 }
 
 /** Column index -> the node that holds it ('' = this node). */

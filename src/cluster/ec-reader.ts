@@ -26,17 +26,17 @@ import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
 import { idOfDigest } from '../blob/id.js';
-import type { BlobMeta } from '../blob/meta.js';
 import { createHasher } from '../hash/blake3.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';
-import { peerBlobMeta } from './wire-meta.js';
+import { peerBlobMeta, placementOf } from './wire-meta.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from './ec-read-state.js';
 import type { HttpFetcher } from './http-fetcher.js';
 import type { BlobMetaMessage } from '../proto/messages.js';
+import { manifestBlob } from './ec-manifest.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import type { ShardMeta } from '../blob/shard.js';
 import type { Logger } from '../log/logger.js';
@@ -61,7 +61,7 @@ export class EcReader implements ColumnSource {
     private readonly metrics: ClusterMetrics,
     private readonly config: NodeConfig,
     /** Columns were found missing or failing, about `bytes` to rebuild (the repair worker takes the blob). */
-    private readonly onMissing: (id: Buffer, policy: number, why: string, bytes: number) => void,
+    private readonly onMissing: (id: Buffer, policy: number, why: string, bytes: number, placement: Buffer | undefined) => void,
     /** A column held here failed its check (it is dropped and rebuilt). */
     private readonly onCorruptColumn: (meta: ShardMeta) => void,
     private readonly log: Logger,
@@ -80,16 +80,16 @@ export class EcReader implements ColumnSource {
   }
 
   /** Nodes that may hold columns: the owners, then the next as many in ring order (columns not yet moved after a ring change). */
-  private candidates(id: Buffer, shards: number): string[] {
-    return this.cluster.ring.owners(id, 2 * shards).filter((n) => n !== this.cluster.nodeId);
+  private candidates(key: Buffer, shards: number): string[] {
+    return this.cluster.ring.owners(key, 2 * shards).filter((n) => n !== this.cluster.nodeId);
   }
 
   /** Which node holds which column; asks every candidate at once. */
-  async locate(id: Buffer, layout: StripeLayout, fresh = false): Promise<Holders> {
+  async locate(id: Buffer, layout: StripeLayout, placement?: Buffer): Promise<Holders> {
     const key = id.toString('hex');
-    const cached = fresh ? undefined : this.cache.get(key);
+    const cached = this.cache.get(key);
     if (cached) return cached;
-    const { holders } = await this.survey(id, layout.shards);
+    const { holders } = await this.survey(id, layout.shards, placement);
     // Only a complete answer is kept: a missing column is looked for again on the next read.
     if (holders.size === layout.shards) this.cache.set(key, holders);
     return holders;
@@ -98,9 +98,11 @@ export class EcReader implements ColumnSource {
   /**
    * Asks this node and every candidate (the owners of `shards` columns and as many after them on
    * the ring) which columns of the blob they hold: the holders, the blob as a column describes
-   * it, and how many candidates could not be asked.
+   * it, and how many candidates could not be asked. The candidates are those of the blob's
+   * placement key: given, known from a column or the manifest held here, or learnt from the
+   * owners of the id (their manifest, or a column of theirs), then asked in a second round.
    */
-  async survey(id: Buffer, shards: number): Promise<{ holders: Holders; byNode: Map<string, number[]>; blob: EcBlob | undefined; unreachable: number; slow: number }> {
+  async survey(id: Buffer, shards: number, placement?: Buffer): Promise<{ holders: Holders; byNode: Map<string, number[]>; blob: EcBlob | undefined; unreachable: number; slow: number }> {
     const holders: Holders = new Map();
     /** Every column each node holds ('' = this node), duplicates included. */
     const byNode = new Map<string, number[]>();
@@ -108,35 +110,53 @@ export class EcReader implements ColumnSource {
     const local = this.store.shardsOf(id);
     for (const c of local) holders.set(c.shard.index, SELF);
     if (local.length > 0) byNode.set(SELF, local.map((c) => c.shard.index));
-    if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes };
+    if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes, placement: local[0].shard.placement };
+    const manifest = local[0] ? undefined : this.store.ecManifests.get(id);
+    if (manifest) blob = manifestBlob(id, manifest);
+    let key = placement ?? blob?.placement;
     let unreachable = 0;
     /** Candidates that may hold columns still: not asked (seen offline lately) or slow to answer. */
     let slow = 0;
-    const answers = await Promise.all(this.candidates(id, shards).map(async (node) => {
-      const member = this.cluster.member(node);
-      if (!member || member.grpcAddress === '' || !this.cluster.online(node)) {
-        // Seen offline by heartbeats, which lag under load: not asked, but not ruled out either.
-        if (member && member.grpcAddress !== '') slow++;
-        else unreachable++;
-        return { node, indices: [] as number[] };
+    const ask = async (candidates: string[]): Promise<void> => {
+      const answers = await Promise.all(candidates.map((node) => this.statOf(id, node)));
+      for (const a of answers) {
+        if (a.unreachable) unreachable++;
+        if (a.slow) slow++;
+        if (!blob && a.blob) blob = a.blob;
+        key ??= a.placement;
+        if (a.indices.length > 0) byNode.set(a.node, a.indices);
+        for (const i of a.indices) if (i < shards && !holders.has(i)) holders.set(i, a.node);
       }
-      try {
-        const stub = this.peers.get(node, member.grpcAddress).internal;
-        const res = await this.peers.unary<{ meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number }>(stub, node, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
-        const indices = res.shard_indices ?? [];
-        if (!blob && indices.length > 0 && res.meta) blob = { meta: peerBlobMeta(id, res.meta, this.config), shardBytes: Number(res.shard_size ?? 0) };
-        return { node, indices };
-      } catch (err) {
-        if (err instanceof PeerCallError && err.code === grpc.status.DEADLINE_EXCEEDED) slow++;
-        else unreachable++;
-        return { node, indices: [] as number[] };
-      }
-    }));
-    for (const { node, indices } of answers) {
-      if (indices.length > 0) byNode.set(node, indices);
-      for (const i of indices) if (i < shards && !holders.has(i)) holders.set(i, node);
+    };
+    const first = this.candidates(key ?? id, shards);
+    await ask(first);
+    if (key && !key.equals(id) && placement === undefined && blob?.placement === undefined) {
+      // Learnt from the id's owners: the columns are with the placement key's.
+      await ask(this.candidates(key, shards).filter((n) => !first.includes(n)));
     }
+    if (blob && key && !blob.placement) blob = { ...blob, placement: key };
     return { holders, byNode, blob, unreachable, slow };
+  }
+
+  /** One candidate's StatBlob answer: the columns it holds, and the blob and placement key it names. */
+  private async statOf(id: Buffer, node: string): Promise<{ node: string; indices: number[]; blob?: EcBlob; placement?: Buffer; unreachable?: boolean; slow?: boolean }> {
+    const member = this.cluster.member(node);
+    if (!member || member.grpcAddress === '' || !this.cluster.online(node)) {
+      // Seen offline by heartbeats, which lag under load: not asked, but not ruled out either.
+      return member && member.grpcAddress !== '' ? { node, indices: [], slow: true } : { node, indices: [], unreachable: true };
+    }
+    try {
+      const stub = this.peers.get(node, member.grpcAddress).internal;
+      const res = await this.peers.unary<{ meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number; placement?: Buffer; manifest?: boolean }>(
+        stub, node, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
+      const indices = res.shard_indices ?? [];
+      const placement = placementOf(res.placement);
+      const described = (indices.length > 0 || res.manifest === true) && res.meta;
+      const blob = described ? { meta: peerBlobMeta(id, res.meta!, this.config), shardBytes: Number(res.shard_size ?? 0), placement } : undefined;
+      return { node, indices, blob, placement };
+    } catch (err) {
+      return err instanceof PeerCallError && err.code === grpc.status.DEADLINE_EXCEEDED ? { node, indices: [], slow: true } : { node, indices: [], unreachable: true };
+    }
   }
 
   /** Columns whose holder is this node or a node online now. */
@@ -160,13 +180,13 @@ export class EcReader implements ColumnSource {
     const layout = this.layoutOf(blob);
     const id = blob.meta.id;
     if (range.end <= range.start) return sink(Buffer.alloc(0), 0);
-    let holders = await this.locate(id, layout);
+    let holders = await this.locate(id, layout, blob.placement);
     if (this.reachable(holders) < layout.k) {
       // Asked again: a column may have moved. Every holder in the answer was heard just now; a
       // node slow to answer, or seen offline (heartbeats lag under load), may hold one still: the
       // read goes ahead then, and a stripe it cannot read fails before the first byte (below).
       // Only nodes that refused the call or answered without a column rule a column out.
-      const again = await this.survey(id, layout.shards);
+      const again = await this.survey(id, layout.shards, blob.placement);
       holders = again.holders;
       const reachable = holders.size;
       if (reachable + again.slow < layout.k) {
@@ -221,7 +241,7 @@ export class EcReader implements ColumnSource {
 
   noteMissing(blob: EcBlob, indices: number[], why: string): void {
     this.metrics.shardsMissingDetected(indices.length);
-    this.onMissing(blob.meta.id, blob.meta.policy, `columns ${indices.join(', ')} ${why}`, indices.length * this.layoutOf(blob).columnBytes);
+    this.onMissing(blob.meta.id, blob.meta.policy, `columns ${indices.join(', ')} ${why}`, indices.length * this.layoutOf(blob).columnBytes, blob.placement);
   }
 
   /** Bytes [offset, offset + length) of column `index` from `node`. */

@@ -19,6 +19,7 @@ import { BlobstoreError } from '../errors/errors.js';
 import { reconstruct } from '../ec/codec.js';
 import { CELL_BYTES, ecScheme, StripeLayout } from '../ec/layout.js';
 import { createHasher } from '../hash/blake3.js';
+import { placementKey } from '../blob/shard.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { LocalStore } from '../service/local-store.js';
@@ -83,9 +84,9 @@ export class EcRepairer {
   }
 
   /** A column of the blob was found missing or failing: queued (durably) and repaired soon; `bytes`: an estimate of what to rebuild. */
-  queue(id: Buffer, policy: number, reason: string, bytes = 0): void {
+  queue(id: Buffer, policy: number, reason: string, bytes = 0, placement?: Buffer): void {
     if (this.stopped || this.store.ecRepairs.get(id)) return;
-    void this.store.ecRepairs.put(Buffer.from(id), { policy, queuedAtMs: Date.now(), reason, bytes }).then(
+    void this.store.ecRepairs.put(Buffer.from(id), { policy, queuedAtMs: Date.now(), reason, bytes, ...(placement ? { placement } : {}) }).then(
       () => {
         this.progress.blobsQueued++;
         this.progress.bytesLeft += bytes;
@@ -114,7 +115,7 @@ export class EcRepairer {
         if (!this.backoff.due(key)) continue;
         let done = false;
         try {
-          done = await this.repairOne(id, entry.policy);
+          done = await this.repairOne(id, entry.policy, entry.placement ? Buffer.from(entry.placement) : undefined);
         } catch (err) {
           this.log.warn({ blob: key, err: (err as Error).message }, 'EC repair failed; retrying with back-off');
         }
@@ -152,11 +153,11 @@ export class EcRepairer {
   }
 
   /** Rebuilds the blob's missing columns onto owners; true when nothing is left to do for it. */
-  async repairOne(id: Buffer, policy: number): Promise<boolean> {
+  async repairOne(id: Buffer, policy: number, placement?: Buffer): Promise<boolean> {
     const scheme = ecScheme(policy);
     if (!scheme) return true;
     const shards = scheme.k + scheme.m;
-    const { holders, blob, unreachable } = await this.reader.survey(id, shards);
+    const { holders, blob, unreachable } = await this.reader.survey(id, shards, placement);
     if (!blob) {
       // No column anywhere it could be: gone for good when every candidate answered (deleted
       // everywhere, or a store that never completed), else ask again later.
@@ -169,16 +170,16 @@ export class EcRepairer {
       this.log.error({ blob: id.toString('hex'), held: holders.size, k: scheme.k }, 'EC repair: fewer than k columns are left; the blob cannot be rebuilt now');
       return false;
     }
-    const targets = this.targetsFor(id, shards, holders, missing);
+    const targets = this.targetsFor(placementKey(id, blob), shards, holders, missing);
     if (targets.size === 0) return false;
     const settled = await this.rebuild(blob, layout, holders, targets);
     return settled === missing.length;
   }
 
   /** Missing column -> owner to hold it: owners without a column first (in ring order), online ones only. */
-  private targetsFor(id: Buffer, shards: number, holders: Holders, missing: number[]): Map<number, string> {
+  private targetsFor(key: Buffer, shards: number, holders: Holders, missing: number[]): Map<number, string> {
     const self = this.cluster.nodeId;
-    const owners = this.cluster.ring.owners(id, shards);
+    const owners = this.cluster.ring.owners(key, shards);
     const holding = new Set([...holders.values()].map((n) => (n === '' ? self : n)));
     const free = owners.filter((n) => !holding.has(n));
     // With fewer nodes than columns some node holds two: owners again, in ring order.
@@ -197,7 +198,7 @@ export class EcRepairer {
     const id = blob.meta.id;
     const header = (index: number): ColumnHeader => ({
       id, index, policy: blob.meta.policy, shardBytes: layout.shardBytes, blobBytes: layout.blobBytes,
-      blobChecksum: blob.meta.checksum, blobLabels: blob.meta.labels, createdAtNs: blob.meta.createdAtNs,
+      blobChecksum: blob.meta.checksum, blobLabels: blob.meta.labels, createdAtNs: blob.meta.createdAtNs, ...(blob.placement ? { placement: blob.placement } : {}),
     });
     const self = this.cluster.nodeId;
     const sinks = new Map<number, ColumnWriter | ColumnSender>();

@@ -11,6 +11,7 @@
  * A column is acknowledged only once durable on its node, so a 2xx means at least k columns on k
  * distinct nodes: the blob survives the loss of any m of them from then on.
  */
+import { randomBytes } from 'node:crypto';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { CELL_BYTES, ecScheme, shardBytesFor, StripeLayout } from '../ec/layout.js';
@@ -26,24 +27,15 @@ import type { FileSink } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { PeerClients } from './peers.js';
-import { ColumnSender, type ShardBatcher } from './shard-transfer.js';
+import { ColumnSender, headerMessage, type ShardBatcher } from './shard-transfer.js';
+import { EcStream } from './ec-stream.js';
+import { manifestOf, writeManifest } from './ec-manifest.js';
 import { HttpColumnSender } from './http-column.js';
 import { ReplicaPutError } from './http-replica.js';
+import { type ColumnTarget, columnTargets } from './ec-targets.js';
 
 /** A received blob: in memory, or in the upload's (transient) file. */
 export type EcContent = { readonly data: Buffer } | { readonly file: FileSink; readonly checksum: Buffer };
-
-/** Where one column goes and how it went. */
-interface ColumnTarget {
-  index: number;
-  node: string;
-  /** The peer's gRPC address ('' for this node). */
-  grpcAddress: string;
-  /** The peer's API address: the bulk path (http-column.ts), where it can be used. */
-  address: string;
-  failure?: Error;
-  created?: boolean;
-}
 
 /** Bytes a column stream may take per second at least before it counts as failed (with ecStoreTimeoutMs). */
 const SLOWEST_STORE_BYTES_PER_S = 8 * 1024 * 1024;
@@ -61,8 +53,25 @@ export class EcWriter {
     private readonly queuedForRepair: (id: Buffer, bytes: number) => void,
   ) {}
 
+  /**
+   * A stream for a store of `size` bytes whose columns leave as the body arrives (ec-stream.ts),
+   * or undefined where the whole body is taken first: streaming is off, the blob is not larger than
+   * ecLargeBlobBytes, or a holder has no API listener for the bulk path.
+   */
+  openStream(policy: Policy, size: number): EcStream | undefined {
+    const scheme = ecScheme(policy);
+    if (!scheme || this.config.ecStreaming !== 'on' || size <= this.config.ecLargeBlobBytes) return undefined;
+    const layout = new StripeLayout(scheme.k, scheme.m, shardBytesFor(size, this.config), size);
+    const placement = randomBytes(16);
+    const targets = columnTargets(this.cluster, placement, layout.shards);
+    if (targets.some((t) => !t.failure && t.grpcAddress !== '' && t.address === '')) return undefined;
+    const timeoutMs = this.config.ecStoreTimeoutMs + (layout.columnBytes / SLOWEST_STORE_BYTES_PER_S) * 1000;
+    return new EcStream(layout, policy, placement, targets, this.store, this.store.chunkCv, this.config, this.peers.link, timeoutMs);
+  }
+
   /** Stores the blob as k + m columns on its owners; see the module comment for the outcome. */
   async put(content: EcContent, policy: Policy, labels: Buffer): Promise<PutResult> {
+    if ('file' in content && content.file instanceof EcStream) return this.seal(content.file, content.checksum, labels);
     const scheme = ecScheme(policy)!;
     const checksum = 'data' in content ? blake3(content.data) : content.checksum;
     const id = Buffer.from(idOfDigest(checksum));
@@ -73,7 +82,7 @@ export class EcWriter {
     const header = (index: number): ColumnHeader => ({
       id, index, policy, shardBytes: layout.shardBytes, blobBytes: size, blobChecksum: checksum, blobLabels: labels, createdAtNs: BigInt(Date.now()) * 1_000_000n,
     });
-    const targets = this.targets(id, layout);
+    const targets = columnTargets(this.cluster, id, layout.shards);
     const source = 'data' in content ? memorySource(content.data) : await fileSource(content.file.tmpPath, size);
     try {
       if ('data' in content) await this.storeWhole(source, layout, targets, header);
@@ -82,21 +91,6 @@ export class EcWriter {
       await source.close();
     }
     return this.outcome(id, size, policy, targets, layout.columnBytes);
-  }
-
-  /** Column i goes to the i-th owner; an owner known to be offline fails at once. */
-  private targets(id: Buffer, layout: StripeLayout): ColumnTarget[] {
-    const owners = this.cluster.ring.owners(id, layout.shards);
-    if (owners.length < layout.shards) {
-      throw new BlobstoreError('failed_precondition', `not enough nodes for EC: have ${owners.length}, need ${layout.shards}`);
-    }
-    return owners.map((node, index) => {
-      const self = node === this.cluster.nodeId;
-      const member = self ? undefined : this.cluster.member(node);
-      const target: ColumnTarget = { index, node, grpcAddress: member?.grpcAddress ?? '', address: member?.address ?? '' };
-      if (!self && (!member || member.grpcAddress === '' || !this.cluster.online(node))) target.failure = new Error(`node ${node} is offline`);
-      return target;
-    });
   }
 
   /** A blob held in memory: whole columns built at once, small ones batched per peer. */
@@ -208,7 +202,69 @@ export class EcWriter {
     }));
   }
 
-  private async outcome(id: Buffer, size: number, policy: Policy, targets: ColumnTarget[], columnBytes: number): Promise<PutResult> {
+  /**
+   * The streamed columns are complete on their holders: each is sealed with the blob's id (it is
+   * then committed, durable and visible), and once at least k are, the manifest goes to the id's
+   * first m + 1 owners. A blob the cluster holds already keeps its first copy: the columns go.
+   */
+  private async seal(stream: EcStream, checksum: Buffer, labels: Buffer): Promise<PutResult> {
+    const id = Buffer.from(idOfDigest(checksum));
+    const { layout, policy, placement } = stream;
+    const live = stream.columns.filter((c) => !c.failure);
+    if (await this.held(id, layout.m + 1)) {
+      await Promise.allSettled(live.map((c) => this.sealOne(c, placement, undefined)));
+      return { id, size: layout.blobBytes, created: false };
+    }
+    const blob = { id, policy, blobChecksum: checksum, blobLabels: labels, createdAtNs: BigInt(Date.now()) * 1_000_000n };
+    await Promise.all(live.map(async (c) => {
+      try {
+        c.created = (await this.sealOne(c, placement, stream.sealHeader(c.index, blob))).created;
+      } catch (err) {
+        c.failure = err as Error;
+      }
+    }));
+    const sealed = stream.columns.filter((c) => !c.failure);
+    if (sealed.length >= layout.k) {
+      const meta = { policy, size: layout.blobBytes, createdAtNs: blob.createdAtNs, checksum, labels };
+      const { held, failures } = await writeManifest(this.store, this.cluster, this.peers, id, manifestOf(meta, placement, layout.shardBytes), layout.m + 1, this.config.ecStoreTimeoutMs);
+      if (failures.length > 0) this.log.warn({ blob: id.toString('hex'), held, failed: failures.map((f) => ({ node: f.node, err: f.err.message })) }, 'EC store: the manifest is not on every owner of the id');
+      if (held === 0) for (const c of sealed) c.failure = new Error(`no owner of the id took the manifest: ${failures[0]?.err.message ?? 'none online'}`);
+    }
+    const result = await this.outcome(id, layout.blobBytes, policy, stream.columns, layout.columnBytes, placement);
+    this.metrics.ecStreamedStore();
+    return result;
+  }
+
+  /**
+   * Whether the cluster holds the blob already: here (whole, a column or its manifest), or on
+   * the first `owners` owners of its id, who hold its manifest or columns placed by the id.
+   */
+  private async held(id: Buffer, owners: number): Promise<boolean> {
+    if (this.store.stat(id) || this.store.shardsOf(id).length > 0 || this.store.ecManifests.get(id)) return true;
+    const answers = await Promise.all(this.cluster.ring.owners(id, owners).filter((n) => n !== this.cluster.nodeId).map(async (node) => {
+      const member = this.cluster.member(node);
+      if (!member || member.grpcAddress === '' || !this.cluster.online(node)) return false;
+      const res = await this.peers.unary<{ exists?: boolean }>(this.peers.get(node, member.grpcAddress).internal, node, 'StatBlob', { id: { id } }).catch(() => ({ exists: false }));
+      return res.exists === true;
+    }));
+    return answers.some(Boolean);
+  }
+
+  /** Seals (commits) a complete streamed column as `header` says, or drops it (no header). */
+  private async sealOne(c: ColumnTarget & { local?: ColumnWriter }, placement: Buffer, header: ColumnHeader | undefined): Promise<{ created: boolean }> {
+    if (c.local) {
+      if (header) return c.local.commit(header);
+      await c.local.abort();
+      return { created: false };
+    }
+    const stub = this.peers.get(c.node, c.grpcAddress).internal;
+    const res = await this.peers.unary<{ created?: boolean }>(stub, c.node, 'SealShard', header
+      ? { placement, index: c.index, header: headerMessage(header) }
+      : { placement, index: c.index, discard: true }, this.config.ecStoreTimeoutMs);
+    return { created: res.created === true };
+  }
+
+  private async outcome(id: Buffer, size: number, policy: Policy, targets: ColumnTarget[], columnBytes: number, placement?: Buffer): Promise<PutResult> {
     const failures = targets.filter((t) => t.failure);
     const m = ecScheme(policy)!.m;
     if (failures.length > m) {
@@ -221,7 +277,7 @@ export class EcWriter {
     if (failures.length > 0) {
       // Durable before the answer: the missing columns will be rebuilt whatever happens next.
       await this.store.ecRepairs.put(id, {
-        policy, queuedAtMs: Date.now(), reason: `store: ${failures.map((t) => `column ${t.index} on ${t.node}`).join(', ')} failed`, bytes: failures.length * columnBytes,
+        ...(placement ? { placement } : {}), policy, queuedAtMs: Date.now(), reason: `store: ${failures.map((t) => `column ${t.index} on ${t.node}`).join(', ')} failed`, bytes: failures.length * columnBytes,
       });
       this.metrics.shardsMissingDetected(failures.length);
       this.log.warn({ blob: id.toString('hex'), failed: failures.map((t) => ({ column: t.index, node: t.node, err: t.failure!.message })) },

@@ -4,7 +4,10 @@
  * metadata and the column's place in headers, the column's bytes as a chunked body written from the
  * encoder's cells (no framing copy), then its 32-byte BLAKE3 checksum as the body's last bytes (the
  * checksum is known only once the last cell is hashed). The peer answers {"created", "declined"}
- * once the column is durable.
+ * once the column is durable. With `X-Blobstore-Seal: later` (a store that streams before its id
+ * is known) the path names the placement key, the metadata headers carry only the size and policy,
+ * and the peer answers {"received": true} once the column is complete and checked: it waits for
+ * its seal (SealShard, waiting-columns.ts).
  */
 import type { ColumnHeader } from './column-writer.js';
 import { HttpReplicaLeg, type HttpReplicaTarget } from './http-replica.js';
@@ -19,12 +22,12 @@ export function shardPath(id: Buffer, index: number): string {
   return `${INTERNAL_SHARD_PATH}${id.toString('hex')}/${index}`;
 }
 
-function columnHead(target: HttpReplicaTarget, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string): string {
+function columnHead(target: HttpReplicaTarget, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string, sealLater: boolean): string {
   return `PUT ${shardPath(h.id, h.index)} HTTP/1.1\r\nHost: ${target.address}\r\nTransfer-Encoding: chunked\r\n`
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
     + metaHeaderLines(columnBlobMeta(h))
     + `X-Blobstore-Shard-Size: ${h.shardBytes}\r\nX-Blobstore-Column-Size: ${columnBytes}\r\n`
-    + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n';
+    + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + (sealLater ? 'X-Blobstore-Seal: later\r\n' : '') + '\r\n';
 }
 
 /** One column streamed to a peer's API listener; the same shape as ColumnSender (gRPC). */
@@ -35,9 +38,17 @@ export class HttpColumnSender {
     target: HttpReplicaTarget,
     header: ColumnHeader,
     columnBytes: number,
-    options: { repair: boolean; link: PeerLink; timeoutMs: number },
+    options: { repair: boolean; link: PeerLink; timeoutMs: number; sealLater?: boolean },
   ) {
-    this.leg = new HttpReplicaLeg(target, columnHead(target, header, columnBytes, options.repair, options.link.secret), options.timeoutMs, options.link);
+    const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.sealLater === true);
+    this.leg = new HttpReplicaLeg(target, head, options.timeoutMs, options.link);
+  }
+
+  /** `fail` runs once if the column's request fails (the peer refused, went away or timed out). */
+  onFailure(fail: (err: Error) => void): void {
+    void this.leg.done.then(() => {
+      if (this.leg.failure) fail(this.leg.failure);
+    });
   }
 
   /** Sends the next cell; resolves while the socket has room. `done` once the kernel has the bytes. */
@@ -46,13 +57,13 @@ export class HttpColumnSender {
   }
 
   /** The column's checksum as the body's last bytes; resolves once the peer holds the column durably (or declined a repair). */
-  async finish(columnChecksum: Buffer): Promise<{ created: boolean; declined: boolean }> {
+  async finish(columnChecksum: Buffer): Promise<{ created: boolean; declined: boolean; received: boolean }> {
     this.leg.write(columnChecksum, () => undefined);
     this.leg.end();
     await this.leg.done;
     if (this.leg.failure) throw this.leg.failure;
-    const answer = JSON.parse(this.leg.answer || '{}') as { created?: boolean; declined?: boolean };
-    return { created: answer.created === true, declined: answer.declined === true };
+    const answer = JSON.parse(this.leg.answer || '{}') as { created?: boolean; declined?: boolean; received?: boolean };
+    return { created: answer.created === true, declined: answer.declined === true, received: answer.received === true };
   }
 
   abort(): void {

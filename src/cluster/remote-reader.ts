@@ -26,7 +26,7 @@ import type { ClusterNode } from './cluster-node.js';
 import { READ_OWNERS, type Ring } from './ring.js';
 import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { PeerCallError, type PeerClients } from './peers.js';
-import { peerBlobMeta } from './wire-meta.js';
+import { peerBlobMeta, placementOf } from './wire-meta.js';
 
 
 /**
@@ -108,10 +108,12 @@ export class RemoteReader {
       asked++;
       try {
         const stub = this.peers.get(peer, member.grpcAddress).internal;
-        const res = await this.peers.unary<{ exists?: boolean; meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number }>(stub, peer, 'StatBlob', { id: { id } });
+        const res = await this.peers.unary<{ exists?: boolean; meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number; placement?: Buffer; manifest?: boolean }>(stub, peer, 'StatBlob', { id: { id } });
         if (res.exists && res.meta) {
           const meta = peerBlobMeta(id, res.meta, this.config);
-          return (res.shard_indices ?? []).length > 0 ? { meta, peer, ec: { shardBytes: Number(res.shard_size ?? 0) } } : { meta, peer };
+          if ((res.shard_indices ?? []).length === 0 && res.manifest !== true) return { meta, peer };
+          const placement = placementOf(res.placement);
+          return { meta, peer, ec: placement ? { shardBytes: Number(res.shard_size ?? 0), placement } : { shardBytes: Number(res.shard_size ?? 0) } };
         }
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;

@@ -18,7 +18,7 @@ import type { LocalStore } from '../service/local-store.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import { PeerCallError, type PeerClients } from './peers.js';
 import { incomingMeta, type PeerAddress } from './transfer.js';
-import { columnBlobMeta, messageOfMeta } from './wire-meta.js';
+import { columnBlobMeta, messageOfMeta, placementOf } from './wire-meta.js';
 
 export interface ShardHeaderMessage {
   id: { id: Buffer };
@@ -26,6 +26,8 @@ export interface ShardHeaderMessage {
   shard_size: number;
   meta: BlobMetaMessage;
   column_size: number;
+  /** Empty: the columns are placed by the id. */
+  placement?: Buffer;
 }
 
 /** The layout of the blob a column header describes. */
@@ -42,6 +44,7 @@ export function headerMessage(h: ColumnHeader): ShardHeaderMessage {
     shard_size: h.shardBytes,
     meta: messageOfMeta(columnBlobMeta(h)),
     column_size: layoutOf(h).columnBytes,
+    ...(h.placement ? { placement: h.placement } : {}),
   };
 }
 
@@ -51,13 +54,32 @@ export function columnHeaderOf(msg: (Partial<Omit<ShardHeaderMessage, 'meta'>> &
   const m = incomingMeta(msg.id, msg.meta, config);
   const shardBytes = Number(msg.shard_size ?? 0);
   if (!Number.isSafeInteger(shardBytes) || shardBytes < 1) throw invalidArgument('shard column: invalid shard size');
+  const placement = placementOf(msg.placement);
   const header: ColumnHeader = {
     id: m.id, index: Number(msg.index ?? 0), policy: m.policy, shardBytes, blobBytes: m.size, blobChecksum: m.checksum, blobLabels: m.labels, createdAtNs: m.createdAtNs,
+    ...(placement ? { placement } : {}),
   };
+  return checkedColumn(header, msg.column_size);
+}
+
+/** The header fits its blob's layout: the index is one of its columns, the column's size the layout's. */
+function checkedColumn(header: ColumnHeader, columnSize: number | undefined): { header: ColumnHeader; columnBytes: number } {
   const layout = layoutOf(header);
   if (!(header.index >= 0 && header.index < layout.shards)) throw invalidArgument(`shard column: index ${header.index} out of 0..${layout.shards - 1}`);
-  if (Number(msg.column_size ?? -1) !== layout.columnBytes) throw invalidArgument(`shard column: ${msg.column_size} bytes, the layout says ${layout.columnBytes}`);
+  if (Number(columnSize ?? -1) !== layout.columnBytes) throw invalidArgument(`shard column: ${columnSize} bytes, the layout says ${layout.columnBytes}`);
   return { header, columnBytes: layout.columnBytes };
+}
+
+/**
+ * The header of a column that streams in before its blob's id is known (it waits for its seal):
+ * placed by `placement`, which stands in for the id until the seal names it.
+ */
+export function waitingColumnHeader(placement: Buffer, index: number, policy: number, shardBytes: number, blobBytes: number, columnSize: number): { header: ColumnHeader; columnBytes: number } {
+  if (!Number.isSafeInteger(shardBytes) || shardBytes < 1) throw invalidArgument('shard column: invalid shard size');
+  if (!Number.isSafeInteger(blobBytes) || blobBytes < 0) throw invalidArgument('shard column: invalid blob size');
+  return checkedColumn({
+    id: placement, index, policy, shardBytes, blobBytes, blobChecksum: Buffer.alloc(32), blobLabels: Buffer.alloc(0), createdAtNs: 0n, placement,
+  }, columnSize);
 }
 
 /** Stores a whole column that arrived in one message (StoreShardBatch). */

@@ -16,6 +16,7 @@ import { decodeLabels, encodeLabels, type LabelLimits } from '../blob/labels.js'
 import { parsePolicy, type Policy } from '../blob/policy.js';
 import type { BlobMetaMessage } from '../proto/messages.js';
 import { Location } from '../index/entry.js';
+import { invalidArgument } from '../errors/errors.js';
 
 /** The metadata that travels with a blob's bytes (its id travels apart). */
 export interface WireMeta {
@@ -76,4 +77,11 @@ export function messageOfHeaders(header: (name: string) => string): Partial<Blob
     checksum: Buffer.from(header('x-blobstore-checksum'), 'hex'), policy: Number(header('x-blobstore-policy')),
     labels: decodeLabels(Buffer.from(header('x-blobstore-labels-encoded'), 'base64')),
   };
+}
+
+/** A placement key as it arrived: 16 bytes, or none (placed by the id). */
+export function placementOf(bytes: Buffer | undefined): Buffer | undefined {
+  if (bytes === undefined || bytes.length === 0) return undefined;
+  if (bytes.length !== 16) throw invalidArgument(`placement key of ${bytes.length} bytes (16 expected)`);
+  return Buffer.from(bytes);
 }

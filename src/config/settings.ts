@@ -159,6 +159,16 @@ export const SETTINGS = {
   },
   ecLargeShardBytes: { type: 'bytes', default: () => 16 * MiB, min: 1, max: 256 * MiB, help: 'erasure coding: shard size of blobs larger than ecLargeBlobBytes (the spec: 16 MiB)' },
   ecLargeBlobBytes: { type: 'bytes', default: () => 64 * MiB, min: 0, help: 'erasure coding: blobs larger than this use ecLargeShardBytes (the spec: 64 MiB)' },
+  ecStreaming: {
+    tuning: true,
+    type: 'enum', default: () => 'on', choices: ['on', 'off'],
+    help: 'erasure coding: a blob larger than ecLargeBlobBytes whose length is known sends its columns as its bytes arrive (placed by a key, found through a manifest); off: received whole first',
+  },
+  ecWaitingColumnTtlMs: {
+    tuning: true,
+    type: 'durationMs', default: () => 120_000, min: 10,
+    help: 'erasure coding: a column that streamed in and got no seal naming its blob within this long is dropped (its store was abandoned)',
+  },
   ecStoreTimeoutMs: {
     tuning: true,
     type: 'durationMs', default: () => 30_000, min: 10,

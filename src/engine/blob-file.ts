@@ -28,8 +28,9 @@ import { ticks } from '../metrics/clock.js';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { BlobstoreError } from '../errors/errors.js';
-import { DIGEST_BYTES, blake3 } from '../hash/blake3.js';
-import { CV_BYTES, LEAF_BYTES, rootOf } from '../hash/blake3-tree.js';
+import { DIGEST_BYTES } from '../hash/blake3.js';
+import { LEAF_BYTES } from '../hash/blake3-tree.js';
+import { ChunkTree } from '../hash/chunk-tree.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { DiskSpace } from './disk-space.js';
@@ -95,10 +96,8 @@ export class BlobFileWriter implements FileSink {
   private handle: fsp.FileHandle | undefined;
   /** The same file opened O_DIRECT for the aligned chunks; undefined when not asked for or refused. */
   private direct: fsp.FileHandle | undefined;
-  /** Chunks' chaining values as they settle, in order (the digest table): grown by doubling. */
-  private table = Buffer.allocUnsafe(64 * CV_BYTES);
-  /** The first chunk's digest on its own: the blob's, when it is the only chunk. */
-  private firstRoot: Buffer | undefined;
+  /** Chunks' chaining values as they settle (the digest table), and the content digest from them. */
+  private readonly tree = new ChunkTree();
   private chunks = 0;
   /** Chaining values not settled yet (a worker thread's). */
   private readonly hashing = new Set<Promise<void>>();
@@ -192,9 +191,7 @@ export class BlobFileWriter implements FileSink {
     const hashStart = ticks();
     const hashed = this.chunkCv(chunk, at, index === 0).then((cv) => {
       this.recorder.stage('hash', hashStart);
-      while (this.table.length < (index + 1) * CV_BYTES) this.table = Buffer.concat([this.table, Buffer.alloc(this.table.length)]);
-      cv.copy(this.table, index * CV_BYTES, 0, CV_BYTES);
-      if (index === 0) this.firstRoot = Buffer.from(cv.subarray(CV_BYTES, 2 * CV_BYTES));
+      this.tree.set(index, cv);
     });
     this.hashing.add(hashed);
     hashed.then(
@@ -212,11 +209,7 @@ export class BlobFileWriter implements FileSink {
   private async contentDigest(): Promise<Buffer> {
     await Promise.all(this.hashing);
     if (this.hashFailure !== undefined) throw this.hashFailure;
-    if (this.chunks === 0) return blake3(Buffer.alloc(0));
-    if (this.chunks === 1) return this.firstRoot!;
-    const digest = Buffer.allocUnsafe(DIGEST_BYTES);
-    rootOf(this.table, this.chunks, digest, 0);
-    return digest;
+    return this.tree.digest(this.chunks);
   }
 
   /** Writes bytes of the file at `at` once the disk has room for them above its reserve. */
@@ -295,7 +288,7 @@ export class BlobFileWriter implements FileSink {
       return this.contentDigest();
     }
     const digest = await this.contentDigest();
-    const table = this.table.subarray(0, this.chunks * CV_BYTES);
+    const table = this.tree.cvs(this.chunks);
     const footer = Buffer.alloc(FOOTER_BYTES);
     footer.writeUInt32LE(FILE_MAGIC, 0);
     footer.writeUInt32LE(FILE_VERSION_TREE, 4);

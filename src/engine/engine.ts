@@ -15,8 +15,7 @@ import { largestRecordBytes, type NodeConfig } from '../config/settings.js';
 import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
 import { blake3 } from '../hash/blake3.js';
 import { chunkCvOf } from '../hash/blake3-tree.js';
-import { crc32c } from '../hash/crc32c.js';
-import { BlobIndex, type EcRepairQueue, type ReplicationQueue } from '../index/blob-index.js';
+import { BlobIndex, type EcManifests, type EcRepairQueue, type ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { ticks } from '../metrics/clock.js';
@@ -246,6 +245,10 @@ export class Engine implements ChunkHashers {
   /** Blobs whose shard columns need repair. */
   get ecRepairs(): EcRepairQueue {
     return this.index.ecRepairs;
+  }
+
+  get ecManifests(): EcManifests {
+    return this.index.ecManifests;
   }
 
   stat(id: Buffer): BlobMeta | undefined {

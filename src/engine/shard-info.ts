@@ -7,6 +7,10 @@
  *   8 u64 blob size    16 32 blob checksum (BLAKE3-256 of the whole blob; the id is its first 16 bytes)
  *  48 blob labels (UTF-8 JSON)
  *
+ * Version 2, a column of a blob stored as it streamed in (placed by a key chosen before its id was
+ * known, docs/erasure-coding.md): the same 48 bytes, then the 16-byte placement key, then the labels.
+ * A version 1 column is placed by its id.
+ *
  * The record's own size and checksum are the column's. Index records of columns are keyed by the
  * blob id followed by the column index (17 bytes), in a keyspace apart from whole blobs.
  */
@@ -17,30 +21,36 @@ import { invalidArgument } from '../errors/errors.js';
 export const SHARD_INFO_BYTES = 48;
 export const SHARD_KEY_BYTES = 17;
 const VERSION = 1;
-
+const VERSION_PLACED = 2;
+const PLACEMENT_BYTES = 16;
 
 /** The labels area of a column's record: shard info, then the blob's labels. */
 export function encodeShardLabels(info: ShardInfo, blobLabels: Buffer): Buffer {
-  const out = Buffer.alloc(SHARD_INFO_BYTES + blobLabels.length);
-  out[0] = VERSION;
+  const placed = info.placement !== undefined;
+  const head = placed ? SHARD_INFO_BYTES + PLACEMENT_BYTES : SHARD_INFO_BYTES;
+  const out = Buffer.alloc(head + blobLabels.length);
+  out[0] = placed ? VERSION_PLACED : VERSION;
   out[1] = info.index;
   out.writeUInt32LE(info.shardBytes, 4);
   out.writeBigUInt64LE(BigInt(info.blobBytes), 8);
   info.blobChecksum.copy(out, 16, 0, 32);
-  blobLabels.copy(out, SHARD_INFO_BYTES);
+  if (placed) info.placement!.copy(out, SHARD_INFO_BYTES, 0, PLACEMENT_BYTES);
+  blobLabels.copy(out, head);
   return out;
 }
 
 /** The shard info of a column record's labels area (throws on a malformed one). */
 export function decodeShardInfo(labels: Uint8Array): ShardInfo {
   const b = Buffer.from(labels.buffer, labels.byteOffset, labels.byteLength);
-  if (b.length < SHARD_INFO_BYTES || b[0] !== VERSION) throw invalidArgument('malformed shard record');
-  return { index: b[1]!, shardBytes: b.readUInt32LE(4), blobBytes: Number(b.readBigUInt64LE(8)), blobChecksum: Buffer.from(b.subarray(16, 48)) };
+  const placed = b[0] === VERSION_PLACED;
+  if (b.length < SHARD_INFO_BYTES + (placed ? PLACEMENT_BYTES : 0) || (b[0] !== VERSION && !placed)) throw invalidArgument('malformed shard record');
+  const info = { index: b[1]!, shardBytes: b.readUInt32LE(4), blobBytes: Number(b.readBigUInt64LE(8)), blobChecksum: Buffer.from(b.subarray(16, 48)) };
+  return placed ? { ...info, placement: Buffer.from(b.subarray(SHARD_INFO_BYTES, SHARD_INFO_BYTES + PLACEMENT_BYTES)) } : info;
 }
 
 /** The blob's own labels after the shard info (a view). */
 export function blobLabelsOf(labels: Buffer): Buffer {
-  return labels.subarray(SHARD_INFO_BYTES);
+  return labels.subarray(labels[0] === VERSION_PLACED ? SHARD_INFO_BYTES + PLACEMENT_BYTES : SHARD_INFO_BYTES);
 }
 
 /** The column index written in a labels area, without decoding the rest (apply's hot path). */

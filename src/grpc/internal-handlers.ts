@@ -8,13 +8,15 @@ import * as grpc from '@grpc/grpc-js';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { blobIdFromBytes } from '../blob/id.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
-import { BlobstoreError, notFound } from '../errors/errors.js';
+import { BlobstoreError, invalidArgument, notFound } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { incomingMeta, ReplicaReceiver, storeReplica } from '../cluster/transfer.js';
-import { headerMessage, ShardReceiver, storeColumn } from '../cluster/shard-transfer.js';
+import { columnHeaderOf, headerMessage, ShardReceiver, storeColumn } from '../cluster/shard-transfer.js';
+import { incomingManifest, type StoreManifestMessage } from '../cluster/ec-manifest.js';
+import { placementOf } from '../cluster/wire-meta.js';
 import { columnWriteOf } from '../blob/shard.js';
-import { ecBlobMeta } from '../service/ec-meta.js';
+import { ecBlobMeta, manifestMeta } from '../service/ec-meta.js';
 import { blobMeta } from './blob-handlers.js';
 import type { MalformedMessage } from '../proto/loader.js';
 import { toStatus, wellFormed } from './status.js';
@@ -199,8 +201,17 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
       if (meta) return { exists: true, meta: blobMeta(meta) };
       // Columns of an EC blob: the blob's metadata, and which columns are here.
       const columns = store.shardsOf(id);
-      if (columns.length === 0) return { exists: false };
-      return { exists: true, meta: blobMeta(ecBlobMeta(columns[0]!)), shard_indices: columns.map((c) => c.shard.index), shard_size: columns[0]!.shard.shardBytes };
+      if (columns.length > 0) {
+        const first = columns[0]!;
+        return {
+          exists: true, meta: blobMeta(ecBlobMeta(first)), shard_indices: columns.map((c) => c.shard.index), shard_size: first.shard.shardBytes,
+          ...(first.shard.placement ? { placement: first.shard.placement } : {}),
+        };
+      }
+      // The manifest of an EC blob stored as it streamed in: where its columns are.
+      const manifest = store.ecManifests.get(id);
+      if (!manifest) return { exists: false };
+      return { exists: true, meta: blobMeta(manifestMeta(id, manifest)), shard_size: manifest.shardBytes, placement: manifest.placement, manifest: true };
     }),
     HaveBlobs: unary('HaveBlobs', (r: { ids?: Buffer[] }) => {
       const { store } = running();
@@ -224,6 +235,21 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
         (err: Error) => ({ stored: false, created: false, error: err.message }),
       )));
       return { results };
+    }),
+    SealShard: unary('SealShard', async (r: { placement?: Buffer; index?: number; header?: Parameters<typeof columnHeaderOf>[0]; discard?: boolean }) => {
+      const { config, waiting } = running();
+      const placement = placementOf(r.placement);
+      if (!placement) throw invalidArgument('a seal without its placement key');
+      if (r.discard === true) {
+        waiting.discard(placement, r.index ?? 0);
+        return { created: false };
+      }
+      return waiting.seal(placement, r.index ?? 0, columnHeaderOf(r.header, config).header);
+    }),
+    StoreManifest: unary('StoreManifest', async (r: StoreManifestMessage) => {
+      const { store, config } = running();
+      const { id, manifest } = incomingManifest(r, config);
+      return { created: await store.ecManifests.put(id, manifest) };
     }),
     DeleteShard: unary('DeleteShard', async (r: { id?: { id?: Buffer }; index?: number; all?: boolean }) => {
       const { store } = running();

@@ -23,7 +23,7 @@ import type { BufferPool } from '../pool/buffer-pool.js';
 import { AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, X_BLOBSTORE_LABELS, X_BLOBSTORE_POLICY } from './header-names.js';
 import { contentLengthOf } from './blob-routes.js';
 import type { BodySink, Intake } from './intake.js';
-import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
+import { type Exchange, newExchange, sendError, sendJson } from './reply.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
 

@@ -86,6 +86,14 @@ export class ColumnBody implements BodySink {
     });
   }
 
+  /** Every byte is in and its checksum holds: the column waits for its seal (WaitingColumns). */
+  async complete(): Promise<ColumnWriter> {
+    await this.chain;
+    if (this.failed) throw this.failed;
+    await this.writer.complete(this.checksum);
+    return this.writer;
+  }
+
   /** Every byte is in: the column committed once its checksum holds. */
   async finish(): Promise<{ created: boolean }> {
     await this.chain;

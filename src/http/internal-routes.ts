@@ -32,7 +32,7 @@ import type { ByteRange } from '../service/local-store.js';
 import { BodySender } from './download.js';
 import { ColumnBody } from './column-body.js';
 import { ColumnWriter } from '../cluster/column-writer.js';
-import { columnHeaderOf } from '../cluster/shard-transfer.js';
+import { columnHeaderOf, waitingColumnHeader } from '../cluster/shard-transfer.js';
 import type { BlobMeta } from '../blob/meta.js';
 import type { ShardMeta } from '../blob/shard.js';
 import { type Intake, isChunked } from './intake.js';
@@ -95,20 +95,33 @@ export class InternalRoutes {
     const x = newExchange(res, this.wire, this.log);
     let release = (): void => undefined;
     let body: ColumnBody;
+    let sealLater: { cluster: Cluster; placement: Buffer; index: number } | undefined;
     try {
       const cluster = this.authorize(req);
-      const { header, columnBytes } = columnHeaderOf({
-        id: { id: parseBlobId(req.getParameter(0)) }, index: Number(req.getParameter(1)), shard_size: Number(req.getHeader('x-blobstore-shard-size')),
-        column_size: Number(req.getHeader('x-blobstore-column-size')),
-        meta: messageOfHeaders((name) => req.getHeader(name)),
-      }, cluster.config);
-      if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(header.id) !== undefined) {
-        // A user deleted the blob here: repair does not bring a column of it back.
-        this.intake.drop(x);
-        return sendJson(x, 200, '{"created":false,"declined":true}', undefined, 'drain');
+      if (req.getHeader('x-blobstore-seal') === 'later') {
+        // A column of a store that streams before its blob's id is known: the path names the
+        // placement key; the column waits for its seal (waiting-columns.ts).
+        const placement = parseBlobId(req.getParameter(0));
+        const index = Number(req.getParameter(1));
+        const { header, columnBytes } = waitingColumnHeader(placement, index, Number(req.getHeader('x-blobstore-policy')), Number(req.getHeader('x-blobstore-shard-size')),
+          Number(req.getHeader('x-blobstore-size')), Number(req.getHeader('x-blobstore-column-size')));
+        release = this.intake.admit();
+        body = new ColumnBody(new ColumnWriter(cluster.store, cluster.config, header, columnBytes), columnBytes, cluster.store.pool, flowOf(x));
+        sealLater = { cluster, placement, index };
+      } else {
+        const { header, columnBytes } = columnHeaderOf({
+          id: { id: parseBlobId(req.getParameter(0)) }, index: Number(req.getParameter(1)), shard_size: Number(req.getHeader('x-blobstore-shard-size')),
+          column_size: Number(req.getHeader('x-blobstore-column-size')),
+          meta: messageOfHeaders((name) => req.getHeader(name)),
+        }, cluster.config);
+        if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(header.id) !== undefined) {
+          // A user deleted the blob here: repair does not bring a column of it back.
+          this.intake.drop(x);
+          return sendJson(x, 200, '{"created":false,"declined":true}', undefined, 'drain');
+        }
+        release = this.intake.admit();
+        body = new ColumnBody(new ColumnWriter(cluster.store, cluster.config, header, columnBytes), columnBytes, cluster.store.pool, flowOf(x));
       }
-      release = this.intake.admit();
-      body = new ColumnBody(new ColumnWriter(cluster.store, cluster.config, header, columnBytes), columnBytes, cluster.store.pool, flowOf(x));
     } catch (err) {
       release();
       this.intake.drop(x);
@@ -116,6 +129,10 @@ export class InternalRoutes {
     }
     this.intake.receive(x, body, release, start, isChunked(req), async () => {
       try {
+        if (sealLater) {
+          sealLater.cluster.waiting.hold(sealLater.placement, sealLater.index, await body.complete());
+          return sendJson(x, 200, '{"received":true}');
+        }
         const result = await body.finish();
         sendJson(x, 200, result.created ? '{"created":true,"declined":false}' : '{"created":false,"declined":false}');
       } catch (err) {

@@ -22,6 +22,7 @@ import { BlobJournal } from './blob-journal.js';
 import { BlobRecords } from './blob-records.js';
 import { DeleteRecords } from './delete-records.js';
 import { type EcRepairQueue, ecRepairQueue } from './ec-repair-queue.js';
+import { type EcManifests, ecManifests } from './ec-manifests.js';
 import type { IdFilter } from './id-filter.js';
 import { type ListPage, listPage } from './id-list.js';
 import { directWriter, gatheringWriter, stagedWriter, type WriterParts } from './index-writers.js';
@@ -31,6 +32,7 @@ import { ShardRecords } from './shard-records.js';
 
 export type { Counters, DeletedEntry, IndexWriter, QueueEntry, SegmentSpace } from './overlay.js';
 export type { EcRepairEntry, EcRepairQueue } from './ec-repair-queue.js';
+export type { EcManifest, EcManifests } from './ec-manifests.js';
 export type { ListPage } from './id-list.js';
 export type { ReplicationQueue } from './replication-queue.js';
 
@@ -83,6 +85,7 @@ export class BlobIndex {
   readonly replication: ReplicationQueue;
   /** The EC repair queue: blobs whose columns need repair, with what is known of them. */
   readonly ecRepairs: EcRepairQueue;
+  readonly ecManifests: EcManifests;
   /** Writes to LMDB inside commit(), reading LMDB alone (the transaction's own writes included). */
   readonly direct: IndexWriter;
   /** Writes of an addsOnly commit (commit()): gathered for one batch on lmdb-js's write thread. */
@@ -101,6 +104,7 @@ export class BlobIndex {
     this.deletes = new DeleteRecords(this.root, this.overlay.deleted);
     this.shards = new ShardRecords(this.root, this.overlay.shards);
     this.ecRepairs = ecRepairQueue(this.root);
+    this.ecManifests = ecManifests(this.root);
     // Data dirs from before erasure coding have no shard counters.
     this.committedCounters = { blobCount: 0, storedBytes: 0, shardCount: 0, shardBytes: 0, ...(this.meta.get('counters') as Partial<Counters> | undefined) };
     this.counters = { ...this.committedCounters };

@@ -14,6 +14,8 @@ export interface EcRepairEntry {
   reason: string;
   /** Bytes the repair is estimated to rebuild (0: not known until it looks). */
   bytes?: number;
+  /** The key the blob's columns are placed by, when not its id (a blob stored as it streamed in). */
+  placement?: Buffer;
 }
 
 /** The EC repair queue (durable once put() resolves). */

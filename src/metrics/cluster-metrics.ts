@@ -43,6 +43,7 @@ export class ClusterMetrics {
   readonly ecReconstructions = new CounterFamily('blobstore_ec_reconstruction_total', 'Erasure-coding reconstructions.', '', []);
   readonly shardsMissing = new CounterFamily('blobstore_shards_missing_total', 'Missing shards detected.', '', []);
   readonly ecReadsCut = new CounterFamily('blobstore_ec_reads_cut_total', 'Erasure-coded reads cut after their first byte: a stripe became unreadable mid-stream.', '', []);
+  readonly ecStreamedStores = new CounterFamily('blobstore_ec_streamed_stores_total', 'Erasure-coded stores whose columns left as the body arrived (placed by a key, found through a manifest).', '', []);
   readonly latencies: readonly HistogramFamily[] = CLUSTER_LATENCIES.map(
     (kind) => new HistogramFamily(`blobstore_${kind}_latency_seconds`, `Latency of ${kind.replace('_', ' ')} operations in seconds.`, '', []),
   );
@@ -87,6 +88,10 @@ export class ClusterMetrics {
 
   ecReconstructed(count = 1): void {
     this.ecReconstructions.add(0, count);
+  }
+
+  ecStreamedStore(): void {
+    this.ecStreamedStores.add(0, 1);
   }
 
   ecReadCut(): void {

@@ -270,6 +270,7 @@ export class NodeMetrics implements Recorder {
     this.gauge('blobstore_replication_lag_seconds', 'Estimated replication lag in seconds.', () => c.replicationLagSeconds);
     this.add(c.ecReconstructions);
     this.add(c.ecReadsCut);
+    this.add(c.ecStreamedStores);
     this.add(c.shardsMissing);
     // Beyond the spec: repair's progress and its bandwidth cap (docs/erasure-coding.md), the scrubber.
     this.gauge('blobstore_repair_queue_depth', 'Blobs queued for repair (EC columns to rebuild, replicas a peer lacks).', () => c.repair().queueDepth);

@@ -21,7 +21,7 @@ import { ecBlobMeta } from './ec-meta.js';
 import { Location } from '../index/entry.js';
 import { NO_RECORDER, type Operation, type Recorder } from '../metrics/recorder.js';
 import { BlobWriter, type FlowControl, type StoreContent, type StoreOptions } from './blob-writer.js';
-import type { ByteRange, ChunkSink, LocalStore, SmallStoreDone } from './local-store.js';
+import type { ByteRange, ChunkSink, FileSink, LocalStore, SmallStoreDone } from './local-store.js';
 import { type Located, type Placement, SINGLE_NODE } from './placement.js';
 import { type Ticks, ticks } from '../metrics/clock.js';
 
@@ -170,6 +170,9 @@ export class BlobService {
     return result;
   };
 
+  /** An EC store's body that the placement stores as it arrives (BlobWriter's streamTo). */
+  private readonly openEcStream = (policy: Policy, size: number): FileSink | undefined => this.placement.openEcStream(policy, size);
+
   /** Stores a blob held in memory. */
   put(data: Buffer, options: StoreOptions): Promise<PutResult> {
     return this.timed('put', (r) => r.size, () => BlobWriter.storeBuffer(this.store, this.config, this.commit, data, options));
@@ -180,7 +183,7 @@ export class BlobService {
    * size (413 beyond); `flow` is paused while the disk is behind. The put is recorded at finish.
    */
   openWriter(flow?: FlowControl, limit = this.config.maxBlobBytes, contentLength?: number, policy?: Policy): BlobWriter {
-    return new BlobWriter(flow, this.store, this.commit, this.config, contentLength, limit, true, this.recorder, policy);
+    return new BlobWriter(flow, this.store, this.commit, this.config, contentLength, limit, true, this.recorder, policy, ticks(), this.openEcStream);
   }
 
   /** Collects a request body (a JSON store) in memory, bounded by `limit` (413 beyond). */
@@ -320,7 +323,11 @@ export class BlobService {
 
   /** Local delete; true whether or not the blob was here (the spec's `deleted`). */
   delete(id: Buffer): Promise<void> {
-    return this.timed('delete', () => 0, () => this.store.delete(id));
+    return this.timed('delete', () => 0, async () => {
+      await this.store.delete(id);
+      // The manifest of an EC blob stored as it streamed in, kept here as an owner of its id.
+      if (this.store.ecManifests.get(id)) await this.store.ecManifests.remove(id);
+    });
   }
 
   /** A page of ids; `limit` <= 0 means the default page size, larger ones are clamped. */

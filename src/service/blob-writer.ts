@@ -74,9 +74,14 @@ export class BlobWriter {
     /** The policy when the transport knows it before the body (raw HTTP). */
     policy?: Policy,
     private readonly start: Ticks = ticks(),
+    /** A sink that stores the body as it arrives (an EC store that streams its columns), if the placement has one. */
+    streamTo?: (policy: Policy, size: number) => FileSink | undefined,
   ) {
     if (policy !== undefined) this.expectPolicy(policy);
-    if (contentLength !== undefined && (contentLength <= config.smallBlobMaxBytes || !spill)) {
+    const stream = spill && policy !== undefined && contentLength !== undefined && contentLength > config.smallBlobMaxBytes ? streamTo?.(policy, contentLength) : undefined;
+    if (stream) {
+      this.writer = Promise.resolve(stream);
+    } else if (contentLength !== undefined && (contentLength <= config.smallBlobMaxBytes || !spill)) {
       this.small = Buffer.allocUnsafe(contentLength);
     } else if (spill && contentLength !== undefined) {
       // A body the disk cannot hold is refused (507) before a byte of it is read.

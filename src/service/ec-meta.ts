@@ -5,6 +5,7 @@
 import { Location } from '../index/entry.js';
 import type { ShardMeta } from '../blob/shard.js';
 import type { Located } from './placement.js';
+import type { EcManifest } from '../index/ec-manifests.js';
 
 export function ecBlobMeta(column: ShardMeta): Located {
   return {
@@ -17,6 +18,22 @@ export function ecBlobMeta(column: ShardMeta): Located {
     createdAtNs: column.createdAtNs,
     checksum: column.shard.blobChecksum,
     labels: column.blobLabels,
-    ec: { shardBytes: column.shard.shardBytes },
+    ec: column.shard.placement ? { shardBytes: column.shard.shardBytes, placement: column.shard.placement } : { shardBytes: column.shard.shardBytes },
+  };
+}
+
+/** The whole blob's metadata as its manifest tells it (a node among its id's first owners). */
+export function manifestMeta(id: Buffer, m: EcManifest): Located {
+  return {
+    id,
+    location: Location.SEGMENT,
+    policy: m.policy,
+    segment: 0,
+    offset: 0,
+    size: m.size,
+    createdAtNs: BigInt(m.createdAtNs),
+    checksum: m.checksum,
+    labels: m.labels,
+    ec: { shardBytes: m.shardBytes, placement: m.placement },
   };
 }

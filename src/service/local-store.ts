@@ -8,22 +8,24 @@ import type { BufferPool } from '../pool/buffer-pool.js';
 import type { EngineStats } from '../engine/engine.js';
 import type { BlobMeta, ListResult, PutResult, StoreOrigin } from '../blob/meta.js';
 import type { Policy } from '../blob/policy.js';
-import type { EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
+import type { EcManifests, EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
 import type { ShardMeta, ShardWrite } from '../blob/shard.js';
 import type { CachedRecord } from '../engine/verified-cache.js';
 import type { SmallStoreDone } from '../engine/engine.js';
 
 import type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
-import type { FileSink } from '../engine/blob-file.js';
+import type { ChunkCv, FileSink } from '../engine/blob-file.js';
 
 export type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
-export type { FileSink } from '../engine/blob-file.js';
+export type { ChunkCv, FileSink } from '../engine/blob-file.js';
 export type { CachedRecord } from '../engine/verified-cache.js';
 export type { SmallStoreDone } from '../engine/engine.js';
 
 export interface LocalStore {
   /** Buffers of 1 MiB for chunks in flight (uploads, downloads, replication). */
   readonly pool: BufferPool;
+  /** A 1 MiB chunk's chaining value in its blob's BLAKE3 tree, in line or on the worker pool (setting chunkDigests). */
+  readonly chunkCv: ChunkCv;
 
   putInline(data: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
   /**
@@ -73,6 +75,8 @@ export interface LocalStore {
   scanShards(start: Buffer | undefined, visit: (id: Buffer, index: number, policy: number, size: number) => boolean): void;
   /** Blobs whose columns need repair. */
   readonly ecRepairs: EcRepairQueue;
+  /** Manifests of EC blobs stored as they streamed in, kept here as one of their id's owners. */
+  readonly ecManifests: EcManifests;
 
   stats(): Promise<EngineStats>;
   /** Why stores cannot be taken now, if they cannot. */

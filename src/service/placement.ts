@@ -8,11 +8,13 @@ import type { BlobMeta, PutResult } from '../blob/meta.js';
 import type { Policy } from '../blob/policy.js';
 import { BlobstoreError } from '../errors/errors.js';
 import type { StoreContent } from './blob-writer.js';
-import type { ByteRange, ChunkSink } from './local-store.js';
+import type { ByteRange, ChunkSink, FileSink } from './local-store.js';
 
 /** How an erasure-coded blob is cut (its columns are read through Placement.fetch). */
 export interface EcPlacement {
   readonly shardBytes: number;
+  /** The key its columns are placed by, when not the id (a blob stored as it streamed in). */
+  readonly placement?: Buffer;
 }
 
 /**
@@ -32,6 +34,11 @@ export interface Placement {
   nodesAvailable(): number;
   /** Stores an erasure-coded blob as columns on its owners (the coordinator's part of an EC store). */
   storeEc(content: StoreContent, policy: Policy, labels: Buffer): Promise<PutResult>;
+  /**
+   * A sink for the body of an erasure-coded store of `size` bytes that sends its columns as the
+   * bytes arrive (its storeEc then seals them), or undefined: the body is taken whole first.
+   */
+  openEcStream(policy: Policy, size: number): FileSink | undefined;
   /** A client's store of `policy` here queues copies for the ring's owners (there are other members, and the policy has copies). */
   replicates(policy: Policy): boolean;
   /**
@@ -54,6 +61,7 @@ export const SINGLE_NODE: Placement = {
   ready: () => true,
   nodesAvailable: () => 1,
   storeEc: () => Promise.reject(new BlobstoreError('failed_precondition', 'not enough nodes for EC: have 1')),
+  openEcStream: () => undefined,
   replicates: () => false,
   stored: () => Promise.resolve(),
   find: () => Promise.resolve(undefined),

@@ -1,0 +1,137 @@
+/**
+ * Erasure-coded stores that stream (docs/erasure-coding.md): a store whose Content-Length is above
+ * ecLargeBlobBytes sends its columns as the body arrives, placed by a key chosen before the id is
+ * known, and the id's owners keep a manifest that says where the columns are. Tested on a real
+ * 8-node cluster, where 2 nodes hold no column of a blob: the blob reads back from every node (the
+ * manifest on the id's owners is found, or a column), also with two nodes
+ * down; a node down during the store leaves a column that repair rebuilds with the same placement;
+ * a client that goes away mid-body leaves nothing visible and no temp file anywhere.
+ */
+import { readdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { blake3 } from '../../src/hash/blake3.js';
+import { patternBytes, putRaw } from '../helpers/blobs.js';
+import { expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { waitFor } from '../helpers/wait.js';
+
+oneBigClusterAtATime();
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const EC_ARGS = [
+  '--ec-shard-bytes', String(64 * KiB), '--ec-large-blob-bytes', String(2 * MiB), '--ec-large-shard-bytes', String(256 * KiB),
+  '--small-blob-max-bytes', String(128 * KiB), '--repair-interval-ms', '1000', '--ec-fetch-timeout-ms', '5000',
+  '--ec-waiting-column-ttl-ms', '3000', '--metrics-addr', 'same',
+];
+
+async function metric(c: TestCluster, i: number, name: string): Promise<number> {
+  const text = await (await fetch(`${c.url(i)}/metrics`)).text();
+  return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, 'm').exec(text)?.[1] ?? -1);
+}
+
+const idOf = (bytes: Buffer): string => blake3(bytes).subarray(0, 16).toString('hex');
+
+/** Temp files of uploads and columns under way on node i. */
+function partFiles(c: TestCluster, i: number): string[] {
+  return readdirSync(join(c.dataDirs[i]!, 'tmp')).filter((f) => f.endsWith('.part'));
+}
+
+describe('EC42 stores that stream their columns (Content-Length above ecLargeBlobBytes)', () => {
+  let c: TestCluster;
+  const acked = new Map<string, Buffer>();
+  beforeAll(async () => {
+    c = await TestCluster.start({ size: 8, args: EC_ARGS });
+    await c.converged({ members: c.ids });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('streams a store (counted on its node), and every node reads it byte-exact through the manifest', async () => {
+    // Stripes of 4 x 256 KiB: whole ones and a short last one; a last stripe of one byte (three
+    // data shards of padding only); whole stripes only; a last stripe shorter than a cell.
+    for (const [at, size] of [[0, 2 * MiB + 5], [3, 3 * MiB + 1], [6, 3 * MiB], [7, 5 * MiB + 3 * KiB + 1]] as const) {
+      const before = await metric(c, at, 'blobstore_ec_streamed_stores_total');
+      const bytes = patternBytes(size, size);
+      const res = await putRaw(c.url(at), bytes, { 'X-Blobstore-Policy': '4' });
+      expect(res.status, await res.clone().text()).toBe(201);
+      const { id } = (await res.json()) as { id: string };
+      expect(id).toBe(idOf(bytes));
+      acked.set(id, bytes);
+      expect(await metric(c, at, 'blobstore_ec_streamed_stores_total')).toBe(before + 1);
+    }
+    await expectReadableEverywhere(c, acked);
+    // Six of the eight nodes hold a column of each (one each); the other two read it all the same.
+    for (const id of acked.keys()) {
+      const listed = await Promise.all(c.live().map(async (i) => ((await (await fetch(`${c.url(i)}/v1/blobs?limit=1000`)).json()) as { ids: string[] }).ids.includes(id)));
+      expect(listed.filter(Boolean).length, `nodes holding a column of ${id}`).toBe(6);
+    }
+    // A range and HEAD on a node that may hold only the manifest, or nothing.
+    const [id, bytes] = [...acked][3]!;
+    const range = await fetch(`${c.url(5)}/v1/blobs/${id}`, { headers: { Range: 'bytes=1048570-3145735' } });
+    expect(range.status).toBe(206);
+    expect(Buffer.from(await range.arrayBuffer()).equals(bytes.subarray(1048570, 3145736))).toBe(true);
+    const head = await fetch(`${c.url(1)}/v1/blobs/${id}`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(bytes.length));
+  });
+
+  it('a second store of the same bytes, from any node, answers 200 and leaves one column per holder', async () => {
+    const [id, bytes] = [...acked][0]!;
+    for (const at of [2, 1]) {
+      const res = await putRaw(c.url(at), bytes, { 'X-Blobstore-Policy': '4' });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(((await res.json()) as { id: string }).id).toBe(id);
+    }
+    const listed = await Promise.all(c.live().map(async (i) => ((await (await fetch(`${c.url(i)}/v1/blobs?limit=1000`)).json()) as { ids: string[] }).ids.includes(id)));
+    expect(listed.filter(Boolean).length).toBe(6);
+    await waitFor(() => c.live().every((i) => partFiles(c, i).length === 0), { what: 'the dropped columns\' temp files gone' });
+    await expectReadableEverywhere(c, new Map([[id, bytes]]), [0, 4]);
+  });
+
+  it('a client gone mid-body leaves nothing: no blob on any node, no temp file once the columns are dropped', async () => {
+    const bytes = patternBytes(6 * MiB, 77);
+    const url = new URL(c.url(1));
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(`PUT /v1/blobs HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/octet-stream\r\nX-Blobstore-Policy: 4\r\nContent-Length: ${bytes.length}\r\n\r\n`);
+        socket.write(bytes.subarray(0, 4 * MiB), () => setTimeout(() => {
+          socket.destroy();
+          resolve();
+        }, 200));
+      });
+      socket.on('error', reject);
+    });
+    await waitFor(() => c.live().every((i) => partFiles(c, i).length === 0), { what: () => `temp files left: ${c.live().map((i) => partFiles(c, i).length).join(',')}` });
+    for (const i of c.live()) expect((await fetch(`${c.url(i)}/v1/blobs/${idOf(bytes)}`)).status).toBe(404);
+  });
+
+  it('with two nodes down during the store, it succeeds, and repair rebuilds the missing columns once they are back', async () => {
+    const holding = async (id: string): Promise<number> => (await Promise.all(c.ids.map(async (_, i) =>
+      ((await (await fetch(`${c.url(i)}/v1/blobs?limit=1000`)).json()) as { ids: string[] }).ids.includes(id)))).filter(Boolean).length;
+    await c.kill(4);
+    await c.kill(6);
+    // Dead nodes not yet seen offline fail their columns at once (refused); at most m = 2 may fail.
+    const stored = new Map<string, Buffer>();
+    for (let n = 0; n < 3; n++) {
+      const bytes = patternBytes(3 * MiB + 17 + n, 4141 + n);
+      const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '4' });
+      expect(res.status, await res.clone().text()).toBe(201);
+      stored.set(idOf(bytes), bytes);
+    }
+    await expectReadableEverywhere(c, stored, [1, 5]);
+    await c.startNode(4);
+    await c.startNode(6);
+    await c.converged({ members: c.ids });
+    for (const id of stored.keys()) {
+      let seen = 0;
+      await waitFor(async () => (seen = await holding(id)) === 6, { what: () => `${id}: ${seen} nodes hold a column, 6 should` });
+    }
+    for (const [id, bytes] of stored) acked.set(id, bytes);
+    await c.kill(2);
+    await c.kill(3);
+    await expectReadableEverywhere(c, acked, [4, 0, 6]);
+  });
+});
