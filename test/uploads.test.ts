@@ -73,6 +73,28 @@ describe('limits and hostile uploads', () => {
     await waitFor(() => tmpFiles(node).length === 0, { what: 'tmpFiles(node).length === 0', timeoutMs: 5000 });
   });
 
+  it('a chunked body with an X-Blobstore-Size it does not match is refused with 400 and stores nothing; one that matches is stored', async () => {
+    const data = patternBytes(2 * MiB + 7, 31);
+    const parts = [data.subarray(0, MiB), data.subarray(MiB)];
+    for (const declared of [data.length - 1, data.length + 1]) {
+      const res = await postStream(node.url, parts, { 'X-Blobstore-Size': String(declared) }).catch((err: Error) => err);
+      // Too long may be cut before the answer is read; too short is answered.
+      if (!(res instanceof Error)) {
+        expect(res.status, `declared ${declared}`).toBe(400);
+        expect(((await res.json()) as { message: string }).message).toMatch(/declared/);
+      }
+    }
+    await waitFor(() => tmpFiles(node).length === 0, { what: 'no temp file left' });
+    expect(((await (await fetch(`${node.url}/v1/blobs?limit=1000`)).json()) as { ids: string[] }).ids).toEqual([]);
+    const bad = await postStream(node.url, parts, { 'X-Blobstore-Size': '12abc' });
+    expect(bad.status).toBe(400);
+    const ok = await postStream(node.url, parts, { 'X-Blobstore-Size': String(data.length) });
+    expect(ok.status).toBe(201);
+    const { id } = (await ok.json()) as { id: string };
+    expect(Buffer.from(await (await fetch(`${node.url}/v1/blobs/${id}`)).arrayBuffer()).equals(data)).toBe(true);
+    await fetch(`${node.url}/v1/blobs/${id}`, { method: 'DELETE' });
+  });
+
   it('a truncated body (connection closed early) stores nothing and leaves no temp file', async () => {
     const data = patternBytes(3 * MiB, 99);
     const { socket } = await partialUpload(

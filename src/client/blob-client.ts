@@ -129,7 +129,8 @@ export class BlobClient {
     const headers = this.storeHeaders(options, 'application/octet-stream');
     if (body instanceof Uint8Array && body.length <= CONTENT_LENGTH_MAX) return this.putBytes(body, headers, options);
     const size = body instanceof Uint8Array ? body.length : options.size;
-    if (size !== undefined && size <= CONTENT_LENGTH_MAX) headers['content-length'] = String(size);
+    // A chunked body still says its length: a large EC store then streams its columns as it arrives.
+    if (size !== undefined) headers[size <= CONTENT_LENGTH_MAX ? 'content-length' : 'x-blobstore-size'] = String(size);
     const again = body instanceof Uint8Array || typeof body === 'function';
     return this.attempt(again ? this.retries : 0, true, async (url) => {
       let sent = 0;

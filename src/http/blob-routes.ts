@@ -17,7 +17,7 @@ import type { BlobService } from '../service/blob-service.js';
 import { type BlobWriter } from '../service/blob-writer.js';
 import type { Located } from '../service/blob-service.js';
 import { answerHeadOf } from './blob-head.js';
-import { AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, IF_NONE_MATCH, RANGE, TRACEPARENT, X_BLOBSTORE_LABELS, X_BLOBSTORE_POLICY } from './header-names.js';
+import { AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, IF_NONE_MATCH, RANGE, TRACEPARENT, X_BLOBSTORE_LABELS, X_BLOBSTORE_POLICY, X_BLOBSTORE_SIZE } from './header-names.js';
 import { BodySender } from './download.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseStoreJson } from './json-body.js';
@@ -64,6 +64,13 @@ export function contentLengthOf(header: string): number | undefined {
     n = n * 10 + d;
   }
   return n;
+}
+
+/** X-Blobstore-Size of a chunked store: the body's length in decimal, or absent. */
+function declaredSizeOf(header: string): number | undefined {
+  if (header === '') return undefined;
+  if (!/^\d{1,16}$/.test(header)) throw invalidArgument('invalid X-Blobstore-Size: the body\'s length in bytes, in decimal');
+  return Number(header);
 }
 
 /** Variant A's blob answer is `{"data":"<base64>","meta":<BlobMeta>}`. */
@@ -139,8 +146,11 @@ export class BlobRoutes {
       if (kind === 'raw') this.service.checkPolicy(policy);
       length = contentLengthOf(req.getHeader(CONTENT_LENGTH));
       const limit = kind === 'raw' ? this.config.maxBlobBytes : this.config.maxJsonBodyBytes;
-      if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
       chunked = isChunked(req);
+      // A chunked raw body may declare its length (a Content-Length of ten digits is refused by
+      // the HTTP layer): a large EC store then sends its columns as the body arrives.
+      if (kind === 'raw' && chunked && length === undefined) length = declaredSizeOf(req.getHeader(X_BLOBSTORE_SIZE));
+      if (length !== undefined && length > limit) throw payloadTooLarge(`body of ${length} bytes exceeds the limit of ${limit} bytes`);
       if (kind === 'raw' && length !== undefined && !chunked && length <= this.smallStores.maxBytes && this.service.takesSmallStore(policy)) {
         return this.smallStores.begin(res, policy, labels, length, start);
       }

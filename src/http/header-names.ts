@@ -14,3 +14,4 @@ export const TRACEPARENT = name('traceparent');
 export const TRANSFER_ENCODING = name('transfer-encoding');
 export const X_BLOBSTORE_LABELS = name('x-blobstore-labels');
 export const X_BLOBSTORE_POLICY = name('x-blobstore-policy');
+export const X_BLOBSTORE_SIZE = name('x-blobstore-size');

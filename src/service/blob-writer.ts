@@ -9,7 +9,7 @@
  *   finish -> commit({inline bytes} | {file, checksum})   (blob-service.ts: placement, local write, copies)
  */
 import type { NodeConfig } from '../config/settings.js';
-import { payloadTooLarge } from '../errors/errors.js';
+import { invalidArgument, payloadTooLarge } from '../errors/errors.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { PutResult } from '../blob/meta.js';
 import type { Policy } from '../blob/policy.js';
@@ -66,7 +66,8 @@ export class BlobWriter {
     private readonly store: LocalStore,
     private readonly commit: Committer,
     private readonly config: NodeConfig,
-    contentLength: number | undefined,
+    /** The body's length when known (Content-Length, or a chunked body's X-Blobstore-Size): it must be exactly that. */
+    private readonly contentLength: number | undefined,
     private readonly limit: number,
     /** Stream to a file once the body outgrows memory (raw bodies); JSON bodies stay in memory. */
     private readonly spill: boolean,
@@ -110,6 +111,7 @@ export class BlobWriter {
   write(bytes: Uint8Array): void {
     this.lastActivityMs = Date.now();
     if (this.received + bytes.length > this.limit) throw payloadTooLarge(`body larger than ${this.limit} bytes`);
+    if (this.contentLength !== undefined && this.received + bytes.length > this.contentLength) throw invalidArgument(`body longer than its declared ${this.contentLength} bytes`);
     if (this.small) {
       this.small.set(bytes, this.received);
       this.received += bytes.length;
@@ -209,6 +211,7 @@ export class BlobWriter {
   }
 
   private async storeBody(target: StoreOptions): Promise<PutResult> {
+    if (this.contentLength !== undefined && this.received !== this.contentLength) throw invalidArgument(`body of ${this.received} bytes, ${this.contentLength} declared`);
     // A body of unknown length that outgrew the segment limit without filling a chunk past it
     // (the limit is below 1 MiB, or the last bytes came after a chunk that ended on it).
     if (!this.writer && this.spill && this.received > this.config.smallBlobMaxBytes) this.spillToFile();

@@ -12,7 +12,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blake3 } from '../../src/hash/blake3.js';
-import { patternBytes, putRaw } from '../helpers/blobs.js';
+import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
 import { expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -76,6 +76,22 @@ describe('EC42 stores that stream their columns (Content-Length above ecLargeBlo
     const head = await fetch(`${c.url(1)}/v1/blobs/${id}`, { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe(String(bytes.length));
+  });
+
+  it('a chunked store that says its length in X-Blobstore-Size streams too; one whose body does not match it stores nothing', async () => {
+    const bytes = patternBytes(4 * MiB + 99, 808);
+    const parts = Array.from({ length: 5 }, (_, i) => bytes.subarray(i * MiB, (i + 1) * MiB));
+    const before = await metric(c, 5, 'blobstore_ec_streamed_stores_total');
+    const res = await postStream(c.url(5), parts, { 'X-Blobstore-Policy': '4', 'X-Blobstore-Size': String(bytes.length) });
+    expect(res.status, await res.clone().text()).toBe(201);
+    expect(((await res.json()) as { id: string }).id).toBe(idOf(bytes));
+    expect(await metric(c, 5, 'blobstore_ec_streamed_stores_total')).toBe(before + 1);
+    acked.set(idOf(bytes), bytes);
+    await expectReadableEverywhere(c, new Map([[idOf(bytes), bytes]]), [0, 2]);
+    const short = await postStream(c.url(5), parts.slice(0, 4), { 'X-Blobstore-Policy': '4', 'X-Blobstore-Size': String(bytes.length) });
+    expect(short.status).toBe(400);
+    await waitFor(() => c.live().every((i) => partFiles(c, i).length === 0), { what: 'no temp file left' });
+    expect((await fetch(`${c.url(1)}/v1/blobs/${idOf(bytes.subarray(0, 4 * MiB))}`)).status).toBe(404);
   });
 
   it('a second store of the same bytes, from any node, answers 200 and leaves one column per holder', async () => {
