@@ -1,7 +1,7 @@
 /**
  * Erasure coding's figures (issue: EC across the cluster), ratios within one run:
  *
- *   ec42_1GiB_put / _get   a 1 GiB EC42 blob PUT (curl -T, chunked) to and GET from a 6-node cluster
+ *   ec42_1GiB_put / _get   a 1 GiB EC42 blob PUT (curl -T, chunked, X-Blobstore-Size) to and GET from a 6-node cluster
  *                          on this host, against NONE on one node (1.5x the bytes on one shared disk);
  *                          rounds interleave the two. Then degraded: the same GET with 2 nodes down.
  *   ec42_64MiB_put / _get  MiB/s of 64 MiB objects one after another (OpenStack Swift's EC 4+2
@@ -10,7 +10,7 @@
  *                          default cap against GET/s with it off.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -36,10 +36,13 @@ function bodyFile(dir: string, name: string, bytes: number): string {
   return path;
 }
 
-/** PUT a file (chunked); the seconds until the answer, and the id. */
+/**
+ * PUT a file (chunked, as bodies of 1e9 bytes and more must be, with its length in X-Blobstore-Size
+ * as blobstore-client sends it); the seconds until the answer, and the id.
+ */
 async function putFile(url: string, path: string, policy: number): Promise<{ seconds: number; id: string }> {
   const t0 = performance.now();
-  const { stdout } = await execFileAsync('curl', ['-sS', '--max-time', '600', '-X', 'POST', '-T', path, '-H', 'Transfer-Encoding: chunked',
+  const { stdout } = await execFileAsync('curl', ['-sS', '--max-time', '600', '-X', 'POST', '-T', path, '-H', 'Transfer-Encoding: chunked', '-H', `X-Blobstore-Size: ${statSync(path).size}`,
     '-H', 'Content-Type: application/octet-stream', '-H', `X-Blobstore-Policy: ${policy}`, `${url}/v1/blobs`]);
   const seconds = (performance.now() - t0) / 1000;
   const answer = JSON.parse(stdout) as { id?: string; message?: string };

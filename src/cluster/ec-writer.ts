@@ -228,7 +228,13 @@ export class EcWriter {
       const meta = { policy, size: layout.blobBytes, createdAtNs: blob.createdAtNs, checksum, labels };
       const { held, failures } = await writeManifest(this.store, this.cluster, this.peers, id, manifestOf(meta, placement, layout.shardBytes), layout.m + 1, this.config.ecStoreTimeoutMs);
       if (failures.length > 0) this.log.warn({ blob: id.toString('hex'), held, failed: failures.map((f) => ({ node: f.node, err: f.err.message })) }, 'EC store: the manifest is not on every owner of the id');
-      if (held === 0) for (const c of sealed) c.failure = new Error(`no owner of the id took the manifest: ${failures[0]?.err.message ?? 'none online'}`);
+      if (held === 0) {
+        // Nobody could find the blob: its columns go, and the client retries.
+        await this.takeBack(id, sealed);
+        throw new BlobstoreError('unavailable', `no owner of the blob's id took its manifest (${failures[0]?.err.message ?? 'none online'}); retrying is safe`, {
+          headers: { 'Retry-After': '1' },
+        });
+      }
     }
     const result = await this.outcome(id, layout.blobBytes, policy, stream.columns, layout.columnBytes, placement);
     this.metrics.ecStreamedStore();

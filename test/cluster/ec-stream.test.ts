@@ -5,7 +5,8 @@
  * 8-node cluster, where 2 nodes hold no column of a blob: the blob reads back from every node (the
  * manifest on the id's owners is found, or a column), also with two nodes
  * down; a node down during the store leaves a column that repair rebuilds with the same placement;
- * a client that goes away mid-body leaves nothing visible and no temp file anywhere.
+ * a client that goes away mid-body, or a coordinator killed mid-body, leaves nothing visible and no
+ * temp file anywhere.
  */
 import { readdirSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -122,6 +123,24 @@ describe('EC42 stores that stream their columns (Content-Length above ecLargeBlo
     });
     await waitFor(() => c.live().every((i) => partFiles(c, i).length === 0), { what: () => `temp files left: ${c.live().map((i) => partFiles(c, i).length).join(',')}` });
     for (const i of c.live()) expect((await fetch(`${c.url(i)}/v1/blobs/${idOf(bytes)}`)).status).toBe(404);
+  });
+
+  it('the coordinator killed mid-body (SIGKILL) leaves nothing visible and no temp file on the holders', async () => {
+    const bytes = patternBytes(6 * MiB, 99);
+    const url = new URL(c.url(7));
+    const socket = connect(Number(url.port), url.hostname);
+    socket.on('error', () => undefined);
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write(`PUT /v1/blobs HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/octet-stream\r\nX-Blobstore-Policy: 4\r\nContent-Length: ${bytes.length}\r\n\r\n`);
+    await new Promise<void>((resolve) => socket.write(bytes.subarray(0, 4 * MiB), () => resolve()));
+    // Columns are under way on the holders before the coordinator dies.
+    await waitFor(() => c.live().some((i) => i !== 7 && partFiles(c, i).length > 0), { what: 'columns under way on a holder' });
+    await c.kill(7);
+    socket.destroy();
+    await waitFor(() => c.live().every((i) => partFiles(c, i).length === 0), { what: () => `temp files left: ${c.live().map((i) => partFiles(c, i).length).join(',')}` });
+    for (const i of c.live()) expect((await fetch(`${c.url(i)}/v1/blobs/${idOf(bytes)}`)).status).toBe(404);
+    await c.startNode(7);
+    await c.converged({ members: c.ids });
   });
 
   it('with two nodes down during the store, it succeeds, and repair rebuilds the missing columns once they are back', async () => {
