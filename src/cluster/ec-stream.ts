@@ -64,7 +64,8 @@ export class EcStream implements FileSink {
   /** Data bytes of each data shard of the current stripe received. */
   private readonly filled: number[];
   private failure: Error | undefined;
-  private finished = false;
+  /** The seal took the complete columns over (EcWriter): abort leaves them to it. */
+  private handedOver = false;
 
   constructor(
     readonly layout: StripeLayout,
@@ -240,7 +241,6 @@ export class EcStream implements FileSink {
       }
     }));
     if (this.failure) throw this.failure;
-    this.finished = true;
     return this.tree.digest(this.chunks);
   }
 
@@ -253,11 +253,23 @@ export class EcStream implements FileSink {
     // Nothing is written here but the columns.
   }
 
-  /** Gives the store up: live column streams are cut (their holders drop what came). */
+  /** The complete columns are the seal's now (sealed, or dropped by it). */
+  handOver(): void {
+    this.handedOver = true;
+  }
+
+  /**
+   * Gives the store up: live column streams are cut (their holders drop what came), this node's
+   * complete column goes; complete columns on peers are dropped by their holders unsealed.
+   */
   async abort(): Promise<void> {
-    if (this.finished) return;
+    if (this.handedOver) return;
     this.failure ??= new BlobstoreError('unavailable', 'the store was abandoned');
-    for (const c of this.columns) if (c.sink) this.fail(c, this.failure);
+    for (const c of this.columns) {
+      if (c.sink) this.fail(c, this.failure);
+      void c.local?.abort();
+      c.local = undefined;
+    }
     await Promise.allSettled(this.columns.map((c) => c.chain));
   }
 }

@@ -55,12 +55,12 @@ export class EcWriter {
 
   /**
    * A stream for a store of `size` bytes whose columns leave as the body arrives (ec-stream.ts),
-   * or undefined where the whole body is taken first: streaming is off, the blob is not larger than
-   * ecLargeBlobBytes, or a holder has no API listener for the bulk path.
+   * or undefined where the whole body is taken first: the blob is smaller than ecStreamMinBytes (or
+   * fits in memory), or a holder has no API listener for the bulk path.
    */
   openStream(policy: Policy, size: number): EcStream | undefined {
     const scheme = ecScheme(policy);
-    if (!scheme || this.config.ecStreaming !== 'on' || size <= this.config.ecLargeBlobBytes) return undefined;
+    if (!scheme || size < this.config.ecStreamMinBytes || size <= this.config.smallBlobMaxBytes) return undefined;
     const layout = new StripeLayout(scheme.k, scheme.m, shardBytesFor(size, this.config), size);
     const placement = randomBytes(16);
     const targets = columnTargets(this.cluster, placement, layout.shards);
@@ -210,6 +210,7 @@ export class EcWriter {
   private async seal(stream: EcStream, checksum: Buffer, labels: Buffer): Promise<PutResult> {
     const id = Buffer.from(idOfDigest(checksum));
     const { layout, policy, placement } = stream;
+    stream.handOver();
     const live = stream.columns.filter((c) => !c.failure);
     if (await this.held(id, layout.m + 1)) {
       await Promise.allSettled(live.map((c) => this.sealOne(c, placement, undefined)));

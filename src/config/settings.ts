@@ -159,10 +159,10 @@ export const SETTINGS = {
   },
   ecLargeShardBytes: { type: 'bytes', default: () => 16 * MiB, min: 1, max: 256 * MiB, help: 'erasure coding: shard size of blobs larger than ecLargeBlobBytes (the spec: 16 MiB)' },
   ecLargeBlobBytes: { type: 'bytes', default: () => 64 * MiB, min: 0, help: 'erasure coding: blobs larger than this use ecLargeShardBytes (the spec: 64 MiB)' },
-  ecStreaming: {
+  ecStreamMinBytes: {
     tuning: true,
-    type: 'enum', default: () => 'on', choices: ['on', 'off'],
-    help: 'erasure coding: a blob larger than ecLargeBlobBytes whose length is known sends its columns as its bytes arrive (placed by a key, found through a manifest); off: received whole first',
+    type: 'bytes', default: () => 64 * MiB + 1, min: 0,
+    help: 'erasure coding: a store of at least this many bytes whose length is known sends its columns as its bytes arrive (placed by a key, found through a manifest); smaller ones are received whole first; above maxBlobBytes: never',
   },
   ecWaitingColumnTtlMs: {
     tuning: true,
