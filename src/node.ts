@@ -12,6 +12,7 @@ import { SETTINGS, type NodeConfig } from './config/settings.js';
 import { advertisedApi, advertisedGrpc } from './cluster/addresses.js';
 import { ClusterApi } from './cluster/cluster-api.js';
 import { Cluster } from './cluster/cluster.js';
+import { clusterSlot } from './cluster/cluster-slot.js';
 import { ClusterMetrics } from './metrics/cluster-metrics.js';
 import { Engine } from './engine/engine.js';
 import { GrpcServer } from './grpc/server.js';
@@ -94,13 +95,14 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     stopReloading();
     throw new ConfigError('SeedNodes needs the gRPC listener (GrpcAddr): cluster nodes talk to each other over gRPC');
   }
-  let cluster: Cluster | undefined;
-  const clusterApi = new ClusterApi(() => cluster, clusterEnabled);
+  // The cluster for the parts made before it (the listeners open first): set once it is made.
+  const slot = clusterSlot();
+  const clusterApi = new ClusterApi(clusterEnabled ? slot : undefined);
   // Until the cluster runs (and has admitted this node), stores and reads of blobs not here wait.
   if (clusterEnabled) service.usePlacement(STARTING);
-  const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi, internal: clusterEnabled ? () => cluster : undefined, tls });
+  const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi, internal: clusterEnabled ? slot : undefined, tls });
   const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops, tls) : undefined;
-  const grpc = clusterEnabled ? new GrpcServer(config, service, gate, log, { api: clusterApi, internal: () => cluster }, tls) : undefined;
+  const grpc = clusterEnabled ? new GrpcServer(config, service, gate, log, { api: clusterApi, internal: slot }, tls) : undefined;
   let grpcPort: number | undefined;
   try {
     port = await server.listen();
@@ -112,12 +114,14 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     if (grpc) grpcPort = await orFreePort(config.grpcAddr === SETTINGS.grpcAddr.default(), 'gRPC', log, (p) => grpc.listen(p));
     if (clusterEnabled) {
       const address = advertisedApi(config.advertiseAddr, config.listen, port);
-      cluster = new Cluster(engine, engine.index, config, {
+      const cluster = new Cluster(engine, engine.index, config, {
         nodeId: config.nodeId, address, grpcAddress: advertisedGrpc(config.grpcAddr, address, grpcPort!), region: config.region,
         capacityBytes: engine.space.capacityBytes,
       }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({
         usedBytes: engine.index.counters.storedBytes + engine.index.counters.shardBytes, blobCount: engine.index.counters.blobCount,
       }), metrics ?? NO_RECORDER, tls);
+      // Before the start: peers call in while this node joins.
+      slot.set(cluster);
       service.usePlacement(cluster);
       await cluster.start();
       if (metrics) metrics.clusterView = () => clusterApi.state();
@@ -125,7 +129,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   } catch (err) {
     await Promise.all([server.close(0), grpc?.close(0)]);
     opsServer?.close();
-    await cluster?.stop();
+    await slot.peek()?.stop();
     metrics?.close();
     await engine.close();
     auth.close();
@@ -144,13 +148,13 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       const [httpDrained, grpcDrained] = await Promise.all([server.close(config.shutdownTimeoutMs), grpc?.close(config.shutdownTimeoutMs)]);
       const drained = httpDrained && grpcDrained !== false;
       if (!drained) log.warn({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutdown timeout: requests still in progress were cut off');
-      await cluster?.stop();
+      await slot.peek()?.stop();
       await engine.close();
       metrics?.close();
       auth.close();
       stopReloading();
     })());
-  return { engine, server, service, port, gate, metrics, metricsPort, grpc, grpcPort, cluster, stop };
+  return { engine, server, service, port, gate, metrics, metricsPort, grpc, grpcPort, cluster: slot.peek(), stop };
 }
 
 /** Binds with `bind()`; a default address that is taken falls back to a free port (logged). */

@@ -4,9 +4,22 @@
  * slot answers as the node always has while starting: nothing, or 503 for the cluster.
  */
 import { describe, expect, it } from 'vitest';
+import { ClusterApi } from '../src/cluster/cluster-api.js';
+import { clusterSlot } from '../src/cluster/cluster-slot.js';
 import { BlobstoreError } from '../src/errors/errors.js';
 import { AssertionError } from '../src/util/assert.js';
 import { Late } from '../src/util/late.js';
+
+function kindOf(fn: () => unknown): { kind: string; status: number; headers: Record<string, string> | undefined } {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(BlobstoreError);
+    const e = err as BlobstoreError;
+    return { kind: e.kind, status: e.status, headers: e.headers };
+  }
+  throw new Error('expected a throw');
+}
 
 describe('a set-once slot', () => {
   it('peek answers undefined until set, then the part', () => {
@@ -32,5 +45,27 @@ describe('a set-once slot', () => {
     slot.set(1);
     expect(() => slot.set(2)).toThrow(AssertionError);
     expect(slot.get()).toBe(1);
+  });
+});
+
+describe('the cluster slot', () => {
+  it('answers 503 with Retry-After 1 until the builder sets it', () => {
+    const slot = clusterSlot();
+    expect(kindOf(() => slot.get())).toEqual({ kind: 'unavailable', status: 503, headers: { 'Retry-After': '1' } });
+  });
+});
+
+describe('ClusterApi before its cluster', () => {
+  it('on a cluster node: 503 while the cluster starts, and no call counts as a peer', () => {
+    const api = new ClusterApi(clusterSlot());
+    expect(kindOf(() => api.state())).toEqual({ kind: 'unavailable', status: 503, headers: { 'Retry-After': '1' } });
+    expect(kindOf(() => api.syncRing({ ring_version: 1 })).status).toBe(503);
+    expect(api.fromPeer('a-secret-of-sixteen-chars')).toBe(false);
+  });
+
+  it('on a node alone: 501', () => {
+    const api = new ClusterApi(undefined);
+    expect(kindOf(() => api.state()).status).toBe(501);
+    expect(api.fromPeer('a-secret-of-sixteen-chars')).toBe(false);
   });
 });
