@@ -26,7 +26,8 @@ import { registerOpenApiRoute } from './openapi/api-routes.js';
 import { blobApiDocument } from './openapi/blob-api.js';
 import { OpsServer, opsLayout, opsMount, registerUiOnApiPort } from './ops/ops-server.js';
 import { BlobService } from './service/blob-service.js';
-import { STARTING } from './service/placement.js';
+import { LatePlacement } from './service/late-placement.js';
+import { SINGLE_NODE } from './service/placement.js';
 import { packageVersion } from './version.js';
 
 export interface RunningNode {
@@ -68,7 +69,6 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     throw err;
   }
   metrics?.attach(engine);
-  const service = new BlobService(engine, config, metrics ?? NO_RECORDER);
   // Ports are known once the listeners are bound (before any request for the UI page).
   let port = 0;
   let metricsPort: number | undefined;
@@ -97,9 +97,9 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   }
   // The cluster for the parts made before it (the listeners open first): set once it is made.
   const slot = clusterSlot();
-  const clusterApi = new ClusterApi(clusterEnabled ? slot : undefined);
   // Until the cluster runs (and has admitted this node), stores and reads of blobs not here wait.
-  if (clusterEnabled) service.usePlacement(STARTING);
+  const service = new BlobService(engine, config, metrics ?? NO_RECORDER, clusterEnabled ? new LatePlacement(slot) : SINGLE_NODE);
+  const clusterApi = new ClusterApi(clusterEnabled ? slot : undefined);
   const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi, internal: clusterEnabled ? slot : undefined, tls });
   const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops, tls) : undefined;
   const grpc = clusterEnabled ? new GrpcServer(config, service, gate, log, { api: clusterApi, internal: slot }, tls) : undefined;
@@ -122,7 +122,6 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       }), metrics ?? NO_RECORDER, tls);
       // Before the start: peers call in while this node joins.
       slot.set(cluster);
-      service.usePlacement(cluster);
       await cluster.start();
       if (metrics) metrics.clusterView = () => clusterApi.state();
     }

@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { ClusterApi } from '../src/cluster/cluster-api.js';
 import { clusterSlot } from '../src/cluster/cluster-slot.js';
 import { BlobstoreError } from '../src/errors/errors.js';
+import { LatePlacement } from '../src/service/late-placement.js';
+import { type Placement, SINGLE_NODE } from '../src/service/placement.js';
 import { AssertionError } from '../src/util/assert.js';
 import { Late } from '../src/util/late.js';
 
@@ -67,5 +69,24 @@ describe('ClusterApi before its cluster', () => {
     const api = new ClusterApi(undefined);
     expect(kindOf(() => api.state()).status).toBe(501);
     expect(api.fromPeer('a-secret-of-sixteen-chars')).toBe(false);
+  });
+});
+
+describe('LatePlacement', () => {
+  it('is STARTING until the cluster is made: not ready, local blobs only', async () => {
+    const placement = new LatePlacement(new Late<Placement>('the cluster'));
+    expect(placement.ready()).toBe(false);
+    expect(placement.nodesAvailable()).toBe(1);
+    expect(placement.replicates({} as never)).toBe(false);
+    await expect(placement.find(Buffer.alloc(16))).resolves.toBeUndefined();
+  });
+
+  it('then every call goes to the cluster', () => {
+    const slot = new Late<Placement>('the cluster');
+    const placement = new LatePlacement(slot);
+    slot.set({ ...SINGLE_NODE, ready: () => true, nodesAvailable: () => 5, replicates: () => true } satisfies Placement);
+    expect(placement.ready()).toBe(true);
+    expect(placement.nodesAvailable()).toBe(5);
+    expect(placement.replicates({} as never)).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The node's cluster as the parts made before it see it. A cluster node's listeners open before
- * its cluster is made (peers learn its ports from them), so the cluster API and the node-to-node
- * routes and handlers hold this slot; the node's builder sets it once, as soon as the cluster is made (before it starts: peers call in
+ * its cluster is made (peers learn its ports from them), so the cluster API, the node-to-node
+ * routes and handlers and the blob service's placement hold this slot; the node's builder sets it once, as soon as the cluster is made (before it starts: peers call in
  * while it joins). A call that needs the cluster before then answers 503 with Retry-After.
  */
 import { unavailable } from '../errors/errors.js';
