@@ -20,8 +20,9 @@ import { hashName, initHashing } from './hash/blake3.js';
 import { ApiServer } from './http/server.js';
 import type { Router } from './http/router.js';
 import type { Logger } from './log/logger.js';
+import { Late } from './util/late.js';
 import { NO_RECORDER } from './metrics/recorder.js';
-import { NodeMetrics } from './metrics/node-metrics.js';
+import { type ClusterViewSource, NodeMetrics } from './metrics/node-metrics.js';
 import { registerOpenApiRoute } from './openapi/api-routes.js';
 import { blobApiDocument } from './openapi/blob-api.js';
 import { OpsServer, opsLayout, opsMount, registerUiOnApiPort } from './ops/ops-server.js';
@@ -58,7 +59,12 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const stopReloading = tls ? reloadOnHangup(tls, log) : () => undefined;
   await initHashing();
   const layout = opsLayout(config.metricsAddr);
-  const metrics = layout.kind === 'off' ? undefined : new NodeMetrics({ nodeId: config.nodeId, dataDir: config.dataDir, healthCheckTimeoutMs: config.healthCheckTimeoutMs, log });
+  // What the metrics read of parts made after them: each slot is set once, below.
+  const late = { engine: new Late<Engine>('the engine'), cluster: clusterSlot(), view: new Late<ClusterViewSource>('the running cluster') };
+  const metrics = layout.kind === 'off' ? undefined : new NodeMetrics({
+    nodeId: config.nodeId, dataDir: config.dataDir, healthCheckTimeoutMs: config.healthCheckTimeoutMs, log,
+    engine: late.engine, repair: late.cluster, clusterView: late.view,
+  });
   const engine = await Engine.open(config, metrics ?? NO_RECORDER, log);
   try {
     config = { ...config, clusterSecret: resolveClusterSecret(config, log) };
@@ -68,7 +74,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     stopReloading();
     throw err;
   }
-  metrics?.attach(engine);
+  late.engine.set(engine);
   // Ports are known once the listeners are bound (before any request for the UI page).
   let port = 0;
   let metricsPort: number | undefined;
@@ -96,7 +102,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     throw new ConfigError('SeedNodes needs the gRPC listener (GrpcAddr): cluster nodes talk to each other over gRPC');
   }
   // The cluster for the parts made before it (the listeners open first): set once it is made.
-  const slot = clusterSlot();
+  const slot = late.cluster;
   // Until the cluster runs (and has admitted this node), stores and reads of blobs not here wait.
   const service = new BlobService(engine, config, metrics ?? NO_RECORDER, clusterEnabled ? new LatePlacement(slot) : SINGLE_NODE);
   const clusterApi = new ClusterApi(clusterEnabled ? slot : undefined);
@@ -123,7 +129,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       // Before the start: peers call in while this node joins.
       slot.set(cluster);
       await cluster.start();
-      if (metrics) metrics.clusterView = () => clusterApi.state();
+      late.view.set(clusterApi);
     }
   } catch (err) {
     await Promise.all([server.close(0), grpc?.close(0)]);
@@ -142,7 +148,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   // work (heartbeats, replication, handoff, anti-entropy) stops, then the engine closes.
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      if (metrics) metrics.stopping = true;
+      metrics?.markStopping();
       opsServer?.close();
       const [httpDrained, grpcDrained] = await Promise.all([server.close(config.shutdownTimeoutMs), grpc?.close(config.shutdownTimeoutMs)]);
       const drained = httpDrained && grpcDrained !== false;
