@@ -2,31 +2,40 @@
  * A running node: data dir, engine, API listener, and the signals that stop it. SIGTERM/SIGINT stop
  * accepting, let requests in progress finish (at most shutdownTimeoutMs), flush, close LMDB and
  * exit 0.
+ *
+ * startNode builds the node in stages (src/node/), each returning finished parts:
+ *
+ *   access (TLS, tokens) ─▶ storage (metrics, engine) ─▶ service ─▶ listeners (bound)
+ *        ─▶ cluster (made, slot set, started) ─▶ /healthz 200
+ *
+ * A part made before the part it needs (the metrics before the engine, the listeners and the
+ * service before the cluster) holds a set-once slot of it (src/util/late.ts), made here and set
+ * by the stage that makes the part: nothing is rewired after it is made.
  */
 import type { Gate } from './auth/gate.js';
 import { resolveClusterSecret } from './auth/cluster-secret.js';
 import { startAuth } from './auth/tokens.js';
 import { NodeTls, reloadOnHangup } from './tls/node-tls.js';
 import { ConfigError } from './config/load.js';
-import { SETTINGS, type NodeConfig } from './config/settings.js';
-import { advertisedApi, advertisedGrpc } from './cluster/addresses.js';
+import type { NodeConfig } from './config/settings.js';
 import { ClusterApi } from './cluster/cluster-api.js';
-import { Cluster } from './cluster/cluster.js';
-import { ClusterMetrics } from './metrics/cluster-metrics.js';
-import { Engine } from './engine/engine.js';
-import { GrpcServer } from './grpc/server.js';
+import type { Cluster } from './cluster/cluster.js';
+import { clusterSlot } from './cluster/cluster-slot.js';
+import type { Engine } from './engine/engine.js';
+import type { GrpcServer } from './grpc/server.js';
 import { hashName, initHashing } from './hash/blake3.js';
-import { ApiServer } from './http/server.js';
-import type { Router } from './http/router.js';
+import type { ApiServer } from './http/server.js';
 import type { Logger } from './log/logger.js';
 import { NO_RECORDER } from './metrics/recorder.js';
-import { NodeMetrics } from './metrics/node-metrics.js';
-import { registerOpenApiRoute } from './openapi/api-routes.js';
-import { blobApiDocument } from './openapi/blob-api.js';
-import { OpsServer, opsLayout, opsMount, registerUiOnApiPort } from './ops/ops-server.js';
+import type { ClusterViewSource, NodeMetrics } from './metrics/node-metrics.js';
+import { startCluster } from './node/cluster-stage.js';
+import { Listeners } from './node/listeners.js';
+import { openStorage } from './node/storage.js';
+import { opsLayout } from './ops/ops-server.js';
 import { BlobService } from './service/blob-service.js';
-import { STARTING } from './service/placement.js';
-import { packageVersion } from './version.js';
+import { LatePlacement } from './service/late-placement.js';
+import { SINGLE_NODE } from './service/placement.js';
+import { Late } from './util/late.js';
 
 export interface RunningNode {
   readonly engine: Engine;
@@ -56,82 +65,48 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const stopReloading = tls ? reloadOnHangup(tls, log) : () => undefined;
   await initHashing();
   const layout = opsLayout(config.metricsAddr);
-  const metrics = layout.kind === 'off' ? undefined : new NodeMetrics({ nodeId: config.nodeId, dataDir: config.dataDir, healthCheckTimeoutMs: config.healthCheckTimeoutMs, log });
-  const engine = await Engine.open(config, metrics ?? NO_RECORDER, log);
+  // The cluster for the parts made before it: set once it is made, and once it runs.
+  const late = { cluster: clusterSlot(), view: new Late<ClusterViewSource>('the running cluster') };
+  const { engine, metrics } = await openStorage(config, layout, { repair: late.cluster, view: late.view }, log);
+  // A start that stops before the listeners: what is open so far closes.
+  const closeOpened = async (): Promise<void> => {
+    await engine.close();
+    auth.close();
+    stopReloading();
+  };
   try {
     config = { ...config, clusterSecret: resolveClusterSecret(config, log) };
   } catch (err) {
-    await engine.close();
-    auth.close();
-    stopReloading();
+    await closeOpened();
     throw err;
   }
-  metrics?.attach(engine);
-  const service = new BlobService(engine, config, metrics ?? NO_RECORDER);
-  // Ports are known once the listeners are bound (before any request for the UI page).
-  let port = 0;
-  let metricsPort: number | undefined;
-  const ops = metrics && {
-    metrics, gate, variant: config.apiVariant, log, accessLogEvery: config.accessLogEvery,
-    ui: () => ({ metricsHere: true, apiHere: layout.kind === 'same', apiPort: port, metricsPort }),
-  };
-  const apiDocument = blobApiDocument({
-    variant: config.apiVariant === 'a' ? 'a' : 'b', opsOnApiPort: ops !== undefined && layout.kind === 'same', uiOnApiPort: ops !== undefined, version: packageVersion(),
-  });
-  // Routes beside the blob API on its port: the OpenAPI document, the UI page with the blob browser
-  // at /ui/ (monitoring links to the metrics listener), and the operations routes in `same`.
-  const mount = (routes: Router): void => {
-    registerOpenApiRoute(routes, apiDocument);
-    if (!ops) return;
-    registerUiOnApiPort(routes, () => ({ metricsHere: layout.kind === 'same', apiHere: true, apiPort: port, metricsPort }));
-    if (layout.kind === 'same') opsMount(ops)(routes);
-  };
   // Nodes talk over gRPC: without it a node runs alone (and cannot join anything).
   const clusterEnabled = config.grpcAddr !== '';
   if (!clusterEnabled && config.seedNodes.length > 0) {
-    await engine.close();
-    auth.close();
-    stopReloading();
+    await closeOpened();
     throw new ConfigError('SeedNodes needs the gRPC listener (GrpcAddr): cluster nodes talk to each other over gRPC');
   }
-  let cluster: Cluster | undefined;
-  const clusterApi = new ClusterApi(() => cluster, clusterEnabled);
+  const cluster = clusterEnabled ? late.cluster : undefined;
   // Until the cluster runs (and has admitted this node), stores and reads of blobs not here wait.
-  if (clusterEnabled) service.usePlacement(STARTING);
-  const server = new ApiServer(service, config, log, { gate, mount, cluster: clusterApi, internal: clusterEnabled ? () => cluster : undefined, tls });
-  const opsServer = ops && layout.kind === 'separate' ? new OpsServer(ops, tls) : undefined;
-  const grpc = clusterEnabled ? new GrpcServer(config, service, gate, log, { api: clusterApi, internal: () => cluster }, tls) : undefined;
-  let grpcPort: number | undefined;
-  try {
-    port = await server.listen();
-    // The default metrics and gRPC ports may be taken by another node on this host: a free port
-    // then (peers learn the gRPC one from the member state). An address set by hand must bind.
-    metricsPort = layout.kind === 'separate'
-      ? await orFreePort(config.metricsAddr === SETTINGS.metricsAddr.default(), 'metrics', log, (p) => opsServer!.listen(layout.host, p ?? layout.port))
-      : layout.kind === 'same' ? port : undefined;
-    if (grpc) grpcPort = await orFreePort(config.grpcAddr === SETTINGS.grpcAddr.default(), 'gRPC', log, (p) => grpc.listen(p));
-    if (clusterEnabled) {
-      const address = advertisedApi(config.advertiseAddr, config.listen, port);
-      cluster = new Cluster(engine, engine.index, config, {
-        nodeId: config.nodeId, address, grpcAddress: advertisedGrpc(config.grpcAddr, address, grpcPort!), region: config.region,
-        capacityBytes: engine.space.capacityBytes,
-      }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({
-        usedBytes: engine.index.counters.storedBytes + engine.index.counters.shardBytes, blobCount: engine.index.counters.blobCount,
-      }), metrics ?? NO_RECORDER, tls);
-      service.usePlacement(cluster);
-      await cluster.start();
-      if (metrics) metrics.clusterView = () => clusterApi.state();
-    }
-  } catch (err) {
+  const service = new BlobService(engine, config, metrics ?? NO_RECORDER, cluster ? new LatePlacement(cluster) : SINGLE_NODE);
+  const clusterApi = new ClusterApi(cluster);
+  const listeners = new Listeners({ config, log, service, gate, tls, layout, metrics, clusterApi, cluster });
+  const { server, ops: opsServer, grpc } = listeners;
+  const started = await (async () => {
+    const ports = await listeners.listen();
+    const running = clusterEnabled ? await startCluster({ config, log, engine, metrics, tls, clusterApi }, ports, late) : undefined;
+    return { ports, cluster: running };
+  })().catch(async (err: unknown) => {
     await Promise.all([server.close(0), grpc?.close(0)]);
     opsServer?.close();
-    await cluster?.stop();
+    // The cluster, if it was made: its stop does nothing unless its start finished.
+    await late.cluster.peek()?.stop();
     metrics?.close();
     await engine.close();
     auth.close();
     stopReloading();
     throw err;
-  }
+  });
   // Only now: a probe that sees /healthz 200 finds the metrics and gRPC listeners bound too.
   server.started();
   let stopping: Promise<void> | undefined;
@@ -139,30 +114,21 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   // work (heartbeats, replication, handoff, anti-entropy) stops, then the engine closes.
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      if (metrics) metrics.stopping = true;
+      metrics?.markStopping();
       opsServer?.close();
       const [httpDrained, grpcDrained] = await Promise.all([server.close(config.shutdownTimeoutMs), grpc?.close(config.shutdownTimeoutMs)]);
       const drained = httpDrained && grpcDrained !== false;
       if (!drained) log.warn({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutdown timeout: requests still in progress were cut off');
-      await cluster?.stop();
+      await started.cluster?.stop();
       await engine.close();
       metrics?.close();
       auth.close();
       stopReloading();
     })());
-  return { engine, server, service, port, gate, metrics, metricsPort, grpc, grpcPort, cluster, stop };
-}
-
-/** Binds with `bind()`; a default address that is taken falls back to a free port (logged). */
-async function orFreePort(isDefault: boolean, what: string, log: Logger, bind: (port?: number) => Promise<number>): Promise<number> {
-  try {
-    return await bind();
-  } catch (err) {
-    if (!isDefault) throw err;
-    const port = await bind(0);
-    log.warn({ listener: what, port }, `the default ${what} port is taken (another node on this host?): listening on free port ${port}`);
-    return port;
-  }
+  const { ports } = started;
+  return {
+    engine, server, service, port: ports.api, gate, metrics, metricsPort: ports.metrics, grpc, grpcPort: ports.grpc, cluster: started.cluster, stop,
+  };
 }
 
 /** Which Reed-Solomon code path this CPU runs (the EC policies need a cluster to be used). */

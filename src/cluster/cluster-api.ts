@@ -7,6 +7,7 @@
 import type { BootstrapAnswer } from './bootstrap.js';
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import type { Cluster } from './cluster.js';
+import type { ClusterSlot } from './cluster-slot.js';
 import type { RepairView } from './repair-control.js';
 import { recordsFromWire, recordsToWire } from './cluster-node.js';
 import type { ClusterStateView, HeartbeatResponse, JoinResponse, SyncRingResponse } from './membership.js';
@@ -63,8 +64,8 @@ export class HeartbeatDenied extends BlobstoreError {
 }
 
 export class ClusterApi {
-  /** `cluster`: the node's cluster once it runs; undefined before, and always on a node without gRPC. */
-  constructor(private readonly cluster: () => Cluster | undefined, private readonly enabled: boolean) {}
+  /** `cluster`: the node's cluster slot (cluster-slot.ts); none on a node without gRPC. */
+  constructor(private readonly cluster: ClusterSlot | undefined) {}
 
   private get node(): Cluster['node'] {
     return this.running().node;
@@ -72,17 +73,15 @@ export class ClusterApi {
 
   /** The cluster; 501 on a node without cluster support, 503 while it starts. */
   private running(): Cluster {
-    const cluster = this.cluster();
-    if (cluster) return cluster;
-    if (!this.enabled) {
+    if (!this.cluster) {
       throw new BlobstoreError('unimplemented', 'this node runs without cluster support: it needs its gRPC listener (GrpcAddr) to talk to peers');
     }
-    throw new BlobstoreError('unavailable', 'the cluster side of this node is starting', { headers: { 'Retry-After': '1' } });
+    return this.cluster.get();
   }
 
   /** Whether a node-to-node call carries the cluster secret (then no user token is needed). */
   fromPeer(secret: string): boolean {
-    const cluster = this.cluster();
+    const cluster = this.cluster?.peek();
     return cluster !== undefined && secret !== '' && cluster.secretMatches(secret);
   }
 
@@ -123,9 +122,8 @@ export class ClusterApi {
 
   /** The state, and this node's repair progress (an extension: the spec's fields are unchanged). */
   state(): ClusterStateView & { repair?: RepairView } {
-    const view = this.node.view();
-    const cluster = this.cluster();
-    return cluster ? { ...view, repair: cluster.repairView() } : view;
+    const cluster = this.running();
+    return { ...cluster.node.view(), repair: cluster.repairView() };
   }
 
   /**

@@ -13,7 +13,7 @@ import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
 import type { BlobMeta } from '../blob/meta.js';
 import type { Logger } from '../log/logger.js';
-import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
+import type { ClusterMetrics, RepairSource, RepairStats } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, FileSink, LocalStore } from '../service/local-store.js';
 import type { Located, Placement } from '../service/placement.js';
 import type { StoreContent } from '../service/blob-writer.js';
@@ -54,7 +54,7 @@ export interface ClusterStateStore {
   putMeta(key: string, value: unknown): Promise<void>;
 }
 
-export class Cluster implements Placement {
+export class Cluster implements Placement, RepairSource {
   readonly node: ClusterNode;
   readonly peers: PeerClients;
   readonly replicator: Replicator;
@@ -147,13 +147,6 @@ export class Cluster implements Placement {
     this.scrubber = new Scrubber(store, { corruptBlob: (meta) => this.repair(meta), corruptColumn: (meta) => this.corruptColumn(meta) }, log, {
       bytesPerSecond: config.scrubBytesPerSecond, intervalMs: config.scrubIntervalMs,
     });
-    metrics.repair = () => {
-      const v = this.repairView();
-      return {
-        queueDepth: v.queue_depth, bytesLeft: v.bytes_left, bytesPerSecond: v.bytes_per_second, etaSeconds: v.eta_seconds,
-        rateLimitBytesPerSecond: v.rate_limit_bytes_per_second, bytesRepaired: v.bytes_repaired, blobsRepaired: v.blobs_repaired, scrubBytesChecked: v.scrub.bytes_checked,
-      };
-    };
     let members = new Set<string>();
     this.node.onRingChange((ring) => {
       this.ecReader.forgetAll();
@@ -303,6 +296,15 @@ export class Cluster implements Placement {
       rate_limit_bytes_per_second: limit, base_rate_bytes_per_second: this.repairControl.baseRate, boosted_until_ms: this.repairControl.boostedUntilMs,
       columns_repaired: p.columnsRepaired, blobs_repaired: r.blobsSent, bytes_repaired: p.bytesRepaired + r.bytesSent,
       scrub: { active: s.active, passes: s.passes, bytes_checked: s.bytesChecked, corrupt_found: s.corruptFound },
+    };
+  }
+
+  /** repairView() for the repair gauges (ClusterMetrics reads it through the node's cluster slot). */
+  repairStats(): RepairStats {
+    const v = this.repairView();
+    return {
+      queueDepth: v.queue_depth, bytesLeft: v.bytes_left, bytesPerSecond: v.bytes_per_second, etaSeconds: v.eta_seconds,
+      rateLimitBytesPerSecond: v.rate_limit_bytes_per_second, bytesRepaired: v.bytes_repaired, blobsRepaired: v.blobs_repaired, scrubBytesChecked: v.scrub.bytes_checked,
     };
   }
 

@@ -161,7 +161,7 @@ export const SETTINGS = {
   ecLargeBlobBytes: { type: 'bytes', default: () => 64 * MiB, min: 0, help: 'erasure coding: blobs larger than this use ecLargeShardBytes (the spec: 64 MiB)' },
   ecStreamMinBytes: {
     tuning: true,
-    type: 'bytes', default: () => 64 * MiB + 1, min: 0,
+    type: 'bytes', default: () => 16 * MiB, min: 0,
     help: 'erasure coding: a store of at least this many bytes whose length is known sends its columns as its bytes arrive (placed by a key, found through a manifest); smaller ones are received whole first; above maxBlobBytes: never',
   },
   ecWaitingColumnTtlMs: {

@@ -19,7 +19,7 @@ import { blobServiceHandlers } from './blob-handlers.js';
 import { type DirectHandler, interceptStreams } from './direct-seam.js';
 import { directRoutes } from './direct-streams.js';
 import type { ClusterApi } from '../cluster/cluster-api.js';
-import type { Cluster } from '../cluster/cluster.js';
+import type { ClusterSlot } from '../cluster/cluster-slot.js';
 import { clusterServiceHandlers } from './cluster-handlers.js';
 import { internalServiceHandlers } from './internal-handlers.js';
 import { serverDefinition } from '../proto/loader.js';
@@ -103,7 +103,7 @@ export class GrpcServer {
     gate: Gate,
     log: Logger,
     /** ClusterService and InternalService; UNIMPLEMENTED without them (a node without a cluster). */
-    cluster?: { api: ClusterApi; internal: () => Cluster | undefined },
+    cluster?: { api: ClusterApi; internal: ClusterSlot },
     /** TLS only, with the node's certificate. */
     private readonly tls?: NodeTls,
   ) {
@@ -126,7 +126,7 @@ export class GrpcServer {
     if (cluster) {
       this.server.addService(clusterService, clusterServiceHandlers(cluster.api, gate, log));
       // InternalService carries no user credentials: peers present the cluster secret.
-      this.server.addService(internalService, internalServiceHandlers(cluster.internal, log));
+      this.server.addService(internalService, internalServiceHandlers(() => cluster.internal.peek(), log));
     } else {
       this.server.addService(clusterService, unimplementedHandlers(clusterService, 'ClusterService', gate, log));
       this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined, log));

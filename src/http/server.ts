@@ -14,7 +14,7 @@ import type { BlobService } from '../service/blob-service.js';
 import { BatchStores } from './batch-store.js';
 import { BlobRoutes } from './blob-routes.js';
 import { ClusterApi } from '../cluster/cluster-api.js';
-import type { Cluster } from '../cluster/cluster.js';
+import type { ClusterSlot } from '../cluster/cluster-slot.js';
 import { ClusterRoutes } from './cluster-routes.js';
 import { INTERNAL_BLOB_PATH, INTERNAL_REPLICA_PATH, InternalRoutes } from './internal-routes.js';
 import { INTERNAL_SHARD_PATH } from '../cluster/http-column.js';
@@ -36,8 +36,8 @@ export interface ApiServerOptions {
   mount?: (routes: Router) => void;
   /** The cluster endpoints (/v1/cluster/*). */
   cluster?: ClusterApi;
-  /** The cluster itself, for the node-to-node data path (/internal/v1/*); none on a node alone. */
-  internal?: () => Cluster | undefined;
+  /** The cluster's slot, for the node-to-node data path (/internal/v1/*); none on a node alone. */
+  internal?: ClusterSlot;
   /** TLS on this listener (SSLApp), with the node's certificate. */
   tls?: NodeTls;
 }
@@ -64,7 +64,7 @@ export class ApiServer {
     const r = this.routes;
     const s = new StreamRoutes(service, config, r, this.intake);
     const b = new BatchStores(service, config, this.gate, this.intake, this.wire, log, r.smallMaxBytes);
-    const c = new ClusterRoutes(options.cluster ?? new ClusterApi(() => undefined, false), this.gate, this.wire, log);
+    const c = new ClusterRoutes(options.cluster ?? new ClusterApi(undefined), this.gate, this.wire, log);
     // grpc-gateway's answer for a method a known path lacks: 501 "Method Not Allowed".
     const unimplemented = (route: HttpRoute) => (res: HttpResponse, req: HttpRequest) =>
       this.unimplemented(res, req, scopeOf(route), 'Method Not Allowed');
@@ -95,8 +95,9 @@ export class ApiServer {
       .get('/v1/cluster/state', c.state)
       .any('/v1/cluster/*', unimplemented('ANY /v1/cluster/*'))
       .get('/healthz', (res, _req, head) => this.healthz(res, head));
-    if (options.internal) {
-      const internal = new InternalRoutes(options.internal, this.intake, this.wire, log);
+    const slot = options.internal;
+    if (slot) {
+      const internal = new InternalRoutes(() => slot.peek(), this.intake, this.wire, log);
       routes.get(`${INTERNAL_BLOB_PATH}:id`, internal.get).put(`${INTERNAL_REPLICA_PATH}:id`, internal.putReplica, 'stream')
         .get(`${INTERNAL_SHARD_PATH}:id/:index`, internal.getShard).put(`${INTERNAL_SHARD_PATH}:id/:index`, internal.putShard, 'stream');
     }

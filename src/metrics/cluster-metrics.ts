@@ -4,6 +4,7 @@
  * one node in total and active (itself), none offline, ring version 0, no peer_health series
  * until a peer's heartbeat is observed, no gRPC connections, an empty replication queue.
  */
+import type { LateRead } from '../util/late.js';
 import { CounterFamily, HistogramFamily } from './series.js';
 
 /** The spec's cluster-side latency histograms (blobstore_<kind>_latency_seconds). */
@@ -22,9 +23,17 @@ export interface RepairStats {
   scrubBytesChecked: number;
 }
 
+/** Where the repair figures come from: the node's cluster (src/cluster/cluster.ts). */
+export interface RepairSource {
+  repairStats(): RepairStats;
+}
+
 const NO_REPAIR: RepairStats = { queueDepth: 0, bytesLeft: 0, bytesPerSecond: 0, etaSeconds: 0, rateLimitBytesPerSecond: 0, bytesRepaired: 0, blobsRepaired: 0, scrubBytesChecked: 0 };
 
 export class ClusterMetrics {
+  /** `repairSource`: the node's cluster, once the node's start has made it; none on a node alone. */
+  constructor(private readonly repairSource?: LateRead<RepairSource>) {}
+
   nodesTotal = 1;
   nodesActive = 1;
   nodesOffline = 0;
@@ -34,8 +43,6 @@ export class ClusterMetrics {
   replicationLagSeconds = 0;
   /** Unix ms of the last successful outbound heartbeat; 0 = never. */
   lastHeartbeatMs = 0;
-  /** Repair on this node (the cluster sets it once it runs). */
-  repair: () => RepairStats = () => NO_REPAIR;
   /** Peers whose heartbeat was observed at least once: node_id -> online. */
   readonly peers = new Map<string, boolean>();
 
@@ -47,6 +54,11 @@ export class ClusterMetrics {
   readonly latencies: readonly HistogramFamily[] = CLUSTER_LATENCIES.map(
     (kind) => new HistogramFamily(`blobstore_${kind}_latency_seconds`, `Latency of ${kind.replace('_', ' ')} operations in seconds.`, '', []),
   );
+
+  /** Repair on this node, read at scrape time: nothing queued until the cluster is made. */
+  repair(): RepairStats {
+    return this.repairSource?.peek()?.repairStats() ?? NO_REPAIR;
+  }
 
   /** Member counts as this node sees them (active includes itself). */
   setMembers(total: number, active: number, offline: number): void {

@@ -14,7 +14,8 @@ import type { PoolStats, StatsSource, StorageStats } from './storage-stats.js';
 export type { PoolStats } from './storage-stats.js';
 import type { Logger } from '../log/logger.js';
 import { BackendCheck } from './backend-check.js';
-import { ClusterMetrics } from './cluster-metrics.js';
+import { ClusterMetrics, type RepairSource } from './cluster-metrics.js';
+import type { LateRead } from '../util/late.js';
 import { ERROR_TYPES, ErrorTypeIndex, errorTypeIndex } from './error-types.js';
 import { EventLoopLag } from './event-loop.js';
 import { type Operation, OPERATIONS, type Recorder, type Stage, STAGES } from './recorder.js';
@@ -63,25 +64,40 @@ export interface MetricsDetail {
   cluster?: { ring_version: number; nodes: object[]; replication: { queueDepth: number; lagSeconds: number } };
 }
 
+/** The cluster as the UI's detail shows it (the cluster API's state: src/cluster/cluster-api.ts). */
+export interface ClusterViewSource {
+  state(): { ring_version: number; nodes: object[]; repair?: object };
+}
+
+/**
+ * The metrics exist from a node's first moment: the engine records into them while it opens, and
+ * the listeners that serve them open before the cluster is made. What comes later arrives through
+ * set-once handles (src/util/late.ts) that the node's builder sets; none of them in a unit test.
+ */
 export interface NodeMetricsOptions {
   nodeId: string;
   dataDir: string;
   healthCheckTimeoutMs: number;
   /** Backend health changes are logged here. */
   log: Logger;
+  /** The storage the gauges report and the backend check asks (the engine), once it is open. */
+  engine?: LateRead<StatsSource>;
+  /** The repair figures (the cluster), once the node's cluster is made. */
+  repair?: LateRead<RepairSource>;
+  /** The cluster for detail(), once it runs. */
+  clusterView?: LateRead<ClusterViewSource>;
 }
 
 const NO_STATS: StorageStats = { capacityBytes: 0, freeBytes: 0, usedBytes: 0, storedBytes: 0, blobCount: 0, shardCount: 0, corruptionsDetected: 0 };
 
 export class NodeMetrics implements Recorder {
   readonly registry = new Registry();
-  readonly cluster = new ClusterMetrics();
+  readonly cluster: ClusterMetrics;
   readonly backend: BackendCheck;
   private readonly startedMs = performance.now();
   private readonly eventLoop = new EventLoopLag();
-  private engine: StatsSource | undefined;
-  /** Set at shutdown: node_up goes to 0. */
-  stopping = false;
+  /** Set once shutdown begins: node_up goes to 0 and /health answers 503. */
+  private shuttingDown = false;
   private stats: StorageStats = NO_STATS;
 
   readonly operations = new CounterFamily('blobstore_operations_total', 'Requests answered (successful or not), by operation.', 'operation', OPERATIONS);
@@ -95,14 +111,24 @@ export class NodeMetrics implements Recorder {
   readonly stages = new HistogramFamily('blobstore_stage_latency_seconds', 'Latency of each stage of a request in seconds.', 'stage', STAGES);
 
   constructor(readonly options: NodeMetricsOptions) {
+    this.cluster = new ClusterMetrics(options.repair);
     this.backend = new BackendCheck(options.dataDir, options.healthCheckTimeoutMs, () => this.engine?.failure, options.log);
     this.registry.setDefaultLabels({ node: options.nodeId });
     this.register();
   }
 
-  /** The engine whose storage the gauges report (it is opened with this recorder, so after it). */
-  attach(engine: StatsSource): void {
-    this.engine = engine;
+  /** The engine whose storage the gauges report: it opens after these metrics (it records into them). */
+  private get engine(): StatsSource | undefined {
+    return this.options.engine?.peek();
+  }
+
+  /** Shutdown began (the node's stop, before its listeners drain). */
+  markStopping(): void {
+    this.shuttingDown = true;
+  }
+
+  get stopping(): boolean {
+    return this.shuttingDown;
   }
 
   // ---- Recorder: called on the hot path; each call updates a few typed-array slots. ----
@@ -201,6 +227,7 @@ export class NodeMetrics implements Recorder {
     const failures = {} as Record<Operation, number>;
     for (const op of OPERATIONS) failures[op] = this.requestFailures.value(OP_INDEX[op]);
     const lag = this.eventLoop.quantiles();
+    const clusterView = this.options.clusterView?.peek();
     return {
       nodeId: this.options.nodeId,
       uptime: Math.floor(this.uptimeSeconds()),
@@ -209,17 +236,14 @@ export class NodeMetrics implements Recorder {
       failures,
       pool: this.pool(),
       eventLoopLagSeconds: { p50: lag.p50, p99: lag.p99 },
-      ...(this.clusterView ? {
-        cluster: { ...this.clusterView(), replication: { queueDepth: this.cluster.replicationQueueDepth, lagSeconds: this.cluster.replicationLagSeconds } },
+      ...(clusterView ? {
+        cluster: { ...clusterView.state(), replication: { queueDepth: this.cluster.replicationQueueDepth, lagSeconds: this.cluster.replicationLagSeconds } },
       } : {}),
     };
   }
 
-  /** The cluster's view for detail(): set by the node once its cluster runs. */
-  clusterView: (() => { ring_version: number; nodes: object[]; repair?: object }) | undefined;
-
   close(): void {
-    this.stopping = true;
+    this.shuttingDown = true;
     this.eventLoop.close();
   }
 

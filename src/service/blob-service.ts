@@ -37,16 +37,9 @@ export class BlobService {
     readonly store: LocalStore,
     readonly config: NodeConfig,
     readonly recorder: Recorder = NO_RECORDER,
-    private placement: Placement = SINGLE_NODE,
+    /** SINGLE_NODE on a node alone; a cluster node's is a LatePlacement (late-placement.ts). */
+    private readonly placement: Placement = SINGLE_NODE,
   ) {}
-
-  /**
-   * The cluster takes over placement once it runs; a cluster node serves with STARTING before
-   * that (its listener opens first: peers learn its port from it).
-   */
-  usePlacement(placement: Placement): void {
-    this.placement = placement;
-  }
 
   /** Ready for every request (readiness: /healthz, gRPC health): not while joining a cluster. */
   get ready(): boolean {

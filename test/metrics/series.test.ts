@@ -11,7 +11,9 @@ import { ClientGone } from '../../src/errors/client-gone.js';
 import { BlobstoreError, toBlobstoreError } from '../../src/errors/errors.js';
 import { ERROR_TYPES, errorTypeIndex } from '../../src/metrics/error-types.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { NodeMetrics } from '../../src/metrics/node-metrics.js';
+import type { RepairSource } from '../../src/metrics/cluster-metrics.js';
+import { NodeMetrics, type NodeMetricsOptions } from '../../src/metrics/node-metrics.js';
+import { Late } from '../../src/util/late.js';
 import { HistogramFamily, SLOTS, SPEC_BUCKETS } from '../../src/metrics/series.js';
 import { parseExposition, runWithInput, sampleValue } from '../helpers/metrics.js';
 import { REPO } from '../helpers/node-process.js';
@@ -68,11 +70,11 @@ async function measureAllocation(): Promise<Record<'promObserve' | 'failed' | 'd
 }
 
 const dirs: string[] = [];
-function metricsFor(nodeId: string): NodeMetrics {
+function metricsFor(nodeId: string, late: Pick<NodeMetricsOptions, 'repair'> = {}): NodeMetrics {
   const dir = mkdtempSync(join(tmpdir(), 'blobstore-metrics-unit-'));
   mkdirSync(join(dir, 'tmp'));
   dirs.push(dir);
-  return new NodeMetrics({ nodeId, dataDir: dir, healthCheckTimeoutMs: 2000, log: silentLogger() });
+  return new NodeMetrics({ nodeId, dataDir: dir, healthCheckTimeoutMs: 2000, log: silentLogger(), ...late });
 }
 const opened: NodeMetrics[] = [];
 afterAll(() => {
@@ -139,8 +141,14 @@ describe('errors_total types', () => {
 
 describe('NodeMetrics', () => {
   it('the cluster API drives the cluster series: members, ring, peers (a series per observed peer), heartbeats, replication, EC, repair', async () => {
-    const m = metricsFor('n1');
+    // The repair figures come from the cluster once the node's start has made it (a slot it sets).
+    const cluster = new Late<RepairSource>('the cluster');
+    const m = metricsFor('n1', { repair: cluster });
     opened.push(m);
+    expect(m.cluster.repair().queueDepth).toBe(0);
+    cluster.set({
+      repairStats: () => ({ queueDepth: 4, bytesLeft: 4096, bytesPerSecond: 1024, etaSeconds: 4, rateLimitBytesPerSecond: 2048, bytesRepaired: 77, blobsRepaired: 5, scrubBytesChecked: 99 }),
+    });
     m.cluster.setMembers(3, 2, 1);
     m.cluster.setRingVersion(7);
     m.cluster.setPeerHealth('n2', true);
@@ -152,7 +160,6 @@ describe('NodeMetrics', () => {
     m.cluster.ecReconstructed();
     m.cluster.shardsMissingDetected(3);
     m.cluster.observe('replicate', performance.now() - 3);
-    m.cluster.repair = () => ({ queueDepth: 4, bytesLeft: 4096, bytesPerSecond: 1024, etaSeconds: 4, rateLimitBytesPerSecond: 2048, bytesRepaired: 77, blobsRepaired: 5, scrubBytesChecked: 99 });
     const f = parseExposition(await m.exposition());
     const v = (name: string, labels: Record<string, string> = {}): number | undefined => sampleValue(f, `blobstore_${name}`, `blobstore_${name}`, labels);
     expect([v('nodes_total'), v('nodes_active'), v('nodes_offline'), v('ring_version')]).toEqual([3, 2, 1, 7]);
