@@ -1,6 +1,6 @@
 /**
- * Erasure-coded stores that stream (docs/erasure-coding.md): a store whose Content-Length is above
- * ecLargeBlobBytes sends its columns as the body arrives, placed by a key chosen before the id is
+ * Erasure-coded stores that stream (docs/erasure-coding.md): a store of known length of at least
+ * ecStreamMinBytes sends its columns as the body arrives, placed by a key chosen before the id is
  * known, and the id's owners keep a manifest that says where the columns are. Tested on a real
  * 8-node cluster, where 2 nodes hold no column of a blob: the blob reads back from every node (the
  * manifest on the id's owners is found, or a column), also with two nodes
@@ -22,7 +22,7 @@ oneBigClusterAtATime();
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const EC_ARGS = [
-  '--ec-shard-bytes', String(64 * KiB), '--ec-large-blob-bytes', String(2 * MiB), '--ec-large-shard-bytes', String(256 * KiB),
+  '--ec-shard-bytes', String(64 * KiB), '--ec-large-blob-bytes', String(2 * MiB), '--ec-large-shard-bytes', String(256 * KiB), '--ec-stream-min-bytes', String(2 * MiB),
   '--small-blob-max-bytes', String(128 * KiB), '--repair-interval-ms', '1000', '--ec-fetch-timeout-ms', '5000',
   '--ec-waiting-column-ttl-ms', '3000', '--metrics-addr', 'same',
 ];
@@ -39,7 +39,7 @@ function partFiles(c: TestCluster, i: number): string[] {
   return readdirSync(join(c.dataDirs[i]!, 'tmp')).filter((f) => f.endsWith('.part'));
 }
 
-describe('EC42 stores that stream their columns (Content-Length above ecLargeBlobBytes)', () => {
+describe('EC42 stores that stream their columns (a known length of at least ecStreamMinBytes)', () => {
   let c: TestCluster;
   const acked = new Map<string, Buffer>();
   beforeAll(async () => {
