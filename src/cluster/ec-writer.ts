@@ -65,7 +65,9 @@ export class EcWriter {
     const placement = randomBytes(16);
     const targets = columnTargets(this.cluster, placement, layout.shards);
     if (targets.some((t) => !t.failure && t.grpcAddress !== '' && t.address === '')) return undefined;
-    const timeoutMs = this.config.ecStoreTimeoutMs + (layout.columnBytes / SLOWEST_STORE_BYTES_PER_S) * 1000;
+    // A column stream times out only while stalled, and before the client's body would (the client
+    // is paused meanwhile): a frozen holder costs its column, not the store.
+    const timeoutMs = Math.min(this.config.ecStoreTimeoutMs, this.config.bodyIdleTimeoutMs / 2);
     return new EcStream(layout, policy, placement, targets, this.store, this.store.chunkCv, this.config, this.peers.link, timeoutMs);
   }
 
@@ -227,7 +229,7 @@ export class EcWriter {
     const sealed = stream.columns.filter((c) => !c.failure);
     if (sealed.length >= layout.k) {
       const meta = { policy, size: layout.blobBytes, createdAtNs: blob.createdAtNs, checksum, labels };
-      const { held, failures } = await writeManifest(this.store, this.cluster, this.peers, id, manifestOf(meta, placement, layout.shardBytes), layout.m + 1, this.config.ecStoreTimeoutMs);
+      const { held, failures } = await writeManifest(this.store, this.cluster, this.peers, id, manifestOf(meta, placement, layout.shardBytes), layout.m + 1, this.config.peerCallTimeoutMs);
       if (failures.length > 0) this.log.warn({ blob: id.toString('hex'), held, failed: failures.map((f) => ({ node: f.node, err: f.err.message })) }, 'EC store: the manifest is not on every owner of the id');
       if (held === 0) {
         // Nobody could find the blob: its columns go, and the client retries.

@@ -41,7 +41,7 @@ export class HttpColumnSender {
     options: { repair: boolean; link: PeerLink; timeoutMs: number; sealLater?: boolean },
   ) {
     const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.sealLater === true);
-    this.leg = new HttpReplicaLeg(target, head, options.timeoutMs, options.link);
+    this.leg = new HttpReplicaLeg(target, head, options.timeoutMs, options.link, options.sealLater === true);
   }
 
   /** `fail` runs once if the column's request fails (the peer refused, went away or timed out). */

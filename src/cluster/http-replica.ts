@@ -59,17 +59,27 @@ export class HttpReplicaLeg {
   private readonly socket: Socket;
   private received: Buffer = Buffer.alloc(0);
   private answered = false;
+  /** The body is all sent: the answer is waited for (timed, stalled or not). */
+  private ended = false;
 
   constructor(
     readonly peer: HttpReplicaTarget,
     /** The request head (replicaHead, or a shard column's), ending in an empty line. */
     head: string,
-    timeoutMs: number,
+    private readonly timeoutMs: number,
     link: PeerLink,
+    /**
+     * Time out only while stalled (bytes waiting for the socket, or the answer after the body),
+     * not while there is nothing to send: a streamed column waits while the client's bytes go to
+     * the other columns of the stripe.
+     */
+    private readonly stallsOnly = false,
   ) {
     this.done = new Promise((resolve) => (this.settle = resolve));
     this.socket = link.connect(peer.address);
-    this.socket.setTimeout(timeoutMs, () => this.fail(new ReplicaPutError(`${peer.nodeId}: no progress for ${timeoutMs} ms`, false)));
+    this.socket.on('timeout', () => this.fail(new ReplicaPutError(`${peer.nodeId}: no progress for ${timeoutMs} ms`, false)));
+    if (stallsOnly) this.socket.on('drain', () => this.ended || this.socket.setTimeout(0));
+    else this.socket.setTimeout(timeoutMs);
     // Refused: nothing listens at the API address it gave (gRPC may still reach it).
     this.socket.on('error', (err: NodeJS.ErrnoException) => this.fail(new ReplicaPutError(`${peer.nodeId}: ${err.message}`, err.code === 'ECONNREFUSED')));
     this.socket.on('close', () => this.fail(new ReplicaPutError(`${peer.nodeId}: connection closed before the answer`, false)));
@@ -92,6 +102,7 @@ export class HttpReplicaLeg {
     this.socket.write(bytes, () => taken());
     const room = this.socket.write(CRLF);
     this.socket.uncork();
+    if (this.stallsOnly) this.socket.setTimeout(room ? 0 : this.timeoutMs);
     return room;
   }
 
@@ -111,7 +122,9 @@ export class HttpReplicaLeg {
 
   /** After the last bytes: the chunked body's end. */
   end(): void {
+    this.ended = true;
     if (!this.failure) this.socket.write(LAST_CHUNK);
+    this.socket.setTimeout(this.timeoutMs);
   }
 
   cancel(err: Error): void {

@@ -33,6 +33,11 @@ export class ColumnBody implements BodySink {
     private readonly columnBytes: number,
     private readonly pool: BufferPool,
     private readonly flow: FlowControl,
+    /**
+     * How long the body may stay quiet: a streamed column (sealed later) gets nothing while the
+     * client's bytes go to the other columns of the stripe, so it waits longer than a client's body.
+     */
+    readonly idleTimeoutMs?: number,
   ) {}
 
   write(bytes: Uint8Array, isLast: boolean): void {

@@ -32,6 +32,8 @@ const emptyChunkedBody = (): BlobstoreError =>
 export interface BodySink {
   /** Date.now() of the last bytes taken. */
   readonly lastActivityMs: number;
+  /** How long it may stay quiet (default: bodyIdleTimeoutMs). */
+  readonly idleTimeoutMs?: number;
   /** Takes one piece of the body (valid only during the call); throws a BlobstoreError to refuse it. */
   write(bytes: Uint8Array, isLast: boolean): void;
   /** Drops what was taken (temp files, buffers). */
@@ -42,6 +44,8 @@ export interface BodySink {
 export interface Receiving {
   /** Date.now() of the last bytes received. */
   lastActivityMs(): number;
+  /** How long it may stay quiet (default: bodyIdleTimeoutMs). */
+  readonly idleTimeoutMs?: number;
   /** The body went quiet: drop what was received and answer `err` (408), closing the connection. Called once. */
   expire(err: BlobstoreError): void;
 }
@@ -72,6 +76,7 @@ export class Intake {
   receive(x: Exchange, sink: BodySink, release: () => void, start: Ticks, chunked: boolean, complete: () => Promise<void>, client = true): void {
     const entry: Receiving = {
       lastActivityMs: () => sink.lastActivityMs,
+      idleTimeoutMs: sink.idleTimeoutMs,
       expire: (err) => {
         x.onAbort = undefined;
         cut();
@@ -173,9 +178,10 @@ export class Intake {
   /** Cuts bodies that sent nothing for bodyIdleTimeoutMs (slow or stalled clients). */
   sweepIdle(nowMs: number): void {
     for (const entry of this.receiving) {
-      if (nowMs - entry.lastActivityMs() < this.config.bodyIdleTimeoutMs) continue;
+      const limit = entry.idleTimeoutMs ?? this.config.bodyIdleTimeoutMs;
+      if (nowMs - entry.lastActivityMs() < limit) continue;
       this.receiving.delete(entry);
-      entry.expire(new BlobstoreError('request_timeout', `request body idle for over ${this.config.bodyIdleTimeoutMs} ms`));
+      entry.expire(new BlobstoreError('request_timeout', `request body idle for over ${limit} ms`));
     }
   }
 }

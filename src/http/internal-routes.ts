@@ -106,7 +106,8 @@ export class InternalRoutes {
         const { header, columnBytes } = waitingColumnHeader(placement, index, Number(req.getHeader('x-blobstore-policy')), Number(req.getHeader('x-blobstore-shard-size')),
           Number(req.getHeader('x-blobstore-size')), Number(req.getHeader('x-blobstore-column-size')));
         release = this.intake.admit();
-        body = new ColumnBody(new ColumnWriter(cluster.store, cluster.config, header, columnBytes), columnBytes, cluster.store.pool, flowOf(x));
+        const idleMs = Math.max(cluster.config.bodyIdleTimeoutMs, cluster.config.ecWaitingColumnTtlMs);
+        body = new ColumnBody(new ColumnWriter(cluster.store, cluster.config, header, columnBytes), columnBytes, cluster.store.pool, flowOf(x), idleMs);
         sealLater = { cluster, placement, index };
       } else {
         const { header, columnBytes } = columnHeaderOf({

@@ -9,6 +9,7 @@
  * temp file anywhere.
  */
 import { readdirSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -169,4 +170,48 @@ describe('EC42 stores that stream their columns (a known length of at least ecSt
     await c.kill(3);
     await expectReadableEverywhere(c, acked, [4, 0, 6]);
   });
+});
+
+describe('a streamed EC store with a slow client or a frozen holder', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    // A client body may be quiet for 2 s; a streamed column, while the stripe's other columns
+    // take the client's bytes, for up to the waiting columns' TTL (6 s).
+    c = await TestCluster.start({ size: 6, args: [...EC_ARGS, '--body-idle-timeout-ms', '2000', '--ec-waiting-column-ttl-ms', '6000'] });
+    await c.converged({ members: c.ids });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('a client slower than a column\'s quiet spell allows for a client body still stores (each column waits up to the TTL)', async () => {
+    const bytes = patternBytes(3 * MiB + 5, 505);
+    // 64 KiB every 300 ms: 768 KiB for the other three data shards of a stripe take 3.6 s, longer
+    // than a client body may be quiet, shorter than the TTL.
+    async function* slowly(): AsyncGenerator<Buffer> {
+      for (let at = 0; at < bytes.length; at += 64 * KiB) {
+        yield bytes.subarray(at, at + 64 * KiB);
+        await new Promise((resolve) => setTimeout(resolve, 300)); // the pace is what is tested
+      }
+    }
+    const res = await fetch(`${c.url(0)}/v1/blobs`, {
+      method: 'POST', body: Readable.toWeb(Readable.from(slowly())) as ReadableStream, duplex: 'half',
+      headers: { 'Content-Type': 'application/octet-stream', 'X-Blobstore-Policy': '4', 'X-Blobstore-Size': String(bytes.length) },
+    } as RequestInit);
+    expect(res.status, await res.clone().text()).toBe(201);
+    expect(await metric(c, 0, 'blobstore_ec_streamed_stores_total')).toBe(1);
+    await expectReadableEverywhere(c, new Map([[idOf(bytes), bytes]]), [3]);
+  }, 120_000);
+
+  it('a holder frozen (SIGSTOP) during the store costs its column, not the store', async () => {
+    const bytes = patternBytes(4 * MiB + 1, 606);
+    c.freeze(2);
+    try {
+      const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '4' });
+      expect(res.status, await res.clone().text()).toBe(201);
+      await expectReadableEverywhere(c, new Map([[idOf(bytes), bytes]]), [1, 4]);
+    } finally {
+      c.thaw(2);
+    }
+  }, 120_000);
 });
