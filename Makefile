@@ -25,7 +25,7 @@ build: install native
 
 # Starts one node on 127.0.0.1:8080 with the default data dir ($XDG_DATA_HOME/blobstore/data).
 run: build
-	$(NODE) dist/src/cli/main.js serve $(ARGS)
+	$(NODE) dist/src/main.js serve $(ARGS)
 
 # Unit, integration and crash tests; the last line is `N passed, N failed`.
 test: build

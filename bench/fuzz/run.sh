@@ -15,7 +15,7 @@ export FUZZ_SEED="${FUZZ_SEED:-$(( $(date +%s) % 2147483647 ))}"
 FUZZ_SUMMARY="$(mktemp)"
 export FUZZ_SUMMARY
 trap 'rm -f "$FUZZ_SUMMARY"' EXIT
-[ -f dist/src/cli/main.js ] || npm run --silent build >&2
+[ -f dist/src/main.js ] || npm run --silent build >&2
 
 echo "fuzz: FUZZ_SEED=$FUZZ_SEED FUZZ_SECONDS=$FUZZ_SECONDS" >&2
 t0=$SECONDS

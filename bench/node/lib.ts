@@ -16,7 +16,7 @@ const execFileAsync = promisify(execFile);
 
 /** Repository root (this file runs from dist/bench/node/). */
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-export const CLI = join(ROOT, 'dist/src/cli/main.js');
+export const CLI = join(ROOT, 'dist/src/main.js');
 export const LUA_DIR = join(ROOT, 'bench/node/lua');
 
 export const KiB = 1024;

@@ -15,7 +15,7 @@ for r in $(seq "$rounds"); do
   for value in "$a" "$b"; do
     dir=$(mktemp -d /tmp/blobstore-bench-ab-XXXXXX)
     port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
-    node dist/src/cli/main.js serve --data-dir "$dir" --listen "127.0.0.1:$port" --metrics-addr '' --grpc-addr '' "--$flag" "$value" --log-level warn >/dev/null 2>&1 &
+    node dist/src/main.js serve --data-dir "$dir" --listen "127.0.0.1:$port" --metrics-addr '' --grpc-addr '' "--$flag" "$value" --log-level warn >/dev/null 2>&1 &
     pid=$!
     for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
     if [ "$preload" -gt 0 ]; then wrk -t 2 -c 64 -d "${preload}s" -s bench/node/lua/post-unique.lua "http://127.0.0.1:$port" -- 4096 "p$r$value" >/dev/null; fi

@@ -9,7 +9,7 @@ SECONDS_RUN="${ORDERS_BENCH_SECONDS:-10}"
 CONNS="${ORDERS_BENCH_CONNECTIONS:-32}"
 DEPLOYS="${ORDERS_BENCH_DEPLOYS:-3}"
 LUA=bench/orders/lua
-BIN=dist/src/cli/main.js
+BIN=dist/src/main.js
 
 if ! command -v wrk >/dev/null; then
   echo "installing wrk" >&2

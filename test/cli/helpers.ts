@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
-export const BIN = join(ROOT, 'dist/src/cli/main.js');
+export const BIN = join(ROOT, 'dist/src/main.js');
 
 /** A throwaway HOME with its own XDG dirs, so the real bin never sees the user's files. */
 export interface Sandbox {

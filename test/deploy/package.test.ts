@@ -56,7 +56,7 @@ describe('npm pack', () => {
   it('holds dist/src, the .proto files, the native addon and package.json: no tests, sources, maps or data', () => {
     const files = run('tar', ['tzf', tarball]).stdout.trim().split('\n').map((f) => f.replace(/^package\//, ''));
     expect(files).toContain('package.json');
-    expect(files).toContain('dist/src/cli/main.js');
+    expect(files).toContain('dist/src/main.js');
     expect(files).toContain('native/build/Release/blobstore_ec.node');
     expect(files).toContain('src/proto/blobstore/v1/blob.proto');
     const unexpected = files.filter((f) => !/^(package\.json|README\.md|dist\/src\/.*\.(js|d\.ts)|src\/proto\/.*\.proto|native\/build\/Release\/blobstore_ec\.node)$/.test(f));
@@ -125,7 +125,7 @@ describe('deploy/Containerfile', () => {
   it('checks its health on /healthz (blobstore healthcheck) and exposes the API, metrics and gRPC ports', () => {
     expect(finalStage).toMatch(/HEALTHCHECK .*\\\n\s+CMD \["node", ".*\/main\.js", "healthcheck"\]/);
     expect(finalStage).toContain('EXPOSE 8080 9090 50051\n');
-    expect(finalStage).toContain(`ENTRYPOINT ["node", "${IMAGE_PREFIX}/lib/node_modules/blobstore/dist/src/cli/main.js"]`);
+    expect(finalStage).toContain(`ENTRYPOINT ["node", "${IMAGE_PREFIX}/lib/node_modules/blobstore/dist/src/main.js"]`);
   });
 
   it('builds in stages: from source by default, or from an installed package', () => {

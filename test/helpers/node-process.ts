@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const REPO = new URL('../..', import.meta.url).pathname;
-export const MAIN = join(REPO, 'dist/src/cli/main.js');
+export const MAIN = join(REPO, 'dist/src/main.js');
 
 export interface NodeProcess {
   readonly url: string;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
-export const BIN = join(ROOT, 'dist/src/cli/main.js');
+export const BIN = join(ROOT, 'dist/src/main.js');
 
 export interface OrdersProcess {
   readonly url: string;

@@ -45,8 +45,8 @@ export interface ServiceSpec {
 
 export const LOOPBACK = '127.0.0.1';
 
-/** dist/src/cli/main.js: the command a stack's processes run. */
-export const CLI_ENTRY = compiledPath('cli', 'main.js');
+/** dist/src/main.js: the command a stack's processes run. */
+export const CLI_ENTRY = compiledPath('main.js');
 
 export function stateRoot(): string {
   return join(xdgStateHome(), 'blobstore');

@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 /**
- * The `blobstore` command. Each subcommand lives in its own module and registers itself here.
- * Usage errors exit with status 2, failures with 1.
+ * The `blobstore` command: the node's, the client's (src/cli) and the apps' (src/apps)
+ * subcommands, each in its own module, registered here, above them all. Usage errors exit with
+ * status 2, failures with 1.
  */
 import { Command, CommanderError } from 'commander';
-import { BLOB_COMMANDS, registerBlobCommands } from './blob-commands.js';
-import { printError } from './output.js';
-import { packageVersion } from '../version.js';
+import { BLOB_COMMANDS, registerBlobCommands } from './cli/blob-commands.js';
+import { printError } from './cli/output.js';
+import { packageVersion } from './version.js';
 
 function newProgram(): Command {
   return new Command('blobstore')
@@ -19,8 +20,8 @@ function newProgram(): Command {
 /** Every command. The node's modules (the server, the logger, the stacks) load with it. */
 export async function buildProgram(): Promise<Command> {
   const [{ registerServe }, { registerOrders }, { registerConfig }, { registerDeploy }, { registerStatus }, { registerDown }, { registerAuth }, { registerHealthcheck }] = await Promise.all([
-    import('./serve.js'), import('../apps/orders/cli.js'), import('./config.js'), import('../apps/stack/deploy.js'),
-    import('../apps/stack/status.js'), import('../apps/stack/down.js'), import('./auth.js'), import('./healthcheck.js'),
+    import('./cli/serve.js'), import('./apps/orders/cli.js'), import('./cli/config.js'), import('./apps/stack/deploy.js'),
+    import('./apps/stack/status.js'), import('./apps/stack/down.js'), import('./cli/auth.js'), import('./cli/healthcheck.js'),
   ]);
   const program = newProgram();
   registerServe(program);
