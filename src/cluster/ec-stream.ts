@@ -77,7 +77,8 @@ export class EcStream implements FileSink {
     private readonly chunkCv: ChunkCv,
     config: NodeConfig,
     link: PeerLink,
-    timeoutMs: number,
+    /** A column stream stalled this long fails; its holder's answer after the last byte may take `answerTimeoutMs`. */
+    timeouts: { stallMs: number; answerTimeoutMs: number },
   ) {
     const { k, m } = layout;
     this.parity = Array.from({ length: m }, () => Buffer.alloc(layout.shardBytes));
@@ -90,7 +91,7 @@ export class EcStream implements FileSink {
       if (t.failure) return column;
       column.sink = t.grpcAddress === ''
         ? new ColumnWriter(store, config, header, layout.columnBytes)
-        : new HttpColumnSender({ nodeId: t.node, address: t.address }, header, layout.columnBytes, { repair: false, link, timeoutMs, sealLater: true });
+        : new HttpColumnSender({ nodeId: t.node, address: t.address }, header, layout.columnBytes, { repair: false, link, timeoutMs: timeouts.stallMs, sealLater: { answerTimeoutMs: timeouts.answerTimeoutMs } });
       if (column.sink instanceof HttpColumnSender) column.sink.onFailure((err) => this.fail(column, err));
       return column;
     });

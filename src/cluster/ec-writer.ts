@@ -67,8 +67,8 @@ export class EcWriter {
     if (targets.some((t) => !t.failure && t.grpcAddress !== '' && t.address === '')) return undefined;
     // A column stream times out only while stalled, and before the client's body would (the client
     // is paused meanwhile): a frozen holder costs its column, not the store.
-    const timeoutMs = Math.min(this.config.ecStoreTimeoutMs, this.config.bodyIdleTimeoutMs / 2);
-    return new EcStream(layout, policy, placement, targets, this.store, this.store.chunkCv, this.config, this.peers.link, timeoutMs);
+    const timeouts = { stallMs: Math.min(this.config.ecStoreTimeoutMs, this.config.bodyIdleTimeoutMs / 2), answerTimeoutMs: this.config.ecStoreTimeoutMs };
+    return new EcStream(layout, policy, placement, targets, this.store, this.store.chunkCv, this.config, this.peers.link, timeouts);
   }
 
   /** Stores the blob as k + m columns on its owners; see the module comment for the outcome. */

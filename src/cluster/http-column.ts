@@ -38,10 +38,11 @@ export class HttpColumnSender {
     target: HttpReplicaTarget,
     header: ColumnHeader,
     columnBytes: number,
-    options: { repair: boolean; link: PeerLink; timeoutMs: number; sealLater?: boolean },
+    /** `sealLater`: a streamed column (its stalls time out after `timeoutMs`, its answer after `answerTimeoutMs`). */
+    options: { repair: boolean; link: PeerLink; timeoutMs: number; sealLater?: { answerTimeoutMs: number } },
   ) {
-    const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.sealLater === true);
-    this.leg = new HttpReplicaLeg(target, head, options.timeoutMs, options.link, options.sealLater === true);
+    const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.sealLater !== undefined);
+    this.leg = new HttpReplicaLeg(target, head, options.timeoutMs, options.link, options.sealLater);
   }
 
   /** `fail` runs once if the column's request fails (the peer refused, went away or timed out). */

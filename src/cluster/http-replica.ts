@@ -69,12 +69,13 @@ export class HttpReplicaLeg {
     private readonly timeoutMs: number,
     link: PeerLink,
     /**
-     * Time out only while stalled (bytes waiting for the socket, or the answer after the body),
-     * not while there is nothing to send: a streamed column waits while the client's bytes go to
-     * the other columns of the stripe.
+     * Time out only while stalled (bytes waiting for the socket), not while there is nothing to
+     * send: a streamed column waits while the client's bytes go to the other columns of the
+     * stripe. The answer after the body is waited for `answerTimeoutMs`.
      */
-    private readonly stallsOnly = false,
+    private readonly streamed?: { answerTimeoutMs: number },
   ) {
+    const stallsOnly = streamed !== undefined;
     this.done = new Promise((resolve) => (this.settle = resolve));
     this.socket = link.connect(peer.address);
     this.socket.on('timeout', () => this.fail(new ReplicaPutError(`${peer.nodeId}: no progress for ${timeoutMs} ms`, false)));
@@ -102,7 +103,7 @@ export class HttpReplicaLeg {
     this.socket.write(bytes, () => taken());
     const room = this.socket.write(CRLF);
     this.socket.uncork();
-    if (this.stallsOnly) this.socket.setTimeout(room ? 0 : this.timeoutMs);
+    if (this.streamed) this.socket.setTimeout(room ? 0 : this.timeoutMs);
     return room;
   }
 
@@ -124,7 +125,7 @@ export class HttpReplicaLeg {
   end(): void {
     this.ended = true;
     if (!this.failure) this.socket.write(LAST_CHUNK);
-    this.socket.setTimeout(this.timeoutMs);
+    this.socket.setTimeout(this.streamed?.answerTimeoutMs ?? this.timeoutMs);
   }
 
   cancel(err: Error): void {

@@ -58,6 +58,8 @@ export class BlobWriter {
   private failed: unknown;
   /** The blob is erasure coded: a file it spills to is only the source of the encoding. */
   private ecSource = false;
+  /** The body went to a sink that stores it as it arrives (placed when it opened). */
+  private streamed = false;
 
   private closed = false;
 
@@ -81,6 +83,7 @@ export class BlobWriter {
     if (policy !== undefined) this.expectPolicy(policy);
     const stream = spill && policy !== undefined && contentLength !== undefined && contentLength > config.smallBlobMaxBytes ? streamTo?.(policy, contentLength) : undefined;
     if (stream) {
+      this.streamed = true;
       this.writer = Promise.resolve(stream);
     } else if (contentLength !== undefined && (contentLength <= config.smallBlobMaxBytes || !spill)) {
       this.small = Buffer.allocUnsafe(contentLength);
@@ -227,7 +230,9 @@ export class BlobWriter {
     if (this.failed) throw this.failed;
     if (ecScheme(target.policy)) writer.transient();
     const checksum = await writer.finish();
-    return this.commit({ file: writer, checksum }, target);
+    // A streamed store's columns were placed as it opened, and are complete on their holders:
+    // its outcome is the seal's (at most m of them lost since), not the nodes up now.
+    return this.commit({ file: writer, checksum }, this.streamed ? { ...target, placed: true } : target);
   }
 
   /** Stores bytes decoded from a JSON body, streaming them to a file when they are large. */

@@ -175,9 +175,12 @@ describe('EC42 stores that stream their columns (a known length of at least ecSt
 describe('a streamed EC store with a slow client or a frozen holder', () => {
   let c: TestCluster;
   beforeAll(async () => {
-    // A client body may be quiet for 2 s; a streamed column, while the stripe's other columns
-    // take the client's bytes, for up to the waiting columns' TTL (6 s).
-    c = await TestCluster.start({ size: 6, args: [...EC_ARGS, '--body-idle-timeout-ms', '2000', '--ec-waiting-column-ttl-ms', '6000'] });
+    // A client body may be quiet for 3 s; a streamed column, while the stripe's other columns
+    // take the client's bytes, for up to the waiting columns' TTL (12 s). A holder's answer after
+    // a column's last byte may take 8 s.
+    c = await TestCluster.start({
+      size: 6, args: [...EC_ARGS, '--body-idle-timeout-ms', '3000', '--ec-waiting-column-ttl-ms', '12000', '--ec-store-timeout-ms', '8000'],
+    });
     await c.converged({ members: c.ids });
   });
   afterAll(async () => {
@@ -186,12 +189,12 @@ describe('a streamed EC store with a slow client or a frozen holder', () => {
 
   it('a client slower than a column\'s quiet spell allows for a client body still stores (each column waits up to the TTL)', async () => {
     const bytes = patternBytes(3 * MiB + 5, 505);
-    // 64 KiB every 300 ms: 768 KiB for the other three data shards of a stripe take 3.6 s, longer
+    // 96 KiB every 600 ms: 768 KiB for the other three data shards of a stripe take 4.8 s, longer
     // than a client body may be quiet, shorter than the TTL.
     async function* slowly(): AsyncGenerator<Buffer> {
-      for (let at = 0; at < bytes.length; at += 64 * KiB) {
-        yield bytes.subarray(at, at + 64 * KiB);
-        await new Promise((resolve) => setTimeout(resolve, 300)); // the pace is what is tested
+      for (let at = 0; at < bytes.length; at += 96 * KiB) {
+        yield bytes.subarray(at, at + 96 * KiB);
+        await new Promise((resolve) => setTimeout(resolve, 600)); // the pace is what is tested
       }
     }
     const res = await fetch(`${c.url(0)}/v1/blobs`, {
