@@ -23,6 +23,7 @@ import { READ_OWNERS } from './ring.js';
 import { EcReader } from './ec-reader.js';
 import { type EcContent, EcWriter } from './ec-writer.js';
 import { WaitingColumns } from './waiting-columns.js';
+import { ClusterInternalApi } from './internal-api.js';
 import { manifestMeta } from '../service/ec-meta.js';
 import { EcRepairer } from './ec-repair.js';
 import { ShardBatcher } from './shard-transfer.js';
@@ -67,7 +68,9 @@ export class Cluster implements Placement, RepairSource {
   readonly ecRepair: EcRepairer;
   readonly scrubber: Scrubber;
   /** Columns that streamed in and wait for the seal that names their blob. */
-  readonly waiting: WaitingColumns;
+  private readonly waiting: WaitingColumns;
+  /** What peers ask of this node and hand to it (InternalService, /internal/v1). */
+  readonly internal: ClusterInternalApi;
   /** The repair bandwidth cap (anti-entropy, handoff, EC repair), raised for a while by an admin. */
   readonly repairControl: RepairControl;
   private readonly secret: Buffer;
@@ -144,6 +147,7 @@ export class Cluster implements Placement, RepairSource {
       this.ecRepair.kick();
     });
     this.waiting = new WaitingColumns(config.ecWaitingColumnTtlMs, log);
+    this.internal = new ClusterInternalApi(store, config, this.waiting, this.antiEntropy, (meta) => this.corruptColumn(meta));
     this.scrubber = new Scrubber(store, { corruptBlob: (meta) => this.repair(meta), corruptColumn: (meta) => this.corruptColumn(meta) }, log, {
       bytesPerSecond: config.scrubBytesPerSecond, intervalMs: config.scrubIntervalMs,
     });

@@ -73,7 +73,7 @@ export class EcStream implements FileSink {
     /** The random key the columns are placed by (16 bytes). */
     readonly placement: Buffer,
     targets: ColumnTarget[],
-    private readonly store: LocalStore,
+    store: LocalStore,
     private readonly chunkCv: ChunkCv,
     config: NodeConfig,
     link: PeerLink,

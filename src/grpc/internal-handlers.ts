@@ -8,15 +8,14 @@ import * as grpc from '@grpc/grpc-js';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { blobIdFromBytes } from '../blob/id.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
-import { BlobstoreError, invalidArgument, notFound } from '../errors/errors.js';
+import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { Cluster } from '../cluster/cluster.js';
-import { incomingMeta, ReplicaReceiver, storeReplica } from '../cluster/transfer.js';
-import { columnHeaderOf, headerMessage, ShardReceiver, storeColumn } from '../cluster/shard-transfer.js';
-import { incomingManifest, type StoreManifestMessage } from '../cluster/ec-manifest.js';
+import { incomingMeta, type ReplicaReceiver } from '../cluster/transfer.js';
+import { columnHeaderOf, headerMessage, type storeColumn } from '../cluster/shard-transfer.js';
+import type { StoreManifestMessage } from '../cluster/ec-manifest.js';
 import { placementOf } from '../cluster/wire-meta.js';
 import { columnWriteOf } from '../blob/shard.js';
-import { ecBlobMeta, manifestMeta } from '../service/ec-meta.js';
 import { blobMeta } from './blob-handlers.js';
 import type { MalformedMessage } from '../proto/loader.js';
 import { toStatus, wellFormed } from './status.js';
@@ -30,7 +29,7 @@ interface Receiver {
 
 type Unary = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => void;
 
-const replicaReceiver = (c: Cluster, repair: boolean): ReplicaReceiver => new ReplicaReceiver(c.store, c.config, repair);
+const replicaReceiver = (c: Cluster, repair: boolean): ReplicaReceiver => c.internal.replicaReceiver(repair);
 
 
 export function internalServiceHandlers(getCluster: () => Cluster | undefined, log: Logger): UntypedServiceImplementation {
@@ -53,11 +52,9 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
   };
 
   type ReplicaRequest = { id?: { id?: Buffer }; data?: Buffer; meta?: Parameters<typeof incomingMeta>[1] };
-  const replicate = async (r: ReplicaRequest, repair: boolean): Promise<boolean> => {
-    const { store, config } = running();
-    const m = incomingMeta(r.id, r.meta, config);
-    if (repair && store.deletedAt(m.id) !== undefined) return false;
-    return (await storeReplica(store, config, m, r.data ?? Buffer.alloc(0))).created;
+  const replicate = (r: ReplicaRequest, repair: boolean): Promise<boolean> => {
+    const { internal } = running();
+    return internal.storeReplica(incomingMeta(r.id, r.meta, internal.config), r.data ?? Buffer.alloc(0), repair);
   };
 
   /** A client stream of chunks (a replica, several for Migrate, or an EC column). */
@@ -128,14 +125,13 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
     };
 
   const fetchBlob = serverStream('FetchBlob', async (req: { id?: { id?: Buffer }; offset?: string | number; length?: string | number }, write, gone) => {
-    const { store } = running();
-    const meta = store.stat(blobIdFromBytes(req.id?.id));
-    if (!meta) throw notFound(`blob ${blobIdFromBytes(req.id?.id).toString('hex')} not on this node`);
+    const { internal } = running();
+    const meta = internal.blob(blobIdFromBytes(req.id?.id));
     const start = Math.min(Number(req.offset ?? 0), meta.size);
     const length = Number(req.length ?? 0);
     const end = length > 0 ? Math.min(meta.size, start + length) : meta.size;
     let first = true;
-    await store.read(meta, async (chunk: Buffer) => {
+    await internal.read(meta, async (chunk: Buffer) => {
       if (gone()) throw new BlobstoreError('unavailable', 'fetch cancelled by the caller');
       for (let at = 0; at < Math.max(1, chunk.length); at += CHUNK_BYTES) {
         await write(first ? { meta: blobMeta(meta), data: chunk.subarray(at, at + CHUNK_BYTES) } : { data: chunk.subarray(at, at + CHUNK_BYTES) });
@@ -152,27 +148,20 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
    * each one before reading the next held a reader to one chunk per round trip.
    */
   const fetchShard = serverStream('FetchShard', async (req: { id?: { id?: Buffer }; index?: number; offset?: string | number; length?: string | number }, _write, gone, send) => {
-    const { store } = running();
-    const id = blobIdFromBytes(req.id?.id);
-    const meta = store.shardsOf(id).find((c) => c.shard.index === (req.index ?? 0));
-    if (!meta) throw notFound(`column ${req.index ?? 0} of ${id.toString('hex')} not on this node`);
+    const { internal } = running();
+    const meta = internal.column(blobIdFromBytes(req.id?.id), req.index ?? 0);
     const start = Math.min(Number(req.offset ?? 0), meta.size);
     const length = Number(req.length ?? 0);
     const end = length > 0 ? Math.min(meta.size, start + length) : meta.size;
     const header = headerMessage(columnWriteOf(meta));
     let first = true;
-    try {
-      await store.read(meta, async (view: Buffer) => {
-        if (gone()) throw new BlobstoreError('unavailable', 'fetch cancelled by the caller');
-        const chunk = Buffer.from(view);
-        await send(first ? { header, data: chunk } : { data: chunk });
-        first = false;
-      }, { start, end });
-    } catch (err) {
-      // A corrupt column is never sent: the caller reconstructs, and this node rebuilds its copy.
-      if (err instanceof BlobstoreError && err.kind === 'corruption') running().corruptColumn(meta);
-      throw err;
-    }
+    // A corrupt column is never sent: the caller reconstructs, and this node rebuilds its copy.
+    await internal.read(meta, async (view: Buffer) => {
+      if (gone()) throw new BlobstoreError('unavailable', 'fetch cancelled by the caller');
+      const chunk = Buffer.from(view);
+      await send(first ? { header, data: chunk } : { data: chunk });
+      first = false;
+    }, { start, end });
     if (first) await send({ header, data: Buffer.alloc(0) });
     await send({ final: true });
   });
@@ -186,77 +175,38 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
     })),
     ReplicateStream: receive('ReplicateStream', replicaReceiver, (r) => ({ created: r.created })),
     Migrate: receive('Migrate', replicaReceiver, (r) => ({ blobs_received: r.blobs, bytes_received: r.bytes })),
-    DeleteInternal: unary('DeleteInternal', async (r: { id?: { id?: Buffer } }) => {
-      const { store } = running();
-      const id = blobIdFromBytes(r.id?.id);
-      const had = store.stat(id) !== undefined;
-      await store.delete(id, true);
-      return { deleted: had };
-    }),
+    DeleteInternal: unary('DeleteInternal', async (r: { id?: { id?: Buffer } }) => ({ deleted: await running().internal.dropCopy(blobIdFromBytes(r.id?.id)) })),
     FetchBlob: fetchBlob,
     StatBlob: unary('StatBlob', (r: { id?: { id?: Buffer } }) => {
-      const { store } = running();
       const id = blobIdFromBytes(r.id?.id);
-      const meta = store.stat(id);
-      if (meta) return { exists: true, meta: blobMeta(meta) };
-      // Columns of an EC blob: the blob's metadata, and which columns are here.
-      const columns = store.shardsOf(id);
-      if (columns.length > 0) {
-        const first = columns[0]!;
-        return {
-          exists: true, meta: blobMeta(ecBlobMeta(first)), shard_indices: columns.map((c) => c.shard.index), shard_size: first.shard.shardBytes,
-          ...(first.shard.placement ? { placement: first.shard.placement } : {}),
-        };
-      }
-      // The manifest of an EC blob stored as it streamed in: where its columns are.
-      const manifest = store.ecManifests.get(id);
-      if (!manifest) return { exists: false };
-      return { exists: true, meta: blobMeta(manifestMeta(id, manifest)), shard_size: manifest.shardBytes, placement: manifest.placement, manifest: true };
+      const held = running().internal.held(id);
+      if (!held) return { exists: false };
+      if (held.kind === 'blob') return { exists: true, meta: blobMeta(held.meta) };
+      // Columns of an EC blob (which are here), or its manifest: the blob's metadata and where its columns are.
+      const placement = held.placement ? { placement: held.placement } : {};
+      return held.kind === 'columns'
+        ? { exists: true, meta: blobMeta(held.meta), shard_indices: held.indices, shard_size: held.shardBytes, ...placement }
+        : { exists: true, meta: blobMeta(held.meta), shard_size: held.shardBytes, ...placement, manifest: true };
     }),
-    HaveBlobs: unary('HaveBlobs', (r: { ids?: Buffer[] }) => {
-      const { store } = running();
-      const ids = r.ids ?? [];
-      const have = Buffer.alloc(Math.ceil(ids.length / 8));
-      ids.forEach((id, i) => {
-        if (id.length === 16 && (store.stat(id) !== undefined || store.deletedAt(id) !== undefined)) have[i >> 3]! |= 1 << (i & 7);
-      });
-      return { have };
-    }),
+    HaveBlobs: unary('HaveBlobs', (r: { ids?: Buffer[] }) => ({ have: running().internal.have(r.ids ?? []) })),
     RangeDigest: unary('RangeDigest', (r: { peer?: string; ring_version?: string | number; top?: number[] }) =>
-      running().antiEntropy.digests(r.peer ?? '', r.top ?? [])),
-    ListLeaf: unary('ListLeaf', (r: { peer?: string; leaf?: number }) => ({ ids: running().antiEntropy.leafIds(r.peer ?? '', r.leaf ?? 0) })),
+      running().internal.digests(r.peer ?? '', r.top ?? [])),
+    ListLeaf: unary('ListLeaf', (r: { peer?: string; leaf?: number }) => ({ ids: running().internal.leafIds(r.peer ?? '', r.leaf ?? 0) })),
     FetchShard: fetchShard,
-    StoreShard: receive('StoreShard', (c, repair) => new ShardReceiver(c.store, c.config, repair), (r) => ({ created: r.created, declined: r.declined })),
+    StoreShard: receive('StoreShard', (c, repair) => c.internal.shardReceiver(repair), (r) => ({ created: r.created, declined: r.declined })),
     // All columns of a batch at once: they share one group commit, like ReplicateBatch.
-    StoreShardBatch: unary('StoreShardBatch', async (r: { shards?: Parameters<typeof storeColumn>[2][]; repair?: boolean }) => {
-      const { store, config } = running();
-      const results = await Promise.all((r.shards ?? []).map((msg) => storeColumn(store, config, msg, r.repair === true).then(
-        (done) => ({ stored: done.stored, created: done.created, error: '' }),
-        (err: Error) => ({ stored: false, created: false, error: err.message }),
-      )));
-      return { results };
-    }),
-    SealShard: unary('SealShard', async (r: { placement?: Buffer; index?: number; header?: Parameters<typeof columnHeaderOf>[0]; discard?: boolean }) => {
-      const { config, waiting } = running();
+    StoreShardBatch: unary('StoreShardBatch', async (r: { shards?: Parameters<typeof storeColumn>[2][]; repair?: boolean }) => ({
+      results: await running().internal.storeColumns(r.shards ?? [], r.repair === true),
+    })),
+    SealShard: unary('SealShard', (r: { placement?: Buffer; index?: number; header?: Parameters<typeof columnHeaderOf>[0]; discard?: boolean }) => {
+      const { internal } = running();
       const placement = placementOf(r.placement);
       if (!placement) throw invalidArgument('a seal without its placement key');
-      if (r.discard === true) {
-        waiting.discard(placement, r.index ?? 0);
-        return { created: false };
-      }
-      return waiting.seal(placement, r.index ?? 0, columnHeaderOf(r.header, config).header);
+      return internal.seal(placement, r.index ?? 0, r.discard === true ? undefined : columnHeaderOf(r.header, internal.config).header);
     }),
-    StoreManifest: unary('StoreManifest', async (r: StoreManifestMessage) => {
-      const { store, config } = running();
-      const { id, manifest } = incomingManifest(r, config);
-      return { created: await store.ecManifests.put(id, manifest) };
-    }),
-    DeleteShard: unary('DeleteShard', async (r: { id?: { id?: Buffer }; index?: number; all?: boolean }) => {
-      const { store } = running();
-      const id = blobIdFromBytes(r.id?.id);
-      const held = store.shardsOf(id).filter((c) => r.all === true || c.shard.index === (r.index ?? 0)).length;
-      await store.deleteShards(id, r.all === true ? undefined : (r.index ?? 0), true);
-      return { deleted: held };
-    }),
+    StoreManifest: unary('StoreManifest', async (r: StoreManifestMessage) => ({ created: await running().internal.storeManifest(r) })),
+    DeleteShard: unary('DeleteShard', async (r: { id?: { id?: Buffer }; index?: number; all?: boolean }) => ({
+      deleted: await running().internal.dropColumns(blobIdFromBytes(r.id?.id), r.all === true ? undefined : (r.index ?? 0)),
+    })),
   } as UntypedServiceImplementation;
 }

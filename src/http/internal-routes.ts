@@ -23,18 +23,16 @@
 import type { Cluster } from '../cluster/cluster.js';
 import { SECRET_METADATA } from '../cluster/peers.js';
 import { parseBlobId } from '../blob/id.js';
-import { BlobstoreError, invalidArgument, notFound } from '../errors/errors.js';
+import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
-import { incomingMeta, replicaCommitter } from '../cluster/transfer.js';
+import { incomingMeta } from '../cluster/transfer.js';
 import { messageOfHeaders } from '../cluster/wire-meta.js';
-import { BlobWriter } from '../service/blob-writer.js';
+import type { BlobWriter } from '../service/blob-writer.js';
 import type { ByteRange } from '../service/local-store.js';
 import { BodySender } from './download.js';
 import { ColumnBody } from './column-body.js';
-import { ColumnWriter } from '../cluster/column-writer.js';
 import { columnHeaderOf, waitingColumnHeader } from '../cluster/shard-transfer.js';
 import type { BlobMeta } from '../blob/meta.js';
-import type { ShardMeta } from '../blob/shard.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseRange } from './range.js';
 import { type Exchange, flowOf, newExchange, sendError, sendJson } from './reply.js';
@@ -55,21 +53,12 @@ export class InternalRoutes {
 
   /** GET /internal/v1/blobs/:id (HEAD answers the same head without the body). */
   readonly get = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
-    this.getOne(res, req, head, (cluster, id) => {
-      const meta = cluster.store.stat(id);
-      if (!meta) throw notFound(`blob ${id.toString('hex')} not on this node`);
-      return meta;
-    });
+    this.getOne(res, req, head, (cluster, id) => cluster.internal.blob(id));
   };
 
   /** GET /internal/v1/shards/:id/:index: (a range of) a shard column held here. */
   readonly getShard = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
-    this.getOne(res, req, head, (cluster, id) => {
-      const index = Number(req.getParameter(1));
-      const meta = cluster.store.shardsOf(id).find((c) => c.shard.index === index);
-      if (!meta) throw notFound(`column ${req.getParameter(1)} of ${id.toString('hex')} not on this node`);
-      return meta;
-    });
+    this.getOne(res, req, head, (cluster, id) => cluster.internal.column(id, Number(req.getParameter(1))));
   };
 
   private getOne(res: HttpResponse, req: HttpRequest, head: boolean, lookup: (cluster: Cluster, id: Buffer) => BlobMeta): void {
@@ -98,6 +87,7 @@ export class InternalRoutes {
     let sealLater: { cluster: Cluster; placement: Buffer; index: number } | undefined;
     try {
       const cluster = this.authorize(req);
+      const { internal } = cluster;
       if (req.getHeader('x-blobstore-seal') === 'later') {
         // A column of a store that streams before its blob's id is known: the path names the
         // placement key; the column waits for its seal (waiting-columns.ts).
@@ -106,22 +96,22 @@ export class InternalRoutes {
         const { header, columnBytes } = waitingColumnHeader(placement, index, Number(req.getHeader('x-blobstore-policy')), Number(req.getHeader('x-blobstore-shard-size')),
           Number(req.getHeader('x-blobstore-size')), Number(req.getHeader('x-blobstore-column-size')));
         release = this.intake.admit();
-        const idleMs = Math.max(cluster.config.bodyIdleTimeoutMs, cluster.config.ecWaitingColumnTtlMs);
-        body = new ColumnBody(new ColumnWriter(cluster.store, cluster.config, header, columnBytes), columnBytes, cluster.store.pool, flowOf(x), idleMs);
+        const idleMs = Math.max(internal.config.bodyIdleTimeoutMs, internal.config.ecWaitingColumnTtlMs);
+        body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x), idleMs);
         sealLater = { cluster, placement, index };
       } else {
         const { header, columnBytes } = columnHeaderOf({
           id: { id: parseBlobId(req.getParameter(0)) }, index: Number(req.getParameter(1)), shard_size: Number(req.getHeader('x-blobstore-shard-size')),
           column_size: Number(req.getHeader('x-blobstore-column-size')),
           meta: messageOfHeaders((name) => req.getHeader(name)),
-        }, cluster.config);
-        if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(header.id) !== undefined) {
+        }, internal.config);
+        if (internal.declines(header.id, req.getHeader('x-blobstore-repair') === '1')) {
           // A user deleted the blob here: repair does not bring a column of it back.
           this.intake.drop(x);
           return sendJson(x, 200, '{"created":false,"declined":true}', undefined, 'drain');
         }
         release = this.intake.admit();
-        body = new ColumnBody(new ColumnWriter(cluster.store, cluster.config, header, columnBytes), columnBytes, cluster.store.pool, flowOf(x));
+        body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x));
       }
     } catch (err) {
       release();
@@ -131,7 +121,7 @@ export class InternalRoutes {
     this.intake.receive(x, body, release, start, isChunked(req), async () => {
       try {
         if (sealLater) {
-          sealLater.cluster.waiting.hold(sealLater.placement, sealLater.index, await body.complete());
+          sealLater.cluster.internal.hold(sealLater.placement, sealLater.index, await body.complete());
           return sendJson(x, 200, '{"received":true}');
         }
         const result = await body.finish();
@@ -155,15 +145,15 @@ export class InternalRoutes {
       // The size comes apart from the body: a chunked body (this uWS refuses Content-Lengths of ten digits).
       const size = req.getHeader('x-blobstore-size');
       if (!/^\d{1,15}$/.test(size)) throw invalidArgument('a replica needs its X-Blobstore-Size');
-      meta = incomingMeta({ id: parseBlobId(req.getParameter(0)) }, messageOfHeaders((name) => req.getHeader(name)), cluster.config);
-      if (req.getHeader('x-blobstore-repair') === '1' && cluster.store.deletedAt(meta.id) !== undefined) {
+      const { internal } = cluster;
+      meta = incomingMeta({ id: parseBlobId(req.getParameter(0)) }, messageOfHeaders((name) => req.getHeader(name)), internal.config);
+      if (internal.declines(meta.id, req.getHeader('x-blobstore-repair') === '1')) {
         // A user deleted it here: repair does not bring it back.
         this.intake.drop(x);
         return sendJson(x, 200, '{"created":false}', undefined, 'drain');
       }
-      cluster.store.checkSpace(meta.size);
       release = this.intake.admit();
-      writer = new BlobWriter(flowOf(x), cluster.store, replicaCommitter(cluster.store, cluster.config, meta), cluster.config, undefined, meta.size, true);
+      writer = internal.replicaWriter(flowOf(x), meta);
     } catch (err) {
       release();
       this.intake.drop(x);
@@ -189,7 +179,7 @@ export class InternalRoutes {
     return cluster;
   }
 
-  private async send(x: Exchange, meta: NonNullable<ReturnType<Cluster['store']['stat']>>, range: ByteRange | undefined, cluster: Cluster): Promise<void> {
+  private async send(x: Exchange, meta: BlobMeta, range: ByteRange | undefined, cluster: Cluster): Promise<void> {
     const total = range ? range.end - range.start : meta.size;
     const writeHead = (ex: Exchange): void => {
       ex.res.writeStatus(range ? '206 Partial Content' : '200 OK').writeHeader('Content-Type', 'application/octet-stream');
@@ -206,13 +196,12 @@ export class InternalRoutes {
     const sender = new BodySender(x, total);
     let sent = false;
     try {
-      await cluster.store.read(meta, async (chunk, i) => {
+      // A corrupt column is dropped and rebuilt here (the reader reconstructs around it).
+      await cluster.internal.read(meta, async (chunk, i) => {
         await sender.send(chunk, i === 0 ? writeHead : undefined);
         sent = true;
       }, range);
     } catch (err) {
-      // A corrupt column is dropped and rebuilt here (the reader reconstructs around it).
-      if ('shard' in meta && err instanceof BlobstoreError && err.kind === 'corruption') cluster.corruptColumn(meta as ShardMeta);
       // After the first byte the status is gone: cut the body short rather than send wrong bytes.
       if (sent && !x.aborted && !x.done) {
         x.done = true;

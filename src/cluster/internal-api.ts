@@ -1,0 +1,175 @@
+/**
+ * What peers ask of this node and hand to it, once for both transports: InternalService's gRPC
+ * handlers (src/grpc/internal-handlers.ts) and the /internal/v1 routes of the API listener
+ * (src/http/internal-routes.ts) decode a request, call one method here and encode the answer;
+ * neither reaches the local store. The checks every transport must make are made here: a repair
+ * of a blob a user deleted here is declined, a copy or column read from here is verified, and a
+ * column found corrupt on the way is dropped and rebuilt.
+ */
+import type { NodeConfig } from '../config/settings.js';
+import { BlobstoreError, notFound } from '../errors/errors.js';
+import type { BlobMeta } from '../blob/meta.js';
+import type { ShardMeta } from '../blob/shard.js';
+import { BlobWriter, type FlowControl } from '../service/blob-writer.js';
+import { ecBlobMeta, manifestMeta } from '../service/ec-meta.js';
+import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
+import type { Located } from '../service/placement.js';
+import type { AntiEntropy } from './anti-entropy.js';
+import { type ColumnHeader, ColumnWriter } from './column-writer.js';
+import { incomingManifest, type StoreManifestMessage } from './ec-manifest.js';
+import { ShardReceiver, storeColumn } from './shard-transfer.js';
+import { type IncomingMeta, ReplicaReceiver, replicaCommitter, storeReplica } from './transfer.js';
+import type { WaitingColumns } from './waiting-columns.js';
+
+/** What this node holds of a blob, as StatBlob answers it. */
+export type HeldHere =
+  | { readonly kind: 'blob'; readonly meta: BlobMeta }
+  | { readonly kind: 'columns'; readonly meta: Located; readonly indices: number[]; readonly shardBytes: number; readonly placement?: Buffer }
+  | { readonly kind: 'manifest'; readonly meta: Located; readonly shardBytes: number; readonly placement: Buffer };
+
+export class ClusterInternalApi {
+  constructor(
+    private readonly store: LocalStore,
+    readonly config: NodeConfig,
+    private readonly waiting: WaitingColumns,
+    private readonly antiEntropy: AntiEntropy,
+    /** A column held here failed its check: it goes and is rebuilt (Cluster.corruptColumn). */
+    private readonly corruptColumn: (meta: ShardMeta) => void,
+  ) {}
+
+  /** The pooled 1 MiB chunks bodies are received into. */
+  get pool(): LocalStore['pool'] {
+    return this.store.pool;
+  }
+
+  /** A whole copy held here (404 otherwise). */
+  blob(id: Buffer): BlobMeta {
+    const meta = this.store.stat(id);
+    if (!meta) throw notFound(`blob ${id.toString('hex')} not on this node`);
+    return meta;
+  }
+
+  /** Column `index` of a blob, held here (404 otherwise). */
+  column(id: Buffer, index: number): ShardMeta {
+    const meta = this.store.shardsOf(id).find((c) => c.shard.index === index);
+    if (!meta) throw notFound(`column ${index} of ${id.toString('hex')} not on this node`);
+    return meta;
+  }
+
+  /**
+   * Streams (a range of) a copy or column held here, each chunk verified before it goes; a column
+   * found corrupt is dropped and rebuilt (the caller's reader reconstructs around it).
+   */
+  async read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange): Promise<void> {
+    try {
+      await this.store.read(meta, sink, range);
+    } catch (err) {
+      if ('shard' in meta && err instanceof BlobstoreError && err.kind === 'corruption') this.corruptColumn(meta as ShardMeta);
+      throw err;
+    }
+  }
+
+  /** What this node holds of the blob: a whole copy, columns of it, or its manifest (StatBlob). */
+  held(id: Buffer): HeldHere | undefined {
+    const meta = this.store.stat(id);
+    if (meta) return { kind: 'blob', meta };
+    const columns = this.store.shardsOf(id);
+    if (columns.length > 0) {
+      const first = columns[0]!;
+      return { kind: 'columns', meta: ecBlobMeta(first), indices: columns.map((c) => c.shard.index), shardBytes: first.shard.shardBytes, placement: first.shard.placement };
+    }
+    const manifest = this.store.ecManifests.get(id);
+    return manifest && { kind: 'manifest', meta: manifestMeta(id, manifest), shardBytes: manifest.shardBytes, placement: manifest.placement };
+  }
+
+  /** Which of `ids` are held or were deleted by a user here (repair sends neither): bit i of the answer. */
+  have(ids: readonly Buffer[]): Buffer {
+    const have = Buffer.alloc(Math.ceil(ids.length / 8));
+    ids.forEach((id, i) => {
+      if (id.length === 16 && (this.store.stat(id) !== undefined || this.store.deletedAt(id) !== undefined)) have[i >> 3]! |= 1 << (i & 7);
+    });
+    return have;
+  }
+
+  /** A repair (or a handoff) of a blob a user deleted here is not taken back. */
+  declines(id: Buffer, repair: boolean): boolean {
+    return repair && this.store.deletedAt(id) !== undefined;
+  }
+
+  /** Drops a copy held here (not a user's delete); whether one was here. */
+  async dropCopy(id: Buffer): Promise<boolean> {
+    const had = this.store.stat(id) !== undefined;
+    await this.store.delete(id, true);
+    return had;
+  }
+
+  /** Drops columns held here (`index`, or all of the blob's): a store taken back, a column handed off. */
+  async dropColumns(id: Buffer, index: number | undefined): Promise<number> {
+    const held = this.store.shardsOf(id).filter((c) => index === undefined || c.shard.index === index).length;
+    await this.store.deleteShards(id, index, true);
+    return held;
+  }
+
+  /** A replica that came whole; false when declined or held already. */
+  async storeReplica(m: IncomingMeta, data: Buffer, repair: boolean): Promise<boolean> {
+    if (this.declines(m.id, repair)) return false;
+    return (await storeReplica(this.store, this.config, m, data)).created;
+  }
+
+  /** A replica's body as it arrives (pooled chunks, checked against `m` at the end). */
+  replicaWriter(flow: FlowControl, m: IncomingMeta): BlobWriter {
+    this.store.checkSpace(m.size);
+    return new BlobWriter(flow, this.store, replicaCommitter(this.store, this.config, m), this.config, undefined, m.size, true);
+  }
+
+  /** The receiving end of a ReplicateStream or Migrate call. */
+  replicaReceiver(repair: boolean): ReplicaReceiver {
+    return new ReplicaReceiver(this.store, this.config, repair);
+  }
+
+  /** The receiving end of a StoreShard call. */
+  shardReceiver(repair: boolean): ShardReceiver {
+    return new ShardReceiver(this.store, this.config, repair);
+  }
+
+  /** Whole small columns (StoreShardBatch): each stored or refused on its own. */
+  storeColumns(columns: readonly Parameters<typeof storeColumn>[2][], repair: boolean): Promise<{ stored: boolean; created: boolean; error: string }[]> {
+    return Promise.all(columns.map((msg) => storeColumn(this.store, this.config, msg, repair).then(
+      (done) => ({ stored: done.stored, created: done.created, error: '' }),
+      (err: Error) => ({ stored: false, created: false, error: err.message }),
+    )));
+  }
+
+  /** A column's writer into the local store (a streamed body). */
+  columnWriter(header: ColumnHeader, columnBytes: number): ColumnWriter {
+    return new ColumnWriter(this.store, this.config, header, columnBytes);
+  }
+
+  /** A streamed column, complete and checked, waits for its seal. */
+  hold(placement: Buffer, index: number, writer: ColumnWriter): void {
+    this.waiting.hold(placement, index, writer);
+  }
+
+  /** SealShard: commits the waiting column as `header` names it, or drops it (`header` undefined). */
+  async seal(placement: Buffer, index: number, header: ColumnHeader | undefined): Promise<{ created: boolean }> {
+    if (header) return this.waiting.seal(placement, index, header);
+    this.waiting.discard(placement, index);
+    return { created: false };
+  }
+
+  /** StoreManifest: kept durably; true when it was not here. */
+  storeManifest(msg: StoreManifestMessage): Promise<boolean> {
+    const { id, manifest } = incomingManifest(msg, this.config);
+    return this.store.ecManifests.put(id, manifest);
+  }
+
+  /** RangeDigest: anti-entropy's digests for (this node, `peer`). */
+  digests(peer: string, tops: readonly number[]): { ring_version: number; digests: string[] } {
+    return this.antiEntropy.digests(peer, tops);
+  }
+
+  /** ListLeaf: the ids of a leaf both this node and `peer` own. */
+  leafIds(peer: string, leaf: number): Buffer[] {
+    return this.antiEntropy.leafIds(peer, leaf);
+  }
+}
