@@ -31,11 +31,10 @@ import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError, type PeerClients } from './peers.js';
-import { peerBlobMeta, placementOf } from './wire-meta.js';
+import { type StatBlobAnswer, statOfAnswer } from './wire-meta.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from './ec-read-state.js';
 import type { HttpFetcher } from './http-fetcher.js';
-import type { BlobMetaMessage } from '../proto/messages.js';
 import { manifestBlob } from './ec-manifest.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import type { ShardMeta } from '../blob/shard.js';
@@ -147,13 +146,10 @@ export class EcReader implements ColumnSource {
     }
     try {
       const stub = this.peers.get(node, member.grpcAddress).internal;
-      const res = await this.peers.unary<{ meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number; placement?: Buffer; manifest?: boolean }>(
-        stub, node, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
-      const indices = res.shard_indices ?? [];
-      const placement = placementOf(res.placement);
-      const described = (indices.length > 0 || res.manifest === true) && res.meta;
-      const blob = described ? { meta: peerBlobMeta(id, res.meta!, this.config), shardBytes: Number(res.shard_size ?? 0), placement } : undefined;
-      return { node, indices, blob, placement };
+      const answer = await this.peers.unary<StatBlobAnswer>(stub, node, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
+      const { meta, ec, indices } = statOfAnswer(id, answer, this.config);
+      const blob = meta && ec ? { meta, shardBytes: ec.shardBytes, placement: ec.placement } : undefined;
+      return { node, indices, blob, placement: ec?.placement };
     } catch (err) {
       return err instanceof PeerCallError && err.code === grpc.status.DEADLINE_EXCEEDED ? { node, indices: [], slow: true } : { node, indices: [], unreachable: true };
     }

@@ -19,14 +19,13 @@ import type { BlobMeta } from '../blob/meta.js';
 import { replicaCount, staysWhereStored } from '../blob/policy.js';
 import type { NodeConfig } from '../config/settings.js';
 import { createHasher } from '../hash/blake3.js';
-import type { BlobMetaMessage } from '../proto/messages.js';
 import type { ByteRange, ChunkSink } from '../service/local-store.js';
 import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
 import { READ_OWNERS, type Ring } from './ring.js';
 import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
 import { PeerCallError, type PeerClients } from './peers.js';
-import { peerBlobMeta, placementOf } from './wire-meta.js';
+import { type StatBlobAnswer, statOfAnswer } from './wire-meta.js';
 
 
 /**
@@ -108,13 +107,8 @@ export class RemoteReader {
       asked++;
       try {
         const stub = this.peers.get(peer, member.grpcAddress).internal;
-        const res = await this.peers.unary<{ exists?: boolean; meta?: BlobMetaMessage; shard_indices?: number[]; shard_size?: number; placement?: Buffer; manifest?: boolean }>(stub, peer, 'StatBlob', { id: { id } });
-        if (res.exists && res.meta) {
-          const meta = peerBlobMeta(id, res.meta, this.config);
-          if ((res.shard_indices ?? []).length === 0 && res.manifest !== true) return { meta, peer };
-          const placement = placementOf(res.placement);
-          return { meta, peer, ec: placement ? { shardBytes: Number(res.shard_size ?? 0), placement } : { shardBytes: Number(res.shard_size ?? 0) } };
-        }
+        const { meta, ec } = statOfAnswer(id, await this.peers.unary<StatBlobAnswer>(stub, peer, 'StatBlob', { id: { id } }), this.config);
+        if (meta) return ec ? { meta, peer, ec } : { meta, peer };
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;
         lastFailure = err;

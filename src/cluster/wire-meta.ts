@@ -85,3 +85,28 @@ export function placementOf(bytes: Buffer | undefined): Buffer | undefined {
   if (bytes.length !== 16) throw invalidArgument(`placement key of ${bytes.length} bytes (16 expected)`);
   return Buffer.from(bytes);
 }
+
+/** StatBlob's answer as it arrives (InternalService). */
+export interface StatBlobAnswer {
+  exists?: boolean;
+  meta?: Partial<BlobMetaMessage>;
+  shard_indices?: number[];
+  shard_size?: number;
+  placement?: Buffer;
+  manifest?: boolean;
+}
+
+/**
+ * What a peer's StatBlob answer says, read once for every asker: the blob's metadata if it holds
+ * the blob, a column of it or its manifest; `ec` for an EC blob (its shard size and placement key);
+ * the columns it holds.
+ */
+export function statOfAnswer(id: Buffer, res: StatBlobAnswer, limits: LabelLimits): { meta?: BlobMeta; ec?: { shardBytes: number; placement?: Buffer }; indices: number[] } {
+  const indices = res.shard_indices ?? [];
+  if (res.exists === false || !res.meta) return { indices };
+  const meta = peerBlobMeta(id, res.meta, limits);
+  if (indices.length === 0 && res.manifest !== true) return { meta, indices };
+  const placement = placementOf(res.placement);
+  const shardBytes = Number(res.shard_size ?? 0);
+  return { meta, ec: placement ? { shardBytes, placement } : { shardBytes }, indices };
+}
