@@ -238,6 +238,7 @@ static napi_value init(napi_env env, napi_value exports) {
         {"pwriteEach", NULL, js_pwrite_each, NULL, NULL, NULL, napi_default, NULL},
         {"directWriteBytes", NULL, js_direct_write_bytes, NULL, NULL, NULL, napi_default, NULL},
         {"copyBytes", NULL, js_copy_bytes, NULL, NULL, NULL, napi_default, NULL},
+        {"pageOffset", NULL, js_page_offset, NULL, NULL, NULL, napi_default, NULL},
         {"batchSink", NULL, js_batch_sink, NULL, NULL, NULL, napi_default, NULL},
         {"writeBatchTo", NULL, js_write_batch_to, NULL, NULL, NULL, napi_default, NULL},
         {"readBackTo", NULL, js_read_back_to, NULL, NULL, NULL, napi_default, NULL},

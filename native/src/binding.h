@@ -48,6 +48,7 @@ napi_value js_fallocate_modes(napi_env env, napi_callback_info info);
 napi_value js_pwrite_each(napi_env env, napi_callback_info info);
 /* copyBytes(src, dst, dstOffset) -> bytes copied (all of src), or -1 when they do not fit or an argument is not bytes (binding_copy.c) */
 napi_value js_copy_bytes(napi_env env, napi_callback_info info);
+napi_value js_page_offset(napi_env env, napi_callback_info info);
 /* directWriteBytes() -> number: bytes pwriteEach wrote through an O_DIRECT fd (binding_fs.c) */
 napi_value js_direct_write_bytes(napi_env env, napi_callback_info info);
 /* One batch of the segment log: parts written as one stream from `position` (through `direct_fd`,

@@ -1,10 +1,12 @@
 /**
  * A bounded pool of reusable 1 MiB chunk buffers. Bytes from the socket are copied once into one
  * of these and move by reference after that, also to worker threads: the buffers live in shared
- * memory. When the pool is empty, callers wait (uploads pause their socket) instead of
- * allocating without bound.
+ * memory, each starting on a page boundary (a read from a file into them runs at the copy's full
+ * speed: util/aligned-buffer.ts). When the pool is empty, callers wait (uploads pause their
+ * socket) instead of allocating without bound.
  */
 import { CHUNK_BYTES } from '../blob/chunk.js';
+import { pageAlignedShared } from '../util/aligned-buffer.js';
 
 export class BufferPool {
   private readonly free: Buffer[] = [];
@@ -19,7 +21,7 @@ export class BufferPool {
     if (buf) return buf;
     if (this.created < this.maxBuffers) {
       this.created++;
-      return Buffer.from(new SharedArrayBuffer(CHUNK_BYTES));
+      return pageAlignedShared(CHUNK_BYTES);
     }
     return undefined;
   }
