@@ -3,14 +3,16 @@
  *
  *   ec42_1GiB_put / _get   a 1 GiB EC42 blob PUT (curl -T, chunked, X-Blobstore-Size) to and GET from a 6-node cluster
  *                          on this host, against NONE on one node (1.5x the bytes on one shared disk);
- *                          rounds interleave the two. Then degraded: the same GET with 2 nodes down.
+ *                          rounds interleave the two. Then degraded: the same GET with the holders of
+ *                          two data columns down (the worst case: two of the four inputs of every
+ *                          row's rebuild are data columns the read streams anyway).
  *   ec42_64MiB_put / _get  MiB/s of 64 MiB objects one after another (OpenStack Swift's EC 4+2
  *                          figures on a 2-core machine are ~120 / ~300 MiB/s).
  *   scrub                  the scrubber's MiB/s with no cap, and 4 KiB GET/s while it runs at its
  *                          default cap against GET/s with it off.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -107,11 +109,13 @@ async function largeBlobs(dir: string, bodies: string): Promise<void> {
     emit({ bench: BENCH, metric: 'ec42_64MiB_put_mib_s', value: round((objects * 64) / putSeconds, 0), unit: 'MiB/s', reference: 'Swift EC 4+2 ~120 MiB/s', objects });
     emit({ bench: BENCH, metric: 'ec42_64MiB_get_mib_s', value: round((objects * 64) / getSeconds, 0), unit: 'MiB/s', reference: 'Swift EC 4+2 ~300 MiB/s', objects });
 
-    // Degraded: two nodes down (not the one asked), the same GET, against the healthy one.
+    // Degraded: the holders of two data columns down (not the node asked), the same GET, against the healthy one.
     const healthy: number[] = [];
     for (let i = 0; i < REPEATS; i++) healthy.push(await curlGetSeconds(`${c.url(0)}/v1/blobs/${ecId}`, BLOB_BYTES));
-    await c.nodes[2]!.stop();
-    await c.nodes[4]!.stop();
+    const down = dataColumnHolders(c.dirs, 4, BLOB_BYTES / 8).filter((n) => n !== 0).slice(0, 2);
+    if (down.length < 2) throw new Error(`the data columns of the last 1 GiB EC blob were not found on two nodes besides node 0 (found ${down.join(', ')})`);
+    log(`${BENCH}: degraded GET with nodes ${down.join(' and ')} down (each holds a data column)`);
+    for (const n of down) await c.nodes[n]!.stop();
     const degraded: number[] = [];
     for (let i = 0; i < REPEATS; i++) degraded.push(await curlGetSeconds(`${c.url(0)}/v1/blobs/${ecId}`, BLOB_BYTES));
     const degradedRatio = median(healthy) / median(degraded);
@@ -122,6 +126,33 @@ async function largeBlobs(dir: string, bodies: string): Promise<void> {
     await c.stop();
     await alone.stop();
   }
+}
+
+/**
+ * The nodes (by index) holding data columns 0..k-1 of the newest blob whose columns are at least
+ * `minBytes`: each node's column files (shards/<2 hex>/<placement hex>.<column>), grouped by
+ * placement, the group written last.
+ */
+function dataColumnHolders(dirs: readonly string[], k: number, minBytes: number): number[] {
+  const groups = new Map<string, { mtime: number; nodes: Map<number, number> }>();
+  for (const [node, dir] of dirs.entries()) {
+    const shards = join(dir, 'shards');
+    for (const sub of existsSync(shards) ? readdirSync(shards) : []) {
+      for (const name of readdirSync(join(shards, sub))) {
+        const m = /^([0-9a-f]+)\.(\d+)$/.exec(name);
+        if (!m) continue;
+        const st = statSync(join(shards, sub, name));
+        if (st.size < minBytes) continue;
+        const g = groups.get(m[1]!) ?? { mtime: 0, nodes: new Map<number, number>() };
+        g.mtime = Math.max(g.mtime, st.mtimeMs);
+        g.nodes.set(Number(m[2]), node);
+        groups.set(m[1]!, g);
+      }
+    }
+  }
+  const newest = [...groups.values()].sort((a, b) => b.mtime - a.mtime)[0];
+  if (!newest) return [];
+  return [...Array(k).keys()].map((i) => newest.nodes.get(i)).filter((n): n is number => n !== undefined);
 }
 
 async function scrubState(port: number): Promise<{ active: boolean; passes: number; bytes_checked: number }> {

@@ -25,7 +25,9 @@ export type Holders = Map<number, string>;
 /** What a read's state asks of the reader that runs it (EcReader). */
 export interface ColumnSource {
   openColumn(blob: EcBlob, node: string, index: number, start: number, end: number): ColumnStream | undefined;
-  /** Bytes a column stream gave are no longer used (a slab goes back for reuse). */
+  /** A buffer of `length` (at most a cell) for rebuilt bytes: a view of a reusable slab, released as a stream's. */
+  take(length: number): Buffer;
+  /** Bytes a column stream gave, or take() lent, are no longer used (a slab goes back for reuse). */
   release(bytes: Buffer): void;
   fetchRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer>;
   /** The blob's holders are stale: asked again on the next read. */
@@ -78,6 +80,11 @@ export function piecesOf(layout: StripeLayout, range: ByteRange): Piece[] {
  * missing or failed column are rebuilt stripe-wide (row-rebuild.ts: k other columns streamed
  * once over the read's rows, each row reconstructed once); a cell that rebuild cannot give (its
  * row has gone by, or an input failed) is rebuilt on its own from k other columns.
+ *
+ * When a data column the read needs has no holder from the start, the rebuild starts with the
+ * read's first row and the data columns among its inputs are shared: each streams once, its
+ * cells serving the reconstruction and then the read (the rebuild keeps them for it). If that
+ * rebuild fails, the shared columns' remaining pieces are fetched one by one.
  */
 export class ReadState {
   private readonly bad = new Set<number>();
@@ -91,6 +98,10 @@ export class ReadState {
   /** Pieces not yet handed on, by `${column offset of the row}:${index}`. */
   private readonly pending = new Set<string>();
   private rowRebuild: RowRebuild | undefined;
+  /** Data columns whose pieces the row rebuild gives (its inputs, streamed once for both). */
+  private readonly shared = new Set<number>();
+  /** Whether the read has looked for a column missing from the start (sharedRebuild), once. */
+  private started = false;
 
   constructor(
     private readonly reader: ColumnSource,
@@ -111,6 +122,7 @@ export class ReadState {
 
   /** A piece's bytes: taken from its column's stream, else rebuilt. */
   async piece(p: Piece): Promise<Buffer> {
+    if (!this.started) this.startShared();
     const at = this.layout.columnOffset(p.stripe) + p.cellStart;
     try {
       return await this.bytesOf(p, at);
@@ -126,7 +138,10 @@ export class ReadState {
       this.rebuilt.delete(key);
       return done.subarray(p.from, p.to);
     }
-    if (!this.bad.has(p.index)) {
+    if (this.shared.has(p.index)) {
+      const bytes = await this.sharedPiece(p, at);
+      if (bytes) return bytes;
+    } else if (!this.bad.has(p.index)) {
       const stream = this.stream(p.index);
       if (stream) {
         try {
@@ -145,6 +160,43 @@ export class ReadState {
     return cell.subarray(p.from, p.to);
   }
 
+  /**
+   * A piece of a shared column: its cell from the row rebuild, else (the rebuild failed, or a
+   * later one started past the row) fetched on its own; undefined once the column failed.
+   */
+  private async sharedPiece(p: Piece, at: number): Promise<Buffer | undefined> {
+    const rows = this.rowRebuild;
+    const cell = rows !== undefined && !rows.dead ? await rows.cell(p.index, at) : undefined;
+    if (cell) return cell.subarray(p.from, p.to);
+    const node = this.holders.get(p.index);
+    if (node === undefined || this.bad.has(p.index)) return undefined;
+    try {
+      const fetchStart = performance.now();
+      const bytes = await this.reader.fetchRange(this.blob, node, p.index, at + p.from, p.to - p.from);
+      this.reader.fetched(fetchStart);
+      return bytes;
+    } catch (err) {
+      this.failed(p.index, err);
+      return undefined;
+    }
+  }
+
+  /**
+   * Once, at the read's first piece: when a data column it needs has no holder, the row rebuild
+   * starts now, at the read's first row, with the data columns among its inputs shared.
+   */
+  private startShared(): void {
+    this.started = true;
+    let lo = Infinity;
+    let missing = false;
+    for (const key of this.pending) {
+      const [row, index] = key.split(':').map(Number) as [number, number];
+      lo = Math.min(lo, row);
+      if (!this.holders.has(index)) missing = true;
+    }
+    if (missing) this.rowRebuild = this.openRowRebuild(lo, true);
+  }
+
   /** A column does not stream its pieces: it has no holder, or it failed in this read. */
   private unhealthy(index: number): boolean {
     return this.bad.has(index) || !this.holders.has(index);
@@ -159,14 +211,26 @@ export class ReadState {
     if (this.rowRebuild && !this.rowRebuild.dead) return this.rowRebuild;
     this.rowRebuild?.close();
     this.rowRebuild = undefined;
-    const { k, m } = this.layout;
     let lo = at;
     for (const key of this.pending) {
       const [row, index] = key.split(':').map(Number) as [number, number];
       if (row < lo && this.unhealthy(index)) lo = row;
     }
-    // Parity first: the read streams the data columns it has already.
-    const order = [...Array(m).keys()].map((j) => k + j).concat([...Array(k).keys()]);
+    this.rowRebuild = this.openRowRebuild(lo, false);
+    return this.rowRebuild;
+  }
+
+  /**
+   * A row rebuild over [lo, rowsEnd) from k inputs. `share`: the data columns among the inputs
+   * serve the read too (their pieces come from the rebuild), so data columns go first, each
+   * streamed once for both; else parity goes first (the read streams its data columns already).
+   * Undefined when fewer than k columns can be streamed.
+   */
+  private openRowRebuild(lo: number, share: boolean): RowRebuild | undefined {
+    const { k, m } = this.layout;
+    const data = [...Array(k).keys()];
+    const parity = [...Array(m).keys()].map((j) => k + j);
+    const order = share ? data.concat(parity) : parity.concat(data);
     const inputs: RebuildInput[] = [];
     for (const index of order) {
       if (inputs.length === k) break;
@@ -179,13 +243,14 @@ export class ReadState {
       for (const input of inputs) input.stream.close();
       return undefined;
     }
-    this.rowRebuild = new RowRebuild(this.layout, inputs, lo, this.rowsEnd, {
-      wanted: (row, index) => this.unhealthy(index) && this.pending.has(`${row}:${index}`),
+    if (share) for (const { index } of inputs) if (index < k && this.ranges.has(index)) this.shared.add(index);
+    return new RowRebuild(this.layout, inputs, lo, this.rowsEnd, {
+      wanted: (row, index) => (this.unhealthy(index) || this.shared.has(index)) && this.pending.has(`${row}:${index}`),
       failed: (index, err) => this.failed(index, err),
       reconstructed: (startMs) => this.reader.reconstructed(startMs),
+      take: (length) => this.reader.take(length),
       release: (bytes) => this.reader.release(bytes),
     });
-    return this.rowRebuild;
   }
 
   /** The column's stream over its needed range, opened on first use; undefined when nobody holds it. */

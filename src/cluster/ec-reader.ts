@@ -290,7 +290,12 @@ export class EcReader implements ColumnSource {
     return remoteColumn(peer, this.http, blob.meta.id, index, start, end, this.columnLimits);
   }
 
-  /** A column stream's bytes (a view of a slab, or not) are no longer used. */
+  /** A slab's view for a rebuilt cell of `length` (at most CELL_BYTES). */
+  take(length: number): Buffer {
+    return this.columnLimits.slabs.take().subarray(0, length);
+  }
+
+  /** A column stream's bytes or a rebuilt cell (a view of a slab, or not) are no longer used. */
   release(bytes: Buffer): void {
     this.columnLimits.slabs.release(bytes);
   }

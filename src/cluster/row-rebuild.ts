@@ -10,8 +10,8 @@
  * order are stripes in blob order, so one stream per column serves every stripe of the read.
  * Rows go strictly in order, one after another as they are asked for; a cell whose row has gone
  * by, or any failure of an input, is answered `undefined` and the caller rebuilds that cell on
- * its own (a fetch of k cells). The caller takes parity columns first: the read fetches them for
- * nothing else, while the data columns it has are streaming already.
+ * its own (a fetch of k cells). A data column among the inputs may serve the read too: its cells
+ * the read wants are kept for it as the rebuilt ones are (ec-read-state.ts decides which).
  */
 import { reconstruct } from '../ec/codec.js';
 import { CELL_BYTES, type StripeLayout } from '../ec/layout.js';
@@ -24,13 +24,18 @@ export interface RebuildInput {
 }
 
 export interface RowRebuildHooks {
-  /** The data cell (row at column offset `at`, column `index`) will be asked for: keep it when rebuilt. */
+  /**
+   * The data cell (row at column offset `at`, column `index`) will be asked for: keep it once the
+   * row is rebuilt, a rebuilt cell or an input's (a data column the read shares with the rebuild).
+   */
   wanted(at: number, index: number): boolean;
   /** An input failed: the column is ruled out for the rest of the read. */
   failed(index: number, err: unknown): void;
   /** Timing of one row's reconstruction (metrics). */
   reconstructed(startMs: number): void;
-  /** An input's cell is no longer used (its stream's slab goes back for reuse). */
+  /** A buffer of `length` bytes for a rebuilt cell (a view of a reusable slab), released as an input's cell is. */
+  take(length: number): Buffer;
+  /** An input's or a rebuilt cell is no longer used (its slab goes back for reuse). */
   release(bytes: Buffer): void;
 }
 
@@ -41,6 +46,8 @@ export class RowRebuild {
   private broken = false;
   /** Rebuilt data cells not yet taken, by `${at}:${index}`. */
   private readonly cells = new Map<string, Buffer>();
+  /** Stand-ins for the parity cells a row does not read: a data-only reconstruction writes none of them. */
+  private readonly unread: Buffer[] = [];
 
   constructor(
     private readonly layout: StripeLayout,
@@ -94,17 +101,22 @@ export class RowRebuild {
       this.next = row + length;
       const { k, m } = this.layout;
       const present = shards.map((s) => s !== undefined);
-      const full = shards.map((s) => s ?? Buffer.allocUnsafe(length));
+      const full = shards.map((s, i) => s ?? (i < k ? this.hooks.take(length) : this.unreadParity(i - k, length)));
       const decodeStart = performance.now();
       reconstruct(k, m, full, present, { dataOnly: true });
       this.hooks.reconstructed(decodeStart);
+      // A data cell, read or rebuilt, is kept for the read (then the read releases it) or released now.
       for (let i = 0; i < k; i++) {
-        if (present[i]) continue;
         if ((row === target && i === index) || this.hooks.wanted(row, i)) this.cells.set(`${row}:${i}`, full[i]!);
+        else this.hooks.release(full[i]!);
       }
-      // The inputs' cells served the reconstruction only (the cells kept are the rebuilt ones).
-      for (const cell of shards) if (cell) this.hooks.release(cell);
+      for (let i = k; i < k + m; i++) if (present[i]) this.hooks.release(full[i]!);
     }
+  }
+
+  private unreadParity(j: number, length: number): Buffer {
+    this.unread[j] ??= Buffer.allocUnsafe(CELL_BYTES);
+    return this.unread[j].subarray(0, length);
   }
 
   /** One row's cell of every input (undefined in the slots of columns not read); undefined when an input failed. */

@@ -11,6 +11,7 @@ import { native } from '../ec/native.js';
 import { BlobstoreError } from '../errors/errors.js';
 import type { SegmentStore } from './segment-store.js';
 import { ScratchViews } from '../util/scratch-views.js';
+import { pageAligned } from '../util/aligned-buffer.js';
 
 const EAGAIN = 11;
 /** What a kernel without preadv2 (before 4.6) or a file or kernel without RWF_NOWAIT for reads answers. */
@@ -38,7 +39,9 @@ export class SegmentReader {
     /** Reads up to this size run on the calling thread (setting syncReadMaxBytes). */
     readonly syncReadMaxBytes: number,
   ) {
-    this.scratch = Buffer.allocUnsafeSlow(syncReadMaxBytes);
+    // Page-aligned: a record that starts on a page (the first of a direct-written batch) copies
+    // into it at full speed (util/aligned-buffer.ts).
+    this.scratch = pageAligned(syncReadMaxBytes);
     this.scratchViews = new ScratchViews(this.scratch);
   }
 
