@@ -147,6 +147,22 @@ describe('the digest table', () => {
     await engine.delete(meta.id);
   });
 
+  it('a whole file of another blob of the same size under this one\'s name (its own digests, all intact) reads as corrupt, before any byte', async () => {
+    const { path, meta } = await stored(engine);
+    const other = await engine.beginFile();
+    const otherChunks = chunks.map((c, i) => patternBytes(c.length, 950 + i));
+    for (const c of otherChunks) await other.write(c);
+    const put = await engine.commitFile(other, await other.finish(), DEFAULT_POLICY, Buffer.alloc(0), LOCAL_STORE);
+    const otherMeta = engine.stat(put.id)!;
+    writeFileSync(path, readFileSync(engine.filePath(otherMeta)));
+    const handed: Buffer[] = [];
+    await expect(engine.read(meta, (chunk) => void handed.push(chunk))).rejects.toMatchObject({ kind: 'corruption' });
+    expect(handed).toEqual([]);
+    expect((await readAll(engine, otherMeta)).equals(Buffer.concat(otherChunks))).toBe(true);
+    await engine.delete(meta.id);
+    await engine.delete(otherMeta.id);
+  });
+
   it('format 1, as earlier builds wrote it (each chunk\'s own BLAKE3 digest): reads, verified, inline and in the pool', async () => {
     for (const chunkDigests of ['inline', 'pool']) {
       const e = await openEngine(testConfig({ chunkDigests }));

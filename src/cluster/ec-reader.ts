@@ -214,6 +214,12 @@ export class EcReader implements ColumnSource {
       for (let j = 0; j < pieces.length; j++) {
         const bytes = await inflight[j % ahead]!;
         hasher?.update(bytes);
+        // The last piece goes only once the whole blob hashes to its id: a mismatch cuts the
+        // answer short of its length, so no client takes wrong bytes as the blob.
+        if (hasher && j === pieces.length - 1 && !idOfDigest(hasher.digest()).equals(id)) {
+          this.forget(id);
+          throw new BlobstoreError('corruption', `EC blob ${id.toString('hex')}: the bytes read do not match its checksum`);
+        }
         await sink(bytes, index++);
         // The sink is done with the bytes (ChunkSink): a column's slab goes back for reuse.
         this.release(bytes);
@@ -228,10 +234,6 @@ export class EcReader implements ColumnSource {
     } finally {
       await Promise.allSettled(inflight);
       read.close();
-    }
-    if (hasher && !idOfDigest(hasher.digest()).equals(id)) {
-      this.forget(id);
-      throw new BlobstoreError('corruption', `EC blob ${id.toString('hex')}: the bytes read do not match its checksum`);
     }
   }
 

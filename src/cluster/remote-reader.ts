@@ -66,6 +66,9 @@ export function readCandidates(ring: Ring, self: string, leaving: readonly strin
   return [...out.filter((n) => online(n)), ...out.filter((n) => !online(n))].slice(0, READ_OWNERS + 1);
 }
 
+const failedChecksum = (blob: RemoteBlob): BlobstoreError =>
+  new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer} failed its checksum`);
+
 export class RemoteReader {
   private readonly found = new TtlCache<RemoteBlob>(FOUND_CACHE_ENTRIES, FOUND_CACHE_MS);
 
@@ -127,7 +130,7 @@ export class RemoteReader {
   /**
    * Streams `range` (default: all) of a blob held by `peer` to `sink` in chunks of at most
    * 1 MiB: over the peer's API listener (http-fetcher.ts), or over gRPC FetchBlob when that path
-   * cannot serve it. A whole-blob read is checked against the id at the end.
+   * cannot serve it. A whole-blob read is checked against the id before its last chunk goes.
    */
   async fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange): Promise<void> {
     const member = this.cluster.member(blob.peer);
@@ -136,9 +139,16 @@ export class RemoteReader {
     const hasher = whole ? createHasher() : undefined;
     let index = 0;
     let received = 0;
+    let checked = false;
     const take = (chunk: Buffer): Promise<void> | void => {
       hasher?.update(chunk);
       received += chunk.length;
+      // The last chunk goes only once the whole blob hashes to its id: a mismatch cuts the
+      // answer short of its length, so no client takes wrong bytes as the blob.
+      if (hasher && received === blob.meta.size) {
+        checked = true;
+        if (!idOfDigest(hasher.digest()).equals(blob.meta.id)) throw failedChecksum(blob);
+      }
       return sink(chunk, index++);
     };
     const wanted = whole ? undefined : range;
@@ -148,15 +158,14 @@ export class RemoteReader {
         await this.http.fetch(member.address, blob.meta.id, wanted, take, blob.meta.traceparent);
         done = true;
       } catch (err) {
+        if (err instanceof BlobstoreError && err.kind === 'corruption') throw err;
         if (!(err instanceof FetchUnavailable)) throw new BlobstoreError('unavailable', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${(err as Error).message}`, { cause: err });
       }
     }
     if (!done) await this.fetchGrpc(blob, member.grpcAddress, take, range);
     const expected = range ? range.end - range.start : blob.meta.size;
     if (received !== expected) throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${received} bytes, expected ${expected}`);
-    if (hasher && !idOfDigest(hasher.digest()).equals(blob.meta.id)) {
-      throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer} failed its checksum`);
-    }
+    if (hasher && !checked && !idOfDigest(hasher.digest()).equals(blob.meta.id)) throw failedChecksum(blob);
   }
 
   /** The same read over InternalService.FetchBlob. */

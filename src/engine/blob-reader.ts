@@ -12,6 +12,7 @@ import { BlobstoreError } from '../errors/errors.js';
 import { Location } from '../index/entry.js';
 import { type BlobFileLayout, chunkIntact, FILE_VERSION_TREE, readLayout } from './blob-file.js';
 import { DIGEST_BYTES } from '../hash/blake3.js';
+import { rootOf } from '../hash/blake3-tree.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { ticks, ticksAgo } from '../metrics/clock.js';
@@ -85,6 +86,23 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
   return intact && chunk;
 }
 
+/**
+ * Whether a whole blob's digest table joins into its checksum (the digest its id is cut from):
+ * each chunk is checked against its entry as it is read, and the entries against the checksum
+ * here, so a file that is whole but another blob's (same size, its own digests) is caught before
+ * a byte goes. A format-2 table of two or more chunks (every whole-blob file: one chunk is a small
+ * blob) holds chaining values whose root is the checksum; a shard column's table names its
+ * column, and a format-1 table (each chunk's own digest) does not join into the checksum: those
+ * are taken as they are.
+ */
+function tableNamesBlob(layout: BlobFileLayout, meta: BlobMeta): boolean {
+  const count = layout.digests.length / DIGEST_BYTES;
+  if ('shard' in meta || layout.version !== FILE_VERSION_TREE || count < 2) return true;
+  const root = Buffer.allocUnsafe(DIGEST_BYTES);
+  rootOf(layout.digests, count, root, 0);
+  return root.equals(meta.checksum);
+}
+
 /** Hands `range` (default: all) of the blob to `sink` in verified chunks of at most 1 MiB. */
 export async function readBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink, range: ByteRange = { start: 0, end: meta.size }): Promise<void> {
   if (meta.location === Location.FILE) return readFileBlob(engine, meta, sink, range);
@@ -107,6 +125,7 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
     const layout = await readLayout(handle, meta.size).catch((err: unknown) => {
       throw err instanceof BlobstoreError ? engine.corruption(meta) : err;
     });
+    if (!tableNamesBlob(layout, meta)) throw engine.corruption(meta);
     if (range.end <= range.start) return await sink(Buffer.alloc(0), 0);
     // Whole chunks are read and verified; the range's ends are cut from the first and last.
     const first = Math.floor(range.start / layout.chunkBytes);
