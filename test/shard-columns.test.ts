@@ -3,7 +3,7 @@
  * verified, listed once with the blob's id, counted, deleted (by a user, or handed off), and kept
  * across a restart and a compaction, like whole blobs.
  */
-import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CHUNK_BYTES } from '../src/blob/chunk.js';
 import type { Engine } from '../src/engine/engine.js';
@@ -62,6 +62,22 @@ describe('shard columns in the engine', () => {
     expect(stats.blobCount).toBe(0);
     // A column holds one shard per stripe: 1 for the small blob, 4 (3 whole stripes and a short one) for the large.
     expect(stats.shardCount).toBe(5);
+    await engine.close();
+  });
+
+  it('a column file swapped for another column of the same size (its own digests, all intact) reads as corrupt, before any byte', async () => {
+    const engine = await openEngine(testConfig());
+    const a = column(7, 1, 2 * CHUNK_BYTES + 99);
+    const b = column(8, 1, 2 * CHUNK_BYTES + 99);
+    await storeFile(engine, a.w, a.data);
+    await storeFile(engine, b.w, b.data);
+    const [ma] = engine.shardsOf(a.w.id);
+    const [mb] = engine.shardsOf(b.w.id);
+    writeFileSync(engine.filePath(ma!), readFileSync(engine.filePath(mb!)));
+    const handed: Buffer[] = [];
+    await expect(engine.read(ma!, (chunk) => void handed.push(chunk))).rejects.toMatchObject({ kind: 'corruption' });
+    expect(handed).toEqual([]);
+    expect((await readAll(engine, mb!)).equals(b.data)).toBe(true);
     await engine.close();
   });
 

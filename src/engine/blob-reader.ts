@@ -87,17 +87,17 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
 }
 
 /**
- * Whether a whole blob's digest table joins into its checksum (the digest its id is cut from):
- * each chunk is checked against its entry as it is read, and the entries against the checksum
- * here, so a file that is whole but another blob's (same size, its own digests) is caught before
- * a byte goes. A format-2 table of two or more chunks (every whole-blob file: one chunk is a small
- * blob) holds chaining values whose root is the checksum; a shard column's table names its
- * column, and a format-1 table (each chunk's own digest) does not join into the checksum: those
- * are taken as they are.
+ * Whether a file's digest table joins into the checksum of what it holds (a blob's, of which its
+ * id is the first 16 bytes, or a shard column's own): each chunk is checked against its entry as
+ * it is read, and the entries against the checksum here, so a file that is whole but another
+ * blob's or column's (same size, its own digests) is caught before a byte goes. A format-2 table
+ * of two or more chunks holds chaining values whose root is the checksum; one chunk's entry is
+ * not the root (the root is hashed apart), and a format-1 table (each chunk's own digest) does not
+ * join into it: those are taken as they are.
  */
-function tableNamesBlob(layout: BlobFileLayout, meta: BlobMeta): boolean {
+function tableMatches(layout: BlobFileLayout, meta: BlobMeta): boolean {
   const count = layout.digests.length / DIGEST_BYTES;
-  if ('shard' in meta || layout.version !== FILE_VERSION_TREE || count < 2) return true;
+  if (layout.version !== FILE_VERSION_TREE || count < 2) return true;
   const root = Buffer.allocUnsafe(DIGEST_BYTES);
   rootOf(layout.digests, count, root, 0);
   return root.equals(meta.checksum);
@@ -125,7 +125,7 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
     const layout = await readLayout(handle, meta.size).catch((err: unknown) => {
       throw err instanceof BlobstoreError ? engine.corruption(meta) : err;
     });
-    if (!tableNamesBlob(layout, meta)) throw engine.corruption(meta);
+    if (!tableMatches(layout, meta)) throw engine.corruption(meta);
     if (range.end <= range.start) return await sink(Buffer.alloc(0), 0);
     // Whole chunks are read and verified; the range's ends are cut from the first and last.
     const first = Math.floor(range.start / layout.chunkBytes);
