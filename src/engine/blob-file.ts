@@ -329,11 +329,13 @@ export interface BlobFileLayout {
   size: number;
   chunkBytes: number;
   digests: Buffer;
+  /** The file as it is now (device, inode, change time): a write or a rename in its place changes it. */
+  fileKey: string;
 }
 
 /** Reads and checks the footer and digest table; throws corruption when they do not hold. */
 export async function readLayout(handle: fsp.FileHandle, expectedSize: number): Promise<BlobFileLayout> {
-  const { size: fileSize } = await handle.stat();
+  const { size: fileSize, dev, ino, ctimeMs } = await handle.stat();
   const corrupt = (why: string): BlobstoreError => new BlobstoreError('corruption', `blob file is corrupt: ${why}`);
   if (fileSize < FOOTER_BYTES) throw corrupt('too short');
   const footer = Buffer.alloc(FOOTER_BYTES);
@@ -351,7 +353,7 @@ export async function readLayout(handle: fsp.FileHandle, expectedSize: number): 
   const digests = Buffer.alloc(chunkCount * DIGEST_BYTES);
   await handle.read(digests, 0, digests.length, size);
   if (crc32(digests) !== footer.readUInt32LE(24)) throw corrupt('digest table checksum');
-  return { version, size, chunkBytes, digests };
+  return { version, size, chunkBytes, digests, fileKey: `${dev}:${ino}:${ctimeMs}` };
 }
 
 /** True when the chunk's digest (by the file's version) matches the table entry `index`. */
