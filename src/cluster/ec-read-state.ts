@@ -100,7 +100,7 @@ export class ReadState {
   private rowRebuild: RowRebuild | undefined;
   /** Data columns whose pieces the row rebuild gives (its inputs, streamed once for both). */
   private readonly shared = new Set<number>();
-  /** Whether the read has looked for a column missing from the start (sharedRebuild), once. */
+  /** Whether the read has looked for a column missing from the start (startShared), once. */
   private started = false;
 
   constructor(
@@ -189,12 +189,16 @@ export class ReadState {
     this.started = true;
     let lo = Infinity;
     let missing = false;
-    for (const key of this.pending) {
-      const [row, index] = key.split(':').map(Number) as [number, number];
+    for (const [row, index] of this.pendingCells()) {
       lo = Math.min(lo, row);
       if (!this.holders.has(index)) missing = true;
     }
     if (missing) this.rowRebuild = this.openRowRebuild(lo, true);
+  }
+
+  /** The cells of the pieces not yet handed on: [column offset of the row, column index]. */
+  private *pendingCells(): Generator<[number, number]> {
+    for (const key of this.pending) yield key.split(':').map(Number) as [number, number];
   }
 
   /** A column does not stream its pieces: it has no holder, or it failed in this read. */
@@ -212,10 +216,7 @@ export class ReadState {
     this.rowRebuild?.close();
     this.rowRebuild = undefined;
     let lo = at;
-    for (const key of this.pending) {
-      const [row, index] = key.split(':').map(Number) as [number, number];
-      if (row < lo && this.unhealthy(index)) lo = row;
-    }
+    for (const [row, index] of this.pendingCells()) if (row < lo && this.unhealthy(index)) lo = row;
     this.rowRebuild = this.openRowRebuild(lo, false);
     return this.rowRebuild;
   }

@@ -25,8 +25,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
-import { idOfDigest } from '../blob/id.js';
-import { createHasher } from '../hash/blake3.js';
+import { IdCheck } from '../blob/id-check.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
@@ -196,7 +195,7 @@ export class EcReader implements ColumnSource {
     const pieces = piecesOf(layout, range);
     const read = new ReadState(this, blob, layout, holders, pieces);
     const whole = range.start === 0 && range.end === blob.meta.size;
-    const hasher = whole ? createHasher() : undefined;
+    const check = whole ? new IdCheck(id, blob.meta.size) : undefined;
     const ahead = this.config.ecReadAheadCells;
     const inflight: Promise<Buffer>[] = [];
     const start = (j: number): void => {
@@ -213,10 +212,8 @@ export class EcReader implements ColumnSource {
       await Promise.all(inflight.slice(0, first));
       for (let j = 0; j < pieces.length; j++) {
         const bytes = await inflight[j % ahead]!;
-        hasher?.update(bytes);
-        // The last piece goes only once the whole blob hashes to its id: a mismatch cuts the
-        // answer short of its length, so no client takes wrong bytes as the blob.
-        if (hasher && j === pieces.length - 1 && !idOfDigest(hasher.digest()).equals(id)) {
+        // The last piece goes only once the whole blob hashes to its id (IdCheck).
+        if (check && !check.add(bytes)) {
           this.forget(id);
           throw new BlobstoreError('corruption', `EC blob ${id.toString('hex')}: the bytes read do not match its checksum`);
         }

@@ -14,11 +14,10 @@
 import { TtlCache } from '../util/ttl-cache.js';
 import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
-import { idOfDigest } from '../blob/id.js';
+import { IdCheck } from '../blob/id-check.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { replicaCount, staysWhereStored } from '../blob/policy.js';
 import type { NodeConfig } from '../config/settings.js';
-import { createHasher } from '../hash/blake3.js';
 import type { ByteRange, ChunkSink } from '../service/local-store.js';
 import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
@@ -136,19 +135,12 @@ export class RemoteReader {
     const member = this.cluster.member(blob.peer);
     if (!member) throw new BlobstoreError('unavailable', `node ${blob.peer} is not a member any more`);
     const whole = range === undefined || (range.start === 0 && range.end === blob.meta.size);
-    const hasher = whole ? createHasher() : undefined;
+    const check = whole ? new IdCheck(blob.meta.id, blob.meta.size) : undefined;
     let index = 0;
     let received = 0;
-    let checked = false;
     const take = (chunk: Buffer): Promise<void> | void => {
-      hasher?.update(chunk);
       received += chunk.length;
-      // The last chunk goes only once the whole blob hashes to its id: a mismatch cuts the
-      // answer short of its length, so no client takes wrong bytes as the blob.
-      if (hasher && received === blob.meta.size) {
-        checked = true;
-        if (!idOfDigest(hasher.digest()).equals(blob.meta.id)) throw failedChecksum(blob);
-      }
+      if (check && !check.add(chunk)) throw failedChecksum(blob);
       return sink(chunk, index++);
     };
     const wanted = whole ? undefined : range;
@@ -165,7 +157,7 @@ export class RemoteReader {
     if (!done) await this.fetchGrpc(blob, member.grpcAddress, take, range);
     const expected = range ? range.end - range.start : blob.meta.size;
     if (received !== expected) throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${received} bytes, expected ${expected}`);
-    if (hasher && !checked && !idOfDigest(hasher.digest()).equals(blob.meta.id)) throw failedChecksum(blob);
+    if (check && !check.done && !check.matches()) throw failedChecksum(blob);
   }
 
   /** The same read over InternalService.FetchBlob. */
