@@ -11,7 +11,7 @@
 import { join } from 'node:path';
 import { AntiEntropy } from '../../src/cluster/anti-entropy.js';
 import type { ClusterNode } from '../../src/cluster/cluster-node.js';
-import type { PeerClients } from '../../src/cluster/peers.js';
+import type { PeerTransport } from '../../src/cluster/transport/peer-transport.js';
 import { Ring } from '../../src/cluster/ring.js';
 import type { BlobSender } from '../../src/cluster/transfer.js';
 import { TokenBucket } from '../../src/cluster/token-bucket.js';
@@ -79,7 +79,7 @@ async function antiEntropyScan(dir: string): Promise<void> {
   try {
     const ring = new Ring(['node-1', 'node-2', 'node-3'].map((nodeId) => ({ nodeId, region: '' })), 128);
     const node = { ring, nodeId: 'node-1', membership: { ringVersion: 1 }, online: () => true, member: () => undefined } as unknown as ClusterNode;
-    const ae = new AntiEntropy(engine, node, {} as PeerClients, {} as BlobSender, silentLogger(), { intervalMs: 60_000, bucket: new TokenBucket(0), treeMaxAgeMs: 60_000, retryMs: 1000, batchBytes: 4 << 20 });
+    const ae = new AntiEntropy(engine, node, {} as PeerTransport, {} as BlobSender, silentLogger(), { intervalMs: 60_000, bucket: new TokenBucket(0), treeMaxAgeMs: 60_000, retryMs: 1000, batchBytes: 4 << 20 });
     const runs: number[] = [];
     for (let i = 0; i < 3; i++) {
       ae.buildTrees();

@@ -35,7 +35,8 @@ import { replicaCount } from '../blob/policy.js';
 import { ecScheme } from '../ec/layout.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
-import { PeerCallError, type PeerClients } from './peers.js';
+import { PeerCallError } from './transport/grpc-peers.js';
+import type { PeerTransport } from './transport/peer-transport.js';
 import type { BlobSender } from './transfer.js';
 import type { TokenBucket } from './token-bucket.js';
 
@@ -114,7 +115,7 @@ export class AntiEntropy {
   constructor(
     private readonly store: LocalStore,
     private readonly cluster: ClusterNode,
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly sender: BlobSender,
     private readonly log: Logger,
     private readonly options: AntiEntropyOptions,
@@ -287,9 +288,8 @@ export class AntiEntropy {
     const member = this.cluster.member(peer);
     const mine = this.trees.get(peer);
     if (!member || member.grpcAddress === '' || !mine) return true;
-    const stub = this.peers.get(peer, member.grpcAddress).internal;
     const ask = (top: number[]): Promise<{ ring_version: string | number; digests: string[] }> =>
-      this.peers.unary(stub, peer, 'RangeDigest', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, top });
+      this.transport.call(member, 'RangeDigest', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, top });
     const theirs = await ask([]);
     // A peer on another ring version computes other owners: wait for the ring to settle.
     if (Number(theirs.ring_version) !== mine.ringVersion) return false;
@@ -304,7 +304,7 @@ export class AntiEntropy {
         if (BigInt(leaves.digests[k * 256 + j] ?? '0') !== BigInt(`0x${hex64(mine.leaves, leaf)}`)) differingLeaves.push(leaf);
       }
     });
-    const target = { nodeId: peer, grpcAddress: member.grpcAddress, address: member.address };
+    const target = member;
     let batch: BlobMeta[] = [];
     let batchBytes = 0;
     const flush = async (): Promise<void> => {
@@ -323,7 +323,7 @@ export class AntiEntropy {
     try {
       await eachLimited(differingLeaves, LEAF_CALLS, async (leaf) => {
         if (this.stopped) return;
-        const listed = await this.peers.unary<{ ids?: Buffer[] }>(stub, peer, 'ListLeaf', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, leaf });
+        const listed = await this.transport.call<{ ids?: Buffer[] }>(member, 'ListLeaf', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, leaf });
         const theirIds = new Set((listed.ids ?? []).map((b) => Buffer.from(b).toString('hex')));
         for (const { id, held, ec, policy } of this.leafMembers(peer, leaf)) {
           if (!held || theirIds.has(listedKey(id, ec))) continue;

@@ -1,7 +1,7 @@
 /**
  * The sending end of copies between nodes (transfer.ts is the receiving end). Small blobs travel
  * many to a ReplicateBatch call (a grpc-js call costs ~60 us of CPU, more than a 4 KiB blob); large
- * ones stream to the peers' API listeners, or over ReplicateStream (replica-stream.ts). Every
+ * ones stream to the peers' API listeners (replica-stream.ts). Every
  * blob is read, and its checksum verified, once for all the peers it goes to:
  *
  *   targets (peer, blobs) ─▶ small: rounds of <= batchBytes, each blob read once ─▶ one batch per peer, peers at once
@@ -13,16 +13,14 @@ import type { BlobMeta } from '../blob/meta.js';
 import { Location } from '../index/entry.js';
 import type { LocalStore } from '../service/local-store.js';
 import { metaMessage } from '../service/meta.js';
-import { encodeInternalRequest, type PeerClients } from './peers.js';
-import { ReplicaPutError } from './http-replica.js';
-import { type PeerAddress, streamReplica } from './replica-stream.js';
-
-export type { PeerAddress } from './replica-stream.js';
+import { encodeInternalRequest } from './transport/grpc-peers.js';
+import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
+import { streamReplica } from './replica-stream.js';
 
 export interface SenderOptions {
   /** Bytes of small blobs packed into one ReplicateBatch call. */
   batchBytes: number;
-  /** Blobs above this go over ReplicateStream (at most the gRPC message size, less framing). */
+  /** Blobs above this stream to the peers' API listeners (at most the gRPC message size, less framing). */
   inlineMaxBytes: number;
   /** Deadline of a batch call; a stream's peer that takes no chunk for this long is dropped. */
   callTimeoutMs: number;
@@ -32,7 +30,7 @@ export interface SenderOptions {
 
 /** A peer and the blobs it lacks. */
 export interface SendTarget {
-  readonly peer: PeerAddress;
+  readonly peer: PeerRef;
   readonly metas: readonly BlobMeta[];
 }
 
@@ -42,12 +40,12 @@ export type SendResult = Set<string> | Error;
 export class BlobSender {
   constructor(
     private readonly store: LocalStore,
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly options: SenderOptions,
   ) {}
 
   /** Sends one peer its blobs; resolves with the ids (hex) it holds afterwards, throws when a call failed. */
-  async send(peer: PeerAddress, metas: readonly BlobMeta[], repair: boolean): Promise<Set<string>> {
+  async send(peer: PeerRef, metas: readonly BlobMeta[], repair: boolean): Promise<Set<string>> {
     const [result] = await this.sendEach([{ peer, metas }], repair);
     if (result instanceof Error) throw result;
     return result!;
@@ -106,8 +104,7 @@ export class BlobSender {
         if (blobs.length === 0) return;
         const { peer } = targets[i]!;
         try {
-          const stub = this.peers.get(peer.nodeId, peer.grpcAddress).internal;
-          await this.peers.unary(stub, peer.nodeId, 'ReplicateBatch', encodingOf(blobs), this.options.callTimeoutMs);
+          await this.transport.call(peer, 'ReplicateBatch', encodingOf(blobs), this.options.callTimeoutMs);
           for (const b of blobs) held[i]!.add(b.id.id.toString('hex'));
         } catch (err) {
           failed[i] = err as Error;
@@ -128,21 +125,14 @@ export class BlobSender {
         wanted.set(key, entry);
       }
     });
-    const stream = (meta: BlobMeta, who: number[], http: boolean): Promise<(Error | undefined)[]> =>
-      streamReplica(this.store, this.peers, who.map((i) => targets[i]!.peer), meta, repair, {
-        chunksInFlight: this.options.streamChunksInFlight, callTimeoutMs: this.options.callTimeoutMs, http,
-      });
     for (const [key, { meta, by }] of wanted) {
       const live = by.filter((i) => !failed[i]);
       if (live.length === 0) continue;
-      const errors = await stream(meta, live, true);
-      // Peers that cannot take it over their API listener get it over gRPC (a second read).
-      const again = live.filter((_, k) => errors[k] instanceof ReplicaPutError && errors[k].unsupported);
-      const retried = again.length > 0 ? await stream(meta, again, false) : [];
+      const errors = await streamReplica(this.store, this.transport, live.map((i) => targets[i]!.peer), meta, repair, {
+        chunksInFlight: this.options.streamChunksInFlight, callTimeoutMs: this.options.callTimeoutMs,
+      });
       live.forEach((i, k) => {
-        const at = again.indexOf(i);
-        const error = at >= 0 ? retried[at] : errors[k];
-        if (error) failed[i] = error;
+        if (errors[k]) failed[i] = errors[k];
         else held[i]!.add(key);
       });
     }

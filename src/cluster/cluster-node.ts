@@ -5,8 +5,13 @@
  *              a member among them: POST /v1/cluster/join through it
  *              all joining: the lowest node id heard admits itself (founds), the rest join it
  *              no seeds (or only itself): admits itself (a one-node cluster to join)
+ *   start ── a record of itself (a restart) ── announces itself to every member over its API address
  *   every HeartbeatInterval: Heartbeat (gRPC) to every peer ── merge answers ── persist, metrics
  *   answered `rejoin` ── Join (gRPC) through that peer
+ *
+ * Heartbeats go over gRPC only: a restart may move a node's gRPC listener (a default port taken:
+ * a free one), and the announcement, over the API address that stays, tells its members where
+ * before any heartbeat is due; their answers tell it where theirs are.
  *
  * The public cluster endpoints (HTTP and gRPC ClusterService) call join/leave/heartbeat/view/
  * syncRing here. Every change of the member state is persisted (LMDB, with the index) before it
@@ -30,7 +35,8 @@ import {
 } from './membership.js';
 import { Bootstrap, type BootstrapAnswer, type BootstrapProbe } from './bootstrap.js';
 import { parseRecord, type MemberRecord } from './member-state.js';
-import { PeerCallError, type PeerClients } from './peers.js';
+import { PeerCallError } from './transport/grpc-peers.js';
+import type { PeerTransport } from './transport/peer-transport.js';
 import type { Ring } from './ring.js';
 
 export interface ClusterNodeOptions {
@@ -96,7 +102,7 @@ export class ClusterNode {
 
   constructor(
     private readonly options: ClusterNodeOptions,
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly metrics: ClusterMetrics,
     private readonly log: Logger,
   ) {
@@ -141,6 +147,7 @@ export class ClusterNode {
       else this.bootstrapRound(0);
     } else {
       await this.apply(change);
+      this.announce();
       const status = this.membership.selfStatus();
       if (status === 'removed') this.log.warn('cluster: this node was removed from the cluster; it stays out until a join admits it again');
       if (status === 'leaving') for (const l of this.leavingListeners) l();
@@ -214,14 +221,24 @@ export class ClusterNode {
   }
 
   /** A cluster call over a peer's HTTP API (what SeedNodes and NodeInfo.address name). */
-  private async postJson<T>(address: string, path: string, body: unknown, statuses: readonly number[], timeoutMs = HTTP_CALL_TIMEOUT_MS): Promise<T> {
-    const link = this.peers.link;
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (link.secret !== '') headers['x-blobstore-cluster-secret'] = link.secret;
-    const res = await link.fetch(`${link.baseUrl(address)}${path}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
-    const text = await res.text();
-    if (!statuses.includes(res.status)) throw new Error(`${path} on ${address}: HTTP ${res.status}: ${text.slice(0, 200)}`);
-    return JSON.parse(text) as T;
+  private postJson<T>(address: string, path: string, body: unknown, statuses: readonly number[], timeoutMs = HTTP_CALL_TIMEOUT_MS): Promise<T> {
+    return this.transport.postJson<T>(address, path, body, statuses, timeoutMs);
+  }
+
+  /**
+   * A restarted member's first heartbeat to each member goes to its API address: its gRPC address
+   * may have moved since, and so may theirs (a whole cluster restarted), so that only the API
+   * addresses are known to reach. Answered as a heartbeat is; a member that is not up yet hears
+   * of this node from its own announcement's answer when it starts.
+   */
+  private announce(): void {
+    const req = this.membership.heartbeatRequest();
+    const wire = { ...req, members: recordsToWire(req.members ?? []) };
+    for (const target of this.membership.heartbeatTargets()) {
+      void this.postJson<HeartbeatResponse>(target.address, '/v1/cluster/heartbeat', wire, [200, 404], this.heartbeatDeadlineMs)
+        .then((res) => this.answered(target, res), () => undefined)
+        .catch((err: Error) => this.log.warn({ peer: target.nodeId, err: err.message }, 'cluster: announcement answer'));
+    }
   }
 
   /** One heartbeat to every peer; answers are merged as they come. */
@@ -248,30 +265,29 @@ export class ClusterNode {
 
   private async heartbeatTo(target: MemberRecord): Promise<void> {
     if (target.grpcAddress === '') return;
-    const peer = this.peers.get(target.nodeId, target.grpcAddress);
     const req = this.membership.heartbeatRequest();
     const wire = { ...req, members: recordsToWire(req.members ?? []) };
     let res: HeartbeatResponse;
     try {
-      res = await this.peers.unary<HeartbeatResponse>(peer.cluster, target.nodeId, 'Heartbeat', wire, this.heartbeatDeadlineMs);
+      res = await this.transport.membership<HeartbeatResponse>(target, 'Heartbeat', wire, this.heartbeatDeadlineMs);
     } catch (err) {
       if (!(err instanceof PeerCallError)) throw err;
-      // The peer may be back on another gRPC port (a restart on a free port): its HTTP API address
-      // is stable, and the answer carries its current record.
-      const answer = await this.postJson<HeartbeatResponse>(target.address, '/v1/cluster/heartbeat', wire, [200, 404], this.heartbeatDeadlineMs).catch(() => undefined);
-      if (!answer) {
-        this.metrics.heartbeatFailed();
-        return;
-      }
-      res = answer;
+      this.metrics.heartbeatFailed();
+      return;
     }
+    await this.answered(target, res);
+  }
+
+  /** A member's answer to a heartbeat (or an announcement): merged; `rejoin` is a Join through it. */
+  private async answered(target: MemberRecord, res: HeartbeatResponse): Promise<void> {
     this.metrics.heartbeatSucceeded();
     const answer = { ...res, ring_version: Number(res.ring_version), members: res.members && recordsFromWire(res.members) };
     await this.apply(this.membership.heartbeatAnswered(target.nodeId, answer, Date.now()));
     if (!res.ok && (res.commands ?? []).includes('rejoin') && this.membership.selfStatus() !== 'removed') {
       this.log.info({ peer: target.nodeId }, 'cluster: peer does not know this node: rejoining through it');
       try {
-        const joined = await this.peers.unary<JoinResponse>(peer.cluster, target.nodeId, 'Join', this.joinRequestOf());
+        // Its record as just merged: the answer may have carried its current gRPC address.
+        const joined = await this.transport.membership<JoinResponse>(this.membership.record(target.nodeId) ?? target, 'Join', this.joinRequestOf());
         await this.apply(this.membership.absorb(recordsFromWire(joined.members), Date.now()));
       } catch (err) {
         this.log.warn({ peer: target.nodeId, err: (err as Error).message }, 'cluster: rejoin failed; retrying at the next heartbeat');
@@ -288,7 +304,7 @@ export class ClusterNode {
     });
     await this.saving;
     const keep = new Set(this.membership.heartbeatTargets().map((r) => r.nodeId));
-    this.peers.retain(keep);
+    this.transport.retain(keep);
     for (const nodeId of this.metrics.peers.keys()) if (!keep.has(nodeId)) this.metrics.forgetPeer(nodeId);
     if (change.ringChanged) {
       this.log.info({ ringVersion: this.membership.ringVersion, members: this.membership.ring.nodeIds }, 'cluster: ring changed');
@@ -314,7 +330,7 @@ export class ClusterNode {
     this.metrics.setMembers(Math.max(1, nodes.length), Math.max(1, nodes.length - offline), offline);
     this.metrics.setRingVersion(this.membership.ringVersion);
     for (const [peer, online] of this.membership.peerHealth(now)) this.metrics.setPeerHealth(peer, online);
-    this.metrics.setGrpcConnections(this.peers.connected());
+    this.metrics.setGrpcConnections(this.transport.connected());
   }
 
   /** A peer is reachable by what this node heard of it lately. */

@@ -36,13 +36,12 @@ import { AntiEntropy } from './anti-entropy.js';
 import { ClusterNode } from './cluster-node.js';
 import { Handoff } from './handoff.js';
 import type { PersistedMembership, SelfInfo } from './membership.js';
-import { HttpFetcher } from './http-fetcher.js';
-import { PeerClients, SECRET_METADATA } from './peers.js';
+import { PeerTransport } from './transport/peer-transport.js';
 import { RemoteReader } from './remote-reader.js';
 import { Replicator } from './replicator.js';
 import { BlobSender } from './blob-sender.js';
 import { storeReplica } from './transfer.js';
-import { PeerLink } from './peer-link.js';
+import { PeerLink, SECRET_METADATA } from './transport/peer-link.js';
 import type { NodeTls } from '../tls/node-tls.js';
 import { verifiedPeer } from '../tls/grpc-tls.js';
 import type { AuthContext } from '@grpc/grpc-js/build/src/auth-context.js';
@@ -57,12 +56,12 @@ export interface ClusterStateStore {
 
 export class Cluster implements Placement, RepairSource {
   readonly node: ClusterNode;
-  readonly peers: PeerClients;
+  /** Every call to a peer (transport/peer-transport.ts). */
+  readonly transport: PeerTransport;
   readonly replicator: Replicator;
   readonly antiEntropy: AntiEntropy;
   readonly handoff: Handoff;
   readonly remote: RemoteReader;
-  private readonly http: HttpFetcher;
   readonly ecWriter: EcWriter;
   readonly ecReader: EcReader;
   readonly ecRepair: EcRepairer;
@@ -93,8 +92,9 @@ export class Cluster implements Placement, RepairSource {
   ) {
     this.secret = Buffer.from(config.clusterSecret);
     this.repairControl = new RepairControl(config.repairBytesPerSecond, log);
-    this.peers = new PeerClients({
+    this.transport = new PeerTransport({
       link: new PeerLink(config.clusterSecret, tls), maxMessageBytes: config.grpcMaxMessageBytes, windowBytes: config.grpcWindowBytes, callTimeoutMs: config.peerCallTimeoutMs,
+      readConnectionsPerPeer: config.peerReadConnections, readIdleTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000),
     });
     // SeedNodes may name this node too, in any order (one list for every node); a name of its own
     // the list spells otherwise (a DNS name) is found by its answer (bootstrap.ts).
@@ -114,8 +114,8 @@ export class Cluster implements Placement, RepairSource {
       },
       load: () => stateStore.getMeta<PersistedMembership>(MEMBERSHIP_KEY),
       save: (state) => stateStore.putMeta(MEMBERSHIP_KEY, state),
-    }, this.peers, metrics, log);
-    const sender = new BlobSender(store, this.peers, {
+    }, this.transport, metrics, log);
+    const sender = new BlobSender(store, this.transport, {
       batchBytes: config.replicationBatchBytes,
       // Larger blobs stream; the batch limit also keeps one call under the message size.
       inlineMaxBytes: Math.min(config.smallBlobMaxBytes, config.grpcMaxMessageBytes - 64 * 1024),
@@ -127,21 +127,20 @@ export class Cluster implements Placement, RepairSource {
       batchDelayMs: config.replicationBatchDelayMs,
       freshBytesMax: config.replicationMemoryBytes,
     });
-    this.antiEntropy = new AntiEntropy(store, this.node, this.peers, sender, log, {
+    this.antiEntropy = new AntiEntropy(store, this.node, this.transport, sender, log, {
       intervalMs: config.repairIntervalMs, bucket: this.repairControl.bucket, treeMaxAgeMs: config.repairIntervalMs,
       retryMs: Math.min(1000, config.heartbeatIntervalMs), batchBytes: config.replicationBatchBytes,
     }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
-    this.http = new HttpFetcher({ link: this.peers.link, connectionsPerPeer: config.peerReadConnections, idleTimeoutMs: Math.max(config.peerCallTimeoutMs, 30_000) });
-    this.remote = new RemoteReader(this.node, this.peers, config, this.http);
-    this.ecReader = new EcReader(store, this.node, this.peers, metrics, config, (id, policy, why, bytes, placement) => this.ecRepair.queue(id, policy, why, bytes, placement), (meta) => this.corruptColumn(meta), log, this.http);
-    this.handoff = new Handoff(store, this.node, this.peers, sender, log, {
+    this.remote = new RemoteReader(this.node, this.transport, config);
+    this.ecReader = new EcReader(store, this.node, this.transport, metrics, config, (id, policy, why, bytes, placement) => this.ecRepair.queue(id, policy, why, bytes, placement), (meta) => this.corruptColumn(meta), log);
+    this.handoff = new Handoff(store, this.node, this.transport, sender, log, {
       intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket,
-    }, new ColumnHandoff(store, this.node, this.peers, this.ecReader, log, config.ecStoreTimeoutMs));
-    this.ecRepair = new EcRepairer(store, this.node, this.peers, this.ecReader, metrics, config, log, {
+    }, new ColumnHandoff(store, this.node, this.transport, this.ecReader, log, config.ecStoreTimeoutMs));
+    this.ecRepair = new EcRepairer(store, this.node, this.transport, this.ecReader, metrics, config, log, {
       retryMaxMs: config.replicationRetryMaxMs, bucket: this.repairControl.bucket, timeoutMs: config.ecStoreTimeoutMs,
     });
-    const batcher = new ShardBatcher(this.peers, { batchBytes: config.replicationBatchBytes, timeoutMs: config.ecStoreTimeoutMs });
-    this.ecWriter = new EcWriter(store, this.node, this.peers, batcher, metrics, config, log, (_id, bytes) => {
+    const batcher = new ShardBatcher(this.transport, { batchBytes: config.replicationBatchBytes, timeoutMs: config.ecStoreTimeoutMs });
+    this.ecWriter = new EcWriter(store, this.node, this.transport, batcher, metrics, config, log, (_id, bytes) => {
       this.ecRepair.progress.blobsQueued++;
       this.ecRepair.progress.bytesLeft += bytes;
       this.ecRepair.kick();
@@ -185,8 +184,7 @@ export class Cluster implements Placement, RepairSource {
     await this.ecRepair.stop();
     await this.replicator.stop();
     await this.node.stop();
-    this.peers.close();
-    this.http.close();
+    this.transport.close();
     this.waiting.close();
   }
 

@@ -13,8 +13,7 @@ import type { Logger } from '../log/logger.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import type { EcReader } from './ec-reader.js';
-import type { PeerClients } from './peers.js';
-import { ColumnSender } from './shard-transfer.js';
+import type { PeerTransport } from './transport/peer-transport.js';
 import type { TokenBucket } from './token-bucket.js';
 
 const PAGE = 256;
@@ -28,7 +27,7 @@ export class ColumnHandoff {
   constructor(
     private readonly store: LocalStore,
     private readonly cluster: ClusterNode,
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly reader: EcReader,
     private readonly log: Logger,
     private readonly timeoutMs: number,
@@ -108,9 +107,7 @@ export class ColumnHandoff {
 
   private async copy(meta: ShardMeta, target: string): Promise<void> {
     const member = this.cluster.member(target)!;
-    const sender = new ColumnSender(this.peers, { nodeId: target, grpcAddress: member.grpcAddress }, columnWriteOf(meta), {
-      repair: true, timeoutMs: this.timeoutMs + meta.size / 8192,
-    });
+    const sender = this.transport.column(member, columnWriteOf(meta), meta.size, { repair: true, timeoutMs: this.timeoutMs + meta.size / 8192 });
     try {
       // The reader reuses its chunk buffers: each is copied before it is queued.
       await this.store.read(meta, (chunk) => sender.write(Buffer.from(chunk)));

@@ -1,7 +1,6 @@
 /**
  * One column's bytes for a read, pulled in order: a single stream over the contiguous range of
- * the column the read needs (the holder's API listener, FetchShard, or the local engine's read of
- * it), taken a piece at a time. One call per column and read, instead of one per 1 MiB piece: the
+ * the column the read needs (the holder's API listener, or the local engine's read of it), taken a piece at a time. One call per column and read, instead of one per 1 MiB piece: the
  * holder opens its file once, and flow control keeps the holder at most a window ahead.
  *
  *   holder ──[start, end)──▶ copied into slabs (≤ ecColumnQueueBytes, then the stream pauses) ──take(n)──▶ piece
@@ -11,16 +10,12 @@
  * take that waits longer than the timeout, or a stream that fails, fails every take after it; the
  * reader then rebuilds those pieces from other columns.
  */
-import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
 import type { ShardMeta } from '../blob/shard.js';
 import type { Slabs } from '../util/slabs.js';
 import type { LocalStore } from '../service/local-store.js';
-import { PeerCallError, type Stub } from './peers.js';
-import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
-import { shardPath } from './http-column.js';
+import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
 
-/** Bytes received ahead of the reader before the stream is paused (plus the HTTP/2 window in flight). */
 /**
  * How long a read waits for bytes, and how many it queues ahead (settings ecFetchTimeoutMs,
  * ecColumnQueueBytes), and the slabs the bytes are queued in.
@@ -68,8 +63,6 @@ class ByteQueue implements ColumnStream {
      * cells, each lie within one slab.
      */
     private readonly start: number,
-    private readonly onFull: () => void = () => undefined,
-    private readonly onRoom: () => void = () => undefined,
     private readonly onClose: () => void = () => undefined,
   ) {}
 
@@ -94,7 +87,6 @@ class ByteQueue implements ColumnStream {
     this.queued += chunk.length;
     this.serve();
     if (this.queued < this.limits.queueBytes) return Promise.resolve();
-    this.onFull();
     return new Promise((resolve) => (this.space = resolve));
   }
 
@@ -133,7 +125,6 @@ class ByteQueue implements ColumnStream {
       if (this.queued < this.limits.queueBytes && this.space) {
         const room = this.space;
         this.space = undefined;
-        this.onRoom();
         room();
       }
       return;
@@ -201,49 +192,25 @@ class ByteQueue implements ColumnStream {
   }
 }
 
-/** A peer that holds a column: its node id, its API address (the bulk path) and its gRPC stub (the fallback). */
-export interface ColumnPeer {
-  nodeId: string;
-  address: string;
-  stub: Stub;
-  metadata: () => grpc.Metadata;
-}
-
 /**
- * Column `index` of blob `id`, bytes [start, end), from a peer: over its API listener
- * (GET /internal/v1/shards/{id}/{index}, http-fetcher.ts) when `http` is set and it has an address,
- * else, or when that path cannot serve it before the first byte, over gRPC FetchShard.
+ * Column `index` of blob `id`, bytes [start, end), from a peer's API listener
+ * (GET /internal/v1/shards/{id}/{index}, the data plane).
  */
-export function remoteColumn(peer: ColumnPeer, http: HttpFetcher | undefined, id: Buffer, index: number, start: number, end: number, limits: ColumnLimits): ColumnStream {
-  let call: grpc.ClientReadableStream<{ data?: Buffer }> | undefined;
+export function remoteColumn(transport: PeerTransport, peer: PeerRef, id: Buffer, index: number, start: number, end: number, limits: ColumnLimits): ColumnStream {
   let closed = false;
-  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer.nodeId}`, limits, start, () => call?.pause(), () => call?.resume(), () => {
-    closed = true;
-    call?.cancel();
-  });
-  const overGrpc = (): void => {
-    if (closed) return;
-    call = peer.stub.FetchShard!({ id: { id }, index, offset: start, length: end - start }, peer.metadata()) as unknown as grpc.ClientReadableStream<{ data?: Buffer }>;
-    call.on('data', (msg) => void queue.push(msg.data ?? EMPTY));
-    call.on('error', (err: grpc.ServiceError) => queue.fail(new PeerCallError(peer.nodeId, 'FetchShard', err.code, err.details)));
-    call.on('end', () => queue.end());
-  };
-  if (!http || peer.address === '') {
-    overGrpc();
-    return queue;
-  }
+  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer.nodeId}`, limits, start, () => (closed = true));
   // The fetcher reuses its buffer once the sink returns: push() copies each chunk into the queue's slabs.
-  http.fetchPath(peer.address, shardPath(id, index), { start, end }, (chunk) => {
+  transport.readColumn(peer, id, index, { start, end }, (chunk) => {
     if (closed) throw new BlobstoreError('unavailable', 'column read closed');
     return queue.push(chunk);
-  }).then(() => queue.end(), (err: Error) => (err instanceof FetchUnavailable ? overGrpc() : queue.fail(err)));
+  }).then(() => queue.end(), (err: Error) => queue.fail(err));
   return queue;
 }
 
 /** Bytes [start, end) of a column held here (verified by the engine's read). */
 export function localColumn(store: LocalStore, meta: ShardMeta, start: number, end: number, limits: ColumnLimits, onCorrupt: (err: BlobstoreError) => void): ColumnStream {
   let closed = false;
-  const queue = new ByteQueue(`column ${meta.shard.index} of ${meta.id.toString('hex')} here`, limits, start, undefined, undefined, () => (closed = true));
+  const queue = new ByteQueue(`column ${meta.shard.index} of ${meta.id.toString('hex')} here`, limits, start, () => (closed = true));
   store.read(meta, async (chunk) => {
     if (closed) throw new BlobstoreError('unavailable', 'local column read closed');
     // The engine reuses its chunk buffers: push() copies each into the queue's slabs.
@@ -255,4 +222,3 @@ export function localColumn(store: LocalStore, meta: ShardMeta, start: number, e
   return queue;
 }
 
-const EMPTY = Buffer.alloc(0);

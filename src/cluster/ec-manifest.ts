@@ -14,7 +14,7 @@ import { manifestMeta } from '../service/ec-meta.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import type { EcBlob } from './ec-read-state.js';
-import type { PeerClients } from './peers.js';
+import type { PeerTransport } from './transport/peer-transport.js';
 import { incomingMeta } from './transfer.js';
 import { messageOfMeta, placementOf } from './wire-meta.js';
 
@@ -53,7 +53,7 @@ export function incomingManifest(msg: StoreManifestMessage, config: NodeConfig):
  * one); resolves with how many hold it durably, and the failures.
  */
 export async function writeManifest(
-  store: LocalStore, cluster: ClusterNode, peers: PeerClients, id: Buffer, manifest: EcManifest, copies: number, timeoutMs: number,
+  store: LocalStore, cluster: ClusterNode, transport: PeerTransport, id: Buffer, manifest: EcManifest, copies: number, timeoutMs: number,
 ): Promise<{ held: number; failures: { node: string; err: Error }[] }> {
   const owners = cluster.ring.owners(id, copies);
   const message = {
@@ -68,7 +68,7 @@ export async function writeManifest(
       else {
         const member = cluster.member(node);
         if (!member || member.grpcAddress === '' || !cluster.online(node)) throw new Error(`node ${node} is offline`);
-        await peers.unary(peers.get(node, member.grpcAddress).internal, node, 'StoreManifest', message, timeoutMs);
+        await transport.call(member, 'StoreManifest', message, timeoutMs);
       }
       held++;
     } catch (err) {

@@ -29,11 +29,11 @@ import { IdCheck } from '../blob/id-check.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
-import { PeerCallError, type PeerClients } from './peers.js';
+import { PeerCallError } from './transport/grpc-peers.js';
+import type { PeerTransport } from './transport/peer-transport.js';
 import { type StatBlobAnswer, statOfAnswer } from './wire-meta.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from './ec-read-state.js';
-import type { HttpFetcher } from './http-fetcher.js';
 import { manifestBlob } from './ec-manifest.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import type { ShardMeta } from '../blob/shard.js';
@@ -55,7 +55,7 @@ export class EcReader implements ColumnSource {
   constructor(
     private readonly store: LocalStore,
     private readonly cluster: ClusterNode,
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly metrics: ClusterMetrics,
     private readonly config: NodeConfig,
     /** Columns were found missing or failing, about `bytes` to rebuild (the repair worker takes the blob). */
@@ -63,8 +63,6 @@ export class EcReader implements ColumnSource {
     /** A column held here failed its check (it is dropped and rebuilt). */
     private readonly onCorruptColumn: (meta: ShardMeta) => void,
     private readonly log: Logger,
-    /** The bulk path to peers' API listeners (undefined: gRPC only). */
-    private readonly http?: HttpFetcher,
   ) {
     // Free slabs kept: the queues of four columns' reads, as many as a read of EC42 fills.
     const slabs = new Slabs(CELL_BYTES, Math.max(8, Math.ceil((4 * config.ecColumnQueueBytes) / CELL_BYTES)));
@@ -144,8 +142,7 @@ export class EcReader implements ColumnSource {
       return member && member.grpcAddress !== '' ? { node, indices: [], slow: true } : { node, indices: [], unreachable: true };
     }
     try {
-      const stub = this.peers.get(node, member.grpcAddress).internal;
-      const answer = await this.peers.unary<StatBlobAnswer>(stub, node, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
+      const answer = await this.transport.call<StatBlobAnswer>(member, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
       const { meta, ec, indices } = statOfAnswer(id, answer, this.config);
       const blob = meta && ec ? { meta, shardBytes: ec.shardBytes, placement: ec.placement } : undefined;
       return { node, indices, blob, placement: ec?.placement };
@@ -265,7 +262,7 @@ export class EcReader implements ColumnSource {
     return out;
   }
 
-  /** Bytes of a peer's column, through a column stream of just that range (the bulk path first, gRPC as fallback). */
+  /** Bytes of a peer's column, through a column stream of just that range. */
   private async remoteRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer> {
     const stream = this.openColumn(blob, node, index, offset, offset + length);
     if (!stream) throw new BlobstoreError('unavailable', `node ${node} is not a member any more`);
@@ -283,10 +280,8 @@ export class EcReader implements ColumnSource {
       return meta && localColumn(this.store, meta, start, end, this.columnLimits, () => this.onCorruptColumn(meta));
     }
     const member = this.cluster.member(node);
-    if (!member || member.grpcAddress === '') return undefined;
-    const stub = this.peers.get(node, member.grpcAddress).internal;
-    const peer = { nodeId: node, address: member.address, stub, metadata: () => this.peers.metadata() };
-    return remoteColumn(peer, this.http, blob.meta.id, index, start, end, this.columnLimits);
+    if (!member) return undefined;
+    return remoteColumn(this.transport, member, blob.meta.id, index, start, end, this.columnLimits);
   }
 
   /** A slab's view for a rebuilt cell of `length` (at most CELL_BYTES). */

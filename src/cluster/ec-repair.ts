@@ -26,8 +26,8 @@ import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { EcBlob, EcReader, Holders } from './ec-reader.js';
-import type { PeerClients } from './peers.js';
-import { ColumnSender } from './shard-transfer.js';
+import type { PeerTransport } from './transport/peer-transport.js';
+import type { HttpColumnSender } from './transport/http-column.js';
 import type { TokenBucket } from './token-bucket.js';
 import type { NodeConfig } from '../config/settings.js';
 
@@ -60,7 +60,7 @@ export class EcRepairer {
   constructor(
     private readonly store: LocalStore,
     private readonly cluster: ClusterNode,
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly reader: EcReader,
     private readonly metrics: ClusterMetrics,
     private readonly config: NodeConfig,
@@ -201,12 +201,12 @@ export class EcRepairer {
       blobChecksum: blob.meta.checksum, blobLabels: blob.meta.labels, createdAtNs: blob.meta.createdAtNs, ...(blob.placement ? { placement: blob.placement } : {}),
     });
     const self = this.cluster.nodeId;
-    const sinks = new Map<number, ColumnWriter | ColumnSender>();
+    const sinks = new Map<number, ColumnWriter | HttpColumnSender>();
     for (const [index, node] of targets) {
       if (node === self) sinks.set(index, new ColumnWriter(this.store, this.config, header(index), layout.columnBytes));
       else {
         const member = this.cluster.member(node)!;
-        sinks.set(index, new ColumnSender(this.peers, { nodeId: node, grpcAddress: member.grpcAddress }, header(index), { repair: true, timeoutMs: this.options.timeoutMs + layout.columnBytes / 8192 }));
+        sinks.set(index, this.transport.column(member, header(index), layout.columnBytes, { repair: true, timeoutMs: this.options.timeoutMs + layout.columnBytes / 8192 }));
       }
     }
     const hashers = new Map([...targets.keys()].map((i) => [i, createHasher()]));

@@ -24,8 +24,8 @@ import { ChunkTree } from '../hash/chunk-tree.js';
 import type { ChunkCv, FileSink, LocalStore } from '../service/local-store.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { ColumnTarget } from './ec-targets.js';
-import { HttpColumnSender } from './http-column.js';
-import type { PeerLink } from './peer-link.js';
+import { HttpColumnSender } from './transport/http-column.js';
+import type { PeerTransport } from './transport/peer-transport.js';
 import { waitingColumnHeader } from './shard-transfer.js';
 
 type Hasher = ReturnType<typeof createHasher>;
@@ -76,7 +76,7 @@ export class EcStream implements FileSink {
     store: LocalStore,
     private readonly chunkCv: ChunkCv,
     config: NodeConfig,
-    link: PeerLink,
+    transport: PeerTransport,
     /** A column stream stalled this long fails; its holder's answer after the last byte may take `answerTimeoutMs`. */
     timeouts: { stallMs: number; answerTimeoutMs: number },
   ) {
@@ -89,9 +89,9 @@ export class EcStream implements FileSink {
       const { header } = waitingColumnHeader(placement, t.index, policy, layout.shardBytes, layout.blobBytes, layout.columnBytes);
       const column: StreamColumn = { ...t, sink: undefined, hasher: createHasher(), chain: Promise.resolve(), holding: new Set() };
       if (t.failure) return column;
-      column.sink = t.grpcAddress === ''
+      column.sink = t.peer === undefined
         ? new ColumnWriter(store, config, header, layout.columnBytes)
-        : new HttpColumnSender({ nodeId: t.node, address: t.address }, header, layout.columnBytes, { repair: false, link, timeoutMs: timeouts.stallMs, sealLater: { answerTimeoutMs: timeouts.answerTimeoutMs } });
+        : transport.column(t.peer, header, layout.columnBytes, { repair: false, timeoutMs: timeouts.stallMs, sealLater: { answerTimeoutMs: timeouts.answerTimeoutMs } });
       if (column.sink instanceof HttpColumnSender) column.sink.onFailure((err) => this.fail(column, err));
       return column;
     });

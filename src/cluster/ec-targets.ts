@@ -4,15 +4,14 @@
  */
 import { BlobstoreError } from '../errors/errors.js';
 import type { ClusterNode } from './cluster-node.js';
+import type { PeerRef } from './transport/peer-transport.js';
 
 /** Where one column goes and how it went. */
 export interface ColumnTarget {
   index: number;
   node: string;
-  /** The peer's gRPC address ('' for this node). */
-  grpcAddress: string;
-  /** The peer's API address: the bulk path (http-column.ts), where it can be used. */
-  address: string;
+  /** The peer (undefined: this node). */
+  peer: PeerRef | undefined;
   failure?: Error;
   created?: boolean;
 }
@@ -26,7 +25,7 @@ export function columnTargets(cluster: ClusterNode, key: Buffer, shards: number)
   return owners.map((node, index) => {
     const self = node === cluster.nodeId;
     const member = self ? undefined : cluster.member(node);
-    const target: ColumnTarget = { index, node, grpcAddress: member?.grpcAddress ?? '', address: member?.address ?? '' };
+    const target: ColumnTarget = { index, node, peer: member };
     if (!self && (!member || member.grpcAddress === '' || !cluster.online(node))) target.failure = new Error(`node ${node} is offline`);
     return target;
   });

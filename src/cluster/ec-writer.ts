@@ -3,8 +3,8 @@
  * the blob's id places its k + m columns on the first k + m distinct nodes of the ring:
  *
  *   bytes (memory, or the upload's transient file) ─▶ rows of cells (striper.ts, parity in line)
- *     ─▶ column i ─▶ owner i: this node (ColumnWriter) | a peer (StoreShard stream, or a batch of
- *                                                          small columns: StoreShardBatch)
+ *     ─▶ column i ─▶ owner i: this node (ColumnWriter) | a peer (a PUT to its API listener, or a
+ *                                                          batch of small columns: StoreShardBatch)
  *   all answered: ≤ m failed ─▶ failed columns queued for repair (durable) ─▶ 2xx
  *                 > m failed ─▶ the stored columns are taken back ─▶ 503, nothing visible
  *
@@ -26,12 +26,11 @@ import type { LocalStore } from '../service/local-store.js';
 import type { FileSink } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
-import type { PeerClients } from './peers.js';
-import { ColumnSender, headerMessage, type ShardBatcher } from './shard-transfer.js';
+import type { PeerTransport } from './transport/peer-transport.js';
+import { headerMessage, type ShardBatcher } from './shard-transfer.js';
 import { EcStream } from './ec-stream.js';
 import { manifestOf, writeManifest } from './ec-manifest.js';
-import { HttpColumnSender } from './http-column.js';
-import { ReplicaPutError } from './http-replica.js';
+import type { HttpColumnSender } from './transport/http-column.js';
 import { type ColumnTarget, columnTargets } from './ec-targets.js';
 
 /** A received blob: in memory, or in the upload's (transient) file. */
@@ -44,7 +43,7 @@ export class EcWriter {
   constructor(
     private readonly store: LocalStore,
     private readonly cluster: ClusterNode,
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly batcher: ShardBatcher,
     private readonly metrics: ClusterMetrics,
     private readonly config: NodeConfig,
@@ -56,7 +55,7 @@ export class EcWriter {
   /**
    * A stream for a store of `size` bytes whose columns leave as the body arrives (ec-stream.ts),
    * or undefined where the whole body is taken first: the blob is smaller than ecStreamMinBytes (or
-   * fits in memory), or a holder has no API listener for the bulk path.
+   * fits in memory).
    */
   openStream(policy: Policy, size: number): EcStream | undefined {
     const scheme = ecScheme(policy);
@@ -64,11 +63,10 @@ export class EcWriter {
     const layout = new StripeLayout(scheme.k, scheme.m, shardBytesFor(size, this.config), size);
     const placement = randomBytes(16);
     const targets = columnTargets(this.cluster, placement, layout.shards);
-    if (targets.some((t) => !t.failure && t.grpcAddress !== '' && t.address === '')) return undefined;
     // A column stream times out only while stalled, and before the client's body would (the client
     // is paused meanwhile): a frozen holder costs its column, not the store.
     const timeouts = { stallMs: Math.min(this.config.ecStoreTimeoutMs, this.config.bodyIdleTimeoutMs / 2), answerTimeoutMs: this.config.ecStoreTimeoutMs };
-    return new EcStream(layout, policy, placement, targets, this.store, this.store.chunkCv, this.config, this.peers.link, timeouts);
+    return new EcStream(layout, policy, placement, targets, this.store, this.store.chunkCv, this.config, this.transport, timeouts);
   }
 
   /** Stores the blob as k + m columns on its owners; see the module comment for the outcome. */
@@ -108,12 +106,12 @@ export class EcWriter {
       try {
         const columnChecksum = blake3(data);
         const h = header(t.index);
-        if (t.grpcAddress === '') {
+        if (t.peer === undefined) {
           const writer = new ColumnWriter(this.store, this.config, h, layout.columnBytes);
           await writer.write(data);
           t.created = (await writer.finish(columnChecksum)).created;
         } else {
-          t.created = (await this.batcher.store({ nodeId: t.node, grpcAddress: t.grpcAddress }, h, data, columnChecksum)).created;
+          t.created = (await this.batcher.store(t.peer, h, data, columnChecksum)).created;
         }
         this.metrics.observe('shard_store', storeStart);
       } catch (err) {
@@ -122,38 +120,21 @@ export class EcWriter {
     }));
   }
 
-  /** A blob in a file: rows are encoded and sent column by column as each sink drains. */
-  private async storeStreamed(source: BlobSource, layout: StripeLayout, targets: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
-    // Columns go over the peers' API listeners (a fraction of grpc-js's CPU per MiB).
-    const viaHttp = new Set(targets.filter((t) => !t.failure && t.grpcAddress !== '' && t.address !== ''));
-    await this.sendColumns(source, layout, targets.filter((t) => !t.failure), targets, header, (t) => viaHttp.has(t));
-    // A peer whose API listener could not take its column at all (refused, no such route) gets
-    // it over gRPC: a second pass over the source, for those columns only.
-    const again = [...viaHttp].filter((t) => t.failure instanceof ReplicaPutError && t.failure.unsupported);
-    if (again.length === 0 || targets.filter((t) => t.failure).length - again.length > layout.m) return;
-    for (const t of again) t.failure = undefined;
-    await this.sendColumns(source, layout, again, targets, header, () => false);
-  }
-
   /**
-   * Encodes the source and sends the columns of `sending` (the others of `all` are not written;
-   * more than m failures in `all` stop it). Row buffers are reused (ecRowsInFlight of them): a row
-   * goes back once every sink is done with its cell, and the next row is read and encoded while
-   * the sinks drain the last one.
+   * A blob in a file: rows are encoded and sent column by column as each sink drains, to every
+   * holder not failed already (more than m failures stop it). Row buffers are reused (ecRowsInFlight of them): a row goes back once every
+   * sink is done with its cell, and the next row is read and encoded while the sinks drain the last one.
    */
-  private async sendColumns(
-    source: BlobSource, layout: StripeLayout, sending: ColumnTarget[], all: ColumnTarget[], header: (i: number) => ColumnHeader, overHttp: (t: ColumnTarget) => boolean,
-  ): Promise<void> {
+  private async storeStreamed(source: BlobSource, layout: StripeLayout, all: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
+    const sending = all.filter((t) => !t.failure);
     const storeStart = performance.now();
     const timeoutMs = this.config.ecStoreTimeoutMs + (layout.columnBytes / SLOWEST_STORE_BYTES_PER_S) * 1000;
-    const sinks = new Map<ColumnTarget, ColumnWriter | ColumnSender | HttpColumnSender>();
+    const sinks = new Map<ColumnTarget, ColumnWriter | HttpColumnSender>();
     for (const t of sending) {
       const h = header(t.index);
-      sinks.set(t, t.grpcAddress === ''
+      sinks.set(t, t.peer === undefined
         ? new ColumnWriter(this.store, this.config, h, layout.columnBytes)
-        : overHttp(t)
-          ? new HttpColumnSender({ nodeId: t.node, address: t.address }, h, layout.columnBytes, { repair: false, link: this.peers.link, timeoutMs })
-          : new ColumnSender(this.peers, { nodeId: t.node, grpcAddress: t.grpcAddress }, h, { repair: false, timeoutMs }));
+        : this.transport.column(t.peer, h, layout.columnBytes, { repair: false, timeoutMs }));
     }
     const pool = new RowPool(layout.shards, CELL_BYTES, this.config.ecRowsInFlight);
     // Rows each sink still holds: handed back at once if the sink fails.
@@ -229,7 +210,7 @@ export class EcWriter {
     const sealed = stream.columns.filter((c) => !c.failure);
     if (sealed.length >= layout.k) {
       const meta = { policy, size: layout.blobBytes, createdAtNs: blob.createdAtNs, checksum, labels };
-      const { held, failures } = await writeManifest(this.store, this.cluster, this.peers, id, manifestOf(meta, placement, layout.shardBytes), layout.m + 1, this.config.peerCallTimeoutMs);
+      const { held, failures } = await writeManifest(this.store, this.cluster, this.transport, id, manifestOf(meta, placement, layout.shardBytes), layout.m + 1, this.config.peerCallTimeoutMs);
       if (failures.length > 0) this.log.warn({ blob: id.toString('hex'), held, failed: failures.map((f) => ({ node: f.node, err: f.err.message })) }, 'EC store: the manifest is not on every owner of the id');
       if (held === 0) {
         // Nobody could find the blob: its columns go, and the client retries.
@@ -253,7 +234,7 @@ export class EcWriter {
     const answers = await Promise.all(this.cluster.ring.owners(id, owners).filter((n) => n !== this.cluster.nodeId).map(async (node) => {
       const member = this.cluster.member(node);
       if (!member || member.grpcAddress === '' || !this.cluster.online(node)) return false;
-      const res = await this.peers.unary<{ exists?: boolean }>(this.peers.get(node, member.grpcAddress).internal, node, 'StatBlob', { id: { id } }).catch(() => ({ exists: false }));
+      const res = await this.transport.call<{ exists?: boolean }>(member, 'StatBlob', { id: { id } }).catch(() => ({ exists: false }));
       return res.exists === true;
     }));
     return answers.some(Boolean);
@@ -266,8 +247,7 @@ export class EcWriter {
       await c.local.abort();
       return { created: false };
     }
-    const stub = this.peers.get(c.node, c.grpcAddress).internal;
-    const res = await this.peers.unary<{ created?: boolean }>(stub, c.node, 'SealShard', header
+    const res = await this.transport.call<{ created?: boolean }>(c.peer!, 'SealShard', header
       ? { placement, index: c.index, header: headerMessage(header) }
       : { placement, index: c.index, discard: true }, this.config.ecStoreTimeoutMs);
     return { created: res.created === true };
@@ -298,9 +278,8 @@ export class EcWriter {
 
   private async takeBack(id: Buffer, stored: ColumnTarget[]): Promise<void> {
     await Promise.allSettled(stored.map(async (t) => {
-      if (t.grpcAddress === '') return this.store.deleteShards(id, t.index, true);
-      const stub = this.peers.get(t.node, t.grpcAddress).internal;
-      await this.peers.unary(stub, t.node, 'DeleteShard', { id: { id }, index: t.index });
+      if (t.peer === undefined) return this.store.deleteShards(id, t.index, true);
+      await this.transport.call(t.peer, 'DeleteShard', { id: { id }, index: t.index });
     })).then((results) => {
       const left = results.filter((r) => r.status === 'rejected').length;
       if (left > 0) this.log.warn({ blob: id.toString('hex'), left }, 'EC store failed: some stored columns could not be taken back (the scrubber finds them)');

@@ -17,7 +17,9 @@ import type { BlobMeta } from '../blob/meta.js';
 import { replicaCount } from '../blob/policy.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
-import { PeerCallError, type PeerClients } from './peers.js';
+import { PeerCallError } from './transport/grpc-peers.js';
+import { PeerPutError } from './transport/http-put.js';
+import type { PeerTransport } from './transport/peer-transport.js';
 import type { BlobSender } from './transfer.js';
 import type { TokenBucket } from './token-bucket.js';
 import type { ColumnHandoff } from './column-handoff.js';
@@ -51,7 +53,7 @@ export class Handoff {
   constructor(
     private readonly store: LocalStore,
     private readonly cluster: ClusterNode,
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly sender: BlobSender,
     private readonly log: Logger,
     private readonly options: HandoffOptions,
@@ -160,17 +162,16 @@ export class Handoff {
       const member = this.cluster.member(owner);
       if (!member || member.grpcAddress === '' || !this.cluster.online(owner)) continue;
       try {
-        const stub = this.peers.get(owner, member.grpcAddress).internal;
-        const answer = await this.peers.unary<{ have?: Buffer }>(stub, owner, 'HaveBlobs', { ids: list.map((m) => m.id) });
+        const answer = await this.transport.call<{ have?: Buffer }>(member, 'HaveBlobs', { ids: list.map((m) => m.id) });
         const have = answer.have ?? Buffer.alloc(0);
         const lacking = list.filter((_, i) => ((have[i >> 3] ?? 0) & (1 << (i & 7))) === 0);
         if (lacking.length > 0) {
           await this.options.bucket.take(lacking.reduce((n, m) => n + m.size, 0));
-          await this.sender.send({ nodeId: owner, grpcAddress: member.grpcAddress, address: member.address }, lacking, true);
+          await this.sender.send(member, lacking, true);
         }
         for (const meta of list) placed.set(meta.id.toString('hex'), (placed.get(meta.id.toString('hex')) ?? 0) + 1);
       } catch (err) {
-        if (!(err instanceof PeerCallError)) throw err;
+        if (!(err instanceof PeerCallError || err instanceof PeerPutError)) throw err;
         this.log.warn({ owner, err: err.message }, 'handoff: an owner could not take its copies; next pass');
       }
     }

@@ -6,13 +6,12 @@
  * end (a mismatch throws, so the caller cuts its answer: never wrong bytes). 404 only when nobody
  * has it.
  *
- *   GET here ── not local ──▶ StatBlob, one candidate after another (≤ 3) ──▶ the bytes from the first that has it:
- *                                                                            its API listener (http-fetcher.ts), else FetchBlob
+ *   GET here ── not local ──▶ StatBlob, one candidate after another (≤ 3) ──▶ the bytes from the first that has it
+ *                                                                            (the data plane: its API listener)
  *
  *   candidates: owners by the policy (3 when unknown) · leaving nodes · the rest of the ring's first 3
  */
 import { TtlCache } from '../util/ttl-cache.js';
-import type * as grpc from '@grpc/grpc-js';
 import { BlobstoreError } from '../errors/errors.js';
 import { IdCheck } from '../blob/id-check.js';
 import type { BlobMeta } from '../blob/meta.js';
@@ -22,8 +21,8 @@ import type { ByteRange, ChunkSink } from '../service/local-store.js';
 import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
 import { READ_OWNERS, type Ring } from './ring.js';
-import { FetchUnavailable, type HttpFetcher } from './http-fetcher.js';
-import { PeerCallError, type PeerClients } from './peers.js';
+import { PeerCallError } from './transport/grpc-peers.js';
+import type { PeerTransport } from './transport/peer-transport.js';
 import { type StatBlobAnswer, statOfAnswer } from './wire-meta.js';
 
 
@@ -73,9 +72,8 @@ export class RemoteReader {
 
   constructor(
     private readonly cluster: ClusterNode,
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly config: NodeConfig,
-    private readonly http: HttpFetcher,
   ) {}
 
   /**
@@ -108,8 +106,7 @@ export class RemoteReader {
       if (!member || member.grpcAddress === '') continue;
       asked++;
       try {
-        const stub = this.peers.get(peer, member.grpcAddress).internal;
-        const { meta, ec } = statOfAnswer(id, await this.peers.unary<StatBlobAnswer>(stub, peer, 'StatBlob', { id: { id } }), this.config);
+        const { meta, ec } = statOfAnswer(id, await this.transport.call<StatBlobAnswer>(member, 'StatBlob', { id: { id } }), this.config);
         if (meta) return ec ? { meta, peer, ec } : { meta, peer };
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;
@@ -127,15 +124,15 @@ export class RemoteReader {
   }
 
   /**
-   * Streams `range` (default: all) of a blob held by `peer` to `sink` in chunks of at most
-   * 1 MiB: over the peer's API listener (http-fetcher.ts), or over gRPC FetchBlob when that path
-   * cannot serve it. A whole-blob read is checked against the id before its last chunk goes.
+   * Streams `range` (default: all) of a blob held by `peer` to `sink` in chunks of at most 1 MiB,
+   * from the peer's API listener. A whole-blob read is checked against the id before its last chunk goes.
    */
   async fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange): Promise<void> {
     const member = this.cluster.member(blob.peer);
     if (!member) throw new BlobstoreError('unavailable', `node ${blob.peer} is not a member any more`);
     const whole = range === undefined || (range.start === 0 && range.end === blob.meta.size);
     const check = whole ? new IdCheck(blob.meta.id, blob.meta.size) : undefined;
+    const expected = range ? range.end - range.start : blob.meta.size;
     let index = 0;
     let received = 0;
     const take = (chunk: Buffer): Promise<void> | void => {
@@ -143,60 +140,17 @@ export class RemoteReader {
       if (check && !check.add(chunk)) throw failedChecksum(blob);
       return sink(chunk, index++);
     };
-    const wanted = whole ? undefined : range;
-    let done = false;
-    if (member.address !== '' && (wanted === undefined || wanted.end > wanted.start)) {
+    if (expected > 0) {
       try {
-        await this.http.fetch(member.address, blob.meta.id, wanted, take, blob.meta.traceparent);
-        done = true;
+        await this.transport.readBlob(member, blob.meta.id, whole ? undefined : range, take, blob.meta.traceparent);
       } catch (err) {
         if (err instanceof BlobstoreError && err.kind === 'corruption') throw err;
-        if (!(err instanceof FetchUnavailable)) throw new BlobstoreError('unavailable', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${(err as Error).message}`, { cause: err });
+        throw new BlobstoreError('unavailable', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${(err as Error).message}`, {
+          cause: err, headers: { 'Retry-After': '1' },
+        });
       }
     }
-    if (!done) await this.fetchGrpc(blob, member.grpcAddress, take, range);
-    const expected = range ? range.end - range.start : blob.meta.size;
     if (received !== expected) throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${received} bytes, expected ${expected}`);
     if (check && !check.done && !check.matches()) throw failedChecksum(blob);
-  }
-
-  /** The same read over InternalService.FetchBlob. */
-  private fetchGrpc(blob: RemoteBlob, grpcAddress: string, take: (chunk: Buffer) => Promise<void> | void, range?: ByteRange): Promise<void> {
-    const stub = this.peers.get(blob.peer, grpcAddress).internal;
-    const request = { id: { id: blob.meta.id }, offset: range?.start ?? 0, length: range ? range.end - range.start : 0 };
-    return new Promise<void>((resolve, reject) => {
-      const metadata = this.peers.metadata();
-      // The trace context travels as gRPC metadata too (the peer's access line shows it).
-      if (blob.meta.traceparent !== undefined) metadata.set('traceparent', blob.meta.traceparent);
-      const call = stub.FetchBlob!(request, metadata) as unknown as grpc.ClientReadableStream<{ data?: Buffer; final?: boolean }>;
-      let first = true;
-      let settled = false;
-      const fail = (err: unknown): void => {
-        if (settled) return;
-        settled = true;
-        call.cancel();
-        reject(err);
-      };
-      let chain = Promise.resolve();
-      call.on('data', (msg) => {
-        const data = msg.data ?? Buffer.alloc(0);
-        if (data.length === 0 && !first) return;
-        first = false;
-        call.pause();
-        chain = chain.then(async () => {
-          if (settled) return;
-          await take(data);
-          call.resume();
-        }).catch(fail);
-      });
-      call.on('error', (err: grpc.ServiceError) => fail(new PeerCallError(blob.peer, 'FetchBlob', err.code, err.details)));
-      call.on('end', () => {
-        chain = chain.then(() => {
-          if (settled) return;
-          settled = true;
-          resolve();
-        }).catch(fail);
-      });
-    });
   }
 }

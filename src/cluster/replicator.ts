@@ -196,7 +196,7 @@ export class Replicator {
     const targets: SendTarget[] = [];
     for (const [peerId, metas] of perPeer) {
       const member = this.cluster.member(peerId);
-      if (member && member.grpcAddress !== '') targets.push({ peer: { nodeId: peerId, grpcAddress: member.grpcAddress, address: member.address }, metas });
+      if (member && member.grpcAddress !== '') targets.push({ peer: member, metas });
     }
     const start = performance.now();
     const results = await this.sender.sendEach(targets, false, known);

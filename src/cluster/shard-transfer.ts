@@ -1,23 +1,24 @@
 /**
  * Shard columns between nodes, both ends (docs/erasure-coding.md):
  *
- *   sender:   cells of a column ──▶ StoreShard stream [header, ≤ 1 MiB…, final + column checksum]
- *             small whole columns ──▶ ShardBatcher ──▶ StoreShardBatch (every column for a peer
- *                                     from one event-loop turn in one call)
+ *   sender:   small whole columns ──▶ ShardBatcher ──▶ StoreShardBatch (every column for a peer
+ *                                     from one event-loop turn in one call); larger ones stream
+ *                                     to the peer's API listener (transport/http-column.ts)
  *   receiver: header checked against the layout ──▶ ColumnWriter ──▶ checksum ──▶ committed (durable)
+ *             (a StoreShardBatch, a StoreShard stream, or the API listener's PUT)
  *
  * The header carries the whole blob's metadata; the receiver checks that the column's size fits
  * the blob's layout and that the bytes match the column's checksum before it commits.
  */
-import type * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
 import type { BlobMetaMessage } from '../proto/messages.js';
 import type { LocalStore } from '../service/local-store.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
-import { PeerCallError, type PeerClients } from './peers.js';
-import { incomingMeta, type PeerAddress } from './transfer.js';
+import { PeerCallError } from './transport/grpc-peers.js';
+import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
+import { incomingMeta } from './transfer.js';
 import { columnBlobMeta, messageOfMeta, placementOf } from './wire-meta.js';
 
 export interface ShardHeaderMessage {
@@ -142,63 +143,6 @@ export class ShardReceiver {
   }
 }
 
-/** One column streamed to a peer over StoreShard; cells are written in order. */
-export class ColumnSender {
-  private readonly call: grpc.ClientWritableStream<unknown>;
-  private readonly answer: Promise<{ created: boolean; declined: boolean }>;
-  private first = true;
-
-  constructor(
-    peers: PeerClients,
-    private readonly peer: PeerAddress,
-    private readonly header: ColumnHeader,
-    options: { repair: boolean; timeoutMs: number },
-  ) {
-    const stub = peers.get(peer.nodeId, peer.grpcAddress).internal;
-    const md = peers.metadata();
-    if (options.repair) md.set('x-blobstore-repair', '1');
-    let resolve!: (r: { created: boolean; declined: boolean }) => void;
-    let reject!: (err: Error) => void;
-    this.answer = new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    this.answer.catch(() => undefined); // awaited by finish(), or dropped after an abort
-    this.call = stub.StoreShard!(md, { deadline: Date.now() + options.timeoutMs }, (err: grpc.ServiceError | null, res: { created?: boolean; declined?: boolean }) => {
-      if (err) reject(new PeerCallError(peer.nodeId, 'StoreShard', err.code, err.details));
-      else resolve({ created: res?.created === true, declined: res?.declined === true });
-    }) as unknown as grpc.ClientWritableStream<unknown>;
-    // A failed call ends the stream: writes waiting for 'drain' must not wait forever.
-    this.call.on('error', () => this.call.emit('drain'));
-  }
-
-  /**
-   * Sends the next cell; resolves while the stream has room, else once it drained. `done` runs
-   * once grpc-js has encoded the message (the cell's buffer may then be reused).
-   */
-  write(cell: Buffer, done: () => void = () => undefined): Promise<void> {
-    const msg = this.first ? { header: headerMessage(this.header), data: cell } : { data: cell };
-    this.first = false;
-    return this.call.write(msg, () => done()) ? Promise.resolve() : new Promise((r) => this.call.once('drain', () => r()));
-  }
-
-  /** The last message, with the column's checksum; resolves once the peer holds the column durably (or declined a repair). */
-  finish(columnChecksum: Buffer): Promise<{ created: boolean; declined: boolean }> {
-    const last = this.first ? { header: headerMessage(this.header), final: true, column_checksum: columnChecksum } : { final: true, column_checksum: columnChecksum };
-    this.call.write(last);
-    this.call.end();
-    return this.answer;
-  }
-
-  abort(): void {
-    this.call.cancel();
-  }
-
-  get target(): string {
-    return this.peer.nodeId;
-  }
-}
-
 interface PendingColumn {
   msg: { header: ShardHeaderMessage; data: Buffer; column_checksum: Buffer };
   resolve: (r: { created: boolean }) => void;
@@ -211,16 +155,16 @@ interface PendingColumn {
  * small blobs share calls the way their local writes share a group commit.
  */
 export class ShardBatcher {
-  private readonly pending = new Map<string, { peer: PeerAddress; columns: PendingColumn[]; bytes: number }>();
+  private readonly pending = new Map<string, { peer: PeerRef; columns: PendingColumn[]; bytes: number }>();
   private scheduled = false;
 
   constructor(
-    private readonly peers: PeerClients,
+    private readonly transport: PeerTransport,
     private readonly options: { batchBytes: number; timeoutMs: number },
   ) {}
 
   /** Resolves once the peer holds the column durably. */
-  store(peer: PeerAddress, header: ColumnHeader, data: Buffer, columnChecksum: Buffer): Promise<{ created: boolean }> {
+  store(peer: PeerRef, header: ColumnHeader, data: Buffer, columnChecksum: Buffer): Promise<{ created: boolean }> {
     return new Promise((resolve, reject) => {
       let batch = this.pending.get(peer.nodeId);
       if (!batch) {
@@ -246,11 +190,10 @@ export class ShardBatcher {
     for (const b of batches) void this.send(b.peer, b.columns);
   };
 
-  private async send(peer: PeerAddress, columns: PendingColumn[]): Promise<void> {
+  private async send(peer: PeerRef, columns: PendingColumn[]): Promise<void> {
     try {
-      const stub = this.peers.get(peer.nodeId, peer.grpcAddress).internal;
-      const res = await this.peers.unary<{ results?: { stored?: boolean; created?: boolean; error?: string }[] }>(
-        stub, peer.nodeId, 'StoreShardBatch', { shards: columns.map((c) => c.msg) }, this.options.timeoutMs);
+      const res = await this.transport.call<{ results?: { stored?: boolean; created?: boolean; error?: string }[] }>(
+        peer, 'StoreShardBatch', { shards: columns.map((c) => c.msg) }, this.options.timeoutMs);
       columns.forEach((c, i) => {
         const r = res.results?.[i];
         if (r?.stored) c.resolve({ created: r.created === true });

@@ -20,7 +20,7 @@ import type { metaMessage } from '../service/meta.js';
 import type { Committer } from '../service/blob-writer.js';
 import { metaOfMessage, type WireMeta } from './wire-meta.js';
 
-export { BlobSender, type PeerAddress, type SenderOptions } from './blob-sender.js';
+export { BlobSender, type SenderOptions } from './blob-sender.js';
 
 /** A blob as the wire carries it to a replica. */
 export interface ReplicaMessage {

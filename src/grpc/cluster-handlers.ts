@@ -8,7 +8,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Gate } from '../auth/gate.js';
 import { type ClusterApi, HeartbeatDenied } from '../cluster/cluster-api.js';
-import { SECRET_METADATA } from '../cluster/peers.js';
+import { SECRET_METADATA } from '../cluster/transport/peer-link.js';
 import type { Logger } from '../log/logger.js';
 import type { MalformedMessage } from '../proto/loader.js';
 import { authorization, toStatus, wellFormed } from './status.js';

@@ -21,7 +21,7 @@
  * Not counted as client reads in the metrics (the peer's read is).
  */
 import type { Cluster } from '../cluster/cluster.js';
-import { SECRET_METADATA } from '../cluster/peers.js';
+import { SECRET_METADATA } from '../cluster/transport/peer-link.js';
 import { parseBlobId } from '../blob/id.js';
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';

@@ -17,7 +17,7 @@ import { ClusterApi } from '../cluster/cluster-api.js';
 import type { ClusterSlot } from '../cluster/cluster-slot.js';
 import { ClusterRoutes } from './cluster-routes.js';
 import { INTERNAL_BLOB_PATH, INTERNAL_REPLICA_PATH, InternalRoutes } from './internal-routes.js';
-import { INTERNAL_SHARD_PATH } from '../cluster/http-column.js';
+import { INTERNAL_SHARD_PATH } from '../cluster/transport/http-column.js';
 import { Intake } from './intake.js';
 import { errorAnswer, writeAnswer, writeError } from './reply.js';
 import { Router } from './router.js';

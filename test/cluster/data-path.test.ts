@@ -1,14 +1,17 @@
 /**
  * The node-to-node data path of large blobs: reads of blobs a node lacks take the bytes from the
  * owner's API listener (GET /internal/v1/blobs/{id}), large replicas go to the owners' (PUT
- * /internal/v1/replicas/{id}), and both fall back to gRPC (FetchBlob, ReplicateStream) when that
- * path cannot serve them. The routes take peers that present the cluster secret (or, without a
- * secret, what the auth gate lets through); the read route serves local copies only.
+ * /internal/v1/replicas/{id}); that is their one way (a peer whose API address cannot be reached
+ * gets no bytes over gRPC instead: docs/adr/0021-one-peer-transport.md). The routes take peers
+ * that present the cluster secret (or, without a secret, what the auth gate lets through); the
+ * read route serves local copies only.
  */
 import { createBLAKE3 } from 'hash-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { freePort, TestCluster } from '../helpers/cluster.js';
+import { logLines } from '../helpers/log.js';
+import { parseExposition, sampleValue } from '../helpers/metrics.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'correct horse battery staple';
@@ -136,32 +139,41 @@ describe('the data path with a cluster secret', () => {
   });
 });
 
-describe('the data path when the peers\' API listeners cannot be reached', () => {
+describe('the data path when the peers\' API addresses cannot be reached', () => {
   let c: TestCluster;
   afterAll(async () => {
     await c?.stopAll();
   });
 
-  it('replicas go over ReplicateStream and reads over FetchBlob instead, byte-exact (GET and a range)', async () => {
-    // Each node tells the others an API address nobody listens on; gRPC works as usual.
+  /** Node i's gRPC access lines of InternalService methods that carry a blob's bytes. */
+  const bulkGrpcCalls = (i: number): string[] => logLines(c.node(i).output())
+    .filter((l) => l.access === 'grpc' && /^InternalService\.(FetchBlob|ReplicateStream|FetchShard|StoreShard)$/.test(String(l.method)))
+    .map((l) => String(l.method));
+
+  it('the bytes wait for the data plane: a read answers 503 at once, a copy stays queued, and nothing moves to gRPC', async () => {
+    // Each node tells the others an API address nobody listens on; its gRPC address works.
     const nowhere = await Promise.all([0, 1].map(() => freePort()));
-    c = await TestCluster.start({ size: 2, args: ['--handoff-interval-ms', '500'], nodeArgs: (i) => ['--advertise-addr', `127.0.0.1:${nowhere[i]}`] });
+    c = await TestCluster.start({
+      size: 2, args: ['--handoff-interval-ms', '500', '--log-level', 'debug', '--log-format', 'json', '--metrics-addr', 'same'],
+      nodeArgs: (i) => ['--advertise-addr', `127.0.0.1:${nowhere[i]}`],
+    });
     await c.converged({ members: c.ids });
-    // A REPLICA2 copy of a large blob goes to the other node over ReplicateStream.
-    const replica = patternBytes(2 * 1024 * 1024 + 9, 2222);
-    const stored = await putRaw(c.url(0), replica, { 'X-Blobstore-Policy': '2' });
-    expect(stored.status).toBeOneOf([200, 201]);
+    const stored = await putRaw(c.url(0), patternBytes(2 * 1024 * 1024 + 9, 2222), { 'X-Blobstore-Policy': '2' });
+    expect(stored.status).toBe(201);
     const { id: replicaId } = (await stored.json()) as { id: string };
-    await waitFor(async () => (await holdersOf(c, replicaId)).length === 2, { what: 'the REPLICA2 copy on node 1' });
-    const copy = await fetch(`${c.url(1)}/v1/blobs/${replicaId}`);
-    expect(Buffer.from(await copy.arrayBuffer()).equals(replica)).toBe(true);
-    for (const [holder, { id, bytes }] of await oneCopyEach(c, 2 * 1024 * 1024 + 5)) {
+    const queued = async (): Promise<number> => sampleValue(parseExposition(await (await fetch(`${c.url(0)}/metrics`)).text()),
+      'blobstore_replication_queue_depth', 'blobstore_replication_queue_depth') ?? -1;
+    await waitFor(async () => (await queued()) === 1, { what: 'the REPLICA2 copy queued on node 0' });
+    for (const [holder, { id }] of await oneCopyEach(c, 2 * 1024 * 1024 + 5)) {
+      const started = performance.now();
       const res = await fetch(`${c.url(1 - holder)}/v1/blobs/${id}`);
-      expect(res.status).toBe(200);
-      expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
-      const part = await fetch(`${c.url(1 - holder)}/v1/blobs/${id}`, { headers: { range: 'bytes=7-1048600' } });
-      expect(part.status).toBe(206);
-      expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(7, 1048601))).toBe(true);
+      expect(res.status, `GET of node ${holder}'s blob from node ${1 - holder}`).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(((await res.json()) as { message: string }).message).toContain(id);
+      expect(performance.now() - started).toBeLessThan(5_000);
     }
+    expect(await holdersOf(c, replicaId)).toEqual([0]);
+    expect(await queued()).toBe(1);
+    expect([...bulkGrpcCalls(0), ...bulkGrpcCalls(1)]).toEqual([]);
   });
 });

@@ -8,8 +8,9 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { patternBytes, putRaw } from '../helpers/blobs.js';
+import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { expectReadableEverywhere, freePort, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { logLines } from '../helpers/log.js';
 import { tempDir } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -84,18 +85,30 @@ describe('EC columns with a token file and a cluster secret', () => {
   });
 });
 
-describe("EC columns when the peers' API listeners cannot be reached: over gRPC", () => {
+describe("EC columns when the peers' API addresses cannot be reached", () => {
   let c: TestCluster;
   afterAll(async () => {
     await c?.stopAll();
   });
 
-  it('stores (StoreShard after the API listener refused) and reads (FetchShard) every blob from every node', async () => {
+  it('a large store fails whole (503, nothing visible) and no column goes over gRPC instead', async () => {
     // Each node tells the others an API address nobody listens on; gRPC works as usual.
     const nowhere = await Promise.all([0, 1, 2, 3, 4, 5].map(() => freePort()));
-    c = await TestCluster.start({ size: 6, args: EC_ARGS, nodeArgs: (i) => ['--advertise-addr', `127.0.0.1:${nowhere[i]}`], together: true });
+    c = await TestCluster.start({
+      size: 6, args: [...EC_ARGS, '--log-level', 'debug', '--log-format', 'json'], together: true,
+      nodeArgs: (i) => ['--advertise-addr', `127.0.0.1:${nowhere[i]}`],
+    });
     await c.converged({ members: c.ids });
-    const acked = await storeAll(c, {});
-    await expectReadableEverywhere(c, acked);
+    const bytes = patternBytes(SIZES[2]!, 9102);
+    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '4' });
+    expect(res.status, await res.clone().text()).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    const id = await expectedId(bytes);
+    for (const i of c.live()) {
+      expect((await fetch(`${c.url(i)}/v1/blobs/${id}`, { method: 'HEAD' })).status, `HEAD on ${c.ids[i]}`).toBe(404);
+      const columnCalls = logLines(c.node(i).output()).filter((l) => l.access === 'grpc' && /^InternalService\.(StoreShard|FetchShard)$/.test(String(l.method)));
+      expect(columnCalls, `column calls over gRPC on ${c.ids[i]}`).toEqual([]);
+    }
   });
 });
+

@@ -92,6 +92,14 @@ describe('a 3-node cluster on loopback', () => {
     expect(after.nodes.map((n) => n.node_id).sort()).toEqual(c.ids);
   });
 
+  it('a whole cluster stopped and started again finds itself, every gRPC listener on a new port', async () => {
+    const grpcBefore = new Set((await c.converged()).nodes.map((n) => n.grpc_address));
+    for (let i = 0; i < 3; i++) await c.stop(i);
+    await Promise.all([0, 1, 2].map((i) => c.startNode(i)));
+    const after = await c.converged({ members: c.ids, states: { 'node-1': 'active', 'node-2': 'active', 'node-3': 'active' } });
+    expect(after.nodes.filter((n) => grpcBefore.has(n.grpc_address)), 'gRPC addresses kept over the restart').toEqual([]);
+  });
+
   it('an immediate leave removes the node everywhere; the removed node stays out and knows it', async () => {
     const before = await c.converged();
     const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"node_id":"node-3","graceful":false}' });

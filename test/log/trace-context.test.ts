@@ -3,7 +3,9 @@
  * `traceparent` on, so the peer's access line of that read carries it; a malformed one goes no
  * further, and background work (heartbeats, handoff) carries none.
  */
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../grpc/helpers.js';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { TestCluster } from '../helpers/cluster.js';
 import { type LogLine, logLines } from '../helpers/log.js';
@@ -85,19 +87,22 @@ describe('traceparent over gRPC', () => {
     await c?.stopAll();
   });
 
-  it('goes as metadata with a read the peer serves over InternalService.FetchBlob (its API listener unreachable)', async () => {
-    // Each node tells the others an API address nobody listens on: peer reads go over gRPC.
-    const { freePort } = await import('../helpers/cluster.js');
-    const nowhere = await Promise.all([0, 1].map(() => freePort()));
-    c = await TestCluster.start({
-      size: 2, args: ['--handoff-interval-ms', '500', '--log-level', 'debug', '--log-format', 'json'],
-      nodeArgs: (i) => ['--advertise-addr', `127.0.0.1:${nowhere[i]}`],
-    });
+  it('goes as metadata onto the gRPC access line of the node that serves the call (InternalService.FetchBlob)', async () => {
+    c = await TestCluster.start({ size: 2, args: ['--handoff-interval-ms', '500', '--log-level', 'debug', '--log-format', 'json'] });
     await c.converged({ members: c.ids });
     const id = await blobOnNode1Only(c);
-    const res = await fetch(`${c.url(0)}/v1/blobs/${id}`, { headers: { traceparent: TRACE } });
-    expect(res.status).toBe(200);
-    await res.arrayBuffer();
+    const grpcAddress = (await c.state(0)).nodes.find((n) => n.node_id === c.ids[1])!.grpc_address;
+    const internal = client('InternalService', grpcAddress);
+    try {
+      const metadata = new grpc.Metadata();
+      metadata.set('traceparent', TRACE);
+      const call = internal.FetchBlob!({ id: { id: Buffer.from(id, 'hex') } }, metadata) as grpc.ClientReadableStream<{ data?: Buffer }>;
+      let bytes = 0;
+      for await (const msg of call) bytes += (msg as { data?: Buffer }).data?.length ?? 0;
+      expect(bytes).toBe(2000);
+    } finally {
+      internal.close();
+    }
     let line: LogLine | undefined;
     const fetchBlobLine = (): boolean => (line = logLines(c.node(1).output()).find((l) => l.access === 'grpc' && l.method === 'InternalService.FetchBlob')) !== undefined;
     await waitFor(fetchBlobLine, { what: 'the FetchBlob line on node 1', timeoutMs: 10_000, pollMs: 20 });

@@ -4,26 +4,24 @@
  * peer. The kernel reads straight into the connection's own 1 MiB buffer (net's `onread` with a
  * buffer function), which is handed to the sink as it fills: no allocation and no copy per chunk
  * on this side. Over gRPC (FetchBlob) each 1 MiB message is framed, copied and allocated on both
- * ends, and the garbage it leaves cost as much again: ~1.9 ms of CPU per MiB here, against ~0.4 ms
- * for this path (bench: remote 1 MiB GET/s).
+ * ends, and the garbage it leaves cost as much again: ~1.9 ms of CPU per MiB, against ~0.4 ms for
+ * this path (docs/adr/0021-one-peer-transport.md).
  *
  *   request ─▶ [status + headers | body bytes ...] ─▶ buffer[0 .. 1 MiB) ─▶ sink(chunk) ─▶ (socket paused until it returns)
  *
- * A fetch that fails before its first body byte (no route: an older peer; tokens without a
- * cluster secret; a connection refused) rejects with FetchUnavailable, and the caller asks over
- * gRPC instead. A connection kept idle that the peer closed meanwhile is retried once.
+ * A connection kept idle that the peer closed meanwhile is retried once, on a new one; any other
+ * failure is the fetch's (the caller asks another holder, or fails the read).
  */
 import type { OnReadOpts, Socket } from 'node:net';
-import { CHUNK_BYTES } from '../blob/chunk.js';
-import type { ByteRange } from '../service/local-store.js';
-import type { PeerLink } from './peer-link.js';
-import { SECRET_METADATA } from './peers.js';
+import { CHUNK_BYTES } from '../../blob/chunk.js';
+import type { ByteRange } from '../../service/local-store.js';
+import { type PeerLink, SECRET_METADATA } from './peer-link.js';
 
-/** The peer could not serve the read this way (nothing was delivered): ask over gRPC. */
-export class FetchUnavailable extends Error {
+/** The fetch failed before its first body byte (on a kept connection: perhaps closed by the peer meanwhile). */
+class NothingDelivered extends Error {
   constructor(message: string) {
     super(message);
-    this.name = 'FetchUnavailable';
+    this.name = 'NothingDelivered';
   }
 }
 
@@ -86,7 +84,7 @@ class Connection {
   }
 
   request(head: string, sink: BytesSink): Promise<void> {
-    if (this.closed) return Promise.reject(new FetchUnavailable('connection closed by the peer'));
+    if (this.closed) return Promise.reject(new NothingDelivered('connection closed by the peer'));
     return new Promise((resolve, reject) => {
       this.exchange = { sink, left: -1, status: 0, delivered: 0, resolve, reject };
       this.filled = 0;
@@ -98,7 +96,7 @@ class Connection {
     const ex = this.exchange;
     this.exchange = undefined;
     if (!this.closed) this.socket.destroy();
-    ex?.reject(ex.delivered === 0 ? new FetchUnavailable(err.message) : err);
+    ex?.reject(ex.delivered === 0 ? new NothingDelivered(err.message) : err);
   }
 
   /** Returns false to pause the socket while the sink holds the buffer. */
@@ -214,7 +212,7 @@ export class HttpFetcher {
       } catch (err) {
         this.drop(address, conn);
         // A kept connection the peer had closed meanwhile: once more on a new one.
-        if (err instanceof FetchUnavailable && reused && attempt === 0) continue;
+        if (err instanceof NothingDelivered && reused && attempt === 0) continue;
         throw err;
       }
     }

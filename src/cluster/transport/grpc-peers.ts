@@ -1,15 +1,13 @@
 /**
- * gRPC clients to the other nodes: one channel per peer address (grpc-js multiplexes every call
- * to a peer over it), ClusterService and InternalService stubs on it, the cluster secret in the
- * metadata of every call, and a deadline on every unary call. A peer that changes address gets a
- * new channel; a removed one loses its channel.
+ * The control plane's gRPC clients (peer-transport.ts): one channel per peer address (grpc-js
+ * multiplexes every call to a peer over it), ClusterService and InternalService stubs on it, the
+ * cluster secret in the metadata of every call, and a deadline on every call. A peer that changes
+ * address gets a new channel; a removed one loses its channel.
  */
 import * as grpc from '@grpc/grpc-js';
-import { loadProtos } from '../proto/loader.js';
-import type { PeerLink } from './peer-link.js';
+import { loadProtos } from '../../proto/loader.js';
+import { type PeerLink, SECRET_METADATA } from './peer-link.js';
 
-/** The metadata key of the cluster secret (docs/cluster.md, Security). */
-export const SECRET_METADATA = 'x-blobstore-cluster-secret';
 
 /** A dynamic grpc-js client: methods by name. */
 export type Stub = grpc.Client & Record<string, (...args: unknown[]) => grpc.ClientUnaryCall & grpc.ClientReadableStream<unknown> & grpc.ClientWritableStream<unknown>>;
@@ -25,11 +23,10 @@ function constructors(): Record<string, grpc.ServiceClientConstructor> {
 }
 
 /**
- * Methods whose requests may also be passed already encoded, as a Buffer: a large replica's chunks
- * and a batch of small ones are encoded once, and the same bytes go to every peer that takes them
- * (replica-stream.ts, blob-sender.ts).
+ * Methods whose requests may also be passed already encoded, as a Buffer: a batch of small blobs
+ * is encoded once, and the same bytes go to every peer that takes it (blob-sender.ts).
  */
-const PRE_ENCODED = ['ReplicateStream', 'ReplicateBatch'];
+const PRE_ENCODED = ['ReplicateBatch'];
 
 let internalCtor: grpc.ServiceClientConstructor | undefined;
 /** InternalService's client, its PRE_ENCODED methods passing Buffers through unchanged. */
@@ -87,10 +84,6 @@ export class PeerClients {
     options.link.onChange(() => this.retain(new Set()));
   }
 
-  get link(): PeerLink {
-    return this.options.link;
-  }
-
   /** The stubs for a peer at `address`, made on first use (and again when the address changes). */
   get(nodeId: string, address: string): Peer {
     const known = this.peers.get(nodeId);
@@ -132,7 +125,7 @@ export class PeerClients {
     }
   }
 
-  metadata(): grpc.Metadata {
+  private metadata(): grpc.Metadata {
     const md = new grpc.Metadata();
     if (this.options.link.secret !== '') md.set(SECRET_METADATA, this.options.link.secret);
     return md;

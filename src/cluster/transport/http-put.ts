@@ -1,46 +1,36 @@
 /**
- * One peer's leg of a large replica over its API listener (PUT /internal/v1/replicas/{id},
- * src/http/internal-routes.ts) instead of InternalService.ReplicateStream: the metadata in
- * headers, the bytes as a chunked body written straight from the sender's chunk buffer (no
- * framing copy, no allocation per chunk), the answer `{"created": bool}` once the copy is durable.
+ * The data plane's writes: a body PUT to a peer's /internal/v1 path over one connection of its
+ * own (a large replica, PUT /internal/v1/replicas/{id}; a shard column, http-column.ts): the
+ * metadata in headers, the bytes as a chunked body written straight from the sender's buffers (no
+ * framing copy, no allocation per chunk), the answer (JSON) once the peer holds the bytes durably.
  * Chunked, because this uWS closes a connection whose Content-Length has ten digits (1e9 bytes or
- * more) before any handler runs.
- *
- * A peer that cannot take it this way (no such route, a secret it refuses, its API
- * address unreachable) fails with `unsupported` set, and the sender streams to it over gRPC.
+ * more) before any handler runs. A refusal, a broken connection or a stall fails the put; the
+ * caller retries it the same way (docs/adr/0021-one-peer-transport.md).
  */
 import type { Socket } from 'node:net';
-import type { BlobMeta } from '../blob/meta.js';
-import type { PeerLink } from './peer-link.js';
-import { SECRET_METADATA } from './peers.js';
-import { metaHeaderLines } from './wire-meta.js';
+import type { BlobMeta } from '../../blob/meta.js';
+import { type PeerLink, SECRET_METADATA } from './peer-link.js';
+import { metaHeaderLines } from '../wire-meta.js';
 
 const CRLF = Buffer.from('\r\n');
 const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 /** The answer is a short JSON object; anything longer is not ours. */
 const ANSWER_MAX_BYTES = 64 * 1024;
-/** Statuses that mean "not this way" rather than "not this blob": ask over gRPC instead. */
-const UNSUPPORTED = new Set([401, 403, 404, 405, 501]);
-
-export class ReplicaPutError extends Error {
-  constructor(
-    message: string,
-    /** The peer cannot take replicas over HTTP: use gRPC. */
-    readonly unsupported: boolean,
-  ) {
+export class PeerPutError extends Error {
+  constructor(message: string) {
     super(message);
-    this.name = 'ReplicaPutError';
+    this.name = 'PeerPutError';
   }
 }
 
-export interface HttpReplicaTarget {
+export interface HttpPeer {
   readonly nodeId: string;
   /** host:port of the peer's API listener. */
   readonly address: string;
 }
 
 /** The request head of a replica: its metadata in headers, the bytes as a chunked body. */
-export function replicaHead(peer: HttpReplicaTarget, meta: BlobMeta, repair: boolean, secret: string): string {
+export function replicaHead(peer: HttpPeer, meta: BlobMeta, repair: boolean, secret: string): string {
   return `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\nTransfer-Encoding: chunked\r\n`
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`) + metaHeaderLines(meta)
     + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n';
@@ -50,7 +40,7 @@ export function replicaHead(peer: HttpReplicaTarget, meta: BlobMeta, repair: boo
  * A PUT of a body to a peer's /internal/v1 path over one connection: the head, the body as
  * chunks written straight from the caller's buffers, the JSON answer (`answer`) once it is 200.
  */
-export class HttpReplicaLeg {
+export class HttpPut {
   failure: Error | undefined;
   readonly done: Promise<void>;
   /** The answer's body (JSON) once it came with 200. */
@@ -63,7 +53,7 @@ export class HttpReplicaLeg {
   private ended = false;
 
   constructor(
-    readonly peer: HttpReplicaTarget,
+    readonly peer: HttpPeer,
     /** The request head (replicaHead, or a shard column's), ending in an empty line. */
     head: string,
     private readonly timeoutMs: number,
@@ -78,12 +68,11 @@ export class HttpReplicaLeg {
     const stallsOnly = streamed !== undefined;
     this.done = new Promise((resolve) => (this.settle = resolve));
     this.socket = link.connect(peer.address);
-    this.socket.on('timeout', () => this.fail(new ReplicaPutError(`${peer.nodeId}: no progress for ${timeoutMs} ms`, false)));
+    this.socket.on('timeout', () => this.fail(new PeerPutError(`${peer.nodeId}: no progress for ${timeoutMs} ms`)));
     if (stallsOnly) this.socket.on('drain', () => this.ended || this.socket.setTimeout(0));
     else this.socket.setTimeout(timeoutMs);
-    // Refused: nothing listens at the API address it gave (gRPC may still reach it).
-    this.socket.on('error', (err: NodeJS.ErrnoException) => this.fail(new ReplicaPutError(`${peer.nodeId}: ${err.message}`, err.code === 'ECONNREFUSED')));
-    this.socket.on('close', () => this.fail(new ReplicaPutError(`${peer.nodeId}: connection closed before the answer`, false)));
+    this.socket.on('error', (err: NodeJS.ErrnoException) => this.fail(new PeerPutError(`${peer.nodeId}: ${err.message}`)));
+    this.socket.on('close', () => this.fail(new PeerPutError(`${peer.nodeId}: connection closed before the answer`)));
     this.socket.on('data', (bytes: Buffer) => this.onAnswer(bytes));
     this.socket.write(head);
   }
@@ -142,7 +131,7 @@ export class HttpReplicaLeg {
   private onAnswer(bytes: Buffer): void {
     if (this.failure || this.answered) return;
     this.received = this.received.length === 0 ? bytes : Buffer.concat([this.received, bytes]);
-    if (this.received.length > ANSWER_MAX_BYTES) return this.fail(new ReplicaPutError(`${this.peer.nodeId}: answer too long`, false));
+    if (this.received.length > ANSWER_MAX_BYTES) return this.fail(new PeerPutError(`${this.peer.nodeId}: answer too long`));
     const text = this.received.toString('latin1');
     const end = text.indexOf('\r\n\r\n');
     if (end < 0) return;
@@ -151,7 +140,7 @@ export class HttpReplicaLeg {
     const status = Number(text.slice(9, 12));
     if (status !== 200) {
       const body = text.slice(end + 4, end + 4 + Number(length[1]));
-      return this.fail(new ReplicaPutError(`${this.peer.nodeId} answered ${status}: ${body.slice(0, 300)}`, UNSUPPORTED.has(status)));
+      return this.fail(new PeerPutError(`${this.peer.nodeId} answered ${status}: ${body.slice(0, 300)}`));
     }
     this.answered = true;
     this.answer = text.slice(end + 4, end + 4 + Number(length[1]));

@@ -1,6 +1,6 @@
 /**
- * Shard columns over the peers' API listeners (the bulk path beside gRPC's StoreShard, as large
- * replicas go: http-replica.ts, docs/cluster.md): PUT /internal/v1/shards/{id}/{index}, the blob's
+ * Shard columns over the peers' API listeners (the data plane, as large replicas go: http-put.ts):
+ * every column a node sends (a store's, a repair's, a handoff's) is a PUT /internal/v1/shards/{id}/{index}, the blob's
  * metadata and the column's place in headers, the column's bytes as a chunked body written from the
  * encoder's cells (no framing copy), then its 32-byte BLAKE3 checksum as the body's last bytes (the
  * checksum is known only once the last cell is hashed). The peer answers {"created", "declined"}
@@ -9,11 +9,10 @@
  * and the peer answers {"received": true} once the column is complete and checked: it waits for
  * its seal (SealShard, waiting-columns.ts).
  */
-import type { ColumnHeader } from './column-writer.js';
-import { HttpReplicaLeg, type HttpReplicaTarget } from './http-replica.js';
-import { SECRET_METADATA } from './peers.js';
-import type { PeerLink } from './peer-link.js';
-import { columnBlobMeta, metaHeaderLines } from './wire-meta.js';
+import type { ColumnHeader } from '../column-writer.js';
+import { HttpPut, type HttpPeer } from './http-put.js';
+import { type PeerLink, SECRET_METADATA } from './peer-link.js';
+import { columnBlobMeta, metaHeaderLines } from '../wire-meta.js';
 
 export const INTERNAL_SHARD_PATH = '/internal/v1/shards/';
 
@@ -22,7 +21,7 @@ export function shardPath(id: Buffer, index: number): string {
   return `${INTERNAL_SHARD_PATH}${id.toString('hex')}/${index}`;
 }
 
-function columnHead(target: HttpReplicaTarget, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string, sealLater: boolean): string {
+function columnHead(target: HttpPeer, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string, sealLater: boolean): string {
   return `PUT ${shardPath(h.id, h.index)} HTTP/1.1\r\nHost: ${target.address}\r\nTransfer-Encoding: chunked\r\n`
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
     + metaHeaderLines(columnBlobMeta(h))
@@ -30,19 +29,19 @@ function columnHead(target: HttpReplicaTarget, h: ColumnHeader, columnBytes: num
     + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + (sealLater ? 'X-Blobstore-Seal: later\r\n' : '') + '\r\n';
 }
 
-/** One column streamed to a peer's API listener; the same shape as ColumnSender (gRPC). */
+/** One column streamed to a peer's API listener. */
 export class HttpColumnSender {
-  private readonly leg: HttpReplicaLeg;
+  private readonly leg: HttpPut;
 
   constructor(
-    target: HttpReplicaTarget,
+    target: HttpPeer,
     header: ColumnHeader,
     columnBytes: number,
     /** `sealLater`: a streamed column (its stalls time out after `timeoutMs`, its answer after `answerTimeoutMs`). */
     options: { repair: boolean; link: PeerLink; timeoutMs: number; sealLater?: { answerTimeoutMs: number } },
   ) {
     const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.sealLater !== undefined);
-    this.leg = new HttpReplicaLeg(target, head, options.timeoutMs, options.link, options.sealLater);
+    this.leg = new HttpPut(target, head, options.timeoutMs, options.link, options.sealLater);
   }
 
   /** `fail` runs once if the column's request fails (the peer refused, went away or timed out). */

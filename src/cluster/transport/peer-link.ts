@@ -10,8 +10,11 @@ import { connect as netConnect, type OnReadOpts, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type * as grpc from '@grpc/grpc-js';
 import type { Agent } from 'undici';
-import { channelCredentials } from '../tls/grpc-tls.js';
-import type { NodeTls } from '../tls/node-tls.js';
+import { channelCredentials } from '../../tls/grpc-tls.js';
+import type { NodeTls } from '../../tls/node-tls.js';
+
+/** The header (HTTP) and metadata key (gRPC) of the cluster secret (docs/cluster.md, Security). */
+export const SECRET_METADATA = 'x-blobstore-cluster-secret';
 
 /** host:port (a bracketed IPv6 host too) as connect() takes it. */
 export function splitAddress(address: string): { host: string; port: number } {

@@ -1,0 +1,134 @@
+/**
+ * How this node reaches a peer: every node-to-node call goes through here, each operation on one
+ * protocol, chosen here once (docs/adr/0021-one-peer-transport.md):
+ *
+ *   plane       protocol, address                              operations
+ *   data        HTTP/1.1 on the peer's API address             readBlob, readColumn, replica, column
+ *               (NodeInfo.address: what clients use too)       (bulk bytes: kernel reads into reused buffers, chunked PUTs)
+ *   control     gRPC on the peer's gRPC address                heartbeat, rejoin, and call(): StatBlob, HaveBlobs,
+ *               (learnt from the member state)                  ReplicateBatch, StoreShardBatch, RangeDigest, ListLeaf,
+ *                                                                StoreManifest, SealShard, DeleteShard (one message each way)
+ *   bootstrap   HTTP on the API address (SeedNodes)            postJson(): the bootstrap probe, a join through a seed,
+ *                                                                a restarted node's announcement (before any gRPC address is known)
+ *
+ * A call that fails on its protocol fails: its caller retries it the same way (a queue's back-off,
+ * the next holder, the next heartbeat), never over the other protocol. Every call carries the
+ * cluster secret; with a certificate every connection is TLS (peer-link.ts).
+ */
+import type { BlobMeta } from '../../blob/meta.js';
+import type { ByteRange } from '../../service/local-store.js';
+import type { ColumnHeader } from '../column-writer.js';
+import { PeerClients } from './grpc-peers.js';
+import { HttpColumnSender, shardPath } from './http-column.js';
+import { type BytesSink, HttpFetcher } from './http-fetcher.js';
+import { HttpPut, replicaHead } from './http-put.js';
+import type { PeerLink } from './peer-link.js';
+
+/** A peer as the member state records it: its id and its two addresses. */
+export interface PeerRef {
+  readonly nodeId: string;
+  /** host:port of its API listener: the data plane. */
+  readonly address: string;
+  /** host:port of its gRPC listener: the control plane ('' while unknown). */
+  readonly grpcAddress: string;
+}
+
+/** InternalService calls of the control plane: small requests and answers, one message each. */
+export type ControlCall = 'StatBlob' | 'HaveBlobs' | 'ReplicateBatch' | 'StoreShardBatch' | 'RangeDigest' | 'ListLeaf' | 'StoreManifest' | 'SealShard' | 'DeleteShard';
+
+/** ClusterService calls between members (the spec's cluster operations). */
+export type MembershipCall = 'Heartbeat' | 'Join';
+
+export interface PeerTransportOptions {
+  link: PeerLink;
+  maxMessageBytes: number;
+  /** HTTP/2 window this node announces on its gRPC channels. */
+  windowBytes: number;
+  /** Deadline of control calls, unless the caller names one. */
+  callTimeoutMs: number;
+  /** Data-plane read connections kept per peer (a 1 MiB buffer each). */
+  readConnectionsPerPeer: number;
+  /** A data-plane read that receives nothing for this long fails. */
+  readIdleTimeoutMs: number;
+}
+
+export class PeerTransport {
+  readonly link: PeerLink;
+  private readonly grpc: PeerClients;
+  private readonly reads: HttpFetcher;
+
+  constructor(options: PeerTransportOptions) {
+    this.link = options.link;
+    this.grpc = new PeerClients({ link: options.link, maxMessageBytes: options.maxMessageBytes, windowBytes: options.windowBytes, callTimeoutMs: options.callTimeoutMs });
+    this.reads = new HttpFetcher({ link: options.link, connectionsPerPeer: options.readConnectionsPerPeer, idleTimeoutMs: options.readIdleTimeoutMs });
+  }
+
+  // The control plane (gRPC).
+
+  /**
+   * A control call to `peer` with the secret and a deadline; rejects with PeerCallError. A request
+   * may be passed already encoded (a Buffer) for ReplicateBatch: one encoding for every peer.
+   */
+  call<Res>(peer: PeerRef, method: ControlCall, request: unknown, timeoutMs?: number): Promise<Res> {
+    return this.grpc.unary<Res>(this.grpc.get(peer.nodeId, peer.grpcAddress).internal, peer.nodeId, method, request, timeoutMs);
+  }
+
+  /** A membership call to a member (heartbeats, a rejoin a peer asked for). */
+  membership<Res>(peer: PeerRef, method: MembershipCall, request: unknown, timeoutMs?: number): Promise<Res> {
+    return this.grpc.unary<Res>(this.grpc.get(peer.nodeId, peer.grpcAddress).cluster, peer.nodeId, method, request, timeoutMs);
+  }
+
+  // The bootstrap calls (HTTP on the API address: all a node knows of its seeds).
+
+  /** POST of a JSON body to a cluster path of the API listener at `address` (host:port or a seed's URL). */
+  async postJson<T>(address: string, path: string, body: unknown, statuses: readonly number[], timeoutMs: number): Promise<T> {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.link.secret !== '') headers['x-blobstore-cluster-secret'] = this.link.secret;
+    const res = await this.link.fetch(`${this.link.baseUrl(address)}${path}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    const text = await res.text();
+    if (!statuses.includes(res.status)) throw new Error(`${path} on ${address}: HTTP ${res.status}: ${text.slice(0, 200)}`);
+    return JSON.parse(text) as T;
+  }
+
+  // The data plane (HTTP on the API address).
+
+  /**
+   * Streams `range` (default: all) of a blob the peer holds to `sink` in chunks of at most 1 MiB
+   * (the buffer is the connection's: reused once the sink returns). Checks the length only.
+   */
+  readBlob(peer: PeerRef, id: Buffer, range: ByteRange | undefined, sink: BytesSink, traceparent?: string): Promise<void> {
+    return this.reads.fetchPath(peer.address, `/internal/v1/blobs/${id.toString('hex')}`, range, sink, traceparent);
+  }
+
+  /** As readBlob, bytes [range.start, range.end) of column `index` of blob `id`. */
+  readColumn(peer: PeerRef, id: Buffer, index: number, range: ByteRange, sink: BytesSink): Promise<void> {
+    return this.reads.fetchPath(peer.address, shardPath(id, index), range, sink);
+  }
+
+  /** A large replica's PUT to the peer: its bytes are written to it as they are read. */
+  replica(peer: PeerRef, meta: BlobMeta, repair: boolean, timeoutMs: number): HttpPut {
+    return new HttpPut(peer, replicaHead(peer, meta, repair, this.link.secret), timeoutMs, this.link);
+  }
+
+  /** A shard column's PUT to the peer (a store's, a repair's or a handoff's); see HttpColumnSender. */
+  column(peer: PeerRef, header: ColumnHeader, columnBytes: number, options: { repair: boolean; timeoutMs: number; sealLater?: { answerTimeoutMs: number } }): HttpColumnSender {
+    return new HttpColumnSender(peer, header, columnBytes, { ...options, link: this.link });
+  }
+
+  // Connections.
+
+  /** Control-plane channels connected now (grpc_connections_active). */
+  connected(): number {
+    return this.grpc.connected();
+  }
+
+  /** Drops the channels of peers not in `keep` (removed members). */
+  retain(keep: ReadonlySet<string>): void {
+    this.grpc.retain(keep);
+  }
+
+  close(): void {
+    this.grpc.close();
+    this.reads.close();
+  }
+}
