@@ -6,7 +6,6 @@ import { scopeOf } from '../auth/access.js';
 import type { Scope, Gate } from '../auth/gate.js';
 import type { NodeConfig } from '../config/settings.js';
 import { isLowerHexId, parseIdPrefix } from '../blob/id.js';
-import { ClientGone } from '../errors/client-gone.js';
 import { BlobstoreError, invalidArgument, notFound, payloadTooLarge } from '../errors/errors.js';
 import type { BlobMeta, PutResult } from '../blob/meta.js';
 import { parseLabelsHeader } from '../blob/labels.js';
@@ -18,7 +17,7 @@ import { type BlobWriter } from '../service/blob-writer.js';
 import type { Located } from '../service/blob-service.js';
 import { answerHeadOf } from './blob-head.js';
 import { AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, IF_NONE_MATCH, RANGE, TRACEPARENT, X_BLOBSTORE_LABELS, X_BLOBSTORE_POLICY, X_BLOBSTORE_SIZE } from './header-names.js';
-import { BodySender } from './download.js';
+import { sendBody } from './download.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseStoreJson } from './json-body.js';
 import { type ByteRange, parseRange } from './range.js';
@@ -312,31 +311,11 @@ export class BlobRoutes {
   /** Variant B: the bytes (or a range of them), chunk by chunk with backpressure. */
   private async sendRaw(x: Exchange, meta: Located, range: ByteRange | undefined): Promise<void> {
     const total = range ? range.end - range.start : meta.size;
-    const sender = new BodySender(x, total);
     const head = (ex: Exchange): void => {
       this.writeBlobHead(ex.res, meta, range ? '206 Partial Content' : '200 OK');
       if (range) ex.res.writeHeader('Content-Range', `bytes ${range.start}-${range.end - 1}/${meta.size}`);
     };
-    let sent = false;
-    try {
-      await this.service.stream(
-        meta,
-        async (chunk, i) => {
-          if (x.aborted) throw new ClientGone();
-          await sender.send(chunk, i === 0 ? head : undefined);
-          sent = true;
-        },
-        range,
-      );
-    } catch (err) {
-      // After the first byte the status is gone: cut the body short rather than send wrong bytes.
-      if (sent && !x.aborted && !x.done) {
-        x.done = true;
-        x.res.close();
-        return;
-      }
-      throw err;
-    }
+    await sendBody(x, total, head, (sink) => this.service.stream(meta, sink, range));
   }
 
   /** Variant A: {data, meta} as JSON; blobs larger than a JSON body go through the stream. */

@@ -60,6 +60,32 @@ export class BodySender {
 }
 
 /**
+ * A body of `total` bytes that `read` hands over chunk by chunk, the head written with the first.
+ * After the first byte the status is gone: a failure then cuts the body short rather than let it
+ * end as if whole (never wrong bytes under a 200); before it, the error is the caller's to answer.
+ */
+export async function sendBody(
+  x: Exchange, total: number, head: Writer, read: (sink: (chunk: Buffer, index: number) => Promise<void>) => Promise<void>,
+): Promise<void> {
+  const sender = new BodySender(x, total);
+  let sent = false;
+  try {
+    await read(async (chunk, i) => {
+      if (x.aborted) throw gone();
+      await sender.send(chunk, i === 0 ? head : undefined);
+      sent = true;
+    });
+  } catch (err) {
+    if (sent && !x.aborted && !x.done) {
+      x.done = true;
+      x.res.close();
+      return;
+    }
+    throw err;
+  }
+}
+
+/**
  * A body of unknown length (chunked transfer encoding), for streams. uWS copies whatever the
  * socket does not take at once into its per-connection backpressure buffer; data goes out in
  * slices of SLICE_BYTES, each only once the previous one has left, so that buffer stays under one

@@ -29,7 +29,7 @@ import { incomingMeta } from '../cluster/transfer.js';
 import { messageOfHeaders } from '../cluster/wire-meta.js';
 import type { BlobWriter } from '../service/blob-writer.js';
 import type { ByteRange } from '../service/local-store.js';
-import { BodySender } from './download.js';
+import { sendBody } from './download.js';
 import { ColumnBody } from './column-body.js';
 import { columnHeaderOf, waitingColumnHeader } from '../cluster/shard-transfer.js';
 import type { BlobMeta } from '../blob/meta.js';
@@ -193,22 +193,7 @@ export class InternalRoutes {
       });
       return;
     }
-    const sender = new BodySender(x, total);
-    let sent = false;
-    try {
-      // A corrupt column is dropped and rebuilt here (the reader reconstructs around it).
-      await cluster.internal.read(meta, async (chunk, i) => {
-        await sender.send(chunk, i === 0 ? writeHead : undefined);
-        sent = true;
-      }, range);
-    } catch (err) {
-      // After the first byte the status is gone: cut the body short rather than send wrong bytes.
-      if (sent && !x.aborted && !x.done) {
-        x.done = true;
-        x.res.close();
-        return;
-      }
-      throw err;
-    }
+    // A corrupt column is dropped and rebuilt here (the reader reconstructs around it).
+    await sendBody(x, total, writeHead, (sink) => cluster.internal.read(meta, sink, range));
   }
 }
