@@ -4,7 +4,6 @@
  * straight to the local store (a replica is never replicated again); reads stream verified
  * chunks; repair questions are answered from the index.
  */
-import * as grpc from '@grpc/grpc-js';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { blobIdFromBytes } from '../blob/id.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
@@ -17,20 +16,9 @@ import type { StoreManifestMessage } from '../cluster/ec-manifest.js';
 import { placementOf } from '../cluster/wire-meta.js';
 import { columnWriteOf } from '../blob/shard.js';
 import { blobMeta } from './blob-handlers.js';
-import type { MalformedMessage } from '../proto/loader.js';
-import { toStatus, wellFormed } from './status.js';
-
-/** The receiving end of a client stream. */
-interface Receiver {
-  chunk(msg: never): Promise<void>;
-  end(): Promise<void>;
-  abort(): Promise<void>;
-}
-
-type Unary = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => void;
+import { InternalCalls } from './internal-calls.js';
 
 const replicaReceiver = (c: Cluster, repair: boolean): ReplicaReceiver => c.internal.replicaReceiver(repair);
-
 
 export function internalServiceHandlers(getCluster: () => Cluster | undefined, log: Logger): UntypedServiceImplementation {
   /** The cluster, once it runs (a call in the moment between listening and its start waits a retry). */
@@ -39,17 +27,8 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
     if (!c) throw new BlobstoreError('unavailable', 'the cluster side of this node is starting', { headers: { 'Retry-After': '1' } });
     return c;
   };
-  const unary = <Req>(method: string, fn: (request: Req, metadata: grpc.Metadata) => unknown): Unary => (call, callback) => {
-    let result: unknown;
-    try {
-      running().checkPeer(call);
-      result = fn(wellFormed(call.request as Req | MalformedMessage), call.metadata);
-    } catch (err) {
-      callback(toStatus(err, `InternalService.${method}`, log, call.metadata));
-      return;
-    }
-    Promise.resolve(result).then((res) => callback(null, res), (err: unknown) => callback(toStatus(err, `InternalService.${method}`, log, call.metadata)));
-  };
+  const calls = new InternalCalls(running, log);
+  const unary = calls.unary.bind(calls);
 
   type ReplicaRequest = { id?: { id?: Buffer }; data?: Buffer; meta?: Parameters<typeof incomingMeta>[1] };
   const replicate = (r: ReplicaRequest, repair: boolean): Promise<boolean> => {
@@ -57,74 +36,7 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
     return internal.storeReplica(incomingMeta(r.id, r.meta, internal.config), r.data ?? Buffer.alloc(0), repair);
   };
 
-  /** A client stream of chunks (a replica, several for Migrate, or an EC column). */
-  const receive = <R extends Receiver>(method: string, make: (cluster: Cluster, repair: boolean) => R, respond: (r: R) => unknown) =>
-    (call: grpc.ServerReadableStream<unknown, unknown>, callback: grpc.sendUnaryData<unknown>): void => {
-      let receiver: R;
-      try {
-        const cluster = running();
-        cluster.checkPeer(call);
-        receiver = make(cluster, method === 'Migrate' || call.metadata.get('x-blobstore-repair')[0] === '1');
-      } catch (err) {
-        callback(toStatus(err, `InternalService.${method}`, log, call.metadata));
-        return;
-      }
-      let failed = false;
-      let chain = Promise.resolve();
-      const fail = (err: unknown): void => {
-        if (failed) return;
-        failed = true;
-        void receiver.abort();
-        callback(toStatus(err, `InternalService.${method}`, log, call.metadata));
-      };
-      call.on('data', (msg: unknown) => {
-        // One chunk at a time, in order; the stream pauses while the disk is behind.
-        call.pause();
-        chain = chain.then(async () => {
-          if (failed) return;
-          await receiver.chunk(wellFormed(msg as Parameters<R['chunk']>[0] | MalformedMessage));
-          call.resume();
-        }).catch(fail);
-      });
-      call.on('end', () => {
-        chain = chain.then(async () => {
-          if (failed) return;
-          await receiver.end();
-          callback(null, respond(receiver));
-        }).catch(fail);
-      });
-      call.on('error', () => void receiver.abort());
-      call.on('cancelled', () => {
-        failed = true;
-        void receiver.abort();
-      });
-    };
-
-  /**
-   * A server stream: `produce` writes messages with `write`, which resolves once grpc-js has
-   * encoded the message (the sender reuses chunk buffers: a queued write is encoded later), which
-   * is also the backpressure. Errors end the call with their status.
-   */
-  const serverStream = <Req>(method: string, produce: (req: Req, write: (msg: unknown) => Promise<void>, gone: () => boolean, send: (msg: unknown) => Promise<void>) => Promise<void>) =>
-    (call: grpc.ServerWritableStream<unknown, unknown>): void => {
-      void (async () => {
-        let cancelled = false;
-        call.once('cancelled', () => (cancelled = true));
-        try {
-          running().checkPeer(call);
-          const req = wellFormed(call.request as Req | MalformedMessage);
-          // send(): for messages whose buffers are never reused; waits only while the stream is full.
-          const send = (msg: unknown): Promise<void> => (call.write(msg) ? Promise.resolve() : new Promise((resolve) => call.once('drain', () => resolve())));
-          await produce(req, (msg) => new Promise((resolve) => call.write(msg, () => resolve())), () => cancelled, send);
-          // A server stream's end() takes trailing metadata, not a last message.
-          call.end();
-        } catch (err) {
-          if (!cancelled) call.emit('error', toStatus(err, `InternalService.${method}`, log, call.metadata));
-        }
-      })();
-    };
-
-  const fetchBlob = serverStream('FetchBlob', async (req: { id?: { id?: Buffer }; offset?: string | number; length?: string | number }, write, gone) => {
+  const fetchBlob = calls.serverStream('FetchBlob', async (req: { id?: { id?: Buffer }; offset?: string | number; length?: string | number }, write, gone) => {
     const { internal } = running();
     const meta = internal.blob(blobIdFromBytes(req.id?.id));
     const start = Math.min(Number(req.offset ?? 0), meta.size);
@@ -147,7 +59,7 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
    * chunk is copied (~0.1 ms a MiB) so that several are in flight: waiting for grpc-js to encode
    * each one before reading the next held a reader to one chunk per round trip.
    */
-  const fetchShard = serverStream('FetchShard', async (req: { id?: { id?: Buffer }; index?: number; offset?: string | number; length?: string | number }, _write, gone, send) => {
+  const fetchShard = calls.serverStream('FetchShard', async (req: { id?: { id?: Buffer }; index?: number; offset?: string | number; length?: string | number }, _write, gone, send) => {
     const { internal } = running();
     const meta = internal.column(blobIdFromBytes(req.id?.id), req.index ?? 0);
     const start = Math.min(Number(req.offset ?? 0), meta.size);
@@ -173,8 +85,8 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
     ReplicateBatch: unary('ReplicateBatch', async (r: { blobs?: ReplicaRequest[]; repair?: boolean }) => ({
       created: await Promise.all((r.blobs ?? []).map((blob) => replicate(blob, r.repair === true))),
     })),
-    ReplicateStream: receive('ReplicateStream', replicaReceiver, (r) => ({ created: r.created })),
-    Migrate: receive('Migrate', replicaReceiver, (r) => ({ blobs_received: r.blobs, bytes_received: r.bytes })),
+    ReplicateStream: calls.receive('ReplicateStream', replicaReceiver, (r) => ({ created: r.created })),
+    Migrate: calls.receive('Migrate', replicaReceiver, (r) => ({ blobs_received: r.blobs, bytes_received: r.bytes })),
     DeleteInternal: unary('DeleteInternal', async (r: { id?: { id?: Buffer } }) => ({ deleted: await running().internal.dropCopy(blobIdFromBytes(r.id?.id)) })),
     FetchBlob: fetchBlob,
     StatBlob: unary('StatBlob', (r: { id?: { id?: Buffer } }) => {
@@ -193,7 +105,7 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
       running().internal.digests(r.peer ?? '', r.top ?? [])),
     ListLeaf: unary('ListLeaf', (r: { peer?: string; leaf?: number }) => ({ ids: running().internal.leafIds(r.peer ?? '', r.leaf ?? 0) })),
     FetchShard: fetchShard,
-    StoreShard: receive('StoreShard', (c, repair) => c.internal.shardReceiver(repair), (r) => ({ created: r.created, declined: r.declined })),
+    StoreShard: calls.receive('StoreShard', (c, repair) => c.internal.shardReceiver(repair), (r) => ({ created: r.created, declined: r.declined })),
     // All columns of a batch at once: they share one group commit, like ReplicateBatch.
     StoreShardBatch: unary('StoreShardBatch', async (r: { shards?: Parameters<typeof storeColumn>[2][]; repair?: boolean }) => ({
       results: await running().internal.storeColumns(r.shards ?? [], r.repair === true),
