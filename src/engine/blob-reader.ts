@@ -49,6 +49,8 @@ export interface BlobSource extends ChunkHashers {
   filePath(meta: BlobMeta): string;
   /** A corrupt copy was found: counted, and the error to throw. */
   corruption(meta: BlobMeta): BlobstoreError;
+  /** The files whose digest table joined into their checksum lately. */
+  readonly tables: CheckedTables;
 }
 
 const shortFile = (): BlobstoreError => new BlobstoreError('corruption', 'blob file is shorter than its footer says');
@@ -88,13 +90,6 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
 }
 
 /**
- * Files whose digest table was found to join into the checksum, by the file as it was then
- * (tableMatches): a range read of a 10 GiB blob would otherwise join 10,240 chaining values
- * (~1.5 ms) for each request. A write or rename in the file's place changes its key.
- */
-const matchedTables = new TtlCache<true>(4096, 10 * 60_000);
-
-/**
  * Whether a file's digest table joins into the checksum of what it holds (a blob's, of which its
  * id is the first 16 bytes, or a shard column's own): each chunk is checked against its entry as
  * it is read, and the entries against the checksum here, so a file that is whole but another
@@ -102,17 +97,25 @@ const matchedTables = new TtlCache<true>(4096, 10 * 60_000);
  * of two or more chunks holds chaining values whose root is the checksum; one chunk's entry is
  * not the root (the root is hashed apart), and a format-1 table (each chunk's own digest) does not
  * join into it: those are taken as they are.
+ *
+ * A table found to match is remembered by the file as it was then (device, inode, change time): a
+ * range read of a 10 GiB blob would otherwise join 10,240 chaining values (~1.5 ms) for each
+ * request. A write or rename in the file's place changes its key.
  */
-function tableMatches(layout: BlobFileLayout, meta: BlobMeta): boolean {
-  const count = layout.digests.length / DIGEST_BYTES;
-  if (layout.version !== FILE_VERSION_TREE || count < 2) return true;
-  const key = `${layout.fileKey}:${meta.checksum.toString('hex')}`;
-  if (matchedTables.get(key)) return true;
-  const root = Buffer.allocUnsafe(DIGEST_BYTES);
-  rootOf(layout.digests, count, root, 0);
-  if (!root.equals(meta.checksum)) return false;
-  matchedTables.set(key, true);
-  return true;
+export class CheckedTables {
+  private readonly matched = new TtlCache<true>(4096, 10 * 60_000);
+
+  matches(layout: BlobFileLayout, meta: BlobMeta): boolean {
+    const count = layout.digests.length / DIGEST_BYTES;
+    if (layout.version !== FILE_VERSION_TREE || count < 2) return true;
+    const key = `${layout.fileKey}:${meta.checksum.toString('hex')}`;
+    if (this.matched.get(key)) return true;
+    const root = Buffer.allocUnsafe(DIGEST_BYTES);
+    rootOf(layout.digests, count, root, 0);
+    if (!root.equals(meta.checksum)) return false;
+    this.matched.set(key, true);
+    return true;
+  }
 }
 
 /** Hands `range` (default: all) of the blob to `sink` in verified chunks of at most 1 MiB. */
@@ -137,7 +140,7 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
     const layout = await readLayout(handle, meta.size).catch((err: unknown) => {
       throw err instanceof BlobstoreError ? engine.corruption(meta) : err;
     });
-    if (!tableMatches(layout, meta)) throw engine.corruption(meta);
+    if (!engine.tables.matches(layout, meta)) throw engine.corruption(meta);
     if (range.end <= range.start) return await sink(Buffer.alloc(0), 0);
     // Whole chunks are read and verified; the range's ends are cut from the first and last.
     const first = Math.floor(range.start / layout.chunkBytes);

@@ -22,7 +22,7 @@ import { ticks } from '../metrics/clock.js';
 import { WorkerPool } from '../pool/pool.js';
 import { BufferPool } from '../pool/buffer-pool.js';
 import { blobFilePath, type ChunkCv, type ChunkDigester, type ChunkHashers, type FileSink } from './blob-file.js';
-import { type ByteRange, type ChunkSink, readBlob } from './blob-reader.js';
+import { type ByteRange, CheckedTables, type ChunkSink, readBlob } from './blob-reader.js';
 import { Compactor } from './compactor.js';
 import { DiskSpace } from './disk-space.js';
 import { type EngineStats, statsOf } from './engine-stats.js';
@@ -71,6 +71,8 @@ export class Engine implements ChunkHashers {
   private readonly inline: InlineReader;
   /** Blobs in files of their own (large-blobs.ts). */
   private readonly large: LargeBlobs;
+  /** Blob files whose digest table was checked against their checksum lately (blob-reader.ts). */
+  readonly tables = new CheckedTables();
 
   private constructor(
     readonly config: NodeConfig,
