@@ -8,7 +8,7 @@ import { blobFilePath } from '../src/engine/blob-file.js';
 import { unlinkReplayedDeletes } from '../src/engine/record-files.js';
 import { describe, expect, it } from 'vitest';
 import { blake3 } from '../src/hash/blake3.js';
-import { HEADER_BYTES, RecordType, recordLength, writeHeader } from '../src/engine/record.js';
+import { HEADER_BYTES, padLength, RecordType, recordLength, writeHeader, writePad } from '../src/engine/record.js';
 import { Location } from '../src/index/entry.js';
 import type { Engine } from '../src/engine/engine.js';
 import { flipByte, patternBytes } from './helpers/blobs.js';
@@ -78,6 +78,33 @@ describe('recovery of the segment log', () => {
     expect(meta?.location).toBe(Location.SEGMENT);
     expect((await engine.readInline(meta!)).equals(data)).toBe(true);
     expect(engine.index.checkpoint.offset).toBe(offset + whole.length);
+    await engine.close();
+  });
+
+  it('after replaying a batch that ends with a PAD, keeps what is written next through the crash after it', async () => {
+    const config = testConfig();
+    let engine = await openEngine(config);
+    await engine.putInline(Buffer.from('indexed'), 1, Buffer.alloc(0));
+    const { segment, offset, nextLsn } = engine.index.checkpoint;
+    await engine.close();
+
+    // A batch the index never took: a record, then the PAD that ends it on a block boundary.
+    const replayed = recordBytes(patternBytes(3000, 78), nextLsn);
+    const pad = Buffer.alloc(padLength(offset + replayed.length));
+    writePad(pad, 0, pad.length, nextLsn + 1);
+    writeAt(segmentPath(engine, segment), Buffer.concat([replayed, pad]), offset);
+    engine = await openEngine(config);
+    expect(engine.stat(replayed.subarray(40, 56))).toBeDefined();
+    // The checkpoint is where the next record goes, with the sequence number it will carry.
+    const end = offset + replayed.length + pad.length;
+    expect(engine.index.checkpoint).toMatchObject({ segment, offset: end, nextLsn: nextLsn + 2 });
+    await engine.close();
+
+    // What the next life wrote there before it was killed, its index commit not made.
+    const next = recordBytes(patternBytes(2000, 79), nextLsn + 2);
+    writeAt(segmentPath(engine, segment), next, end);
+    engine = await openEngine(config);
+    for (const record of [replayed, next]) expect(engine.stat(record.subarray(40, 56)), 'a record written before the crash').toBeDefined();
     await engine.close();
   });
 

@@ -102,18 +102,21 @@ export async function recoverLog(store: SegmentStore, index: BlobIndex, options:
 
 /**
  * Applies the records found past the checkpoint to the index in one transaction (deleted blobs'
- * files unlinked first, so no crash orphans them), and waits for it to be flushed.
+ * files unlinked first, so no crash orphans them), and waits for it to be flushed. The new
+ * checkpoint is the log's end as recovery found it, where the next record goes and with the
+ * sequence number it will carry: past the PAD that ends the last batch. A checkpoint at the end of
+ * the last replayed record (before that PAD) named a sequence number the record there does not
+ * carry, so the next recovery took the log to end at it and cut away every record written since.
  */
 export async function applyReplay(dataPath: string, index: BlobIndex, recovered: RecoveredLog): Promise<void> {
   if (recovered.replay.length === 0) return;
-  const last = recovered.replay[recovered.replay.length - 1]!;
   const replayed = recovered.replay.map((s) => ({
     ...s.header, labels: s.labels, segment: s.segment, offset: s.offset, length: s.length,
     dataCrc: s.header.type === RecordType.PUT_INLINE && s.data !== undefined ? crc32c(s.data) : undefined,
   }));
   await unlinkReplayedDeletes(dataPath, index, replayed);
   await index.commit(
-    { segment: last.segment, offset: last.offset + last.length, nextLsn: recovered.nextLsn },
+    { segment: recovered.active.id, offset: recovered.offset, nextLsn: recovered.nextLsn },
     (w) => replayed.forEach((r) => applyRecord(w, r)),
   );
   await index.flushed();
