@@ -22,7 +22,7 @@ import { PeerClients } from './grpc-peers.js';
 import { HttpColumnSender, shardPath } from './http-column.js';
 import { type BytesSink, HttpFetcher } from './http-fetcher.js';
 import { HttpPut, replicaHead } from './http-put.js';
-import type { PeerLink } from './peer-link.js';
+import { type PeerLink, SECRET_METADATA } from './peer-link.js';
 
 /** A peer as the member state records it: its id and its two addresses. */
 export interface PeerRef {
@@ -83,7 +83,7 @@ export class PeerTransport {
   /** POST of a JSON body to a cluster path of the API listener at `address` (host:port or a seed's URL). */
   async postJson<T>(address: string, path: string, body: unknown, statuses: readonly number[], timeoutMs: number): Promise<T> {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (this.link.secret !== '') headers['x-blobstore-cluster-secret'] = this.link.secret;
+    if (this.link.secret !== '') headers[SECRET_METADATA] = this.link.secret;
     const res = await this.link.fetch(`${this.link.baseUrl(address)}${path}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
     const text = await res.text();
     if (!statuses.includes(res.status)) throw new Error(`${path} on ${address}: HTTP ${res.status}: ${text.slice(0, 200)}`);
