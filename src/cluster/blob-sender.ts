@@ -17,6 +17,13 @@ import { encodeInternalRequest } from './transport/grpc-peers.js';
 import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
 import { streamReplica } from './replica-stream.js';
 
+/** A small blob in a ReplicateBatch call. */
+interface BatchBlob {
+  id: { id: Buffer };
+  data: Buffer;
+  meta: ReturnType<typeof metaMessage>;
+}
+
 export interface SenderOptions {
   /** Bytes of small blobs packed into one ReplicateBatch call. */
   batchBytes: number;
@@ -34,8 +41,14 @@ export interface SendTarget {
   readonly metas: readonly BlobMeta[];
 }
 
-/** One target's outcome: the ids (hex) the peer holds now, or the error that stopped its copies. */
-export type SendResult = Set<string> | Error;
+/**
+ * One target's outcome: the blobs (its metas, by identity: no id is spelled out per blob) the
+ * peer holds now, or the error that stopped its copies.
+ */
+export type SendResult = ReadonlySet<BlobMeta> | Error;
+
+/** Small blobs' bytes already in memory (just stored and hashed, not to be read back), by their meta. */
+export type KnownBytes = ReadonlyMap<BlobMeta, Buffer>;
 
 export class BlobSender {
   constructor(
@@ -44,19 +57,19 @@ export class BlobSender {
     private readonly options: SenderOptions,
   ) {}
 
-  /** Sends one peer its blobs; resolves with the ids (hex) it holds afterwards, throws when a call failed. */
-  async send(peer: PeerRef, metas: readonly BlobMeta[], repair: boolean): Promise<Set<string>> {
+  /** Sends one peer its blobs; resolves with those it holds afterwards, throws when a call failed. */
+  async send(peer: PeerRef, metas: readonly BlobMeta[], repair: boolean): Promise<ReadonlySet<BlobMeta>> {
     const [result] = await this.sendEach([{ peer, metas }], repair);
     if (result instanceof Error) throw result;
     return result!;
   }
 
   /**
-   * Sends each target its blobs, reading each blob once for every target that lacks it (`known`:
-   * small blobs' bytes already in memory, by hex id: just stored and hashed, not read back).
+   * Sends each target its blobs, reading each blob once for every target that lacks it. A blob
+   * goes to several targets as one meta object in each list (`known`: bytes already in memory).
    */
-  async sendEach(targets: readonly SendTarget[], repair: boolean, known?: ReadonlyMap<string, Buffer | undefined>): Promise<SendResult[]> {
-    const held = targets.map(() => new Set<string>());
+  async sendEach(targets: readonly SendTarget[], repair: boolean, known?: KnownBytes): Promise<SendResult[]> {
+    const held = targets.map(() => new Set<BlobMeta>());
     const failed: (Error | undefined)[] = targets.map(() => undefined);
     await this.sendSmall(targets, repair, held, failed, known);
     await this.sendLarge(targets, repair, held, failed);
@@ -65,19 +78,9 @@ export class BlobSender {
 
   /** Small blobs in rounds of at most batchBytes: each blob read once, then one batch call per peer. */
   private async sendSmall(
-    targets: readonly SendTarget[], repair: boolean, held: Set<string>[], failed: (Error | undefined)[], known?: ReadonlyMap<string, Buffer | undefined>,
+    targets: readonly SendTarget[], repair: boolean, held: Set<BlobMeta>[], failed: (Error | undefined)[], known?: KnownBytes,
   ): Promise<void> {
-    const wanted = new Map<string, { meta: BlobMeta; by: number[] }>();
-    targets.forEach((t, i) => {
-      for (const meta of t.metas) {
-        if (meta.size > this.options.inlineMaxBytes) continue;
-        const key = meta.id.toString('hex');
-        const entry = wanted.get(key) ?? { meta, by: [] };
-        entry.by.push(i);
-        wanted.set(key, entry);
-      }
-    });
-    const all = [...wanted.values()];
+    const all = wantedBy(targets, (meta) => meta.size <= this.options.inlineMaxBytes);
     for (let at = 0; at < all.length;) {
       let end = at;
       let bytes = 0;
@@ -86,11 +89,16 @@ export class BlobSender {
       at = end;
       if (round.length === 0) continue;
       // Reads run concurrently (a file blob's read is a thread-pool round trip; a segment record's is synchronous).
-      const datas = await Promise.all(round.map((w) => known?.get(w.meta.id.toString('hex')) ?? this.readSmall(w.meta)));
-      const batches = targets.map((): { id: { id: Buffer }; data: Buffer; meta: ReturnType<typeof metaMessage> }[] => []);
+      const datas = await Promise.all(round.map((w) => known?.get(w.meta) ?? this.readSmall(w.meta)));
+      const batches = targets.map((): BatchBlob[] => []);
+      const sent = targets.map((): BlobMeta[] => []);
       round.forEach((w, k) => {
         const message = { id: { id: w.meta.id }, data: datas[k]!, meta: metaMessage(w.meta) };
-        for (const i of w.by) if (!failed[i]) batches[i]!.push(message);
+        for (const i of w.by) {
+          if (failed[i]) continue;
+          batches[i]!.push(message);
+          sent[i]!.push(w.meta);
+        }
       });
       // Peers that take the same blobs (every owner, with REPLICA3 on three nodes) share one encoding.
       const encoded = new Map<(typeof batches)[number], Buffer>();
@@ -105,7 +113,7 @@ export class BlobSender {
         const { peer } = targets[i]!;
         try {
           await this.transport.call(peer, 'ReplicateBatch', encodingOf(blobs), this.options.callTimeoutMs);
-          for (const b of blobs) held[i]!.add(b.id.id.toString('hex'));
+          for (const meta of sent[i]!) held[i]!.add(meta);
         } catch (err) {
           failed[i] = err as Error;
         }
@@ -114,18 +122,8 @@ export class BlobSender {
   }
 
   /** Large blobs one at a time, each streamed to every target that lacks it from one read. */
-  private async sendLarge(targets: readonly SendTarget[], repair: boolean, held: Set<string>[], failed: (Error | undefined)[]): Promise<void> {
-    const wanted = new Map<string, { meta: BlobMeta; by: number[] }>();
-    targets.forEach((t, i) => {
-      for (const meta of t.metas) {
-        if (meta.size <= this.options.inlineMaxBytes) continue;
-        const key = meta.id.toString('hex');
-        const entry = wanted.get(key) ?? { meta, by: [] };
-        entry.by.push(i);
-        wanted.set(key, entry);
-      }
-    });
-    for (const [key, { meta, by }] of wanted) {
+  private async sendLarge(targets: readonly SendTarget[], repair: boolean, held: Set<BlobMeta>[], failed: (Error | undefined)[]): Promise<void> {
+    for (const { meta, by } of wantedBy(targets, (m) => m.size > this.options.inlineMaxBytes)) {
       const live = by.filter((i) => !failed[i]);
       if (live.length === 0) continue;
       const errors = await streamReplica(this.store, this.transport, live.map((i) => targets[i]!.peer), meta, repair, {
@@ -133,7 +131,7 @@ export class BlobSender {
       });
       live.forEach((i, k) => {
         if (errors[k]) failed[i] = errors[k];
-        else held[i]!.add(key);
+        else held[i]!.add(meta);
       });
     }
   }
@@ -152,6 +150,20 @@ export class BlobSender {
     });
     return out;
   }
+}
+
+/** The blobs of the targets' lists that `pick` takes, each with the targets it goes to (a meta object shared by several lists is one blob). */
+function wantedBy(targets: readonly SendTarget[], pick: (meta: BlobMeta) => boolean): { meta: BlobMeta; by: number[] }[] {
+  const wanted = new Map<BlobMeta, { meta: BlobMeta; by: number[] }>();
+  targets.forEach((t, i) => {
+    for (const meta of t.metas) {
+      if (!pick(meta)) continue;
+      let entry = wanted.get(meta);
+      if (entry === undefined) wanted.set(meta, (entry = { meta, by: [] }));
+      entry.by.push(i);
+    }
+  });
+  return [...wanted.values()];
 }
 
 /** The same messages in the same order (a round builds each blob's message once for all peers). */

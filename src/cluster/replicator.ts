@@ -22,7 +22,7 @@ import type { BlobMeta } from '../blob/meta.js';
 import type { QueueEntry } from '../index/blob-index.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
-import type { BlobSender, SendTarget } from './blob-sender.js';
+import type { BlobSender, KnownBytes, SendTarget } from './blob-sender.js';
 
 export interface ReplicatorOptions {
   /** Ids handled per pass (a page of the queue). */
@@ -45,12 +45,23 @@ interface Waiter {
   resolve: () => void;
 }
 
+/** A blob of a pass that some owner lacks: its queue entry records the owners that confirmed. */
+interface Pending {
+  meta: BlobMeta;
+  entry: QueueEntry;
+  /** Its owners besides this node on the ring the pass began with. */
+  owners: string[];
+}
+
 export class Replicator {
   /**
-   * Ids stored since the last pass (hex): handled first, without a walk of the queue; with a
-   * small blob's bytes while they fit in freshBytesMax, so its copies need not read it back.
+   * Ids stored since the last pass: handled first, without a walk of the queue; with a small
+   * blob's bytes while they fit in freshBytesMax, so its copies need not read it back. Kept as
+   * two arrays, not a map by id: the per-blob work of a pass is what REPLICA3 pays on top of a
+   * store (an id stored twice in one pass is sent once more, which its owners answer as held).
    */
-  private fresh = new Map<string, Buffer | undefined>();
+  private freshIds: Buffer[] = [];
+  private freshData: (Buffer | undefined)[] = [];
   private freshBytes = 0;
   /** Back-off per id (hex): when it may be tried again, and how many times it failed. */
   private readonly backoff: Backoffs;
@@ -84,11 +95,10 @@ export class Replicator {
 
   /** A store was committed with a queue entry: copy it soon (`data`: its bytes, if small). */
   stored(id: Buffer, data?: Buffer): void {
-    const key = id.toString('hex');
-    if (this.fresh.get(key) !== undefined) return this.kick();
     const keep = data !== undefined && this.freshBytes + data.length <= this.options.freshBytesMax;
     if (keep) this.freshBytes += data.length;
-    this.fresh.set(key, keep ? data : undefined);
+    this.freshIds.push(id);
+    this.freshData.push(keep ? data : undefined);
     this.kick();
   }
 
@@ -130,13 +140,14 @@ export class Replicator {
 
   /** Fresh ids first; then, on the timer's passes, the whole queue page by page. */
   private async pass(): Promise<void> {
-    const known = this.fresh;
-    const fresh = [...known.keys()].map((h) => Buffer.from(h, 'hex'));
-    this.fresh = new Map();
+    const ids = this.freshIds;
+    const datas = this.freshData;
+    this.freshIds = [];
+    this.freshData = [];
     this.freshBytes = 0;
-    this.lastPassBlobs = fresh.length;
-    if (fresh.length > 0) {
-      await this.handle(fresh, known);
+    this.lastPassBlobs = ids.length;
+    if (ids.length > 0) {
+      await this.handle(ids, datas);
       return;
     }
     let after: Buffer | undefined;
@@ -146,7 +157,7 @@ export class Replicator {
       if (page.length === 0) break;
       for (const { entry } of page) oldest = Math.min(oldest, entry.queuedAtMs);
       const now = Date.now();
-      const due = page.map((p) => p.id).filter((id) => this.backoff.due(id.toString('hex'), now));
+      const due = page.map((p) => p.id).filter((id) => this.backoff.size === 0 || this.backoff.due(id.toString('hex'), now));
       if (due.length > 0) await this.handle(due);
       after = page[page.length - 1]!.id;
       if (page.length < this.options.pageSize || this.loop.stopped) break;
@@ -154,45 +165,67 @@ export class Replicator {
     this.oldestMs = oldest === Infinity ? 0 : oldest;
   }
 
-  /** Copies each id to the owners that lack it, peers in parallel (`known`: bytes already in memory, by hex id). */
-  private async handle(ids: readonly Buffer[], known?: ReadonlyMap<string, Buffer | undefined>): Promise<void> {
+  /** Copies each id to the owners that lack it, peers in parallel (`datas[i]`: the bytes of `ids[i]`, if in memory). */
+  private async handle(ids: readonly Buffer[], datas?: readonly (Buffer | undefined)[]): Promise<void> {
     const perPeer = new Map<string, BlobMeta[]>();
-    const queued = new Map<string, { entry: QueueEntry; meta: BlobMeta }>();
-    for (const id of ids) {
+    const pending: Pending[] = [];
+    const known = new Map<BlobMeta, Buffer>();
+    const writes: Promise<unknown>[] = [];
+    const ring = this.cluster.ring;
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
       const entry = this.store.replication.get(id);
       if (!entry) continue;
       const meta = this.store.stat(id);
       if (!meta) {
         // Deleted since: nothing left to copy.
-        await this.dequeue(id);
+        writes.push(this.dequeue(id));
         continue;
       }
-      queued.set(id.toString('hex'), { entry, meta });
-      const missing = this.cluster.ring.holders(id, meta.policy, this.cluster.nodeId).filter((o) => o !== this.cluster.nodeId && !entry.done.includes(o));
-      if (missing.length === 0) {
-        await this.dequeue(id);
-        continue;
-      }
-      for (const owner of missing) {
+      const owners = this.peerOwners(meta);
+      let missing = 0;
+      for (const owner of owners) {
+        if (entry.done.includes(owner)) continue;
+        missing++;
         if (!this.cluster.online(owner)) continue; // it waits in the queue until the owner is back
-        const list = perPeer.get(owner) ?? [];
+        let list = perPeer.get(owner);
+        if (list === undefined) perPeer.set(owner, (list = []));
         list.push(meta);
-        perPeer.set(owner, list);
       }
+      if (missing === 0) {
+        writes.push(this.dequeue(id));
+        continue;
+      }
+      pending.push({ meta, entry, owners });
+      const data = datas?.[i];
+      if (data !== undefined) known.set(meta, data);
     }
-    const results = await this.sendEach(perPeer, known);
-    // Each blob's entry is updated once for all its peers (the index writes them with its next
-    // transaction).
-    const confirmations = new Map<string, string[]>();
-    for (const { peer, held } of results) for (const key of held) confirmations.set(key, [...(confirmations.get(key) ?? []), peer]);
-    await Promise.all([...confirmations].map(([key, peers]) => this.confirmed(queued.get(key)!, peers)));
+    const held = perPeer.size === 0 ? [] : await this.sendEach(perPeer, known);
+    // Each blob's entry is updated once for all its peers (the index writes it with its next transaction).
+    for (const p of pending) {
+      let gained = false;
+      for (const { peer, blobs } of held) {
+        if (!blobs.has(p.meta) || p.entry.done.includes(peer)) continue;
+        p.entry.done.push(peer);
+        gained = true;
+      }
+      // A ring that changed meanwhile may name other owners.
+      if (gained) writes.push(this.confirmed(p, this.cluster.ring === ring ? p.owners : this.peerOwners(p.meta)));
+    }
+    await Promise.all(writes);
+  }
+
+  /** The owners of a blob besides this node, on the current ring. */
+  private peerOwners(meta: BlobMeta): string[] {
+    const self = this.cluster.nodeId;
+    return this.cluster.ring.holders(meta.id, meta.policy, self).filter((o) => o !== self);
   }
 
   /**
-   * Sends every peer its blobs at once (each blob read once for all of them); per peer, the ids
-   * (hex) it holds afterwards, none when its calls failed (those blobs back off).
+   * Sends every peer its blobs at once (each blob read once for all of them); per peer, the blobs
+   * it holds afterwards, none when its calls failed (those blobs back off).
    */
-  private async sendEach(perPeer: ReadonlyMap<string, BlobMeta[]>, known?: ReadonlyMap<string, Buffer | undefined>): Promise<{ peer: string; held: Set<string> }[]> {
+  private async sendEach(perPeer: ReadonlyMap<string, BlobMeta[]>, known: KnownBytes): Promise<{ peer: string; blobs: ReadonlySet<BlobMeta> }[]> {
     const targets: SendTarget[] = [];
     for (const [peerId, metas] of perPeer) {
       const member = this.cluster.member(peerId);
@@ -205,34 +238,36 @@ export class Replicator {
       const result = results[i]!;
       if (!(result instanceof Error)) {
         this.metrics.observe('replicate', start);
-        return { peer: peer.nodeId, held: result };
+        return { peer: peer.nodeId, blobs: result };
       }
-      for (const meta of metas) {
-        this.backoff.failed(meta.id.toString('hex'), now);
-      }
+      for (const meta of metas) this.backoff.failed(meta.id.toString('hex'), now);
       this.log.warn({ peer: peer.nodeId, blobs: metas.length, err: result.message }, 'replication to a peer failed; retrying with back-off');
-      return { peer: peer.nodeId, held: new Set<string>() };
+      return { peer: peer.nodeId, blobs: new Set<BlobMeta>() };
     });
   }
 
-  /** `peers` hold the blob now: recorded, and the entry goes once every owner does. */
-  private async confirmed({ entry, meta }: { entry: QueueEntry; meta: BlobMeta }, peers: readonly string[]): Promise<void> {
+  /** More owners hold the blob now (recorded in its entry): the entry goes once every owner does. */
+  private confirmed({ entry, meta }: Pending, owners: readonly string[]): Promise<unknown> {
     const id = meta.id;
-    for (const peer of peers) if (!entry.done.includes(peer)) entry.done.push(peer);
-    const owners = this.cluster.ring.holders(id, meta.policy, this.cluster.nodeId).filter((o) => o !== this.cluster.nodeId);
-    this.backoff.clear(id.toString('hex'));
+    this.forgetFailures(id);
     this.wake(id, entry.done.length);
-    if (owners.every((o) => entry.done.includes(o))) await this.dequeue(id);
-    else await this.store.replication.update(id, entry);
+    if (owners.every((o) => entry.done.includes(o))) return this.dequeue(id);
+    return this.store.replication.update(id, entry);
   }
 
-  private async dequeue(id: Buffer): Promise<void> {
-    await this.store.replication.remove(id);
-    this.backoff.clear(id.toString('hex'));
+  private dequeue(id: Buffer): Promise<void> {
+    const removed = this.store.replication.remove(id);
+    this.forgetFailures(id);
     this.wake(id, Infinity);
+    return removed;
+  }
+
+  private forgetFailures(id: Buffer): void {
+    if (this.backoff.size > 0) this.backoff.clear(id.toString('hex'));
   }
 
   private wake(id: Buffer, copies: number): void {
+    if (this.waiters.size === 0) return;
     const key = id.toString('hex');
     const list = this.waiters.get(key);
     if (!list) return;

@@ -72,9 +72,18 @@ export class ReplicationQueueStore implements ReplicationQueue {
     // A staged entry is kept up to date by the replicator's changes (they also go to `changes` once written).
     const slot = this.staged.lookup(id);
     if (slot) return slot.value ?? undefined;
-    const change = this.changes.get(id.toString('hex'));
+    const change = this.changes.size === 0 ? undefined : this.changes.get(id.toString('hex'));
     if (change) return change.entry ?? undefined;
     return this.db.get(id);
+  }
+
+  /** Whether `id` has an entry (get() without decoding it). */
+  private has(id: Buffer): boolean {
+    const slot = this.staged.lookup(id);
+    if (slot) return slot.value !== null;
+    const change = this.changes.size === 0 ? undefined : this.changes.get(id.toString('hex'));
+    if (change) return change.entry !== null;
+    return this.db.doesExist(id);
   }
 
   /** Records owners that confirmed a copy (written with the next index transaction). */
@@ -94,14 +103,15 @@ export class ReplicationQueueStore implements ReplicationQueue {
 
   /** Every owner has the blob: the entry goes (written with the next index transaction). */
   remove(id: Buffer): Promise<void> {
-    const key = id.toString('hex');
     const slot = this.staged.lookup(id);
     if (slot) {
       if (slot.value === null) return Promise.resolve();
       slot.value = null;
       this.count--;
       if (!slot.written) return Promise.resolve();
-    } else {
+    }
+    const key = id.toString('hex');
+    if (!slot) {
       if (this.changes.get(key)?.entry === null || !this.db.doesExist(id)) return Promise.resolve();
       this.count--;
     }
@@ -112,7 +122,7 @@ export class ReplicationQueueStore implements ReplicationQueue {
 
   /** A record stages the blob's entry (its copies are queued for the owners). */
   stage(id: Buffer, queuedAtMs: number, lsn: number): void {
-    if (this.get(id) === undefined) this.count++;
+    if (!this.has(id)) this.count++;
     this.staged.set(id, { queuedAtMs, done: [] }, lsn);
   }
 

@@ -12,6 +12,11 @@ export class Backoffs {
     private readonly maxMs: number,
   ) {}
 
+  /** Keys waiting out a delay (0: every key is due, and clear() has nothing to do). */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** Whether `key` may be tried at `nowMs` (it never failed, or its delay is over). */
   due(key: string, nowMs = Date.now()): boolean {
     return this.waitMs(key, nowMs) === 0;
