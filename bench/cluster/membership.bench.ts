@@ -82,7 +82,7 @@ async function antiEntropyScan(dir: string): Promise<void> {
     const ae = new AntiEntropy(engine, node, {} as PeerTransport, {} as BlobSender, silentLogger(), { intervalMs: 60_000, bucket: new TokenBucket(0), treeMaxAgeMs: 60_000, retryMs: 1000, batchBytes: 4 << 20 });
     const runs: number[] = [];
     for (let i = 0; i < 3; i++) {
-      ae.buildTrees();
+      await ae.buildTrees();
       runs.push(ae.stats.idsScanned / (ae.stats.scanMs / 1000));
     }
     runs.sort((a, b) => a - b);

@@ -43,6 +43,42 @@ import type { TokenBucket } from './token-bucket.js';
 export const TOP_BUCKETS = 256;
 export const LEAVES = 65_536;
 
+/**
+ * Ids a tree build visits between two turns of the event loop: one scan of a large index held
+ * the loop for its whole length (~1 s per 400k ids here), every node's at once with REPLICA3.
+ */
+const SCAN_SLICE_IDS = 8192;
+
+/** One of the index's scans: ids from `start` (inclusive) in order, until `visit` returns false. */
+type IndexScan<A extends unknown[]> = (start: Buffer | undefined, visit: (id: Buffer, ...rest: A) => boolean) => void;
+
+/**
+ * Visits every id `scan` yields, SCAN_SLICE_IDS per turn of the event loop: each slice starts
+ * again after the last id of the one before (entries of that id are skipped: the visitors here
+ * count an id once). Ids stored meanwhile may be seen or not, as they may on a peer scanning at
+ * another moment: a tree is a digest of the index during its build, and leaf lists are read live.
+ */
+async function scanInSlices<A extends unknown[]>(scan: IndexScan<A>, visit: (id: Buffer, ...rest: A) => void): Promise<void> {
+  let from: Buffer | undefined;
+  for (;;) {
+    let seen = 0;
+    let skipping = from !== undefined;
+    let next: Buffer | undefined;
+    const resume = from;
+    scan(resume, (id, ...rest) => {
+      if (skipping && id.equals(resume!)) return true;
+      skipping = false;
+      visit(id, ...rest);
+      if (++seen < SCAN_SLICE_IDS) return true;
+      next = Buffer.from(id);
+      return false;
+    });
+    if (next === undefined) return;
+    from = next;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
 /** Two 32-bit lanes per digest (XOR needs no BigInt). */
 interface Tree {
   ringVersion: number;
@@ -107,6 +143,8 @@ const hex64 = (t: Uint32Array, i: number): string => (t[2 * i]!.toString(16).pad
 
 export class AntiEntropy {
   private trees = new Map<string, Tree>();
+  /** The build under way: a peer asking meanwhile waits for it rather than starting another. */
+  private building: Promise<void> | undefined;
   private readonly loop: BackgroundLoop;
   readonly stats: RepairStats = { rounds: 0, idsScanned: 0, scanMs: 0, blobsSent: 0, bytesSent: 0, blobsQueued: 0, bytesQueued: 0, bytesPerSecond: 0 };
   private kickTimer: NodeJS.Timeout | undefined;
@@ -161,11 +199,18 @@ export class AntiEntropy {
     return this.cluster.ring.nodeIds.filter((n) => n !== this.cluster.nodeId && this.cluster.online(n));
   }
 
+  /** Trees built afresh (once, for every caller meanwhile). */
+  buildTrees(): Promise<void> {
+    this.building ??= this.build().finally(() => (this.building = undefined));
+    return this.building;
+  }
+
   /**
-   * One scan of the index: a tree per peer over the ids both own. Ids a user deleted here count
-   * as held (under the policy they had), so their copies elsewhere do not show as a difference.
+   * One scan of the index, in slices: a tree per peer over the ids both own. Ids a user deleted
+   * here count as held (under the policy they had), so their copies elsewhere do not show as a
+   * difference.
    */
-  buildTrees(): void {
+  private async build(): Promise<void> {
     const start = performance.now();
     const ring = this.cluster.ring;
     const self = this.cluster.nodeId;
@@ -190,15 +235,15 @@ export class AntiEntropy {
       }
       return true;
     };
-    this.store.scan(undefined, (id, policy) => add(id, policy));
+    await scanInSlices<[number, number]>((start, visit) => this.store.scan(start, visit), (id, policy) => add(id, policy));
     // A blob with several columns here counts once.
     let last = Buffer.alloc(16);
-    this.store.scanShards(undefined, (id, _index, policy) => {
-      if (id.equals(last)) return true;
+    await scanInSlices<[number, number, number]>((start, visit) => this.store.scanShards(start, visit), (id, _index, policy) => {
+      if (id.equals(last)) return;
       last = Buffer.from(id);
-      return add(last, policy, this.placementOf(last));
+      add(last, policy, this.placementOf(last));
     });
-    this.store.scanDeleted(undefined, (id, policy) => add(id, policy));
+    await scanInSlices<[number]>((start, visit) => this.store.scanDeleted(start, visit), (id, policy) => add(id, policy));
     for (const tree of trees.values()) {
       for (let leaf = 0; leaf < LEAVES; leaf++) {
         const top = leaf >> 8;
@@ -216,16 +261,16 @@ export class AntiEntropy {
     return placementKey(id, this.store.shardsOf(id)[0]?.shard);
   }
 
-  private treeFor(peer: string): Tree | undefined {
+  private async treeFor(peer: string): Promise<Tree | undefined> {
     const tree = this.trees.get(peer);
     const fresh = tree && tree.ringVersion === this.cluster.membership.ringVersion && Date.now() - tree.builtAtMs <= this.options.treeMaxAgeMs;
-    if (!fresh) this.buildTrees();
+    if (!fresh) await this.buildTrees();
     return this.trees.get(peer);
   }
 
   /** RangeDigest: the 256 tops for (this node, peer), or the leaves under each top asked for. */
-  digests(peer: string, tops: readonly number[]): { ring_version: number; digests: string[] } {
-    const tree = this.treeFor(peer);
+  async digests(peer: string, tops: readonly number[]): Promise<{ ring_version: number; digests: string[] }> {
+    const tree = await this.treeFor(peer);
     const version = this.cluster.membership.ringVersion;
     if (!tree) return { ring_version: version, digests: [] };
     const out: string[] = [];
@@ -264,7 +309,7 @@ export class AntiEntropy {
 
   /** One round; true when a peer was on another ring version (its comparison waits). */
   private async round(): Promise<boolean> {
-    this.buildTrees();
+    await this.buildTrees();
     this.stats.rounds++;
     let skewed = false;
     const started = performance.now();

@@ -164,7 +164,7 @@ export class ClusterInternalApi {
   }
 
   /** RangeDigest: anti-entropy's digests for (this node, `peer`). */
-  digests(peer: string, tops: readonly number[]): { ring_version: number; digests: string[] } {
+  digests(peer: string, tops: readonly number[]): Promise<{ ring_version: number; digests: string[] }> {
     return this.antiEntropy.digests(peer, tops);
   }
 
