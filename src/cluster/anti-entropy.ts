@@ -39,45 +39,10 @@ import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerTransport } from './transport/peer-transport.js';
 import type { BlobSender } from './transfer.js';
 import type { TokenBucket } from './token-bucket.js';
+import { scanInSlices } from './index-scan.js';
 
 export const TOP_BUCKETS = 256;
 export const LEAVES = 65_536;
-
-/**
- * Ids a tree build visits between two turns of the event loop: one scan of a large index held
- * the loop for its whole length (~1 s per 400k ids here), every node's at once with REPLICA3.
- */
-const SCAN_SLICE_IDS = 8192;
-
-/** One of the index's scans: ids from `start` (inclusive) in order, until `visit` returns false. */
-type IndexScan<A extends unknown[]> = (start: Buffer | undefined, visit: (id: Buffer, ...rest: A) => boolean) => void;
-
-/**
- * Visits every id `scan` yields, SCAN_SLICE_IDS per turn of the event loop: each slice starts
- * again after the last id of the one before (entries of that id are skipped: the visitors here
- * count an id once). Ids stored meanwhile may be seen or not, as they may on a peer scanning at
- * another moment: a tree is a digest of the index during its build, and leaf lists are read live.
- */
-async function scanInSlices<A extends unknown[]>(scan: IndexScan<A>, visit: (id: Buffer, ...rest: A) => void): Promise<void> {
-  let from: Buffer | undefined;
-  for (;;) {
-    let seen = 0;
-    let skipping = from !== undefined;
-    let next: Buffer | undefined;
-    const resume = from;
-    scan(resume, (id, ...rest) => {
-      if (skipping && id.equals(resume!)) return true;
-      skipping = false;
-      visit(id, ...rest);
-      if (++seen < SCAN_SLICE_IDS) return true;
-      next = Buffer.from(id);
-      return false;
-    });
-    if (next === undefined) return;
-    from = next;
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-}
 
 /** Two 32-bit lanes per digest (XOR needs no BigInt). */
 interface Tree {

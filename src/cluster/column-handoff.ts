@@ -15,6 +15,7 @@ import type { ClusterNode } from './cluster-node.js';
 import type { EcReader } from './ec-reader.js';
 import type { PeerTransport } from './transport/peer-transport.js';
 import type { TokenBucket } from './token-bucket.js';
+import { scanInSlices } from './index-scan.js';
 
 const PAGE = 256;
 
@@ -33,34 +34,55 @@ export class ColumnHandoff {
     private readonly timeoutMs: number,
   ) {}
 
-  /** Columns held here whose blob this node does not own, from `after` on (at most `limit`; 0: only counted). */
-  notOwned(after: Buffer | undefined, limit: number): { page: ShardMeta[] } & ColumnCount {
-    const ring = this.cluster.ring;
-    const self = this.cluster.nodeId;
+  /** Columns held here whose blob this node does not own, from `after` on (the columns of at most about `limit` of them). */
+  notOwned(after: Buffer | undefined, limit: number): { page: ShardMeta[] } {
+    const owned = this.ownership();
     const page: ShardMeta[] = [];
+    if (owned === undefined) return { page };
+    let last: Buffer | undefined;
+    this.store.scanShards(after, (id, _index, policy) => {
+      if (after && id.equals(after)) return true;
+      if (owned(id, policy) || last?.equals(id)) return true;
+      last = Buffer.from(id);
+      page.push(...this.store.shardsOf(last));
+      return page.length < limit;
+    });
+    return { page };
+  }
+
+  /** Columns held here whose blob this node does not own, and their bytes: every column, a slice per turn of the event loop. */
+  async countNotOwned(): Promise<ColumnCount> {
+    const owned = this.ownership();
     let columns = 0;
     let bytes = 0;
-    if (ring.size === 0) return { page, columns, bytes };
-    let last: Buffer | undefined;
-    /** The placement key of the blob met last (read once per blob: its columns come together). */
+    if (owned === undefined) return { columns, bytes };
+    await scanInSlices<[number, number, number]>((start, visit) => this.store.scanShards(start, visit), (id, _index, policy, size) => {
+      if (owned(id, policy)) return;
+      columns++;
+      bytes += size;
+    });
+    return { columns, bytes };
+  }
+
+  /**
+   * Whether this node owns the blob of a column, on the current ring (undefined: no ring yet); a
+   * column of no EC policy counts as owned. The placement key is read once per blob (its columns
+   * come together in a scan).
+   */
+  private ownership(): ((id: Buffer, policy: number) => boolean) | undefined {
+    const ring = this.cluster.ring;
+    const self = this.cluster.nodeId;
+    if (ring.size === 0) return undefined;
     let keyOf: { id: Buffer; key: Buffer } | undefined;
-    this.store.scanShards(after, (id, _index, policy, size) => {
-      if (after && id.equals(after)) return true;
+    return (id, policy) => {
       const scheme = ecScheme(policy);
       if (!scheme) return true;
       if (!keyOf?.id.equals(id)) {
         const copy = Buffer.from(id);
         keyOf = { id: copy, key: placementKey(copy, this.store.shardsOf(copy)[0]?.shard) };
       }
-      if (ring.owners(keyOf.key, scheme.k + scheme.m).includes(self)) return true;
-      columns++;
-      bytes += size;
-      if (limit === 0 || last?.equals(id)) return true;
-      last = Buffer.from(id);
-      page.push(...this.store.shardsOf(last));
-      return page.length < limit;
-    });
-    return { page, columns, bytes };
+      return ring.owners(keyOf.key, scheme.k + scheme.m).includes(self);
+    };
   }
 
   /** Hands every column not owned to an owner; how many could not be placed yet (progress per column). */

@@ -23,6 +23,7 @@ import type { PeerTransport } from './transport/peer-transport.js';
 import type { BlobSender } from './transfer.js';
 import type { TokenBucket } from './token-bucket.js';
 import type { ColumnHandoff } from './column-handoff.js';
+import { scanInSlices } from './index-scan.js';
 
 const BATCH = 256;
 
@@ -87,48 +88,68 @@ export class Handoff {
    * Blobs held here and not owned, from `after` on, at most `limit` (with `limit` 0: none kept,
    * only counted). The walk is by id, so a pass holds one page of metadata at a time.
    */
-  private notOwned(after: Buffer | undefined, limit: number): { page: BlobMeta[]; blobs: number; bytes: number } {
-    const ring = this.cluster.ring;
-    const self = this.cluster.nodeId;
-    // NONE's one copy may stay on the node that took it (Ring.holders), until that node leaves.
-    const leaving = this.leaving();
+  private notOwned(after: Buffer | undefined, limit: number): { page: BlobMeta[] } {
+    const owns = this.ownership();
     const page: BlobMeta[] = [];
-    let blobs = 0;
-    let bytes = 0;
-    if (ring.size === 0) return { page, blobs, bytes };
-    this.store.scan(after, (id, policy, size) => {
+    if (owns === undefined) return { page };
+    this.store.scan(after, (id, policy) => {
       if (after && id.equals(after)) return true;
-      const count = replicaCount(policy);
-      if (count === 0 || (leaving ? ring.owners(id, count) : ring.holders(id, policy, self)).includes(self)) return true;
-      blobs++;
-      bytes += size;
-      if (limit === 0) return !this.stopped;
+      if (owns(id, policy)) return true;
       const meta = this.store.stat(Buffer.from(id));
       if (meta) page.push(meta);
       return page.length < limit && !this.stopped;
     });
-    return { page, blobs, bytes };
+    return { page };
+  }
+
+  /** Blobs held here and not owned, and their bytes: the whole index, a slice per turn of the event loop. */
+  private async countNotOwned(): Promise<{ blobs: number; bytes: number }> {
+    const owns = this.ownership();
+    let blobs = 0;
+    let bytes = 0;
+    if (owns === undefined) return { blobs, bytes };
+    await scanInSlices<[number, number]>((start, visit) => this.store.scan(start, visit), (id, policy, size) => {
+      if (owns(id, policy)) return true;
+      blobs++;
+      bytes += size;
+      return !this.stopped;
+    });
+    return { blobs, bytes };
+  }
+
+  /** Whether this node keeps a blob's copy, on the current ring (undefined: no ring yet). */
+  private ownership(): ((id: Buffer, policy: number) => boolean) | undefined {
+    const ring = this.cluster.ring;
+    const self = this.cluster.nodeId;
+    if (ring.size === 0) return undefined;
+    // NONE's one copy may stay on the node that took it (Ring.holders), until that node leaves.
+    const leaving = this.leaving();
+    return (id, policy) => {
+      const count = replicaCount(policy);
+      return count === 0 || (leaving ? ring.owners(id, count) : ring.holders(id, policy, self)).includes(self);
+    };
   }
 
   private async pass(): Promise<void> {
     const leaving = this.leaving();
     if (this.cluster.membership.selfStatus() !== 'active' && !leaving) return;
-    const blobs = this.notOwned(undefined, 0);
-    const columns = this.columns?.notOwned(undefined, 0) ?? { columns: 0, bytes: 0 };
+    const blobs = await this.countNotOwned();
+    const columns = (await this.columns?.countNotOwned()) ?? { columns: 0, bytes: 0 };
     const total = { blobs: blobs.blobs + columns.columns, bytes: blobs.bytes + columns.bytes };
     const p = this.progress;
     Object.assign(p, { active: true, blobsTotal: total.blobs, bytesTotal: total.bytes, blobsLeft: total.blobs, bytesLeft: total.bytes, startedAtMs: Date.now(), bytesPerSecond: 0 });
     if (total.blobs > 0) this.log.info({ blobs: p.blobsTotal, bytes: p.bytesTotal, leaving }, 'handoff: handing copies this node does not own to their owners');
     let stuck = 0;
     let after: Buffer | undefined;
-    while (!this.stopped) {
+    // Each page is a walk of the index from where the last one ended: none when nothing was counted.
+    while (!this.stopped && blobs.blobs > 0) {
       const { page } = this.notOwned(after, BATCH);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;
       stuck += await this.handBatch(page, leaving);
       this.report();
     }
-    if (this.columns) {
+    if (this.columns && columns.columns > 0) {
       stuck += await this.columns.pass(leaving, this.options.bucket, (bytes) => {
         p.blobsLeft--;
         p.bytesLeft -= bytes;
