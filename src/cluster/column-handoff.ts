@@ -35,29 +35,29 @@ export class ColumnHandoff {
   ) {}
 
   /** Columns held here whose blob this node does not own, from `after` on (the columns of at most about `limit` of them). */
-  notOwned(after: Buffer | undefined, limit: number): { page: ShardMeta[] } {
-    const owned = this.ownership();
+  notOwned(after: Buffer | undefined, limit: number): ShardMeta[] {
+    const owns = this.ownership();
     const page: ShardMeta[] = [];
-    if (owned === undefined) return { page };
+    if (owns === undefined) return page;
     let last: Buffer | undefined;
     this.store.scanShards(after, (id, _index, policy) => {
       if (after && id.equals(after)) return true;
-      if (owned(id, policy) || last?.equals(id)) return true;
+      if (owns(id, policy) || last?.equals(id)) return true;
       last = Buffer.from(id);
       page.push(...this.store.shardsOf(last));
       return page.length < limit;
     });
-    return { page };
+    return page;
   }
 
   /** Columns held here whose blob this node does not own, and their bytes: every column, a slice per turn of the event loop. */
   async countNotOwned(): Promise<ColumnCount> {
-    const owned = this.ownership();
+    const owns = this.ownership();
     let columns = 0;
     let bytes = 0;
-    if (owned === undefined) return { columns, bytes };
+    if (owns === undefined) return { columns, bytes };
     await scanInSlices<[number, number, number]>((start, visit) => this.store.scanShards(start, visit), (id, _index, policy, size) => {
-      if (owned(id, policy)) return;
+      if (owns(id, policy)) return;
       columns++;
       bytes += size;
     });
@@ -89,7 +89,7 @@ export class ColumnHandoff {
   async pass(leaving: boolean, bucket: TokenBucket, done: (bytes: number) => void, stopped: () => boolean): Promise<number> {
     let stuck = 0;
     for (let after: Buffer | undefined; !stopped();) {
-      const { page } = this.notOwned(after, PAGE);
+      const page = this.notOwned(after, PAGE);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;
       for (const meta of page) {

@@ -88,10 +88,10 @@ export class Handoff {
    * Blobs held here and not owned, from `after` on, at most `limit` (with `limit` 0: none kept,
    * only counted). The walk is by id, so a pass holds one page of metadata at a time.
    */
-  private notOwned(after: Buffer | undefined, limit: number): { page: BlobMeta[] } {
+  private notOwned(after: Buffer | undefined, limit: number): BlobMeta[] {
     const owns = this.ownership();
     const page: BlobMeta[] = [];
-    if (owns === undefined) return { page };
+    if (owns === undefined) return page;
     this.store.scan(after, (id, policy) => {
       if (after && id.equals(after)) return true;
       if (owns(id, policy)) return true;
@@ -99,7 +99,7 @@ export class Handoff {
       if (meta) page.push(meta);
       return page.length < limit && !this.stopped;
     });
-    return { page };
+    return page;
   }
 
   /** Blobs held here and not owned, and their bytes: the whole index, a slice per turn of the event loop. */
@@ -143,7 +143,7 @@ export class Handoff {
     let after: Buffer | undefined;
     // Each page is a walk of the index from where the last one ended: none when nothing was counted.
     while (!this.stopped && blobs.blobs > 0) {
-      const { page } = this.notOwned(after, BATCH);
+      const page = this.notOwned(after, BATCH);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;
       stuck += await this.handBatch(page, leaving);
