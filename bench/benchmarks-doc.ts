@@ -1,8 +1,11 @@
 /**
  * Writes docs/benchmarks.md from bench/results: the figures that carry a target, one row each,
  * with the command that measures it and the CPU it ran on (bench/run.sh keeps a step's CPU in
- * bench/results/<step>.cpu). Nobody types these figures: a row whose step has not run since says
- * so. `bash bench/run.sh` runs it last; `node dist/bench/benchmarks-doc.js` alone rewrites the page.
+ * bench/results/<step>.cpu). Nobody types these figures. The page keeps a figure's latest row per
+ * CPU: a step run here replaces its rows of this CPU and leaves those measured on another (the
+ * targets must hold on an AVX2-only CPU too, whichever machine ran last), and a step not run since
+ * (results are not kept in git) keeps the rows the page had. `bash bench/run.sh` runs it last;
+ * `node dist/bench/benchmarks-doc.js` alone rewrites the page.
  */
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,6 +47,26 @@ const ROWS: Row[] = [
 ];
 
 const RESULTS = join(ROOT, 'bench/results');
+const PAGE = join(ROOT, 'docs/benchmarks.md');
+const WORK_HEADING = '## Work per request against the bare server';
+
+/** The page as it stands: its measured rows by figure (each with its CPU), and its work-per-request section. */
+function pageBefore(): { rows: Map<string, { cpu: string; line: string }[]>; work: string[] | undefined } {
+  const rows = new Map<string, { cpu: string; line: string }[]>();
+  if (!existsSync(PAGE)) return { rows, work: undefined };
+  const text = readFileSync(PAGE, 'utf8').split('\n');
+  for (const line of text) {
+    const cells = line.split(' | ');
+    if (!line.startsWith('| ') || cells.length !== 8 || cells[1] === 'not measured since this page began') continue;
+    const figure = cells[0]!.slice(2);
+    const cpu = cells[6]!.replace(/, \d{4}-\d{2}-\d{2}$/, '');
+    rows.set(figure, [...(rows.get(figure) ?? []), { cpu, line }]);
+  }
+  const at = text.indexOf(WORK_HEADING);
+  const work = at < 0 ? undefined : text.slice(at + 1).join('\n').trim().split('\n');
+  return { rows, work: work?.[0]?.startsWith('Not measured') ? undefined : work };
+}
+const before = pageBefore();
 
 function linesOf(step: string): Line[] {
   const file = join(RESULTS, `${step}.jsonl`);
@@ -71,9 +94,9 @@ function workPerRequest(out: string[]): void {
   const lines = linesOf('http-4KiB');
   const find = (metric: string): Line | undefined => lines.find((l) => l.metric === metric);
   const kinds: [string, string][] = [['4 KiB PUT', 'put'], ['4 KiB GET, hot set', 'get'], ['4 KiB GET, larger set', 'get_large']];
-  out.push('', '## Work per request against the bare server', '');
+  out.push('', WORK_HEADING, '');
   if (find('cpu_us_per_put') === undefined) {
-    out.push('Not measured since this page began (`BENCH_ONLY=http-4KiB bash bench/run.sh`).');
+    out.push(...(before.work ?? ['Not measured since this page began (`BENCH_ONLY=http-4KiB bash bench/run.sh`).']));
     return;
   }
   out.push(
@@ -101,8 +124,9 @@ const out: string[] = [
   '',
   'Written by `bench/benchmarks-doc.ts` from `bench/results/` at the end of `make bench` (or',
   '`BENCH_ONLY=<step> bash bench/run.sh` for one step): every ratio is against its reference in the',
-  'same run, on the CPU named in its row. A target counts as met only where it holds on an',
-  'AVX2-only CPU too. Progress and per-round figures are in `bench/results/<step>.log`.',
+  'same run, on the CPU named in its row. A figure keeps its latest row per CPU. A target counts',
+  'as met only where it holds on an AVX2-only CPU too. Progress and per-round figures are in',
+  '`bench/results/<step>.log`.',
   '',
   '| Figure | Value | Reference | Ratio | Target | Met | CPU, date | Command |',
   '|---|---:|---:|---:|---|---|---|---|',
@@ -110,8 +134,10 @@ const out: string[] = [
 for (const row of ROWS) {
   const lines = linesOf(row.step);
   const command = `\`BENCH_ONLY=${row.step} bash bench/run.sh\``;
+  const kept = before.rows.get(row.figure) ?? [];
   if (lines.length === 0) {
-    out.push(`| ${row.figure} | not measured since this page began | | | ${row.target} | | | ${command} |`);
+    if (kept.length === 0) out.push(`| ${row.figure} | not measured since this page began | | | ${row.target} | | | ${command} |`);
+    out.push(...kept.map((k) => k.line));
     continue;
   }
   const value = pick(lines, row.value);
@@ -124,7 +150,8 @@ for (const row of ROWS) {
   const when = statSync(join(RESULTS, `${row.step}.jsonl`)).mtime.toISOString().slice(0, 10);
   const unit = unitOf(lines, row.value);
   out.push(`| ${row.figure} | ${fmt(value, value !== undefined && value < 100 ? 1 : 0)} ${unit} | ${row.reference ? `${fmt(reference)} ${row.referenceUnit ?? unitOf(lines, row.reference)}` : '-'} | ${fmt(ratio, 3)} | ${row.target} | ${met} | ${cpu}, ${when} | ${command} |`);
+  out.push(...kept.filter((k) => k.cpu !== cpu).map((k) => k.line));
 }
 workPerRequest(out);
-writeFileSync(join(ROOT, 'docs/benchmarks.md'), out.join('\n') + '\n');
+writeFileSync(PAGE, out.join('\n') + '\n');
 process.stderr.write(`docs/benchmarks.md: ${ROWS.length} rows\n`);
