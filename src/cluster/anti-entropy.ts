@@ -17,9 +17,15 @@
  * Erasure-coded blobs count among the ids of every node holding one of their columns (owners by
  * the k + m of their policy), marked apart from whole copies (their digest word is flipped, their
  * listed id carries a 17th byte); one the peer lacks is queued for EC repair, which rebuilds a
- * column onto it rather than sending the blob. Trees
- * are built by one scan of the index per round for every peer at once (cached for peers asking),
- * leaf id lists are read live. Sends are capped at repairBytesPerSecond.
+ * column onto it rather than sending the blob.
+ *
+ * The trees are kept, not rebuilt per round: one scan of the index builds them for every peer at
+ * once (in slices, docs/cluster.md), then every id entering or leaving what this node holds
+ * (LocalStore.watchIds) toggles its word in the trees of its owners (XOR is its own inverse), so a
+ * round costs no scan however many ids the node holds. A scan runs again when the ring changes
+ * (other owners) and every treeMaxAgeMs as a check; ids that change while it runs are counted by
+ * the scan if it has not passed them yet, else by their toggle. Leaf id lists are read live.
+ * Sends are capped at repairBytesPerSecond.
  *
  * Rounds run every repairIntervalMs, and at once when the ring loses a member (kick): the copies
  * the member held are rebuilt without waiting for the next round. Peers are compared a few at a
@@ -33,7 +39,9 @@ import type { BlobMeta } from '../blob/meta.js';
 import { placementKey } from '../blob/shard.js';
 import { replicaCount } from '../blob/policy.js';
 import { ecScheme } from '../ec/layout.js';
-import type { LocalStore } from '../service/local-store.js';
+import type { HeldIdWatcher, LocalStore } from '../service/local-store.js';
+import type { IdSet } from '../index/blob-index.js';
+import type { Ring } from './ring.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerTransport } from './transport/peer-transport.js';
@@ -60,7 +68,7 @@ export interface AntiEntropyOptions {
   batchBytes: number;
   /** The cap on what repair sends (shared with handoff and EC repair). */
   bucket: TokenBucket;
-  /** A tree this recent answers a peer's question without a new scan. */
+  /** Trees kept up to date as ids change are built again by a scan after this long (a check). */
   treeMaxAgeMs: number;
 }
 
@@ -76,6 +84,18 @@ export interface RepairStats {
   /** Bytes sent per second in the last round that sent any. */
   bytesPerSecond: number;
 }
+
+/** A build under way: its trees, the ring it places ids by, and how far its scans are. */
+interface Build {
+  readonly ring: Ring;
+  readonly trees: Map<string, Tree>;
+  /** The id set being scanned (SCANS), and the last id its scan visited before the event loop turned. */
+  scanning: number;
+  at: Buffer | undefined;
+}
+
+/** The scans of a build, in order. */
+const SCANS: readonly IdSet[] = ['blob', 'column', 'deleted'];
 
 /** Peers compared at once, and ListLeaf calls in flight to one peer. */
 const PEER_CALLS = 4;
@@ -110,6 +130,14 @@ export class AntiEntropy {
   private trees = new Map<string, Tree>();
   /** The build under way: a peer asking meanwhile waits for it rather than starting another. */
   private building: Promise<void> | undefined;
+  private build: Build | undefined;
+  /** Ids entering or leaving what this node holds: toggled in the trees kept and in a build's. */
+  private readonly watcher: HeldIdWatcher = (id, policy, key, set) => {
+    const tree = this.trees.values().next().value as Tree | undefined;
+    if (tree && tree.ringVersion === this.cluster.membership.ringVersion) this.toggle(this.trees, this.cluster.ring, id, policy, key, true);
+    const build = this.build;
+    if (build && this.scanned(build, set, id)) this.toggle(build.trees, build.ring, id, policy, key, false);
+  };
   private readonly loop: BackgroundLoop;
   readonly stats: RepairStats = { rounds: 0, idsScanned: 0, scanMs: 0, blobsSent: 0, bytesSent: 0, blobsQueued: 0, bytesQueued: 0, bytesPerSecond: 0 };
   private kickTimer: NodeJS.Timeout | undefined;
@@ -133,6 +161,7 @@ export class AntiEntropy {
   }
 
   start(): void {
+    this.store.watchIds(this.watcher);
     this.loop.start();
   }
 
@@ -166,7 +195,10 @@ export class AntiEntropy {
 
   /** Trees built afresh (once, for every caller meanwhile). */
   buildTrees(): Promise<void> {
-    this.building ??= this.build().finally(() => (this.building = undefined));
+    this.building ??= this.scanTrees().finally(() => {
+      this.building = undefined;
+      this.build = undefined;
+    });
     return this.building;
   }
 
@@ -175,7 +207,7 @@ export class AntiEntropy {
    * here count as held (under the policy they had), so their copies elsewhere do not show as a
    * difference.
    */
-  private async build(): Promise<void> {
+  private async scanTrees(): Promise<void> {
     const start = performance.now();
     const ring = this.cluster.ring;
     const self = this.cluster.nodeId;
@@ -184,31 +216,26 @@ export class AntiEntropy {
     for (const peer of ring.nodeIds) {
       if (peer !== self) trees.set(peer, { ringVersion: version, builtAtMs: Date.now(), leaves: new Uint32Array(LEAVES * 2), tops: new Uint32Array(TOP_BUCKETS * 2) });
     }
+    const build: Build = { ring, trees, scanning: 0, at: undefined };
+    this.build = build;
     let scanned = 0;
+    const paused = (at: Buffer): void => void (build.at = at);
     const add = (id: Buffer, policy: number, key: Buffer = id): boolean => {
       scanned++;
-      const owners = ring.owners(key, ownerCount(policy));
-      if (!owners.includes(self)) return true;
-      const leaf = leafOf(id);
-      const hi = (id.readUInt32BE(0) ^ (ecScheme(policy) ? EC_MARK : 0)) >>> 0;
-      const lo = id.readUInt32BE(4);
-      for (const owner of owners) {
-        const tree = owner === self ? undefined : trees.get(owner);
-        if (!tree) continue;
-        tree.leaves[2 * leaf]! ^= hi;
-        tree.leaves[2 * leaf + 1]! ^= lo;
-      }
+      this.toggle(trees, ring, id, policy, key, false);
       return true;
     };
-    await scanInSlices<[number, number]>((start, visit) => this.store.scan(start, visit), (id, policy) => add(id, policy));
+    await scanInSlices<[number, number]>((start, visit) => this.store.scan(start, visit), (id, policy) => add(id, policy), paused);
     // A blob with several columns here counts once.
+    [build.scanning, build.at] = [1, undefined];
     let last = Buffer.alloc(16);
     await scanInSlices<[number, number, number]>((start, visit) => this.store.scanShards(start, visit), (id, _index, policy) => {
       if (id.equals(last)) return;
       last = Buffer.from(id);
       add(last, policy, this.placementOf(last));
-    });
-    await scanInSlices<[number]>((start, visit) => this.store.scanDeleted(start, visit), (id, policy) => add(id, policy));
+    }, paused);
+    [build.scanning, build.at] = [2, undefined];
+    await scanInSlices<[number]>((start, visit) => this.store.scanDeleted(start, visit), (id, policy) => add(id, policy), paused);
     for (const tree of trees.values()) {
       for (let leaf = 0; leaf < LEAVES; leaf++) {
         const top = leaf >> 8;
@@ -221,15 +248,45 @@ export class AntiEntropy {
     this.stats.scanMs = performance.now() - start;
   }
 
+  /** Whether `build`'s scans went past `id` of `set` (its change is then the toggle's to count, not the scan's). */
+  private scanned(build: Build, set: IdSet, id: Buffer): boolean {
+    const scan = SCANS.indexOf(set);
+    if (scan !== build.scanning) return scan < build.scanning;
+    return build.at !== undefined && Buffer.compare(id, build.at) <= 0;
+  }
+
+  /** Flips id's word in the trees of the peers that own it with this node (`tops` too, for trees in use). */
+  private toggle(trees: Map<string, Tree>, ring: Ring, id: Buffer, policy: number, key: Buffer, tops: boolean): void {
+    const self = this.cluster.nodeId;
+    const owners = ring.owners(key, ownerCount(policy));
+    if (!owners.includes(self)) return;
+    const leaf = leafOf(id);
+    const hi = (id.readUInt32BE(0) ^ (ecScheme(policy) ? EC_MARK : 0)) >>> 0;
+    const lo = id.readUInt32BE(4);
+    for (const owner of owners) {
+      const tree = owner === self ? undefined : trees.get(owner);
+      if (!tree) continue;
+      tree.leaves[2 * leaf]! ^= hi;
+      tree.leaves[2 * leaf + 1]! ^= lo;
+      if (!tops) continue;
+      tree.tops[2 * (leaf >> 8)]! ^= hi;
+      tree.tops[2 * (leaf >> 8) + 1]! ^= lo;
+    }
+  }
+
   /** The key a blob's columns held here are placed by (its id, unless it was stored as it streamed in). */
   private placementOf(id: Buffer): Buffer {
     return placementKey(id, this.store.shardsOf(id)[0]?.shard);
   }
 
+  /** The trees are of the ring in use, and their last check is recent enough. */
+  private get treesCurrent(): boolean {
+    const tree = this.trees.values().next().value as Tree | undefined;
+    return tree !== undefined && tree.ringVersion === this.cluster.membership.ringVersion && Date.now() - tree.builtAtMs <= this.options.treeMaxAgeMs;
+  }
+
   private async treeFor(peer: string): Promise<Tree | undefined> {
-    const tree = this.trees.get(peer);
-    const fresh = tree && tree.ringVersion === this.cluster.membership.ringVersion && Date.now() - tree.builtAtMs <= this.options.treeMaxAgeMs;
-    if (!fresh) await this.buildTrees();
+    if (!this.treesCurrent) await this.buildTrees();
     return this.trees.get(peer);
   }
 
@@ -274,7 +331,7 @@ export class AntiEntropy {
 
   /** One round; true when a peer was on another ring version (its comparison waits). */
   private async round(): Promise<boolean> {
-    await this.buildTrees();
+    if (!this.treesCurrent) await this.buildTrees();
     this.stats.rounds++;
     let skewed = false;
     const started = performance.now();
@@ -361,6 +418,7 @@ export class AntiEntropy {
   }
 
   async stop(): Promise<void> {
+    this.store.watchIds(undefined);
     clearTimeout(this.kickTimer);
     await this.loop.stop();
   }

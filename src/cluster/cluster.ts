@@ -128,7 +128,7 @@ export class Cluster implements Placement, RepairSource {
       freshBytesMax: config.replicationMemoryBytes,
     });
     this.antiEntropy = new AntiEntropy(store, this.node, this.transport, sender, log, {
-      intervalMs: config.repairIntervalMs, bucket: this.repairControl.bucket, treeMaxAgeMs: config.repairIntervalMs,
+      intervalMs: config.repairIntervalMs, bucket: this.repairControl.bucket, treeMaxAgeMs: config.repairRescanMs,
       retryMs: Math.min(1000, config.heartbeatIntervalMs), batchBytes: config.replicationBatchBytes,
     }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
     this.remote = new RemoteReader(this.node, this.transport, config);

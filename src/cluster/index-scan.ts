@@ -16,7 +16,12 @@ export type IndexScan<A extends unknown[]> = (start: Buffer | undefined, visit: 
  * id are skipped: the visitors count an id once, an EC blob's columns included). Ids stored
  * meanwhile may be seen or not: what a scan finds is the index during the scan.
  */
-export async function scanInSlices<A extends unknown[]>(scan: IndexScan<A>, visit: (id: Buffer, ...rest: A) => boolean | void): Promise<void> {
+export async function scanInSlices<A extends unknown[]>(
+  scan: IndexScan<A>,
+  visit: (id: Buffer, ...rest: A) => boolean | void,
+  /** Told the last id visited each time the scan lets the event loop turn. */
+  paused?: (at: Buffer) => void,
+): Promise<void> {
   let from: Buffer | undefined;
   for (;;) {
     let seen = 0;
@@ -37,6 +42,7 @@ export async function scanInSlices<A extends unknown[]>(scan: IndexScan<A>, visi
     });
     if (stopped || next === undefined) return;
     from = next;
+    paused?.(next);
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }

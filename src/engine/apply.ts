@@ -102,9 +102,11 @@ export function applyRecord(index: IndexWriter, r: ApplyInput, existed?: boolean
   if (!isDeleteRecord(r.type) && r.relocatedFromSegment === 0) {
     // A plain put: only whether the key exists matters (no decoding on the hot path).
     if (existed ?? ks.has(key)) return true;
-    ks.put(key, entryOf(r));
+    const entry = entryOf(r);
+    ks.put(key, entry);
     ks.count(r, 1);
     if (isInlineRecord(r.type)) index.space(r.segment).liveBytes += r.length;
+    index.changed(isShardRecord(r.type), r.id, entry, true);
     index.clearDeleted(r.id);
     // The intent to copy it to the owners is as durable as the blob: same transaction, and replay queues it again.
     if (r.flags & RecordFlag.REPLICATE) index.enqueue(r.id, Date.now());
@@ -116,6 +118,7 @@ export function applyRecord(index: IndexWriter, r: ApplyInput, existed?: boolean
     if (!(r.flags & RecordFlag.HANDOFF)) index.markDeleted(r.id, Date.now(), existing.policy);
     ks.remove(key);
     ks.count(existing, -1);
+    index.changed(isShardRecord(r.type), r.id, existing, false);
     if (existing.location === Location.SEGMENT) {
       index.space(existing.segment).liveBytes -= recordLength(existing.labels.length, existing.size);
     }

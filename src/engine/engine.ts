@@ -10,12 +10,12 @@ import { idOfDigest } from '../blob/id.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import { CursorCodec } from '../blob/cursor.js';
 import type { Policy } from '../blob/policy.js';
-import type { ShardMeta, ShardWrite } from '../blob/shard.js';
+import { placementKey, type ShardMeta, type ShardWrite } from '../blob/shard.js';
 import { largestRecordBytes, type NodeConfig } from '../config/settings.js';
 import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
 import { blake3 } from '../hash/blake3.js';
 import { chunkCvOf } from '../hash/blake3-tree.js';
-import { BlobIndex, type EcManifests, type EcRepairQueue, type ReplicationQueue } from '../index/blob-index.js';
+import { BlobIndex, type EcManifests, type EcRepairQueue, type IdSet, type ReplicationQueue } from '../index/blob-index.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { ticks } from '../metrics/clock.js';
@@ -39,7 +39,7 @@ import { applyReplay, recoverLog } from './recovery.js';
 import { scanBufferBytes } from './scan.js';
 import { SegmentReader } from './segment-reader.js';
 import { SegmentStore } from './segment-store.js';
-import { shardFilePath } from './shard-info.js';
+import { decodeShardInfo, shardFilePath } from './shard-info.js';
 import { appendShardDeletes, commitShardFile, deleteShards, putShardInline, shardMetaOf } from './shards.js';
 import type { SmallRecords, SmallStoreDone } from './small-record.js';
 import { SmallStores } from './small-stores.js';
@@ -51,6 +51,9 @@ export type { EngineStats } from './engine-stats.js';
 
 /** Queued log records wait in arena chunks of this size (record-arena.ts), or of the largest record's if larger. */
 const ARENA_CHUNK_BYTES = 4 * 1024 * 1024;
+
+/** An id entering or leaving what the node holds (LocalStore.watchIds); `key` places it on the ring. */
+export type HeldIdWatcher = (id: Buffer, policy: number, key: Buffer, set: IdSet) => void;
 
 export class Engine implements ChunkHashers {
   readonly pool: BufferPool;
@@ -237,6 +240,12 @@ export class Engine implements ChunkHashers {
 
   scanDeleted(start: Buffer | undefined, visit: (id: Buffer, policy: number) => boolean): void {
     this.index.scanDeleted(start, visit);
+  }
+
+  watchIds(watcher: HeldIdWatcher | undefined): void {
+    this.index.watchIds(watcher && ((set, id, policy, entry) => {
+      watcher(id, policy, set === 'column' && entry ? placementKey(id, decodeShardInfo(entry.labels)) : id, set);
+    }));
   }
 
   /** The replication queue (written by stores that ask for copies, in their index transaction). */

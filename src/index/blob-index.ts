@@ -26,11 +26,11 @@ import { type EcManifests, ecManifests } from './ec-manifests.js';
 import type { IdFilter } from './id-filter.js';
 import { type ListPage, listPage } from './id-list.js';
 import { directWriter, gatheringWriter, stagedWriter, type WriterParts } from './index-writers.js';
-import { type Counters, IndexOverlay, type IndexWriter, type SegmentSpace } from './overlay.js';
+import { type Counters, type IdWatcher, IndexOverlay, type IndexWriter, type SegmentSpace } from './overlay.js';
 import { type ReplicationQueue, ReplicationQueueStore } from './replication-queue.js';
 import { ShardRecords } from './shard-records.js';
 
-export type { Counters, DeletedEntry, IndexWriter, QueueEntry, SegmentSpace } from './overlay.js';
+export type { Counters, DeletedEntry, IdSet, IdWatcher, IndexWriter, QueueEntry, SegmentSpace } from './overlay.js';
 export type { EcRepairEntry, EcRepairQueue } from './ec-repair-queue.js';
 export type { EcManifest, EcManifests } from './ec-manifests.js';
 export type { ListPage } from './id-list.js';
@@ -73,6 +73,7 @@ export class BlobIndex {
   /** The last checkpoint committed (with the records it covers, in one transaction). */
   committedCheckpoint: Checkpoint;
   readonly overlay = new IndexOverlay();
+  private readonly watch: { watcher: IdWatcher | undefined } = { watcher: undefined };
   /** The writes of an addsOnly commit (commit, `gathering`). */
   private readonly gathered: GatheredWrites;
   /** Blob records committed but not merged into `blobs` yet (blob-journal.ts). */
@@ -117,7 +118,7 @@ export class BlobIndex {
     const parts: WriterParts = {
       blobs: this.blobs, journal: this.journal, shards: this.shards, deletes: this.deletes, queue: this.queue,
       overlay: this.overlay, gathered: this.gathered, committedCounters: this.committedCounters, counters: this.counters,
-      spaceToCommit: (segment) => this.spaceToCommit(segment),
+      spaceToCommit: (segment) => this.spaceToCommit(segment), watch: this.watch,
     };
     this.direct = directWriter(parts);
     this.gathering = gatheringWriter(parts);
@@ -177,7 +178,16 @@ export class BlobIndex {
 
   /** Forgets deletes older than `beforeMs` (repair may bring those blobs back); how many went. */
   pruneDeleted(beforeMs: number): Promise<number> {
-    return this.deletes.prune(beforeMs);
+    return this.deletes.prune(beforeMs, this.watch.watcher);
+  }
+
+  /**
+   * Tells `watcher` (one at a time; undefined for none) of every id entering or leaving the id
+   * sets from now on, as staged records change what reads see (IdWatcher). A replay at start
+   * stages nothing: a watcher takes the sets as they are by a scan, then follows them.
+   */
+  watchIds(watcher: IdWatcher | undefined): void {
+    this.watch.watcher = watcher;
   }
 
   /**

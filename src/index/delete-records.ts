@@ -4,7 +4,7 @@
  */
 import type { Database, RootDatabase } from 'lmdb';
 import type { GatheredWrites } from './gathered-writes.js';
-import { type DeletedEntry, mergeRange, type StagedMap } from './overlay.js';
+import { type DeletedEntry, type IdWatcher, mergeRange, type StagedMap } from './overlay.js';
 
 export class DeleteRecords {
   private readonly db: Database<DeletedEntry, Buffer>;
@@ -21,17 +21,19 @@ export class DeleteRecords {
 
   /** When a user deleted the blob here, if one did. */
   deletedAt(id: Buffer): number | undefined {
-    const slot = this.staged.lookup(id);
-    if (slot) return slot.value?.atMs;
-    return this.count === 0 ? undefined : this.db.get(id)?.atMs;
+    return this.entryOf(id)?.atMs;
   }
 
   /** Forgets deletes older than `beforeMs` (repair may bring those blobs back); how many went. */
-  async prune(beforeMs: number): Promise<number> {
-    const old: Buffer[] = [];
-    for (const { key, value } of this.db.getRange()) if (value.atMs < beforeMs) old.push(Buffer.from(key));
-    const removed = await Promise.all(old.map((id) => this.db.remove(id)));
+  async prune(beforeMs: number, left?: IdWatcher): Promise<number> {
+    const old: { id: Buffer; policy: number }[] = [];
+    for (const { key, value } of this.db.getRange()) if (value.atMs < beforeMs) old.push({ id: Buffer.from(key), policy: value.policy });
+    const removed = await Promise.all(old.map(({ id }) => this.db.remove(id)));
     this.count -= removed.filter(Boolean).length;
+    // What reads see changed only where no staged record says otherwise.
+    old.forEach(({ id, policy }, i) => {
+      if (removed[i] && !this.staged.lookup(id)) left?.('deleted', id, policy, undefined);
+    });
     return old.length;
   }
 
@@ -59,9 +61,23 @@ export class DeleteRecords {
     }
   }
 
-  /** A record stages the delete, or (`atMs` undefined) its end: the blob was stored again. */
-  stage(id: Buffer, lsn: number, atMs?: number, policy = 0): void {
-    if (atMs !== undefined) this.staged.set(id, { atMs, policy }, lsn);
-    else if (this.deletedAt(id) !== undefined) this.staged.set(id, null, lsn);
+  /**
+   * A record stages the delete, or (`atMs` undefined) its end: the blob was stored again. An end
+   * returns the policy of the delete it ended, if there was one.
+   */
+  stage(id: Buffer, lsn: number, atMs?: number, policy = 0): number | undefined {
+    if (atMs !== undefined) {
+      this.staged.set(id, { atMs, policy }, lsn);
+      return undefined;
+    }
+    const ended = this.entryOf(id);
+    if (ended) this.staged.set(id, null, lsn);
+    return ended?.policy;
+  }
+
+  private entryOf(id: Buffer): DeletedEntry | undefined {
+    const slot = this.staged.lookup(id);
+    if (slot) return slot.value ?? undefined;
+    return this.count === 0 ? undefined : this.db.get(id);
   }
 }

@@ -9,7 +9,7 @@ import type { BlobRecords } from './blob-records.js';
 import type { DeleteRecords } from './delete-records.js';
 import type { IndexEntry } from './entry.js';
 import type { GatheredWrites } from './gathered-writes.js';
-import type { Counters, IndexOverlay, IndexWriter, SegmentSpace } from './overlay.js';
+import type { Counters, IdWatcher, IndexOverlay, IndexWriter, SegmentSpace } from './overlay.js';
 import type { ReplicationQueueStore } from './replication-queue.js';
 import type { ShardRecords } from './shard-records.js';
 
@@ -28,7 +28,11 @@ export interface WriterParts {
   readonly counters: Counters;
   /** A segment's committed space accounting, marked to be written with the commit under way. */
   spaceToCommit(segment: number): SegmentSpace;
+  /** Who is told of ids entering and leaving the id sets (BlobIndex.watchIds), if anyone. */
+  readonly watch: { watcher: IdWatcher | undefined };
 }
+
+const unwatched = (): void => undefined;
 
 /** Writes to LMDB inside a commit, reading LMDB alone (the transaction's own writes included). */
 export function directWriter(p: WriterParts): IndexWriter {
@@ -49,6 +53,7 @@ export function directWriter(p: WriterParts): IndexWriter {
     markDeleted: (id: Buffer, atMs: number, policy: number) => p.deletes.mark(id, atMs, policy),
     clearDeleted: (id: Buffer) => p.deletes.clear(id),
     enqueue: (id: Buffer, queuedAtMs: number) => p.queue.enqueue(id, queuedAtMs),
+    changed: unwatched,
   };
 }
 
@@ -79,6 +84,7 @@ export function gatheringWriter(p: WriterParts): IndexWriter {
     markDeleted: reads,
     clearDeleted: (id: Buffer) => p.deletes.clear(id, g),
     enqueue: (id: Buffer, queuedAtMs: number) => p.queue.enqueue(id, queuedAtMs, g),
+    changed: unwatched,
   };
 }
 
@@ -99,8 +105,23 @@ export function stagedWriter(p: WriterParts, reads: Pick<IndexWriter, 'get' | 'h
     hasShard: (key: Buffer) => reads.hasShard(key),
     putShard: (key: Buffer, entry: IndexEntry) => o.shards.set(key, entry, o.lsn),
     removeShard: (key: Buffer) => o.shards.set(key, null, o.lsn),
-    markDeleted: (id: Buffer, atMs: number, policy: number) => p.deletes.stage(id, o.lsn, atMs, policy),
-    clearDeleted: (id: Buffer) => p.deletes.stage(id, o.lsn),
+    markDeleted: (id: Buffer, atMs: number, policy: number) => {
+      const watcher = p.watch.watcher;
+      const entered = watcher !== undefined && p.deletes.deletedAt(id) === undefined;
+      p.deletes.stage(id, o.lsn, atMs, policy);
+      if (entered) watcher('deleted', id, policy, undefined);
+    },
+    clearDeleted: (id: Buffer) => {
+      const left = p.deletes.stage(id, o.lsn);
+      if (left !== undefined) p.watch.watcher?.('deleted', id, left, undefined);
+    },
     enqueue: (id: Buffer, queuedAtMs: number) => p.queue.stage(id, queuedAtMs, o.lsn),
+    changed: (column: boolean, id: Buffer, entry: IndexEntry, added: boolean) => {
+      const watcher = p.watch.watcher;
+      if (!watcher) return;
+      // A blob's id is in the column set while any column of it is held: its first in, its last out.
+      if (column && p.shards.of(id).length !== (added ? 1 : 0)) return;
+      watcher(column ? 'column' : 'blob', id, entry.policy, entry);
+    },
   };
 }

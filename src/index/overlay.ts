@@ -29,7 +29,23 @@ export interface IndexWriter {
   markDeleted(id: Buffer, atMs: number, policy: number): void;
   clearDeleted(id: Buffer): void;
   enqueue(id: Buffer, queuedAtMs: number): void;
+  /**
+   * A record added a key of its keyspace (`added`) or removed one, not a relocation: the staged
+   * writer tells the index's id watcher (IdWatcher), the others ignore it.
+   */
+  changed(column: boolean, id: Buffer, entry: IndexEntry, added: boolean): void;
 }
+
+/** Which of the index's id sets an id entered or left: whole blobs, blobs with a column here, a user's deletes. */
+export type IdSet = 'blob' | 'column' | 'deleted';
+
+/**
+ * Called as an id enters or leaves one of the index's id sets, as reads see them (at staging, in
+ * log order; a column counts for its blob's id while any column of it is held). `entry`: the
+ * record that entered or left (undefined for a delete mark). `id` may be a buffer reused once the
+ * call returns.
+ */
+export type IdWatcher = (set: IdSet, id: Buffer, policy: number, entry: IndexEntry | undefined) => void;
 
 export interface Counters {
   blobCount: number;

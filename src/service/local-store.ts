@@ -11,7 +11,7 @@ import type { Policy } from '../blob/policy.js';
 import type { EcManifests, EcRepairQueue, ReplicationQueue } from '../index/blob-index.js';
 import type { ShardMeta, ShardWrite } from '../blob/shard.js';
 import type { CachedRecord } from '../engine/verified-cache.js';
-import type { SmallStoreDone } from '../engine/engine.js';
+import type { HeldIdWatcher, SmallStoreDone } from '../engine/engine.js';
 
 import type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
 import type { ChunkCv, FileSink } from '../engine/blob-file.js';
@@ -19,7 +19,7 @@ import type { ChunkCv, FileSink } from '../engine/blob-file.js';
 export type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
 export type { ChunkCv, FileSink } from '../engine/blob-file.js';
 export type { CachedRecord } from '../engine/verified-cache.js';
-export type { SmallStoreDone } from '../engine/engine.js';
+export type { HeldIdWatcher, SmallStoreDone } from '../engine/engine.js';
 
 export interface LocalStore {
   /** Buffers of 1 MiB for chunks in flight (uploads, downloads, replication). */
@@ -58,6 +58,14 @@ export interface LocalStore {
   scan(start: Buffer | undefined, visit: (id: Buffer, policy: number, size: number) => boolean): void;
   /** Every id a user deleted here, from `start`, with the policy it had, until `visit` returns false. */
   scanDeleted(start: Buffer | undefined, visit: (id: Buffer, policy: number) => boolean): void;
+
+  /**
+   * Tells `watcher` (one at a time; undefined stops) of every id entering or leaving what this
+   * node holds, from now on, as reads see it: a whole blob, a blob with a column here (its first
+   * column in, its last out), a user's delete remembered here. `key` places the id on the ring
+   * (a column's placement key). The id is valid only during the call.
+   */
+  watchIds(watcher: HeldIdWatcher | undefined): void;
 
   /** The replication queue (entries are written by stores with origin.replicate). */
   readonly replication: ReplicationQueue;
