@@ -44,6 +44,7 @@ export const HTTP_ACCESS = {
   // The node-to-node data path.
   'GET /internal/v1/blobs/:id': 'peer',
   'PUT /internal/v1/replicas/:id': 'peer',
+  'POST /internal/v1/replicas': 'peer',
   'GET /internal/v1/shards/:id/:index': 'peer',
   'PUT /internal/v1/shards/:id/:index': 'peer',
   // Operations (the metrics listener, or the API port in the `same` layout).

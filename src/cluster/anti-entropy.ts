@@ -9,7 +9,7 @@
  *
  *   me ──RangeDigest()────────────▶ P: its 256 tops for (P, me)    compare; for the tops that differ:
  *   me ──RangeDigest(tops)────────▶ P: their 256 leaves each       compare; for the leaves that differ:
- *   me ──ListLeaf(leaf)───────────▶ P: the ids it has there        send what P lacks (ReplicateBatch/Stream,
+ *   me ──ListLeaf(leaf)───────────▶ P: the ids it has there        send what P lacks (replica batches and PUTs,
  *                                                                   repair: a user's delete on P holds)
  *
  * Both sides describe the same set when replication is complete, so equal digests mean nothing to
@@ -44,6 +44,7 @@ import type { IdSet } from '../index/blob-index.js';
 import type { Ring } from './ring.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError } from './transport/grpc-peers.js';
+import { PeerPutError } from './transport/http-put.js';
 import type { PeerTransport } from './transport/peer-transport.js';
 import type { BlobSender } from './transfer.js';
 import type { TokenBucket } from './token-bucket.js';
@@ -341,7 +342,7 @@ export class AntiEntropy {
       try {
         if (!(await this.compareWith(peer))) skewed = true;
       } catch (err) {
-        if (!(err instanceof PeerCallError)) throw err;
+        if (!(err instanceof PeerCallError || err instanceof PeerPutError)) throw err;
         this.log.warn({ peer, err: err.message }, 'anti-entropy: comparison with a peer failed; next round');
       }
     });

@@ -1,7 +1,7 @@
 /**
  * The sending end of copies between nodes (transfer.ts is the receiving end). Small blobs travel
- * many to a ReplicateBatch call (a grpc-js call costs ~60 us of CPU, more than a 4 KiB blob); large
- * ones stream to the peers' API listeners (replica-stream.ts). Every
+ * many to one POST of a batch to the peers' API listeners (replica-batch.ts: their buffers written
+ * as they are); large ones stream there one PUT each (replica-stream.ts). Every
  * blob is read, and its checksum verified, once for all the peers it goes to:
  *
  *   targets (peer, blobs) ─▶ small: rounds of <= batchBytes, each blob read once ─▶ one batch per peer, peers at once
@@ -12,22 +12,14 @@
 import type { BlobMeta } from '../blob/meta.js';
 import { Location } from '../index/entry.js';
 import type { LocalStore } from '../service/local-store.js';
-import { metaMessage } from '../service/meta.js';
-import { encodeInternalRequest } from './transport/grpc-peers.js';
+import { type BatchReplica, type ReplicaBatchBody, replicaBatchBody } from './replica-batch.js';
 import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
 import { streamReplica } from './replica-stream.js';
 
-/** A small blob in a ReplicateBatch call. */
-interface BatchBlob {
-  id: { id: Buffer };
-  data: Buffer;
-  meta: ReturnType<typeof metaMessage>;
-}
-
 export interface SenderOptions {
-  /** Bytes of small blobs packed into one ReplicateBatch call. */
+  /** Bytes of small blobs packed into one batch. */
   batchBytes: number;
-  /** Blobs above this stream to the peers' API listeners (at most the gRPC message size, less framing). */
+  /** Blobs above this stream to the peers one at a time (at most the receiver's batch body limit, less framing). */
   inlineMaxBytes: number;
   /** Deadline of a batch call; a stream's peer that takes no chunk for this long is dropped. */
   callTimeoutMs: number;
@@ -90,29 +82,29 @@ export class BlobSender {
       if (round.length === 0) continue;
       // Reads run concurrently (a file blob's read is a thread-pool round trip; a segment record's is synchronous).
       const datas = await Promise.all(round.map((w) => known?.get(w.meta) ?? this.readSmall(w.meta)));
-      const batches = targets.map((): BatchBlob[] => []);
+      const batches = targets.map((): BatchReplica[] => []);
       const sent = targets.map((): BlobMeta[] => []);
       round.forEach((w, k) => {
-        const message = { id: { id: w.meta.id }, data: datas[k]!, meta: metaMessage(w.meta) };
+        const blob = { meta: w.meta, data: datas[k]! };
         for (const i of w.by) {
           if (failed[i]) continue;
-          batches[i]!.push(message);
+          batches[i]!.push(blob);
           sent[i]!.push(w.meta);
         }
       });
-      // Peers that take the same blobs (every owner, with REPLICA3 on three nodes) share one encoding.
-      const encoded = new Map<(typeof batches)[number], Buffer>();
-      const encodingOf = (blobs: (typeof batches)[number]): Buffer => {
-        for (const [other, bytes] of encoded) if (sameBlobs(other, blobs)) return bytes;
-        const bytes = encodeInternalRequest('ReplicateBatch', { blobs, repair });
-        encoded.set(blobs, bytes);
-        return bytes;
+      // Peers that take the same blobs (every owner, with REPLICA3 on three nodes) share one body.
+      const bodies = new Map<BatchReplica[], ReplicaBatchBody>();
+      const bodyOf = (blobs: BatchReplica[]): ReplicaBatchBody => {
+        for (const [other, body] of bodies) if (sameBlobs(other, blobs)) return body;
+        const body = replicaBatchBody(blobs);
+        bodies.set(blobs, body);
+        return body;
       };
       await Promise.all(batches.map(async (blobs, i) => {
         if (blobs.length === 0) return;
         const { peer } = targets[i]!;
         try {
-          await this.transport.call(peer, 'ReplicateBatch', encodingOf(blobs), this.options.callTimeoutMs);
+          await this.transport.replicaBatch(peer, bodyOf(blobs), blobs.length, repair, this.options.callTimeoutMs);
           for (const meta of sent[i]!) held[i]!.add(meta);
         } catch (err) {
           failed[i] = err as Error;

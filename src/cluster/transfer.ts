@@ -4,7 +4,7 @@
  * copy with the sender's metadata and no replication of its own, the way a client's store goes
  * (small ones through the small store's path, hashed together with the node's own).
  *
- *   sender:   local store ──verified chunks──▶ ReplicateBatch [≤ batchBytes] / ReplicateStream [1 MiB…]
+ *   sender:   local store ──verified chunks──▶ a batch (replica-batch.ts) [≤ batchBytes] / PUT /internal/v1/replicas/{id} [1 MiB…]
  *   receiver: bytes ──BLAKE3──▶ same checksum? ──▶ local store (origin: not replicated, original time)
  */
 import type { NodeConfig } from '../config/settings.js';

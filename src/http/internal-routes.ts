@@ -6,6 +6,7 @@
  *
  *   GET /internal/v1/blobs/{id}     InternalService.FetchBlob's bytes (src/cluster/http-fetcher.ts)
  *   PUT /internal/v1/replicas/{id}  InternalService.ReplicateStream's (src/cluster/replica-stream.ts)
+ *   POST /internal/v1/replicas      InternalService.ReplicateBatch's (src/cluster/replica-batch.ts)
  *
  * A replica's metadata comes in headers (X-Blobstore-Size, -Checksum hex, -Created-At ns, -Policy,
  * -Labels-Encoded base64 of the engine's encoded labels, -Repair), its bytes as a chunked body
@@ -23,7 +24,8 @@
 import type { Cluster } from '../cluster/cluster.js';
 import { SECRET_METADATA } from '../cluster/transport/peer-link.js';
 import { parseBlobId } from '../blob/id.js';
-import { BlobstoreError, invalidArgument } from '../errors/errors.js';
+import { BlobstoreError, invalidArgument, payloadTooLarge } from '../errors/errors.js';
+import { readReplicaBatch } from '../cluster/replica-batch.js';
 import type { Logger } from '../log/logger.js';
 import { incomingMeta } from '../cluster/transfer.js';
 import { messageOfHeaders } from '../cluster/wire-meta.js';
@@ -132,6 +134,50 @@ export class InternalRoutes {
       }
     }, false);
   };
+
+  /**
+   * POST /internal/v1/replicas: a batch of small replicas (src/cluster/replica-batch.ts), its
+   * Content-Length at most --grpc-max-message-bytes (the bound of the ReplicateBatch call it stands
+   * for); every blob checked and stored, all in the same group commits, then {"stored": n}. A blob
+   * that fails its checks fails the batch (the sender retries its blobs; those stored hold).
+   */
+  readonly postReplicas = (res: HttpResponse, req: HttpRequest): void => {
+    const x = newExchange(res, this.wire, this.log);
+    let cluster: Cluster;
+    let body: Buffer;
+    try {
+      cluster = this.authorize(req);
+      const length = req.getHeader('content-length');
+      const limit = cluster.internal.config.grpcMaxMessageBytes;
+      if (!/^\d{1,15}$/.test(length)) throw new BlobstoreError('length_required', 'a batch of replicas needs its Content-Length');
+      if (Number(length) > limit) throw payloadTooLarge(`a batch of replicas over ${limit} bytes (--grpc-max-message-bytes)`);
+      body = Buffer.allocUnsafe(Number(length));
+    } catch (err) {
+      res.onData(() => undefined);
+      return sendError(x, err, 'drain');
+    }
+    const repair = req.getHeader('x-blobstore-repair') === '1';
+    let at = 0;
+    res.onData((chunk, isLast) => {
+      if (x.done || x.aborted) return;
+      if (at + chunk.byteLength > body.length) return sendError(x, invalidArgument('a batch of replicas longer than its Content-Length'), 'drain');
+      body.set(new Uint8Array(chunk), at);
+      at += chunk.byteLength;
+      if (!isLast) return;
+      void this.storeBatch(x, cluster, body.subarray(0, at), repair);
+    });
+  };
+
+  private async storeBatch(x: Exchange, cluster: Cluster, body: Buffer, repair: boolean): Promise<void> {
+    try {
+      const { internal } = cluster;
+      const blobs = readReplicaBatch(body).map((b) => ({ meta: incomingMeta({ id: b.id }, b.meta, internal.config), data: b.data }));
+      await Promise.all(blobs.map((b) => internal.storeReplica(b.meta, b.data, repair)));
+      sendJson(x, 200, `{"stored":${blobs.length}}`);
+    } catch (err) {
+      sendError(x, err);
+    }
+  }
 
   /** PUT /internal/v1/replicas/:id: a replica's bytes as the body, stored once durable. */
   readonly putReplica = (res: HttpResponse, req: HttpRequest): void => {

@@ -88,6 +88,7 @@ const SAMPLES: Record<HttpRoute, Sample> = {
   'ANY /v1/cluster/*': { method: 'DELETE', listener: 'api', path: () => '/v1/cluster/state' },
   'GET /internal/v1/blobs/:id': { method: 'GET', listener: 'api', path: () => `/internal/v1/blobs/${id}` },
   'PUT /internal/v1/replicas/:id': { method: 'PUT', listener: 'api', path: () => `/internal/v1/replicas/${'1'.repeat(32)}`, headers: replica(), body: () => stored },
+  'POST /internal/v1/replicas': { method: 'POST', listener: 'api', path: () => '/internal/v1/replicas', body: () => Buffer.alloc(0) },
   'GET /internal/v1/shards/:id/:index': { method: 'GET', listener: 'api', path: () => `/internal/v1/shards/${id}/0` },
   'PUT /internal/v1/shards/:id/:index': { method: 'PUT', listener: 'api', path: () => `/internal/v1/shards/${'2'.repeat(32)}/0`, headers: replica(), body: () => stored },
   'GET /metrics': { method: 'GET', listener: 'metrics', path: () => '/metrics' },

@@ -1,13 +1,14 @@
 /**
- * The node-to-node data path of large blobs: reads of blobs a node lacks take the bytes from the
- * owner's API listener (GET /internal/v1/blobs/{id}), large replicas go to the owners' (PUT
- * /internal/v1/replicas/{id}); that is their one way (a peer whose API address cannot be reached
+ * The node-to-node data path: reads of blobs a node lacks take the bytes from the owner's API
+ * listener (GET /internal/v1/blobs/{id}), large replicas go to the owners' (PUT
+ * /internal/v1/replicas/{id}), small ones in batches (POST /internal/v1/replicas); that is their one way (a peer whose API address cannot be reached
  * gets no bytes over gRPC instead: docs/adr/0021-one-peer-transport.md). The routes take peers
  * that present the cluster secret (or, without a secret, what the auth gate lets through); the
  * read route serves local copies only.
  */
 import { createBLAKE3 } from 'hash-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replicaBatchBody } from '../../src/cluster/replica-batch.js';
 import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { freePort, TestCluster } from '../helpers/cluster.js';
 import { logLines } from '../helpers/log.js';
@@ -137,6 +138,34 @@ describe('the data path with a cluster secret', () => {
     expect(await ok.json()).toEqual({ created: true });
     expect(await holdersOf(c, id)).toEqual([1]);
   });
+
+  it('the batch route refuses calls without the secret, a batch cut short, and bytes that are not the ones named; stores the rest with their metadata', async () => {
+    const blobs = await Promise.all([5000, 1, 4096].map(async (size, k) => {
+      const data = patternBytes(size, 777 + k);
+      const hasher = await createBLAKE3(256);
+      hasher.update(data);
+      const checksum = Buffer.from(hasher.digest('binary'));
+      return { meta: { id: checksum.subarray(0, 16), checksum, size, createdAtNs: 1234567890123456789n, policy: 2, labels: Buffer.from(k === 0 ? '{"team":"batch"}' : '') }, data };
+    }));
+    const post = (secret: string, body: Buffer): Promise<Response> => fetch(`${c.url(1)}/internal/v1/replicas`, { method: 'POST', body, headers: { 'x-blobstore-cluster-secret': secret } });
+    const bodyOf = (list: typeof blobs): Buffer => Buffer.concat(replicaBatchBody(list).parts);
+    expect((await post('wrong', bodyOf(blobs))).status).toBe(401);
+    expect((await post(SECRET, bodyOf(blobs).subarray(0, 100))).status).toBe(400);
+    const corrupt = blobs.map((b, k) => (k === 2 ? { ...b, data: Buffer.from(b.data).fill(1, 0, 1) } : b));
+    expect((await post(SECRET, bodyOf(corrupt))).status).toBe(400);
+    const ids = blobs.map((b) => b.meta.id.toString('hex'));
+    expect(await holdersOf(c, ids[2]!)).toEqual([]);
+    const ok = await post(SECRET, bodyOf(blobs));
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ stored: 3 });
+    for (const [k, id] of ids.entries()) {
+      expect(await holdersOf(c, id)).toEqual([1]);
+      const copy = await fetch(`${c.url(1)}/v1/blobs/${id}`);
+      expect(Buffer.from(await copy.arrayBuffer()).equals(blobs[k]!.data)).toBe(true);
+    }
+    const stat = (await (await fetch(`${c.url(1)}/v1/blobs/${ids[0]}/stat`)).json()) as { meta: { labels: object; created_at: string } };
+    expect(stat.meta.labels).toEqual({ team: 'batch' });
+  });
 });
 
 describe('the data path when the peers\' API addresses cannot be reached', () => {
@@ -147,7 +176,7 @@ describe('the data path when the peers\' API addresses cannot be reached', () =>
 
   /** Node i's gRPC access lines of InternalService methods that carry a blob's bytes. */
   const bulkGrpcCalls = (i: number): string[] => logLines(c.node(i).output())
-    .filter((l) => l.access === 'grpc' && /^InternalService\.(FetchBlob|ReplicateStream|FetchShard|StoreShard)$/.test(String(l.method)))
+    .filter((l) => l.access === 'grpc' && /^InternalService\.(FetchBlob|ReplicateStream|ReplicateBatch|FetchShard|StoreShard)$/.test(String(l.method)))
     .map((l) => String(l.method));
 
   it('the bytes wait for the data plane: a read answers 503 at once, a copy stays queued, and nothing moves to gRPC', async () => {
@@ -163,7 +192,11 @@ describe('the data path when the peers\' API addresses cannot be reached', () =>
     const { id: replicaId } = (await stored.json()) as { id: string };
     const queued = async (): Promise<number> => sampleValue(parseExposition(await (await fetch(`${c.url(0)}/metrics`)).text()),
       'blobstore_replication_queue_depth', 'blobstore_replication_queue_depth') ?? -1;
-    await waitFor(async () => (await queued()) === 1, { what: 'the REPLICA2 copy queued on node 0' });
+    // A small one too: its batch waits for the data plane as well.
+    const small = await putRaw(c.url(0), patternBytes(3000, 2223), { 'X-Blobstore-Policy': '2' });
+    expect(small.status).toBe(201);
+    const { id: smallId } = (await small.json()) as { id: string };
+    await waitFor(async () => (await queued()) === 2, { what: 'both REPLICA2 copies queued on node 0' });
     for (const [holder, { id }] of await oneCopyEach(c, 2 * 1024 * 1024 + 5)) {
       const started = performance.now();
       const res = await fetch(`${c.url(1 - holder)}/v1/blobs/${id}`);
@@ -173,7 +206,8 @@ describe('the data path when the peers\' API addresses cannot be reached', () =>
       expect(performance.now() - started).toBeLessThan(5_000);
     }
     expect(await holdersOf(c, replicaId)).toEqual([0]);
-    expect(await queued()).toBe(1);
+    expect(await holdersOf(c, smallId)).toEqual([0]);
+    expect(await queued()).toBe(2);
     expect([...bulkGrpcCalls(0), ...bulkGrpcCalls(1)]).toEqual([]);
   });
 });

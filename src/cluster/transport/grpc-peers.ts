@@ -22,31 +22,6 @@ function constructors(): Record<string, grpc.ServiceClientConstructor> {
   return pkg.blobstore.v1;
 }
 
-/**
- * Methods whose requests may also be passed already encoded, as a Buffer: a batch of small blobs
- * is encoded once, and the same bytes go to every peer that takes it (blob-sender.ts).
- */
-const PRE_ENCODED = ['ReplicateBatch'];
-
-let internalCtor: grpc.ServiceClientConstructor | undefined;
-/** InternalService's client, its PRE_ENCODED methods passing Buffers through unchanged. */
-function internalConstructor(): grpc.ServiceClientConstructor {
-  if (internalCtor) return internalCtor;
-  const service = { ...constructors().InternalService!.service };
-  for (const name of PRE_ENCODED) {
-    const method = service[name]!;
-    const encode = method.requestSerialize;
-    service[name] = { ...method, requestSerialize: (value: unknown) => (Buffer.isBuffer(value) ? value : encode(value)) };
-  }
-  internalCtor = grpc.makeClientConstructor(service, 'InternalService');
-  return internalCtor;
-}
-
-/** A request of an InternalService method as protobuf bytes (the parts of a pre-encoded message). */
-export function encodeInternalRequest(method: string, value: unknown): Buffer {
-  return constructors().InternalService!.service[method]!.requestSerialize(value);
-}
-
 /** A failed call: the gRPC status code and message (UNAVAILABLE when the peer cannot be reached). */
 export class PeerCallError extends Error {
   constructor(
@@ -103,7 +78,7 @@ export class PeerClients {
     const credentials = this.options.link.grpcCredentials();
     const cluster = new ctors.ClusterService!(address, credentials, channelOptions) as unknown as Stub;
     // The second stub shares the first one's channel.
-    const internal = new (internalConstructor())(address, credentials, { ...channelOptions, channelOverride: cluster.getChannel() }) as unknown as Stub;
+    const internal = new ctors.InternalService!(address, credentials, { ...channelOptions, channelOverride: cluster.getChannel() }) as unknown as Stub;
     const peer = { address, cluster, internal };
     this.peers.set(nodeId, peer);
     return peer;

@@ -3,10 +3,11 @@
  * protocol, chosen here once (docs/adr/0021-one-peer-transport.md):
  *
  *   plane       protocol, address                              operations
- *   data        HTTP/1.1 on the peer's API address             readBlob, readColumn, replica, column
- *               (NodeInfo.address: what clients use too)       (bulk bytes: kernel reads into reused buffers, chunked PUTs)
+ *   data        HTTP/1.1 on the peer's API address             readBlob, readColumn, replica, replicaBatch, column
+ *               (NodeInfo.address: what clients use too)       (bulk bytes: kernel reads into reused buffers, PUTs and
+ *                                                                keep-alive POSTs written from the sender's buffers)
  *   control     gRPC on the peer's gRPC address                heartbeat, rejoin, and call(): StatBlob, HaveBlobs,
- *               (learnt from the member state)                  ReplicateBatch, StoreShardBatch, RangeDigest, ListLeaf,
+ *               (learnt from the member state)                  StoreShardBatch, RangeDigest, ListLeaf,
  *                                                                StoreManifest, SealShard, DeleteShard (one message each way)
  *   bootstrap   HTTP on the API address (SeedNodes)            postJson(): the bootstrap probe, a join through a seed,
  *                                                                a restarted node's announcement (before any gRPC address is known)
@@ -21,7 +22,9 @@ import type { ColumnHeader } from '../column-writer.js';
 import { PeerClients } from './grpc-peers.js';
 import { HttpColumnSender, shardPath } from './http-column.js';
 import { type BytesSink, HttpFetcher } from './http-fetcher.js';
-import { HttpPut, replicaHead } from './http-put.js';
+import { HttpPut, PeerPutError, replicaBatchHead, replicaHead } from './http-put.js';
+import { HttpPoster } from './http-post.js';
+import type { ReplicaBatchBody } from '../replica-batch.js';
 import { type PeerLink, SECRET_METADATA } from './peer-link.js';
 
 /** A peer as the member state records it: its id and its two addresses. */
@@ -34,7 +37,7 @@ export interface PeerRef {
 }
 
 /** InternalService calls of the control plane: small requests and answers, one message each. */
-export type ControlCall = 'StatBlob' | 'HaveBlobs' | 'ReplicateBatch' | 'StoreShardBatch' | 'RangeDigest' | 'ListLeaf' | 'StoreManifest' | 'SealShard' | 'DeleteShard';
+export type ControlCall = 'StatBlob' | 'HaveBlobs' | 'StoreShardBatch' | 'RangeDigest' | 'ListLeaf' | 'StoreManifest' | 'SealShard' | 'DeleteShard';
 
 /** ClusterService calls between members (the spec's cluster operations). */
 export type MembershipCall = 'Heartbeat' | 'Join';
@@ -56,18 +59,19 @@ export class PeerTransport {
   readonly link: PeerLink;
   private readonly grpc: PeerClients;
   private readonly reads: HttpFetcher;
+  private readonly posts: HttpPoster;
 
   constructor(options: PeerTransportOptions) {
     this.link = options.link;
     this.grpc = new PeerClients({ link: options.link, maxMessageBytes: options.maxMessageBytes, windowBytes: options.windowBytes, callTimeoutMs: options.callTimeoutMs });
+    this.posts = new HttpPoster(options.link);
     this.reads = new HttpFetcher({ link: options.link, connectionsPerPeer: options.readConnectionsPerPeer, idleTimeoutMs: options.readIdleTimeoutMs });
   }
 
   // The control plane (gRPC).
 
   /**
-   * A control call to `peer` with the secret and a deadline; rejects with PeerCallError. A request
-   * may be passed already encoded (a Buffer) for ReplicateBatch: one encoding for every peer.
+   * A control call to `peer` with the secret and a deadline; rejects with PeerCallError.
    */
   call<Res>(peer: PeerRef, method: ControlCall, request: unknown, timeoutMs?: number): Promise<Res> {
     return this.grpc.unary<Res>(this.grpc.get(peer.nodeId, peer.grpcAddress).internal, peer.nodeId, method, request, timeoutMs);
@@ -110,6 +114,16 @@ export class PeerTransport {
     return new HttpPut(peer, replicaHead(peer, meta, repair, this.link.secret), timeoutMs, this.link);
   }
 
+  /**
+   * A batch of small replicas to the peer, as one POST (replica-batch.ts); resolves once it holds
+   * them all durably, rejects with PeerPutError.
+   */
+  async replicaBatch(peer: PeerRef, body: ReplicaBatchBody, count: number, repair: boolean, timeoutMs: number): Promise<void> {
+    const text = await this.posts.post(peer, replicaBatchHead(peer, body.bytes, repair, this.link.secret), body.parts, timeoutMs);
+    const answer = JSON.parse(text) as { stored?: unknown };
+    if (answer.stored !== count) throw new PeerPutError(`${peer.nodeId}: stored ${String(answer.stored)} of a batch of ${count}`);
+  }
+
   /** A shard column's PUT to the peer (a store's, a repair's or a handoff's); see HttpColumnSender. */
   column(peer: PeerRef, header: ColumnHeader, columnBytes: number, options: { repair: boolean; timeoutMs: number; sealLater?: { answerTimeoutMs: number } }): HttpColumnSender {
     return new HttpColumnSender(peer, header, columnBytes, { ...options, link: this.link });
@@ -130,5 +144,6 @@ export class PeerTransport {
   close(): void {
     this.grpc.close();
     this.reads.close();
+    this.posts.close();
   }
 }

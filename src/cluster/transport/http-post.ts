@@ -1,0 +1,116 @@
+/**
+ * The data plane's POSTs of whole bodies (a batch of small replicas, replica-batch.ts) over
+ * keep-alive connections, a few kept per peer: a batch leaves every replication gather (25 ms)
+ * for each peer, and a connection each would cost a handshake, an accept and a close per batch and
+ * leave thousands of sockets in TIME_WAIT. One request at a time per connection; the body is
+ * written from the caller's buffers in one writev; the answer is a short JSON body with a
+ * Content-Length. A connection that breaks before any answer came, after waiting idle, is
+ * dropped and the request sent once more on a new one (a peer closes idle connections; the
+ * batch is stored as the same blobs twice at worst). A refusal, a stall or a second break fails
+ * the post (PeerPutError); its caller retries it the same way.
+ */
+import type { Socket } from 'node:net';
+import type { PeerLink } from './peer-link.js';
+import { type HttpPeer, PeerPutError } from './http-put.js';
+
+/** The answer is a short JSON object; anything longer is not ours. */
+const ANSWER_MAX_BYTES = 64 * 1024;
+/** Idle connections kept per peer. */
+const IDLE_PER_PEER = 2;
+
+interface Answer {
+  status: number;
+  body: string;
+  keepAlive: boolean;
+}
+
+export class HttpPoster {
+  private readonly idle = new Map<string, Socket[]>();
+
+  constructor(private readonly link: PeerLink) {}
+
+  /** POSTs `parts` after `head` (which gives their Content-Length); the answer's body once it is 200. */
+  async post(peer: HttpPeer, head: string, parts: readonly Buffer[], timeoutMs: number): Promise<string> {
+    const reused = this.take(peer.address);
+    if (reused) {
+      const answer = await this.exchange(reused, peer, head, parts, timeoutMs).catch((err: unknown) => (err instanceof BrokenIdle ? undefined : Promise.reject(err)));
+      if (answer !== undefined) return this.settle(peer, reused, answer);
+    }
+    const socket = this.link.connect(peer.address);
+    // A kept connection the peer closes while idle errs with nobody listening.
+    socket.on('error', () => undefined);
+    return this.settle(peer, socket, await this.exchange(socket, peer, head, parts, timeoutMs).catch((err: unknown) => {
+      throw err instanceof BrokenIdle ? new PeerPutError(`${peer.nodeId}: connection closed before the answer`) : err;
+    }));
+  }
+
+  close(): void {
+    for (const sockets of this.idle.values()) for (const s of sockets) s.destroy();
+    this.idle.clear();
+  }
+
+  private take(address: string): Socket | undefined {
+    const sockets = this.idle.get(address);
+    for (let s = sockets?.pop(); s; s = sockets?.pop()) if (!s.destroyed) return s;
+    return undefined;
+  }
+
+  /** The connection goes back to the idle ones (or is closed); the answer's body, or its refusal. */
+  private settle(peer: HttpPeer, socket: Socket, answer: Answer): string {
+    const sockets = this.idle.get(peer.address) ?? [];
+    this.idle.set(peer.address, sockets);
+    if (answer.keepAlive && sockets.length < IDLE_PER_PEER) {
+      socket.setTimeout(0);
+      sockets.push(socket);
+    } else {
+      socket.destroy();
+    }
+    if (answer.status !== 200) throw new PeerPutError(`${peer.nodeId} answered ${answer.status}: ${answer.body.slice(0, 300)}`);
+    return answer.body;
+  }
+
+  private exchange(socket: Socket, peer: HttpPeer, head: string, parts: readonly Buffer[], timeoutMs: number): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      let received: Buffer = Buffer.alloc(0);
+      const done = (err: Error | undefined, answer?: Answer): void => {
+        socket.off('data', onData).off('error', onError).off('close', onClose).off('timeout', onTimeout);
+        if (err) {
+          socket.destroy();
+          reject(err);
+        } else {
+          resolve(answer!);
+        }
+      };
+      const onData = (bytes: Buffer): void => {
+        received = received.length === 0 ? bytes : Buffer.concat([received, bytes]);
+        if (received.length > ANSWER_MAX_BYTES) return done(new PeerPutError(`${peer.nodeId}: answer too long`));
+        const text = received.toString('latin1');
+        const end = text.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const headers = text.slice(0, end + 2);
+        const length = /\r\ncontent-length:\s*(\d+)/i.exec(headers);
+        if (!length) return done(new PeerPutError(`${peer.nodeId}: an answer without its Content-Length`));
+        if (text.length < end + 4 + Number(length[1])) return;
+        done(undefined, {
+          status: Number(text.slice(9, 12)),
+          body: text.slice(end + 4, end + 4 + Number(length[1])),
+          keepAlive: text.length === end + 4 + Number(length[1]) && !/\r\nconnection:\s*close/i.test(headers),
+        });
+      };
+      // Nothing came back: a reused connection the peer had closed is worth one more try.
+      const broken = (message: string): Error => (received.length === 0 ? new BrokenIdle(message) : new PeerPutError(`${peer.nodeId}: ${message}`));
+      const onError = (err: Error): void => done(broken(err.message));
+      const onClose = (): void => done(broken('connection closed before the answer'));
+      const onTimeout = (): void => done(new PeerPutError(`${peer.nodeId}: no answer within ${timeoutMs} ms`));
+      socket.on('data', onData).on('error', onError).on('close', onClose).on('timeout', onTimeout);
+      socket.setTimeout(timeoutMs);
+      socket.cork();
+      socket.write(head);
+      for (const part of parts) socket.write(part);
+      socket.uncork();
+    });
+  }
+}
+
+/** A connection broke before any byte of the answer came. */
+class BrokenIdle extends Error {}

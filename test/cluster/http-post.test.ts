@@ -1,0 +1,84 @@
+/**
+ * The data plane's keep-alive POSTs (src/cluster/transport/http-post.ts) against a plain TCP
+ * server on 127.0.0.1: posts reuse a kept connection, one the peer closed while idle is replaced
+ * and the post sent again, and a refusal or a connection that breaks mid-answer fails the post.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HttpPoster } from '../../src/cluster/transport/http-post.js';
+import { PeerPutError } from '../../src/cluster/transport/http-put.js';
+import { PeerLink } from '../../src/cluster/transport/peer-link.js';
+
+type Behaviour = (socket: Socket, request: string) => void;
+
+/** A server reading whole requests (a head with Content-Length, then the body) and answering each as `behave` says. */
+async function server(behave: Behaviour): Promise<{ server: Server; address: string; connections: Socket[]; bodies: string[] }> {
+  const connections: Socket[] = [];
+  const bodies: string[] = [];
+  const srv = createServer((socket) => {
+    connections.push(socket);
+    let buffered = '';
+    socket.on('data', (bytes) => {
+      buffered += bytes.toString('latin1');
+      for (;;) {
+        const end = buffered.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
+        if (buffered.length < end + 4 + length) return;
+        const body = buffered.slice(end + 4, end + 4 + length);
+        buffered = buffered.slice(end + 4 + length);
+        bodies.push(body);
+        behave(socket, body);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = (srv.address() as { port: number }).port;
+  return { server: srv, address: `127.0.0.1:${port}`, connections, bodies };
+}
+
+const answer = (socket: Socket, status: number, body: string): void =>
+  void socket.write(`HTTP/1.1 ${status} X\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+const head = (address: string, bytes: number): string => `POST /internal/v1/replicas HTTP/1.1\r\nHost: ${address}\r\nContent-Length: ${bytes}\r\n\r\n`;
+
+describe('keep-alive POSTs to a peer', () => {
+  const closers: (() => void)[] = [];
+  afterEach(() => {
+    for (const close of closers.splice(0)) close();
+  });
+
+  it('reuse one connection, and replace one the peer closed while it was idle', async () => {
+    const s = await server((socket, body) => answer(socket, 200, `{"got":"${body}"}`));
+    const poster = new HttpPoster(new PeerLink('', undefined));
+    closers.push(() => poster.close(), () => s.server.close());
+    const peer = { nodeId: 'peer', address: s.address };
+    const parts = [Buffer.from('ab'), Buffer.from('cd')];
+    expect(await poster.post(peer, head(s.address, 4), parts, 5000)).toBe('{"got":"abcd"}');
+    expect(await poster.post(peer, head(s.address, 4), parts, 5000)).toBe('{"got":"abcd"}');
+    expect(s.connections).toHaveLength(1);
+    // The peer closes its idle connection: the next post goes again on a new one.
+    s.connections[0]!.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await poster.post(peer, head(s.address, 2), [Buffer.from('ef')], 5000)).toBe('{"got":"ef"}');
+    expect(s.connections).toHaveLength(2);
+  });
+
+  it('fail with PeerPutError on a refusal, and on a fresh connection that breaks before its answer', async () => {
+    const refusing = await server((socket) => answer(socket, 507, '{"code":"resource_exhausted"}'));
+    const breaking = await server((socket) => socket.destroy());
+    const poster = new HttpPoster(new PeerLink('', undefined));
+    closers.push(() => poster.close(), () => refusing.server.close(), () => breaking.server.close());
+    await expect(poster.post({ nodeId: 'full', address: refusing.address }, head(refusing.address, 1), [Buffer.from('x')], 5000))
+      .rejects.toThrow(/full answered 507/);
+    const broke = poster.post({ nodeId: 'gone', address: breaking.address }, head(breaking.address, 1), [Buffer.from('x')], 5000);
+    await expect(broke).rejects.toBeInstanceOf(PeerPutError);
+    expect(breaking.bodies).toHaveLength(1);
+  });
+
+  it('time out a peer that takes the body and never answers', async () => {
+    const silent = await server(() => undefined);
+    const poster = new HttpPoster(new PeerLink('', undefined));
+    closers.push(() => poster.close(), () => silent.server.close());
+    await expect(poster.post({ nodeId: 'mute', address: silent.address }, head(silent.address, 1), [Buffer.from('x')], 300)).rejects.toThrow(/mute: no answer within 300 ms/);
+  });
+});
