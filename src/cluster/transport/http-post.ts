@@ -27,7 +27,10 @@ interface Answer {
 export class HttpPoster {
   private readonly idle = new Map<string, Socket[]>();
 
-  constructor(private readonly link: PeerLink) {}
+  constructor(private readonly link: PeerLink) {
+    // A new certificate: kept connections made with the old one go.
+    link.onChange(() => this.close());
+  }
 
   /** POSTs `parts` after `head` (which gives their Content-Length); the answer's body once it is 200. */
   async post(peer: HttpPeer, head: string, parts: readonly Buffer[], timeoutMs: number): Promise<string> {
