@@ -132,8 +132,8 @@ export class AntiEntropy {
   /** The build under way: a peer asking meanwhile waits for it rather than starting another. */
   private building: Promise<void> | undefined;
   private build: Build | undefined;
-  /** Ids entering or leaving what this node holds: toggled in the trees kept and in a build's. */
-  private readonly watcher: HeldIdWatcher = (id, policy, key, set) => {
+  /** Ids entering or leaving what this node holds (LocalStore.watchIds): toggled in the trees kept and in a build's. */
+  readonly watcher: HeldIdWatcher = (id, policy, key, set) => {
     const tree = this.trees.values().next().value as Tree | undefined;
     if (tree && tree.ringVersion === this.cluster.membership.ringVersion) this.toggle(this.trees, this.cluster.ring, id, policy, key, true);
     const build = this.build;
@@ -161,8 +161,8 @@ export class AntiEntropy {
     });
   }
 
+  /** Runs rounds; the trees follow the index only once `watcher` is told its changes (Cluster.start). */
   start(): void {
-    this.store.watchIds(this.watcher);
     this.loop.start();
   }
 
@@ -419,7 +419,6 @@ export class AntiEntropy {
   }
 
   async stop(): Promise<void> {
-    this.store.watchIds(undefined);
     clearTimeout(this.kickTimer);
     await this.loop.stop();
   }

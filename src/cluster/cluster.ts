@@ -134,7 +134,7 @@ export class Cluster implements Placement, RepairSource {
     this.remote = new RemoteReader(this.node, this.transport, config);
     this.ecReader = new EcReader(store, this.node, this.transport, metrics, config, (id, policy, why, bytes, placement) => this.ecRepair.queue(id, policy, why, bytes, placement), (meta) => this.corruptColumn(meta), log);
     this.handoff = new Handoff(store, this.node, this.transport, sender, log, {
-      intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket,
+      intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket, rescanMs: config.repairRescanMs,
     }, new ColumnHandoff(store, this.node, this.transport, this.ecReader, log, config.ecStoreTimeoutMs));
     this.ecRepair = new EcRepairer(store, this.node, this.transport, this.ecReader, metrics, config, log, {
       retryMaxMs: config.replicationRetryMaxMs, bucket: this.repairControl.bucket, timeoutMs: config.ecStoreTimeoutMs,
@@ -167,6 +167,11 @@ export class Cluster implements Placement, RepairSource {
     await this.node.start();
     this.replicator.start();
     this.ecRepair.start();
+    // Both follow the ids the index takes in and lets go, instead of scanning it every pass.
+    this.store.watchIds((id, policy, key, set) => {
+      this.antiEntropy.watcher(id, policy, key, set);
+      this.handoff.watcher(id, policy, key, set);
+    });
     this.handoff.start();
     this.antiEntropy.start();
     this.scrubber.start();
@@ -181,6 +186,7 @@ export class Cluster implements Placement, RepairSource {
     this.repairControl.stop();
     await this.antiEntropy.stop();
     await this.handoff.stop();
+    this.store.watchIds(undefined);
     await this.ecRepair.stop();
     await this.replicator.stop();
     await this.node.stop();

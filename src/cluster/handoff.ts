@@ -5,6 +5,7 @@
  * leaving, everything it holds (a graceful leave's migration).
  *
  *   scan the index ──▶ ids whose owners (current ring) do not include this node, 256 at a time
+ *     (no scan while the last one found none and neither the ring nor what came in changed)
  *     ──HaveBlobs──▶ each owner: which does it lack?  ──▶ send those (repair: a user's delete there holds)
  *     ──▶ every owner has it: drop the local copy (a leaving node keeps its files)
  *
@@ -15,7 +16,7 @@ import { BackgroundLoop } from '../util/background-loop.js';
 import type { Logger } from '../log/logger.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { replicaCount } from '../blob/policy.js';
-import type { LocalStore } from '../service/local-store.js';
+import type { HeldIdWatcher, LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError } from './transport/grpc-peers.js';
 import { PeerPutError } from './transport/http-put.js';
@@ -42,6 +43,8 @@ export interface HandoffProgress {
 
 export interface HandoffOptions {
   intervalMs: number;
+  /** A count of copies not owned that found none holds this long while nothing came in (a check). */
+  rescanMs: number;
   /** The cap on what handoff sends (shared with repair). */
   bucket: TokenBucket;
 }
@@ -50,6 +53,24 @@ export class Handoff {
   readonly progress: HandoffProgress = { active: false, blobsTotal: 0, bytesTotal: 0, blobsLeft: 0, bytesLeft: 0, bytesPerSecond: 0, startedAtMs: 0 };
   private readonly loop: BackgroundLoop;
   private lastLogMs = 0;
+  /** The last count of blobs held and not owned, and the ring and state it was made on. */
+  private counted: { ringVersion: number; leaving: boolean; blobs: number; atMs: number } | undefined;
+  /** A blob this node does not own came in, or one went, since that count. */
+  private changed = false;
+  /** ownership() as of the ring and state it was made for. */
+  private owns: { ring: unknown; leaving: boolean; test: ((id: Buffer, policy: number) => boolean) | undefined } | undefined;
+
+  /**
+   * Blobs entering or leaving what this node holds (LocalStore.watchIds): one it does not own
+   * calls for a count at the next pass. A settled cluster (every copy on an owner, the ring
+   * unchanged) then counts nothing: the scan of the whole index ran every 30 s on every node.
+   */
+  readonly watcher: HeldIdWatcher = (id, policy, _key, set) => {
+    if (set !== 'blob' || this.changed) return;
+    const leaving = this.leaving();
+    if (this.owns?.ring !== this.cluster.ring || this.owns.leaving !== leaving) this.owns = { ring: this.cluster.ring, leaving, test: this.ownership() };
+    if (this.owns.test && !this.owns.test(id, policy)) this.changed = true;
+  };
 
   constructor(
     private readonly store: LocalStore,
@@ -117,6 +138,20 @@ export class Handoff {
     return { blobs, bytes };
   }
 
+  /** Blobs held here and not owned: none when the last count found none and nothing changed since, else a count. */
+  private async count(leaving: boolean): Promise<{ blobs: number; bytes: number }> {
+    const ringVersion = this.cluster.membership.ringVersion;
+    const last = this.counted;
+    const settled = last !== undefined && last.blobs === 0 && !this.changed && last.ringVersion === ringVersion && last.leaving === leaving
+      && Date.now() - last.atMs < this.options.rescanMs;
+    if (settled) return { blobs: 0, bytes: 0 };
+    // What comes in during the count calls for the next one.
+    this.changed = false;
+    const counted = await this.countNotOwned();
+    this.counted = { ringVersion, leaving, blobs: counted.blobs, atMs: Date.now() };
+    return counted;
+  }
+
   /** Whether this node keeps a blob's copy, on the current ring (undefined: no ring yet). */
   private ownership(): ((id: Buffer, policy: number) => boolean) | undefined {
     const ring = this.cluster.ring;
@@ -133,7 +168,7 @@ export class Handoff {
   private async pass(): Promise<void> {
     const leaving = this.leaving();
     if (this.cluster.membership.selfStatus() !== 'active' && !leaving) return;
-    const blobs = await this.countNotOwned();
+    const blobs = await this.count(leaving);
     const columns = (await this.columns?.countNotOwned()) ?? { columns: 0, bytes: 0 };
     const total = { blobs: blobs.blobs + columns.columns, bytes: blobs.bytes + columns.bytes };
     const p = this.progress;

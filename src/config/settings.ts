@@ -149,7 +149,7 @@ export const SETTINGS = {
   repairIntervalMs: { type: 'durationMs', default: () => 60_000, min: 10, help: 'how often anti-entropy compares id digests with every owner' },
   repairRescanMs: {
     tuning: true, type: 'durationMs', default: () => 6 * 3_600_000, min: 10,
-    help: 'how often anti-entropy builds its digest trees afresh from a scan of the whole index (between scans every store and delete updates them; a ring change rescans at once)',
+    help: 'how often anti-entropy\'s digest trees and handoff\'s count of copies not owned are made afresh from a scan of the whole index (between scans every store and delete updates them; a ring change rescans at once)',
   },
   repairBytesPerSecond: { type: 'bytes', default: () => 256 * MiB, min: 0, help: 'bandwidth cap of the copies each node makes for repair and handoff (per second; POST /v1/cluster/repair changes it for a while); 0: none' },
   handoffIntervalMs: { tuning: true, type: 'durationMs', default: () => 30_000, min: 10, help: 'how often copies this node holds but does not own are handed to their owners' },

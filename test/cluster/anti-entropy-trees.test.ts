@@ -152,6 +152,7 @@ describe('anti-entropy trees', () => {
       try {
         const stored = await Promise.all(Array.from({ length: 300 }, (_, i) => engine.putInline(blob(), ([1, 2, 3] as const)[i % 3], Buffer.alloc(0))));
         await kept.buildTrees();
+        engine.watchIds(kept.watcher);
         kept.start();
         const before = await leaves(kept, 'node-2');
         // New blobs under each policy, user deletes (a delete remembered counts as held), hand-offs (gone), a blob stored again after its delete.
@@ -178,6 +179,7 @@ describe('anti-entropy trees', () => {
         await expectAsScanned(engine, kept);
         expect(kept.stats.idsScanned).toBe(300);
       } finally {
+        engine.watchIds(undefined);
         await kept.stop();
         await engine.close();
       }
@@ -201,6 +203,7 @@ describe('anti-entropy trees', () => {
           if (building) duringBuild++;
           watcher(...args);
         }));
+        engine.watchIds(kept.watcher);
         kept.start();
         await kept.buildTrees();
         building = true;
@@ -216,6 +219,7 @@ describe('anti-entropy trees', () => {
         expect(duringBuild).toBeGreaterThan(6);
         await expectAsScanned(engine, kept);
       } finally {
+        engine.watchIds(undefined);
         await kept.stop();
         await engine.close();
       }
