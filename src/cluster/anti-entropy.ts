@@ -134,8 +134,7 @@ export class AntiEntropy {
   private build: Build | undefined;
   /** Ids entering or leaving what this node holds (LocalStore.watchIds): toggled in the trees kept and in a build's. */
   readonly watcher: HeldIdWatcher = (id, policy, key, set) => {
-    const tree = this.trees.values().next().value as Tree | undefined;
-    if (tree && tree.ringVersion === this.cluster.membership.ringVersion) this.toggle(this.trees, this.cluster.ring, id, policy, key, true);
+    if (this.someTree?.ringVersion === this.cluster.membership.ringVersion) this.toggle(this.trees, this.cluster.ring, id, policy, key, true);
     const build = this.build;
     if (build && this.scanned(build, set, id)) this.toggle(build.trees, build.ring, id, policy, key, false);
   };
@@ -280,9 +279,14 @@ export class AntiEntropy {
     return placementKey(id, this.store.shardsOf(id)[0]?.shard);
   }
 
+  /** One of the trees kept (all are of one ring version and one build). */
+  private get someTree(): Tree | undefined {
+    return this.trees.values().next().value as Tree | undefined;
+  }
+
   /** The trees are of the ring in use, and their last check is recent enough. */
   private get treesCurrent(): boolean {
-    const tree = this.trees.values().next().value as Tree | undefined;
+    const tree = this.someTree;
     return tree !== undefined && tree.ringVersion === this.cluster.membership.ringVersion && Date.now() - tree.builtAtMs <= this.options.treeMaxAgeMs;
   }
 

@@ -11,18 +11,10 @@
  */
 import type { Socket } from 'node:net';
 import type { PeerLink } from './peer-link.js';
-import { type HttpPeer, PeerPutError } from './http-put.js';
+import { type HttpPeer, type PeerAnswer, PeerPutError, readAnswer } from './http-put.js';
 
-/** The answer is a short JSON object; anything longer is not ours. */
-const ANSWER_MAX_BYTES = 64 * 1024;
 /** Idle connections kept per peer. */
 const IDLE_PER_PEER = 2;
-
-interface Answer {
-  status: number;
-  body: string;
-  keepAlive: boolean;
-}
 
 export class HttpPoster {
   private readonly idle = new Map<string, Socket[]>();
@@ -59,7 +51,7 @@ export class HttpPoster {
   }
 
   /** The connection goes back to the idle ones (or is closed); the answer's body, or its refusal. */
-  private settle(peer: HttpPeer, socket: Socket, answer: Answer): string {
+  private settle(peer: HttpPeer, socket: Socket, answer: PeerAnswer): string {
     const sockets = this.idle.get(peer.address) ?? [];
     this.idle.set(peer.address, sockets);
     if (answer.keepAlive && sockets.length < IDLE_PER_PEER) {
@@ -72,10 +64,10 @@ export class HttpPoster {
     return answer.body;
   }
 
-  private exchange(socket: Socket, peer: HttpPeer, head: string, parts: readonly Buffer[], timeoutMs: number): Promise<Answer> {
+  private exchange(socket: Socket, peer: HttpPeer, head: string, parts: readonly Buffer[], timeoutMs: number): Promise<PeerAnswer> {
     return new Promise((resolve, reject) => {
       let received: Buffer = Buffer.alloc(0);
-      const done = (err: Error | undefined, answer?: Answer): void => {
+      const done = (err: Error | undefined, answer?: PeerAnswer): void => {
         socket.off('data', onData).off('error', onError).off('close', onClose).off('timeout', onTimeout);
         if (err) {
           socket.destroy();
@@ -86,19 +78,13 @@ export class HttpPoster {
       };
       const onData = (bytes: Buffer): void => {
         received = received.length === 0 ? bytes : Buffer.concat([received, bytes]);
-        if (received.length > ANSWER_MAX_BYTES) return done(new PeerPutError(`${peer.nodeId}: answer too long`));
-        const text = received.toString('latin1');
-        const end = text.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const headers = text.slice(0, end + 2);
-        const length = /\r\ncontent-length:\s*(\d+)/i.exec(headers);
-        if (!length) return done(new PeerPutError(`${peer.nodeId}: an answer without its Content-Length`));
-        if (text.length < end + 4 + Number(length[1])) return;
-        done(undefined, {
-          status: Number(text.slice(9, 12)),
-          body: text.slice(end + 4, end + 4 + Number(length[1])),
-          keepAlive: text.length === end + 4 + Number(length[1]) && !/\r\nconnection:\s*close/i.test(headers),
-        });
+        let answer: PeerAnswer | undefined;
+        try {
+          answer = readAnswer(peer, received);
+        } catch (err) {
+          return done(err as Error);
+        }
+        if (answer) done(undefined, answer);
       };
       // Nothing came back: a reused connection the peer had closed is worth one more try.
       const broken = (message: string): Error => (received.length === 0 ? new BrokenIdle(message) : new PeerPutError(`${peer.nodeId}: ${message}`));

@@ -29,6 +29,29 @@ export interface HttpPeer {
   readonly address: string;
 }
 
+/** A peer's short answer to a PUT or POST of ours: its status, its body, whether the connection stays open. */
+export interface PeerAnswer {
+  status: number;
+  body: string;
+  keepAlive: boolean;
+}
+
+/**
+ * The answer in `received` once all of it came (head and a body of its Content-Length), else
+ * undefined; throws PeerPutError past ANSWER_MAX_BYTES.
+ */
+export function readAnswer(peer: HttpPeer, received: Buffer): PeerAnswer | undefined {
+  if (received.length > ANSWER_MAX_BYTES) throw new PeerPutError(`${peer.nodeId}: answer too long`);
+  const text = received.toString('latin1');
+  const end = text.indexOf('\r\n\r\n');
+  if (end < 0) return undefined;
+  const headers = text.slice(0, end + 2);
+  const length = /\r\ncontent-length:\s*(\d+)/i.exec(headers);
+  const bodyEnd = end + 4 + Number(length?.[1] ?? 0);
+  if (!length || text.length < bodyEnd) return undefined;
+  return { status: Number(text.slice(9, 12)), body: text.slice(end + 4, bodyEnd), keepAlive: text.length === bodyEnd && !/\r\nconnection:\s*close/i.test(headers) };
+}
+
 /** The request head of a replica: its metadata in headers, the bytes as a chunked body. */
 export function replicaHead(peer: HttpPeer, meta: BlobMeta, repair: boolean, secret: string): string {
   return `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\nTransfer-Encoding: chunked\r\n`
@@ -137,19 +160,16 @@ export class HttpPut {
   private onAnswer(bytes: Buffer): void {
     if (this.failure || this.answered) return;
     this.received = this.received.length === 0 ? bytes : Buffer.concat([this.received, bytes]);
-    if (this.received.length > ANSWER_MAX_BYTES) return this.fail(new PeerPutError(`${this.peer.nodeId}: answer too long`));
-    const text = this.received.toString('latin1');
-    const end = text.indexOf('\r\n\r\n');
-    if (end < 0) return;
-    const length = /\r\ncontent-length:\s*(\d+)/i.exec(text.slice(0, end + 2));
-    if (!length || text.length < end + 4 + Number(length[1])) return;
-    const status = Number(text.slice(9, 12));
-    if (status !== 200) {
-      const body = text.slice(end + 4, end + 4 + Number(length[1]));
-      return this.fail(new PeerPutError(`${this.peer.nodeId} answered ${status}: ${body.slice(0, 300)}`));
+    let answer: PeerAnswer | undefined;
+    try {
+      answer = readAnswer(this.peer, this.received);
+    } catch (err) {
+      return this.fail(err as Error);
     }
+    if (!answer) return;
+    if (answer.status !== 200) return this.fail(new PeerPutError(`${this.peer.nodeId} answered ${answer.status}: ${answer.body.slice(0, 300)}`));
     this.answered = true;
-    this.answer = text.slice(end + 4, end + 4 + Number(length[1]));
+    this.answer = answer.body;
     this.socket.destroy();
     this.settle();
   }
