@@ -244,6 +244,11 @@ static napi_value init(napi_env env, napi_value exports) {
         {"readBackTo", NULL, js_read_back_to, NULL, NULL, NULL, napi_default, NULL},
         {"batchTurn", NULL, js_batch_turn, NULL, NULL, NULL, napi_default, NULL},
         {"clockTicks", NULL, js_clock_ticks, NULL, NULL, NULL, napi_default, NULL},
+        {"mapOpen", NULL, js_map_open, NULL, NULL, NULL, napi_default, NULL},
+        {"mapRead", NULL, js_map_read, NULL, NULL, NULL, napi_default, NULL},
+        {"mapClose", NULL, js_map_close, NULL, NULL, NULL, napi_default, NULL},
+        {"mapRecheck", NULL, js_map_recheck, NULL, NULL, NULL, napi_default, NULL},
+        {"mapStats", NULL, js_map_stats, NULL, NULL, NULL, napi_default, NULL},
     };
     if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
     if (!define_path_functions(env, exports, &rs_paths, "kernelPath", "setKernelPath", "paths")) return NULL;

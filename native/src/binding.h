@@ -75,6 +75,14 @@ void write_batch_run(write_job *job);
 napi_value js_batch_sink(napi_env env, napi_callback_info info);
 napi_value js_write_batch_to(napi_env env, napi_callback_info info);
 napi_value js_read_back_to(napi_env env, napi_callback_info info);
+/* mapOpen(fd, length) -> handle or -errno; mapRead(handle, fd, buffer, length, position) -> bytes or -errno (from the
+   mapping when its pages are known to be in memory, else preadv2 RWF_NOWAIT); mapClose(handle);
+   mapRecheck() -> Promise<pages in memory> (marks set from mincore); mapStats() -> { mapped, fromMap, probed } (binding_map.c) */
+napi_value js_map_open(napi_env env, napi_callback_info info);
+napi_value js_map_read(napi_env env, napi_callback_info info);
+napi_value js_map_close(napi_env env, napi_callback_info info);
+napi_value js_map_recheck(napi_env env, napi_callback_info info);
+napi_value js_map_stats(napi_env env, napi_callback_info info);
 /* clockTicks() -> monotonic microseconds modulo 2^30, a small integer (binding_clock.c) */
 napi_value js_clock_ticks(napi_env env, napi_callback_info info);
 /* batchTurn(sink) -> 0: the sink's callback(-1, 0) runs once in this loop turn's check phase (binding_batch.c) */

@@ -303,6 +303,16 @@ export const SETTINGS = {
     type: 'bytes', default: () => 256 * KiB, min: 4 * KiB, max: 16 * MiB,
     help: 'segment reads up to this size run on the calling thread (a thread-pool round trip costs more than the read)',
   },
+  readMapSegments: {
+    tuning: true,
+    type: 'int', default: () => 4096, min: 0, max: 32_768,
+    help: 'segment files mapped into memory for reads on the calling thread: a record whose pages the page cache is known to hold is copied from the mapping without a system call (each mapping is one of the kernel\'s vm.max_map_count areas); 0: every such read is a pread',
+  },
+  readMapCheckMs: {
+    tuning: true,
+    type: 'durationMs', default: () => 1000, min: 10, max: 60_000,
+    help: 'how often the kernel\'s counters are read for pages it gave back (reclaim, a cache drop, a refault), after which no page counts as in memory until a read finds it there again',
+  },
   compactionWindowBytes: {
     tuning: true,
     type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, max: 1 * GiB,

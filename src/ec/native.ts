@@ -45,6 +45,23 @@ export interface EcAddon {
   fallocateModes(): { KEEP_SIZE: number; PUNCH_HOLE: number };
   /** preadv2(RWF_NOWAIT): bytes read from the page cache, or -errno (-EAGAIN: not in memory). */
   preadNoWait(fd: number, buffer: Uint8Array, length: number, position: number): number;
+  /** Maps [0, length) of the file read-only (native/src/binding_map.c): a handle, or -errno. */
+  mapOpen(fd: number, length: number): number;
+  /**
+   * Bytes of the mapped file into `buffer`: copied from the mapping when its pages are known to be
+   * in memory, else read with preadv2(RWF_NOWAIT), which marks them known when it reads them all.
+   * Bytes read, or -errno (-EAGAIN: not in memory; -EIO: a page of the mapping could not be had).
+   */
+  mapRead(handle: number, fd: number, buffer: Uint8Array, length: number, position: number): number;
+  /** Unmaps; no read of the handle may be running. */
+  mapClose(handle: number): number;
+  /**
+   * Marks set from the page cache as it is now (mincore, in the thread pool) in every mapping a
+   * read has marked a page of: resolves with the pages found in memory.
+   */
+  mapRecheck(): Promise<number>;
+  /** Files mapped now; reads answered from mappings and reads that probed the page cache since the addon was loaded. */
+  mapStats(): { mapped: number; fromMap: number; probed: number };
   /**
    * One pwrite(2) per part from `position`, in one thread-pool job (native/src/binding_fs.c):
    * resolves 0 or an errno. With `directFd` (the file opened O_DIRECT), parts at 4 KiB-aligned

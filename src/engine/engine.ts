@@ -131,7 +131,7 @@ export class Engine implements ChunkHashers {
         tornSpanBytes: config.logPipelineDepth * batchBytes + largestRecord,
         fileIntact: (record) => fileIntact(dataDir.path, record),
       });
-      const reader = new SegmentReader(store, config.syncReadMaxBytes);
+      const reader = new SegmentReader(store, config.syncReadMaxBytes, { segments: config.readMapSegments, checkMs: config.readMapCheckMs });
       const cache = new VerifiedCache(config.readCacheBytes, Math.min(config.readCacheRecordMaxBytes, config.syncReadMaxBytes));
       await applyReplay(dataDir.path, index, recovered);
       await store.openDirect(recovered.active);

@@ -3,15 +3,19 @@
  * cache holds them: a pread of a few KiB from memory costs less than a thread-pool hop
  * (docs/adr/0012-hot-path.md: ~33k GET/s prototype). The read asks the kernel not to wait for the disk
  * (preadv2 RWF_NOWAIT, native/src/binding_fs.c): bytes that are not in memory are read in the
- * thread pool instead, so a cold read on a slow disk stalls no other request. Larger records
- * always go through the pool; a segment being removed waits for reads in progress.
+ * thread pool instead, so a cold read on a slow disk stalls no other request. Segments are also
+ * mapped (up to readMapSegments): once such a read has found a record's pages in memory, the
+ * record is copied from the mapping, with no system call, until the kernel is seen to give pages
+ * back (native/src/binding_map.c, page-evictions.ts; docs/adr/0024-mapped-reads.md). Larger
+ * records always go through the pool; a segment being removed waits for reads in progress.
  */
-import { closeSync, openSync, read, readSync, constants as fsc } from 'node:fs';
-import { native } from '../ec/native.js';
+import { closeSync, fstatSync, openSync, read, readSync, constants as fsc } from 'node:fs';
+import { type EcAddon, native } from '../ec/native.js';
 import { BlobstoreError } from '../errors/errors.js';
 import type { SegmentStore } from './segment-store.js';
 import { ScratchViews } from '../util/scratch-views.js';
 import { pageAligned } from '../util/aligned-buffer.js';
+import { PageEvictions } from './page-evictions.js';
 
 const EAGAIN = 11;
 /** What a kernel without preadv2 (before 4.6) or a file or kernel without RWF_NOWAIT for reads answers. */
@@ -29,8 +33,36 @@ function noWaitRead(): NoWaitRead | null {
   }
 }
 
+/** The addon's mapped reads, or null without the addon. */
+function mapAddon(): Pick<EcAddon, 'mapOpen' | 'mapRead' | 'mapClose' | 'mapRecheck'> | null {
+  try {
+    const addon = native();
+    return typeof addon.mapRead === 'function' ? addon : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The process's watch for pages the kernel gives back (the addon's marks are the process's). */
+let evictions: PageEvictions | undefined;
+
+/** The process's watch, once a reader has mapped (tests wait for its rechecks). */
+export function pageEvictions(): PageEvictions | undefined {
+  return evictions;
+}
+
+/** How segments are mapped for reads (settings readMapSegments, readMapCheckMs). */
+export interface MapOptions {
+  /** Segments mapped at most; 0: none. */
+  readonly segments: number;
+  readonly checkMs: number;
+}
+
 export class SegmentReader {
   private readonly fds = new Map<number, number>();
+  /** Mapping handles by segment; -1: not mapped (refused, or over the limit). */
+  private readonly maps = new Map<number, number>();
+  private readonly mapper: ReturnType<typeof mapAddon>;
   private readonly pins = new Map<number, number>();
   private readonly unpinned = new Map<number, () => void>();
 
@@ -38,11 +70,29 @@ export class SegmentReader {
     private readonly store: SegmentStore,
     /** Reads up to this size run on the calling thread (setting syncReadMaxBytes). */
     readonly syncReadMaxBytes: number,
+    private readonly mapOptions: MapOptions = { segments: 0, checkMs: 1000 },
   ) {
     // Page-aligned: a record that starts on a page (the first of a direct-written batch) copies
     // into it at full speed (util/aligned-buffer.ts).
     this.scratch = pageAligned(syncReadMaxBytes);
     this.scratchViews = new ScratchViews(this.scratch);
+    const mapper = mapOptions.segments > 0 ? mapAddon() : null;
+    evictions ??= mapper ? new PageEvictions(() => mapper.mapRecheck()) : undefined;
+    this.mapper = mapper && evictions?.join(mapOptions.checkMs) ? mapper : null;
+    this.mapping = this.mapper !== null;
+  }
+
+  /** Small reads go through mappings (false without the addon, with readMapSegments 0, or once the kernel refuses RWF_NOWAIT). */
+  private mapping: boolean;
+
+  /** Segment `segment`'s mapping (opened on its first read), or -1. */
+  private mapOf(segment: number, fd: number): number {
+    let handle = this.maps.get(segment);
+    if (handle === undefined) {
+      handle = this.maps.size < this.mapOptions.segments ? this.mapper!.mapOpen(fd, fstatSync(fd).size) : -1;
+      this.maps.set(segment, handle < 0 ? -1 : handle);
+    }
+    return handle;
   }
 
   private fd(segment: number): number {
@@ -69,13 +119,18 @@ export class SegmentReader {
   private readInMemory(segment: number, position: number, length: number, into: Buffer): boolean {
     if (length === 0) return true;
     const fd = this.fd(segment);
-    if (this.noWait !== null) {
-      const n = this.noWait(fd, into, length, position);
+    const map = this.mapping ? this.mapOf(segment, fd) : -1;
+    if (map >= 0 || this.noWait !== null) {
+      const n = map >= 0 ? this.mapper!.mapRead(map, fd, into, length, position) : this.noWait!(fd, into, length, position);
       if (n === length) return true;
       // A part in memory, or the end of the file: the pool's read tells which.
       if (n >= 0 || n === -EAGAIN) return false;
       // Refused here: plain reads from now on. Any other failure: the plain read reports it as Node does.
-      if (NO_NOWAIT.has(-n)) this.noWait = null;
+      if (NO_NOWAIT.has(-n)) {
+        this.noWait = null;
+        // Mapped reads learn what is in memory from reads that do not wait: none without them.
+        this.mapping = false;
+      }
     }
     const n = readSync(fd, into, 0, length, position);
     if (n !== length) throw shortRead(segment, position, length, n);
@@ -114,12 +169,21 @@ export class SegmentReader {
   async release(segment: number): Promise<void> {
     if (this.pins.has(segment)) await new Promise<void>((resolve) => this.unpinned.set(segment, resolve));
     this.unpinned.delete(segment);
+    this.unmap(segment);
     const fd = this.fds.get(segment);
     if (fd !== undefined) closeSync(fd);
     this.fds.delete(segment);
   }
 
+  private unmap(segment: number): void {
+    const handle = this.maps.get(segment);
+    if (handle !== undefined && handle >= 0) this.mapper!.mapClose(handle);
+    this.maps.delete(segment);
+  }
+
   close(): void {
+    for (const segment of [...this.maps.keys()]) this.unmap(segment);
+    if (this.mapper !== null) evictions?.leave();
     for (const fd of this.fds.values()) closeSync(fd);
     this.fds.clear();
   }

@@ -1,0 +1,292 @@
+/**
+ * Small records copied from mapped segments (src/engine/segment-reader.ts, native/src/binding_map.c,
+ * src/engine/page-evictions.ts): a record is copied from its mapping, with no system call, only
+ * once a read that does not wait (or a recheck of the page cache) has found its pages in memory,
+ * and no longer once a recheck after the kernel gave pages back finds them gone; a page the
+ * mapping cannot have answers an error, not a crash.
+ */
+import { execFileSync } from 'node:child_process';
+import { closeSync, fsyncSync, openSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BlobMeta } from '../../src/blob/meta.js';
+import { native } from '../../src/ec/native.js';
+import type { Engine } from '../../src/engine/engine.js';
+import { PageEvictions, pageCountsOf, pagesDropped } from '../../src/engine/page-evictions.js';
+import { pageEvictions } from '../../src/engine/segment-reader.js';
+import { patternBytes } from '../helpers/blobs.js';
+import { openEngine, testConfig } from '../helpers/engine.js';
+import { tempDir } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
+
+const EMPTY = Buffer.alloc(0);
+const EAGAIN = 11;
+const EIO = 5;
+
+/** A file of `pages` pages of 4 KiB, page i filled with byte i + 1, synced. */
+function pagedFile(pages: number): { path: string; fd: number } {
+  const path = join(tempDir(), 'mapped');
+  const bytes = Buffer.alloc(pages * 4096);
+  for (let i = 0; i < pages; i++) bytes.fill(i + 1, i * 4096, (i + 1) * 4096);
+  writeFileSync(path, bytes);
+  const fd = openSync(path, 'r');
+  fsyncSync(fd);
+  return { path, fd };
+}
+
+/** Drops the file's pages from the page cache (posix_fadvise DONTNEED, as GNU dd's iflag=nocache count=0). */
+function dropPages(path: string): void {
+  execFileSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
+}
+
+/** Whether pages of a file under the temp dirs can be dropped here (tmpfs keeps them). */
+function pagesDroppable(): boolean {
+  const { path, fd } = pagedFile(16);
+  try {
+    dropPages(path);
+    return native().preadNoWait(fd, Buffer.alloc(4096), 4096, 0) === -EAGAIN;
+  } finally {
+    closeSync(fd);
+    rmSync(path);
+  }
+}
+const warmOnly = pagesDroppable() ? '' : 'the temp dirs\' file system keeps pages it is asked to drop (tmpfs)';
+const skipped = warmOnly ? ` - skipped: ${warmOnly}` : '';
+
+describe('a mapped file read by the addon', () => {
+  const addon = native();
+
+  it('answers the file\'s bytes: read without waiting the first time, from the mapping once its pages are known', () => {
+    const { path, fd } = pagedFile(8);
+    const handle = addon.mapOpen(fd, 8 * 4096);
+    expect(handle).toBeGreaterThanOrEqual(0);
+    try {
+      const into = Buffer.alloc(6000);
+      const before = addon.mapStats();
+      // Bytes across pages 2 and 3.
+      expect(addon.mapRead(handle, fd, into, 6000, 2 * 4096 + 100)).toBe(6000);
+      expect(addon.mapStats().probed).toBe(before.probed + 1);
+      expect(addon.mapStats().fromMap).toBe(before.fromMap);
+      into.fill(0);
+      expect(addon.mapRead(handle, fd, into, 6000, 2 * 4096 + 100)).toBe(6000);
+      expect(addon.mapStats().fromMap).toBe(before.fromMap + 1);
+      expect(into.subarray(0, 4096 - 100).every((b) => b === 3)).toBe(true);
+      expect(into.subarray(4096 - 100).every((b) => b === 4)).toBe(true);
+      // A range that reaches a page not read yet is read without waiting again.
+      expect(addon.mapRead(handle, fd, into, 4096, 3 * 4096 + 10)).toBe(4096);
+      expect(addon.mapStats().probed).toBe(before.probed + 2);
+      // Past the mapping: refused.
+      expect(addon.mapRead(handle, fd, into, 4096, 8 * 4096 - 10)).toBe(-22);
+    } finally {
+      addon.mapClose(handle);
+      closeSync(fd);
+      rmSync(path);
+    }
+  });
+
+  it('marks, on a recheck, the pages of mappings in use that the page cache holds', async () => {
+    const { path, fd } = pagedFile(4);
+    const handle = addon.mapOpen(fd, 4 * 4096);
+    try {
+      const into = Buffer.alloc(4096);
+      // Page 0 read (the mapping is in use); pages 1 to 3 never were, but the page cache holds them (just written).
+      expect(addon.mapRead(handle, fd, into, 4096, 0)).toBe(4096);
+      expect(await addon.mapRecheck()).toBeGreaterThanOrEqual(4);
+      const before = addon.mapStats();
+      expect(addon.mapRead(handle, fd, into, 4096, 2 * 4096)).toBe(4096);
+      expect(addon.mapStats().fromMap).toBe(before.fromMap + 1);
+      expect(addon.mapStats().probed).toBe(before.probed);
+      expect(into.every((b) => b === 3)).toBe(true);
+    } finally {
+      addon.mapClose(handle);
+      closeSync(fd);
+      rmSync(path);
+    }
+  });
+
+  it.skipIf(warmOnly !== '')(`drops, on a recheck, the marks of pages the page cache no longer holds${skipped}`, async () => {
+    const { path, fd } = pagedFile(4);
+    const handle = addon.mapOpen(fd, 4 * 4096);
+    try {
+      const into = Buffer.alloc(4096);
+      // Known by a read without waiting (a page copied from the mapping is mapped, and the kernel
+      // drops no mapped page on advice: only reclaim takes it).
+      expect(addon.mapRead(handle, fd, into, 4096, 4096)).toBe(4096);
+      dropPages(path);
+      await addon.mapRecheck();
+      const before = addon.mapStats();
+      // Not copied from the mapping (which would read it from the disk here): refused.
+      expect(addon.mapRead(handle, fd, into, 4096, 4096)).toBe(-EAGAIN);
+      expect(addon.mapStats().fromMap).toBe(before.fromMap);
+    } finally {
+      addon.mapClose(handle);
+      closeSync(fd);
+      rmSync(path);
+    }
+  });
+
+  it('unmaps a mapping closed while a recheck looks at it once the recheck is done', async () => {
+    const files = [1, 2, 3].map(() => pagedFile(64));
+    const handles = files.map(({ fd }) => addon.mapOpen(fd, 64 * 4096));
+    for (const [i, h] of handles.entries()) addon.mapRead(h, files[i]!.fd, Buffer.alloc(4096), 4096, 0);
+    const mapped = addon.mapStats().mapped;
+    const recheck = addon.mapRecheck();
+    for (const h of handles) expect(addon.mapClose(h)).toBe(0);
+    expect(addon.mapStats().mapped).toBe(mapped - 3);
+    await recheck;
+    // The slots are free again: new mappings take them.
+    const again = addon.mapOpen(files[0]!.fd, 64 * 4096);
+    expect(again).toBeGreaterThanOrEqual(0);
+    expect(addon.mapRead(again, files[0]!.fd, Buffer.alloc(4096), 4096, 0)).toBe(4096);
+    addon.mapClose(again);
+    for (const { fd, path } of files) {
+      closeSync(fd);
+      rmSync(path);
+    }
+  });
+
+  it.skipIf(warmOnly !== '')(`answers EAGAIN for pages not in memory, and never reads them on the calling thread${skipped}`, () => {
+    const { path, fd } = pagedFile(4);
+    const handle = addon.mapOpen(fd, 4 * 4096);
+    try {
+      dropPages(path);
+      expect(addon.mapRead(handle, fd, Buffer.alloc(4096), 4096, 4096)).toBe(-EAGAIN);
+    } finally {
+      addon.mapClose(handle);
+      closeSync(fd);
+      rmSync(path);
+    }
+  });
+
+  it('answers EIO, and does not crash, when a known page is gone from the file (cut short under the mapping); a recheck drops the marks of the rest', async () => {
+    const { path, fd } = pagedFile(4);
+    const handle = addon.mapOpen(fd, 4 * 4096);
+    try {
+      const into = Buffer.alloc(4096);
+      expect(addon.mapRead(handle, fd, into, 4096, 2 * 4096)).toBe(4096);
+      expect(addon.mapRead(handle, fd, into, 4096, 3 * 4096)).toBe(4096);
+      truncateSync(path, 4096);
+      // The page was known: the copy from the mapping faults (SIGBUS), which is caught.
+      expect(addon.mapRead(handle, fd, into, 4096, 3 * 4096)).toBe(-EIO);
+      // No longer known: read without waiting, which finds the end of the file.
+      expect(addon.mapRead(handle, fd, into, 4096, 3 * 4096)).toBe(0);
+      // Page 2 is known still, until a recheck finds it gone: then it is read without waiting too.
+      await addon.mapRecheck();
+      expect(addon.mapRead(handle, fd, into, 4096, 2 * 4096)).toBe(0);
+      // The page still in the file is answered as before.
+      expect(addon.mapRead(handle, fd, into, 4096, 0)).toBe(4096);
+      expect(into.every((b) => b === 1)).toBe(true);
+    } finally {
+      addon.mapClose(handle);
+      closeSync(fd);
+      rmSync(path);
+    }
+  });
+});
+
+describe('the watch for pages the kernel gives back', () => {
+  const vmstat = (dropped: { steal?: number; drops?: number; refaults?: number }, filePages: number): string =>
+    [
+      `nr_free_pages 100`, `nr_file_pages ${filePages}`, `workingset_refault_anon 7`, `workingset_refault_file ${dropped.refaults ?? 0}`,
+      `drop_pagecache ${dropped.drops ?? 0}`, `pgsteal_kswapd ${dropped.steal ?? 0}`, `pgsteal_direct 0`, `pgscan_kswapd 99`,
+    ].join('\n') + '\n';
+
+  it('reads the counters of pages dropped and the file pages held', () => {
+    expect(pageCountsOf(vmstat({ steal: 5, drops: 1, refaults: 2 }, 1000))).toEqual({ dropped: 8, filePages: 1000 });
+    expect(pageCountsOf('nr_free_pages 1\n')).toBeUndefined();
+  });
+
+  it('sees pages dropped when a counter moves or fewer file pages are held, not when more are', () => {
+    const base = pageCountsOf(vmstat({}, 1000))!;
+    expect(pagesDropped(base, pageCountsOf(vmstat({}, 1200))!)).toBe(false);
+    expect(pagesDropped(base, pageCountsOf(vmstat({}, 999))!)).toBe(true);
+    expect(pagesDropped(base, pageCountsOf(vmstat({ steal: 1 }, 1200))!)).toBe(true);
+    expect(pagesDropped(base, pageCountsOf(vmstat({ drops: 1 }, 1200))!)).toBe(true);
+    expect(pagesDropped(base, pageCountsOf(vmstat({ refaults: 1 }, 1200))!)).toBe(true);
+  });
+
+  it('rechecks on evidence, and on counters it cannot read, one recheck at a time; maps nothing where they cannot be read at the start', async () => {
+    let text: string | undefined = vmstat({}, 1000);
+    let runs = 0;
+    let finish!: () => void;
+    const watch = new PageEvictions(() => (runs++, new Promise<void>((resolve) => (finish = resolve))), () => text);
+    expect(watch.join(60_000)).toBe(true);
+    text = vmstat({}, 1100);
+    expect(watch.check()).toBe(false);
+    text = vmstat({ refaults: 3 }, 1100);
+    expect(watch.check()).toBe(true);
+    expect(runs).toBe(1);
+    // Evidence while it runs: one more after it, not two at once.
+    text = undefined;
+    expect(watch.check()).toBe(true);
+    expect(watch.check()).toBe(true);
+    expect(runs).toBe(1);
+    finish();
+    await waitFor(() => runs === 2, { what: 'the queued recheck', timeoutMs: 5_000 });
+    finish();
+    await watch.settled;
+    expect(runs).toBe(2);
+    watch.leave();
+    expect(new PageEvictions(async () => undefined, () => undefined).join(60_000)).toBe(false);
+  });
+});
+
+describe('small records of an engine', () => {
+  let engine: Engine;
+  let dataDir: string;
+  beforeAll(async () => {
+    const config = testConfig({ diskReserveBytes: '1MiB', readCacheBytes: 0, readMapCheckMs: 20 });
+    dataDir = config.dataDir;
+    engine = await openEngine(config);
+  });
+  afterAll(async () => {
+    await engine.close();
+  });
+
+  it('are copied from the mapped segment on the calling thread once a read has found them in memory, verified', async () => {
+    const blobs = [1, 2, 3].map((n) => patternBytes(4096 + n * 100, 80 + n));
+    const metas: BlobMeta[] = [];
+    for (const data of blobs) metas.push(engine.stat((await engine.putInline(data, 1, EMPTY)).id)!);
+    await engine.settled();
+    for (const [i, meta] of metas.entries()) expect((await engine.readInline(meta)).equals(blobs[i]!)).toBe(true);
+    // Each read on the calling thread either finds the pages known or learns them; a later one copies them.
+    await waitFor(() => {
+      const before = native().mapStats().fromMap;
+      const all = metas.every((meta, i) => engine.readInlineSync(meta)?.equals(blobs[i]!));
+      return all && native().mapStats().fromMap >= before + metas.length;
+    }, { what: 'the records copied from the mapping', timeoutMs: 10_000 });
+  });
+
+  it.skipIf(warmOnly !== '')(`are read without waiting again once a recheck finds their pages dropped: not faulted in on the calling thread${skipped}`, async () => {
+    const data = patternBytes(4096, 91);
+    const meta = engine.stat((await engine.putInline(data, 1, EMPTY)).id)!;
+    await engine.settled();
+    // Found in memory by a read that does not wait: known from now on. Nothing here copies it from
+    // the mapping before the drop (a mapped page is not dropped on advice; only reclaim takes it).
+    await waitFor(() => engine.readInlineSync(meta)?.equals(data) === true, { what: 'the record found in memory', timeoutMs: 10_000 });
+    // Dropped (written past the page cache, then read back: clean, so advice drops it), then the
+    // recheck the watch would start; nothing may read the record between the two, as a read that
+    // finds no page starts the disk read.
+    dropPages(join(dataDir, 'segments', `${String(meta.segment).padStart(8, '0')}.seg`));
+    await native().mapRecheck();
+    expect(engine.readInlineSync(meta)).toBeUndefined();
+    expect((await engine.readInline(meta)).equals(data)).toBe(true);
+  });
+
+  it('have their mappings rechecked by the process\'s watch when file pages are dropped', async () => {
+    const watch = pageEvictions()!;
+    const before = watch.rechecks;
+    // A file of our own written, seen by the watch, then removed: fewer file pages at its next
+    // look (unless the rest of the machine grew by more meanwhile: then again).
+    await waitFor(async () => {
+      const { path, fd } = pagedFile(2048);
+      closeSync(fd);
+      const looks = watch.looks;
+      await waitFor(() => watch.looks > looks + 1, { what: 'two looks by the watch', timeoutMs: 5_000 });
+      rmSync(path);
+      const removed = watch.looks;
+      await waitFor(() => watch.looks > removed + 1, { what: 'two looks by the watch', timeoutMs: 5_000 });
+      return watch.rechecks > before;
+    }, { what: 'a recheck after file pages were dropped', timeoutMs: 30_000 });
+  });
+});
