@@ -50,21 +50,25 @@ const RESULTS = join(ROOT, 'bench/results');
 const PAGE = join(ROOT, 'docs/benchmarks.md');
 const WORK_HEADING = '## Work per request against the bare server';
 
-/** The page as it stands: its measured rows by figure (each with its CPU), and its work-per-request section. */
-function pageBefore(): { rows: Map<string, { cpu: string; line: string }[]>; work: string[] | undefined } {
-  const rows = new Map<string, { cpu: string; line: string }[]>();
-  if (!existsSync(PAGE)) return { rows, work: undefined };
+type Kept = Map<string, { cpu: string; line: string }[]>;
+
+/** The page as it stands: its measured rows by figure, and its work-per-request rows by request, each with its CPU. */
+function pageBefore(): { rows: Kept; work: Kept } {
+  const rows: Kept = new Map();
+  const work: Kept = new Map();
+  if (!existsSync(PAGE)) return { rows, work };
   const text = readFileSync(PAGE, 'utf8').split('\n');
-  for (const line of text) {
-    const cells = line.split(' | ');
-    if (!line.startsWith('| ') || cells.length !== 8 || cells[1] === 'not measured since this page began') continue;
-    const figure = cells[0]!.slice(2);
-    const cpu = cells[6]!.replace(/, \d{4}-\d{2}-\d{2}$/, '');
-    rows.set(figure, [...(rows.get(figure) ?? []), { cpu, line }]);
-  }
   const at = text.indexOf(WORK_HEADING);
-  const work = at < 0 ? undefined : text.slice(at + 1).join('\n').trim().split('\n');
-  return { rows, work: work?.[0]?.startsWith('Not measured') ? undefined : work };
+  for (const [i, line] of text.entries()) {
+    const cells = line.split(' | ');
+    const inWork = at >= 0 && i > at;
+    if (!line.startsWith('| ') || cells.length !== (inWork ? 7 : 8) || cells[1] === 'not measured since this page began' || cells[1]!.startsWith('CPU us')) continue;
+    const key = cells[0]!.slice(2);
+    const cpu = cells[6]!.replace(/ \|$/, '').replace(/, \d{4}-\d{2}-\d{2}$/, '');
+    const kept = inWork ? work : rows;
+    kept.set(key, [...(kept.get(key) ?? []), { cpu, line }]);
+  }
+  return { rows, work };
 }
 const before = pageBefore();
 
@@ -89,31 +93,44 @@ const unitOf = (lines: Line[], spec: string): string => {
   return spec.includes(':') ? '' : line?.unit ?? '';
 };
 
-/** The 4 KiB requests' CPU and kernel entries against the bare uWS server's, from the http-4KiB step. */
+/**
+ * The 4 KiB requests' CPU and kernel entries against the bare uWS server's, from the http-4KiB
+ * step: a request's latest row per CPU, as the figures above.
+ */
 function workPerRequest(out: string[]): void {
   const lines = linesOf('http-4KiB');
   const find = (metric: string): Line | undefined => lines.find((l) => l.metric === metric);
   const kinds: [string, string][] = [['4 KiB PUT', 'put'], ['4 KiB GET, hot set', 'get'], ['4 KiB GET, larger set', 'get_large']];
   out.push('', WORK_HEADING, '');
-  if (find('cpu_us_per_put') === undefined) {
-    out.push(...(before.work ?? ['Not measured since this page began (`BENCH_ONLY=http-4KiB bash bench/run.sh`).']));
+  const measured = find('cpu_us_per_put') !== undefined;
+  if (!measured && before.work.size === 0) {
+    out.push('Not measured since this page began (`BENCH_ONLY=http-4KiB bash bench/run.sh`).');
     return;
   }
   out.push(
     'CPU of the answering process (all threads; kernel part in brackets) and system calls it enters,',
     'per request, at the load of the timed rounds; the bare server answers the same wrk script.',
     '',
-    '| Request | CPU us, ours | CPU us, bare | Syscalls, ours | Syscalls, bare | Our syscalls by name |',
-    '|---|---:|---:|---:|---:|---|',
+    '| Request | CPU us, ours | CPU us, bare | Syscalls, ours | Syscalls, bare | Our syscalls by name | CPU |',
+    '|---|---:|---:|---:|---:|---|---|',
   );
+  const cpuFile = join(RESULTS, 'http-4KiB.cpu');
+  const cpu = existsSync(cpuFile) ? readFileSync(cpuFile, 'utf8').trim() : 'unknown CPU';
+  const when = measured ? statSync(join(RESULTS, 'http-4KiB.jsonl')).mtime.toISOString().slice(0, 10) : '';
   for (const [label, key] of kinds) {
+    const kept = before.work.get(label) ?? [];
+    if (!measured) {
+      out.push(...kept.map((k) => k.line));
+      continue;
+    }
     const ours = find(`cpu_us_per_${key}`);
     const bare = find(`cpu_us_per_${String(ours?.reference)}`);
     const sc = find(`syscalls_per_${key}`);
     const scBare = find(`syscalls_per_${String(sc?.reference)}`);
     const us = (l: Line | undefined): string => (l ? `${fmt(l.value ?? undefined, 1)} (${fmt(l.kernel_us as number | undefined, 1)})` : '-');
     const names = sc?.by_name ? Object.entries(sc.by_name as Record<string, number>).map(([n, c]) => `${n} ${c}`).join(', ') : '-';
-    out.push(`| ${label} | ${us(ours)} | ${us(bare)} | ${fmt(sc?.value ?? undefined, 2)} | ${fmt(scBare?.value ?? undefined, 2)} | ${names} |`);
+    out.push(`| ${label} | ${us(ours)} | ${us(bare)} | ${fmt(sc?.value ?? undefined, 2)} | ${fmt(scBare?.value ?? undefined, 2)} | ${names} | ${cpu}, ${when} |`);
+    out.push(...kept.filter((k) => k.cpu !== cpu).map((k) => k.line));
   }
 }
 

@@ -85,12 +85,17 @@ export class SegmentReader {
   /** Small reads go through mappings (false without the addon, with readMapSegments 0, or once the kernel refuses RWF_NOWAIT). */
   private mapping: boolean;
 
+  /** Segments mapped now (at most readMapSegments). */
+  private mapped = 0;
+
   /** Segment `segment`'s mapping (opened on its first read), or -1. */
   private mapOf(segment: number, fd: number): number {
     let handle = this.maps.get(segment);
     if (handle === undefined) {
-      handle = this.maps.size < this.mapOptions.segments ? this.mapper!.mapOpen(fd, fstatSync(fd).size) : -1;
-      this.maps.set(segment, handle < 0 ? -1 : handle);
+      handle = this.mapped < this.mapOptions.segments ? this.mapper!.mapOpen(fd, fstatSync(fd).size) : -1;
+      if (handle >= 0) this.mapped++;
+      else handle = -1;
+      this.maps.set(segment, handle);
     }
     return handle;
   }
@@ -177,7 +182,10 @@ export class SegmentReader {
 
   private unmap(segment: number): void {
     const handle = this.maps.get(segment);
-    if (handle !== undefined && handle >= 0) this.mapper!.mapClose(handle);
+    if (handle !== undefined && handle >= 0) {
+      this.mapper!.mapClose(handle);
+      this.mapped--;
+    }
     this.maps.delete(segment);
   }
 

@@ -6,7 +6,7 @@
  * mapping cannot have answers an error, not a crash.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, fsyncSync, openSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BlobMeta } from '../../src/blob/meta.js';
@@ -53,14 +53,25 @@ function pagesDroppable(): boolean {
 const warmOnly = pagesDroppable() ? '' : 'the temp dirs\' file system keeps pages it is asked to drop (tmpfs)';
 const skipped = warmOnly ? ` - skipped: ${warmOnly}` : '';
 
+/** A file of `pages` pages mapped for `use`, then unmapped and removed. */
+async function withMapped(pages: number, use: (file: { handle: number; fd: number; path: string }) => void | Promise<void>): Promise<void> {
+  const { path, fd } = pagedFile(pages);
+  const handle = native().mapOpen(fd, pages * 4096);
+  expect(handle).toBeGreaterThanOrEqual(0);
+  try {
+    await use({ handle, fd, path });
+  } finally {
+    native().mapClose(handle);
+    closeSync(fd);
+    rmSync(path);
+  }
+}
+
 describe('a mapped file read by the addon', () => {
   const addon = native();
 
-  it('answers the file\'s bytes: read without waiting the first time, from the mapping once its pages are known', () => {
-    const { path, fd } = pagedFile(8);
-    const handle = addon.mapOpen(fd, 8 * 4096);
-    expect(handle).toBeGreaterThanOrEqual(0);
-    try {
+  it('answers the file\'s bytes: read without waiting the first time, from the mapping once its pages are known', async () => {
+    await withMapped(8, async ({ handle, fd }) => {
       const into = Buffer.alloc(6000);
       const before = addon.mapStats();
       // Bytes across pages 2 and 3.
@@ -77,17 +88,11 @@ describe('a mapped file read by the addon', () => {
       expect(addon.mapStats().probed).toBe(before.probed + 2);
       // Past the mapping: refused.
       expect(addon.mapRead(handle, fd, into, 4096, 8 * 4096 - 10)).toBe(-22);
-    } finally {
-      addon.mapClose(handle);
-      closeSync(fd);
-      rmSync(path);
-    }
+    });
   });
 
   it('marks, on a recheck, the pages of mappings in use that the page cache holds', async () => {
-    const { path, fd } = pagedFile(4);
-    const handle = addon.mapOpen(fd, 4 * 4096);
-    try {
+    await withMapped(4, async ({ handle, fd }) => {
       const into = Buffer.alloc(4096);
       // Page 0 read (the mapping is in use); pages 1 to 3 never were, but the page cache holds them (just written).
       expect(addon.mapRead(handle, fd, into, 4096, 0)).toBe(4096);
@@ -97,17 +102,11 @@ describe('a mapped file read by the addon', () => {
       expect(addon.mapStats().fromMap).toBe(before.fromMap + 1);
       expect(addon.mapStats().probed).toBe(before.probed);
       expect(into.every((b) => b === 3)).toBe(true);
-    } finally {
-      addon.mapClose(handle);
-      closeSync(fd);
-      rmSync(path);
-    }
+    });
   });
 
   it.skipIf(warmOnly !== '')(`drops, on a recheck, the marks of pages the page cache no longer holds${skipped}`, async () => {
-    const { path, fd } = pagedFile(4);
-    const handle = addon.mapOpen(fd, 4 * 4096);
-    try {
+    await withMapped(4, async ({ handle, fd, path }) => {
       const into = Buffer.alloc(4096);
       // Known by a read without waiting (a page copied from the mapping is mapped, and the kernel
       // drops no mapped page on advice: only reclaim takes it).
@@ -118,11 +117,7 @@ describe('a mapped file read by the addon', () => {
       // Not copied from the mapping (which would read it from the disk here): refused.
       expect(addon.mapRead(handle, fd, into, 4096, 4096)).toBe(-EAGAIN);
       expect(addon.mapStats().fromMap).toBe(before.fromMap);
-    } finally {
-      addon.mapClose(handle);
-      closeSync(fd);
-      rmSync(path);
-    }
+    });
   });
 
   it('unmaps a mapping closed while a recheck looks at it once the recheck is done', async () => {
@@ -145,23 +140,15 @@ describe('a mapped file read by the addon', () => {
     }
   });
 
-  it.skipIf(warmOnly !== '')(`answers EAGAIN for pages not in memory, and never reads them on the calling thread${skipped}`, () => {
-    const { path, fd } = pagedFile(4);
-    const handle = addon.mapOpen(fd, 4 * 4096);
-    try {
+  it.skipIf(warmOnly !== '')(`answers EAGAIN for pages not in memory, and never reads them on the calling thread${skipped}`, async () => {
+    await withMapped(4, async ({ handle, fd, path }) => {
       dropPages(path);
       expect(addon.mapRead(handle, fd, Buffer.alloc(4096), 4096, 4096)).toBe(-EAGAIN);
-    } finally {
-      addon.mapClose(handle);
-      closeSync(fd);
-      rmSync(path);
-    }
+    });
   });
 
   it('answers EIO, and does not crash, when a known page is gone from the file (cut short under the mapping); a recheck drops the marks of the rest', async () => {
-    const { path, fd } = pagedFile(4);
-    const handle = addon.mapOpen(fd, 4 * 4096);
-    try {
+    await withMapped(4, async ({ handle, fd, path }) => {
       const into = Buffer.alloc(4096);
       expect(addon.mapRead(handle, fd, into, 4096, 2 * 4096)).toBe(4096);
       expect(addon.mapRead(handle, fd, into, 4096, 3 * 4096)).toBe(4096);
@@ -176,11 +163,7 @@ describe('a mapped file read by the addon', () => {
       // The page still in the file is answered as before.
       expect(addon.mapRead(handle, fd, into, 4096, 0)).toBe(4096);
       expect(into.every((b) => b === 1)).toBe(true);
-    } finally {
-      addon.mapClose(handle);
-      closeSync(fd);
-      rmSync(path);
-    }
+    });
   });
 });
 
@@ -288,5 +271,34 @@ describe('small records of an engine', () => {
       await waitFor(() => watch.looks > removed + 1, { what: 'two looks by the watch', timeoutMs: 5_000 });
       return watch.rechecks > before;
     }, { what: 'a recheck after file pages were dropped', timeoutMs: 30_000 });
+  });
+});
+
+describe('an engine with readMapSegments 1', () => {
+  let engine: Engine;
+  let dataDir: string;
+  beforeAll(async () => {
+    const config = testConfig({ diskReserveBytes: '1MiB', readCacheBytes: 0, segmentSizeBytes: '1MiB', smallBlobMaxBytes: '64KiB', readMapSegments: 1 });
+    dataDir = config.dataDir;
+    engine = await openEngine(config);
+  });
+  afterAll(async () => {
+    await engine.close();
+  });
+
+  it('maps one segment, and reads the records of the others as before', async () => {
+    const blobs = Array.from({ length: 400 }, (_, n) => patternBytes(4096, 1000 + n));
+    const metas: BlobMeta[] = [];
+    for (const data of blobs) metas.push(engine.stat((await engine.putInline(data, 1, EMPTY)).id)!);
+    await engine.settled();
+    expect(new Set(metas.map((m) => m.segment)).size).toBeGreaterThan(1);
+    const mapped = native().mapStats().mapped;
+    for (const [i, meta] of metas.entries()) {
+      expect((await engine.readInline(meta)).equals(blobs[i]!)).toBe(true);
+      const sync = engine.readInlineSync(meta);
+      if (sync !== undefined) expect(sync.equals(blobs[i]!)).toBe(true);
+    }
+    expect(native().mapStats().mapped).toBe(mapped + 1);
+    expect(readdirSync(join(dataDir, 'segments')).length).toBeGreaterThan(1);
   });
 });
