@@ -5,18 +5,24 @@
  * are held is never assumed: a page counts once a read without waiting (preadv2 RWF_NOWAIT, the
  * path a record not yet known takes) has found it in memory, and when the kernel is seen to give
  * pages back (src/engine/page-evictions.ts watches its counters) every mapping in use is checked
- * again page by page (mincore, in the thread pool), which drops the marks of pages gone and adds
- * those of pages come. A mark out of date for that long costs one read from the disk on the
- * calling thread, never wrong bytes: the mapping is the file. A fault the kernel cannot serve (an
- * I/O error, a file cut short) raises SIGBUS, which is caught around the copy and answered -EIO.
+ * again page by page (mincore, in the thread pool), which drops the marks of pages gone; when the
+ * mappings in use span more than RECHECK_MAX_PAGES, every mark is dropped at once instead (a new
+ * generation). A recheck adds no mark: a page of the log not yet written may be in memory now
+ * (readahead) and dropped by the O_DIRECT write of its batch. A mark out of date for that long
+ * costs one read from the disk on the calling thread, never wrong bytes: the mapping is the file.
+ * A fault the kernel cannot serve (an I/O error, a file cut short) raises SIGBUS, which is caught
+ * around the copy and answered -EIO. Pages of 4 KiB only (elsewhere mapOpen answers -ENOTSUP).
  *
  *   mapOpen(fd, length) -> handle >= 0, or -errno      maps [0, length) of the file, read-only, shared
  *   mapRead(handle, fd, buffer, length, position) -> bytes read, or -errno
  *                                                      (-EAGAIN: not all in memory; read it elsewhere)
  *   mapClose(handle)                                   no read of it may be running
- *   mapRecheck() -> Promise<number>                    marks set from the page cache as it is now:
- *                                                      the pages found in memory in mappings in use
- *   mapStats() -> { mapped, fromMap, probed }          files mapped; reads from mappings, reads that probed
+ *   mapRecheck(pauseMs = 0) -> Promise<number>         marks of pages no longer in memory dropped: the
+ *                                                      marked pages still held, or -1 when every mark
+ *                                                      was dropped (pauseMs: each mapping is held that
+ *                                                      long, for tests of a close during a recheck)
+ *   mapStats() -> { mapped, pinned, fromMap, probed }  files mapped, held by a recheck; reads from
+ *                                                      mappings, reads that probed
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +45,9 @@
 
 #define PAGE_SHIFT 12
 #define PAGE_BYTES ((size_t)1 << PAGE_SHIFT)
+/* Mappings in use spanning more pages than this (8 GiB) are not rechecked page by page (~1.5 ms
+   per 256 MiB): every mark is dropped at once. */
+#define RECHECK_MAX_PAGES ((size_t)2 << 20)
 
 typedef struct {
     uint8_t *base; /* NULL: a free slot */
@@ -51,6 +60,8 @@ typedef struct {
     /* Rechecks looking at it now; a mapping closed meanwhile is unmapped by the last of them. */
     int pins;
     int closing;
+    /* Its marks are of this generation; an older one's are dropped before use. */
+    _Atomic uint32_t generation;
 } mapping;
 
 /*
@@ -63,24 +74,43 @@ static mapping *blocks[MAX_BLOCKS];
 static size_t block_count;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t from_map, probed;
+/* Bumped to drop every mark at once. */
+static _Atomic uint32_t generation = 1;
 
 /*
  * The copy under way, if any, and where a SIGBUS in it returns to. Volatile: the compiler knows
  * memcpy reads none of them, and would otherwise drop the stores around it.
  */
-static __thread sigjmp_buf *volatile guard;
-static __thread const uint8_t *volatile guard_lo;
-static __thread const uint8_t *volatile guard_hi;
+#define SIGNAL_TLS __thread __attribute__((tls_model("initial-exec")))
+/* Initial-exec: read in the handler without __tls_get_addr, which may allocate. */
+static SIGNAL_TLS sigjmp_buf *volatile guard;
+static SIGNAL_TLS const uint8_t *volatile guard_lo;
+static SIGNAL_TLS const uint8_t *volatile guard_hi;
 static struct sigaction previous_bus;
 static int bus_installed;
 
 static void on_bus(int sig, siginfo_t *info, void *context) {
     const uint8_t *at = (const uint8_t *)info->si_addr;
-    if (guard != NULL && at >= guard_lo && at < guard_hi) siglongjmp(*guard, 1);
-    /* Not ours: as if we had never been here (the faulting instruction runs again under the old action). */
-    sigaction(SIGBUS, &previous_bus, NULL);
-    (void)sig;
-    (void)context;
+    int fault = info->si_code == BUS_ADRERR || info->si_code == BUS_OBJERR
+#ifdef BUS_MCEERR_AR
+                || info->si_code == BUS_MCEERR_AR /* a memory error reports its page's address */
+#endif
+        ;
+    const uint8_t *lo = (const uint8_t *)((uintptr_t)guard_lo & ~(uintptr_t)(PAGE_BYTES - 1));
+    if (fault && guard != NULL && at >= lo && at < guard_hi) siglongjmp(*guard, 1);
+    /* Not ours: the action there was before, which stays installed for the next copy. */
+    if (previous_bus.sa_flags & SA_SIGINFO) {
+        previous_bus.sa_sigaction(sig, info, context);
+    } else if (previous_bus.sa_handler != SIG_DFL && previous_bus.sa_handler != SIG_IGN) {
+        previous_bus.sa_handler(sig);
+    } else if (fault) {
+        /* Handled by nobody, as the kernel treats a fault: the instruction runs again and ends the process. */
+        signal(SIGBUS, SIG_DFL);
+    } else if (previous_bus.sa_handler == SIG_DFL) {
+        signal(SIGBUS, SIG_DFL);
+        raise(SIGBUS);
+    }
+    /* A sent SIGBUS that was ignored stays ignored. */
 }
 
 /* Under table_lock. */
@@ -98,6 +128,12 @@ static int install_bus_handler(void) {
 }
 
 static int all_known(mapping *m, size_t first, size_t last) {
+    uint32_t now = atomic_load_explicit(&generation, memory_order_relaxed);
+    if (atomic_load_explicit(&m->generation, memory_order_relaxed) != now) {
+        for (size_t w = 0; w * 64 < m->pages; w++) atomic_store_explicit(&m->known[w], 0, memory_order_relaxed);
+        atomic_store(&m->generation, now);
+        return 0;
+    }
     for (size_t p = first; p <= last; p++) {
         if (!(atomic_load_explicit(&m->known[p >> 6], memory_order_relaxed) & ((uint64_t)1 << (p & 63)))) return 0;
     }
@@ -123,7 +159,9 @@ static int guarded_copy(uint8_t *dst, const uint8_t *src, size_t n) {
     guard_lo = src;
     guard_hi = src + n;
     guard = &here;
+    atomic_signal_fence(memory_order_seq_cst);
     memcpy(dst, src, n);
+    atomic_signal_fence(memory_order_seq_cst);
     guard = NULL;
     return 0;
 }
@@ -146,6 +184,7 @@ napi_value js_map_open(napi_env env, napi_callback_info info) {
     if (argc < 2 || !get_whole(env, argv[0], INT32_MAX, &fd) || !get_whole(env, argv[1], (double)((uint64_t)1 << 46), &length) || length == 0) {
         return make_int(env, -EINVAL);
     }
+    if (sysconf(_SC_PAGESIZE) != (long)PAGE_BYTES) return make_int(env, -ENOTSUP);
     pthread_mutex_lock(&table_lock);
     int rc = install_bus_handler();
     pthread_mutex_unlock(&table_lock);
@@ -177,6 +216,7 @@ napi_value js_map_open(napi_env env, napi_callback_info info) {
     m->length = (size_t)length;
     m->pages = pages;
     m->known = known;
+    m->generation = atomic_load(&generation);
     m->base = base;
     pthread_mutex_unlock(&table_lock);
     return make_int(env, (int)slot);
@@ -241,11 +281,13 @@ napi_value js_map_close(napi_env env, napi_callback_info info) {
 typedef struct {
     napi_async_work work;
     napi_deferred deferred;
-    uint64_t resident;
+    /* Marked pages found still in memory. */
+    uint64_t held;
+    unsigned pause_ms;
 } recheck_job;
 
-/* One mapping's marks set from mincore: its pages in memory now. 0, or -errno. */
-static int recheck_one(mapping *m, unsigned char **vec, size_t *vec_len, uint64_t *resident) {
+/* Drops the marks of one mapping's pages that mincore finds out of memory. 0, or -errno. */
+static int recheck_one(mapping *m, unsigned char **vec, size_t *vec_len, uint64_t *held) {
     if (*vec_len < m->pages) {
         unsigned char *grown = realloc(*vec, m->pages);
         if (grown == NULL) return -ENOMEM;
@@ -254,10 +296,10 @@ static int recheck_one(mapping *m, unsigned char **vec, size_t *vec_len, uint64_
     }
     if (mincore(m->base, m->length, *vec) != 0) return -errno;
     for (size_t w = 0; w * 64 < m->pages; w++) {
-        uint64_t bits = 0;
-        for (size_t p = w * 64; p < m->pages && p < w * 64 + 64; p++) bits |= (uint64_t)((*vec)[p] & 1) << (p & 63);
-        atomic_store_explicit(&m->known[w], bits, memory_order_relaxed);
-        *resident += (uint64_t)__builtin_popcountll(bits);
+        uint64_t in_memory = 0;
+        for (size_t p = w * 64; p < m->pages && p < w * 64 + 64; p++) in_memory |= (uint64_t)((*vec)[p] & 1) << (p & 63);
+        uint64_t before = atomic_fetch_and_explicit(&m->known[w], in_memory, memory_order_relaxed);
+        *held += (uint64_t)__builtin_popcountll(before & in_memory);
     }
     return 0;
 }
@@ -277,8 +319,9 @@ static void recheck_execute(napi_env env, void *data) {
         if (look) m->pins++;
         pthread_mutex_unlock(&table_lock);
         if (!look) continue;
-        /* A failure leaves no page known: reads go back to reading without waiting. */
-        if (recheck_one(m, &vec, &vec_len, &job->resident) != 0) {
+        if (job->pause_ms > 0) usleep(job->pause_ms * 1000u);
+        /* A failure leaves no page of it known: its reads go back to reading without waiting. */
+        if (recheck_one(m, &vec, &vec_len, &job->held) != 0) {
             for (size_t w = 0; w * 64 < m->pages; w++) atomic_store(&m->known[w], 0);
         }
         pthread_mutex_lock(&table_lock);
@@ -291,42 +334,70 @@ static void recheck_execute(napi_env env, void *data) {
 static void recheck_complete(napi_env env, napi_status status, void *data) {
     recheck_job *job = data;
     napi_value n;
-    napi_create_double(env, status == napi_ok ? (double)job->resident : 0, &n);
+    napi_create_double(env, status == napi_ok ? (double)job->held : 0, &n);
     napi_resolve_deferred(env, job->deferred, n);
     napi_delete_async_work(env, job->work);
     free(job);
 }
 
+/* The pages of the mappings a recheck would look at. */
+static size_t pages_in_use(void) {
+    size_t pages = 0;
+    pthread_mutex_lock(&table_lock);
+    for (size_t i = 0; i < block_count * BLOCK_SLOTS; i++) {
+        mapping *m = slot_at(i);
+        if (m->base != NULL && !m->closing && atomic_load(&m->used)) pages += m->pages;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return pages;
+}
+
 napi_value js_map_recheck(napi_env env, napi_callback_info info) {
-    (void)info;
-    napi_value promise, name;
+    size_t argc = 1;
+    napi_value argv[1], promise, name;
     napi_deferred deferred;
+    uint64_t pause_ms = 0;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
     if (napi_create_promise(env, &deferred, &promise) != napi_ok) return NULL;
+    if (argc >= 1 && !get_whole(env, argv[0], 60000, &pause_ms)) pause_ms = 0;
+    if (pages_in_use() > RECHECK_MAX_PAGES) {
+        atomic_fetch_add(&generation, 1);
+        napi_resolve_deferred(env, deferred, make_int(env, -1));
+        return promise;
+    }
     recheck_job *job = calloc(1, sizeof *job);
     if (job == NULL) {
-        napi_reject_deferred(env, deferred, make_int(env, -ENOMEM));
+        atomic_fetch_add(&generation, 1);
+        napi_resolve_deferred(env, deferred, make_int(env, -1));
         return promise;
     }
     job->deferred = deferred;
+    job->pause_ms = (unsigned)pause_ms;
     napi_create_string_utf8(env, "blobstore.mapRecheck", NAPI_AUTO_LENGTH, &name);
     if (napi_create_async_work(env, NULL, name, recheck_execute, recheck_complete, job, &job->work) != napi_ok ||
         napi_queue_async_work(env, job->work) != napi_ok) {
         free(job);
-        napi_reject_deferred(env, deferred, make_int(env, -EIO));
+        atomic_fetch_add(&generation, 1);
+        napi_resolve_deferred(env, deferred, make_int(env, -1));
     }
     return promise;
 }
 
 napi_value js_map_stats(napi_env env, napi_callback_info info) {
     (void)info;
-    size_t mapped = 0;
+    size_t mapped = 0, pinned = 0;
     pthread_mutex_lock(&table_lock);
-    for (size_t i = 0; i < block_count * BLOCK_SLOTS; i++) mapped += slot_at(i)->base != NULL && !slot_at(i)->closing;
+    for (size_t i = 0; i < block_count * BLOCK_SLOTS; i++) {
+        mapped += slot_at(i)->base != NULL && !slot_at(i)->closing;
+        pinned += slot_at(i)->pins > 0;
+    }
     pthread_mutex_unlock(&table_lock);
     napi_value obj, v;
     napi_create_object(env, &obj);
     napi_create_double(env, (double)mapped, &v);
     napi_set_named_property(env, obj, "mapped", v);
+    napi_create_double(env, (double)pinned, &v);
+    napi_set_named_property(env, obj, "pinned", v);
     napi_create_double(env, (double)atomic_load(&from_map), &v);
     napi_set_named_property(env, obj, "fromMap", v);
     napi_create_double(env, (double)atomic_load(&probed), &v);

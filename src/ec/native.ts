@@ -56,12 +56,14 @@ export interface EcAddon {
   /** Unmaps; no read of the handle may be running. */
   mapClose(handle: number): number;
   /**
-   * Marks set from the page cache as it is now (mincore, in the thread pool) in every mapping a
-   * read has marked a page of: resolves with the pages found in memory.
+   * Drops the marks of pages the page cache no longer holds (mincore, in the thread pool) in every
+   * mapping a read has marked a page of: resolves with the marked pages still held, or -1 when
+   * every mark was dropped at once (mappings in use spanning more than 8 GiB). `pauseMs`: each
+   * mapping is held that long (tests of a close during a recheck).
    */
-  mapRecheck(): Promise<number>;
-  /** Files mapped now; reads answered from mappings and reads that probed the page cache since the addon was loaded. */
-  mapStats(): { mapped: number; fromMap: number; probed: number };
+  mapRecheck(pauseMs?: number): Promise<number>;
+  /** Files mapped now, and held by a recheck; reads answered from mappings and reads that probed the page cache since the addon was loaded. */
+  mapStats(): { mapped: number; pinned: number; fromMap: number; probed: number };
   /**
    * One pwrite(2) per part from `position`, in one thread-pool job (native/src/binding_fs.c):
    * resolves 0 or an errno. With `directFd` (the file opened O_DIRECT), parts at 4 KiB-aligned

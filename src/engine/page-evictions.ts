@@ -10,8 +10,9 @@
  *   nr_file_pages             file pages held: fewer than at the last look
  *
  * Any of them moving has every mapping in use checked again page by page (native mapRecheck:
- * mincore in the thread pool, ~1.5 ms per 256 MiB segment), which keeps the marks of the pages
- * still held: one page dropped does not send every read back to preadv2. Between a drop and the
+ * mincore in the thread pool, ~1.5 ms per 256 MiB segment; past 8 GiB in use, every mark dropped
+ * at once), which keeps the marks of the pages still held: one page dropped does not send every
+ * read back to preadv2. Between a drop and the
  * recheck after the next look, a read may fault its page in from the disk on the event loop: a
  * slower GET, never a wrong byte (the mapping is the file, and every record is verified before it
  * is sent). Rechecks are spaced by their cost (RECHECK_SPACING), so pages reclaimed all the time

@@ -87,6 +87,7 @@ export class SegmentReader {
 
   /** Segments mapped now (at most readMapSegments). */
   private mapped = 0;
+  private closed = false;
 
   /** Segment `segment`'s mapping (opened on its first read), or -1. */
   private mapOf(segment: number, fd: number): number {
@@ -125,17 +126,22 @@ export class SegmentReader {
     if (length === 0) return true;
     const fd = this.fd(segment);
     const map = this.mapping ? this.mapOf(segment, fd) : -1;
-    if (map >= 0 || this.noWait !== null) {
-      const n = map >= 0 ? this.mapper!.mapRead(map, fd, into, length, position) : this.noWait!(fd, into, length, position);
+    if (map >= 0) {
+      const n = this.mapper!.mapRead(map, fd, into, length, position);
+      if (n === length) return true;
+      // Mapped reads learn what is in memory from reads that do not wait: none without them.
+      if (NO_NOWAIT.has(-n)) this.mapping = false;
+      // Not all in memory, the end of the file, or a page the mapping could not have (EIO): the
+      // pool's read tells which, off the event loop.
+      return false;
+    }
+    if (this.noWait !== null) {
+      const n = this.noWait(fd, into, length, position);
       if (n === length) return true;
       // A part in memory, or the end of the file: the pool's read tells which.
       if (n >= 0 || n === -EAGAIN) return false;
       // Refused here: plain reads from now on. Any other failure: the plain read reports it as Node does.
-      if (NO_NOWAIT.has(-n)) {
-        this.noWait = null;
-        // Mapped reads learn what is in memory from reads that do not wait: none without them.
-        this.mapping = false;
-      }
+      if (NO_NOWAIT.has(-n)) this.noWait = null;
     }
     const n = readSync(fd, into, 0, length, position);
     if (n !== length) throw shortRead(segment, position, length, n);
@@ -191,7 +197,10 @@ export class SegmentReader {
 
   close(): void {
     for (const segment of [...this.maps.keys()]) this.unmap(segment);
-    if (this.mapper !== null) evictions?.leave();
+    if (this.mapper !== null && !this.closed) evictions?.leave();
+    this.closed = true;
+    // A read after close maps nothing again (no watch would recheck it).
+    this.mapping = false;
     for (const fd of this.fds.values()) closeSync(fd);
     this.fds.clear();
   }
