@@ -340,6 +340,13 @@ static void recheck_complete(napi_env env, napi_status status, void *data) {
     free(job);
 }
 
+/* Every mark dropped at once (a new generation): what a recheck that cannot run does instead. */
+static napi_value forget_all(napi_env env, napi_deferred deferred, napi_value promise) {
+    atomic_fetch_add(&generation, 1);
+    napi_resolve_deferred(env, deferred, make_int(env, -1));
+    return promise;
+}
+
 /* The pages of the mappings a recheck would look at. */
 static size_t pages_in_use(void) {
     size_t pages = 0;
@@ -360,25 +367,16 @@ napi_value js_map_recheck(napi_env env, napi_callback_info info) {
     if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
     if (napi_create_promise(env, &deferred, &promise) != napi_ok) return NULL;
     if (argc >= 1 && !get_whole(env, argv[0], 60000, &pause_ms)) pause_ms = 0;
-    if (pages_in_use() > RECHECK_MAX_PAGES) {
-        atomic_fetch_add(&generation, 1);
-        napi_resolve_deferred(env, deferred, make_int(env, -1));
-        return promise;
-    }
+    if (pages_in_use() > RECHECK_MAX_PAGES) return forget_all(env, deferred, promise);
     recheck_job *job = calloc(1, sizeof *job);
-    if (job == NULL) {
-        atomic_fetch_add(&generation, 1);
-        napi_resolve_deferred(env, deferred, make_int(env, -1));
-        return promise;
-    }
+    if (job == NULL) return forget_all(env, deferred, promise);
     job->deferred = deferred;
     job->pause_ms = (unsigned)pause_ms;
     napi_create_string_utf8(env, "blobstore.mapRecheck", NAPI_AUTO_LENGTH, &name);
     if (napi_create_async_work(env, NULL, name, recheck_execute, recheck_complete, job, &job->work) != napi_ok ||
         napi_queue_async_work(env, job->work) != napi_ok) {
         free(job);
-        atomic_fetch_add(&generation, 1);
-        napi_resolve_deferred(env, deferred, make_int(env, -1));
+        return forget_all(env, deferred, promise);
     }
     return promise;
 }

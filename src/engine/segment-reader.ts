@@ -23,24 +23,25 @@ const NO_NOWAIT = new Set([38 /* ENOSYS */, 95 /* EOPNOTSUPP */]);
 
 type NoWaitRead = (fd: number, buffer: Uint8Array, length: number, position: number) => number;
 
-/** The addon's preadNoWait, or null without the addon: reads of small records then block. */
-function noWaitRead(): NoWaitRead | null {
+/** The addon, or null without it: small reads then block, and nothing is mapped. */
+function addonOrNull(): EcAddon | null {
   try {
-    const addon = native();
-    return typeof addon.preadNoWait === 'function' ? (fd, buffer, length, position) => addon.preadNoWait(fd, buffer, length, position) : null;
+    return native();
   } catch {
     return null;
   }
 }
 
+/** The addon's preadNoWait, or null without the addon: reads of small records then block. */
+function noWaitRead(): NoWaitRead | null {
+  const addon = addonOrNull();
+  return addon !== null && typeof addon.preadNoWait === 'function' ? (fd, buffer, length, position) => addon.preadNoWait(fd, buffer, length, position) : null;
+}
+
 /** The addon's mapped reads, or null without the addon. */
 function mapAddon(): Pick<EcAddon, 'mapOpen' | 'mapRead' | 'mapClose' | 'mapRecheck'> | null {
-  try {
-    const addon = native();
-    return typeof addon.mapRead === 'function' ? addon : null;
-  } catch {
-    return null;
-  }
+  const addon = addonOrNull();
+  return addon !== null && typeof addon.mapRead === 'function' ? addon : null;
 }
 
 /** The process's watch for pages the kernel gives back (the addon's marks are the process's). */
