@@ -65,9 +65,13 @@ function handle(service: OrdersService, res: HttpResponse, req: HttpRequest, max
   if (prepared.kind === 'done') return send(reply, prepared.response);
   if (!prepared.needsBody) return finish(reply, service.respond(prepared, request, undefined), service);
   const declared = Number(req.getHeader('content-length') || '0');
-  if (declared > maxBodyBytes) return send(reply, service.failed(bodyTooLarge(maxBodyBytes)), true);
   watchAbort(reply);
+  // Answered before the body is read: uWS reads and drops the rest, so a client still writing
+  // reads the 413 rather than a reset; the answer says Connection: close.
+  if (declared > maxBodyBytes) return send(reply, service.failed(bodyTooLarge(maxBodyBytes)), true);
   readBody(res, maxBodyBytes, (body) => {
+    // Only a chunked body grows past the limit: its answer closes the connection, so it waits
+    // for the body's end (readBody drops the rest) rather than cut a client still writing.
     if (body === undefined) return send(reply, service.failed(bodyTooLarge(maxBodyBytes)), true);
     finish(reply, service.respond(prepared, request, body), service);
   });
@@ -92,17 +96,19 @@ function watchAbort(reply: Reply): void {
   });
 }
 
-/** Collects the body (copied once out of uWS' transient chunks), or undefined past the limit. */
+/**
+ * Collects the body (copied once out of uWS' transient chunks), or, for a body past the limit,
+ * reads and drops the rest and then says undefined.
+ */
 function readBody(res: HttpResponse, maxBytes: number, done: (body: Uint8Array | undefined) => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
-  let over = false;
   res.onData((chunk, isLast) => {
-    if (over) return;
     size += chunk.byteLength;
     if (size > maxBytes) {
-      over = true;
-      return done(undefined);
+      chunks.length = 0;
+      if (isLast) done(undefined);
+      return;
     }
     chunks.push(Buffer.from(chunk.slice(0)));
     if (isLast) done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
@@ -118,7 +124,8 @@ function finish(reply: Reply, response: OrdersResponse | Promise<OrdersResponse>
     .finally(() => reply.pending.count--);
 }
 
-function send(reply: Reply, response: OrdersResponse, close = false): void {
+/** Writes the answer; `early` (before the body was read) says Connection: close and keeps reading. */
+function send(reply: Reply, response: OrdersResponse, early = false): void {
   if (reply.aborted) return;
   const { res } = reply;
   if (reply.chunked) {
@@ -129,12 +136,13 @@ function send(reply: Reply, response: OrdersResponse, close = false): void {
     res.writeStatus(statusLine(response.status));
     if (response.status !== 307) res.writeHeader('content-type', response.contentType ?? 'application/json');
     if (response.headers) for (const [name, value] of Object.entries(response.headers)) res.writeHeader(name, value);
+    if (early) res.writeHeader('connection', 'close');
     if (reply.head) {
       // This uWS build aborts on endWithoutBody(length) and writes a body with end() on HEAD.
       res.writeHeader('content-length', String(Buffer.byteLength(response.body)));
       res.endWithoutBody();
     } else {
-      res.end(response.body, close);
+      res.end(response.body);
     }
   });
 }
