@@ -3,10 +3,12 @@
  * the column the read needs (the holder's API listener, or the local engine's read of it), taken a piece at a time. One call per column and read, instead of one per 1 MiB piece: the
  * holder opens its file once, and flow control keeps the holder at most a window ahead.
  *
- *   holder ──[start, end)──▶ copied into slabs (≤ ecColumnQueueBytes, then the stream pauses) ──take(n)──▶ piece
+ *   holder ──[start, end)──▶ read into slabs (≤ ecColumnQueueBytes, then the stream pauses) ──take(n)──▶ piece
  *
- * The bytes are copied once, into 1 MiB slabs reused from read to read (util/slabs.ts); a take
- * that one slab holds is a view of it, which its taker releases once done (else it is a copy). A
+ * A holder's bytes are read by the kernel straight into 1 MiB slabs reused from read to read
+ * (util/slabs.ts; the queue is the fetch's target, transport/http-fetcher.ts); a local column's
+ * are copied in once. A take that one slab holds is a view of it, which its taker releases once
+ * done (else it is a copy). A
  * take that waits longer than the timeout, or a stream that fails, fails every take after it; the
  * reader then rebuilds those pieces from other columns.
  */
@@ -47,6 +49,8 @@ class ByteQueue implements ColumnStream {
   /** The slab pushes are copied into, and how far it is filled. */
   private tail: Buffer | undefined;
   private tailFill = 0;
+  /** Where a read in place goes once the stream failed (its bytes are dropped). */
+  private scratch: Buffer | undefined;
   private queued = 0;
   private failure: Error | undefined;
   private ended = false;
@@ -70,23 +74,47 @@ class ByteQueue implements ColumnStream {
   push(chunk: Uint8Array): Promise<void> {
     if (this.failure) return Promise.resolve();
     for (let at = 0; at < chunk.length;) {
-      if (!this.tail || this.tailFill === this.tail.length) this.nextTail();
-      const tail = this.tail!;
-      const n = Math.min(chunk.length - at, tail.length - this.tailFill);
-      tail.set(chunk.subarray(at, at + n), this.tailFill);
-      const last = this.chunks.at(-1);
-      // Bytes right after the last queued ones of the same slab extend its view.
-      if (last && last.slab === tail && last.view.byteOffset + last.view.length === tail.byteOffset + this.tailFill) {
-        last.view = tail.subarray(last.view.byteOffset - tail.byteOffset, this.tailFill + n);
-      } else {
-        this.chunks.push({ view: tail.subarray(this.tailFill, this.tailFill + n), slab: tail });
-      }
-      this.tailFill += n;
+      const region = this.region();
+      const n = Math.min(chunk.length - at, region.length);
+      region.set(chunk.subarray(at, at + n));
+      this.append(n);
       at += n;
     }
-    this.queued += chunk.length;
+    return this.room() ?? Promise.resolve();
+  }
+
+  /** The free space of the slab being filled (a fresh slab when it is full), for a producer that reads in place. */
+  region(): Buffer {
+    if (this.failure) return (this.scratch ??= Buffer.allocUnsafe(64 * 1024));
+    if (!this.tail || this.tailFill === this.tail.length) this.nextTail();
+    return this.tail!.subarray(this.tailFill);
+  }
+
+  /** `n` bytes were read into region(): queued, with push()'s backpressure (undefined: room left). */
+  filled(n: number): Promise<void> | undefined {
+    if (this.failure) return Promise.reject(this.failure);
+    this.append(n);
+    return this.room();
+  }
+
+  /** The tail slab's next `n` bytes are queued. */
+  private append(n: number): void {
+    const tail = this.tail!;
+    const last = this.chunks.at(-1);
+    // Bytes right after the last queued ones of the same slab extend its view.
+    if (last && last.slab === tail && last.view.byteOffset + last.view.length === tail.byteOffset + this.tailFill) {
+      last.view = tail.subarray(last.view.byteOffset - tail.byteOffset, this.tailFill + n);
+    } else {
+      this.chunks.push({ view: tail.subarray(this.tailFill, this.tailFill + n), slab: tail });
+    }
+    this.tailFill += n;
+    this.queued += n;
     this.serve();
-    if (this.queued < this.limits.queueBytes) return Promise.resolve();
+  }
+
+  /** Undefined while the queue has room; else resolves once it has. */
+  private room(): Promise<void> | undefined {
+    if (this.queued < this.limits.queueBytes) return undefined;
     return new Promise((resolve) => (this.space = resolve));
   }
 
@@ -197,13 +225,9 @@ class ByteQueue implements ColumnStream {
  * (GET /internal/v1/shards/{id}/{index}, the data plane).
  */
 export function remoteColumn(transport: PeerTransport, peer: PeerRef, id: Buffer, index: number, start: number, end: number, limits: ColumnLimits): ColumnStream {
-  let closed = false;
-  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer.nodeId}`, limits, start, () => (closed = true));
-  // The fetcher reuses its buffer once the sink returns: push() copies each chunk into the queue's slabs.
-  transport.readColumn(peer, id, index, { start, end }, (chunk) => {
-    if (closed) throw new BlobstoreError('unavailable', 'column read closed');
-    return queue.push(chunk);
-  }).then(() => queue.end(), (err: Error) => queue.fail(err));
+  const queue = new ByteQueue(`column ${index} of ${id.toString('hex')} from ${peer.nodeId}`, limits, start);
+  // The kernel reads the column straight into the queue's slabs (a closed queue fails the read).
+  transport.readColumn(peer, id, index, { start, end }, queue).then(() => queue.end(), (err: Error) => queue.fail(err));
   return queue;
 }
 

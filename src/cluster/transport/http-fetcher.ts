@@ -9,6 +9,9 @@
  *
  *   request ─▶ [status + headers | body bytes ...] ─▶ buffer[0 .. 1 MiB) ─▶ sink(chunk) ─▶ (socket paused until it returns)
  *
+ * A fetch to a target (BytesTarget: an EC read's column queue) has the body read in place into
+ * the target's own memory once the head is in, so the bytes are not copied again on this side.
+ *
  * A connection kept idle that the peer closed meanwhile is retried once, on a new one; any other
  * failure is the fetch's (the caller asks another holder, or fails the read).
  */
@@ -36,12 +39,27 @@ export interface HttpFetcherOptions {
 
 export type BytesSink = (chunk: Buffer) => Promise<void> | void;
 
+/**
+ * Where a fetch's body goes in place: the kernel reads straight into region(), so the bytes are
+ * not copied again on this side (a column stream's slabs: column-stream.ts).
+ */
+export interface BytesTarget {
+  /** Free space for the next read (never empty); the bytes read go to its start. */
+  region(): Buffer;
+  /** `n` bytes were read into the last region; a promise: no more reads until it resolves. */
+  filled(n: number): Promise<void> | void;
+}
+
 const HEAD_END = Buffer.from('\r\n\r\n');
 const CONTENT_LENGTH = /\r\ncontent-length:\s*(\d+)/i;
 
 /** One request on a connection: the head is parsed, then the body is delivered chunk by chunk. */
 interface Exchange {
-  sink: BytesSink;
+  sink: BytesSink | undefined;
+  /** The body is read into the target's regions instead of the connection's buffer. */
+  target: BytesTarget | undefined;
+  /** Reading waits for the target's room. */
+  waiting: boolean;
   /** Body bytes still to come; -1 while the head is incomplete. */
   left: number;
   status: number;
@@ -70,9 +88,7 @@ class Connection {
   closed = false;
 
   constructor(open: (onread: OnReadOpts) => Socket, private readonly idleTimeoutMs: number, onClose: (c: Connection) => void) {
-    this.socket = open({
-      buffer: () => (this.holding ? this.spare : this.buffer.subarray(this.filled)), callback: (n: number, buf: Uint8Array) => this.onRead(n, buf),
-    });
+    this.socket = open({ buffer: () => this.nextBuffer(), callback: (n: number, buf: Uint8Array) => this.onRead(n, buf) });
     this.socket.setTimeout(idleTimeoutMs);
     this.socket.on('timeout', () => this.fail(new Error(`no bytes for ${idleTimeoutMs} ms`)));
     this.socket.on('error', (err) => this.fail(err));
@@ -83,10 +99,11 @@ class Connection {
     });
   }
 
-  request(head: string, sink: BytesSink): Promise<void> {
+  request(head: string, to: BytesSink | BytesTarget): Promise<void> {
     if (this.closed) return Promise.reject(new NothingDelivered('connection closed by the peer'));
+    const [sink, target] = typeof to === 'function' ? [to, undefined] : [undefined, to];
     return new Promise((resolve, reject) => {
-      this.exchange = { sink, left: -1, status: 0, delivered: 0, resolve, reject };
+      this.exchange = { sink, target, waiting: false, left: -1, status: 0, delivered: 0, resolve, reject };
       this.filled = 0;
       this.socket.write(head);
     });
@@ -99,13 +116,22 @@ class Connection {
     ex?.reject(ex.delivered === 0 ? new NothingDelivered(err.message) : err);
   }
 
-  /** Returns false to pause the socket while the sink holds the buffer. */
+  /** Where the next read goes: a target's region once the head is in, else the buffer (the spare while a sink holds it). */
+  private nextBuffer(): Uint8Array {
+    const ex = this.exchange;
+    if (ex?.target && ex.left >= 0) return ex.target.region();
+    return this.holding ? this.spare : this.buffer.subarray(this.filled);
+  }
+
+  /** Returns false to pause the socket while the sink holds the buffer (or the target has no room). */
   private onRead(n: number, into: Uint8Array): boolean {
     const ex = this.exchange;
     if (!ex) {
       this.fail(new Error('bytes from the peer outside a response'));
       return false;
     }
+    // A read into the buffer comes as a view of it (from `filled` on): told apart by its memory.
+    if (into.buffer !== this.buffer.buffer && into !== this.spare) return this.readInto(ex, n);
     if (into === this.spare) {
       if (this.filled + n > this.buffer.length) {
         this.fail(new Error('more bytes than the buffer holds'));
@@ -115,6 +141,7 @@ class Connection {
     }
     this.filled += n;
     if (ex.left < 0 && !this.parseHead(ex)) return true;
+    if (ex.target) return this.moveToTarget(ex);
     if (this.filled > ex.left) {
       this.fail(new Error('more bytes than the response announced'));
       return false;
@@ -144,6 +171,67 @@ class Connection {
     return true;
   }
 
+  /** Body bytes the kernel read into the target's region. */
+  private readInto(ex: Exchange, n: number): boolean {
+    if (n > ex.left) {
+      this.fail(new Error('more bytes than the response announced'));
+      return false;
+    }
+    ex.left -= n;
+    ex.delivered += n;
+    return this.afterFill(ex, ex.target!.filled(n));
+  }
+
+  /** The body bytes that came with the head: copied into the target once (the rest is read in place). */
+  private moveToTarget(ex: Exchange): boolean {
+    if (this.filled > ex.left) {
+      this.fail(new Error('more bytes than the response announced'));
+      return false;
+    }
+    let room: Promise<void> | void = undefined;
+    for (let at = 0; at < this.filled;) {
+      // Only the last fill's answer counts (a failed target fails each one).
+      room?.catch(() => undefined);
+      const region = ex.target!.region();
+      const n = Math.min(region.length, this.filled - at);
+      this.buffer.copy(region, 0, at, at + n);
+      at += n;
+      room = ex.target!.filled(n);
+    }
+    ex.left -= this.filled;
+    ex.delivered += this.filled;
+    this.filled = 0;
+    return this.afterFill(ex, room);
+  }
+
+  /** After bytes went to the target: the exchange ends with its last byte; reading waits for the target's room. */
+  private afterFill(ex: Exchange, room: Promise<void> | void): boolean {
+    if (ex.left === 0) {
+      // The body is all in: what the target does with it next is its own (a closed one dropped it).
+      room?.catch(() => undefined);
+      this.exchange = undefined;
+      this.served++;
+      ex.resolve();
+      return true;
+    }
+    if (!room) return true;
+    // The target may wait for a slow client as long as it likes; the timeout is for the peer.
+    if (!ex.waiting) this.socket.setTimeout(0);
+    ex.waiting = true;
+    room.then(() => {
+      if (this.exchange !== ex || !ex.waiting) return;
+      ex.waiting = false;
+      this.socket.setTimeout(this.idleTimeoutMs);
+      this.socket.resume();
+    }, (err: Error) => {
+      if (this.exchange !== ex) return;
+      this.exchange = undefined;
+      this.socket.destroy();
+      ex.reject(err);
+    });
+    return false;
+  }
+
   /** Hands the buffer's bytes to the sink; reading resumes once it returns. */
   private deliver(ex: Exchange): void {
     const chunk = this.buffer.subarray(0, this.filled);
@@ -153,7 +241,7 @@ class Connection {
     this.socket.setTimeout(0);
     this.holding = true;
     Promise.resolve()
-      .then(() => (chunk.length > 0 ? ex.sink(chunk) : undefined))
+      .then(() => (chunk.length > 0 ? ex.sink!(chunk) : undefined))
       .then(() => {
         if (this.exchange !== ex) return;
         this.filled = 0;
@@ -196,8 +284,11 @@ export class HttpFetcher {
     return this.fetchPath(address, `/internal/v1/blobs/${id.toString('hex')}`, range, sink, traceparent);
   }
 
-  /** As fetch(), for any of the peer's /internal/v1 read paths (a shard column: /internal/v1/shards/{id}/{index}). */
-  async fetchPath(address: string, path: string, range: ByteRange | undefined, sink: BytesSink, traceparent?: string): Promise<void> {
+  /**
+   * As fetch(), for any of the peer's /internal/v1 read paths (a shard column: /internal/v1/shards/{id}/{index}),
+   * to a sink or read in place into a target.
+   */
+  async fetchPath(address: string, path: string, range: ByteRange | undefined, to: BytesSink | BytesTarget, traceparent?: string): Promise<void> {
     // `traceparent`: the client's, checked well formed where its request came in (src/log/access-log.ts).
     const head = `GET ${path} HTTP/1.1\r\nHost: ${address}\r\n` + (traceparent === undefined ? '' : `traceparent: ${traceparent}\r\n`)
       + (this.options.link.secret === '' ? '' : `${SECRET_METADATA}: ${this.options.link.secret}\r\n`)
@@ -206,7 +297,7 @@ export class HttpFetcher {
       const conn = await this.take(address);
       const reused = conn.served > 0;
       try {
-        await conn.request(head, sink);
+        await conn.request(head, to);
         this.give(address, conn);
         return;
       } catch (err) {

@@ -21,7 +21,7 @@ import type { ByteRange } from '../../service/local-store.js';
 import type { ColumnHeader } from '../column-writer.js';
 import { PeerClients } from './grpc-peers.js';
 import { HttpColumnSender, shardPath } from './http-column.js';
-import { type BytesSink, HttpFetcher } from './http-fetcher.js';
+import { type BytesSink, type BytesTarget, HttpFetcher } from './http-fetcher.js';
 import { HttpPut, PeerPutError, replicaBatchHead, replicaHead } from './http-put.js';
 import { HttpPoster } from './http-post.js';
 import type { ReplicaBatchBody } from '../replica-batch.js';
@@ -105,8 +105,8 @@ export class PeerTransport {
   }
 
   /** As readBlob, bytes [range.start, range.end) of column `index` of blob `id`. */
-  readColumn(peer: PeerRef, id: Buffer, index: number, range: ByteRange, sink: BytesSink): Promise<void> {
-    return this.reads.fetchPath(peer.address, shardPath(id, index), range, sink);
+  readColumn(peer: PeerRef, id: Buffer, index: number, range: ByteRange, to: BytesTarget): Promise<void> {
+    return this.reads.fetchPath(peer.address, shardPath(id, index), range, to);
   }
 
   /** A large replica's PUT to the peer: its bytes are written to it as they are read. */
