@@ -104,7 +104,7 @@ export class PeerTransport {
     return this.reads.fetchPath(peer.address, `/internal/v1/blobs/${id.toString('hex')}`, range, sink, traceparent);
   }
 
-  /** As readBlob, bytes [range.start, range.end) of column `index` of blob `id`. */
+  /** As readBlob, bytes [range.start, range.end) of column `index` of blob `id`, read in place into `to`. */
   readColumn(peer: PeerRef, id: Buffer, index: number, range: ByteRange, to: BytesTarget): Promise<void> {
     return this.reads.fetchPath(peer.address, shardPath(id, index), range, to);
   }
