@@ -46,7 +46,7 @@ interface Queued {
 /** Chunks pushed by a producer, copied into slabs, taken by exact lengths; push() waits while the queue is full. */
 class ByteQueue implements ColumnStream {
   private readonly chunks: Queued[] = [];
-  /** The slab pushes are copied into, and how far it is filled. */
+  /** The slab bytes go to (copied by push(), or read in place), and how far it is filled. */
   private tail: Buffer | undefined;
   private tailFill = 0;
   /** Where a read in place goes once the stream failed (its bytes are dropped). */

@@ -142,10 +142,7 @@ class Connection {
     this.filled += n;
     if (ex.left < 0 && !this.parseHead(ex)) return true;
     if (ex.target) return this.moveToTarget(ex);
-    if (this.filled > ex.left) {
-      this.fail(new Error('more bytes than the response announced'));
-      return false;
-    }
+    if (this.overrun(ex, this.filled)) return false;
     if (this.filled < ex.left && this.filled < this.buffer.length) return true;
     this.deliver(ex);
     return false;
@@ -171,12 +168,16 @@ class Connection {
     return true;
   }
 
+  /** `n` body bytes are more than the response announced: the fetch fails. */
+  private overrun(ex: Exchange, n: number): boolean {
+    if (n <= ex.left) return false;
+    this.fail(new Error('more bytes than the response announced'));
+    return true;
+  }
+
   /** Body bytes the kernel read into the target's region. */
   private readInto(ex: Exchange, n: number): boolean {
-    if (n > ex.left) {
-      this.fail(new Error('more bytes than the response announced'));
-      return false;
-    }
+    if (this.overrun(ex, n)) return false;
     ex.left -= n;
     ex.delivered += n;
     return this.afterFill(ex, ex.target!.filled(n));
@@ -184,10 +185,7 @@ class Connection {
 
   /** The body bytes that came with the head: copied into the target once (the rest is read in place). */
   private moveToTarget(ex: Exchange): boolean {
-    if (this.filled > ex.left) {
-      this.fail(new Error('more bytes than the response announced'));
-      return false;
-    }
+    if (this.overrun(ex, this.filled)) return false;
     let room: Promise<void> | void = undefined;
     for (let at = 0; at < this.filled;) {
       // Only the last fill's answer counts (a failed target fails each one).
