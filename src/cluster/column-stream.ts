@@ -3,7 +3,10 @@
  * the column the read needs (the holder's API listener, or the local engine's read of it), taken a piece at a time. One call per column and read, instead of one per 1 MiB piece: the
  * holder opens its file once, and flow control keeps the holder at most a window ahead.
  *
- *   holder ──[start, end)──▶ read into slabs (≤ ecColumnQueueBytes, then the stream pauses) ──take(n)──▶ piece
+ *   holder ──[start, end)──▶ read into slabs (≤ the window, then the stream pauses) ──take(n)──▶ piece
+ *
+ * The window starts at ecColumnQueueStartBytes and grows by every byte taken, up to
+ * ecColumnQueueBytes.
  *
  * A holder's bytes are read by the kernel straight into 1 MiB slabs reused from read to read
  * (util/slabs.ts; the queue is the fetch's target, transport/http-fetcher.ts); a local column's
@@ -20,10 +23,13 @@ import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
 
 /**
  * How long a read waits for bytes, and how many it queues ahead (settings ecFetchTimeoutMs,
- * ecColumnQueueBytes), and the slabs the bytes are queued in.
+ * ecColumnQueueStartBytes, ecColumnQueueBytes), and the slabs the bytes are queued in.
  */
 export interface ColumnLimits {
   readonly timeoutMs: number;
+  /** What a stream queues before the read takes anything: the window it starts with. */
+  readonly startBytes: number;
+  /** What it queues at most: the window grows by every byte the read takes, up to this. */
   readonly queueBytes: number;
   readonly slabs: Slabs;
 }
@@ -52,6 +58,13 @@ class ByteQueue implements ColumnStream {
   /** Where a read in place goes once the stream failed (its bytes are dropped). */
   private scratch: Buffer | undefined;
   private queued = 0;
+  /**
+   * Bytes queued ahead at most now. A read's first bytes go out once every column has given its
+   * first cell: a stream that filled its whole window before the slowest had started would take
+   * the CPU from it (the streams share the cores with their holders), so a window starts small
+   * and grows by what the read takes.
+   */
+  private window: number;
   private failure: Error | undefined;
   private ended = false;
   private wanted: { length: number; resolve: (b: Buffer) => void; reject: (e: Error) => void; timer: NodeJS.Timeout } | undefined;
@@ -68,7 +81,9 @@ class ByteQueue implements ColumnStream {
      */
     private readonly start: number,
     private readonly onClose: () => void = () => undefined,
-  ) {}
+  ) {
+    this.window = Math.min(limits.startBytes, limits.queueBytes);
+  }
 
   /** Copies the chunk in (it may be reused at once); resolves once the queue has room again (the producer's backpressure). */
   push(chunk: Uint8Array): Promise<void> {
@@ -114,7 +129,7 @@ class ByteQueue implements ColumnStream {
 
   /** Undefined while the queue has room; else resolves once it has. */
   private room(): Promise<void> | undefined {
-    if (this.queued < this.limits.queueBytes) return undefined;
+    if (this.queued < this.window) return undefined;
     return new Promise((resolve) => (this.space = resolve));
   }
 
@@ -150,7 +165,8 @@ class ByteQueue implements ColumnStream {
       this.wanted = undefined;
       clearTimeout(w.timer);
       w.resolve(this.shift(w.length));
-      if (this.queued < this.limits.queueBytes && this.space) {
+      this.window = Math.min(this.window + w.length, this.limits.queueBytes);
+      if (this.queued < this.window && this.space) {
         const room = this.space;
         this.space = undefined;
         room();

@@ -66,7 +66,7 @@ export class EcReader implements ColumnSource {
   ) {
     // Free slabs kept: the queues of four columns' reads, as many as a read of EC42 fills.
     const slabs = new Slabs(CELL_BYTES, Math.max(8, Math.ceil((4 * config.ecColumnQueueBytes) / CELL_BYTES)));
-    this.columnLimits = { timeoutMs: config.ecFetchTimeoutMs, queueBytes: config.ecColumnQueueBytes, slabs };
+    this.columnLimits = { timeoutMs: config.ecFetchTimeoutMs, startBytes: config.ecColumnQueueStartBytes, queueBytes: config.ecColumnQueueBytes, slabs };
   }
 
   layoutOf(blob: EcBlob): StripeLayout {

@@ -326,7 +326,12 @@ export const SETTINGS = {
   ecColumnQueueBytes: {
     tuning: true,
     type: 'bytes', default: () => 8 * MiB, min: 1 * MiB, max: 1 * GiB,
-    help: 'erasure coding: bytes of one shard column a read queues ahead of what it uses; beyond, the fetch pauses',
+    help: 'erasure coding: bytes of one shard column a read queues ahead of what it uses, at most; beyond, the fetch pauses',
+  },
+  ecColumnQueueStartBytes: {
+    tuning: true,
+    type: 'bytes', default: () => 2 * MiB, min: 1 * MiB, max: 1 * GiB,
+    help: 'erasure coding: bytes of one shard column a read queues before it takes any (the window grows by what it takes, up to ecColumnQueueBytes): the first bytes go once every column gave its first cell (docs/adr/0018-ec-read-rows.md)',
   },
   accessLogEvery: {
     type: 'int', default: () => 0, min: 0, max: 1_000_000,

@@ -60,7 +60,7 @@ describe('a column stream', () => {
 
   it('hands out the bytes in order, a piece one slab holds as a view of it, and gets the slabs back', async () => {
     const slabs = new Slabs(MiB, 64);
-    const limits: ColumnLimits = { timeoutMs: 10_000, queueBytes: 3 * MiB, slabs };
+    const limits: ColumnLimits = { timeoutMs: 10_000, startBytes: 3 * MiB, queueBytes: 3 * MiB, slabs };
     const start = 1000;
     const stream = localColumn(storeOf(column, 300_000), meta, start, column.length, limits, () => undefined);
     const pieces: Buffer[] = [];
@@ -84,7 +84,7 @@ describe('a column stream', () => {
 
   it('a piece across two slabs is a copy of its own; a view held by its taker is not reused', async () => {
     const slabs = new Slabs(MiB, 64);
-    const limits: ColumnLimits = { timeoutMs: 10_000, queueBytes: 8 * MiB, slabs };
+    const limits: ColumnLimits = { timeoutMs: 10_000, startBytes: 8 * MiB, queueBytes: 8 * MiB, slabs };
     const stream = localColumn(storeOf(column, MiB), meta, 0, 3 * MiB, limits, () => undefined);
     const held = await stream.take(MiB / 2); // a view, not released
     const across = await stream.take(MiB); // half of slab 0, half of slab 1
@@ -100,5 +100,47 @@ describe('a column stream', () => {
     for (let i = 0; i < 3; i++) slabs.release(await again.take(MiB));
     again.close();
     expect(held.equals(column.subarray(0, MiB / 2))).toBe(true);
+  });
+
+  it('queues a small window before the read takes anything, and opens it by what the read takes', async () => {
+    const slabs = new Slabs(MiB, 64);
+    const limits: ColumnLimits = { timeoutMs: 10_000, startBytes: 2 * MiB, queueBytes: 5 * MiB, slabs };
+    let pushed = 0;
+    const counting: LocalStore = {
+      read: async (_meta: unknown, sink: ChunkSink, range?: ByteRange) => {
+        let index = 0;
+        for (let at = range!.start; at < range!.end; at += MiB / 4) {
+          const n = Math.min(MiB / 4, range!.end - at);
+          pushed += n;
+          await sink(column.subarray(at, at + n), index++);
+        }
+      },
+    } as unknown as LocalStore;
+    /** What the producer has pushed once it waits (each push hands over a quarter MiB). */
+    const settled = async (): Promise<number> => {
+      for (let last = -1; last !== pushed;) {
+        last = pushed;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      return pushed;
+    };
+    const stream = localColumn(counting, meta, 0, column.length, limits, () => undefined);
+    // Nothing taken: the stream stops at its 2 MiB start window.
+    expect(await settled()).toBe(2 * MiB);
+    // 1 MiB taken: 1 MiB left queued, a window of 3 MiB: 2 MiB more come.
+    slabs.release(await stream.take(MiB));
+    expect(await settled()).toBe(4 * MiB);
+    // 2 MiB more taken: the window would be 5 MiB, its most: the rest of the column (5 MiB + 12,345) comes.
+    slabs.release(await stream.take(MiB));
+    slabs.release(await stream.take(MiB));
+    expect(await settled()).toBe(column.length);
+    const rest: Buffer[] = [];
+    for (let at = 3 * MiB; at < column.length; at += MiB) {
+      const piece = await stream.take(Math.min(MiB, column.length - at));
+      rest.push(Buffer.from(piece));
+      slabs.release(piece);
+    }
+    expect(Buffer.concat(rest).equals(column.subarray(3 * MiB))).toBe(true);
+    stream.close();
   });
 });
