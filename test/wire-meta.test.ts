@@ -9,7 +9,7 @@ import { encodeLabels, type LabelLimits } from '../src/blob/labels.js';
 import type { NodeConfig } from '../src/config/settings.js';
 import { blake3 } from '../src/hash/blake3.js';
 import { incomingMeta } from '../src/cluster/transfer.js';
-import { columnBlobMeta, messageOfHeaders, messageOfMeta, metaHeaderLines, metaOfMessage, peerBlobMeta, type WireMeta } from '../src/cluster/wire-meta.js';
+import { columnBlobMeta, messageOfHeaders, messageOfMeta, metaHeaderLines, metaOfMessage, peerBlobMeta, statAnswerOfJson, statJson, statOfAnswer, type WireMeta } from '../src/cluster/wire-meta.js';
 
 const LIMITS: LabelLimits = { maxLabels: 2, labelKeyMaxBytes: 128, labelValueMaxBytes: 1024 };
 const checksum = blake3(Buffer.from('the bytes'));
@@ -64,6 +64,34 @@ describe('the /internal/v1 headers', () => {
   it("a column's header names its blob's metadata", () => {
     const column = { id, index: 4, policy: 4, shardBytes: 65_536, blobBytes: meta.size, blobChecksum: checksum, blobLabels: meta.labels, createdAtNs: meta.createdAtNs };
     expect(metaOfMessage(messageOfHeaders(headersOf(metaHeaderLines(columnBlobMeta(column)))), LIMITS)).toStrictEqual({ ...meta, policy: 4 });
+  });
+});
+
+describe('a stat answer on the data plane (GET /internal/v1/stat/{id})', () => {
+  const read = (held: Parameters<typeof statJson>[0]) => statOfAnswer(id, statAnswerOfJson(statJson(held)), LIMITS);
+
+  it('reads back a whole copy as the blob, with no columns', () => {
+    const got = read({ kind: 'blob', meta });
+    expect(got.ec).toBeUndefined();
+    expect(got.indices).toEqual([]);
+    expect(metaOfMessage(messageOfMeta(got.meta!), LIMITS)).toEqual(meta);
+  });
+
+  it('reads back columns with their indices, shard size and placement key, and a manifest with no columns', () => {
+    const placement = Buffer.alloc(16, 0xab);
+    const columns = read({ kind: 'columns', meta, indices: [0, 4], shardBytes: 3 << 20, placement });
+    expect(columns.indices).toEqual([0, 4]);
+    expect(columns.ec).toEqual({ shardBytes: 3 << 20, placement });
+    expect(columns.meta!.checksum.equals(checksum)).toBe(true);
+    const manifest = read({ kind: 'manifest', meta, shardBytes: 1 << 20, placement });
+    expect(manifest.indices).toEqual([]);
+    expect(manifest.ec).toEqual({ shardBytes: 1 << 20, placement });
+    // Columns placed by the id name no placement key.
+    expect(read({ kind: 'columns', meta, indices: [2], shardBytes: 5 }).ec).toEqual({ shardBytes: 5 });
+  });
+
+  it('reads back nothing held as no blob', () => {
+    expect(read(undefined)).toEqual({ indices: [] });
   });
 });
 

@@ -43,6 +43,7 @@ export const HTTP_ACCESS = {
   'ANY /v1/cluster/*': 'admin',
   // The node-to-node data path.
   'GET /internal/v1/blobs/:id': 'peer',
+  'GET /internal/v1/stat/:id': 'peer',
   'PUT /internal/v1/replicas/:id': 'peer',
   'POST /internal/v1/replicas': 'peer',
   'GET /internal/v1/shards/:id/:index': 'peer',

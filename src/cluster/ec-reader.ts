@@ -137,12 +137,12 @@ export class EcReader implements ColumnSource {
   /** One candidate's StatBlob answer: the columns it holds, and the blob and placement key it names. */
   private async statOf(id: Buffer, node: string): Promise<{ node: string; indices: number[]; blob?: EcBlob; placement?: Buffer; unreachable?: boolean; slow?: boolean }> {
     const member = this.cluster.member(node);
-    if (!member || member.grpcAddress === '' || !this.cluster.online(node)) {
+    if (!member || !this.cluster.online(node)) {
       // Seen offline by heartbeats, which lag under load: not asked, but not ruled out either.
-      return member && member.grpcAddress !== '' ? { node, indices: [], slow: true } : { node, indices: [], unreachable: true };
+      return member ? { node, indices: [], slow: true } : { node, indices: [], unreachable: true };
     }
     try {
-      const answer = await this.transport.call<StatBlobAnswer>(member, 'StatBlob', { id: { id } }, this.config.ecFetchTimeoutMs);
+      const answer = await this.transport.stat(member, id, this.config.ecFetchTimeoutMs);
       const { meta, ec, indices } = statOfAnswer(id, answer, this.config);
       const blob = meta && ec ? { meta, shardBytes: ec.shardBytes, placement: ec.placement } : undefined;
       return { node, indices, blob, placement: ec?.placement };

@@ -233,8 +233,8 @@ export class EcWriter {
     if (this.store.stat(id) || this.store.shardsOf(id).length > 0 || this.store.ecManifests.get(id)) return true;
     const answers = await Promise.all(this.cluster.ring.owners(id, owners).filter((n) => n !== this.cluster.nodeId).map(async (node) => {
       const member = this.cluster.member(node);
-      if (!member || member.grpcAddress === '' || !this.cluster.online(node)) return false;
-      const res = await this.transport.call<{ exists?: boolean }>(member, 'StatBlob', { id: { id } }).catch(() => ({ exists: false }));
+      if (!member || !this.cluster.online(node)) return false;
+      const res = await this.transport.stat(member, id).catch(() => ({ exists: false }));
       return res.exists === true;
     }));
     return answers.some(Boolean);

@@ -103,10 +103,10 @@ export class RemoteReader {
     for (const peer of candidates) {
       if (asked === READ_OWNERS) break;
       const member = this.cluster.member(peer);
-      if (!member || member.grpcAddress === '') continue;
+      if (!member) continue;
       asked++;
       try {
-        const { meta, ec } = statOfAnswer(id, await this.transport.call<StatBlobAnswer>(member, 'StatBlob', { id: { id } }), this.config);
+        const { meta, ec } = statOfAnswer(id, await this.transport.stat(member, id), this.config);
         if (meta) return ec ? { meta, peer, ec } : { meta, peer };
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;

@@ -110,3 +110,44 @@ export function statOfAnswer(id: Buffer, res: StatBlobAnswer, limits: LabelLimit
   const shardBytes = Number(res.shard_size ?? 0);
   return { meta, ec: placement ? { shardBytes, placement } : { shardBytes }, indices };
 }
+
+/** What a node holds of a blob, as GET /internal/v1/stat/{id} answers it (internal-api.ts held()). */
+export interface HeldMeta {
+  readonly kind: 'blob' | 'columns' | 'manifest';
+  readonly meta: WireMeta;
+  readonly indices?: readonly number[];
+  readonly shardBytes?: number;
+  readonly placement?: Buffer;
+}
+
+/**
+ * StatBlob's answer as the data plane's JSON: the metadata as the /internal/v1 headers carry it
+ * (checksum in hex, the engine's encoded labels in base64), the columns held, the shard size and
+ * the placement key in hex; `{"kind":"none"}` for nothing held.
+ */
+export function statJson(held: HeldMeta | undefined): string {
+  if (!held) return '{"kind":"none"}';
+  const m = held.meta;
+  return JSON.stringify({
+    kind: held.kind, size: m.size, checksum: m.checksum.toString('hex'), created_at: m.createdAtNs.toString(), policy: m.policy,
+    labels: m.labels.toString('base64'), indices: held.indices ?? [], shard_size: held.shardBytes ?? 0, placement: held.placement?.toString('hex') ?? '',
+  });
+}
+
+/** That JSON read back as the StatBlob answer it stands for (statOfAnswer reads either). */
+export function statAnswerOfJson(text: string): StatBlobAnswer {
+  const j = JSON.parse(text) as { kind?: string; size?: number; checksum?: string; created_at?: string; policy?: number; labels?: string; indices?: number[]; shard_size?: number; placement?: string };
+  if (j.kind !== 'blob' && j.kind !== 'columns' && j.kind !== 'manifest') return { exists: false };
+  const created = String(j.created_at ?? '0');
+  return {
+    exists: true,
+    meta: {
+      size: Number(j.size ?? 0), created_at: created, modified_at: created, checksum: Buffer.from(String(j.checksum ?? ''), 'hex'),
+      policy: Number(j.policy ?? 0), labels: decodeLabels(Buffer.from(String(j.labels ?? ''), 'base64')),
+    },
+    shard_indices: Array.isArray(j.indices) ? j.indices.map(Number) : [],
+    shard_size: Number(j.shard_size ?? 0),
+    placement: j.placement ? Buffer.from(j.placement, 'hex') : undefined,
+    manifest: j.kind === 'manifest',
+  };
+}

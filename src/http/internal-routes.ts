@@ -5,6 +5,7 @@
  * against ~0.4 ms for this path; see docs/cluster.md). The gRPC calls stay as the fallback.
  *
  *   GET /internal/v1/blobs/{id}     InternalService.FetchBlob's bytes (src/cluster/http-fetcher.ts)
+ *   GET /internal/v1/stat/{id}      InternalService.StatBlob's answer, as JSON (src/cluster/wire-meta.ts statJson)
  *   PUT /internal/v1/replicas/{id}  InternalService.ReplicateStream's (src/cluster/replica-stream.ts)
  *   POST /internal/v1/replicas      InternalService.ReplicateBatch's (src/cluster/replica-batch.ts)
  *
@@ -28,7 +29,7 @@ import { BlobstoreError, invalidArgument, payloadTooLarge } from '../errors/erro
 import { readReplicaBatch } from '../cluster/replica-batch.js';
 import type { Logger } from '../log/logger.js';
 import { incomingMeta } from '../cluster/transfer.js';
-import { messageOfHeaders } from '../cluster/wire-meta.js';
+import { messageOfHeaders, statJson } from '../cluster/wire-meta.js';
 import type { BlobWriter } from '../service/blob-writer.js';
 import type { ByteRange } from '../service/local-store.js';
 import { sendBody } from './download.js';
@@ -44,6 +45,7 @@ import { ticks } from '../metrics/clock.js';
 
 export const INTERNAL_BLOB_PATH = '/internal/v1/blobs/';
 export const INTERNAL_REPLICA_PATH = '/internal/v1/replicas/';
+export const INTERNAL_STAT_PATH = '/internal/v1/stat/';
 
 export class InternalRoutes {
   constructor(
@@ -56,6 +58,20 @@ export class InternalRoutes {
   /** GET /internal/v1/blobs/:id (HEAD answers the same head without the body). */
   readonly get = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
     this.getOne(res, req, head, (cluster, id) => cluster.internal.blob(id));
+  };
+
+  /**
+   * GET /internal/v1/stat/:id: what this node holds of a blob (a copy, columns, the manifest), as
+   * StatBlob answers it: what an EC read's survey and a remote read's lookup ask every candidate.
+   */
+  readonly stat = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
+    const x = newExchange(res, this.wire, this.log, head);
+    try {
+      const cluster = this.authorize(req);
+      sendJson(x, 200, statJson(cluster.internal.held(parseBlobId(req.getParameter(0)))));
+    } catch (err) {
+      sendError(x, err);
+    }
   };
 
   /** GET /internal/v1/shards/:id/:index: (a range of) a shard column held here. */

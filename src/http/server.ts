@@ -16,7 +16,7 @@ import { BlobRoutes } from './blob-routes.js';
 import { ClusterApi } from '../cluster/cluster-api.js';
 import type { ClusterSlot } from '../cluster/cluster-slot.js';
 import { ClusterRoutes } from './cluster-routes.js';
-import { INTERNAL_BLOB_PATH, INTERNAL_REPLICA_PATH, InternalRoutes } from './internal-routes.js';
+import { INTERNAL_BLOB_PATH, INTERNAL_STAT_PATH, INTERNAL_REPLICA_PATH, InternalRoutes } from './internal-routes.js';
 import { INTERNAL_SHARD_PATH } from '../cluster/transport/http-column.js';
 import { Intake } from './intake.js';
 import { errorAnswer, writeAnswer, writeError } from './reply.js';
@@ -98,7 +98,7 @@ export class ApiServer {
     const slot = options.internal;
     if (slot) {
       const internal = new InternalRoutes(() => slot.peek(), this.intake, this.wire, log);
-      routes.get(`${INTERNAL_BLOB_PATH}:id`, internal.get).put(`${INTERNAL_REPLICA_PATH}:id`, internal.putReplica, 'stream')
+      routes.get(`${INTERNAL_BLOB_PATH}:id`, internal.get).get(`${INTERNAL_STAT_PATH}:id`, internal.stat).put(`${INTERNAL_REPLICA_PATH}:id`, internal.putReplica, 'stream')
         .post(INTERNAL_REPLICA_PATH.slice(0, -1), internal.postReplicas)
         .get(`${INTERNAL_SHARD_PATH}:id/:index`, internal.getShard).put(`${INTERNAL_SHARD_PATH}:id/:index`, internal.putShard, 'stream');
     }

@@ -87,6 +87,7 @@ const SAMPLES: Record<HttpRoute, Sample> = {
   'GET /v1/cluster/state': { method: 'GET', listener: 'api', path: () => '/v1/cluster/state' },
   'ANY /v1/cluster/*': { method: 'DELETE', listener: 'api', path: () => '/v1/cluster/state' },
   'GET /internal/v1/blobs/:id': { method: 'GET', listener: 'api', path: () => `/internal/v1/blobs/${id}` },
+  'GET /internal/v1/stat/:id': { method: 'GET', listener: 'api', path: () => `/internal/v1/stat/${id}` },
   'PUT /internal/v1/replicas/:id': { method: 'PUT', listener: 'api', path: () => `/internal/v1/replicas/${'1'.repeat(32)}`, headers: replica(), body: () => stored },
   'POST /internal/v1/replicas': { method: 'POST', listener: 'api', path: () => '/internal/v1/replicas', body: () => Buffer.alloc(0) },
   'GET /internal/v1/shards/:id/:index': { method: 'GET', listener: 'api', path: () => `/internal/v1/shards/${id}/0` },

@@ -1,6 +1,6 @@
 /**
- * The node-to-node data path: reads of blobs a node lacks take the bytes from the owner's API
- * listener (GET /internal/v1/blobs/{id}), large replicas go to the owners' (PUT
+ * The node-to-node data path: reads of blobs a node lacks ask the owners what they hold (GET
+ * /internal/v1/stat/{id}) and take the bytes from the owner's API listener (GET /internal/v1/blobs/{id}), large replicas go to the owners' (PUT
  * /internal/v1/replicas/{id}), small ones in batches (POST /internal/v1/replicas); that is their one way (a peer whose API address cannot be reached
  * gets no bytes over gRPC instead: docs/adr/0021-one-peer-transport.md). The routes take peers
  * that present the cluster secret (or, without a secret, what the auth gate lets through); the
@@ -82,6 +82,22 @@ describe('the data path with a cluster secret', () => {
     expect(Buffer.from(await range.arrayBuffer()).equals(bytes.subarray(5, 10))).toBe(true);
     // Never on another node's behalf: the node without a copy answers 404 here.
     expect((await fetch(`${c.url(1 - holder)}/internal/v1/blobs/${id}`, { headers: { 'x-blobstore-cluster-secret': SECRET } })).status).toBe(404);
+  });
+
+  it('the stat route tells peers with the secret only what the node holds of a blob', async () => {
+    const [holder, { id, bytes }] = [...blobs][0]!;
+    const stat = (node: number, headers: Record<string, string> = { 'x-blobstore-cluster-secret': SECRET }) => fetch(`${c.url(node)}/internal/v1/stat/${id}`, { headers });
+    expect((await stat(holder, {})).status).toBe(401);
+    expect((await stat(holder, { 'x-blobstore-cluster-secret': 'wrong' })).status).toBe(401);
+    const held = await stat(holder);
+    expect(held.status).toBe(200);
+    const answer = (await held.json()) as { kind: string; size: number; checksum: string; indices: number[] };
+    expect(answer.kind).toBe('blob');
+    expect(answer.size).toBe(bytes.length);
+    expect(answer.checksum.slice(0, 32)).toBe(id);
+    expect(answer.indices).toEqual([]);
+    expect(await (await stat(1 - holder)).json()).toEqual({ kind: 'none' });
+    expect((await fetch(`${c.url(holder)}/internal/v1/stat/not-an-id`, { headers: { 'x-blobstore-cluster-secret': SECRET } })).status).toBe(400);
   });
 
   it('a small REPLICA2 blob (a replica batch) reaches the other node with its original metadata', async () => {

@@ -105,7 +105,11 @@ describe("EC columns when the peers' API addresses cannot be reached", () => {
     expect(res.headers.get('retry-after')).toBe('1');
     const id = await expectedId(bytes);
     for (const i of c.live()) {
-      expect((await fetch(`${c.url(i)}/v1/blobs/${id}`, { method: 'HEAD' })).status, `HEAD on ${c.ids[i]}`).toBe(404);
+      // Nothing visible: no node lists it, and none answers it (a node that cannot ask the owners,
+      // whose API addresses are what cannot be reached, cannot say 404 either: 503).
+      const listed = (await (await fetch(`${c.url(i)}/v1/blobs?prefix=${id}`)).json()) as { ids: string[] };
+      expect(listed.ids, `listed on ${c.ids[i]}`).toEqual([]);
+      expect([404, 503], `HEAD on ${c.ids[i]}`).toContain((await fetch(`${c.url(i)}/v1/blobs/${id}`, { method: 'HEAD' })).status);
       const columnCalls = logLines(c.node(i).output()).filter((l) => l.access === 'grpc' && /^InternalService\.(StoreShard|FetchShard)$/.test(String(l.method)));
       expect(columnCalls, `column calls over gRPC on ${c.ids[i]}`).toEqual([]);
     }

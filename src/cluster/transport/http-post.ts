@@ -1,5 +1,6 @@
 /**
- * The data plane's POSTs of whole bodies (a batch of small replicas, replica-batch.ts) over
+ * The data plane's POSTs of whole bodies (a batch of small replicas, replica-batch.ts), and its
+ * stats (GET /internal/v1/stat: a body-less request, a short JSON answer), over
  * keep-alive connections, a few kept per peer: a batch leaves every replication gather (25 ms)
  * for each peer, and a connection each would cost a handshake, an accept and a close per batch and
  * leave thousands of sockets in TIME_WAIT. One request at a time per connection; the body is
@@ -90,7 +91,7 @@ export class HttpPoster {
       const broken = (message: string): Error => (received.length === 0 ? new BrokenIdle(message) : new PeerPutError(`${peer.nodeId}: ${message}`));
       const onError = (err: Error): void => done(broken(err.message));
       const onClose = (): void => done(broken('connection closed before the answer'));
-      const onTimeout = (): void => done(new PeerPutError(`${peer.nodeId}: no answer within ${timeoutMs} ms`));
+      const onTimeout = (): void => done(new PeerPutError(`${peer.nodeId}: no answer within ${timeoutMs} ms`, true));
       socket.on('data', onData).on('error', onError).on('close', onClose).on('timeout', onTimeout);
       socket.setTimeout(timeoutMs);
       socket.cork();

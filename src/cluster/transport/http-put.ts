@@ -17,7 +17,11 @@ const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 /** The answer is a short JSON object; anything longer is not ours. */
 const ANSWER_MAX_BYTES = 64 * 1024;
 export class PeerPutError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** No answer came within the call's deadline (the peer may be slow, not gone). */
+    readonly timedOut = false,
+  ) {
     super(message);
     this.name = 'PeerPutError';
   }
@@ -57,6 +61,11 @@ export function replicaHead(peer: HttpPeer, meta: BlobMeta, repair: boolean, sec
   return `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\nTransfer-Encoding: chunked\r\n`
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`) + metaHeaderLines(meta)
     + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n';
+}
+
+/** The request head of a stat: what the peer holds of blob `id` (its answer: wire-meta.ts statJson). */
+export function statHead(peer: HttpPeer, id: Buffer, secret: string): string {
+  return `GET /internal/v1/stat/${id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\n` + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`) + '\r\n';
 }
 
 /** The request head of a batch of small replicas (replica-batch.ts): its body's length is known. */

@@ -3,10 +3,10 @@
  * protocol, chosen here once (docs/adr/0021-one-peer-transport.md):
  *
  *   plane       protocol, address                              operations
- *   data        HTTP/1.1 on the peer's API address             readBlob, readColumn, replica, replicaBatch, column
+ *   data        HTTP/1.1 on the peer's API address             readBlob, readColumn, replica, replicaBatch, column, stat
  *               (NodeInfo.address: what clients use too)       (bulk bytes: kernel reads into reused buffers, PUTs and
  *                                                                keep-alive POSTs written from the sender's buffers)
- *   control     gRPC on the peer's gRPC address                heartbeat, rejoin, and call(): StatBlob, HaveBlobs,
+ *   control     gRPC on the peer's gRPC address                heartbeat, rejoin, and call(): HaveBlobs,
  *               (learnt from the member state)                  StoreShardBatch, RangeDigest, ListLeaf,
  *                                                                StoreManifest, SealShard, DeleteShard (one message each way)
  *   bootstrap   HTTP on the API address (SeedNodes)            postJson(): the bootstrap probe, a join through a seed,
@@ -19,10 +19,12 @@
 import type { BlobMeta } from '../../blob/meta.js';
 import type { ByteRange } from '../../service/local-store.js';
 import type { ColumnHeader } from '../column-writer.js';
-import { PeerClients } from './grpc-peers.js';
+import * as grpc from '@grpc/grpc-js';
+import { PeerCallError, PeerClients } from './grpc-peers.js';
 import { HttpColumnSender, shardPath } from './http-column.js';
 import { type BytesSink, type BytesTarget, HttpFetcher } from './http-fetcher.js';
-import { HttpPut, PeerPutError, replicaBatchHead, replicaHead } from './http-put.js';
+import { HttpPut, PeerPutError, replicaBatchHead, replicaHead, statHead } from './http-put.js';
+import { type StatBlobAnswer, statAnswerOfJson } from '../wire-meta.js';
 import { HttpPoster } from './http-post.js';
 import type { ReplicaBatchBody } from '../replica-batch.js';
 import { type PeerLink, SECRET_METADATA } from './peer-link.js';
@@ -37,7 +39,7 @@ export interface PeerRef {
 }
 
 /** InternalService calls of the control plane: small requests and answers, one message each. */
-export type ControlCall = 'StatBlob' | 'HaveBlobs' | 'StoreShardBatch' | 'RangeDigest' | 'ListLeaf' | 'StoreManifest' | 'SealShard' | 'DeleteShard';
+export type ControlCall = 'HaveBlobs' | 'StoreShardBatch' | 'RangeDigest' | 'ListLeaf' | 'StoreManifest' | 'SealShard' | 'DeleteShard';
 
 /** ClusterService calls between members (the spec's cluster operations). */
 export type MembershipCall = 'Heartbeat' | 'Join';
@@ -60,9 +62,11 @@ export class PeerTransport {
   private readonly grpc: PeerClients;
   private readonly reads: HttpFetcher;
   private readonly posts: HttpPoster;
+  private readonly callTimeoutMs: number;
 
   constructor(options: PeerTransportOptions) {
     this.link = options.link;
+    this.callTimeoutMs = options.callTimeoutMs;
     this.grpc = new PeerClients({ link: options.link, maxMessageBytes: options.maxMessageBytes, windowBytes: options.windowBytes, callTimeoutMs: options.callTimeoutMs });
     this.posts = new HttpPoster(options.link);
     this.reads = new HttpFetcher({ link: options.link, connectionsPerPeer: options.readConnectionsPerPeer, idleTimeoutMs: options.readIdleTimeoutMs });
@@ -107,6 +111,20 @@ export class PeerTransport {
   /** As readBlob, bytes [range.start, range.end) of column `index` of blob `id`, read in place into `to`. */
   readColumn(peer: PeerRef, id: Buffer, index: number, range: ByteRange, to: BytesTarget): Promise<void> {
     return this.reads.fetchPath(peer.address, shardPath(id, index), range, to);
+  }
+
+  /**
+   * What the peer holds of a blob (StatBlob's answer). On the data plane: a gRPC unary call cost
+   * each end about a millisecond of CPU, and an EC read asks every candidate before its first
+   * byte. Rejects with PeerCallError, DEADLINE_EXCEEDED when the peer did not answer in time.
+   */
+  async stat(peer: PeerRef, id: Buffer, timeoutMs = this.callTimeoutMs): Promise<StatBlobAnswer> {
+    try {
+      return statAnswerOfJson(await this.posts.post(peer, statHead(peer, id, this.link.secret), [], timeoutMs));
+    } catch (err) {
+      const late = err instanceof PeerPutError && err.timedOut;
+      throw new PeerCallError(peer.nodeId, 'StatBlob', late ? grpc.status.DEADLINE_EXCEEDED : grpc.status.UNAVAILABLE, (err as Error).message);
+    }
   }
 
   /** A large replica's PUT to the peer: its bytes are written to it as they are read. */
