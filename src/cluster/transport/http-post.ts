@@ -14,8 +14,12 @@ import type { Socket } from 'node:net';
 import type { PeerLink } from './peer-link.js';
 import { type HttpPeer, type PeerAnswer, PeerPutError, readAnswer } from './http-put.js';
 
-/** Idle connections kept per peer. */
-const IDLE_PER_PEER = 2;
+/**
+ * Idle connections kept per peer. A batch goes per gather, but stats go one per read of a blob
+ * not held here, as many at once as such reads: with fewer kept, every read beyond them would
+ * open and close a connection of its own (and leave it in TIME_WAIT).
+ */
+const IDLE_PER_PEER = 16;
 
 export class HttpPoster {
   private readonly idle = new Map<string, Socket[]>();
