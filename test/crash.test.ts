@@ -82,6 +82,8 @@ describe.each([
 
   it.skipIf(skip !== '')(`keeps every acknowledged write over ${cycles} kill/restart cycles${skip ? ` - skipped: ${skip}` : ''}`, async () => {
     const acked = new Map<string, Blob>();
+    /** Stores acknowledged over the run (acked holds those still live: deletes take them out). */
+    let acks = 0;
     let refused = 0;
     const deleted = new Set<string>();
     let seed = 1;
@@ -130,6 +132,7 @@ describe.each([
           if (res && (res.status === 201 || res.status === 200)) {
             expect(((await res.json()) as { id: string }).id).toBe(id);
             firstAck();
+            acks++;
             acked.set(id, blob);
             deleted.delete(id);
             recent.push(id);
@@ -174,7 +177,10 @@ describe.each([
       expect(await node.stop()).toBe(0);
       node = undefined;
     }
-    expect(acked.size).toBeGreaterThan(cycles * 5);
+    // The load did store: at least a few acknowledged stores a cycle. (Not what is live at the end:
+    // on the nearly full disk the writers delete to make room, and the space bounds what stays.)
+    expect(acks).toBeGreaterThan(cycles * 5);
+    expect(acked.size).toBeGreaterThan(0);
     // The nearly full disk did fill: stores were refused along the way.
     if (full) expect(refused).toBeGreaterThan(0);
   }, 600_000);
