@@ -31,7 +31,7 @@ import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js
 import type { ClusterNode } from './cluster-node.js';
 import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerTransport } from './transport/peer-transport.js';
-import { type StatBlobAnswer, statOfAnswer } from './wire-meta.js';
+import { statOfAnswer } from './wire-meta.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from './ec-read-state.js';
 import { manifestBlob } from './ec-manifest.js';
@@ -134,7 +134,7 @@ export class EcReader implements ColumnSource {
     return { holders, byNode, blob, unreachable, slow };
   }
 
-  /** One candidate's StatBlob answer: the columns it holds, and the blob and placement key it names. */
+  /** One candidate's stat (StatBlob's answer): the columns it holds, and the blob and placement key it names. */
   private async statOf(id: Buffer, node: string): Promise<{ node: string; indices: number[]; blob?: EcBlob; placement?: Buffer; unreachable?: boolean; slow?: boolean }> {
     const member = this.cluster.member(node);
     if (!member || !this.cluster.online(node)) {

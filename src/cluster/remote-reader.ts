@@ -23,7 +23,7 @@ import type { ClusterNode } from './cluster-node.js';
 import { READ_OWNERS, type Ring } from './ring.js';
 import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerTransport } from './transport/peer-transport.js';
-import { type StatBlobAnswer, statOfAnswer } from './wire-meta.js';
+import { statOfAnswer } from './wire-meta.js';
 
 
 /**
