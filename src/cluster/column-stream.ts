@@ -55,6 +55,8 @@ class ByteQueue implements ColumnStream {
   /** The slab bytes go to (copied by push(), or read in place), and how far it is filled. */
   private tail: Buffer | undefined;
   private tailFill = 0;
+  /** The tail's free space is handed out (region()) and not yet filled. */
+  private lent = false;
   /** Where a read in place goes once the stream failed (its bytes are dropped). */
   private scratch: Buffer | undefined;
   private queued = 0;
@@ -102,6 +104,7 @@ class ByteQueue implements ColumnStream {
   region(): Buffer {
     if (this.failure) return (this.scratch ??= Buffer.allocUnsafe(64 * 1024));
     if (!this.tail || this.tailFill === this.tail.length) this.nextTail();
+    this.lent = true;
     return this.tail!.subarray(this.tailFill);
   }
 
@@ -114,6 +117,7 @@ class ByteQueue implements ColumnStream {
 
   /** The tail slab's next `n` bytes are queued. */
   private append(n: number): void {
+    this.lent = false;
     const tail = this.tail!;
     const last = this.chunks.at(-1);
     // Bytes right after the last queued ones of the same slab extend its view.
@@ -224,8 +228,12 @@ class ByteQueue implements ColumnStream {
   close(): void {
     this.failure ??= new BlobstoreError('unavailable', `${this.what}: closed`);
     // The queue's references: each slab with queued bytes, and the one being filled.
+    // The slab being filled is not given back for reuse: a fetch may have handed its free space to
+    // the kernel for a read in place that lands after this close (it would overwrite another
+    // column's bytes). Kept from reuse, it costs an allocation, never wrong bytes.
     const held = new Set(this.chunks.map((c) => c.slab));
-    if (this.tail) held.add(this.tail);
+    if (this.tail && this.lent) held.delete(this.tail);
+    else if (this.tail) held.add(this.tail);
     for (const slab of held) this.limits.slabs.release(slab);
     this.tail = undefined;
     this.chunks.length = 0;
