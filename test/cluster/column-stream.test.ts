@@ -4,7 +4,9 @@
  * only once the queue and every taker are done with it.
  */
 import { describe, expect, it } from 'vitest';
-import { type ColumnLimits, localColumn } from '../../src/cluster/column-stream.js';
+import { type ColumnLimits, localColumn, remoteColumn } from '../../src/cluster/column-stream.js';
+import type { BytesTarget } from '../../src/cluster/transport/http-fetcher.js';
+import type { PeerRef, PeerTransport } from '../../src/cluster/transport/peer-transport.js';
 import { Slabs } from '../../src/util/slabs.js';
 import type { ShardMeta } from '../../src/blob/shard.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../../src/service/local-store.js';
@@ -142,5 +144,28 @@ describe('a column stream', () => {
     }
     expect(Buffer.concat(rest).equals(column.subarray(3 * MiB))).toBe(true);
     stream.close();
+  });
+
+  it('a stream closed while the kernel reads into its slab does not give that slab to another read', async () => {
+    const slabs = new Slabs(MiB, 64);
+    const limits: ColumnLimits = { timeoutMs: 10_000, startBytes: 2 * MiB, queueBytes: 2 * MiB, slabs };
+    // A holder whose read into the lent region is still pending when the read closes the stream.
+    let target: BytesTarget | undefined;
+    const transport = {
+      readColumn: (_peer: PeerRef, _id: Buffer, _index: number, _range: ByteRange, to: BytesTarget) => {
+        target = to;
+        return new Promise<void>(() => undefined);
+      },
+    } as unknown as PeerTransport;
+    const stream = remoteColumn(transport, { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef, Buffer.alloc(16), 0, 0, MiB, limits);
+    const inFlight = target!.region();
+    stream.close();
+    // Another column's read takes a slab and fills it; then the pending read lands in its region.
+    const other = localColumn(storeOf(column, MiB), meta, 0, MiB, limits, () => undefined);
+    const piece = await other.take(MiB);
+    inFlight.fill(0xee);
+    expect(piece.equals(column.subarray(0, MiB))).toBe(true);
+    slabs.release(piece);
+    other.close();
   });
 });
