@@ -9,7 +9,7 @@ import { encodeLabels, type LabelLimits } from '../src/blob/labels.js';
 import type { NodeConfig } from '../src/config/settings.js';
 import { blake3 } from '../src/hash/blake3.js';
 import { incomingMeta } from '../src/cluster/transfer.js';
-import { columnBlobMeta, messageOfHeaders, messageOfMeta, metaHeaderLines, metaOfMessage, peerBlobMeta, statAnswerOfJson, statJson, statOfAnswer, type WireMeta } from '../src/cluster/wire-meta.js';
+import { columnBlobMeta, messageOfHeaderLines, messageOfHeaders, messageOfMeta, metaHeaderLines, metaOfMessage, peerBlobMeta, statAnswerOfJson, statJson, statOfAnswer, type WireMeta } from '../src/cluster/wire-meta.js';
 
 const LIMITS: LabelLimits = { maxLabels: 2, labelKeyMaxBytes: 128, labelValueMaxBytes: 1024 };
 const checksum = blake3(Buffer.from('the bytes'));
@@ -64,6 +64,15 @@ describe('the /internal/v1 headers', () => {
   it("a column's header names its blob's metadata", () => {
     const column = { id, index: 4, policy: 4, shardBytes: 65_536, blobBytes: meta.size, blobChecksum: checksum, blobLabels: meta.labels, createdAtNs: meta.createdAtNs };
     expect(metaOfMessage(messageOfHeaders(headersOf(metaHeaderLines(columnBlobMeta(column)))), LIMITS)).toStrictEqual({ ...meta, policy: 4 });
+  });
+
+  it('as a streamed column\'s seal (the lines in its body): read back the same; lines unended, without a name, or naming a field twice are refused', () => {
+    expect(metaOfMessage(messageOfHeaderLines(metaHeaderLines(meta)), LIMITS)).toStrictEqual(meta);
+    const lines = metaHeaderLines(meta);
+    expect(() => messageOfHeaderLines(lines.slice(0, -2))).toThrow(/not ended/);
+    expect(() => messageOfHeaderLines(`${lines}X-Blobstore-Size: 10\r\n`)).toThrow(/twice/);
+    expect(() => messageOfHeaderLines(`${lines}no colon here\r\n`)).toThrow(/Name: value/);
+    expect(() => messageOfHeaderLines(`${lines}\r\n`)).toThrow(/Name: value/);
   });
 });
 

@@ -22,7 +22,6 @@ import { type Policy, staysWhereStored } from '../blob/policy.js';
 import { READ_OWNERS } from './ring.js';
 import { EcReader } from './ec-reader.js';
 import { type EcContent, EcWriter } from './ec-writer.js';
-import { WaitingColumns } from './waiting-columns.js';
 import { ClusterInternalApi } from './internal-api.js';
 import { manifestMeta } from '../service/ec-meta.js';
 import { EcRepairer } from './ec-repair.js';
@@ -66,8 +65,6 @@ export class Cluster implements Placement, RepairSource {
   readonly ecReader: EcReader;
   readonly ecRepair: EcRepairer;
   readonly scrubber: Scrubber;
-  /** Columns that streamed in and wait for the seal that names their blob. */
-  private readonly waiting: WaitingColumns;
   /** What peers ask of this node and hand to it (InternalService, /internal/v1). */
   readonly internal: ClusterInternalApi;
   /** The repair bandwidth cap (anti-entropy, handoff, EC repair), raised for a while by an admin. */
@@ -145,8 +142,7 @@ export class Cluster implements Placement, RepairSource {
       this.ecRepair.progress.bytesLeft += bytes;
       this.ecRepair.kick();
     });
-    this.waiting = new WaitingColumns(config.ecWaitingColumnTtlMs, log);
-    this.internal = new ClusterInternalApi(store, config, this.waiting, this.antiEntropy, (meta) => this.corruptColumn(meta));
+    this.internal = new ClusterInternalApi(store, config, this.antiEntropy, (meta) => this.corruptColumn(meta));
     this.scrubber = new Scrubber(store, { corruptBlob: (meta) => this.repair(meta), corruptColumn: (meta) => this.corruptColumn(meta) }, log, {
       bytesPerSecond: config.scrubBytesPerSecond, intervalMs: config.scrubIntervalMs,
     });
@@ -191,7 +187,6 @@ export class Cluster implements Placement, RepairSource {
     await this.replicator.stop();
     await this.node.stop();
     this.transport.close();
-    this.waiting.close();
   }
 
   /**

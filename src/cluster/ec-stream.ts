@@ -8,8 +8,9 @@
  *         ─▶ data shard i of its stripe ─▶ column i's holder now (flow control per column)
  *         ─▶ parity_j += c_ji x bytes (rs_encode_update, in line: tens of GB/s)
  *   row r of the last data shard in ─▶ parity cells of row r final ─▶ parity holders
- *   last chunk ─▶ padding, the last parity rows ─▶ every column complete and checked, waiting
- *               (EcWriter then seals them with the id and writes the manifest)
+ *   last chunk ─▶ padding, the last parity rows ─▶ the id (EcWriter: not stored already?)
+ *   seal ─▶ each column's checksum and the blob's metadata as its last bytes ─▶ committed by its holder
+ *               (EcWriter then writes the manifest)
  *
  * Memory: the m parity shards of one stripe (a cell of each is reused once its send is done) and
  * the chunks in flight, whatever the blob's size. More than m failed columns fail the store.
@@ -26,15 +27,14 @@ import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { ColumnTarget } from './ec-targets.js';
 import { HttpColumnSender } from './transport/http-column.js';
 import type { PeerTransport } from './transport/peer-transport.js';
-import { waitingColumnHeader } from './shard-transfer.js';
+import { streamedColumnHeader } from './shard-transfer.js';
+import { columnBlobMeta } from './wire-meta.js';
 
 type Hasher = ReturnType<typeof createHasher>;
 
 /** One column of the stream: its target, its sink while it lives, and its running checksum. */
 export interface StreamColumn extends ColumnTarget {
   sink: ColumnWriter | HttpColumnSender | undefined;
-  /** This node's own column, complete: committed by its seal. */
-  local?: ColumnWriter;
   readonly hasher: Hasher;
   /** The column's writes, in order. */
   chain: Promise<void>;
@@ -64,7 +64,7 @@ export class EcStream implements FileSink {
   /** Data bytes of each data shard of the current stripe received. */
   private readonly filled: number[];
   private failure: Error | undefined;
-  /** The seal took the complete columns over (EcWriter): abort leaves them to it. */
+  /** seal() or drop() took the columns over: abort leaves them to it. */
   private handedOver = false;
 
   constructor(
@@ -86,12 +86,12 @@ export class EcStream implements FileSink {
     this.paritySent = Array.from({ length: m }, () => Array.from({ length: rows }, () => Promise.resolve()));
     this.filled = new Array<number>(k).fill(0);
     this.columns = targets.map((t) => {
-      const { header } = waitingColumnHeader(placement, t.index, policy, layout.shardBytes, layout.blobBytes, layout.columnBytes);
+      const { header } = streamedColumnHeader(placement, t.index, policy, layout.shardBytes, layout.blobBytes, layout.columnBytes);
       const column: StreamColumn = { ...t, sink: undefined, hasher: createHasher(), chain: Promise.resolve(), holding: new Set() };
       if (t.failure) return column;
       column.sink = t.peer === undefined
         ? new ColumnWriter(store, config, header, layout.columnBytes)
-        : transport.column(t.peer, header, layout.columnBytes, { repair: false, timeoutMs: timeouts.stallMs, sealLater: { answerTimeoutMs: timeouts.answerTimeoutMs } });
+        : transport.column(t.peer, header, layout.columnBytes, { repair: false, timeoutMs: timeouts.stallMs, streamed: { answerTimeoutMs: timeouts.answerTimeoutMs } });
       if (column.sink instanceof HttpColumnSender) column.sink.onFailure((err) => this.fail(column, err));
       return column;
     });
@@ -209,9 +209,8 @@ export class EcStream implements FileSink {
   }
 
   /**
-   * After the last chunk: the padding of the last stripe and its last parity rows go, every
-   * column is completed and checked on its holder (it then waits for its seal); returns the
-   * blob's BLAKE3 digest.
+   * After the last chunk: the padding of the last stripe and its last parity rows go; returns the
+   * blob's BLAKE3 digest once every chunk is hashed. The columns then wait for seal() or drop().
    */
   async finish(): Promise<Buffer> {
     await this.chain;
@@ -226,51 +225,56 @@ export class EcStream implements FileSink {
     this.sendParityRows(length);
     await Promise.all([...padding, ...this.hashing]);
     if (this.failure) throw this.failure;
+    return this.tree.digest(this.chunks);
+  }
+
+  /**
+   * Every column's last bytes: its checksum and the seal naming `blob`, with which its holder
+   * commits it once complete and checked (this node's own column, here). A column that fails is
+   * marked failed; `created` is set on those stored.
+   */
+  async seal(blob: Omit<ColumnHeader, 'index' | 'shardBytes' | 'blobBytes' | 'placement'>): Promise<void> {
+    this.handedOver = true;
     await Promise.all(this.columns.map(async (c) => {
       await c.chain;
       const sink = c.sink;
       if (!sink) return;
+      // The seal is under way: other columns failing no longer cut this one (the outcome takes back
+      // what was stored when too few were).
+      c.sink = undefined;
+      const header: ColumnHeader = { ...blob, index: c.index, shardBytes: this.layout.shardBytes, blobBytes: this.layout.blobBytes, placement: this.placement };
       try {
         if (sink instanceof ColumnWriter) {
           await sink.complete(c.hasher.digest());
-          c.local = sink;
-        } else if (!(await sink.finish(c.hasher.digest())).received) {
-          throw new Error(`node ${c.node} did not keep the column for its seal`);
+          c.created = (await sink.commit(header)).created;
+        } else {
+          c.created = (await sink.finish(c.hasher.digest(), columnBlobMeta(header))).created;
         }
       } catch (err) {
-        this.fail(c, err as Error);
+        c.failure ??= err as Error;
+        if (sink instanceof ColumnWriter) await sink.abort();
       }
     }));
-    if (this.failure) throw this.failure;
-    return this.tree.digest(this.chunks);
-  }
-
-  /** The header a column's seal commits it with: the blob it belongs to, now that its id is known. */
-  sealHeader(index: number, blob: Omit<ColumnHeader, 'index' | 'shardBytes' | 'blobBytes' | 'placement'>): ColumnHeader {
-    return { ...blob, index, shardBytes: this.layout.shardBytes, blobBytes: this.layout.blobBytes, placement: this.placement };
   }
 
   transient(): void {
     // Nothing is written here but the columns.
   }
 
-  /** The complete columns are the seal's now (sealed, or dropped by it). */
-  handOver(): void {
-    this.handedOver = true;
-  }
-
   /**
-   * Gives the store up: live column streams are cut (their holders drop what came), this node's
-   * complete column goes; complete columns on peers are dropped by their holders unsealed.
+   * Gives the store up (once seal() took the columns, they are the seal's): live column streams
+   * are cut, and their holders drop what came; this node's column goes.
    */
   async abort(): Promise<void> {
     if (this.handedOver) return;
+    await this.drop();
+  }
+
+  /** Cuts every column's stream, its holder drops it: the store is abandoned, or the blob is stored already. */
+  async drop(): Promise<void> {
+    this.handedOver = true;
     this.failure ??= new BlobstoreError('unavailable', 'the store was abandoned');
-    for (const c of this.columns) {
-      if (c.sink) this.fail(c, this.failure);
-      void c.local?.abort();
-      c.local = undefined;
-    }
+    for (const c of this.columns) if (c.sink) this.fail(c, this.failure);
     await Promise.allSettled(this.columns.map((c) => c.chain));
   }
 }

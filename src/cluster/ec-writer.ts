@@ -27,7 +27,7 @@ import type { FileSink } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { PeerTransport } from './transport/peer-transport.js';
-import { headerMessage, type ShardBatcher } from './shard-transfer.js';
+import type { ShardBatcher } from './shard-transfer.js';
 import { EcStream } from './ec-stream.js';
 import { manifestOf, writeManifest } from './ec-manifest.js';
 import type { HttpColumnSender } from './transport/http-column.js';
@@ -186,27 +186,20 @@ export class EcWriter {
   }
 
   /**
-   * The streamed columns are complete on their holders: each is sealed with the blob's id (it is
-   * then committed, durable and visible), and once at least k are, the manifest goes to the id's
-   * first m + 1 owners. A blob the cluster holds already keeps its first copy: the columns go.
+   * The streamed columns' last bytes go: each column's checksum and the seal naming the blob, with
+   * which its holder commits it (durable and visible); once at least k are, the manifest goes to
+   * the id's first m + 1 owners. A blob the cluster holds already keeps its first copy: the
+   * columns' streams are cut and their holders drop them.
    */
   private async seal(stream: EcStream, checksum: Buffer, labels: Buffer): Promise<PutResult> {
     const id = Buffer.from(idOfDigest(checksum));
     const { layout, policy, placement } = stream;
-    stream.handOver();
-    const live = stream.columns.filter((c) => !c.failure);
     if (await this.held(id, layout.m + 1)) {
-      await Promise.allSettled(live.map((c) => this.sealOne(c, placement, undefined)));
+      await stream.drop();
       return { id, size: layout.blobBytes, created: false };
     }
     const blob = { id, policy, blobChecksum: checksum, blobLabels: labels, createdAtNs: BigInt(Date.now()) * 1_000_000n };
-    await Promise.all(live.map(async (c) => {
-      try {
-        c.created = (await this.sealOne(c, placement, stream.sealHeader(c.index, blob))).created;
-      } catch (err) {
-        c.failure = err as Error;
-      }
-    }));
+    await stream.seal(blob);
     const sealed = stream.columns.filter((c) => !c.failure);
     if (sealed.length >= layout.k) {
       const meta = { policy, size: layout.blobBytes, createdAtNs: blob.createdAtNs, checksum, labels };
@@ -238,19 +231,6 @@ export class EcWriter {
       return res.exists === true;
     }));
     return answers.some(Boolean);
-  }
-
-  /** Seals (commits) a complete streamed column as `header` says, or drops it (no header). */
-  private async sealOne(c: ColumnTarget & { local?: ColumnWriter }, placement: Buffer, header: ColumnHeader | undefined): Promise<{ created: boolean }> {
-    if (c.local) {
-      if (header) return c.local.commit(header);
-      await c.local.abort();
-      return { created: false };
-    }
-    const res = await this.transport.call<{ created?: boolean }>(c.peer!, 'SealShard', header
-      ? { placement, index: c.index, header: headerMessage(header) }
-      : { placement, index: c.index, discard: true }, this.config.ecStoreTimeoutMs);
-    return { created: res.created === true };
   }
 
   private async outcome(id: Buffer, size: number, policy: Policy, targets: ColumnTarget[], columnBytes: number, placement?: Buffer): Promise<PutResult> {

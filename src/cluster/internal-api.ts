@@ -19,7 +19,6 @@ import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import { incomingManifest, type StoreManifestMessage } from './ec-manifest.js';
 import { ShardReceiver, storeColumn } from './shard-transfer.js';
 import { type IncomingMeta, ReplicaReceiver, replicaCommitter, storeReplica } from './transfer.js';
-import type { WaitingColumns } from './waiting-columns.js';
 
 /** What this node holds of a blob, as StatBlob answers it. */
 export type HeldHere =
@@ -31,7 +30,6 @@ export class ClusterInternalApi {
   constructor(
     private readonly store: LocalStore,
     readonly config: NodeConfig,
-    private readonly waiting: WaitingColumns,
     private readonly antiEntropy: AntiEntropy,
     /** A column held here failed its check: it goes and is rebuilt (Cluster.corruptColumn). */
     private readonly corruptColumn: (meta: ShardMeta) => void,
@@ -143,18 +141,6 @@ export class ClusterInternalApi {
   /** A column's writer into the local store (a streamed body). */
   columnWriter(header: ColumnHeader, columnBytes: number): ColumnWriter {
     return new ColumnWriter(this.store, this.config, header, columnBytes);
-  }
-
-  /** A streamed column, complete and checked, waits for its seal. */
-  hold(placement: Buffer, index: number, writer: ColumnWriter): void {
-    this.waiting.hold(placement, index, writer);
-  }
-
-  /** SealShard: commits the waiting column as `header` names it, or drops it (`header` undefined). */
-  async seal(placement: Buffer, index: number, header: ColumnHeader | undefined): Promise<{ created: boolean }> {
-    if (header) return this.waiting.seal(placement, index, header);
-    this.waiting.discard(placement, index);
-    return { created: false };
   }
 
   /** StoreManifest: kept durably; true when it was not here. */

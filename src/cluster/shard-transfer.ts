@@ -19,7 +19,7 @@ import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
 import { incomingMeta } from './transfer.js';
-import { columnBlobMeta, messageOfMeta, placementOf } from './wire-meta.js';
+import { columnBlobMeta, messageOfHeaderLines, messageOfMeta, placementOf } from './wire-meta.js';
 
 export interface ShardHeaderMessage {
   id: { id: Buffer };
@@ -72,15 +72,38 @@ function checkedColumn(header: ColumnHeader, columnSize: number | undefined): { 
 }
 
 /**
- * The header of a column that streams in before its blob's id is known (it waits for its seal):
- * placed by `placement`, which stands in for the id until the seal names it.
+ * The header of a column that streams in before its blob's id is known: placed by `placement`,
+ * which stands in for the id until the seal at the end of its body names the blob (sealedHeader).
  */
-export function waitingColumnHeader(placement: Buffer, index: number, policy: number, shardBytes: number, blobBytes: number, columnSize: number): { header: ColumnHeader; columnBytes: number } {
+export function streamedColumnHeader(placement: Buffer, index: number, policy: number, shardBytes: number, blobBytes: number, columnSize: number): { header: ColumnHeader; columnBytes: number } {
   if (!Number.isSafeInteger(shardBytes) || shardBytes < 1) throw invalidArgument('shard column: invalid shard size');
   if (!Number.isSafeInteger(blobBytes) || blobBytes < 0) throw invalidArgument('shard column: invalid blob size');
   return checkedColumn({
     id: placement, index, policy, shardBytes, blobBytes, blobChecksum: Buffer.alloc(32), blobLabels: Buffer.alloc(0), createdAtNs: 0n, placement,
   }, columnSize);
+}
+
+/**
+ * The most bytes a seal can take: its fixed fields, and the labels the node accepts as JSON (a
+ * value's byte may take 6 as an escape) in base64.
+ */
+export function sealMaxBytes(config: Pick<NodeConfig, 'maxLabels' | 'labelKeyMaxBytes' | 'labelValueMaxBytes'>): number {
+  const labels = 2 + config.maxLabels * (config.labelKeyMaxBytes + 6 * config.labelValueMaxBytes + 6);
+  return 512 + Math.ceil(labels / 3) * 4;
+}
+
+/**
+ * A streamed column's header once its seal (the blob's metadata, as wire-meta.ts header lines)
+ * names the blob: the id the checksum gives, the metadata checked as a replica's is; the size and
+ * policy must be those the column streamed in with.
+ */
+export function sealedHeader(streamed: ColumnHeader, seal: string, config: NodeConfig): ColumnHeader {
+  const msg = messageOfHeaderLines(seal);
+  const m = incomingMeta({ id: msg.checksum?.subarray(0, 16) }, msg, config);
+  if (m.size !== streamed.blobBytes || m.policy !== streamed.policy) {
+    throw invalidArgument(`the seal of column ${streamed.index} of placement ${streamed.placement?.toString('hex')} describes another blob`);
+  }
+  return { ...streamed, id: m.id, blobChecksum: m.checksum, blobLabels: m.labels, createdAtNs: m.createdAtNs };
 }
 
 /** Stores a whole column that arrived in one message (StoreShardBatch). */

@@ -79,6 +79,22 @@ export function messageOfHeaders(header: (name: string) => string): Partial<Blob
   };
 }
 
+/**
+ * metaHeaderLines' text read back as the message it stands for (a streamed column's seal, which
+ * travels in the body): every line `Name: value` and CRLF-ended, each name once.
+ */
+export function messageOfHeaderLines(text: string): Partial<BlobMetaMessage> {
+  if (!text.endsWith('\r\n')) throw invalidArgument('metadata lines: the last line is not ended');
+  const fields = new Map<string, string>();
+  for (const line of text.slice(0, -2).split('\r\n')) {
+    const match = /^([A-Za-z0-9-]+): ?(.*)$/.exec(line);
+    const name = match?.[1]!.toLowerCase();
+    if (!match || fields.has(name!)) throw invalidArgument('metadata lines: a line is not `Name: value`, or names a field twice');
+    fields.set(name!, match[2]!);
+  }
+  return messageOfHeaders((name) => fields.get(name) ?? '');
+}
+
 /** A placement key as it arrived: 16 bytes, or none (placed by the id). */
 export function placementOf(bytes: Buffer | undefined): Buffer | undefined {
   if (bytes === undefined || bytes.length === 0) return undefined;

@@ -168,10 +168,10 @@ export const SETTINGS = {
     type: 'bytes', default: () => 16 * MiB, min: 0,
     help: 'erasure coding: a store of at least this many bytes whose length is known sends its columns as its bytes arrive (placed by a key, found through a manifest); smaller ones are received whole first; above maxBlobBytes: never',
   },
-  ecWaitingColumnTtlMs: {
+  ecColumnIdleTimeoutMs: {
     tuning: true,
     type: 'durationMs', default: () => 120_000, min: 10,
-    help: 'erasure coding: a column that streamed in and got no seal naming its blob within this long is dropped (its store was abandoned)',
+    help: 'erasure coding: how long a column streaming in as its blob arrives may get nothing before its holder drops it (its bytes come a stripe\'s shard at a time, and only as fast as the client sends)',
   },
   ecStoreTimeoutMs: {
     tuning: true,

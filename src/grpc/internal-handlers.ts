@@ -7,13 +7,12 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { blobIdFromBytes } from '../blob/id.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
-import { BlobstoreError, invalidArgument } from '../errors/errors.js';
+import { BlobstoreError } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { incomingMeta, type ReplicaReceiver } from '../cluster/transfer.js';
-import { columnHeaderOf, headerMessage, type storeColumn } from '../cluster/shard-transfer.js';
+import { headerMessage, type storeColumn } from '../cluster/shard-transfer.js';
 import type { StoreManifestMessage } from '../cluster/ec-manifest.js';
-import { placementOf } from '../cluster/wire-meta.js';
 import { columnWriteOf } from '../blob/shard.js';
 import { blobMeta } from './blob-handlers.js';
 import { InternalCalls } from './internal-calls.js';
@@ -110,12 +109,6 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
     StoreShardBatch: unary('StoreShardBatch', async (r: { shards?: Parameters<typeof storeColumn>[2][]; repair?: boolean }) => ({
       results: await running().internal.storeColumns(r.shards ?? [], r.repair === true),
     })),
-    SealShard: unary('SealShard', (r: { placement?: Buffer; index?: number; header?: Parameters<typeof columnHeaderOf>[0]; discard?: boolean }) => {
-      const { internal } = running();
-      const placement = placementOf(r.placement);
-      if (!placement) throw invalidArgument('a seal without its placement key');
-      return internal.seal(placement, r.index ?? 0, r.discard === true ? undefined : columnHeaderOf(r.header, internal.config).header);
-    }),
     StoreManifest: unary('StoreManifest', async (r: StoreManifestMessage) => ({ created: await running().internal.storeManifest(r) })),
     DeleteShard: unary('DeleteShard', async (r: { id?: { id?: Buffer }; index?: number; all?: boolean }) => ({
       deleted: await running().internal.dropColumns(blobIdFromBytes(r.id?.id), r.all === true ? undefined : (r.index ?? 0)),

@@ -1,13 +1,13 @@
 /**
  * The body of PUT /internal/v1/shards/{id}/{index} (internal-routes.ts): a column's bytes, then
- * its 32-byte checksum. The bytes are copied once out of uWS's buffer into pooled 1 MiB chunks and
+ * its 32-byte checksum, then (a streamed column) its seal: the blob's metadata as header lines. The bytes are copied once out of uWS's buffer into pooled 1 MiB chunks and
  * handed whole to the ColumnWriter (which writes them in place); the request is paused while the
  * disk is behind. The checksum is checked when the column is committed.
  */
 import { invalidArgument } from '../errors/errors.js';
 import type { BufferPool } from '../pool/buffer-pool.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
-import type { ColumnWriter } from '../cluster/column-writer.js';
+import type { ColumnHeader, ColumnWriter } from '../cluster/column-writer.js';
 import type { FlowControl } from '../service/blob-writer.js';
 import type { BodySink } from './intake.js';
 
@@ -22,6 +22,9 @@ export class ColumnBody implements BodySink {
   private chunkLength = 0;
   private readonly checksum = Buffer.alloc(CHECKSUM_BYTES);
   private checksumLength = 0;
+  /** The seal's bytes, after the checksum (a streamed column). */
+  private readonly sealParts: Buffer[] = [];
+  private sealLength = 0;
   /** Writes to the column, one after another. */
   private chain: Promise<void> = Promise.resolve();
   private inFlight = 0;
@@ -38,6 +41,8 @@ export class ColumnBody implements BodySink {
      * client's bytes go to the other columns of the stripe, so it waits longer than a client's body.
      */
     readonly idleTimeoutMs?: number,
+    /** A streamed column: its body ends with a seal of at least 1 and at most this many bytes (0: none). */
+    private readonly sealMaxBytes = 0,
   ) {}
 
   write(bytes: Uint8Array, isLast: boolean): void {
@@ -56,13 +61,21 @@ export class ColumnBody implements BodySink {
         continue;
       }
       const n = Math.min(bytes.length - at, CHECKSUM_BYTES - this.checksumLength);
-      if (n === 0) throw invalidArgument('shard column: more bytes than the column and its checksum');
+      if (n === 0) {
+        if (this.sealLength + bytes.length - at > this.sealMaxBytes) {
+          throw invalidArgument(this.sealMaxBytes === 0 ? 'shard column: more bytes than the column and its checksum' : `shard column: a seal over ${this.sealMaxBytes} bytes`);
+        }
+        // uWS reuses the bytes it hands over: the seal's are copied.
+        this.sealParts.push(Buffer.from(bytes.subarray(at)));
+        this.sealLength += bytes.length - at;
+        break;
+      }
       this.checksum.set(bytes.subarray(at, at + n), this.checksumLength);
       this.checksumLength += n;
       at += n;
     }
-    if (isLast && (this.received < this.columnBytes || this.checksumLength < CHECKSUM_BYTES)) {
-      throw invalidArgument(`shard column: the body ended after ${this.received} of ${this.columnBytes} bytes (and ${this.checksumLength} of the checksum's ${CHECKSUM_BYTES})`);
+    if (isLast && (this.received < this.columnBytes || this.checksumLength < CHECKSUM_BYTES || (this.sealMaxBytes > 0 && this.sealLength === 0))) {
+      throw invalidArgument(`shard column: the body ended after ${this.received} of ${this.columnBytes} bytes (and ${this.checksumLength} of the checksum's ${CHECKSUM_BYTES}${this.sealMaxBytes > 0 ? ', before its seal' : ''})`);
     }
   }
 
@@ -91,12 +104,16 @@ export class ColumnBody implements BodySink {
     });
   }
 
-  /** Every byte is in and its checksum holds: the column waits for its seal (WaitingColumns). */
-  async complete(): Promise<ColumnWriter> {
+  /**
+   * A streamed column: every byte is in and its checksum holds; committed as `sealed` says of its
+   * seal (the header naming the blob).
+   */
+  async seal(sealed: (seal: string) => ColumnHeader): Promise<{ created: boolean }> {
     await this.chain;
     if (this.failed) throw this.failed;
+    const header = sealed(Buffer.concat(this.sealParts, this.sealLength).toString('latin1'));
     await this.writer.complete(this.checksum);
-    return this.writer;
+    return this.writer.commit(header);
   }
 
   /** Every byte is in: the column committed once its checksum holds. */

@@ -34,7 +34,9 @@ import type { BlobWriter } from '../service/blob-writer.js';
 import type { ByteRange } from '../service/local-store.js';
 import { sendBody } from './download.js';
 import { ColumnBody } from './column-body.js';
-import { columnHeaderOf, waitingColumnHeader } from '../cluster/shard-transfer.js';
+import { columnHeaderOf, sealedHeader, sealMaxBytes, streamedColumnHeader } from '../cluster/shard-transfer.js';
+import type { ColumnHeader } from '../cluster/column-writer.js';
+import type { NodeConfig } from '../config/settings.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseRange } from './range.js';
@@ -96,27 +98,27 @@ export class InternalRoutes {
     this.intake.track(x, this.send(x, found, range, this.cluster()!));
   }
 
-  /** PUT /internal/v1/shards/:id/:index: a shard column's bytes then its checksum, stored once durable (http-column.ts). */
+  /** PUT /internal/v1/shards/:id/:index: a shard column's bytes then its checksum (and a streamed column's seal), stored once durable (http-column.ts). */
   readonly putShard = (res: HttpResponse, req: HttpRequest): void => {
     const start = ticks();
     const x = newExchange(res, this.wire, this.log);
     let release = (): void => undefined;
     let body: ColumnBody;
-    let sealLater: { cluster: Cluster; placement: Buffer; index: number } | undefined;
+    let streamed: { header: ColumnHeader; config: NodeConfig } | undefined;
     try {
       const cluster = this.authorize(req);
       const { internal } = cluster;
-      if (req.getHeader('x-blobstore-seal') === 'later') {
+      if (req.getHeader('x-blobstore-seal') === 'in-body') {
         // A column of a store that streams before its blob's id is known: the path names the
-        // placement key; the column waits for its seal (waiting-columns.ts).
+        // placement key; the body's last bytes are the seal that names the blob (http-column.ts).
         const placement = parseBlobId(req.getParameter(0));
         const index = Number(req.getParameter(1));
-        const { header, columnBytes } = waitingColumnHeader(placement, index, Number(req.getHeader('x-blobstore-policy')), Number(req.getHeader('x-blobstore-shard-size')),
+        const { header, columnBytes } = streamedColumnHeader(placement, index, Number(req.getHeader('x-blobstore-policy')), Number(req.getHeader('x-blobstore-shard-size')),
           Number(req.getHeader('x-blobstore-size')), Number(req.getHeader('x-blobstore-column-size')));
         release = this.intake.admit();
-        const idleMs = Math.max(internal.config.bodyIdleTimeoutMs, internal.config.ecWaitingColumnTtlMs);
-        body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x), idleMs);
-        sealLater = { cluster, placement, index };
+        const idleMs = Math.max(internal.config.bodyIdleTimeoutMs, internal.config.ecColumnIdleTimeoutMs);
+        body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x), idleMs, sealMaxBytes(internal.config));
+        streamed = { header, config: internal.config };
       } else {
         const { header, columnBytes } = columnHeaderOf({
           id: { id: parseBlobId(req.getParameter(0)) }, index: Number(req.getParameter(1)), shard_size: Number(req.getHeader('x-blobstore-shard-size')),
@@ -138,11 +140,7 @@ export class InternalRoutes {
     }
     this.intake.receive(x, body, release, start, isChunked(req), async () => {
       try {
-        if (sealLater) {
-          sealLater.cluster.internal.hold(sealLater.placement, sealLater.index, await body.complete());
-          return sendJson(x, 200, '{"received":true}');
-        }
-        const result = await body.finish();
+        const result = streamed ? await body.seal((seal) => sealedHeader(streamed!.header, seal, streamed!.config)) : await body.finish();
         sendJson(x, 200, result.created ? '{"created":true,"declined":false}' : '{"created":false,"declined":false}');
       } catch (err) {
         await body.discard();

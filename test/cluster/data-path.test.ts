@@ -14,6 +14,17 @@ import { freePort, TestCluster } from '../helpers/cluster.js';
 import { logLines } from '../helpers/log.js';
 import { parseExposition, sampleValue } from '../helpers/metrics.js';
 import { waitFor } from '../helpers/wait.js';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { blake3 } from '../../src/hash/blake3.js';
+import { metaHeaderLines } from '../../src/cluster/wire-meta.js';
+
+const MiB = 1024 * 1024;
+
+/** Temp files of uploads and columns under way on node i. */
+function partFiles(c: TestCluster, i: number): string[] {
+  return readdirSync(join(c.dataDirs[i]!, 'tmp')).filter((f) => f.endsWith('.part'));
+}
 
 const SECRET = 'correct horse battery staple';
 
@@ -98,6 +109,40 @@ describe('the data path with a cluster secret', () => {
     expect(answer.indices).toEqual([]);
     expect(await (await stat(1 - holder)).json()).toEqual({ kind: 'none' });
     expect((await fetch(`${c.url(holder)}/internal/v1/stat/not-an-id`, { headers: { 'x-blobstore-cluster-secret': SECRET } })).status).toBe(400);
+  });
+
+  it('a column streamed before its id is known is committed only as the seal at its body\'s end names its blob', async () => {
+    // Column 0 of an EC42 blob of 8 MiB in 2 MiB shards, placed by a key chosen before the id.
+    const blob = patternBytes(8 * MiB, 5151);
+    const column = blob.subarray(0, 2 * MiB);
+    const placement = Buffer.alloc(16, 0x5a).toString('hex');
+    const id = blake3(blob).subarray(0, 16).toString('hex');
+    const seal = (size: number): Buffer => Buffer.from(metaHeaderLines({ size, checksum: blake3(blob), createdAtNs: 1_700_000_000_000_000_000n, policy: 4, labels: Buffer.from('{"team":"ec"}') }));
+    const put = (tail: Buffer) => fetch(`${c.url(1)}/internal/v1/shards/${placement}/0`, {
+      method: 'PUT',
+      headers: {
+        'x-blobstore-cluster-secret': SECRET, 'x-blobstore-seal': 'in-body', 'x-blobstore-size': String(blob.length), 'x-blobstore-policy': '4',
+        'x-blobstore-shard-size': String(2 * MiB), 'x-blobstore-column-size': String(2 * MiB),
+      },
+      body: Buffer.concat([column, blake3(column), tail]),
+    });
+    const column0 = () => fetch(`${c.url(1)}/internal/v1/shards/${id}/0`, { headers: { 'x-blobstore-cluster-secret': SECRET } });
+    // No seal, or one that names a blob of another size: refused, and nothing is kept.
+    expect((await put(Buffer.alloc(0))).status).toBe(400);
+    expect((await put(seal(blob.length + 1))).status).toBe(400);
+    expect((await put(Buffer.from('X-Blobstore-Size 8\r\n'))).status).toBe(400);
+    expect((await column0()).status).toBe(404);
+    await waitFor(() => partFiles(c, 1).length === 0, { what: 'the refused columns\' temp files gone' });
+    // The seal names the blob: column 0 of its id, durable, with the blob's metadata and the key.
+    const sealed = await put(seal(blob.length));
+    expect(sealed.status, await sealed.clone().text()).toBe(200);
+    expect(await sealed.json()).toEqual({ created: true, declined: false });
+    const res = await column0();
+    expect(res.status).toBe(200);
+    expect(Buffer.from(await res.arrayBuffer()).equals(column)).toBe(true);
+    const stat = (await (await fetch(`${c.url(1)}/internal/v1/stat/${id}`, { headers: { 'x-blobstore-cluster-secret': SECRET } })).json()) as { kind: string; size: number; indices: number[]; placement: string; labels: string };
+    expect(stat).toMatchObject({ kind: 'columns', size: blob.length, indices: [0], placement });
+    expect(Buffer.from(stat.labels, 'base64').toString()).toBe('{"team":"ec"}');
   });
 
   it('a small REPLICA2 blob (a replica batch) reaches the other node with its original metadata', async () => {

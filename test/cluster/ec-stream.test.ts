@@ -25,7 +25,7 @@ const MiB = 1024 * KiB;
 const EC_ARGS = [
   '--ec-shard-bytes', String(64 * KiB), '--ec-large-blob-bytes', String(2 * MiB), '--ec-large-shard-bytes', String(256 * KiB), '--ec-stream-min-bytes', String(2 * MiB),
   '--small-blob-max-bytes', String(128 * KiB), '--repair-interval-ms', '1000', '--ec-fetch-timeout-ms', '5000',
-  '--ec-waiting-column-ttl-ms', '3000', '--metrics-addr', 'same',
+  '--ec-column-idle-timeout-ms', '3000', '--metrics-addr', 'same',
 ];
 
 async function metric(c: TestCluster, i: number, name: string): Promise<number> {
@@ -176,10 +176,10 @@ describe('a streamed EC store with a slow client or a frozen holder', () => {
   let c: TestCluster;
   beforeAll(async () => {
     // A client body may be quiet for 3 s; a streamed column, while the stripe's other columns
-    // take the client's bytes, for up to the waiting columns' TTL (12 s). A holder's answer after
+    // take the client's bytes, for up to ecColumnIdleTimeoutMs (12 s). A holder's answer after
     // a column's last byte may take 8 s.
     c = await TestCluster.start({
-      size: 6, args: [...EC_ARGS, '--body-idle-timeout-ms', '3000', '--ec-waiting-column-ttl-ms', '12000', '--ec-store-timeout-ms', '8000'],
+      size: 6, args: [...EC_ARGS, '--body-idle-timeout-ms', '3000', '--ec-column-idle-timeout-ms', '12000', '--ec-store-timeout-ms', '8000'],
     });
     await c.converged({ members: c.ids });
   });
@@ -187,10 +187,10 @@ describe('a streamed EC store with a slow client or a frozen holder', () => {
     await c?.stopAll();
   });
 
-  it('a client slower than a column\'s quiet spell allows for a client body still stores (each column waits up to the TTL)', async () => {
+  it('a client slower than a column\'s quiet spell allows for a client body still stores (each column may be quiet up to ecColumnIdleTimeoutMs)', async () => {
     const bytes = patternBytes(3 * MiB + 5, 505);
     // 96 KiB every 600 ms: 768 KiB for the other three data shards of a stripe take 4.8 s, longer
-    // than a client body may be quiet, shorter than the TTL.
+    // than a client body may be quiet, shorter than ecColumnIdleTimeoutMs.
     async function* slowly(): AsyncGenerator<Buffer> {
       for (let at = 0; at < bytes.length; at += 96 * KiB) {
         yield bytes.subarray(at, at + 96 * KiB);

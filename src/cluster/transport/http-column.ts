@@ -4,15 +4,16 @@
  * metadata and the column's place in headers, the column's bytes as a chunked body written from the
  * encoder's cells (no framing copy), then its 32-byte BLAKE3 checksum as the body's last bytes (the
  * checksum is known only once the last cell is hashed). The peer answers {"created", "declined"}
- * once the column is durable. With `X-Blobstore-Seal: later` (a store that streams before its id
+ * once the column is durable. With `X-Blobstore-Seal: in-body` (a store that streams before its id
  * is known) the path names the placement key, the metadata headers carry only the size and policy,
- * and the peer answers {"received": true} once the column is complete and checked: it waits for
- * its seal (SealShard, waiting-columns.ts).
+ * and the body's last bytes, after the checksum, are the blob's metadata as the header lines of
+ * wire-meta.ts: the seal, which names the blob once its last byte is hashed. The peer commits the
+ * column as the seal says, once it is complete and checked, and answers as above.
  */
 import type { ColumnHeader } from '../column-writer.js';
 import { HttpPut, type HttpPeer } from './http-put.js';
 import { type PeerLink, SECRET_METADATA } from './peer-link.js';
-import { columnBlobMeta, metaHeaderLines } from '../wire-meta.js';
+import { columnBlobMeta, metaHeaderLines, type WireMeta } from '../wire-meta.js';
 
 export const INTERNAL_SHARD_PATH = '/internal/v1/shards/';
 
@@ -21,12 +22,12 @@ export function shardPath(id: Buffer, index: number): string {
   return `${INTERNAL_SHARD_PATH}${id.toString('hex')}/${index}`;
 }
 
-function columnHead(target: HttpPeer, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string, sealLater: boolean): string {
+function columnHead(target: HttpPeer, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string, sealInBody: boolean): string {
   return `PUT ${shardPath(h.id, h.index)} HTTP/1.1\r\nHost: ${target.address}\r\nTransfer-Encoding: chunked\r\n`
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
     + metaHeaderLines(columnBlobMeta(h))
     + `X-Blobstore-Shard-Size: ${h.shardBytes}\r\nX-Blobstore-Column-Size: ${columnBytes}\r\n`
-    + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + (sealLater ? 'X-Blobstore-Seal: later\r\n' : '') + '\r\n';
+    + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + (sealInBody ? 'X-Blobstore-Seal: in-body\r\n' : '') + '\r\n';
 }
 
 /** One column streamed to a peer's API listener. */
@@ -37,11 +38,11 @@ export class HttpColumnSender {
     target: HttpPeer,
     header: ColumnHeader,
     columnBytes: number,
-    /** `sealLater`: a streamed column (its stalls time out after `timeoutMs`, its answer after `answerTimeoutMs`). */
-    options: { repair: boolean; link: PeerLink; timeoutMs: number; sealLater?: { answerTimeoutMs: number } },
+    /** `streamed`: sealed in its body (its stalls time out after `timeoutMs`, its answer after `answerTimeoutMs`). */
+    options: { repair: boolean; link: PeerLink; timeoutMs: number; streamed?: { answerTimeoutMs: number } },
   ) {
-    const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.sealLater !== undefined);
-    this.leg = new HttpPut(target, head, options.timeoutMs, options.link, options.sealLater);
+    const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.streamed !== undefined);
+    this.leg = new HttpPut(target, head, options.timeoutMs, options.link, options.streamed);
   }
 
   /** `fail` runs once if the column's request fails (the peer refused, went away or timed out). */
@@ -56,14 +57,18 @@ export class HttpColumnSender {
     return this.leg.write(cell, done) ? Promise.resolve() : this.leg.writable();
   }
 
-  /** The column's checksum as the body's last bytes; resolves once the peer holds the column durably (or declined a repair). */
-  async finish(columnChecksum: Buffer): Promise<{ created: boolean; declined: boolean; received: boolean }> {
+  /**
+   * The column's checksum as the body's last bytes (a streamed column's seal after it); resolves
+   * once the peer holds the column durably (or declined a repair).
+   */
+  async finish(columnChecksum: Buffer, seal?: WireMeta): Promise<{ created: boolean; declined: boolean }> {
     this.leg.write(columnChecksum, () => undefined);
+    if (seal) this.leg.write(Buffer.from(metaHeaderLines(seal), 'latin1'), () => undefined);
     this.leg.end();
     await this.leg.done;
     if (this.leg.failure) throw this.leg.failure;
-    const answer = JSON.parse(this.leg.answer || '{}') as { created?: boolean; declined?: boolean; received?: boolean };
-    return { created: answer.created === true, declined: answer.declined === true, received: answer.received === true };
+    const answer = JSON.parse(this.leg.answer || '{}') as { created?: boolean; declined?: boolean };
+    return { created: answer.created === true, declined: answer.declined === true };
   }
 
   abort(): void {

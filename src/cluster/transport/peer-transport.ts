@@ -8,7 +8,7 @@
  *                                                                keep-alive POSTs written from the sender's buffers)
  *   control     gRPC on the peer's gRPC address                heartbeat, rejoin, and call(): HaveBlobs,
  *               (learnt from the member state)                  StoreShardBatch, RangeDigest, ListLeaf,
- *                                                                StoreManifest, SealShard, DeleteShard (one message each way)
+ *                                                                StoreManifest, DeleteShard (one message each way)
  *   bootstrap   HTTP on the API address (SeedNodes)            postJson(): the bootstrap probe, a join through a seed,
  *                                                                a restarted node's announcement (before any gRPC address is known)
  *
@@ -39,7 +39,7 @@ export interface PeerRef {
 }
 
 /** InternalService calls of the control plane: small requests and answers, one message each. */
-export type ControlCall = 'HaveBlobs' | 'StoreShardBatch' | 'RangeDigest' | 'ListLeaf' | 'StoreManifest' | 'SealShard' | 'DeleteShard';
+export type ControlCall = 'HaveBlobs' | 'StoreShardBatch' | 'RangeDigest' | 'ListLeaf' | 'StoreManifest' | 'DeleteShard';
 
 /** ClusterService calls between members (the spec's cluster operations). */
 export type MembershipCall = 'Heartbeat' | 'Join';
@@ -143,7 +143,7 @@ export class PeerTransport {
   }
 
   /** A shard column's PUT to the peer (a store's, a repair's or a handoff's); see HttpColumnSender. */
-  column(peer: PeerRef, header: ColumnHeader, columnBytes: number, options: { repair: boolean; timeoutMs: number; sealLater?: { answerTimeoutMs: number } }): HttpColumnSender {
+  column(peer: PeerRef, header: ColumnHeader, columnBytes: number, options: { repair: boolean; timeoutMs: number; streamed?: { answerTimeoutMs: number } }): HttpColumnSender {
     return new HttpColumnSender(peer, header, columnBytes, { ...options, link: this.link });
   }
 
