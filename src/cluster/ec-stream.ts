@@ -251,8 +251,8 @@ export class EcStream implements FileSink {
           c.created = (await sink.finish(c.hasher.digest(), columnBlobMeta(header))).created;
         }
       } catch (err) {
+        // A failed complete or commit has taken its column back already (ColumnWriter).
         c.failure ??= err as Error;
-        if (sink instanceof ColumnWriter) await sink.abort();
       }
     }));
   }

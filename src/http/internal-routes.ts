@@ -36,7 +36,6 @@ import { sendBody } from './download.js';
 import { ColumnBody } from './column-body.js';
 import { columnHeaderOf, sealedHeader, sealMaxBytes, streamedColumnHeader } from '../cluster/shard-transfer.js';
 import type { ColumnHeader } from '../cluster/column-writer.js';
-import type { NodeConfig } from '../config/settings.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { type Intake, isChunked } from './intake.js';
 import { parseRange } from './range.js';
@@ -104,7 +103,8 @@ export class InternalRoutes {
     const x = newExchange(res, this.wire, this.log);
     let release = (): void => undefined;
     let body: ColumnBody;
-    let streamed: { header: ColumnHeader; config: NodeConfig } | undefined;
+    /** A streamed column: its header once the seal at its body's end names the blob. */
+    let sealed: ((seal: string) => ColumnHeader) | undefined;
     try {
       const cluster = this.authorize(req);
       const { internal } = cluster;
@@ -118,7 +118,7 @@ export class InternalRoutes {
         release = this.intake.admit();
         const idleMs = Math.max(internal.config.bodyIdleTimeoutMs, internal.config.ecColumnIdleTimeoutMs);
         body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x), idleMs, sealMaxBytes(internal.config));
-        streamed = { header, config: internal.config };
+        sealed = (seal) => sealedHeader(header, seal, internal.config);
       } else {
         const { header, columnBytes } = columnHeaderOf({
           id: { id: parseBlobId(req.getParameter(0)) }, index: Number(req.getParameter(1)), shard_size: Number(req.getHeader('x-blobstore-shard-size')),
@@ -140,7 +140,7 @@ export class InternalRoutes {
     }
     this.intake.receive(x, body, release, start, isChunked(req), async () => {
       try {
-        const result = streamed ? await body.seal((seal) => sealedHeader(streamed!.header, seal, streamed!.config)) : await body.finish();
+        const result = sealed ? await body.seal(sealed) : await body.finish();
         sendJson(x, 200, result.created ? '{"created":true,"declined":false}' : '{"created":false,"declined":false}');
       } catch (err) {
         await body.discard();
