@@ -8,9 +8,11 @@
  *     missing, slow (ecFetchTimeoutMs) or failing ──▶ the same cell of k other columns
  *                                                      ──▶ Reed-Solomon reconstruct ──▶ the piece
  *
- * Holders verify what they send against their stored digests; a whole-blob read is also hashed on
- * the way and checked against the blob's checksum at the end (a mismatch throws, so the caller
- * cuts its answer: never wrong bytes). A column found missing or failing is queued for repair.
+ * Every byte is hashed once on its way out: a column's chunks are checked here against the
+ * chaining values their holder's file keeps (column-check.ts; a range off the 1 MiB chunks, by
+ * the holder), a local column's by the engine's read, so no piece goes unchecked and a corrupt
+ * one fails its column, whose pieces are then rebuilt. A column found missing or failing is
+ * queued for repair.
  * A read never starts what it cannot finish: with fewer than k columns that could be read (the
  * cached holders checked against who is online; when too few, every candidate asked again, and
  * only a refusal or an answer without a column rules one out) it fails with 503 before its first
@@ -25,7 +27,6 @@ import * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
-import { IdCheck } from '../blob/id-check.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
@@ -33,6 +34,7 @@ import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerTransport } from './transport/peer-transport.js';
 import { statOfAnswer } from './wire-meta.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
+import { layoutChecks, readerChecks } from './column-check.js';
 import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from './ec-read-state.js';
 import { manifestBlob } from './ec-manifest.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
@@ -191,8 +193,6 @@ export class EcReader implements ColumnSource {
     if (missing.length > 0) this.noteMissing(blob, missing, 'not found on any node');
     const pieces = piecesOf(layout, range);
     const read = new ReadState(this, blob, layout, holders, pieces);
-    const whole = range.start === 0 && range.end === blob.meta.size;
-    const check = whole ? new IdCheck(id, blob.meta.size) : undefined;
     const ahead = this.config.ecReadAheadCells;
     const inflight: Promise<Buffer>[] = [];
     const start = (j: number): void => {
@@ -209,11 +209,6 @@ export class EcReader implements ColumnSource {
       await Promise.all(inflight.slice(0, first));
       for (let j = 0; j < pieces.length; j++) {
         const bytes = await inflight[j % ahead]!;
-        // The last piece goes only once the whole blob hashes to its id (IdCheck).
-        if (check && !check.add(bytes)) {
-          this.forget(id);
-          throw new BlobstoreError('corruption', `EC blob ${id.toString('hex')}: the bytes read do not match its checksum`);
-        }
         await sink(bytes, index++);
         // The sink is done with the bytes (ChunkSink): a column's slab goes back for reuse.
         this.release(bytes);
@@ -281,7 +276,29 @@ export class EcReader implements ColumnSource {
     }
     const member = this.cluster.member(node);
     if (!member) return undefined;
-    return remoteColumn(this.transport, member, blob.meta.id, index, start, end, this.columnLimits);
+    const layout = this.layoutOf(blob);
+    if (!layoutChecks(layout.shardBytes) || !readerChecks({ start, end }, layout.columnBytes)) {
+      return remoteColumn(this.transport, member, blob.meta.id, index, start, end, this.columnLimits);
+    }
+    return remoteColumn(this.transport, member, blob.meta.id, index, start, end, this.columnLimits, {
+      chunkCv: this.store.chunkCv,
+      onCorrupt: (offset, length) => this.checkAtHolder(blob, node, index, offset, length),
+    });
+  }
+
+  /**
+   * Bytes of a column failed their check here (column-check.ts): its holder is asked for them
+   * checked by itself, so that a column corrupt on its disk is dropped and rebuilt there; bytes
+   * damaged on the way are only logged.
+   */
+  private checkAtHolder(blob: EcBlob, node: string, index: number, offset: number, length: number): void {
+    const id = blob.meta.id.toString('hex');
+    this.log.warn({ id, column: index, node, offset }, 'EC read: bytes of a column failed their check; its holder checks them');
+    const member = this.cluster.member(node);
+    if (!member) return;
+    const stream = remoteColumn(this.transport, member, blob.meta.id, index, offset, offset + length, this.columnLimits);
+    stream.take(length).then((bytes) => this.release(bytes), (err: Error) => this.log.warn({ id, column: index, node, err: err.message }, 'EC read: a holder\'s check of its column failed'))
+      .finally(() => stream.close());
   }
 
   /** A slab's view for a rebuilt cell of `length` (at most CELL_BYTES). */

@@ -12,7 +12,7 @@ import type { BlobMeta } from '../blob/meta.js';
 import type { ShardMeta } from '../blob/shard.js';
 import { BlobWriter, type FlowControl } from '../service/blob-writer.js';
 import { ecBlobMeta, manifestMeta } from '../service/ec-meta.js';
-import type { ByteRange, ChunkSink, LocalStore } from '../service/local-store.js';
+import type { ByteRange, ChunkSink, ChunkValues, LocalStore } from '../service/local-store.js';
 import type { Located } from '../service/placement.js';
 import type { AntiEntropy } from './anti-entropy.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
@@ -55,12 +55,13 @@ export class ClusterInternalApi {
   }
 
   /**
-   * Streams (a range of) a copy or column held here, each chunk verified before it goes; a column
-   * found corrupt is dropped and rebuilt (the caller's reader reconstructs around it).
+   * Streams (a range of) a copy or column held here, each chunk verified before it goes (with
+   * `values`, by the reader: ChunkValues); a column found corrupt is dropped and rebuilt (the
+   * caller's reader reconstructs around it).
    */
-  async read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange): Promise<void> {
+  async read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange, values?: ChunkValues): Promise<void> {
     try {
-      await this.store.read(meta, sink, range);
+      await this.store.read(meta, sink, range, values);
     } catch (err) {
       if ('shard' in meta && err instanceof BlobstoreError && err.kind === 'corruption') this.corruptColumn(meta as ShardMeta);
       throw err;

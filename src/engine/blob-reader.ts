@@ -12,7 +12,7 @@ import { BlobstoreError } from '../errors/errors.js';
 import { Location } from '../index/entry.js';
 import { type BlobFileLayout, chunkIntact, FILE_VERSION_TREE, readLayout } from './blob-file.js';
 import { DIGEST_BYTES } from '../hash/blake3.js';
-import { rootOf } from '../hash/blake3-tree.js';
+import { CV_BYTES, rootOf, subtreeCv } from '../hash/blake3-tree.js';
 import { TtlCache } from '../util/ttl-cache.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { BlobMeta } from '../blob/meta.js';
@@ -34,6 +34,16 @@ export interface ByteRange {
  * so a sink knows when it writes its headers.
  */
 export type ChunkSink = (chunk: Buffer, index: number) => Promise<void> | void;
+
+/**
+ * For a reader that checks the chunks itself (an EC read's coordinator checks each column's bytes
+ * as they arrive, docs/erasure-coding.md): told the chaining values of the chunks the range
+ * covers, in the tree of what is read (a blob's, or a column's own), before the first chunk goes;
+ * the chunks then go unchecked here. Undefined: the chunks are checked here as on any read (a
+ * format-1 file, whose table holds each chunk's own digest). The range starts on a chunk and ends
+ * on one or at the end.
+ */
+export type ChunkValues = (cvs: Buffer | undefined) => Promise<void> | void;
 
 /** What a read needs of the engine. */
 export interface BlobSource extends ChunkHashers {
@@ -60,12 +70,12 @@ const shortFile = (): BlobstoreError => new BlobstoreError('corruption', 'blob f
  * worker thread when the pool takes it (one hop, so checks run as far ahead as reads); else read
  * on libuv's thread pool and hashed by the engine's digester.
  */
-async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number): Promise<Buffer | false> {
+async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number, check: boolean): Promise<Buffer | false> {
   const at = index * layout.chunkBytes;
   const length = Math.min(layout.chunkBytes, layout.size - at);
   const chunk = buf.subarray(0, length);
   const digest = layout.digests.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
-  const pooled = engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE);
+  const pooled = check ? engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE) : undefined;
   if (pooled) {
     const [n, readMs, verifyMs] = await pooled;
     const now = ticks();
@@ -83,6 +93,7 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
     done += bytesRead;
   }
   engine.recorder.stage('read', readStart);
+  if (!check) return chunk;
   const verifyStart = ticks();
   const intact = await chunkIntact(layout, index, chunk, engine);
   engine.recorder.stage('verify', verifyStart);
@@ -118,15 +129,31 @@ export class CheckedTables {
   }
 }
 
-/** Hands `range` (default: all) of the blob to `sink` in verified chunks of at most 1 MiB. */
-export async function readBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink, range: ByteRange = { start: 0, end: meta.size }): Promise<void> {
-  if (meta.location === Location.FILE) return readFileBlob(engine, meta, sink, range);
+/**
+ * Hands `range` (default: all) of the blob to `sink` in verified chunks of at most 1 MiB; with
+ * `values`, in chunks the reader checks (ChunkValues).
+ */
+export async function readBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink, range: ByteRange = { start: 0, end: meta.size }, values?: ChunkValues): Promise<void> {
+  if (values && (range.start % CHUNK_BYTES !== 0 || (range.end % CHUNK_BYTES !== 0 && range.end !== meta.size))) {
+    throw new BlobstoreError('invalid_argument', `bytes ${range.start}-${range.end - 1} do not start and end on ${CHUNK_BYTES}-byte chunks, as a read the reader checks must`);
+  }
+  if (meta.location === Location.FILE) return readFileBlob(engine, meta, sink, range, values);
   const data = (await engine.readInline(meta)).subarray(range.start, range.end);
+  // A record is checked whole: its chunks' values come from the checked bytes.
+  if (values) await values(chunkValuesOf(data, range.start));
   if (data.length === 0) return sink(data, 0);
   for (let at = 0, i = 0; at < data.length; at += CHUNK_BYTES, i++) await sink(data.subarray(at, at + CHUNK_BYTES), i);
 }
 
-async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink, range: ByteRange): Promise<void> {
+/** The chaining values of the chunks of `bytes`, which start at `offset` (a chunk boundary) of what they are part of. */
+export function chunkValuesOf(bytes: Buffer, offset: number): Buffer {
+  const count = Math.ceil(bytes.length / CHUNK_BYTES);
+  const cvs = Buffer.allocUnsafe(count * CV_BYTES);
+  for (let i = 0; i < count; i++) subtreeCv(bytes.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES), offset + i * CHUNK_BYTES, cvs, i * CV_BYTES);
+  return cvs;
+}
+
+async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink, range: ByteRange, values: ChunkValues | undefined): Promise<void> {
   let handle: fsp.FileHandle;
   try {
     handle = await fsp.open(engine.filePath(meta), 'r');
@@ -141,14 +168,20 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
       throw err instanceof BlobstoreError ? engine.corruption(meta) : err;
     });
     if (!engine.tables.matches(layout, meta)) throw engine.corruption(meta);
-    if (range.end <= range.start) return await sink(Buffer.alloc(0), 0);
+    if (range.end <= range.start) {
+      await values?.(Buffer.alloc(0));
+      return await sink(Buffer.alloc(0), 0);
+    }
     // Whole chunks are read and verified; the range's ends are cut from the first and last.
     const first = Math.floor(range.start / layout.chunkBytes);
     const last = Math.floor((range.end - 1) / layout.chunkBytes);
     const count = last - first + 1;
+    // The reader checks the chunks against the table's chaining values (a format-1 table's are checked here).
+    const check = values === undefined || layout.version !== FILE_VERSION_TREE || layout.chunkBytes !== CHUNK_BYTES;
+    if (values) await values(check ? undefined : layout.digests.subarray(first * DIGEST_BYTES, (last + 1) * DIGEST_BYTES));
     for (let i = 0; i < Math.min(engine.config.readAheadChunks, count); i++) buffers.push(await engine.pool.acquire());
     const startRead = (i: number): void => {
-      const read = readVerified(engine, handle, buffers[i % buffers.length]!, layout, first + i);
+      const read = readVerified(engine, handle, buffers[i % buffers.length]!, layout, first + i, check);
       read.catch(() => undefined); // awaited in turn, or settled in finally
       reads[i % buffers.length] = read;
     };

@@ -22,7 +22,7 @@ import { ticks } from '../metrics/clock.js';
 import { WorkerPool } from '../pool/pool.js';
 import { BufferPool } from '../pool/buffer-pool.js';
 import { blobFilePath, type ChunkCv, type ChunkDigester, type ChunkHashers, type FileSink } from './blob-file.js';
-import { type ByteRange, CheckedTables, type ChunkSink, readBlob } from './blob-reader.js';
+import { type ByteRange, CheckedTables, type ChunkSink, type ChunkValues, readBlob } from './blob-reader.js';
 import { Compactor } from './compactor.js';
 import { DiskSpace } from './disk-space.js';
 import { type EngineStats, statsOf } from './engine-stats.js';
@@ -226,8 +226,8 @@ export class Engine implements ChunkHashers {
   }
 
   /** The blob (or `range` of it) in verified chunks of at most 1 MiB. */
-  read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange): Promise<void> {
-    return readBlob(this, meta, sink, range);
+  read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange, values?: ChunkValues): Promise<void> {
+    return readBlob(this, meta, sink, range, values);
   }
 
   deletedAt(id: Buffer): number | undefined {

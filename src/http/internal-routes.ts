@@ -16,7 +16,9 @@
  * answered {"created": bool} once durable.
  *
  * Local copies only (a peer never asks on our behalf), verified chunk by chunk as every read; one
- * `Range: bytes=a-b` (206). A chunk that fails its checksum after the first byte cuts the
+ * `Range: bytes=a-b` (206). A column read with `X-Blobstore-Chunk-Values: 1` (an EC read that
+ * checks the bytes itself: src/cluster/column-check.ts) gets the range's chunks' chaining values
+ * first, and its chunks unchecked here. A chunk that fails its checksum after the first byte cuts the
  * connection, so the peer sees a short body, never wrong bytes. Access as InternalService's: the
  * peer's `X-Blobstore-Cluster-Secret` must match the cluster secret; no user token opens it (a node
  * runs without a secret only on loopback without tokens: src/auth/cluster-secret.ts).
@@ -35,6 +37,8 @@ import type { ByteRange } from '../service/local-store.js';
 import { sendBody } from './download.js';
 import { ColumnBody } from './column-body.js';
 import { columnHeaderOf, sealedHeader, sealMaxBytes, streamedColumnHeader } from '../cluster/shard-transfer.js';
+import { CHUNK_VALUES_HEADER, readerChecks, valuesPrefix, valuesPrefixBytes } from '../cluster/column-check.js';
+import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { ColumnHeader } from '../cluster/column-writer.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { type Intake, isChunked } from './intake.js';
@@ -75,12 +79,18 @@ export class InternalRoutes {
     }
   };
 
-  /** GET /internal/v1/shards/:id/:index: (a range of) a shard column held here. */
+  /**
+   * GET /internal/v1/shards/:id/:index: (a range of) a shard column held here; with
+   * X-Blobstore-Chunk-Values: 1, the range's chunks' chaining values first, for a reader that
+   * checks the bytes itself (src/cluster/column-check.ts).
+   */
   readonly getShard = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
-    this.getOne(res, req, head, (cluster, id) => cluster.internal.column(id, Number(req.getParameter(1))));
+    const values = req.getHeader(CHUNK_VALUES_HEADER);
+    if (values !== '' && values !== '1') return sendError(newExchange(res, this.wire, this.log, head), invalidArgument(`${CHUNK_VALUES_HEADER} must be 1`));
+    this.getOne(res, req, head, (cluster, id) => cluster.internal.column(id, Number(req.getParameter(1))), values === '1');
   };
 
-  private getOne(res: HttpResponse, req: HttpRequest, head: boolean, lookup: (cluster: Cluster, id: Buffer) => BlobMeta): void {
+  private getOne(res: HttpResponse, req: HttpRequest, head: boolean, lookup: (cluster: Cluster, id: Buffer) => BlobMeta, withValues = false): void {
     const x = newExchange(res, this.wire, this.log, head);
     let range: ByteRange | undefined;
     let meta;
@@ -90,11 +100,14 @@ export class InternalRoutes {
       meta = lookup(cluster, id);
       const rangeHeader = req.getHeader('range');
       range = rangeHeader === '' ? undefined : parseRange(rangeHeader, '', '', meta.size);
+      if (withValues && !readerChecks(range ?? { start: 0, end: meta.size }, meta.size)) {
+        throw invalidArgument(`a read with ${CHUNK_VALUES_HEADER} starts on a ${CHUNK_BYTES}-byte chunk and ends on one or at the end`);
+      }
     } catch (err) {
       return sendError(x, err);
     }
     const found = meta;
-    this.intake.track(x, this.send(x, found, range, this.cluster()!));
+    this.intake.track(x, this.send(x, found, range, this.cluster()!, withValues));
   }
 
   /** PUT /internal/v1/shards/:id/:index: a shard column's bytes then its checksum (and a streamed column's seal), stored once durable (http-column.ts). */
@@ -239,8 +252,10 @@ export class InternalRoutes {
     return cluster;
   }
 
-  private async send(x: Exchange, meta: BlobMeta, range: ByteRange | undefined, cluster: Cluster): Promise<void> {
-    const total = range ? range.end - range.start : meta.size;
+  private async send(x: Exchange, meta: BlobMeta, range: ByteRange | undefined, cluster: Cluster, withValues: boolean): Promise<void> {
+    const whole = range ?? { start: 0, end: meta.size };
+    const prefix = withValues ? valuesPrefixBytes(whole) : 0;
+    const total = prefix + whole.end - whole.start;
     const writeHead = (ex: Exchange): void => {
       ex.res.writeStatus(range ? '206 Partial Content' : '200 OK').writeHeader('Content-Type', 'application/octet-stream');
       if (range) ex.res.writeHeader('Content-Range', `bytes ${range.start}-${range.end - 1}/${meta.size}`);
@@ -254,6 +269,8 @@ export class InternalRoutes {
       return;
     }
     // A corrupt column is dropped and rebuilt here (the reader reconstructs around it).
-    await sendBody(x, total, writeHead, (sink) => cluster.internal.read(meta, sink, range));
+    if (!withValues) return sendBody(x, total, writeHead, (sink) => cluster.internal.read(meta, sink, range));
+    // The values go as the body's first bytes, the range's chunks after them.
+    await sendBody(x, total, writeHead, (sink) => cluster.internal.read(meta, (chunk, i) => sink(chunk, i + 1), range, (cvs) => sink(valuesPrefix(cvs, whole), 0)));
   }
 }

@@ -13,10 +13,10 @@ import type { ShardMeta, ShardWrite } from '../blob/shard.js';
 import type { CachedRecord } from '../engine/verified-cache.js';
 import type { HeldIdWatcher, SmallStoreDone } from '../engine/engine.js';
 
-import type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
+import type { ByteRange, ChunkSink, ChunkValues } from '../engine/blob-reader.js';
 import type { ChunkCv, FileSink } from '../engine/blob-file.js';
 
-export type { ByteRange, ChunkSink } from '../engine/blob-reader.js';
+export type { ByteRange, ChunkSink, ChunkValues } from '../engine/blob-reader.js';
 export type { ChunkCv, FileSink } from '../engine/blob-file.js';
 export type { CachedRecord } from '../engine/verified-cache.js';
 export type { HeldIdWatcher, SmallStoreDone } from '../engine/engine.js';
@@ -40,8 +40,12 @@ export interface LocalStore {
   commitFile(file: FileSink, checksum: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
 
   stat(id: Buffer): BlobMeta | undefined;
-  /** The blob (or `range` of it) in verified chunks of at most 1 MiB; corrupt bytes are never handed on. */
-  read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange): Promise<void>;
+  /**
+   * The blob (or `range` of it) in verified chunks of at most 1 MiB; corrupt bytes are never
+   * handed on. With `values`, the chunks' chaining values first, and chunks the reader checks
+   * against them (ChunkValues).
+   */
+  read(meta: BlobMeta, sink: ChunkSink, range?: ByteRange, values?: ChunkValues): Promise<void>;
   /** A segment blob's bytes, verified. */
   readInline(meta: BlobMeta): Promise<Buffer>;
   /** readInline on the calling thread for small records in memory (a view of a scratch buffer; undefined when too large or not in memory). */

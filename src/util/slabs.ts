@@ -8,7 +8,12 @@
  * For streams that move many MiB through short-lived buffers (an EC read moves each byte of the
  * blob through one): fresh 1 MiB buffers per chunk cost the allocation and, with them, V8's
  * external-memory accounting starts a major GC every few dozen MiB.
+ *
+ * Slabs start on a page boundary (aligned-buffer.ts), where the kernel copies into them at full
+ * speed. They are not shared memory: a SharedArrayBuffer is zeroed when allocated, which a read
+ * that holds more slabs than are kept (a degraded read's rebuilt cells) paid for every slab.
  */
+import { pageAligned } from './aligned-buffer.js';
 
 interface Lent {
   readonly slab: Buffer;
@@ -28,7 +33,7 @@ export class Slabs {
 
   /** A slab with one reference (the caller's). */
   take(): Buffer {
-    const slab = this.free.pop() ?? Buffer.allocUnsafeSlow(this.bytes);
+    const slab = this.free.pop() ?? pageAligned(this.bytes);
     this.lent.set(slab.buffer, { slab, refs: 1 });
     return slab;
   }

@@ -5,7 +5,7 @@
  * (errors_total{type="corruption"} moves) and rebuilt; a node that leaves hands its columns over.
  * Every scenario ends with every acknowledged blob read back byte-exact from every node.
  */
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flipByte, patternBytes, putRaw } from '../helpers/blobs.js';
@@ -188,5 +188,38 @@ describe('EC42 that heals, on a 7-node cluster', () => {
       }
     }
     await expectReadableEverywhere(c, acked, [1]);
+  });
+});
+
+describe('EC42 reads that check the columns they take, on a 6-node cluster without a scrubber', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    const noScrub = ARGS.map((a, i) => (ARGS[i - 1] === '--scrub-bytes-per-second' ? '0' : a));
+    c = await TestCluster.start({ size: 6, args: noScrub, together: true });
+    await c.converged({ members: c.ids });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('a flipped byte in a data column on disk: a read from a node without it is byte-exact, and the holder drops the column, which is rebuilt', { timeout: 180_000 }, async () => {
+    const bytes = patternBytes(700 * KiB + 3, 4242);
+    const acked = new Map<string, Buffer>();
+    const id = await store(c, 0, bytes, acked);
+    // Data column 1's file (three stripes of 64 KiB shards: 175 KiB, kept in a file) and its holder.
+    const file = (i: number): string => join(c.dataDirs[i]!, 'shards', id.slice(0, 2), `${id}.1`);
+    const holder = [...c.ids.keys()].find((i) => existsSync(file(i)));
+    expect(holder, 'a node holds data column 1 in a file').toBeDefined();
+    const reader = [...c.ids.keys()].find((i) => i !== holder && !readdirSync(join(c.dataDirs[i]!, 'shards')).some((d) => existsSync(join(c.dataDirs[i]!, 'shards', d, `${id}.1`))))!;
+    const corruptBefore = await metric(c, holder!, CORRUPTION);
+    flipByte(file(holder!), 70 * KiB); // column 1, stripe 1
+    const res = await fetch(`${c.url(reader)}/v1/blobs/${id}`);
+    expect(res.status).toBe(200);
+    expect(Buffer.from(await res.arrayBuffer()).equals(bytes), 'the bytes read around the corrupt column').toBe(true);
+    expect(c.node(reader).output()).toContain('EC read: bytes of a column failed their check');
+    // The reader asked the holder for the bytes checked by itself: found corrupt there, counted, dropped and rebuilt.
+    await waitFor(async () => (await metric(c, holder!, CORRUPTION)) > corruptBefore, { what: 'the corruption counted on its holder' });
+    await waitFor(() => c.live().some((i) => c.node(i).output().includes('EC repair: column rebuilt')), { what: 'the column rebuilt', timeoutMs: 30_000 });
+    await expectReadableEverywhere(c, acked);
   });
 });

@@ -286,9 +286,9 @@ export class HttpFetcher {
    * As fetch(), for any of the peer's /internal/v1 read paths (a shard column: /internal/v1/shards/{id}/{index}),
    * to a sink or read in place into a target.
    */
-  async fetchPath(address: string, path: string, range: ByteRange | undefined, to: BytesSink | BytesTarget, traceparent?: string): Promise<void> {
+  async fetchPath(address: string, path: string, range: ByteRange | undefined, to: BytesSink | BytesTarget, traceparent?: string, extraHeaders = ''): Promise<void> {
     // `traceparent`: the client's, checked well formed where its request came in (src/log/access-log.ts).
-    const head = `GET ${path} HTTP/1.1\r\nHost: ${address}\r\n` + (traceparent === undefined ? '' : `traceparent: ${traceparent}\r\n`)
+    const head = `GET ${path} HTTP/1.1\r\nHost: ${address}\r\n` + (traceparent === undefined ? '' : `traceparent: ${traceparent}\r\n`) + extraHeaders
       + (this.options.link.secret === '' ? '' : `${SECRET_METADATA}: ${this.options.link.secret}\r\n`)
       + (range ? `Range: bytes=${range.start}-${range.end - 1}\r\n` : '') + '\r\n';
     for (let attempt = 0; ; attempt++) {

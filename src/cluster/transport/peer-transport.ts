@@ -22,6 +22,7 @@ import type { ColumnHeader } from '../column-writer.js';
 import * as grpc from '@grpc/grpc-js';
 import { PeerCallError, PeerClients } from './grpc-peers.js';
 import { HttpColumnSender, shardPath } from './http-column.js';
+import { CHUNK_VALUES_HEADER } from '../column-check.js';
 import { type BytesSink, type BytesTarget, HttpFetcher } from './http-fetcher.js';
 import { HttpPut, PeerPutError, replicaBatchHead, replicaHead, statHead } from './http-put.js';
 import { type StatBlobAnswer, statAnswerOfJson } from '../wire-meta.js';
@@ -109,8 +110,8 @@ export class PeerTransport {
   }
 
   /** As readBlob, bytes [range.start, range.end) of column `index` of blob `id`, read in place into `to`. */
-  readColumn(peer: PeerRef, id: Buffer, index: number, range: ByteRange, to: BytesTarget): Promise<void> {
-    return this.reads.fetchPath(peer.address, shardPath(id, index), range, to);
+  readColumn(peer: PeerRef, id: Buffer, index: number, range: ByteRange, to: BytesTarget, chunkValues = false): Promise<void> {
+    return this.reads.fetchPath(peer.address, shardPath(id, index), range, to, undefined, chunkValues ? `${CHUNK_VALUES_HEADER}: 1\r\n` : '');
   }
 
   /**
