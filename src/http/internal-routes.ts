@@ -85,17 +85,17 @@ export class InternalRoutes {
    * checks the bytes itself (src/cluster/column-check.ts).
    */
   readonly getShard = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
-    const values = req.getHeader(CHUNK_VALUES_HEADER);
-    if (values !== '' && values !== '1') return sendError(newExchange(res, this.wire, this.log, head), invalidArgument(`${CHUNK_VALUES_HEADER} must be 1`));
-    this.getOne(res, req, head, (cluster, id) => cluster.internal.column(id, Number(req.getParameter(1))), values === '1');
+    this.getOne(res, req, head, (cluster, id) => cluster.internal.column(id, Number(req.getParameter(1))), req.getHeader(CHUNK_VALUES_HEADER));
   };
 
-  private getOne(res: HttpResponse, req: HttpRequest, head: boolean, lookup: (cluster: Cluster, id: Buffer) => BlobMeta, withValues = false): void {
+  private getOne(res: HttpResponse, req: HttpRequest, head: boolean, lookup: (cluster: Cluster, id: Buffer) => BlobMeta, values = ''): void {
     const x = newExchange(res, this.wire, this.log, head);
     let range: ByteRange | undefined;
     let meta;
+    const withValues = values === '1';
     try {
       const cluster = this.authorize(req);
+      if (values !== '' && !withValues) throw invalidArgument(`${CHUNK_VALUES_HEADER} must be 1`);
       const id = parseBlobId(req.getParameter(0));
       meta = lookup(cluster, id);
       const rangeHeader = req.getHeader('range');

@@ -157,6 +157,7 @@ describe('the data path with a cluster secret', () => {
     expect((await checked('bytes=0-2097151')).status).toBe(206);
     expect((await checked('bytes=5-1048575')).status, 'a range off the chunks').toBe(400);
     expect((await checked('bytes=0-1048575', 'yes')).status).toBe(400);
+    expect((await fetch(`${c.url(1)}/internal/v1/shards/${id}/0`, { headers: { 'x-blobstore-chunk-values': '1' } })).status, 'no secret: refused first').toBe(401);
   });
 
   it('a small REPLICA2 blob (a replica batch) reaches the other node with its original metadata', async () => {
