@@ -214,17 +214,16 @@ describe('EC42 reads that check the columns they take, on a 6-node cluster witho
     const reader = [...c.ids.keys()].find((i) => i !== holder && !readdirSync(join(c.dataDirs[i]!, 'shards')).some((d) => existsSync(join(c.dataDirs[i]!, 'shards', d, `${id}.1`))))!;
     const corruptBefore = await metric(c, holder!, CORRUPTION);
     flipByte(file(holder!), 70 * KiB); // column 1, stripe 1
-    // Every read is byte-exact. One that takes column 1 from its holder (a read may pass over a
-    // holder its heartbeats show late) finds the chunk corrupt and asks the holder to check it:
-    // with no scrubber, only that finds the corruption there, counts it, and has the column rebuilt.
+    // Every read is byte-exact. One that takes column 1 from its holder finds the chunk corrupt
+    // and asks the holder to check it (column-check.test.ts has the reader's check itself; on a
+    // busy machine a read may also come by the chunk through a cell its holder checks): with no
+    // scrubber, only a read finds the corruption there, counts it, and has the column rebuilt.
     await waitFor(async () => {
       const res = await fetch(`${c.url(reader)}/v1/blobs/${id}`);
       expect(res.status).toBe(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(bytes), 'the bytes read around the corrupt column').toBe(true);
       return (await metric(c, holder!, CORRUPTION)) > corruptBefore;
     }, { what: 'the corruption counted on its holder', timeoutMs: 30_000 });
-    // The reader's log reaches its output a little later (written asynchronously).
-    await waitFor(() => c.node(reader).output().includes('EC read: bytes of a column failed their check'), { what: 'the reader logged the chunk that failed its check' });
     await waitFor(() => c.live().some((i) => c.node(i).output().includes('EC repair: column rebuilt')), { what: 'the column rebuilt', timeoutMs: 30_000 });
     await expectReadableEverywhere(c, acked);
   });
