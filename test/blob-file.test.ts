@@ -2,7 +2,8 @@
  * A large blob's file as its chunks arrive: chunks written while earlier ones are still being
  * written land in order, byte-exact (one write to the file at a time, queued chunks in one
  * pwritev); an upload aborted with chunks still queued settles every write and leaves no file.
- * With blobFileWrites=direct the whole chunks skip the page cache; buffered (the default), none do.
+ * With blobFileWrites=direct the whole chunks skip the page cache; buffered (the default), none do;
+ * a column's (columnFileWrites) skip it by default.
  * The digest table (format 2) holds each chunk's chaining value in the blob's BLAKE3 tree; a
  * format-1 file (each chunk's own digest), as earlier builds wrote it, still reads, verified.
  */
@@ -11,6 +12,7 @@ import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHUNK_BYTES } from '../src/blob/chunk.js';
 import type { Engine } from '../src/engine/engine.js';
+import type { FileKind } from '../src/engine/large-blobs.js';
 import { BlobFileWriter, type ChunkCv } from '../src/engine/blob-file.js';
 import { directWriteBytes } from '../src/engine/fs-util.js';
 import { blake3 } from '../src/hash/blake3.js';
@@ -80,11 +82,11 @@ describe('a blob file written chunk by chunk', () => {
 const noDirect = await directRefused();
 
 describe('how a blob file\'s chunks reach the disk (blobFileWrites)', () => {
-  async function store(e: Engine, seed: number): Promise<{ direct: number; intact: boolean }> {
+  async function store(e: Engine, seed: number, kind?: FileKind): Promise<{ direct: number; intact: boolean }> {
     const chunks = Array.from({ length: 3 }, (_, i) => patternBytes(i === 2 ? 5000 : CHUNK_BYTES, seed + i));
     const whole = Buffer.concat(chunks);
     const before = directWriteBytes();
-    const sink = await e.beginFile();
+    const sink = await e.beginFile(kind);
     for (const c of chunks) await sink.write(c);
     const digest = await sink.finish();
     const direct = directWriteBytes() - before;
@@ -109,6 +111,23 @@ describe('how a blob file\'s chunks reach the disk (blobFileWrites)', () => {
     const { direct, intact } = await store(engine, 800);
     expect(intact).toBe(true);
     expect(direct).toBe(0);
+  });
+
+  it.skipIf(noDirect !== '')(`an erasure-coded column's whole chunks go past the page cache by default (columnFileWrites)${noDirect ? ` - skipped: ${noDirect}` : ''}`, async () => {
+    const { direct, intact } = await store(engine, 820, 'column');
+    expect(intact).toBe(true);
+    expect(direct).toBe(2 * CHUNK_BYTES);
+  });
+
+  it('columnFileWrites=buffered: a column through the page cache', async () => {
+    const bufferedEngine = await openEngine(testConfig({ columnFileWrites: 'buffered' }));
+    try {
+      const { direct, intact } = await store(bufferedEngine, 840, 'column');
+      expect(intact).toBe(true);
+      expect(direct).toBe(0);
+    } finally {
+      await bufferedEngine.close();
+    }
   });
 });
 

@@ -63,7 +63,7 @@ export class ColumnWriter {
       return;
     }
     try {
-      this.file ??= await (this.opening ??= this.store.beginFile());
+      this.file ??= await (this.opening ??= this.store.beginFile('column'));
     } catch (err) {
       done();
       throw err;
@@ -121,7 +121,7 @@ export class ColumnWriter {
     this.checksum = columnChecksum;
     if (this.inline) return;
     try {
-      this.file ??= await (this.opening ??= this.store.beginFile());
+      this.file ??= await (this.opening ??= this.store.beginFile('column'));
       if (this.chunkLength > 0) await this.flushChunk();
       await Promise.all(this.writes.splice(0));
       const digest = await this.file.finish();

@@ -269,6 +269,11 @@ export const SETTINGS = {
     type: 'enum', default: () => 'buffered', choices: ['buffered', 'direct'],
     help: 'how the whole 1 MiB chunks of large blobs reach their files: buffered (through the page cache) or direct (O_DIRECT, past it, where the file system allows; docs/adr/0012-hot-path.md has both measured)',
   },
+  columnFileWrites: {
+    tuning: true,
+    type: 'enum', default: () => 'direct', choices: ['direct', 'buffered'],
+    help: 'how the whole 1 MiB chunks of erasure-coded columns reach their files: direct (O_DIRECT, past the page cache, where the file system allows: a column is written once and read through its reader\'s checks, and the first read after a store comes from the disk) or buffered; docs/adr/0026-columns-past-the-page-cache.md has both measured',
+  },
   logWrites: {
     tuning: true,
     type: 'enum', default: () => 'direct', choices: ['direct', 'buffered'],

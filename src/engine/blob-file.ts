@@ -13,12 +13,13 @@
  *
  * Writes go to tmp/ and are renamed into blobs/xx/<id> once fsynced (the engine does that).
  *
- * With blobFileWrites=direct (not the default) the whole 1 MiB chunks go through a second
- * descriptor of the file opened O_DIRECT, past the page cache, as ScyllaDB and Ceph BlueStore
- * write their data: no copy into page-cache pages and no writeback, and a large blob's bytes do
- * not push small blobs out of the cache. The last chunk's tail, the digest table and the footer are
- * not 4 KiB-aligned: they take the buffered descriptor, whose fsync at the end covers the file
- * either way. Buffered stays the default: on the VM we measure on, a node writing direct was
+ * Written direct, the whole 1 MiB chunks go through a second descriptor of the file opened
+ * O_DIRECT, past the page cache, as ScyllaDB and Ceph BlueStore write their data: no copy into
+ * page-cache pages and no writeback, and a large blob's bytes do not push small blobs out of the
+ * cache. The last chunk's tail, the digest table and the footer are not 4 KiB-aligned: they take
+ * the buffered descriptor, whose fsync at the end covers the file either way. Erasure-coded
+ * columns are written so by default (columnFileWrites, docs/adr/0026-columns-past-the-page-cache.md);
+ * whole blobs are not (blobFileWrites): on the VM we measure on, a node writing them direct was
  * slower than a buffered one in the same rounds, for the 1 GiB PUT and more so for the cold GET
  * after it (docs/adr/0012-hot-path.md).
  */

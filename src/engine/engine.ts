@@ -29,7 +29,7 @@ import { type EngineStats, statsOf } from './engine-stats.js';
 import { type DataDir, openDataDir, removeStrayTemps } from './data-dir.js';
 import { IdLocks } from './id-locks.js';
 import { InlineReader } from './inline-reader.js';
-import { flagsOf, LargeBlobs, ownFile } from './large-blobs.js';
+import { type FileKind, flagsOf, LargeBlobs, ownFile } from './large-blobs.js';
 import { SegmentLog } from './log.js';
 import { engineLogHooks } from './log-hooks.js';
 import { appendTo, type LogRecord, type RecordInput } from './log-record.js';
@@ -108,7 +108,7 @@ export class Engine implements ChunkHashers {
       recorder, logger: log, smallBlobMaxBytes: config.smallBlobMaxBytes,
     });
     this.large = new LargeBlobs({
-      dataPath: dataDir.path, chunkCv: this.chunkCv, space, recorder, direct: config.blobFileWrites === 'direct',
+      dataPath: dataDir.path, chunkCv: this.chunkCv, space, recorder, direct: { blob: config.blobFileWrites === 'direct', column: config.columnFileWrites === 'direct' },
       exclusive: (id, fn) => this.exclusive(id, fn), has: (id) => index.has(id), appendRecord: (...args) => this.appendRecord(...args),
     });
     this.inline = new InlineReader(reader, cache, index, recorder, config.syncReadMaxBytes, (meta) => this.corruption(meta));
@@ -215,9 +215,9 @@ export class Engine implements ChunkHashers {
     this.space.written(this.space.takeForData(bytes));
   }
 
-  /** Starts a streamed upload to its own file; finish it with commitFile() or abort it. */
-  beginFile(): Promise<FileSink> {
-    return this.large.begin();
+  /** Starts a streamed upload to its own file (a blob's, or a column's); finish it with commitFile() (a column: commitShardFile) or abort it. */
+  beginFile(kind?: FileKind): Promise<FileSink> {
+    return this.large.begin(kind);
   }
 
   /** Moves a finished upload into place and records it; deduplicates against stored bytes. */

@@ -31,8 +31,8 @@ export interface LargeBlobDeps {
   readonly chunkCv: ChunkCv;
   readonly space: DiskSpace;
   readonly recorder: Recorder;
-  /** Uploads written past the page cache (setting blobFileWrites=direct). */
-  readonly direct: boolean;
+  /** Files of each kind written past the page cache (settings blobFileWrites, columnFileWrites: direct). */
+  readonly direct: Readonly<Record<FileKind, boolean>>;
   /** Runs `fn` after every earlier operation on the same id has finished (id-locks.ts). */
   exclusive<T>(id: Buffer, fn: () => Promise<T>): Promise<T>;
   /** The id is stored here. */
@@ -40,16 +40,19 @@ export interface LargeBlobDeps {
   appendRecord: AppendRecord;
 }
 
+/** What a file of its own holds: a large blob (or a replica of one), or an erasure-coded column. */
+export type FileKind = 'blob' | 'column';
+
 export class LargeBlobs {
   /** Uploads whose temp file may still exist. */
   private readonly uploads = new Set<BlobFileWriter>();
 
   constructor(private readonly deps: LargeBlobDeps) {}
 
-  /** Starts a streamed upload to its own file; finish it with commit() or abort it. */
-  async begin(): Promise<FileSink> {
+  /** Starts a streamed upload to its own file; finish it with commit() (a column: commitShardFile) or abort it. */
+  async begin(kind: FileKind = 'blob'): Promise<FileSink> {
     const { dataPath, chunkCv, space, recorder, direct } = this.deps;
-    const writer = new BlobFileWriter(dataPath, chunkCv, space, recorder, this.uploads, direct);
+    const writer = new BlobFileWriter(dataPath, chunkCv, space, recorder, this.uploads, direct[kind]);
     await writer.open();
     return writer;
   }

@@ -15,9 +15,11 @@ import type { HeldIdWatcher, SmallStoreDone } from '../engine/engine.js';
 
 import type { ByteRange, ChunkSink, ChunkValues } from '../engine/blob-reader.js';
 import type { ChunkCv, FileSink } from '../engine/blob-file.js';
+import type { FileKind } from '../engine/large-blobs.js';
 
 export type { ByteRange, ChunkSink, ChunkValues } from '../engine/blob-reader.js';
 export type { ChunkCv, FileSink } from '../engine/blob-file.js';
+export type { FileKind } from '../engine/large-blobs.js';
 export type { CachedRecord } from '../engine/verified-cache.js';
 export type { HeldIdWatcher, SmallStoreDone } from '../engine/engine.js';
 
@@ -36,7 +38,8 @@ export interface LocalStore {
   putSmall(data: Uint8Array | ArrayBuffer, policy: Policy, labels: Buffer, done: SmallStoreDone, replicate?: boolean, createdAtNs?: bigint): void;
   /** 507 before a body the disk cannot hold is read. */
   checkSpace(bytes: number): void;
-  beginFile(): Promise<FileSink>;
+  /** A file of its own for a large blob, or (`column`) an erasure-coded column (settings blobFileWrites, columnFileWrites). */
+  beginFile(kind?: FileKind): Promise<FileSink>;
   commitFile(file: FileSink, checksum: Buffer, policy: Policy, labels: Buffer, origin?: StoreOrigin): Promise<PutResult>;
 
   stat(id: Buffer): BlobMeta | undefined;
