@@ -171,6 +171,8 @@ export class Cluster implements Placement, RepairSource {
     this.handoff.start();
     this.antiEntropy.start();
     this.scrubber.start();
+    // In the background: the node serves while its EC read slabs are touched, a slab a turn.
+    this.ecReader.prefault().catch((err: unknown) => this.log.warn({ err }, 'EC read slabs could not be readied ahead'));
     this.started = true;
   }
 

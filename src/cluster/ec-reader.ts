@@ -74,6 +74,11 @@ export class EcReader implements ColumnSource {
     this.columnLimits = { timeoutMs: config.ecFetchTimeoutMs, startBytes: config.ecColumnQueueStartBytes, queueBytes: config.ecColumnQueueBytes, slabs };
   }
 
+  /** Readies the read slabs before the first read needs them (Slabs.prefault). */
+  prefault(): Promise<void> {
+    return this.columnLimits.slabs.prefault();
+  }
+
   layoutOf(blob: EcBlob): StripeLayout {
     const scheme = ecScheme(blob.meta.policy);
     if (!scheme) throw new BlobstoreError('internal', `blob ${blob.meta.id.toString('hex')} has no EC policy`);

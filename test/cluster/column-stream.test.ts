@@ -36,6 +36,24 @@ describe('Slabs', () => {
     slabs.release(b);
     expect(slabs.kept).toBe(1);
   });
+
+  it('prefault readies the slabs kept, touched, and take hands them out before allocating', async () => {
+    const slabs = new Slabs(8192, 3);
+    const taken = slabs.take();
+    await slabs.prefault();
+    expect(slabs.kept).toBe(3);
+    const ready = [slabs.take(), slabs.take(), slabs.take()];
+    expect(slabs.kept).toBe(0);
+    for (const s of ready) {
+      expect(s.length).toBe(8192);
+      expect(s.every((b) => b === 0)).toBe(true);
+      expect(s.buffer).not.toBe(taken.buffer);
+    }
+    // A slab released after it is full again is left to the collector.
+    for (const s of ready) slabs.release(s);
+    slabs.release(taken);
+    expect(slabs.kept).toBe(3);
+  });
 });
 
 /** A column of `bytes` held "here", read back in chunks of `chunkBytes` (the engine reuses its chunk buffer). */
