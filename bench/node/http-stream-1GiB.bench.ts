@@ -17,7 +17,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
-  GiB, REPEATS, emit, settle, startEcho, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
+  GiB, REPEATS, blobFile, dropCache, emit, settle, startEcho, envInt, log, median, procStatus, removeDir, resetPeakRss, round, runNonce, startNode, tempDir,
   type RunningProcess,
 } from './lib.js';
 import { pageAligned } from '../../src/util/aligned-buffer.js';
@@ -116,21 +116,6 @@ async function getCurl(port: number, id: string): Promise<number> {
   const [code, size, seconds] = stdout.trim().split(' ');
   if (code !== '200' || Number(size) !== TOTAL) throw new Error(`curl GET: HTTP ${code}, ${size} of ${TOTAL} bytes`);
   return Number(seconds);
-}
-
-/** Drops one file's pages from the page cache (dd's fadvise DONTNEED), leaving others' alone. */
-async function dropCache(path: string): Promise<void> {
-  await execFileAsync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
-}
-
-/** The node's file for a large blob (data/blobs/<2 hex>/<id>), found by name if the layout moved. */
-async function blobFile(dataDir: string, id: string): Promise<string> {
-  const guess = join(dataDir, 'blobs', id.slice(0, 2), id);
-  if (await fsp.stat(guess).then(() => true, () => false)) return guess;
-  for await (const entry of await fsp.opendir(dataDir, { recursive: true })) {
-    if (entry.name === id) return join(entry.parentPath ?? entry.path, entry.name);
-  }
-  throw new Error(`no file for blob ${id} under ${dataDir}`);
 }
 
 /** Writes and removes a file of TOTAL bytes: the pages it used are free and warm for the first measured write. */

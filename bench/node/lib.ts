@@ -4,7 +4,7 @@
  * in-process engine. Benches print JSON lines on stdout and progress on stderr.
  */
 import { type ChildProcess, spawn, execFile } from 'node:child_process';
-import { existsSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, promises as fsp, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { connect as tlsConnect } from 'node:tls';
@@ -344,4 +344,19 @@ export async function listIds(port: number, max: number, token?: string): Promis
     cursor = page.next_cursor;
   }
   return ids.slice(0, max);
+}
+
+/** Drops one file's pages from the page cache (dd's fadvise DONTNEED), leaving others' alone. */
+export async function dropCache(path: string): Promise<void> {
+  await execFileAsync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
+}
+
+/** The node's file for a large blob (data/blobs/<2 hex>/<id>), found by name if the layout moved. */
+export async function blobFile(dataDir: string, id: string): Promise<string> {
+  const guess = join(dataDir, 'blobs', id.slice(0, 2), id);
+  if (await fsp.stat(guess).then(() => true, () => false)) return guess;
+  for await (const entry of await fsp.opendir(dataDir, { recursive: true })) {
+    if (entry.name === id) return join(entry.parentPath ?? entry.path, entry.name);
+  }
+  throw new Error(`no file for blob ${id} under ${dataDir}`);
 }
