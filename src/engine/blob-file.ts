@@ -45,6 +45,13 @@ export const FILE_VERSION_FLAT = 1;
 export const FILE_VERSION_TREE = 2;
 const FOOTER_BYTES = 32;
 const WRITEBACK_BYTES = 32 * 1024 * 1024;
+/**
+ * Written direct, the bytes are on their way to the device already, and a flush only asks it to
+ * make them durable (a volatile write cache; on a VM, the host's): that costs this CPU nothing, so
+ * it is asked more often, and the fsync at the end finds less to wait for. 64 MiB EC42 PUTs
+ * alternating between two clusters: 226 against 194 MiB/s (12 pairs), 8 MiB against 32.
+ */
+const DIRECT_WRITEBACK_BYTES = 8 * 1024 * 1024;
 /** Chunks one write job takes at most. */
 const WRITE_BATCH_MAX = 64;
 
@@ -263,11 +270,13 @@ export class BlobFileWriter implements FileSink {
   }
 
   /**
-   * Starts flushing what is written so far, in the background, every WRITEBACK_BYTES: the disk
-   * works while the body still arrives, and the fsync at the end has little left to do.
+   * Starts flushing what is written so far, in the background, every WRITEBACK_BYTES (written
+   * direct, DIRECT_WRITEBACK_BYTES): the disk works while the body still arrives, and the fsync
+   * at the end has little left to do.
    */
   private startWriteback(): void {
-    if (!this.durable || this.syncing || this.size - this.syncedUpTo < WRITEBACK_BYTES || !this.handle) return;
+    const every = this.direct ? DIRECT_WRITEBACK_BYTES : WRITEBACK_BYTES;
+    if (!this.durable || this.syncing || this.size - this.syncedUpTo < every || !this.handle) return;
     const upTo = this.size;
     this.syncing = this.handle.datasync().then(
       () => {
