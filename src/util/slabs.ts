@@ -59,7 +59,8 @@ export class Slabs {
    * 64 MiB EC GET spent ~70 ms more before its first byte than its second (docs/erasure-coding.md).
    */
   async prefault(): Promise<void> {
-    while (this.free.length < this.keep) {
+    // At most `keep` of them: reads under way meanwhile take and give back slabs of their own.
+    for (let made = 0; made < this.keep && this.free.length < this.keep; made++) {
       const slab = pageAligned(this.bytes);
       slab.fill(0);
       this.free.push(slab);
