@@ -167,12 +167,13 @@ export class Cluster implements Placement, RepairSource {
     this.store.watchIds((id, policy, key, set) => {
       this.antiEntropy.watcher(id, policy, key, set);
       this.handoff.watcher(id, policy, key, set);
+      // The cluster stores EC columns here: its EC read slabs are readied in the background, a
+      // slab a turn (a cluster that uses no EC does not hold them).
+      if (set === 'column') void this.ecReader.prefault();
     });
     this.handoff.start();
     this.antiEntropy.start();
     this.scrubber.start();
-    // In the background: the node serves while its EC read slabs are touched, a slab a turn.
-    this.ecReader.prefault().catch((err: unknown) => this.log.warn({ err }, 'EC read slabs could not be readied ahead'));
     this.started = true;
   }
 

@@ -24,6 +24,7 @@ export class Slabs {
   private readonly free: Buffer[] = [];
   /** By the slab's ArrayBuffer (every view of it shares it); weak, so a slab never released is collected. */
   private readonly lent = new WeakMap<ArrayBufferLike, Lent>();
+  private prefaulting: Promise<void> | undefined;
 
   constructor(
     readonly bytes: number,
@@ -54,11 +55,18 @@ export class Slabs {
   }
 
   /**
-   * Allocates and touches the slabs kept, one per event-loop turn, so that the first reads do not
+   * Allocates and touches the slabs kept, one per event-loop turn, so that the next reads do not
    * fault their memory in: on a VM, a page's first touch is a trip to the host, and a node's first
-   * 64 MiB EC GET spent ~70 ms more before its first byte than its second (docs/erasure-coding.md).
+   * 64 MiB EC GET spent ~60 ms more before its first byte than its second (docs/erasure-coding.md).
+   * Once: later calls get the first call's promise. A slab that cannot be allocated now is
+   * allocated when a read needs it, as without this.
    */
-  async prefault(): Promise<void> {
+  prefault(): Promise<void> {
+    this.prefaulting ??= this.fill().catch(() => undefined);
+    return this.prefaulting;
+  }
+
+  private async fill(): Promise<void> {
     // At most `keep` of them: reads under way meanwhile take and give back slabs of their own.
     for (let made = 0; made < this.keep && this.free.length < this.keep; made++) {
       const slab = pageAligned(this.bytes);

@@ -37,13 +37,15 @@ describe('Slabs', () => {
     expect(slabs.kept).toBe(1);
   });
 
-  it('prefault readies the slabs kept, touched, and take hands them out before allocating', async () => {
+  it('prefault readies the slabs kept, touched, once; take hands them out before allocating', async () => {
     const slabs = new Slabs(8192, 3);
     const taken = slabs.take();
     await slabs.prefault();
     expect(slabs.kept).toBe(3);
     const ready = [slabs.take(), slabs.take(), slabs.take()];
     expect(slabs.kept).toBe(0);
+    await slabs.prefault();
+    expect(slabs.kept, 'a second call readies nothing more').toBe(0);
     for (const s of ready) {
       expect(s.length).toBe(8192);
       expect(s.every((b) => b === 0)).toBe(true);
