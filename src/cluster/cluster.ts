@@ -167,14 +167,13 @@ export class Cluster implements Placement, RepairSource {
     this.store.watchIds((id, policy, key, set) => {
       this.antiEntropy.watcher(id, policy, key, set);
       this.handoff.watcher(id, policy, key, set);
+      // The cluster stores EC columns here: its EC read slabs are readied in the background, a
+      // slab a turn (a cluster that uses no EC does not hold them).
+      if (set === 'column') void this.ecReader.prefault();
     });
     this.handoff.start();
     this.antiEntropy.start();
     this.scrubber.start();
-    // The EC read slabs, allocated once and up front like the node's other pools: in the
-    // background, a slab a turn, so the first EC reads do not fault them in and an EC store's
-    // memory is its rows alone.
-    void this.ecReader.prefault();
     this.started = true;
   }
 

@@ -74,7 +74,7 @@ export class EcReader implements ColumnSource {
     this.columnLimits = { timeoutMs: config.ecFetchTimeoutMs, startBytes: config.ecColumnQueueStartBytes, queueBytes: config.ecColumnQueueBytes, slabs };
   }
 
-  /** Readies the read slabs before the first reads need them (Slabs.prefault; once). */
+  /** Readies the read slabs before the next reads need them (Slabs.prefault; once). */
   prefault(): Promise<void> {
     return this.columnLimits.slabs.prefault();
   }
@@ -179,6 +179,8 @@ export class EcReader implements ColumnSource {
 
   /** Streams `range` (default: all) of the blob to `sink` in chunks of at most 1 MiB. */
   async read(blob: EcBlob, sink: ChunkSink, range: ByteRange = { start: 0, end: blob.meta.size }): Promise<void> {
+    // A node that holds no column reads EC blobs too: its later reads find the slabs ready.
+    void this.prefault();
     const layout = this.layoutOf(blob);
     const id = blob.meta.id;
     if (range.end <= range.start) return sink(Buffer.alloc(0), 0);

@@ -57,7 +57,7 @@ export class Slabs {
   /**
    * Allocates and touches the slabs kept, one per event-loop turn, so that the next reads do not
    * fault their memory in: on a VM, a page's first touch is a trip to the host, and a node's first
-   * 64 MiB EC GET spent ~70 ms more before its first byte than its second (docs/erasure-coding.md).
+   * 64 MiB EC GET spent ~60 ms more before its first byte than its second (docs/erasure-coding.md).
    * Once: later calls get the first call's promise. A slab that cannot be allocated now is
    * allocated when a read needs it, as without this.
    */
