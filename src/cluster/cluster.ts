@@ -46,6 +46,8 @@ import { verifiedPeer } from '../tls/grpc-tls.js';
 import type { AuthContext } from '@grpc/grpc-js/build/src/auth-context.js';
 
 const MEMBERSHIP_KEY = 'membership';
+/** How long no EC column has come in before the EC read slabs are readied. */
+const EC_SLABS_IDLE_MS = 1000;
 
 /** What the cluster needs of the node's index: its own small values (the member state). */
 export interface ClusterStateStore {
@@ -72,6 +74,8 @@ export class Cluster implements Placement, RepairSource {
   private readonly secret: Buffer;
   private readonly repairing = new Set<string>();
   private started = false;
+  /** Readies the EC read slabs once column stores pause (readySlabsWhenIdle). */
+  private slabsTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly store: LocalStore,
@@ -167,9 +171,7 @@ export class Cluster implements Placement, RepairSource {
     this.store.watchIds((id, policy, key, set) => {
       this.antiEntropy.watcher(id, policy, key, set);
       this.handoff.watcher(id, policy, key, set);
-      // The cluster stores EC columns here: its EC read slabs are readied in the background, a
-      // slab a turn (a cluster that uses no EC does not hold them).
-      if (set === 'column') void this.ecReader.prefault();
+      if (set === 'column') this.readySlabsWhenIdle();
     });
     this.handoff.start();
     this.antiEntropy.start();
@@ -181,6 +183,7 @@ export class Cluster implements Placement, RepairSource {
   async stop(): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    clearTimeout(this.slabsTimer);
     await this.scrubber.stop();
     this.repairControl.stop();
     await this.antiEntropy.stop();
@@ -193,9 +196,20 @@ export class Cluster implements Placement, RepairSource {
   }
 
   /**
-   * Node-to-node calls carry the cluster secret; when one is set, a call without it (or with
-   * another) is refused. Compared in constant time.
+   * The cluster stores EC columns here: its EC read slabs are readied in the background, a slab a
+   * turn, once no column has come in for EC_SLABS_IDLE_MS (a cluster that uses no EC does not hold
+   * them). Not during the store: the 56 MiB would add to the memory the store itself holds.
    */
+  private readySlabsWhenIdle(): void {
+    if (this.slabsTimer) {
+      this.slabsTimer.refresh();
+      return;
+    }
+    this.slabsTimer = setTimeout(() => {
+      if (this.started) void this.ecReader.prefault();
+    }, EC_SLABS_IDLE_MS).unref();
+  }
+
   /**
    * An InternalService call: it carries the cluster secret (when one is set) and, with mutual
    * TLS (TLSCAFile), came over a connection whose client certificate verified.
@@ -219,12 +233,12 @@ export class Cluster implements Placement, RepairSource {
 
   // Placement: how the blob service places copies and reads what this node lacks.
 
-  /** Members this node can reach now, itself included. */
   /** Admitted (a member record of its own): the ring then names the owners. */
   ready(): boolean {
     return this.node.membership.selfStatus() !== 'joining';
   }
 
+  /** Members this node can reach now, itself included. */
   nodesAvailable(): number {
     const self = this.node.nodeId;
     return this.node.ring.nodeIds.filter((n) => n === self || this.node.online(n)).length;
