@@ -241,7 +241,6 @@ export class ClusterNode {
     }
   }
 
-  /** One heartbeat to every peer; answers are merged as they come. */
   /**
    * One heartbeat to every peer that has none in flight: a slow or frozen peer holds up only its
    * own heartbeat (its call waits for its deadline), never the others'. Answers are merged as

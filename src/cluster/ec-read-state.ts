@@ -10,7 +10,6 @@ import type { ColumnStream } from './column-stream.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { type RebuildInput, RowRebuild } from './row-rebuild.js';
 
-/** A part of a data shard the read hands on: within its cell (at most 1 MiB of the shard), bytes [from, to). */
 /** An EC blob to read: its metadata and shard size. */
 export interface EcBlob {
   readonly meta: BlobMeta;

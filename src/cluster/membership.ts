@@ -29,7 +29,6 @@ export interface PersistedMembership {
   records: MemberRecord[];
 }
 
-/** NodeInfo as the spec lists it, plus where peers reach the node's gRPC services. */
 /** A node's data handoff in progress (graceful leave, rebalance). */
 export interface Migration {
   blobs_left: number;
@@ -37,6 +36,7 @@ export interface Migration {
   bytes_per_second: number;
 }
 
+/** NodeInfo as the spec lists it, plus where peers reach the node's gRPC services. */
 export interface NodeInfo {
   node_id: string;
   address: string;
