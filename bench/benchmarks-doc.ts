@@ -38,6 +38,7 @@ const ROWS: Row[] = [
   { figure: 'REPLICA3 4 KiB PUT on node 1 of 3 / NONE alone', step: 'cluster-replicate', value: 'replica3_4KiB_put_rps', reference: 'alone_4KiB_put_rps', ratio: 'replica3_vs_alone_4KiB_put', target: '>= 0.45', meets: (x) => x >= 0.45 },
   { figure: 'NONE 4 KiB PUT on 3 nodes / NONE alone', step: 'cluster-replicate', value: 'none_cluster_4KiB_put_rps', reference: 'alone_4KiB_put_rps', ratio: 'none_cluster_vs_alone_4KiB_put', target: '>= 0.90', meets: (x) => x >= 0.9 },
   { figure: 'EC42 1 GiB PUT / NONE alone', step: 'cluster-ec', value: 'ec42_1GiB_put_mib_s', reference: 'none_1GiB_put_mib_s', ratio: 'ec42_vs_none_1GiB_put', target: '>= 0.60', meets: (x) => x >= 0.6 },
+  { figure: 'Peak RSS growth of the receiving node during a 1 GiB EC42 PUT', step: 'cluster-ec', value: 'ec42_1GiB_put_rss_growth_mib', target: '<= 64 MiB', meets: (x) => x <= 64 },
   { figure: 'EC42 1 GiB GET / NONE alone', step: 'cluster-ec', value: 'ec42_1GiB_get_mib_s', reference: 'none_1GiB_get_mib_s', ratio: 'ec42_vs_none_1GiB_get', target: '>= 0.70', meets: (x) => x >= 0.7 },
   { figure: 'EC42 1 GiB GET from the disk / NONE alone from the disk', step: 'cluster-ec', value: 'ec42_1GiB_get_cold_mib_s', reference: 'none_1GiB_get_cold_mib_s', ratio: 'ec42_vs_none_1GiB_get_cold', target: '>= 0.70', meets: (x) => x >= 0.7 },
   { figure: 'EC42 64 MiB PUT / Swift EC 4+2, same run', step: 'cluster-ec', value: 'ec42_64MiB_put_mib_s', reference: 'swift_ec42_64MiB_put_mib_s', ratio: 'ec42_64MiB_put_vs_swift', target: '>= 3', meets: (x) => x >= 3 },
