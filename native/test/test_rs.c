@@ -46,6 +46,27 @@ static void stripe_free(stripe *s) {
     }
 }
 
+/*
+ * Moves every shard to `off` bytes past a 64-byte boundary of an allocation of its own (kept in
+ * `bases`), ending exactly where that allocation ends; stripe_free_at_offset frees them.
+ */
+static void stripe_move_to_offset(stripe *s, size_t off, void **bases) {
+    for (int i = 0; i < s->k + s->m; i++) {
+        if (posix_memalign(&bases[i], 64, off + s->len) != 0) abort();
+        memcpy((uint8_t *)bases[i] + off, s->shards[i], s->len);
+        free(s->shards[i]);
+        s->shards[i] = (uint8_t *)bases[i] + off;
+    }
+}
+
+static void stripe_free_at_offset(stripe *s, void **bases) {
+    for (int i = 0; i < s->k + s->m; i++) {
+        free(bases[i]);
+        s->shards[i] = NULL; /* free(NULL) in stripe_free */
+    }
+    stripe_free(s);
+}
+
 static int stripe_matches(const stripe *s) {
     for (int i = 0; i < s->k + s->m; i++) {
         if (s->len && memcmp(s->shards[i], s->expect[i], s->len) != 0) return 0;
@@ -166,20 +187,13 @@ static void test_common_offset(const char *path) {
             stripe s;
             stripe_init(&s, k, m, len);
             void *bases[RS_N_MAX];
-            for (int i = 0; i < k + m; i++) {
-                if (posix_memalign(&bases[i], 64, off + len) != 0) abort();
-                memcpy((uint8_t *)bases[i] + off, s.shards[i], len);
-                free(s.shards[i]);
-                s.shards[i] = (uint8_t *)bases[i] + off;
-            }
+            stripe_move_to_offset(&s, off, bases);
             CHECK(rs_encode(k, m, s.shards, s.lens) == RS_OK && stripe_matches(&s),
                   "%s offset %zu len %zu encode", path, off, len);
             uint8_t present[RS_N_MAX];
             random_present(k + m, m, present);
             CHECK(erase_and_reconstruct(&s, present), "%s offset %zu len %zu reconstruct", path, off, len);
-            for (int i = 0; i < k + m; i++) s.shards[i] = malloc(1); /* stripe_free frees these */
-            for (int i = 0; i < k + m; i++) free(bases[i]);
-            stripe_free(&s);
+            stripe_free_at_offset(&s, bases);
         }
     }
 }
@@ -275,16 +289,9 @@ static void test_update_offset(const char *path) {
             stripe s;
             stripe_init(&s, k, m, len);
             void *bases[RS_N_MAX];
-            for (int i = 0; i < k + m; i++) {
-                if (posix_memalign(&bases[i], 64, off + len) != 0) abort();
-                memcpy((uint8_t *)bases[i] + off, s.shards[i], len);
-                free(s.shards[i]);
-                s.shards[i] = (uint8_t *)bases[i] + off;
-            }
+            stripe_move_to_offset(&s, off, bases);
             CHECK(update_all(&s, path) && stripe_matches(&s), "%s update offset %zu len %zu", path, off, len);
-            for (int i = 0; i < k + m; i++) s.shards[i] = malloc(1); /* stripe_free frees these */
-            for (int i = 0; i < k + m; i++) free(bases[i]);
-            stripe_free(&s);
+            stripe_free_at_offset(&s, bases);
         }
     }
 }

@@ -4,25 +4,15 @@
  */
 import { afterAll, describe, expect, test } from 'vitest';
 
-import { ecKernelPath, ecKernelPaths, encode, reconstruct, setEcKernelPath, type EcKernelPathName } from '../../src/ec/index.js';
+import { ecKernelPath, encode, reconstruct, setEcKernelPath } from '../../src/ec/index.js';
 import { referenceParity, rng } from './reference.js';
-import { makeStripe, randomPresent, type Layout } from './stripes.js';
+import { LAYOUTS, makeStripe, randomPresent, type StripeCase, supportedPaths } from './stripes.js';
 
-const supported = ecKernelPaths().filter((p) => p.supported).map((p) => p.name as EcKernelPathName);
+const supported = supportedPaths();
 const LENGTHS = [0, 1, 2, 15, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 4097, 65535, 65537, (1 << 20) + 1];
-const LAYOUTS: Layout[] = ['slices', 'common', 'separate', 'mixed'];
-
-interface Case {
-  readonly name: string;
-  readonly seed: number;
-  readonly k: number;
-  readonly m: number;
-  readonly len: number;
-  readonly layout: Layout;
-}
 
 /** Seeded cases; the big ones keep k small so the reference stays quick. */
-const CASES: Case[] = LENGTHS.flatMap((len, li) =>
+const CASES: StripeCase[] = LENGTHS.flatMap((len, li) =>
   [0, 1].map((r) => {
     const seed = 1000 + li * 10 + r;
     const next = rng(seed);
@@ -34,7 +24,7 @@ const CASES: Case[] = LENGTHS.flatMap((len, li) =>
 );
 
 const expected = new Map<number, Uint8Array[]>();
-function expectedParity(c: Case): Uint8Array[] {
+function expectedParity(c: StripeCase): Uint8Array[] {
   let parity = expected.get(c.seed);
   if (parity === undefined) {
     const s = makeStripe(rng(c.seed), c.k, c.m, c.len, c.layout);

@@ -1,8 +1,22 @@
 /** Test stripes: seeded data laid out in the ways callers hold shards. */
-import type { Shard } from '../../src/ec/index.js';
+import { ecKernelPaths, type EcKernelPathName, type Shard } from '../../src/ec/index.js';
 import { randomBytes } from './reference.js';
 
 export type Layout = 'slices' | 'common' | 'separate' | 'mixed';
+export const LAYOUTS: readonly Layout[] = ['slices', 'common', 'separate', 'mixed'];
+
+/** The kernel paths this CPU supports (every one of them is tested). */
+export const supportedPaths = (): EcKernelPathName[] => ecKernelPaths().filter((p) => p.supported).map((p) => p.name as EcKernelPathName);
+
+/** One seeded case: a stripe of k data and m parity shards of `len` bytes in `layout`. */
+export interface StripeCase {
+  readonly name: string;
+  readonly seed: number;
+  readonly k: number;
+  readonly m: number;
+  readonly len: number;
+  readonly layout: Layout;
+}
 
 export interface Stripe {
   readonly k: number;

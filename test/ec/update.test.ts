@@ -4,27 +4,17 @@
  */
 import { afterAll, describe, expect, test } from 'vitest';
 
-import { ecCacheStats, ecKernelPaths, encode, encodeUpdate, setEcKernelPath, type EcKernelPathName } from '../../src/ec/index.js';
+import { ecCacheStats, encode, encodeUpdate, setEcKernelPath } from '../../src/ec/index.js';
 import { randomBytes, referenceParity, rng } from './reference.js';
-import { makeStripe, type Layout, type Stripe } from './stripes.js';
+import { LAYOUTS, makeStripe, type Stripe, type StripeCase, supportedPaths } from './stripes.js';
 
-const supported = ecKernelPaths().filter((p) => p.supported).map((p) => p.name as EcKernelPathName);
+const supported = supportedPaths();
 /** 0, tails shorter than every vector width, lengths that are no multiple of 16, 32 or 64, two strips. */
 const LENGTHS = [0, 1, 15, 31, 33, 63, 65, 127, 129, 1000, 4097, 65537, (1 << 18) + 3];
 /** 4+2 and 8+2 (the store's policies), one row, and two passes of rows (m > 8). */
 const SHAPES: readonly (readonly [number, number])[] = [[4, 2], [8, 2], [1, 1], [6, 3], [3, 9], [20, 16]];
-const LAYOUTS: Layout[] = ['slices', 'common', 'separate', 'mixed'];
 
-interface Case {
-  readonly name: string;
-  readonly seed: number;
-  readonly k: number;
-  readonly m: number;
-  readonly len: number;
-  readonly layout: Layout;
-}
-
-const CASES: Case[] = LENGTHS.flatMap((len, li) =>
+const CASES: StripeCase[] = LENGTHS.flatMap((len, li) =>
   [0, 1].map((r) => {
     const [k, m] = r === 0 ? SHAPES[li % 2] : SHAPES[2 + (li % (SHAPES.length - 2))];
     const layout = LAYOUTS[(li + r) % LAYOUTS.length];

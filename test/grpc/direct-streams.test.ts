@@ -8,6 +8,7 @@ import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GrpcNode, chunksOf, client, failure, getStream, patterned, putStream, startGrpcNode, Status, unary } from './helpers.js';
+import { frame, varint } from './wire.js';
 
 const MiB = 1024 * 1024;
 const NONE = 1;
@@ -23,20 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await n?.stop();
 });
-
-function varint(v: number): number[] {
-  const out: number[] = [];
-  for (; v >= 0x80; v = Math.floor(v / 128)) out.push((v & 0x7f) | 0x80);
-  out.push(v);
-  return out;
-}
-
-function frame(message: Buffer, flags = 0): Buffer {
-  const head = Buffer.alloc(5);
-  head[0] = flags;
-  head.writeUInt32BE(message.length, 1);
-  return Buffer.concat([head, message]);
-}
 
 /** PutChunk {data = 2, final = 3, policy = 4}, encoded by hand. */
 function putChunk(data: Buffer, final: boolean, policy?: number): Buffer {

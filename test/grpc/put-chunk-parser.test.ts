@@ -9,17 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { PutChunkParser } from '../../src/grpc/put-chunk-parser.js';
 import { MalformedMessage, serverDefinition } from '../../src/proto/loader.js';
 import type { PutChunk } from '../../src/proto/messages.js';
+import { bytesField } from './wire.js';
 
 const decode = serverDefinition('BlobService').PutStream!.requestDeserialize as (b: Buffer) => PutChunk | MalformedMessage;
 
-function varint(v: number): number[] {
-  const out: number[] = [];
-  for (; v >= 0x80; v = Math.floor(v / 128)) out.push((v & 0x7f) | 0x80);
-  out.push(v);
-  return out;
-}
-
-const bytesField = (field: number, value: Buffer): Buffer => Buffer.concat([Buffer.from([(field << 3) | 2, ...varint(value.length)]), value]);
 const ID = Buffer.alloc(16, 0xab);
 const idField = bytesField(1, bytesField(1, ID)); // id: BlobID {id}
 const finalField = Buffer.from([0x18, 1]);

@@ -8,6 +8,7 @@
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GrpcNode, getStream, patterned, startGrpcNode, Status, unary } from './helpers.js';
+import { bytesField, frame, varint } from './wire.js';
 
 const KiB = 1024;
 const NONE = 1;
@@ -22,21 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await n?.stop();
 });
-
-function varint(v: number): number[] {
-  const out: number[] = [];
-  for (; v >= 0x80; v = Math.floor(v / 128)) out.push((v & 0x7f) | 0x80);
-  out.push(v);
-  return out;
-}
-
-const bytesField = (field: number, value: Buffer): Buffer => Buffer.concat([Buffer.from([(field << 3) | 2, ...varint(value.length)]), value]);
-
-function frame(message: Buffer): Buffer {
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(message.length, 1);
-  return Buffer.concat([head, message]);
-}
 
 /** PutChunk fields: id (on every chunk), unknown fields around the data, final, policy. */
 function chunk(data: Buffer, opts: { id?: Buffer; final?: boolean; policy?: number; extra?: Buffer } = {}): Buffer {
