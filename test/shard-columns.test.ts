@@ -1,8 +1,10 @@
 /**
  * Shard columns of erasure-coded blobs in the local engine: stored inline or in a file, read back
  * verified, listed once with the blob's id, counted, deleted (by a user, or handed off), and kept
- * across a restart and a compaction, like whole blobs.
+ * across a restart and a compaction, like whole blobs. With columnFileReads=direct a column is
+ * read past the page cache, byte-exact and checked as ever; buffered (the default), through it.
  */
+import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CHUNK_BYTES } from '../src/blob/chunk.js';
@@ -13,6 +15,7 @@ import type { ShardWrite } from '../src/blob/shard.js';
 import { blake3 } from '../src/hash/blake3.js';
 import { patternBytes } from './helpers/blobs.js';
 import { openEngine, testConfig } from './helpers/engine.js';
+import { directRefused, pageCacheUnseen, residentBytes } from './helpers/page-cache.js';
 
 /** A column of a made-up EC42 blob (the engine checks the column's own checksum only). */
 function column(seed: number, index: number, bytes: number, blobBytes = bytes * 4): { w: ShardWrite; data: Buffer } {
@@ -35,7 +38,7 @@ async function readAll(engine: Engine, meta: Parameters<Engine['read']>[0]): Pro
 }
 
 async function storeFile(engine: Engine, w: ShardWrite, data: Buffer): Promise<{ created: boolean }> {
-  const writer = await engine.beginFile();
+  const writer = await engine.beginFile('column');
   for (let at = 0; at < data.length; at += CHUNK_BYTES) await writer.write(data.subarray(at, at + CHUNK_BYTES));
   await writer.finish();
   return engine.commitShardFile(writer, w);
@@ -207,5 +210,59 @@ describe('shard columns in the engine', () => {
     }
     expect((await reopened.stats()).shardCount).toBe(kept.length);
     await reopened.close();
+  });
+});
+
+/** Why a column read past the page cache cannot be seen here, or '' when it can. */
+const noDirectRead = (await directRefused()) || (await pageCacheUnseen());
+
+describe('how a column is read from its file (columnFileReads)', () => {
+  /** Drops the file's pages from the page cache (posix_fadvise DONTNEED, by dd). */
+  const dropCache = (path: string): void => void execFileSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
+
+  it.skipIf(noDirectRead !== '')(`direct: read byte-exact, whole and by range, and its bytes leave nothing in the page cache${noDirectRead ? ` - skipped: ${noDirectRead}` : ''}`, async () => {
+    const engine = await openEngine(testConfig({ columnFileReads: 'direct' }));
+    const c = column(31, 3, 3 * CHUNK_BYTES + 17);
+    await storeFile(engine, c.w, c.data);
+    const [meta] = engine.shardsOf(c.w.id);
+    const path = engine.filePath(meta!);
+    dropCache(path);
+    expect((await readAll(engine, meta!)).equals(c.data)).toBe(true);
+    const parts: Buffer[] = [];
+    await engine.read(meta!, (chunk) => void parts.push(Buffer.from(chunk)), { start: CHUNK_BYTES + 5, end: 3 * CHUNK_BYTES + 9 });
+    expect(Buffer.concat(parts).equals(c.data.subarray(CHUNK_BYTES + 5, 3 * CHUNK_BYTES + 9))).toBe(true);
+    // Only the footer and the digest table, read through the cache to open the file: two pages at most.
+    expect(residentBytes(path)).toBeLessThanOrEqual(2 * 4096);
+    await engine.close();
+  });
+
+  it.skipIf(noDirectRead !== '')(`direct: a flipped byte fails the column, before any byte of its chunk goes${noDirectRead ? ` - skipped: ${noDirectRead}` : ''}`, async () => {
+    const engine = await openEngine(testConfig({ columnFileReads: 'direct' }));
+    const c = column(32, 1, 2 * CHUNK_BYTES + 99);
+    await storeFile(engine, c.w, c.data);
+    const [meta] = engine.shardsOf(c.w.id);
+    const path = engine.filePath(meta!);
+    const bytes = readFileSync(path);
+    bytes[CHUNK_BYTES + 7]! ^= 0x20;
+    writeFileSync(path, bytes);
+    dropCache(path);
+    const handed: Buffer[] = [];
+    await expect(engine.read(meta!, (chunk) => void handed.push(Buffer.from(chunk)))).rejects.toMatchObject({ kind: 'corruption' });
+    // The first chunk was intact and went; the flipped one did not.
+    expect(handed.length).toBe(1);
+    expect(handed[0]!.equals(c.data.subarray(0, CHUNK_BYTES))).toBe(true);
+    await engine.close();
+  });
+
+  it.skipIf(noDirectRead !== '')(`buffered (the default): a column read fills the page cache${noDirectRead ? ` - skipped: ${noDirectRead}` : ''}`, async () => {
+    const engine = await openEngine(testConfig());
+    const c = column(33, 2, 3 * CHUNK_BYTES + 17);
+    await storeFile(engine, c.w, c.data);
+    const [meta] = engine.shardsOf(c.w.id);
+    const path = engine.filePath(meta!);
+    dropCache(path);
+    expect((await readAll(engine, meta!)).equals(c.data)).toBe(true);
+    expect(residentBytes(path)).toBeGreaterThanOrEqual(3 * CHUNK_BYTES);
+    await engine.close();
   });
 });

@@ -274,6 +274,11 @@ export const SETTINGS = {
     type: 'enum', default: () => 'direct', choices: ['direct', 'buffered'],
     help: 'how the whole 1 MiB chunks of erasure-coded columns reach their files: direct (O_DIRECT, past the page cache, where the file system allows: a column is written once and read through its reader\'s checks, and the first read after a store comes from the disk) or buffered; docs/adr/0026-columns-past-the-page-cache.md has both measured',
   },
+  columnFileReads: {
+    tuning: true,
+    type: 'enum', default: () => 'buffered', choices: ['buffered', 'direct'],
+    help: 'how erasure-coded columns are read from their files: buffered (through the page cache: a column read again comes from memory) or direct (O_DIRECT, past it, where the file system allows: a column is read from the disk each time, without filling the cache or copying out of it); docs/adr/0027-column-reads.md has both measured',
+  },
   logWrites: {
     tuning: true,
     type: 'enum', default: () => 'direct', choices: ['direct', 'buffered'],

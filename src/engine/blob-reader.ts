@@ -3,11 +3,12 @@
  * File blobs are read readAheadChunks (a setting) chunks ahead from pooled buffers, each chunk
  * checked against its digest as soon as it is read (so checks run ahead too; with the worker pool,
  * read and check are one task) and before any of it is handed on; segment blobs are read whole and
- * checked against the checksum. A chunk that fails its check throws the corruption error: a caller
+ * checked against the checksum. Columns may be read past the page cache (columnFileReads=direct,
+ * docs/adr/0027-column-reads.md). A chunk that fails its check throws the corruption error: a caller
  * that has already sent bytes must cut its response (the client sees a short body, never wrong
  * bytes).
  */
-import { promises as fsp } from 'node:fs';
+import { constants as fsc, promises as fsp } from 'node:fs';
 import { BlobstoreError } from '../errors/errors.js';
 import { Location } from '../index/entry.js';
 import { type BlobFileLayout, chunkIntact, FILE_VERSION_TREE, readLayout } from './blob-file.js';
@@ -57,6 +58,8 @@ export interface BlobSource extends ChunkHashers {
   readInline(meta: BlobMeta): Promise<Buffer>;
   /** The file of a blob (or shard column) held in a file of its own. */
   filePath(meta: BlobMeta): string;
+  /** Whether the file is read past the page cache (setting columnFileReads: direct, for columns). */
+  readsDirect(meta: BlobMeta): boolean;
   /** A corrupt copy was found: counted, and the error to throw. */
   corruption(meta: BlobMeta): BlobstoreError;
   /** The files whose digest table joined into their checksum lately. */
@@ -65,17 +68,60 @@ export interface BlobSource extends ChunkHashers {
 
 const shortFile = (): BlobstoreError => new BlobstoreError('corruption', 'blob file is shorter than its footer says');
 
+/** Block size O_DIRECT reads are aligned to (offset, length and buffer): any device's logical block divides it. */
+const DIRECT_ALIGN = 4096;
+
+/** A file's O_DIRECT handle for one read; `handle` goes (the read falls back to the page cache) when the file system refuses a read. */
+interface DirectFile {
+  handle: fsp.FileHandle | undefined;
+}
+
+/** An O_DIRECT handle of `path`, or undefined where the file system refuses one (tmpfs). */
+async function openDirect(path: string): Promise<fsp.FileHandle | undefined> {
+  try {
+    return await fsp.open(path, fsc.O_RDONLY | fsc.O_DIRECT);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads [at, at + length) into `buf` past the page cache, in whole blocks (the chunk's last block
+ * takes the bytes after it in the file along, within the buffer): how many of the chunk's bytes
+ * were read. A refused read (EINVAL) drops the handle, and the rest is read through the cache.
+ */
+async function readPastCache(direct: DirectFile, buf: Buffer, length: number, at: number): Promise<number> {
+  const want = Math.min(Math.ceil(length / DIRECT_ALIGN) * DIRECT_ALIGN, buf.length);
+  let got = 0;
+  try {
+    while (got < want) {
+      const { bytesRead } = await direct.handle!.read(buf, got, want - got, at + got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+      // A short read ends a direct read only at the end of the file (its last, partial block).
+      if (got % DIRECT_ALIGN !== 0) break;
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
+    const refused = direct.handle;
+    direct.handle = undefined;
+    await refused?.close().catch(() => undefined);
+    return 0;
+  }
+  return Math.min(got, length);
+}
+
 /**
  * Chunk `index` read into `buf` and checked against its digest (false: it does not match). On a
  * worker thread when the pool takes it (one hop, so checks run as far ahead as reads); else read
  * on libuv's thread pool and hashed by the engine's digester.
  */
-async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number, check: boolean): Promise<Buffer | false> {
+async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number, check: boolean, direct: DirectFile | undefined): Promise<Buffer | false> {
   const at = index * layout.chunkBytes;
   const length = Math.min(layout.chunkBytes, layout.size - at);
   const chunk = buf.subarray(0, length);
   const digest = layout.digests.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
-  const pooled = check ? engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE) : undefined;
+  const pooled = check && !direct?.handle ? engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE) : undefined;
   if (pooled) {
     const [n, readMs, verifyMs] = await pooled;
     const now = ticks();
@@ -86,7 +132,7 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
     return chunk;
   }
   const readStart = ticks();
-  let done = 0;
+  let done = direct?.handle ? await readPastCache(direct, buf, length, at) : 0;
   while (done < length) {
     const { bytesRead } = await handle.read(buf, done, length - done, at + done);
     if (bytesRead === 0) throw shortFile();
@@ -163,6 +209,7 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
   }
   const buffers: Buffer[] = [];
   const reads: Promise<Buffer | false>[] = [];
+  let direct: DirectFile | undefined;
   try {
     const layout = await readLayout(handle, meta.size).catch((err: unknown) => {
       throw err instanceof BlobstoreError ? engine.corruption(meta) : err;
@@ -180,8 +227,11 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
     const check = values === undefined || layout.version !== FILE_VERSION_TREE || layout.chunkBytes !== CHUNK_BYTES;
     if (values) await values(check ? undefined : layout.digests.subarray(first * DIGEST_BYTES, (last + 1) * DIGEST_BYTES));
     for (let i = 0; i < Math.min(engine.config.readAheadChunks, count); i++) buffers.push(await engine.pool.acquire());
+    // Columns read past the page cache (columnFileReads=direct): whole blocks into the pool's
+    // page-aligned buffers, checked in line (not on the worker pool).
+    if (engine.readsDirect(meta) && layout.chunkBytes % DIRECT_ALIGN === 0 && layout.chunkBytes <= buffers[0]!.length) direct = { handle: await openDirect(engine.filePath(meta)) };
     const startRead = (i: number): void => {
-      const read = readVerified(engine, handle, buffers[i % buffers.length]!, layout, first + i, check);
+      const read = readVerified(engine, handle, buffers[i % buffers.length]!, layout, first + i, check, direct);
       read.catch(() => undefined); // awaited in turn, or settled in finally
       reads[i % buffers.length] = read;
     };
@@ -200,6 +250,7 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
     // Reads ahead may still be filling buffers: let them settle before the buffers go back.
     await Promise.allSettled(reads);
     await handle.close();
+    await direct?.handle?.close();
     for (const b of buffers) engine.pool.release(b);
   }
 }

@@ -287,6 +287,10 @@ export class Engine implements ChunkHashers {
     return 'shard' in meta ? shardFilePath(this.dataDir.path, hex, (meta as ShardMeta).shard.index) : blobFilePath(this.dataDir.path, hex);
   }
 
+  readsDirect(meta: BlobMeta): boolean {
+    return this.config.columnFileReads === 'direct' && 'shard' in meta;
+  }
+
   /** A corrupt copy was found (counted in errors_total{type="corruption"} here, once): the error to throw. */
   corruption(meta: BlobMeta): BlobstoreError {
     this.corruptionsDetected++;
