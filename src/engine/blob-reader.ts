@@ -71,15 +71,16 @@ const shortFile = (): BlobstoreError => new BlobstoreError('corruption', 'blob f
 /** Block size O_DIRECT reads are aligned to (offset, length and buffer): any device's logical block divides it. */
 const DIRECT_ALIGN = 4096;
 
-/** A file's O_DIRECT handle for one read; `handle` goes (the read falls back to the page cache) when the file system refuses a read. */
+/** A file's O_DIRECT handle for one read; not `usable` (the read goes through the page cache) once the file system refused a read. */
 interface DirectFile {
-  handle: fsp.FileHandle | undefined;
+  readonly handle: fsp.FileHandle;
+  usable: boolean;
 }
 
 /** An O_DIRECT handle of `path`, or undefined where the file system refuses one (tmpfs). */
-async function openDirect(path: string): Promise<fsp.FileHandle | undefined> {
+async function openDirect(path: string): Promise<DirectFile | undefined> {
   try {
-    return await fsp.open(path, fsc.O_RDONLY | fsc.O_DIRECT);
+    return { handle: await fsp.open(path, fsc.O_RDONLY | fsc.O_DIRECT), usable: true };
   } catch {
     return undefined;
   }
@@ -88,14 +89,14 @@ async function openDirect(path: string): Promise<fsp.FileHandle | undefined> {
 /**
  * Reads [at, at + length) into `buf` past the page cache, in whole blocks (the chunk's last block
  * takes the bytes after it in the file along, within the buffer): how many of the chunk's bytes
- * were read. A refused read (EINVAL) drops the handle, and the rest is read through the cache.
+ * were read. After a refused read (EINVAL) the rest of the file is read through the cache.
  */
 async function readPastCache(direct: DirectFile, buf: Buffer, length: number, at: number): Promise<number> {
   const want = Math.min(Math.ceil(length / DIRECT_ALIGN) * DIRECT_ALIGN, buf.length);
   let got = 0;
   try {
     while (got < want) {
-      const { bytesRead } = await direct.handle!.read(buf, got, want - got, at + got);
+      const { bytesRead } = await direct.handle.read(buf, got, want - got, at + got);
       if (bytesRead === 0) break;
       got += bytesRead;
       // A short read ends a direct read only at the end of the file (its last, partial block).
@@ -103,9 +104,7 @@ async function readPastCache(direct: DirectFile, buf: Buffer, length: number, at
     }
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
-    const refused = direct.handle;
-    direct.handle = undefined;
-    await refused?.close().catch(() => undefined);
+    direct.usable = false;
     return 0;
   }
   return Math.min(got, length);
@@ -121,7 +120,7 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
   const length = Math.min(layout.chunkBytes, layout.size - at);
   const chunk = buf.subarray(0, length);
   const digest = layout.digests.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
-  const pooled = check && !direct?.handle ? engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE) : undefined;
+  const pooled = check && !direct?.usable ? engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE) : undefined;
   if (pooled) {
     const [n, readMs, verifyMs] = await pooled;
     const now = ticks();
@@ -132,7 +131,7 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
     return chunk;
   }
   const readStart = ticks();
-  let done = direct?.handle ? await readPastCache(direct, buf, length, at) : 0;
+  let done = direct?.usable ? await readPastCache(direct, buf, length, at) : 0;
   while (done < length) {
     const { bytesRead } = await handle.read(buf, done, length - done, at + done);
     if (bytesRead === 0) throw shortFile();
@@ -229,7 +228,7 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
     for (let i = 0; i < Math.min(engine.config.readAheadChunks, count); i++) buffers.push(await engine.pool.acquire());
     // Columns read past the page cache (columnFileReads=direct): whole blocks into the pool's
     // page-aligned buffers, checked in line (not on the worker pool).
-    if (engine.readsDirect(meta) && layout.chunkBytes % DIRECT_ALIGN === 0 && layout.chunkBytes <= buffers[0]!.length) direct = { handle: await openDirect(engine.filePath(meta)) };
+    if (engine.readsDirect(meta) && layout.chunkBytes % DIRECT_ALIGN === 0 && layout.chunkBytes <= buffers[0]!.length) direct = await openDirect(engine.filePath(meta));
     const startRead = (i: number): void => {
       const read = readVerified(engine, handle, buffers[i % buffers.length]!, layout, first + i, check, direct);
       read.catch(() => undefined); // awaited in turn, or settled in finally
@@ -250,7 +249,7 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
     // Reads ahead may still be filling buffers: let them settle before the buffers go back.
     await Promise.allSettled(reads);
     await handle.close();
-    await direct?.handle?.close();
+    await direct?.handle.close();
     for (const b of buffers) engine.pool.release(b);
   }
 }
