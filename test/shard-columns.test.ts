@@ -217,20 +217,24 @@ describe('shard columns in the engine', () => {
 const noDirectRead = (await directRefused()) || (await pageCacheUnseen());
 
 describe('how a column is read from its file (columnFileReads)', () => {
-  /** Drops the file's pages from the page cache (posix_fadvise DONTNEED, by dd). */
-  const dropCache = (path: string): void => void execFileSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
-
-  it.skipIf(noDirectRead !== '')(`direct: read byte-exact, whole and by range, and its bytes leave nothing in the page cache${noDirectRead ? ` - skipped: ${noDirectRead}` : ''}`, async () => {
-    const engine = await openEngine(testConfig({ columnFileReads: 'direct' }));
-    const c = column(31, 3, 3 * CHUNK_BYTES + 17);
+  /** A column stored in a file, and its file with none of its pages in the page cache (posix_fadvise DONTNEED, by dd). */
+  async function uncachedColumn(engine: Engine, seed: number, index: number, bytes: number): Promise<{ data: Buffer; meta: ReturnType<Engine['shardsOf']>[number]; path: string }> {
+    const c = column(seed, index, bytes);
     await storeFile(engine, c.w, c.data);
     const [meta] = engine.shardsOf(c.w.id);
     const path = engine.filePath(meta!);
     dropCache(path);
-    expect((await readAll(engine, meta!)).equals(c.data)).toBe(true);
+    return { data: c.data, meta: meta!, path };
+  }
+  const dropCache = (path: string): void => void execFileSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
+
+  it.skipIf(noDirectRead !== '')(`direct: read byte-exact, whole and by range, and its bytes leave nothing in the page cache${noDirectRead ? ` - skipped: ${noDirectRead}` : ''}`, async () => {
+    const engine = await openEngine(testConfig({ columnFileReads: 'direct' }));
+    const { data, meta, path } = await uncachedColumn(engine, 31, 3, 3 * CHUNK_BYTES + 17);
+    expect((await readAll(engine, meta)).equals(data)).toBe(true);
     const parts: Buffer[] = [];
-    await engine.read(meta!, (chunk) => void parts.push(Buffer.from(chunk)), { start: CHUNK_BYTES + 5, end: 3 * CHUNK_BYTES + 9 });
-    expect(Buffer.concat(parts).equals(c.data.subarray(CHUNK_BYTES + 5, 3 * CHUNK_BYTES + 9))).toBe(true);
+    await engine.read(meta, (chunk) => void parts.push(Buffer.from(chunk)), { start: CHUNK_BYTES + 5, end: 3 * CHUNK_BYTES + 9 });
+    expect(Buffer.concat(parts).equals(data.subarray(CHUNK_BYTES + 5, 3 * CHUNK_BYTES + 9))).toBe(true);
     // Only the footer and the digest table, read through the cache to open the file: two pages at most.
     expect(residentBytes(path)).toBeLessThanOrEqual(2 * 4096);
     await engine.close();
@@ -238,30 +242,23 @@ describe('how a column is read from its file (columnFileReads)', () => {
 
   it.skipIf(noDirectRead !== '')(`direct: a flipped byte fails the column, before any byte of its chunk goes${noDirectRead ? ` - skipped: ${noDirectRead}` : ''}`, async () => {
     const engine = await openEngine(testConfig({ columnFileReads: 'direct' }));
-    const c = column(32, 1, 2 * CHUNK_BYTES + 99);
-    await storeFile(engine, c.w, c.data);
-    const [meta] = engine.shardsOf(c.w.id);
-    const path = engine.filePath(meta!);
+    const { data, meta, path } = await uncachedColumn(engine, 32, 1, 2 * CHUNK_BYTES + 99);
     const bytes = readFileSync(path);
     bytes[CHUNK_BYTES + 7]! ^= 0x20;
     writeFileSync(path, bytes);
     dropCache(path);
     const handed: Buffer[] = [];
-    await expect(engine.read(meta!, (chunk) => void handed.push(Buffer.from(chunk)))).rejects.toMatchObject({ kind: 'corruption' });
+    await expect(engine.read(meta, (chunk) => void handed.push(Buffer.from(chunk)))).rejects.toMatchObject({ kind: 'corruption' });
     // The first chunk was intact and went; the flipped one did not.
     expect(handed.length).toBe(1);
-    expect(handed[0]!.equals(c.data.subarray(0, CHUNK_BYTES))).toBe(true);
+    expect(handed[0]!.equals(data.subarray(0, CHUNK_BYTES))).toBe(true);
     await engine.close();
   });
 
   it.skipIf(noDirectRead !== '')(`buffered (the default): a column read fills the page cache${noDirectRead ? ` - skipped: ${noDirectRead}` : ''}`, async () => {
     const engine = await openEngine(testConfig());
-    const c = column(33, 2, 3 * CHUNK_BYTES + 17);
-    await storeFile(engine, c.w, c.data);
-    const [meta] = engine.shardsOf(c.w.id);
-    const path = engine.filePath(meta!);
-    dropCache(path);
-    expect((await readAll(engine, meta!)).equals(c.data)).toBe(true);
+    const { data, meta, path } = await uncachedColumn(engine, 33, 2, 3 * CHUNK_BYTES + 17);
+    expect((await readAll(engine, meta)).equals(data)).toBe(true);
     expect(residentBytes(path)).toBeGreaterThanOrEqual(3 * CHUNK_BYTES);
     await engine.close();
   });
