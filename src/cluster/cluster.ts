@@ -201,6 +201,8 @@ export class Cluster implements Placement, RepairSource {
    * them). Not during the store: the 56 MiB would add to the memory the store itself holds.
    */
   private readySlabsWhenIdle(): void {
+    // Once readied (here, or by a read), later columns arm nothing.
+    if (this.ecReader.slabsReadied) return;
     if (this.slabsTimer) {
       this.slabsTimer.refresh();
       return;

@@ -79,6 +79,11 @@ export class EcReader implements ColumnSource {
     return this.columnLimits.slabs.prefault();
   }
 
+  /** prefault() was called, by a read or by the cluster. */
+  get slabsReadied(): boolean {
+    return this.columnLimits.slabs.readied;
+  }
+
   layoutOf(blob: EcBlob): StripeLayout {
     const scheme = ecScheme(blob.meta.policy);
     if (!scheme) throw new BlobstoreError('internal', `blob ${blob.meta.id.toString('hex')} has no EC policy`);

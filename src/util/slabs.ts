@@ -76,6 +76,11 @@ export class Slabs {
     }
   }
 
+  /** prefault() was called (its slabs are made or being made). */
+  get readied(): boolean {
+    return this.prefaulting !== undefined;
+  }
+
   /** Free slabs held for reuse (for tests). */
   get kept(): number {
     return this.free.length;
