@@ -5,17 +5,17 @@
  * posix_fadvise(DONTNEED), which GNU dd does for `iflag=nocache count=0`.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, fsyncSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { native } from '../src/ec/native.js';
 import type { Engine } from '../src/engine/engine.js';
 import { HEADER_BYTES } from '../src/engine/record.js';
 import { SegmentReader } from '../src/engine/segment-reader.js';
 import type { SegmentStore } from '../src/engine/segment-store.js';
 import { patternBytes, putRaw } from './helpers/blobs.js';
 import { openEngine, testConfig } from './helpers/engine.js';
-import { type NodeProcess, startNode, tempDir } from './helpers/node-process.js';
+import { pagesKept } from './helpers/page-cache.js';
+import { type NodeProcess, startNode } from './helpers/node-process.js';
 import { waitFor } from './helpers/wait.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -26,26 +26,8 @@ function dropSegmentPages(dataDir: string): void {
   for (const name of readdirSync(dir)) execFileSync('dd', [`if=${join(dir, name)}`, 'iflag=nocache', 'count=0', 'status=none']);
 }
 
-/**
- * Whether the file system under `dir` lets pages be dropped (tmpfs does not), tried on a file of
- * its own: a read that finds no page starts the disk read (readahead), so the segments are not probed.
- */
-function pagesDroppable(dir: string): boolean {
-  const file = join(dir, 'probe');
-  const fd = openSync(file, 'w+');
-  try {
-    writeFileSync(fd, Buffer.alloc(64 * 1024, 1));
-    fsyncSync(fd);
-    execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
-    return native().preadNoWait(fd, Buffer.alloc(4096), 4096, 0) === -11; // EAGAIN
-  } finally {
-    closeSync(fd);
-    rmSync(file);
-  }
-}
-
 /** Why no read can be made cold here, or '' when one can (the data dirs are temp dirs, like the probe's). */
-const warmOnly = pagesDroppable(tempDir()) ? '' : 'the temp dirs\' file system keeps pages it is asked to drop (tmpfs)';
+const warmOnly = pagesKept();
 const skipped = warmOnly ? ` - skipped: ${warmOnly}` : '';
 
 const segmentFile = (dataDir: string, segment: number): string => join(dataDir, 'segments', `${String(segment).padStart(8, '0')}.seg`);

@@ -5,7 +5,7 @@
  * and no longer once a recheck after the kernel gave pages back finds them gone; a page the
  * mapping cannot have answers an error, not a crash.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { closeSync, fsyncSync, openSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import { HEADER_BYTES } from '../../src/engine/record.js';
 import { pageEvictions, SegmentReader } from '../../src/engine/segment-reader.js';
 import type { SegmentStore } from '../../src/engine/segment-store.js';
 import { patternBytes } from '../helpers/blobs.js';
+import { dropAllPages, dropPages, pagesKept } from '../helpers/page-cache.js';
 import { openEngine, testConfig } from '../helpers/engine.js';
 import { tempDir } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -38,39 +39,7 @@ function pagedFile(pages: number): { path: string; fd: number } {
   return { path, fd };
 }
 
-/** Drops the file's pages from the page cache (posix_fadvise DONTNEED, as GNU dd's iflag=nocache count=0). */
-function dropPages(path: string): void {
-  execFileSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
-}
-
-/** Bytes of the file in the page cache (util-linux fincore: mincore, which reads nothing). */
-function residentBytes(path: string): number {
-  return Number(execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', path]).toString().trim());
-}
-
-/**
- * Drops the file's pages until none is in memory: on a busy machine a page another CPU has just
- * put in its batch for the LRU lists survives one drop (the advice drains only its own CPU's).
- */
-async function dropAllPages(path: string): Promise<void> {
-  await waitFor(() => {
-    dropPages(path);
-    return residentBytes(path) === 0;
-  }, { what: `every page of ${path} dropped`, timeoutMs: 10_000, pollMs: 20 });
-}
-
-/** Whether pages of a file under the temp dirs can be dropped here (tmpfs keeps them). */
-function pagesDroppable(): boolean {
-  const { path, fd } = pagedFile(16);
-  try {
-    dropPages(path);
-    return native().preadNoWait(fd, Buffer.alloc(4096), 4096, 0) === -EAGAIN;
-  } finally {
-    closeSync(fd);
-    rmSync(path);
-  }
-}
-const warmOnly = pagesDroppable() ? '' : 'the temp dirs\' file system keeps pages it is asked to drop (tmpfs)';
+const warmOnly = pagesKept();
 const skipped = warmOnly ? ` - skipped: ${warmOnly}` : '';
 
 /** A file of `pages` pages mapped for `use`, then unmapped and removed. */

@@ -1,7 +1,8 @@
 /** What the page cache holds of a file, seen from outside the process (util-linux's fincore). */
 import { execFileSync } from 'node:child_process';
-import { constants as fsc, promises as fsp } from 'node:fs';
+import { closeSync, constants as fsc, fsyncSync, openSync, promises as fsp, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { native } from '../../src/ec/native.js';
 import { tempDir } from './node-process.js';
 import { waitFor } from './wait.js';
 
@@ -38,4 +39,38 @@ export async function pageCacheUnseen(): Promise<string> {
   const probe = join(tempDir(), 'fincore-probe');
   await fsp.writeFile(probe, 'x');
   return residentBytes(probe) === undefined ? 'no fincore (util-linux-extra) to see the page cache' : '';
+}
+
+/** Drops the file's pages from the page cache (posix_fadvise DONTNEED, as GNU dd's iflag=nocache count=0). */
+export function dropPages(path: string): void {
+  execFileSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
+}
+
+/**
+ * Drops the file's pages until none is in memory (fincore): on a busy machine a page another CPU
+ * has just put in its batch for the LRU lists survives one drop (the advice drains only its own CPU's).
+ */
+export async function dropAllPages(path: string): Promise<void> {
+  await waitFor(() => {
+    dropPages(path);
+    return residentBytes(path) === 0;
+  }, { what: `every page of ${path} dropped`, timeoutMs: 10_000, pollMs: 20 });
+}
+
+/**
+ * Why no read can be made cold here, or '' when one can: pages of a file under the temp dirs,
+ * dropped, must be found missing by a read that does not wait (tmpfs keeps them).
+ */
+export function pagesKept(): string {
+  const path = join(tempDir(), 'drop-probe');
+  writeFileSync(path, Buffer.alloc(64 * 1024, 1));
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+    dropPages(path);
+    return native().preadNoWait(fd, Buffer.alloc(4096), 4096, 0) === -11 /* EAGAIN */ ? '' : 'the temp dirs\' file system keeps pages it is asked to drop (tmpfs)';
+  } finally {
+    closeSync(fd);
+    rmSync(path);
+  }
 }
