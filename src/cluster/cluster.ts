@@ -28,6 +28,7 @@ import { EcRepairer } from './ec-repair.js';
 import { ShardBatcher } from './shard-transfer.js';
 import { Scrubber } from './scrubber.js';
 import { ColumnHandoff } from './column-handoff.js';
+import { ManifestHandoff } from './manifest-handoff.js';
 import { RepairControl, type RepairView } from './repair-control.js';
 import type { ShardMeta } from '../blob/shard.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
@@ -136,7 +137,8 @@ export class Cluster implements Placement, RepairSource {
     this.ecReader = new EcReader(store, this.node, this.transport, metrics, config, (id, policy, why, bytes, placement) => this.ecRepair.queue(id, policy, why, bytes, placement), (meta) => this.corruptColumn(meta), log);
     this.handoff = new Handoff(store, this.node, this.transport, sender, log, {
       intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket, rescanMs: config.repairRescanMs,
-    }, new ColumnHandoff(store, this.node, this.transport, this.ecReader, log, config.ecStoreTimeoutMs));
+    }, new ColumnHandoff(store, this.node, this.transport, this.ecReader, log, config.ecStoreTimeoutMs),
+    new ManifestHandoff(store, this.node, this.transport, log, { rescanMs: config.repairRescanMs, timeoutMs: config.peerCallTimeoutMs }));
     this.ecRepair = new EcRepairer(store, this.node, this.transport, this.ecReader, metrics, config, log, {
       retryMaxMs: config.replicationRetryMaxMs, bucket: this.repairControl.bucket, timeoutMs: config.ecStoreTimeoutMs,
     });

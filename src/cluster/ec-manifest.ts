@@ -17,6 +17,7 @@ import type { EcBlob } from './ec-read-state.js';
 import type { PeerTransport } from './transport/peer-transport.js';
 import { incomingMeta } from './transfer.js';
 import { messageOfMeta, placementOf } from './wire-meta.js';
+import { ecScheme } from '../ec/layout.js';
 
 /** The blob a manifest held here describes, as a read needs it. */
 export function manifestBlob(id: Buffer, m: EcManifest): EcBlob {
@@ -48,6 +49,29 @@ export function incomingManifest(msg: StoreManifestMessage, config: NodeConfig):
   };
 }
 
+/** The StoreManifest request that hands `manifest` to a peer. */
+export function manifestMessage(id: Buffer, manifest: EcManifest): StoreManifestMessage {
+  return {
+    id: { id }, placement: manifest.placement, shard_size: manifest.shardBytes,
+    meta: messageOfMeta({ size: manifest.size, checksum: manifest.checksum, createdAtNs: BigInt(manifest.createdAtNs), policy: manifest.policy, labels: manifest.labels }),
+  };
+}
+
+/**
+ * Whether a user's delete of the blob on this node holds against `manifest`: it was made before
+ * the delete (a copy of the blob as it was, offered by handoff), not by a store after it.
+ */
+export function deleteHolds(store: Pick<LocalStore, 'deletedAt'>, id: Buffer, manifest: Pick<EcManifest, 'createdAtNs'>): boolean {
+  const deletedAtMs = store.deletedAt(id);
+  return deletedAtMs !== undefined && BigInt(manifest.createdAtNs) / 1_000_000n <= BigInt(deletedAtMs);
+}
+
+/** Owners that keep the manifest of a blob of `policy`: the first m + 1 of its id (0: not an EC policy). */
+export function manifestCopies(policy: number): number {
+  const scheme = ecScheme(policy);
+  return scheme ? scheme.m + 1 : 0;
+}
+
 /**
  * Writes the manifest on the first `copies` owners of the id (this node's own store when it is
  * one); resolves with how many hold it durably, and the failures.
@@ -56,10 +80,7 @@ export async function writeManifest(
   store: LocalStore, cluster: ClusterNode, transport: PeerTransport, id: Buffer, manifest: EcManifest, copies: number, timeoutMs: number,
 ): Promise<{ held: number; failures: { node: string; err: Error }[] }> {
   const owners = cluster.ring.owners(id, copies);
-  const message = {
-    id: { id }, placement: manifest.placement, shard_size: manifest.shardBytes,
-    meta: messageOfMeta({ size: manifest.size, checksum: manifest.checksum, createdAtNs: BigInt(manifest.createdAtNs), policy: manifest.policy, labels: manifest.labels }),
-  };
+  const message = manifestMessage(id, manifest);
   const failures: { node: string; err: Error }[] = [];
   let held = 0;
   await Promise.all(owners.map(async (node) => {

@@ -1,6 +1,7 @@
 /**
  * Handoff: copies this node holds but does not own go to their owners (and shard columns of EC
- * blobs, column-handoff.ts). That is a store a non-owner took from a client (NONE's copy stays
+ * blobs, column-handoff.ts; the manifests of streamed EC blobs to their ids' owners,
+ * manifest-handoff.ts). That is a store a non-owner took from a client (NONE's copy stays
  * where Ring.holders says), a range that moved to a joining node, or, when this node is
  * leaving, everything it holds (a graceful leave's migration).
  *
@@ -24,6 +25,7 @@ import type { PeerTransport } from './transport/peer-transport.js';
 import type { BlobSender } from './transfer.js';
 import type { TokenBucket } from './token-bucket.js';
 import type { ColumnHandoff } from './column-handoff.js';
+import type { ManifestHandoff } from './manifest-handoff.js';
 import { scanInSlices } from './index-scan.js';
 
 const BATCH = 256;
@@ -81,6 +83,8 @@ export class Handoff {
     private readonly options: HandoffOptions,
     /** Shard columns of EC blobs this node does not own go the same way. */
     private readonly columns?: ColumnHandoff,
+    /** Manifests of streamed EC blobs follow the owners of their ids. */
+    private readonly manifests?: ManifestHandoff,
   ) {
     this.loop = new BackgroundLoop({
       step: () => this.pass(), everyMs: options.intervalMs,
@@ -191,6 +195,7 @@ export class Handoff {
         this.report();
       }, () => this.stopped);
     }
+    if (this.manifests?.due(leaving)) stuck += await this.manifests.pass(() => this.stopped);
     p.active = false;
     if (total.blobs > 0) this.log.info({ blobs: p.blobsTotal - p.blobsLeft, bytes: p.bytesTotal - p.bytesLeft, left: p.blobsLeft }, 'handoff: pass done');
     if (leaving && stuck === 0 && !this.stopped && this.leaving()) {

@@ -16,7 +16,7 @@ import type { ByteRange, ChunkSink, ChunkValues, LocalStore } from '../service/l
 import type { Located } from '../service/placement.js';
 import type { AntiEntropy } from './anti-entropy.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
-import { incomingManifest, type StoreManifestMessage } from './ec-manifest.js';
+import { deleteHolds, incomingManifest, type StoreManifestMessage } from './ec-manifest.js';
 import { ShardReceiver, storeColumn } from './shard-transfer.js';
 import { type IncomingMeta, ReplicaReceiver, replicaCommitter, storeReplica } from './transfer.js';
 
@@ -144,9 +144,10 @@ export class ClusterInternalApi {
     return new ColumnWriter(this.store, this.config, header, columnBytes);
   }
 
-  /** StoreManifest: kept durably; true when it was not here. */
+  /** StoreManifest: kept durably; true when it was not here. A user's delete here holds against a manifest older than it. */
   storeManifest(msg: StoreManifestMessage): Promise<boolean> {
     const { id, manifest } = incomingManifest(msg, this.config);
+    if (deleteHolds(this.store, id, manifest)) return Promise.resolve(false);
     return this.store.ecManifests.put(id, manifest);
   }
 

@@ -21,8 +21,10 @@ export interface EcManifest {
 
 export interface EcManifests {
   get(id: Buffer): EcManifest | undefined;
-  /** Durable once it resolves; true when it was not here. */
+  /** Durable once it resolves; true when it was not here. The same manifest again writes nothing. */
   put(id: Buffer, manifest: EcManifest): Promise<boolean>;
+  /** Every manifest's id and policy, in id order from `start` (inclusive), until `visit` returns false. */
+  scan(start: Buffer | undefined, visit: (id: Buffer, policy: number) => boolean): void;
   remove(id: Buffer): Promise<void>;
   readonly count: number;
 }
@@ -36,10 +38,17 @@ export function ecManifests(root: RootDatabase): EcManifests {
     },
     put: async (id: Buffer, manifest: EcManifest) => {
       const key = Buffer.from(id.subarray(0, 16));
-      const had = db.doesExist(key);
+      const had = db.get(key);
+      // Handoff offers a manifest to owners that may hold it already: no write, no flush then.
+      if (had && Buffer.from(had.placement).equals(manifest.placement) && Buffer.from(had.checksum).equals(manifest.checksum)) return false;
       await db.put(key, manifest);
       await root.flushed;
-      return !had;
+      return had === undefined;
+    },
+    scan: (start: Buffer | undefined, visit: (id: Buffer, policy: number) => boolean) => {
+      for (const { key, value } of db.getRange(start ? { start } : {})) {
+        if (!visit(key, value.policy)) return;
+      }
     },
     remove: async (id: Buffer) => {
       await db.remove(Buffer.from(id.subarray(0, 16)));
