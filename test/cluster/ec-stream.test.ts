@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blake3 } from '../../src/hash/blake3.js';
 import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
-import { expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { expectReadableEverywhere, oneBigClusterAtATime, STREAMED_EC_ARGS, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
@@ -23,9 +23,7 @@ oneBigClusterAtATime();
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const EC_ARGS = [
-  '--ec-shard-bytes', String(64 * KiB), '--ec-large-blob-bytes', String(2 * MiB), '--ec-large-shard-bytes', String(256 * KiB), '--ec-stream-min-bytes', String(2 * MiB),
-  '--small-blob-max-bytes', String(128 * KiB), '--repair-interval-ms', '1000', '--ec-fetch-timeout-ms', '5000',
-  '--ec-column-idle-timeout-ms', '3000', '--metrics-addr', 'same',
+  ...STREAMED_EC_ARGS, '--repair-interval-ms', '1000', '--ec-fetch-timeout-ms', '5000', '--ec-column-idle-timeout-ms', '3000', '--metrics-addr', 'same',
 ];
 
 async function metric(c: TestCluster, i: number, name: string): Promise<number> {

@@ -10,17 +10,13 @@ import { open } from 'lmdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ring } from '../../src/cluster/ring.js';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { expectReadableEverywhere, oneBigClusterAtATime, STREAMED_EC_ARGS, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
 
-const KiB = 1024;
-const MiB = 1024 * KiB;
-const EC_ARGS = [
-  '--ec-shard-bytes', String(64 * KiB), '--ec-large-blob-bytes', String(2 * MiB), '--ec-large-shard-bytes', String(256 * KiB), '--ec-stream-min-bytes', String(2 * MiB),
-  '--small-blob-max-bytes', String(128 * KiB), '--handoff-interval-ms', '500', '--repair-interval-ms', '1000',
-];
+const MiB = 1024 * 1024;
+const EC_ARGS = [...STREAMED_EC_ARGS, '--handoff-interval-ms', '500', '--repair-interval-ms', '1000'];
 /** The ring's points per node (setting vnodesPerNode, left at its default). */
 const VNODES = 128;
 /** Owners that keep an EC42 blob's manifest: m + 1. */

@@ -15,6 +15,16 @@ import { type NodeProcess, startNode, tempDir } from './node-process.js';
 import { waitFor } from './wait.js';
 
 export const HEARTBEAT_MS = 200;
+
+/**
+ * EC shards small enough that a test's blobs of a few MiB stream their columns as they arrive
+ * (ecStreamMinBytes 2 MiB; shards of 256 KiB above 2 MiB, 64 KiB below), and blobs over 128 KiB
+ * in files of their own.
+ */
+export const STREAMED_EC_ARGS: readonly string[] = [
+  '--ec-shard-bytes', String(64 * 1024), '--ec-large-blob-bytes', String(2 << 20), '--ec-large-shard-bytes', String(256 * 1024), '--ec-stream-min-bytes', String(2 << 20),
+  '--small-blob-max-bytes', String(128 * 1024),
+];
 export const OFFLINE_MS = 1500;
 
 /**
