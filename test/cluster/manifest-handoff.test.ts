@@ -66,7 +66,7 @@ describe('the manifest of a streamed EC42 blob, when a node that held it leaves'
 
     await waitFor(() => next.every((owner) => holdsManifest(c.dataDirs[index(owner)]!, id)), { what: `the manifest on ${next.join(', ')}`, timeoutMs: 20_000 });
     await expectReadableEverywhere(c, new Map([[id, bytes]]), among);
-  });
+  }, 120_000);
 
   it('is not offered back to an owner where a user deleted the blob (the delete holds there)', async () => {
     const members = (await c.state(0)).nodes.map((n) => n.node_id);
@@ -93,5 +93,5 @@ describe('the manifest of a streamed EC42 blob, when a node that held it leaves'
     const got = await fetch(`${c.url(r)}/v1/blobs/${id}`);
     expect(got.status).toBe(200);
     expect(Buffer.from(await got.arrayBuffer()).equals(bytes)).toBe(true);
-  });
+  }, 120_000);
 });
