@@ -8,8 +8,8 @@
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flipByte, patternBytes, putRaw } from '../helpers/blobs.js';
-import { expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { flipByte, patternBytes } from '../helpers/blobs.js';
+import { expectReadableEverywhere, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
@@ -25,8 +25,9 @@ const ARGS = [
 
 const CORRUPTION = 'blobstore_errors_total\\{type="corruption",node="[^"]*"\\}';
 
+/** Stores `bytes` at node `at` (past a 412 while a node's heartbeats lag: putWithNodesUp). */
 async function store(c: TestCluster, at: number, bytes: Buffer, acked: Map<string, Buffer>): Promise<string> {
-  const res = await putRaw(c.url(at), bytes, { 'X-Blobstore-Policy': '4' });
+  const res = await putWithNodesUp(c, at, bytes, { 'X-Blobstore-Policy': '4' });
   expect(res.status, await res.clone().text()).toBeOneOf([200, 201]);
   const { id } = (await res.json()) as { id: string };
   acked.set(id, bytes);

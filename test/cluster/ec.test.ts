@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
-import { expectReadableEverywhere, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { expectReadableEverywhere, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
 import { chunksOf, client, getStream, putStream, unary } from '../grpc/helpers.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -25,19 +25,9 @@ const EC_ARGS = [
   '--ec-fetch-timeout-ms', '5000',
 ];
 
-/**
- * Stores `bytes` at node `at` with every node up. A 412 (too few nodes for EC) is asked again
- * until the node sees them all online: on a loaded machine a node's heartbeats can lag past the
- * offline timeout for a moment, and the node refuses then, as it must; a client retries.
- */
+/** Stores `bytes` at node `at` with every node up (past a 412 while a node's heartbeats lag: putWithNodesUp). */
 async function store(c: TestCluster, at: number, bytes: Buffer, policy: number, acked?: Map<string, Buffer>): Promise<string> {
-  let res = await putRaw(c.url(at), bytes, { 'X-Blobstore-Policy': String(policy) });
-  if (res.status === 412) {
-    await waitFor(async () => {
-      res = await putRaw(c.url(at), bytes, { 'X-Blobstore-Policy': String(policy) });
-      return res.status !== 412;
-    }, { what: () => `a store at ${c.ids[at]} past its 412 (too few nodes online)`, timeoutMs: 20_000, pollMs: 200 });
-  }
+  const res = await putWithNodesUp(c, at, bytes, { 'X-Blobstore-Policy': String(policy) });
   expect(res.status, await res.clone().text()).toBeOneOf([200, 201]);
   const { id } = (await res.json()) as { id: string };
   acked?.set(id, bytes);

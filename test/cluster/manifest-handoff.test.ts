@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ring } from '../../src/cluster/ring.js';
-import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { expectReadableEverywhere, oneBigClusterAtATime, STREAMED_EC_ARGS, TestCluster } from '../helpers/cluster.js';
+import { patternBytes } from '../helpers/blobs.js';
+import { expectReadableEverywhere, oneBigClusterAtATime, putWithNodesUp, STREAMED_EC_ARGS, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
@@ -44,7 +44,7 @@ describe('the manifest of a streamed EC42 blob, when a node that held it leaves'
 
   it('is held by every owner of the id on the new ring, and the blob reads from every node', async () => {
     const bytes = patternBytes(3 * MiB + 1, 4242);
-    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '4' });
+    const res = await putWithNodesUp(c, 0, bytes, { 'X-Blobstore-Policy': '4' });
     expect(res.status).toBe(201);
     const id = ((await res.json()) as { id: string }).id;
     const ownersOn = (ids: string[]): string[] => new Ring(ids.map((nodeId) => ({ nodeId, region: '' })), VNODES).owners(Buffer.from(id, 'hex'), MANIFEST_COPIES);
@@ -72,7 +72,7 @@ describe('the manifest of a streamed EC42 blob, when a node that held it leaves'
     const members = (await c.state(0)).nodes.map((n) => n.node_id);
     const index = (nodeId: string): number => c.ids.indexOf(nodeId);
     const bytes = patternBytes(2 * MiB + 7, 4343);
-    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '4' });
+    const res = await putWithNodesUp(c, 0, bytes, { 'X-Blobstore-Policy': '4' });
     expect(res.status).toBe(201);
     const id = ((await res.json()) as { id: string }).id;
     const [deleter, restarted] = new Ring(members.map((nodeId) => ({ nodeId, region: '' })), VNODES).owners(Buffer.from(id, 'hex'), MANIFEST_COPIES).filter((n) => n !== c.ids[0]);

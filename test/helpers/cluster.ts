@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { putRaw } from './blobs.js';
 import { type NodeProcess, startNode, tempDir } from './node-process.js';
 import { waitFor } from './wait.js';
 
@@ -325,4 +326,21 @@ export function oneBigClusterAtATime(): void {
     await waitFor(take, { what: `the big-cluster lock ${BIG_CLUSTER_LOCK}`, timeoutMs: 30 * 60_000, pollMs: 250 });
   }, 30 * 60_000);
   afterAll(release);
+}
+
+/**
+ * Stores `bytes` at node `at` of a cluster whose nodes are all up. A 412 (too few nodes online for
+ * the policy) is asked again until the node sees them all: on a loaded machine a node's heartbeats
+ * can lag past the offline timeout for a moment, and the node refuses then, as it must; a client
+ * retries.
+ */
+export async function putWithNodesUp(c: TestCluster, at: number, bytes: Buffer, headers: Record<string, string>): Promise<Response> {
+  let res = await putRaw(c.url(at), bytes, headers);
+  if (res.status === 412) {
+    await waitFor(async () => {
+      res = await putRaw(c.url(at), bytes, headers);
+      return res.status !== 412;
+    }, { what: () => `a store at ${c.ids[at]} past its 412 (too few nodes online)`, timeoutMs: 20_000, pollMs: 200 });
+  }
+  return res;
 }
