@@ -8,8 +8,8 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
-import { expectReadableEverywhere, freePort, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { expectedId, patternBytes } from '../helpers/blobs.js';
+import { expectReadableEverywhere, freePort, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
 import { logLines } from '../helpers/log.js';
 import { tempDir } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -26,7 +26,7 @@ async function storeAll(c: TestCluster, headers: Record<string, string>): Promis
   const acked = new Map<string, Buffer>();
   for (const [i, size] of SIZES.entries()) {
     const bytes = patternBytes(size, 9100 + i);
-    const res = await putRaw(c.url(i % 6), bytes, { 'X-Blobstore-Policy': '4', ...headers });
+    const res = await putWithNodesUp(c, i % 6, bytes, { 'X-Blobstore-Policy': '4', ...headers });
     expect(res.status, await res.clone().text()).toBe(201);
     acked.set(((await res.json()) as { id: string }).id, bytes);
   }
@@ -100,7 +100,7 @@ describe("EC columns when the peers' API addresses cannot be reached", () => {
     });
     await c.converged({ members: c.ids });
     const bytes = patternBytes(SIZES[2]!, 9102);
-    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '4' });
+    const res = await putWithNodesUp(c, 0, bytes, { 'X-Blobstore-Policy': '4' });
     expect(res.status, await res.clone().text()).toBe(503);
     expect(res.headers.get('retry-after')).toBe('1');
     const id = await expectedId(bytes);

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blake3 } from '../../src/hash/blake3.js';
 import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
-import { expectReadableEverywhere, oneBigClusterAtATime, STREAMED_EC_ARGS, TestCluster } from '../helpers/cluster.js';
+import { expectReadableEverywhere, oneBigClusterAtATime, putWithNodesUp, STREAMED_EC_ARGS, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
@@ -55,7 +55,7 @@ describe('EC42 stores that stream their columns (a known length of at least ecSt
     for (const [at, size] of [[0, 2 * MiB + 5], [3, 3 * MiB + 1], [6, 3 * MiB], [7, 5 * MiB + 3 * KiB + 1]] as const) {
       const before = await metric(c, at, 'blobstore_ec_streamed_stores_total');
       const bytes = patternBytes(size, size);
-      const res = await putRaw(c.url(at), bytes, { 'X-Blobstore-Policy': '4' });
+      const res = await putWithNodesUp(c, at, bytes, { 'X-Blobstore-Policy': '4' });
       expect(res.status, await res.clone().text()).toBe(201);
       const { id } = (await res.json()) as { id: string };
       expect(id).toBe(idOf(bytes));
@@ -97,7 +97,7 @@ describe('EC42 stores that stream their columns (a known length of at least ecSt
   it('a second store of the same bytes, from any node, answers 200 and leaves one column per holder', async () => {
     const [id, bytes] = [...acked][0]!;
     for (const at of [2, 1]) {
-      const res = await putRaw(c.url(at), bytes, { 'X-Blobstore-Policy': '4' });
+      const res = await putWithNodesUp(c, at, bytes, { 'X-Blobstore-Policy': '4' });
       expect(res.status, await res.clone().text()).toBe(200);
       expect(((await res.json()) as { id: string }).id).toBe(id);
     }

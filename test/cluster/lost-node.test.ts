@@ -10,7 +10,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
-import { copiesOf, oneBigClusterAtATime, TestCluster } from '../helpers/cluster.js';
+import { copiesOf, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 
 oneBigClusterAtATime();
@@ -76,7 +76,7 @@ describe('an EC42 read that cannot finish never starts', () => {
     await c.converged({ members: c.ids });
     const blobs: string[] = [];
     for (const size of [1024 * KiB, 4 * 1024 * KiB + 3]) {
-      const res = await putRaw(c.url(0), patternBytes(size, size % 97), { 'X-Blobstore-Policy': '4' });
+      const res = await putWithNodesUp(c, 0, patternBytes(size, size % 97), { 'X-Blobstore-Policy': '4' });
       expect(res.status).toBe(201);
       blobs.push(((await res.json()) as { id: string }).id);
     }
