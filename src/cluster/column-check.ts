@@ -78,6 +78,8 @@ export function valuesPrefix(cvs: Buffer | undefined, range: ByteRange): Buffer 
  */
 export class CheckedColumn implements Stream {
   private readonly values: Promise<Buffer | undefined>;
+  /** The holder answered: its chunks' values came (ColumnStream.ready). */
+  readonly ready: Promise<boolean>;
   /** Takes are served one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
   /** The checked chunk being handed out, and how much of it has been. */
@@ -104,6 +106,7 @@ export class CheckedColumn implements Stream {
       return copy.readUInt32LE(4) === CHECKED_BY_READER ? copy.subarray(HEAD_BYTES) : undefined;
     });
     this.values.catch(() => undefined); // the first take reports it
+    this.ready = this.values.then(() => true, () => false);
   }
 
   take(length: number): Promise<Buffer> {

@@ -41,6 +41,12 @@ export interface ColumnStream {
    * it back with release() once done with it), else a buffer of its own.
    */
   take(length: number): Promise<Buffer>;
+  /**
+   * Whether the holder answered with the column: true once its first bytes (or its end) came,
+   * false once the stream failed first or nothing came within the fetch timeout. A read that
+   * trusted the ring's placement checks it so before its first byte (ec-read-state.ts).
+   */
+  readonly ready: Promise<boolean>;
   close(): void;
 }
 
@@ -73,6 +79,9 @@ class ByteQueue implements ColumnStream {
   private wanted: { length: number; resolve: (b: Buffer) => void; reject: (e: Error) => void; timer: NodeJS.Timeout } | undefined;
   private readonly takes: (() => void)[] = [];
   private space: (() => void) | undefined;
+  readonly ready: Promise<boolean>;
+  /** Settles `ready` (once), and the timer that answers false for a holder silent too long. */
+  private answer: ((ok: boolean) => void) | undefined;
 
   constructor(
     private readonly what: string,
@@ -86,6 +95,19 @@ class ByteQueue implements ColumnStream {
     private readonly onClose: () => void = () => undefined,
   ) {
     this.window = Math.min(limits.startBytes, limits.queueBytes);
+    this.ready = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => this.answered(false), limits.timeoutMs);
+      this.answer = (ok) => {
+        clearTimeout(timer);
+        resolve(ok);
+      };
+    });
+  }
+
+  private answered(ok: boolean): void {
+    const answer = this.answer;
+    this.answer = undefined;
+    answer?.(ok);
   }
 
   /** Copies the chunk in (it may be reused at once); resolves once the queue has room again (the producer's backpressure). */
@@ -130,6 +152,7 @@ class ByteQueue implements ColumnStream {
     }
     this.tailFill += n;
     this.queued += n;
+    this.answered(true);
     this.serve();
   }
 
@@ -141,11 +164,13 @@ class ByteQueue implements ColumnStream {
 
   end(): void {
     this.ended = true;
+    this.answered(true);
     this.serve();
   }
 
   fail(err: Error): void {
     this.failure ??= err;
+    this.answered(false);
     this.serve();
   }
 
@@ -229,6 +254,7 @@ class ByteQueue implements ColumnStream {
 
   close(): void {
     this.failure ??= new BlobstoreError('unavailable', `${this.what}: closed`);
+    this.answered(false);
     // The queue's references: each slab with queued bytes, and the one being filled.
     // The slab being filled is not given back for reuse: a fetch may have handed its free space to
     // the kernel for a read in place that lands after this close (it would overwrite another

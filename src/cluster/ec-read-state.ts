@@ -31,6 +31,8 @@ export interface ColumnSource {
   fetchRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer>;
   /** The blob's holders are stale: asked again on the next read. */
   forget(id: Buffer): void;
+  /** A column was not where the ring places it: reads ask the candidates for a while (ec-reader.ts). */
+  unplaced(id: Buffer): void;
   noteMissing(blob: EcBlob, indices: number[], why: string): void;
   /** Timings of a fetch and of a reconstruction (metrics). */
   fetched(startMs: number): void;
@@ -101,6 +103,8 @@ export class ReadState {
   private readonly shared = new Set<number>();
   /** Whether the read has looked for a column missing from the start (startShared), once. */
   private started = false;
+  /** Columns whose holder answered open(). */
+  private readonly answered = new Set<number>();
 
   constructor(
     private readonly reader: ColumnSource,
@@ -108,6 +112,12 @@ export class ReadState {
     private readonly layout: StripeLayout,
     private readonly holders: Holders,
     pieces: readonly Piece[],
+    /**
+     * The holders are where the ring places the columns, none asked (ec-reader.ts): open() checks
+     * those of the data columns the read needs. Another column that fails was perhaps never there:
+     * it is reported out of place, not missing.
+     */
+    private readonly placed = false,
   ) {
     for (const p of pieces) {
       const at = layout.columnOffset(p.stripe) + p.cellStart;
@@ -117,6 +127,26 @@ export class ReadState {
       this.rowsEnd = Math.max(this.rowsEnd, at + p.cellLength);
       this.pending.add(`${at}:${p.index}`);
     }
+  }
+
+  get blobId(): Buffer {
+    return this.blob.meta.id;
+  }
+
+  /**
+   * Opens the stream of every data column the read needs and waits for each holder to answer: the
+   * nodes that did not answer with their column (none: the read goes on; else their streams are
+   * closed, and the caller drops this state).
+   */
+  async open(): Promise<string[]> {
+    const indices = [...this.ranges.keys()];
+    const ready = await Promise.all(indices.map((i) => this.stream(i)?.ready ?? false));
+    const silent: string[] = [];
+    indices.forEach((index, j) => {
+      if (ready[j]) this.answered.add(index);
+      else silent.push(this.holders.get(index) ?? '');
+    });
+    return silent;
   }
 
   /** A piece's bytes: taken from its column's stream, else rebuilt. */
@@ -278,7 +308,8 @@ export class ReadState {
     this.streams.get(index)?.close();
     this.streams.delete(index);
     this.reader.forget(this.blob.meta.id);
-    this.reader.noteMissing(this.blob, [index], `failed a read (${(err as Error).message})`);
+    if (this.placed && !this.answered.has(index)) this.reader.unplaced(this.blob.meta.id);
+    else this.reader.noteMissing(this.blob, [index], `failed a read (${(err as Error).message})`);
   }
 
   /** Reconstructs the piece's cell (and the same cell of any other missing data column) from k columns. */

@@ -1,8 +1,11 @@
 /**
- * Reads of erasure-coded blobs from any node (docs/erasure-coding.md). The holders of the columns
- * are found once (StatBlob on the blob's owners, answered with the columns each holds); then the
- * blob streams out in order, a piece of a data shard at a time, up to ecReadAheadCells pieces
- * fetched ahead:
+ * Reads of erasure-coded blobs from any node (docs/erasure-coding.md). The columns are read from
+ * where the ring places them (column i on the i-th owner of the blob's placement key), no node
+ * asked: the read opens the data columns it needs there and goes on once each holder answered
+ * with its column. Where one did not, and for a while after (ecSurveyAfterMissMs: a ring change
+ * or a repair onto another node leaves columns out of place), the holders are found by asking
+ * every candidate (StatBlob, answered with the columns each holds; kept for the next reads). Then the blob streams out in
+ * order, a piece of a data shard at a time, up to ecReadAheadCells pieces fetched ahead:
  *
  *   piece (stripe s, data shard i, cell c) ──▶ holder of column i (local read, or FetchShard)
  *     missing, slow (ecFetchTimeoutMs) or failing ──▶ the same cell of k other columns
@@ -35,7 +38,7 @@ import type { PeerTransport } from './transport/peer-transport.js';
 import { statOfAnswer } from './wire-meta.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { layoutChecks, readerChecks } from './column-check.js';
-import { type ColumnSource, type EcBlob, type Holders, piecesOf, ReadState } from './ec-read-state.js';
+import { type ColumnSource, type EcBlob, type Holders, type Piece, piecesOf, ReadState } from './ec-read-state.js';
 import { manifestBlob } from './ec-manifest.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import type { ShardMeta } from '../blob/shard.js';
@@ -53,6 +56,8 @@ export class EcReader implements ColumnSource {
   private readonly cache = new TtlCache<Holders>(HOLDERS_CACHE_ENTRIES, HOLDERS_CACHE_MS);
 
   private readonly columnLimits: ColumnLimits;
+  /** Until then (performance.now() ms) reads ask where the columns are rather than trust the ring's placement. */
+  private surveyUntil = 0;
 
   constructor(
     private readonly store: LocalStore,
@@ -95,12 +100,13 @@ export class EcReader implements ColumnSource {
     return this.cluster.ring.owners(key, 2 * shards).filter((n) => n !== this.cluster.nodeId);
   }
 
-  /** Which node holds which column; asks every candidate at once. */
-  async locate(id: Buffer, layout: StripeLayout, placement?: Buffer): Promise<Holders> {
+  /** Which node holds which column: as an earlier read found, else asks every candidate at once (but the `silent`). */
+  async locate(id: Buffer, layout: StripeLayout, placement?: Buffer, silent?: ReadonlySet<string>): Promise<Holders> {
     const key = id.toString('hex');
     const cached = this.cache.get(key);
+    this.metrics.ecReadHolders(cached ? 'cached' : 'survey');
     if (cached) return cached;
-    const { holders } = await this.survey(id, layout.shards, placement);
+    const { holders } = await this.survey(id, layout.shards, placement, silent);
     // Only a complete answer is kept: a missing column is looked for again on the next read.
     if (holders.size === layout.shards) this.cache.set(key, holders);
     return holders;
@@ -111,9 +117,10 @@ export class EcReader implements ColumnSource {
    * the ring) which columns of the blob they hold: the holders, the blob as a column describes
    * it, and how many candidates could not be asked. The candidates are those of the blob's
    * placement key: given, known from a column or the manifest held here, or learnt from the
-   * owners of the id (their manifest, or a column of theirs), then asked in a second round.
+   * owners of the id (their manifest, or a column of theirs), then asked in a second round. Nodes
+   * in `silent` (a read waited for them in vain just now) are counted slow, not asked.
    */
-  async survey(id: Buffer, shards: number, placement?: Buffer): Promise<{ holders: Holders; byNode: Map<string, number[]>; blob: EcBlob | undefined; unreachable: number; slow: number }> {
+  async survey(id: Buffer, shards: number, placement?: Buffer, silent?: ReadonlySet<string>): Promise<{ holders: Holders; byNode: Map<string, number[]>; blob: EcBlob | undefined; unreachable: number; slow: number }> {
     const holders: Holders = new Map();
     /** Every column each node holds ('' = this node), duplicates included. */
     const byNode = new Map<string, number[]>();
@@ -129,7 +136,7 @@ export class EcReader implements ColumnSource {
     /** Candidates that may hold columns still: not asked (seen offline lately) or slow to answer. */
     let slow = 0;
     const ask = async (candidates: string[]): Promise<void> => {
-      const answers = await Promise.all(candidates.map((node) => this.statOf(id, node)));
+      const answers = await Promise.all(candidates.map((node) => this.statOf(id, node, silent)));
       for (const a of answers) {
         if (a.unreachable) unreachable++;
         if (a.slow) slow++;
@@ -150,7 +157,8 @@ export class EcReader implements ColumnSource {
   }
 
   /** One candidate's stat (StatBlob's answer): the columns it holds, and the blob and placement key it names. */
-  private async statOf(id: Buffer, node: string): Promise<{ node: string; indices: number[]; blob?: EcBlob; placement?: Buffer; unreachable?: boolean; slow?: boolean }> {
+  private async statOf(id: Buffer, node: string, silent?: ReadonlySet<string>): Promise<{ node: string; indices: number[]; blob?: EcBlob; placement?: Buffer; unreachable?: boolean; slow?: boolean }> {
+    if (silent?.has(node)) return { node, indices: [], slow: true };
     const member = this.cluster.member(node);
     if (!member || !this.cluster.online(node)) {
       // Seen offline by heartbeats, which lag under load: not asked, but not ruled out either.
@@ -177,7 +185,10 @@ export class EcReader implements ColumnSource {
     this.cache.delete(id.toString('hex'));
   }
 
-  /** The ring changed: columns may have moved, every cached answer goes. */
+  /**
+   * The ring changed: columns may have moved, every cached answer goes. Reads go on trusting the
+   * ring's placement: the first that finds a column out of place has the next ones ask instead.
+   */
   forgetAll(): void {
     this.cache.clear();
   }
@@ -187,15 +198,69 @@ export class EcReader implements ColumnSource {
     // A node that holds no column reads EC blobs too: its later reads find the slabs ready.
     void this.prefault();
     const layout = this.layoutOf(blob);
-    const id = blob.meta.id;
     if (range.end <= range.start) return sink(Buffer.alloc(0), 0);
-    let holders = await this.locate(id, layout, blob.placement);
+    const pieces = piecesOf(layout, range);
+    const progress = { sent: 0 };
+    // Holders an earlier read found stand; else the ring's placement is tried first.
+    const placed = this.cache.get(blob.meta.id.toString('hex')) ? new Set<string>() : await this.openPlaced(blob, layout, pieces);
+    if (placed instanceof ReadState) {
+      try {
+        return await this.send(placed, pieces, sink, progress);
+      } catch (err) {
+        if (progress.sent > 0) throw err;
+        // Nothing went yet: the read starts again from the holders the candidates name.
+        this.unplaced(blob.meta.id);
+      }
+    }
+    const read = await this.surveyed(blob, layout, pieces, placed instanceof ReadState ? new Set() : placed);
+    return this.send(read, pieces, sink, progress);
+  }
+
+  /**
+   * The read's state over the columns where the ring places them (column i on the i-th owner of
+   * the placement key), none asked: every data column the read needs answered from there. Else
+   * the nodes that did not answer (the survey does not wait for them again); none when the
+   * placement is not trusted now: a read found a column out of place lately (ecSurveyAfterMissMs),
+   * the ring has fewer nodes than columns, an owner of a data column is offline, or what this node
+   * holds differs from its share.
+   */
+  private async openPlaced(blob: EcBlob, layout: StripeLayout, pieces: Piece[]): Promise<ReadState | Set<string>> {
+    if (performance.now() < this.surveyUntil) return new Set();
+    const owners = this.cluster.ring.owners(blob.placement ?? blob.meta.id, layout.shards);
+    if (owners.length < layout.shards) return new Set();
+    const local = new Set(this.store.shardsOf(blob.meta.id).map((c) => c.shard.index));
+    const holders: Holders = new Map();
+    for (const [index, node] of owners.entries()) {
+      const self = node === this.cluster.nodeId;
+      if (self !== local.has(index)) return new Set();
+      if (!self && index < layout.k && !this.cluster.online(node)) return new Set();
+      holders.set(index, self ? SELF : node);
+    }
+    const read = new ReadState(this, blob, layout, holders, pieces, true);
+    const silent = await read.open();
+    if (silent.length === 0) {
+      this.metrics.ecReadHolders('ring');
+      return read;
+    }
+    read.close();
+    this.unplaced(blob.meta.id);
+    return new Set(silent.filter((n) => n !== SELF));
+  }
+
+  /**
+   * The read's state over the holders the candidates name (cached from an earlier read, else a
+   * survey that skips the nodes in `silent`). A read never starts what it cannot finish: with
+   * fewer than k columns that could be read it fails with 503 before its first byte.
+   */
+  private async surveyed(blob: EcBlob, layout: StripeLayout, pieces: Piece[], silent: Set<string>): Promise<ReadState> {
+    const id = blob.meta.id;
+    let holders = await this.locate(id, layout, blob.placement, silent);
     if (this.reachable(holders) < layout.k) {
       // Asked again: a column may have moved. Every holder in the answer was heard just now; a
       // node slow to answer, or seen offline (heartbeats lag under load), may hold one still: the
-      // read goes ahead then, and a stripe it cannot read fails before the first byte (below).
+      // read goes ahead then, and a stripe it cannot read fails before the first byte (send()).
       // Only nodes that refused the call or answered without a column rule a column out.
-      const again = await this.survey(id, layout.shards, blob.placement);
+      const again = await this.survey(id, layout.shards, blob.placement, silent);
       holders = again.holders;
       const reachable = holders.size;
       if (reachable + again.slow < layout.k) {
@@ -206,8 +271,11 @@ export class EcReader implements ColumnSource {
     }
     const missing = [...Array(layout.shards).keys()].filter((i) => !holders.has(i));
     if (missing.length > 0) this.noteMissing(blob, missing, 'not found on any node');
-    const pieces = piecesOf(layout, range);
-    const read = new ReadState(this, blob, layout, holders, pieces);
+    return new ReadState(this, blob, layout, holders, pieces);
+  }
+
+  /** The pieces to `sink` in order, up to ecReadAheadCells fetched ahead; `progress.sent` counts the chunks handed on. */
+  private async send(read: ReadState, pieces: Piece[], sink: ChunkSink, progress: { sent: number }): Promise<void> {
     const ahead = this.config.ecReadAheadCells;
     const inflight: Promise<Buffer>[] = [];
     const start = (j: number): void => {
@@ -216,7 +284,6 @@ export class EcReader implements ColumnSource {
       inflight[j % ahead] = p;
     };
     for (let j = 0; j < Math.min(pieces.length, ahead); j++) start(j);
-    let index = 0;
     try {
       // The first stripe is whole before the first byte goes: a blob of one stripe (up to k
       // shards) is answered completely or not at all.
@@ -224,21 +291,27 @@ export class EcReader implements ColumnSource {
       await Promise.all(inflight.slice(0, first));
       for (let j = 0; j < pieces.length; j++) {
         const bytes = await inflight[j % ahead]!;
-        await sink(bytes, index++);
+        await sink(bytes, progress.sent++);
         // The sink is done with the bytes (ChunkSink): a column's slab goes back for reuse.
         this.release(bytes);
         if (j + ahead < pieces.length) start(j + ahead);
       }
     } catch (err) {
-      if (index > 0) {
+      if (progress.sent > 0) {
         this.metrics.ecReadCut();
-        this.log.warn({ id: id.toString('hex'), sentChunks: index, err: (err as Error).message }, 'EC read cut short: a stripe became unreadable after the first byte');
+        this.log.warn({ id: read.blobId.toString('hex'), sentChunks: progress.sent, err: (err as Error).message }, 'EC read cut short: a stripe became unreadable after the first byte');
       }
       throw err;
     } finally {
       await Promise.allSettled(inflight);
       read.close();
     }
+  }
+
+  /** A column was not where the ring places it: reads ask the candidates for ecSurveyAfterMissMs. */
+  unplaced(id: Buffer): void {
+    this.forget(id);
+    this.surveyUntil = performance.now() + this.config.ecSurveyAfterMissMs;
   }
 
   noteMissing(blob: EcBlob, indices: number[], why: string): void {

@@ -178,6 +178,11 @@ export const SETTINGS = {
     type: 'durationMs', default: () => 30_000, min: 10,
     help: 'erasure coding: a shard store to a node that sends nothing back for this long counts as failed (up to m failures are tolerated and repaired)',
   },
+  ecSurveyAfterMissMs: {
+    tuning: true,
+    type: 'durationMs', default: () => 60_000, min: 0,
+    help: 'erasure coding: a read fetches the columns from where the ring places them without asking any node; for this long after a read found one out of place (a ring change, a repair onto another node), reads ask every candidate which columns it holds first',
+  },
   ecFetchTimeoutMs: {
     tuning: true,
     type: 'durationMs', default: () => 2_000, min: 10,

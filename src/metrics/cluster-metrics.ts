@@ -30,6 +30,10 @@ export interface RepairSource {
 
 const NO_REPAIR: RepairStats = { queueDepth: 0, bytesLeft: 0, bytesPerSecond: 0, etaSeconds: 0, rateLimitBytesPerSecond: 0, bytesRepaired: 0, blobsRepaired: 0, scrubBytesChecked: 0 };
 
+/** How an EC read found its columns' holders (blobstore_ec_read_holders_total's label). */
+const EC_HOLDER_LOOKUPS = ['ring', 'cached', 'survey'] as const;
+export type EcHolderLookup = (typeof EC_HOLDER_LOOKUPS)[number];
+
 export class ClusterMetrics {
   /** `repairSource`: the node's cluster, once the node's start has made it; none on a node alone. */
   constructor(private readonly repairSource?: LateRead<RepairSource>) {}
@@ -49,6 +53,7 @@ export class ClusterMetrics {
   readonly heartbeatFailures = new CounterFamily('blobstore_heartbeat_failures_total', 'Failed outbound heartbeats.', '', []);
   readonly ecReconstructions = new CounterFamily('blobstore_ec_reconstruction_total', 'Erasure-coding reconstructions.', '', []);
   readonly shardsMissing = new CounterFamily('blobstore_shards_missing_total', 'Missing shards detected.', '', []);
+  readonly ecReadHolderLookups = new CounterFamily('blobstore_ec_read_holders_total', 'How erasure-coded reads found the holders of their columns: where the ring places them (no node asked), as an earlier read found them, or by asking every candidate.', 'how', EC_HOLDER_LOOKUPS);
   readonly ecReadsCut = new CounterFamily('blobstore_ec_reads_cut_total', 'Erasure-coded reads cut after their first byte: a stripe became unreadable mid-stream.', '', []);
   readonly ecStreamedStores = new CounterFamily('blobstore_ec_streamed_stores_total', 'Erasure-coded stores whose columns left as the body arrived (placed by a key, found through a manifest).', '', []);
   readonly latencies: readonly HistogramFamily[] = CLUSTER_LATENCIES.map(
@@ -104,6 +109,10 @@ export class ClusterMetrics {
 
   ecStreamedStore(): void {
     this.ecStreamedStores.add(0, 1);
+  }
+
+  ecReadHolders(how: EcHolderLookup): void {
+    this.ecReadHolderLookups.add(EC_HOLDER_LOOKUPS.indexOf(how), 1);
   }
 
   ecReadCut(): void {

@@ -293,6 +293,7 @@ export class NodeMetrics implements Recorder {
     this.gauge('blobstore_replication_queue_depth', 'Pending replication operations.', () => c.replicationQueueDepth);
     this.gauge('blobstore_replication_lag_seconds', 'Estimated replication lag in seconds.', () => c.replicationLagSeconds);
     this.add(c.ecReconstructions);
+    this.add(c.ecReadHolderLookups);
     this.add(c.ecReadsCut);
     this.add(c.ecStreamedStores);
     this.add(c.shardsMissing);

@@ -44,6 +44,8 @@ class MemoryColumns implements ColumnSource {
     let at = start;
     let closed = false;
     return {
+      // A column that fails before its first byte never answers.
+      ready: Promise.resolve(this.failAfter.get(index) !== 0),
       take: (length) => {
         if (closed) return Promise.reject(new Error('closed'));
         const limit = this.failAfter.get(index);
@@ -77,18 +79,32 @@ class MemoryColumns implements ColumnSource {
   release(bytes: Buffer): void {
     this.lent.delete(bytes.buffer);
   }
-  noteMissing(): void {}
+  /** Columns reported missing, and how often one was reported out of place. */
+  readonly missing: number[] = [];
+  unplacedReports = 0;
+  noteMissing(_blob: EcBlob, indices: number[]): void {
+    this.missing.push(...indices);
+  }
+  unplaced(): void {
+    this.unplacedReports++;
+  }
   fetched(): void {}
   reconstructed(): void {
     this.rebuiltRows++;
   }
 }
 
-/** The range read as EcReader reads it: pieces in order, `ahead` of them in flight. */
-async function read(source: ColumnSource, layout: StripeLayout, holders: Holders, range: ByteRange, ahead = 8): Promise<Buffer> {
-  const blob: EcBlob = { meta: { id: Buffer.alloc(32), policy: 5, size: BLOB_BYTES } as BlobMeta, shardBytes: layout.shardBytes };
+const BLOB: EcBlob = { meta: { id: Buffer.alloc(32), policy: 5, size: BLOB_BYTES } as BlobMeta, shardBytes: SHARD_BYTES };
+
+/**
+ * The range read as EcReader reads it: pieces in order, `ahead` of them in flight. `placed`: the
+ * holders are where the ring places the columns, and the read goes on once every data column it
+ * needs answered (open()).
+ */
+async function read(source: ColumnSource, layout: StripeLayout, holders: Holders, range: ByteRange, { ahead = 8, placed = false } = {}): Promise<Buffer> {
   const pieces = piecesOf(layout, range);
-  const state = new ReadState(source, blob, layout, holders, pieces);
+  const state = new ReadState(source, BLOB, layout, holders, pieces, placed);
+  if (placed) expect(await state.open()).toStrictEqual([]);
   const inflight: Promise<Buffer>[] = [];
   const start = (j: number): void => {
     const p = state.piece(pieces[j]!);
@@ -168,5 +184,41 @@ describe('a degraded EC read', async () => {
   it('with more than m columns unreadable the read fails: never wrong bytes', async () => {
     const source = new MemoryColumns(columns, new Map([[5, CELL_BYTES]]));
     await expect(read(source, layout, holdersWithout(1, 4), whole)).rejects.toThrow(/readable/);
+  });
+});
+
+describe('an EC read from the columns where the ring places them', async () => {
+  const layout = new StripeLayout(K, M, SHARD_BYTES, BLOB_BYTES);
+  const data = Buffer.alloc(BLOB_BYTES);
+  for (let i = 0; i + 4 <= data.length; i += 4) data.writeUInt32LE(Math.imul(i, 2246822519) >>> 0, i);
+  const columns = await columnsOf(data, layout);
+  const whole = { start: 0, end: BLOB_BYTES };
+
+  it('opens each data column it needs, goes on once every holder answered, and reads byte-exact', async () => {
+    const source = new MemoryColumns(columns);
+    expect((await read(source, layout, holdersWithout(), whole, { placed: true })).equals(data)).toBe(true);
+    expect(Object.fromEntries(source.opened)).toStrictEqual({ 0: 1, 1: 1, 2: 1, 3: 1 });
+    const range = { start: SHARD_BYTES + 5, end: SHARD_BYTES + 70_000 };
+    const one = new MemoryColumns(columns);
+    expect((await read(one, layout, holdersWithout(), range, { placed: true })).equals(data.subarray(range.start, range.end))).toBe(true);
+    // A range within one shard needs one column: only it is opened.
+    expect(Object.fromEntries(one.opened)).toStrictEqual({ 1: 1 });
+  });
+
+  it('names the holders of the data columns that did not answer, for the reader to ask the candidates instead', async () => {
+    const source = new MemoryColumns(columns, new Map([[2, 0]]));
+    const state = new ReadState(source, BLOB, layout, holdersWithout(), piecesOf(layout, whole), true);
+    expect(await state.open()).toStrictEqual(['node-2']);
+    state.close();
+    // Nothing counted missing: the column may be elsewhere.
+    expect(source.missing).toStrictEqual([]);
+  });
+
+  it('a parity column that fails when a rebuild needs it is reported out of place, not missing; one that answered and failed is missing', async () => {
+    // Data column 1 answers, then fails mid-read; parity 4, not opened until the rebuild, never answers.
+    const source = new MemoryColumns(columns, new Map([[1, 3 * CELL_BYTES + 5], [4, 0]]));
+    expect((await read(source, layout, holdersWithout(), whole, { placed: true })).equals(data)).toBe(true);
+    expect(source.missing).toStrictEqual([1]);
+    expect(source.unplacedReports).toBe(1);
   });
 });
