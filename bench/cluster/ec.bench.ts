@@ -9,9 +9,16 @@
  *                          Then degraded: the same GET with the holders of
  *                          two data columns down (the worst case: two of the four inputs of every
  *                          row's rebuild are data columns the read streams anyway).
+ *   *_1GiB_get_cpu_ms      CPU per GiB of those GETs from memory: NONE's node, the EC read's coordinator
+ *                          and its holders, and the rest of the machine (curl, the kernel's share
+ *                          outside them): what bounds the EC GET on one machine of two cores.
  *   ec42_64MiB_put / _get  MiB/s of 64 MiB objects one after another, and against OpenStack Swift's
  *                          EC 4+2 on this machine in the same run (swift-peer.ts), once the cluster
  *                          is stopped.
+ *   ec42_256KiB_first_get  p50 latency of the first GET of each of 300 EC42 blobs of 256 KiB from one
+ *                          node of six (no holders known there yet: the columns are read from where
+ *                          the ring places them, nobody asked), against a GET of each again (holders
+ *                          known from the first).
  *   scrub                  the scrubber's MiB/s with no cap, and 4 KiB GET/s while it runs at its
  *                          default cap against GET/s with it off.
  */
@@ -22,6 +29,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { GiB, KiB, MiB, REPEATS, blobFile, curlGetSeconds, dropCache, emit, log, median, memoryDir, procStatus, removeDir, resetPeakRss, round, runNonce, runWrk, settle, startNode, tempDir } from '../node/lib.js';
 import { startCluster } from './lib.js';
+import { cpuUs, machineCpuUs } from '../node/perf-profile.js';
 import { swiftEc } from './swift-peer.js';
 
 const BENCH = 'cluster-ec';
@@ -41,6 +49,35 @@ function bodyFile(dir: string, name: string, bytes: number): string {
   }
   closeSync(fd);
   return path;
+}
+
+/** CPU time summed over the loads run `during` it: each process's, and the rest of the machine's. */
+class CpuSplit {
+  private readonly spent: number[];
+  private rest = 0;
+
+  constructor(private readonly pids: readonly number[]) {
+    this.spent = pids.map(() => 0);
+  }
+
+  async during<T>(load: () => Promise<T>): Promise<T> {
+    const before = this.pids.map(cpuUs);
+    const machine = machineCpuUs();
+    const result = await load();
+    const after = this.pids.map(cpuUs);
+    let ours = 0;
+    after.forEach((us, i) => {
+      this.spent[i]! += us - before[i]!;
+      ours += us - before[i]!;
+    });
+    this.rest += machineCpuUs().busy - machine.busy - ours;
+    return result;
+  }
+
+  /** Milliseconds per GiB moved: each process's, and the rest's. */
+  perGiB(gib: number): [number[], number] {
+    return [this.spent.map((us) => us / 1000 / gib), this.rest / 1000 / gib];
+  }
 }
 
 /**
@@ -69,6 +106,7 @@ async function largeBlobs(dir: string, bodies: string): Promise<{ put: number; g
     const get: { none: number; ec: number }[] = [];
     const getCold: { none: number; ec: number }[] = [];
     let ecId = '';
+    const cpu = { none: new CpuSplit([alone.pid]), ec: new CpuSplit(c.nodes.map((n) => n.pid)) };
     for (let i = 0; i < REPEATS; i++) {
       const noneBody = bodyFile(bodies, `none-${i}`, BLOB_BYTES);
       const none = await putFile(`http://127.0.0.1:${alone.port}`, noneBody, 1);
@@ -89,7 +127,7 @@ async function largeBlobs(dir: string, bodies: string): Promise<{ put: number; g
       await dropCache(await blobFile(join(dir, 'alone'), none.id));
       for (const path of columnFiles(c.dirs, BLOB_BYTES / 8)) await dropCache(path);
       getCold.push({ none: await curlGetSeconds(noneUrl, BLOB_BYTES), ec: await curlGetSeconds(ecUrl, BLOB_BYTES) });
-      get.push({ none: await curlGetSeconds(noneUrl, BLOB_BYTES), ec: await curlGetSeconds(ecUrl, BLOB_BYTES) });
+      get.push({ none: await cpu.none.during(() => curlGetSeconds(noneUrl, BLOB_BYTES)), ec: await cpu.ec.during(() => curlGetSeconds(ecUrl, BLOB_BYTES)) });
       log(`${BENCH} round ${i + 1}: PUT NONE ${mbps(none.seconds).toFixed(0)} / EC42 ${mbps(ec.seconds).toFixed(0)} MiB/s; GET from the disk NONE ${mbps(getCold[i]!.none).toFixed(0)} / EC42 ${mbps(getCold[i]!.ec).toFixed(0)}, from memory NONE ${mbps(get[i]!.none).toFixed(0)} / EC42 ${mbps(get[i]!.ec).toFixed(0)} MiB/s`);
     }
     const putRatio = median(put.map((r) => r.none / r.ec));
@@ -102,6 +140,12 @@ async function largeBlobs(dir: string, bodies: string): Promise<{ put: number; g
     emit({ bench: BENCH, metric: 'none_1GiB_get_mib_s', value: round(median(get.map((r) => mbps(r.none))), 0), unit: 'MiB/s' });
     emit({ bench: BENCH, metric: 'ec42_1GiB_get_mib_s', value: round(median(get.map((r) => mbps(r.ec))), 0), unit: 'MiB/s', nodes: 6 });
     emit({ bench: BENCH, metric: 'ec42_vs_none_1GiB_get', value: round(getRatio), unit: 'ratio', target: '>= 0.70', pass: getRatio >= 0.7 });
+    const gib = (REPEATS * BLOB_BYTES) / GiB;
+    const [alonePart, noneRest] = cpu.none.perGiB(gib);
+    emit({ bench: BENCH, metric: 'none_1GiB_get_cpu_ms', value: round(alonePart[0]! + noneRest, 0), unit: 'ms CPU per GiB', node: round(alonePart[0]!, 0), rest: round(noneRest, 0) });
+    const [ecParts, ecRest] = cpu.ec.perGiB(gib);
+    const holders = ecParts.slice(1).reduce((a, b) => a + b, 0);
+    emit({ bench: BENCH, metric: 'ec42_1GiB_get_cpu_ms', value: round(ecParts[0]! + holders + ecRest, 0), unit: 'ms CPU per GiB', coordinator: round(ecParts[0]!, 0), holders: round(holders, 0), rest: round(ecRest, 0) });
     const coldRatio = median(getCold.map((r) => r.none / r.ec));
     emit({ bench: BENCH, metric: 'none_1GiB_get_cold_mib_s', value: round(median(getCold.map((r) => mbps(r.none))), 0), unit: 'MiB/s' });
     emit({ bench: BENCH, metric: 'ec42_1GiB_get_cold_mib_s', value: round(median(getCold.map((r) => mbps(r.ec))), 0), unit: 'MiB/s', nodes: 6 });
@@ -265,11 +309,48 @@ async function scrub(dir: string, bodies: string): Promise<void> {
   }
 }
 
+/** First reads of small EC42 blobs against reads of them again (their holders known then), p50 latency. */
+async function firstReads(dir: string): Promise<void> {
+  const blobs = 300;
+  const size = 256 * KiB;
+  const c = await startCluster(6, join(dir, 'first'), ['--metrics-addr', '']);
+  try {
+    const ids: string[] = [];
+    const nonce = runNonce();
+    for (let i = 0; i < blobs; i++) {
+      const body = Buffer.alloc(size, i & 0xff);
+      body.write(`${nonce}:first:${i}`, 0);
+      const res = await fetch(`${c.url(i % 6)}/v1/blobs`, { method: 'POST', body, headers: { 'X-Blobstore-Policy': '4', 'Content-Type': 'application/octet-stream' } });
+      ids.push(((await res.json()) as { id: string }).id);
+    }
+    const readAll = async (): Promise<number> => {
+      const ms: number[] = [];
+      for (const id of ids) {
+        const t0 = performance.now();
+        const res = await fetch(`${c.url(3)}/v1/blobs/${id}`);
+        const got = await res.arrayBuffer();
+        if (res.status !== 200 || got.byteLength !== size) throw new Error(`GET ${id}: HTTP ${res.status}, ${got.byteLength} bytes`);
+        ms.push(performance.now() - t0);
+      }
+      return median(ms);
+    };
+    const first = await readAll();
+    const again = await readAll();
+    log(`${BENCH}: ${blobs} EC42 blobs of 256 KiB from one node of six, GET p50: first ${first.toFixed(2)} ms, again ${again.toFixed(2)} ms`);
+    emit({ bench: BENCH, metric: 'ec42_256KiB_first_get_p50_ms', value: round(first, 2), unit: 'ms', blobs });
+    emit({ bench: BENCH, metric: 'ec42_256KiB_again_get_p50_ms', value: round(again, 2), unit: 'ms', blobs });
+    emit({ bench: BENCH, metric: 'ec42_256KiB_first_vs_again_get', value: round(first / again), unit: 'ratio', target: '<= 1.25', pass: first / again <= 1.25 });
+  } finally {
+    await c.stop();
+  }
+}
+
 const dir = tempDir('ec');
 const bodies = memoryDir('ec');
 try {
-  const only = process.env.BENCH_EC_ONLY ?? 'large,scrub';
+  const only = process.env.BENCH_EC_ONLY ?? 'large,first,scrub';
   if (only.includes('large')) await againstSwift(await largeBlobs(dir, bodies));
+  if (only.includes('first')) await firstReads(dir);
   if (only.includes('scrub')) await scrub(dir, bodies);
 } finally {
   removeDir(bodies);

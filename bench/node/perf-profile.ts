@@ -24,6 +24,12 @@ export function cpuUs(pid: number): number {
   return user + sys;
 }
 
+/** CPU time of the whole machine so far, all CPUs, in microseconds: busy (user, nice, system, irq, softirq) and idle (with iowait). */
+export function machineCpuUs(): { busy: number; idle: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return { busy: (f[0]! + f[1]! + f[2]! + f[5]! + f[6]!) * TICK_US, idle: (f[3]! + f[4]!) * TICK_US };
+}
+
 /** Runs `load` and returns its result with the process's CPU microseconds meanwhile (`sysUs`: in the kernel). */
 export async function withCpu<T>(pid: number, load: () => Promise<T>): Promise<{ result: T; cpuUs: number; sysUs: number }> {
   const before = cpuSplitUs(pid);
