@@ -4,8 +4,9 @@
  * asked: the read opens the data columns it needs there and goes on once each holder answered
  * with its column. Where one did not, and for a while after (ecSurveyAfterMissMs: a ring change
  * or a repair onto another node leaves columns out of place), the holders are found by asking
- * every candidate (StatBlob, answered with the columns each holds; kept for the next reads). Then the blob streams out in
- * order, a piece of a data shard at a time, up to ecReadAheadCells pieces fetched ahead:
+ * every candidate (StatBlob, answered with the columns each holds; kept for the next reads).
+ * Then the blob streams out in order, a piece of a data shard at a time, up to ecReadAheadCells
+ * pieces fetched ahead:
  *
  *   piece (stripe s, data shard i, cell c) ──▶ holder of column i (local read, or FetchShard)
  *     missing, slow (ecFetchTimeoutMs) or failing ──▶ the same cell of k other columns
