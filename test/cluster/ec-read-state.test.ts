@@ -130,12 +130,18 @@ async function read(source: ColumnSource, layout: StripeLayout, holders: Holders
 
 const holdersWithout = (...missing: number[]): Holders => new Map([...Array(K + M).keys()].filter((i) => !missing.includes(i)).map((i) => [i, `node-${i}`]));
 
-describe('a degraded EC read', async () => {
-  const layout = new StripeLayout(K, M, SHARD_BYTES, BLOB_BYTES);
+const layout = new StripeLayout(K, M, SHARD_BYTES, BLOB_BYTES);
+const whole = { start: 0, end: BLOB_BYTES };
+
+/** A blob of pseudo-random words (`mix` picks them), and its columns. */
+async function blobOf(mix: number): Promise<{ data: Buffer; columns: Buffer[] }> {
   const data = Buffer.alloc(BLOB_BYTES);
-  for (let i = 0; i + 4 <= data.length; i += 4) data.writeUInt32LE(Math.imul(i, 2654435761) >>> 0, i);
-  const columns = await columnsOf(data, layout);
-  const whole = { start: 0, end: BLOB_BYTES };
+  for (let i = 0; i + 4 <= data.length; i += 4) data.writeUInt32LE(Math.imul(i, mix) >>> 0, i);
+  return { data, columns: await columnsOf(data, layout) };
+}
+
+describe('a degraded EC read', async () => {
+  const { data, columns } = await blobOf(2654435761);
 
   it('with a data and a parity column gone: each surviving column streams once, no cell is fetched on its own', async () => {
     const source = new MemoryColumns(columns);
@@ -188,11 +194,7 @@ describe('a degraded EC read', async () => {
 });
 
 describe('an EC read from the columns where the ring places them', async () => {
-  const layout = new StripeLayout(K, M, SHARD_BYTES, BLOB_BYTES);
-  const data = Buffer.alloc(BLOB_BYTES);
-  for (let i = 0; i + 4 <= data.length; i += 4) data.writeUInt32LE(Math.imul(i, 2246822519) >>> 0, i);
-  const columns = await columnsOf(data, layout);
-  const whole = { start: 0, end: BLOB_BYTES };
+  const { data, columns } = await blobOf(2246822519);
 
   it('opens each data column it needs, goes on once every holder answered, and reads byte-exact', async () => {
     const source = new MemoryColumns(columns);
