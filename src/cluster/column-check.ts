@@ -22,6 +22,8 @@ import type { ByteRange, ChunkCv } from '../service/local-store.js';
 /** A stream of a column's bytes, taken by exact lengths (column-stream.ts's ColumnStream). */
 interface Stream {
   take(length: number): Promise<Buffer>;
+  /** How the holder answered (column-stream.ts). */
+  readonly ready: Promise<'column' | 'refused' | 'silent'>;
   close(): void;
 }
 
@@ -78,8 +80,8 @@ export function valuesPrefix(cvs: Buffer | undefined, range: ByteRange): Buffer 
  */
 export class CheckedColumn implements Stream {
   private readonly values: Promise<Buffer | undefined>;
-  /** The holder answered: its chunks' values came (ColumnStream.ready). */
-  readonly ready: Promise<boolean>;
+  /** How the holder answered: its stream's first bytes are the chunks' values (ColumnStream.ready). */
+  readonly ready: Promise<'column' | 'refused' | 'silent'>;
   /** Takes are served one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
   /** The checked chunk being handed out, and how much of it has been. */
@@ -106,7 +108,7 @@ export class CheckedColumn implements Stream {
       return copy.readUInt32LE(4) === CHECKED_BY_READER ? copy.subarray(HEAD_BYTES) : undefined;
     });
     this.values.catch(() => undefined); // the first take reports it
-    this.ready = this.values.then(() => true, () => false);
+    this.ready = stream.ready;
   }
 
   take(length: number): Promise<Buffer> {

@@ -42,13 +42,17 @@ export interface ColumnStream {
    */
   take(length: number): Promise<Buffer>;
   /**
-   * Whether the holder answered with the column: true once its first bytes (or its end) came,
-   * false once the stream failed first or nothing came within the fetch timeout. A read that
-   * trusted the ring's placement checks it so before its first byte (ec-read-state.ts).
+   * How the holder answered (a read that trusted the ring's placement checks it before its first
+   * byte: ec-read-state.ts): with the column once its first bytes (or its end) came, refused once
+   * the stream failed first (no such column there, the connection refused), silent when nothing
+   * came within the fetch timeout.
    */
-  readonly ready: Promise<boolean>;
+  readonly ready: Promise<Answer>;
   close(): void;
 }
+
+/** How a holder answered a column stream (ColumnStream.ready). */
+export type Answer = 'column' | 'refused' | 'silent';
 
 /** Queued bytes: a view of a slab, which the queue holds a reference of. */
 interface Queued {
@@ -79,9 +83,9 @@ class ByteQueue implements ColumnStream {
   private wanted: { length: number; resolve: (b: Buffer) => void; reject: (e: Error) => void; timer: NodeJS.Timeout } | undefined;
   private readonly takes: (() => void)[] = [];
   private space: (() => void) | undefined;
-  readonly ready: Promise<boolean>;
-  /** Settles `ready` (once), and the timer that answers false for a holder silent too long. */
-  private answer: ((ok: boolean) => void) | undefined;
+  readonly ready: Promise<Answer>;
+  /** Settles `ready` (once); a timer answers 'silent' for a holder that says nothing too long. */
+  private answer: ((answer: Answer) => void) | undefined;
 
   constructor(
     private readonly what: string,
@@ -95,19 +99,19 @@ class ByteQueue implements ColumnStream {
     private readonly onClose: () => void = () => undefined,
   ) {
     this.window = Math.min(limits.startBytes, limits.queueBytes);
-    this.ready = new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => this.answered(false), limits.timeoutMs);
-      this.answer = (ok) => {
+    this.ready = new Promise<Answer>((resolve) => {
+      const timer = setTimeout(() => this.answered('silent'), limits.timeoutMs);
+      this.answer = (answer) => {
         clearTimeout(timer);
-        resolve(ok);
+        resolve(answer);
       };
     });
   }
 
-  private answered(ok: boolean): void {
-    const answer = this.answer;
+  private answered(answer: Answer): void {
+    const settle = this.answer;
     this.answer = undefined;
-    answer?.(ok);
+    settle?.(answer);
   }
 
   /** Copies the chunk in (it may be reused at once); resolves once the queue has room again (the producer's backpressure). */
@@ -152,7 +156,7 @@ class ByteQueue implements ColumnStream {
     }
     this.tailFill += n;
     this.queued += n;
-    this.answered(true);
+    this.answered('column');
     this.serve();
   }
 
@@ -164,13 +168,13 @@ class ByteQueue implements ColumnStream {
 
   end(): void {
     this.ended = true;
-    this.answered(true);
+    this.answered('column');
     this.serve();
   }
 
   fail(err: Error): void {
     this.failure ??= err;
-    this.answered(false);
+    this.answered('refused');
     this.serve();
   }
 
@@ -254,7 +258,7 @@ class ByteQueue implements ColumnStream {
 
   close(): void {
     this.failure ??= new BlobstoreError('unavailable', `${this.what}: closed`);
-    this.answered(false);
+    this.answered('refused');
     // The queue's references: each slab with queued bytes, and the one being filled.
     // The slab being filled is not given back for reuse: a fetch may have handed its free space to
     // the kernel for a read in place that lands after this close (it would overwrite another

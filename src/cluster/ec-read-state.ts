@@ -134,19 +134,19 @@ export class ReadState {
   }
 
   /**
-   * Opens the stream of every data column the read needs and waits for each holder to answer: the
-   * nodes that did not answer with their column (none: the read goes on; else their streams are
-   * closed, and the caller drops this state).
+   * Opens the stream of every data column the read needs and waits for each holder to answer.
+   * `whole`: every one answered with its column, and the read goes on; else the caller drops this
+   * state. `silent`: the holders that said nothing within the fetch timeout.
    */
-  async open(): Promise<string[]> {
+  async open(): Promise<{ whole: boolean; silent: string[] }> {
     const indices = [...this.ranges.keys()];
-    const ready = await Promise.all(indices.map((i) => this.stream(i)?.ready ?? false));
+    const answers = await Promise.all(indices.map((i) => this.stream(i)?.ready ?? 'refused'));
     const silent: string[] = [];
     indices.forEach((index, j) => {
-      if (ready[j]) this.answered.add(index);
-      else silent.push(this.holders.get(index) ?? '');
+      if (answers[j] === 'column') this.answered.add(index);
+      else if (answers[j] === 'silent') silent.push(this.holders.get(index)!);
     });
-    return silent;
+    return { whole: this.answered.size === indices.length, silent };
   }
 
   /** A piece's bytes: taken from its column's stream, else rebuilt. */

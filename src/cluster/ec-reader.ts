@@ -220,7 +220,7 @@ export class EcReader implements ColumnSource {
   /**
    * The read's state over the columns where the ring places them (column i on the i-th owner of
    * the placement key), none asked: every data column the read needs answered from there. Else
-   * the nodes that did not answer (the survey does not wait for them again); none when the
+   * the nodes that said nothing (the survey does not wait for them again); none when the
    * placement is not trusted now: a read found a column out of place lately (ecSurveyAfterMissMs),
    * the ring has fewer nodes than columns, an owner of a data column is offline, or what this node
    * holds differs from its share.
@@ -238,13 +238,15 @@ export class EcReader implements ColumnSource {
       holders.set(index, self ? SELF : node);
     }
     const read = new ReadState(this, blob, layout, holders, pieces, true);
-    const silent = await read.open();
-    if (silent.length === 0) {
+    const { whole, silent } = await read.open();
+    if (whole) {
       this.metrics.ecReadHolders('ring');
       return read;
     }
     read.close();
     this.unplaced(blob.meta.id);
+    // A node that refused (no such column there) is asked where its columns are; one that said
+    // nothing is not waited for again.
     return new Set(silent.filter((n) => n !== SELF));
   }
 

@@ -189,7 +189,7 @@ describe('a column stream', () => {
     other.close();
   });
 
-  it('is ready once its holder answered: true with the first bytes, false when it fails first or says nothing within the timeout', async () => {
+  it('tells how its holder answered: with the column (its first bytes), refused (it failed first), or silent within the timeout', async () => {
     const slabs = new Slabs(MiB, 8);
     const limits: ColumnLimits = { timeoutMs: 200, startBytes: MiB, queueBytes: MiB, slabs };
     const peer = { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef;
@@ -199,19 +199,19 @@ describe('a column stream', () => {
       to.region().fill(7, 0, 10);
       await to.filled(10);
     }), peer, Buffer.alloc(16), 0, 0, 10, limits);
-    expect(await answering.ready).toBe(true);
+    expect(await answering.ready).toBe('column');
     expect((await answering.take(10)).every((b) => b === 7)).toBe(true);
     answering.close();
     const refusing = remoteColumn(holder(() => Promise.reject(new Error('answered 404 Not Found'))), peer, Buffer.alloc(16), 0, 0, 10, limits);
-    expect(await refusing.ready).toBe(false);
+    expect(await refusing.ready).toBe('refused');
     refusing.close();
     const started = performance.now();
     const silent = remoteColumn(holder(() => new Promise<void>(() => undefined)), peer, Buffer.alloc(16), 0, 0, 10, limits);
-    expect(await silent.ready).toBe(false);
+    expect(await silent.ready).toBe('silent');
     expect(performance.now() - started).toBeGreaterThanOrEqual(190);
     silent.close();
     const local = localColumn(storeOf(column, MiB), meta, 0, MiB, limits, () => undefined);
-    expect(await local.ready).toBe(true);
+    expect(await local.ready).toBe('column');
     local.close();
   });
 });

@@ -44,8 +44,8 @@ class MemoryColumns implements ColumnSource {
     let at = start;
     let closed = false;
     return {
-      // A column that fails before its first byte never answers.
-      ready: Promise.resolve(this.failAfter.get(index) !== 0),
+      // A column that fails before its first byte refuses (it is not held there).
+      ready: Promise.resolve(this.failAfter.get(index) === 0 ? 'refused' : 'column'),
       take: (length) => {
         if (closed) return Promise.reject(new Error('closed'));
         const limit = this.failAfter.get(index);
@@ -104,7 +104,7 @@ const BLOB: EcBlob = { meta: { id: Buffer.alloc(32), policy: 5, size: BLOB_BYTES
 async function read(source: ColumnSource, layout: StripeLayout, holders: Holders, range: ByteRange, { ahead = 8, placed = false } = {}): Promise<Buffer> {
   const pieces = piecesOf(layout, range);
   const state = new ReadState(source, BLOB, layout, holders, pieces, placed);
-  if (placed) expect(await state.open()).toStrictEqual([]);
+  if (placed) expect(await state.open()).toStrictEqual({ whole: true, silent: [] });
   const inflight: Promise<Buffer>[] = [];
   const start = (j: number): void => {
     const p = state.piece(pieces[j]!);
@@ -207,10 +207,11 @@ describe('an EC read from the columns where the ring places them', async () => {
     expect(Object.fromEntries(one.opened)).toStrictEqual({ 1: 1 });
   });
 
-  it('names the holders of the data columns that did not answer, for the reader to ask the candidates instead', async () => {
+  it('is not whole when a data column is not where the ring places it: the reader asks the candidates instead', async () => {
     const source = new MemoryColumns(columns, new Map([[2, 0]]));
     const state = new ReadState(source, BLOB, layout, holdersWithout(), piecesOf(layout, whole), true);
-    expect(await state.open()).toStrictEqual(['node-2']);
+    // A holder that refused answered: it is asked where its columns are (only the silent are not).
+    expect(await state.open()).toStrictEqual({ whole: false, silent: [] });
     state.close();
     // Nothing counted missing: the column may be elsewhere.
     expect(source.missing).toStrictEqual([]);
