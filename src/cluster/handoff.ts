@@ -195,7 +195,7 @@ export class Handoff {
         this.report();
       }, () => this.stopped);
     }
-    if (this.manifests?.due(leaving)) stuck += await this.manifests.pass(() => this.stopped);
+    if (this.manifests?.due(leaving)) stuck += await this.manifests.pass(() => this.stopped, leaving);
     p.active = false;
     if (total.blobs > 0) this.log.info({ blobs: p.blobsTotal - p.blobsLeft, bytes: p.bytesTotal - p.bytesLeft, left: p.blobsLeft }, 'handoff: pass done');
     if (leaving && stuck === 0 && !this.stopped && this.leaving()) {

@@ -2,10 +2,12 @@
  * Handoff of the manifests of erasure-coded blobs stored as they streamed in
  * (docs/erasure-coding.md): a manifest lives on the first m + 1 owners of its blob's id, and those
  * change with the ring. Each manifest held here is offered to the id's owners on the current ring
- * once the ring has changed since the last pass that placed them all, while this node is leaving,
- * and every `rescanMs` as a check (a store that reached fewer than m + 1 owners). An owner that
- * holds it already writes nothing; one where a user deleted the blob after the manifest was made
- * refuses it, and this node offers none it deleted so.
+ * once the ring's placement has changed since the last pass that placed them all, while this node
+ * is leaving, and every `rescanMs` as a check (a store that reached fewer than m + 1 owners). A
+ * member back with a newer incarnation (restarted, perhaps with an empty disk; the placement is
+ * the same) is offered only those it owns, at the next pass. An owner that holds it already
+ * writes nothing; one where a user deleted the blob after the manifest was made refuses it, and
+ * this node offers none it deleted so.
  *
  *   manifest (id) here ──▶ owners(id, m + 1) on the current ring, this node aside
  *                            ──StoreManifest──▶ each (online) owner
@@ -21,14 +23,19 @@ import type { ClusterNode } from './cluster-node.js';
 import { deleteHolds, manifestCopies, manifestMessage } from './ec-manifest.js';
 import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerTransport } from './transport/peer-transport.js';
+import type { Ring } from './ring.js';
 
 /** StoreManifest calls in flight at once, and manifests read from the index per page. */
 const CALLS = 16;
 const PAGE = 1024;
 
 export class ManifestHandoff {
-  /** The ring version of the last pass that placed every manifest on every owner, and when it ran. */
-  private placed: { ringVersion: number; atMs: number } | undefined;
+  /**
+   * The last pass that placed every manifest on every owner: the ring it placed them by (a new
+   * Ring object is made only when the placement changes), the members' incarnations, and when the
+   * last pass over every owner ran.
+   */
+  private placed: { ring: Ring; incarnations: Map<string, number>; atMs: number } | undefined;
 
   constructor(
     private readonly store: LocalStore,
@@ -38,21 +45,43 @@ export class ManifestHandoff {
     private readonly options: { rescanMs: number; timeoutMs: number },
   ) {}
 
-  /** A pass is due: the ring changed since the last complete one, this node is leaving, or it is rescanMs old. */
+  /**
+   * A pass is due: the placement changed since the last complete one, this node is leaving, it is
+   * rescanMs old, or a member came back with a newer incarnation.
+   */
   due(leaving: boolean): boolean {
     const last = this.placed;
-    return leaving || last === undefined || last.ringVersion !== this.cluster.membership.ringVersion || Date.now() - last.atMs >= this.options.rescanMs;
+    return leaving || last === undefined || this.full(last) || this.returned(last).size > 0;
+  }
+
+  /** Every manifest goes to every owner: the placement changed since `last`, or the check is due. */
+  private full(last: NonNullable<ManifestHandoff['placed']>): boolean {
+    return last.ring !== this.cluster.ring || Date.now() - last.atMs >= this.options.rescanMs;
+  }
+
+  /** Active members whose incarnation rose since `last`: restarted, perhaps without the manifests they owned. */
+  private returned(last: NonNullable<ManifestHandoff['placed']>): Set<string> {
+    const back = new Set<string>();
+    for (const r of this.cluster.membership.records()) {
+      if (r.status === 'active' && r.incarnation > (last.incarnations.get(r.nodeId) ?? r.incarnation)) back.add(r.nodeId);
+    }
+    return back;
   }
 
   /**
-   * Offers every manifest held here to the owners of its id; returns how many could not reach
-   * every owner (one offline or failing: the next pass tries again).
+   * Offers every manifest held here to the owners of its id (only to the members back with a newer
+   * incarnation, when nothing else made the pass due); returns how many could not reach every
+   * owner (one offline or failing: the next pass tries again).
    */
-  async pass(stopped: () => boolean): Promise<number> {
+  async pass(stopped: () => boolean, leaving = false): Promise<number> {
     const ringVersion = this.cluster.membership.ringVersion;
+    const incarnations = new Map(this.cluster.membership.records().map((r) => [r.nodeId, r.incarnation]));
     const ring = this.cluster.ring;
     const self = this.cluster.nodeId;
     if (ring.size === 0) return 0;
+    const before = this.placed;
+    const only = before !== undefined && !leaving && !this.full(before) ? this.returned(before) : undefined;
+    const to = only !== undefined && only.size > 0 ? only : undefined;
     const tally = { offered: 0, created: 0, unplaced: new Set<string>() };
     // A page of manifests at a time, each page's offers CALLS at a time.
     let after: Buffer | undefined;
@@ -63,7 +92,7 @@ export class ManifestHandoff {
       this.store.ecManifests.scan(after, (id, policy) => {
         if (after && id.equals(after)) return true;
         last = Buffer.from(id);
-        for (const owner of ring.owners(last, manifestCopies(policy))) if (owner !== self) offers.push({ id: last, owner });
+        for (const owner of ring.owners(last, manifestCopies(policy))) if (owner !== self && (to === undefined || to.has(owner))) offers.push({ id: last, owner });
         return ++seen < PAGE;
       });
       if (last === undefined) break;
@@ -72,9 +101,9 @@ export class ManifestHandoff {
     }
     const { offered, created, unplaced } = tally;
     if (offered > 0 || unplaced.size > 0) {
-      this.log.info({ offered, created, unplaced: unplaced.size, ringVersion }, 'handoff: manifests offered to the owners of their ids');
+      this.log.info({ offered, created, unplaced: unplaced.size, ringVersion, to: to && [...to] }, 'handoff: manifests offered to the owners of their ids');
     }
-    if (unplaced.size === 0 && !stopped()) this.placed = { ringVersion, atMs: Date.now() };
+    if (unplaced.size === 0 && !stopped()) this.placed = { ring, incarnations, atMs: to ? before!.atMs : Date.now() };
     return unplaced.size;
   }
 

@@ -2,9 +2,11 @@
  * The manifest of an EC blob stored as it streamed in follows the owners of its id
  * (src/cluster/manifest-handoff.ts, docs/erasure-coding.md): on a real 7-node cluster, a node
  * that held one leaves gracefully, and the id's owners on the new ring all hold it, before and
- * after it is gone; the blob reads back from every node. Which nodes hold a manifest is read from
+ * after it is gone; the blob reads back from every node. An owner that lost its disk gets it
+ * back at the next handoff pass, offered to it alone. Which nodes hold a manifest is read from
  * their index files (LMDB, opened read-only beside the running node).
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,6 +93,31 @@ describe('the manifest of a streamed EC42 blob, when a node that held it leaves'
     // The other owners still hold it: the blob reads from them.
     expect(holdsManifest(c.dataDirs[r]!, id)).toBe(true);
     const got = await fetch(`${c.url(r)}/v1/blobs/${id}`);
+    expect(got.status).toBe(200);
+    expect(Buffer.from(await got.arrayBuffer()).equals(bytes)).toBe(true);
+  }, 120_000);
+
+  it('comes back to an owner that lost its disk, at the next handoff pass, offered to it alone', async () => {
+    const members = (await c.state(0)).nodes.map((n) => n.node_id);
+    const index = (nodeId: string): number => c.ids.indexOf(nodeId);
+    const bytes = patternBytes(2 * MiB + 11, 4444);
+    const res = await putWithNodesUp(c, 0, bytes, { 'X-Blobstore-Policy': '4' });
+    expect(res.status).toBe(201);
+    const id = ((await res.json()) as { id: string }).id;
+    const owner = new Ring(members.map((nodeId) => ({ nodeId, region: '' })), VNODES).owners(Buffer.from(id, 'hex'), MANIFEST_COPIES).find((n) => n !== c.ids[0])!;
+    const lost = index(owner);
+    expect(holdsManifest(c.dataDirs[lost]!, id)).toBe(true);
+    await c.kill(lost);
+    rmSync(c.dataDirs[lost]!, { recursive: true, force: true });
+    await c.startNode(lost);
+    await c.ready(lost);
+    // The placement is the same: the member's newer incarnation tells the others it may lack what
+    // it owned, and they offer it those alone (not every manifest to every owner again).
+    await waitFor(() => holdsManifest(c.dataDirs[lost]!, id), { what: `${owner} holds the manifest again`, timeoutMs: 30_000 });
+    const offeredTo = (i: number): boolean => c.node(i).output().split('\n')
+      .some((line) => line.includes('manifests offered to the owners of their ids') && line.includes(`"to":["${owner}"]`));
+    await waitFor(() => c.live().some((i) => i !== lost && offeredTo(i)), { what: `a pass that offered ${owner} alone its manifests`, timeoutMs: 10_000 });
+    const got = await fetch(`${c.url(lost)}/v1/blobs/${id}`);
     expect(got.status).toBe(200);
     expect(Buffer.from(await got.arrayBuffer()).equals(bytes)).toBe(true);
   }, 120_000);
