@@ -70,14 +70,20 @@ describe('the manifest of a streamed EC42 blob, when a node that held it leaves'
     await expectReadableEverywhere(c, new Map([[id, bytes]]), among);
   }, 120_000);
 
-  it('is not offered back to an owner where a user deleted the blob (the delete holds there)', async () => {
+  /** A streamed EC42 blob stored at node 0: its id, bytes, the members, and the owners of its manifest other than node 0. */
+  async function storedAtNode0(size: number, seed: number): Promise<{ id: string; bytes: Buffer; members: string[]; owners: string[] }> {
     const members = (await c.state(0)).nodes.map((n) => n.node_id);
-    const index = (nodeId: string): number => c.ids.indexOf(nodeId);
-    const bytes = patternBytes(2 * MiB + 7, 4343);
+    const bytes = patternBytes(size, seed);
     const res = await putWithNodesUp(c, 0, bytes, { 'X-Blobstore-Policy': '4' });
     expect(res.status).toBe(201);
     const id = ((await res.json()) as { id: string }).id;
-    const [deleter, restarted] = new Ring(members.map((nodeId) => ({ nodeId, region: '' })), VNODES).owners(Buffer.from(id, 'hex'), MANIFEST_COPIES).filter((n) => n !== c.ids[0]);
+    const owners = new Ring(members.map((nodeId) => ({ nodeId, region: '' })), VNODES).owners(Buffer.from(id, 'hex'), MANIFEST_COPIES).filter((n) => n !== c.ids[0]);
+    return { id, bytes, members, owners };
+  }
+
+  it('is not offered back to an owner where a user deleted the blob (the delete holds there)', async () => {
+    const index = (nodeId: string): number => c.ids.indexOf(nodeId);
+    const { id, bytes, members, owners: [deleter, restarted] } = await storedAtNode0(2 * MiB + 7, 4343);
     const d = index(deleter!);
     const r = index(restarted!);
     expect(holdsManifest(c.dataDirs[d]!, id)).toBe(true);
@@ -98,14 +104,8 @@ describe('the manifest of a streamed EC42 blob, when a node that held it leaves'
   }, 120_000);
 
   it('comes back to an owner that lost its disk, at the next handoff pass, offered to it alone', async () => {
-    const members = (await c.state(0)).nodes.map((n) => n.node_id);
-    const index = (nodeId: string): number => c.ids.indexOf(nodeId);
-    const bytes = patternBytes(2 * MiB + 11, 4444);
-    const res = await putWithNodesUp(c, 0, bytes, { 'X-Blobstore-Policy': '4' });
-    expect(res.status).toBe(201);
-    const id = ((await res.json()) as { id: string }).id;
-    const owner = new Ring(members.map((nodeId) => ({ nodeId, region: '' })), VNODES).owners(Buffer.from(id, 'hex'), MANIFEST_COPIES).find((n) => n !== c.ids[0])!;
-    const lost = index(owner);
+    const { id, bytes, owners: [owner] } = await storedAtNode0(2 * MiB + 11, 4444);
+    const lost = c.ids.indexOf(owner!);
     expect(holdsManifest(c.dataDirs[lost]!, id)).toBe(true);
     await c.kill(lost);
     rmSync(c.dataDirs[lost]!, { recursive: true, force: true });
@@ -115,7 +115,7 @@ describe('the manifest of a streamed EC42 blob, when a node that held it leaves'
     // it owned, and they offer it those alone (not every manifest to every owner again).
     await waitFor(() => holdsManifest(c.dataDirs[lost]!, id), { what: `${owner} holds the manifest again`, timeoutMs: 30_000 });
     const offeredTo = (i: number): boolean => c.node(i).output().split('\n')
-      .some((line) => line.includes('manifests offered to the owners of their ids') && line.includes(`"to":["${owner}"]`));
+      .some((line) => line.includes('manifests offered to the owners of their ids') && line.includes(`"to":["${owner!}"]`));
     await waitFor(() => c.live().some((i) => i !== lost && offeredTo(i)), { what: `a pass that offered ${owner} alone its manifests`, timeoutMs: 10_000 });
     const got = await fetch(`${c.url(lost)}/v1/blobs/${id}`);
     expect(got.status).toBe(200);
