@@ -22,10 +22,13 @@ import type { ByteRange, ChunkCv } from '../service/local-store.js';
 /** A stream of a column's bytes, taken by exact lengths (column-stream.ts's ColumnStream). */
 interface Stream {
   take(length: number): Promise<Buffer>;
-  /** How the holder answered (column-stream.ts). */
-  readonly ready: Promise<'column' | 'refused' | 'silent'>;
+  /** How the holder answered (column-stream.ts's ColumnStream.ready). */
+  readonly ready: Promise<Answer>;
   close(): void;
 }
+
+/** How a holder answered a column stream: with the column, refused (no such column there), or silent. */
+export type Answer = 'column' | 'refused' | 'silent';
 
 /** The request header that asks for the chunks' chaining values before the bytes. */
 export const CHUNK_VALUES_HEADER = 'x-blobstore-chunk-values';
@@ -81,7 +84,7 @@ export function valuesPrefix(cvs: Buffer | undefined, range: ByteRange): Buffer 
 export class CheckedColumn implements Stream {
   private readonly values: Promise<Buffer | undefined>;
   /** How the holder answered: its stream's first bytes are the chunks' values (ColumnStream.ready). */
-  readonly ready: Promise<'column' | 'refused' | 'silent'>;
+  readonly ready: Promise<Answer>;
   /** Takes are served one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
   /** The checked chunk being handed out, and how much of it has been. */

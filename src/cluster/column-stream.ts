@@ -19,7 +19,7 @@ import { BlobstoreError } from '../errors/errors.js';
 import type { ShardMeta } from '../blob/shard.js';
 import type { Slabs } from '../util/slabs.js';
 import type { ChunkCv, LocalStore } from '../service/local-store.js';
-import { CheckedColumn, valuesPrefixBytes } from './column-check.js';
+import { type Answer, CheckedColumn, valuesPrefixBytes } from './column-check.js';
 import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
 
 /**
@@ -50,9 +50,6 @@ export interface ColumnStream {
   readonly ready: Promise<Answer>;
   close(): void;
 }
-
-/** How a holder answered a column stream (ColumnStream.ready). */
-export type Answer = 'column' | 'refused' | 'silent';
 
 /** Queued bytes: a view of a slab, which the queue holds a reference of. */
 interface Queued {
