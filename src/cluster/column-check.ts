@@ -83,8 +83,6 @@ export function valuesPrefix(cvs: Buffer | undefined, range: ByteRange): Buffer 
  */
 export class CheckedColumn implements Stream {
   private readonly values: Promise<Buffer | undefined>;
-  /** How the holder answered: its stream's first bytes are the chunks' values (ColumnStream.ready). */
-  readonly ready: Promise<Answer>;
   /** Takes are served one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
   /** The checked chunk being handed out, and how much of it has been. */
@@ -111,7 +109,11 @@ export class CheckedColumn implements Stream {
       return copy.readUInt32LE(4) === CHECKED_BY_READER ? copy.subarray(HEAD_BYTES) : undefined;
     });
     this.values.catch(() => undefined); // the first take reports it
-    this.ready = stream.ready;
+  }
+
+  /** How the holder answered: its stream's first bytes are the chunks' values (ColumnStream.ready). */
+  get ready(): Promise<Answer> {
+    return this.stream.ready;
   }
 
   take(length: number): Promise<Buffer> {

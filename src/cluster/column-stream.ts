@@ -80,9 +80,10 @@ class ByteQueue implements ColumnStream {
   private wanted: { length: number; resolve: (b: Buffer) => void; reject: (e: Error) => void; timer: NodeJS.Timeout } | undefined;
   private readonly takes: (() => void)[] = [];
   private space: (() => void) | undefined;
-  readonly ready: Promise<Answer>;
-  /** Settles `ready` (once); a timer answers 'silent' for a holder that says nothing too long. */
-  private answer: ((answer: Answer) => void) | undefined;
+  /** How the holder answered, once it has; `ready`, made when first asked for, and what settles it. */
+  private outcome: Answer | undefined;
+  private asked: Promise<Answer> | undefined;
+  private settle: ((answer: Answer) => void) | undefined;
 
   constructor(
     private readonly what: string,
@@ -96,19 +97,24 @@ class ByteQueue implements ColumnStream {
     private readonly onClose: () => void = () => undefined,
   ) {
     this.window = Math.min(limits.startBytes, limits.queueBytes);
-    this.ready = new Promise<Answer>((resolve) => {
-      const timer = setTimeout(() => this.answered('silent'), limits.timeoutMs);
-      this.answer = (answer) => {
+  }
+
+  /** Made only for a read that asks (no timer per stream otherwise); silent after the fetch timeout from then. */
+  get ready(): Promise<Answer> {
+    this.asked ??= this.outcome !== undefined ? Promise.resolve(this.outcome) : new Promise<Answer>((resolve) => {
+      const timer = setTimeout(() => this.answered('silent'), this.limits.timeoutMs);
+      this.settle = (answer) => {
         clearTimeout(timer);
         resolve(answer);
       };
     });
+    return this.asked;
   }
 
   private answered(answer: Answer): void {
-    const settle = this.answer;
-    this.answer = undefined;
-    settle?.(answer);
+    if (this.outcome !== undefined) return;
+    this.outcome = answer;
+    this.settle?.(answer);
   }
 
   /** Copies the chunk in (it may be reused at once); resolves once the queue has room again (the producer's backpressure). */

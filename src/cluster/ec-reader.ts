@@ -51,6 +51,8 @@ export type { EcBlob, Holders };
 const HOLDERS_CACHE_MS = 30_000;
 const HOLDERS_CACHE_ENTRIES = 4096;
 const SELF = '';
+/** No read from the ring's placement, and nobody to skip when asking. */
+const NOT_PLACED: { read?: ReadState; silent: ReadonlySet<string> } = { silent: new Set() };
 
 
 export class EcReader implements ColumnSource {
@@ -203,51 +205,51 @@ export class EcReader implements ColumnSource {
     const pieces = piecesOf(layout, range);
     const progress = { sent: 0 };
     // Holders an earlier read found stand; else the ring's placement is tried first.
-    const placed = this.cache.get(blob.meta.id.toString('hex')) ? new Set<string>() : await this.openPlaced(blob, layout, pieces);
-    if (placed instanceof ReadState) {
+    const placed = this.cache.get(blob.meta.id.toString('hex')) ? NOT_PLACED : await this.openPlaced(blob, layout, pieces);
+    if (placed.read) {
       try {
-        return await this.send(placed, pieces, sink, progress);
+        return await this.send(placed.read, pieces, sink, progress);
       } catch (err) {
         if (progress.sent > 0) throw err;
         // Nothing went yet: the read starts again from the holders the candidates name.
         this.unplaced(blob.meta.id);
       }
     }
-    const read = await this.surveyed(blob, layout, pieces, placed instanceof ReadState ? new Set() : placed);
+    const read = await this.surveyed(blob, layout, pieces, placed.silent);
     return this.send(read, pieces, sink, progress);
   }
 
   /**
    * The read's state over the columns where the ring places them (column i on the i-th owner of
-   * the placement key), none asked: every data column the read needs answered from there. Else
-   * the nodes that said nothing (the survey does not wait for them again); none when the
-   * placement is not trusted now: a read found a column out of place lately (ecSurveyAfterMissMs),
-   * the ring has fewer nodes than columns, an owner of a data column is offline, or what this node
-   * holds differs from its share.
+   * the placement key), none asked, when every data column the read needs answered from there.
+   * Else no state, and the nodes that said nothing (the survey does not wait for them again); none
+   * when the placement is not trusted now: a read found a column out of place lately
+   * (ecSurveyAfterMissMs), the ring has fewer nodes than columns, an owner of a data column is
+   * offline, or what this node holds differs from its share.
    */
-  private async openPlaced(blob: EcBlob, layout: StripeLayout, pieces: Piece[]): Promise<ReadState | Set<string>> {
-    if (performance.now() < this.surveyUntil) return new Set();
+  private async openPlaced(blob: EcBlob, layout: StripeLayout, pieces: Piece[]): Promise<{ read?: ReadState; silent: ReadonlySet<string> }> {
+    if (performance.now() < this.surveyUntil) return NOT_PLACED;
     const owners = this.cluster.ring.owners(blob.placement ?? blob.meta.id, layout.shards);
-    if (owners.length < layout.shards) return new Set();
+    if (owners.length < layout.shards) return NOT_PLACED;
     const local = new Set(this.store.shardsOf(blob.meta.id).map((c) => c.shard.index));
     const holders: Holders = new Map();
     for (const [index, node] of owners.entries()) {
       const self = node === this.cluster.nodeId;
-      if (self !== local.has(index)) return new Set();
-      if (!self && index < layout.k && !this.cluster.online(node)) return new Set();
+      if (self !== local.has(index)) return NOT_PLACED;
+      if (!self && index < layout.k && !this.cluster.online(node)) return NOT_PLACED;
       holders.set(index, self ? SELF : node);
     }
     const read = new ReadState(this, blob, layout, holders, pieces, true);
     const { whole, silent } = await read.open();
     if (whole) {
       this.metrics.ecReadHolders('ring');
-      return read;
+      return { read, silent: NOT_PLACED.silent };
     }
     read.close();
     this.unplaced(blob.meta.id);
     // A node that refused (no such column there) is asked where its columns are; one that said
     // nothing is not waited for again.
-    return new Set(silent.filter((n) => n !== SELF));
+    return { silent: new Set(silent.filter((n) => n !== SELF)) };
   }
 
   /**
@@ -255,7 +257,7 @@ export class EcReader implements ColumnSource {
    * survey that skips the nodes in `silent`). A read never starts what it cannot finish: with
    * fewer than k columns that could be read it fails with 503 before its first byte.
    */
-  private async surveyed(blob: EcBlob, layout: StripeLayout, pieces: Piece[], silent: Set<string>): Promise<ReadState> {
+  private async surveyed(blob: EcBlob, layout: StripeLayout, pieces: Piece[], silent: ReadonlySet<string>): Promise<ReadState> {
     const id = blob.meta.id;
     let holders = await this.locate(id, layout, blob.placement, silent);
     if (this.reachable(holders) < layout.k) {
