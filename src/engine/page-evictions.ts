@@ -7,7 +7,8 @@
  *   drop_pagecache            a write to /proc/sys/vm/drop_caches
  *   workingset_refault_file   a file page read again after it was dropped (reclaim that counts no
  *                             pgsteal, as DAMON's pageout does, shows here on its first refault)
- *   nr_file_pages             file pages held: fewer than at the last look
+ *   nr_file_pages             file pages held: fewer than at the last look (a net count: advice
+ *                             that drops fewer pages than other writers add in one look goes unseen)
  *
  * Any of them moving has every mapping in use checked again page by page (native mapRecheck:
  * mincore in the thread pool, ~1.5 ms per 256 MiB segment; past 8 GiB in use, every mark dropped

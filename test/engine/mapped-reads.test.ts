@@ -17,7 +17,7 @@ import { HEADER_BYTES } from '../../src/engine/record.js';
 import { pageEvictions, SegmentReader } from '../../src/engine/segment-reader.js';
 import type { SegmentStore } from '../../src/engine/segment-store.js';
 import { patternBytes } from '../helpers/blobs.js';
-import { dropAllPages, dropPages, pagesKept } from '../helpers/page-cache.js';
+import { dropAllPages, dropBallastUntil, dropPages, pagesKept } from '../helpers/page-cache.js';
 import { openEngine, testConfig } from '../helpers/engine.js';
 import { tempDir } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -272,11 +272,12 @@ describe('small records of an engine', () => {
     const meta = engine.stat((await engine.putInline(data, 1, EMPTY)).id)!;
     await engine.settled();
     await waitFor(() => engine.readInlineSync(meta)?.equals(data) === true, { what: 'the record found in memory', timeoutMs: 10_000 });
-    // Dropped: fewer file pages at the watch's next look (readMapCheckMs 20 here), then a recheck.
-    // Nothing reads the record until a recheck that started after the drop is done.
+    // Dropped: fewer file pages at a look of the watch (readMapCheckMs 20 here), then a recheck.
+    // Nothing reads the record until a recheck that started after the drop is done. A ballast's
+    // drop makes the evidence plain where other writers fill the page cache between two looks.
     dropPages(join(dataDir, 'segments', `${String(meta.segment).padStart(8, '0')}.seg`));
     const after = watch.rechecks;
-    await waitFor(() => watch.rechecks > after, { what: 'a recheck after the drop', timeoutMs: 20_000, pollMs: 10 });
+    await dropBallastUntil(() => watch.rechecks > after, 100, 20_000);
     await watch.settled;
     expect(engine.readInlineSync(meta)).toBeUndefined();
   });

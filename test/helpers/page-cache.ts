@@ -74,3 +74,31 @@ export function pagesKept(): string {
     rmSync(path);
   }
 }
+
+/**
+ * Evidence of dropped pages that a watch of /proc/vmstat cannot miss: it sees the net change of
+ * nr_file_pages between two looks, and on a busy machine other writers add more than one record's
+ * pages in that time. A 16 MiB ballast file is read in, then dropped, `pauseMs` apart (more than
+ * two looks, so that the two do not cancel within one), until `seen` holds.
+ */
+export async function dropBallastUntil(seen: () => boolean, pauseMs: number, timeoutMs: number): Promise<void> {
+  const path = join(tempDir(), 'ballast');
+  writeFileSync(path, Buffer.alloc(16 * 1024 * 1024, 7));
+  const fd = openSync(path, 'r');
+  fsyncSync(fd); // clean pages: advice drops only those
+  closeSync(fd);
+  const pause = (): Promise<void> => new Promise((r) => setTimeout(r, pauseMs));
+  try {
+    await waitFor(async () => {
+      if (seen()) return true;
+      await pause();
+      dropPages(path);
+      await pause();
+      if (seen()) return true;
+      await fsp.readFile(path);
+      return false;
+    }, { what: 'a look at the page counters that sees the ballast dropped', timeoutMs, pollMs: 0 });
+  } finally {
+    rmSync(path, { force: true });
+  }
+}
