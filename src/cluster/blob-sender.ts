@@ -80,8 +80,7 @@ export class BlobSender {
       const round = all.slice(at, end).filter((w) => w.by.some((i) => !failed[i]));
       at = end;
       if (round.length === 0) continue;
-      // Reads run concurrently (a file blob's read is a thread-pool round trip; a segment record's is synchronous).
-      const datas = await Promise.all(round.map((w) => known?.get(w.meta) ?? this.readSmall(w.meta)));
+      const datas = await this.bytesOf(round, known);
       const batches = targets.map((): BatchReplica[] => []);
       const sent = targets.map((): BlobMeta[] => []);
       round.forEach((w, k) => {
@@ -126,6 +125,24 @@ export class BlobSender {
         else held[i]!.add(meta);
       });
     }
+  }
+
+  /**
+   * The bytes of each blob of a round: those in memory as they are, the others read concurrently
+   * (a file blob's read is a thread-pool round trip; a segment record's is synchronous). A round
+   * of fresh stores, all in memory, makes no promise per blob.
+   */
+  private async bytesOf(round: readonly { meta: BlobMeta }[], known: KnownBytes | undefined): Promise<Buffer[]> {
+    const datas: Buffer[] = new Array(round.length);
+    let reads: Promise<void>[] | undefined;
+    for (let k = 0; k < round.length; k++) {
+      const meta = round[k]!.meta;
+      const data = known?.get(meta);
+      if (data !== undefined) datas[k] = data;
+      else (reads ??= []).push(this.readSmall(meta).then((bytes) => void (datas[k] = bytes)));
+    }
+    if (reads !== undefined) await Promise.all(reads);
+    return datas;
   }
 
   private readSmall(meta: BlobMeta): Promise<Buffer> {

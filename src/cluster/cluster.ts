@@ -263,10 +263,14 @@ export class Cluster implements Placement, RepairSource {
     return ring.nodeIds.some((n) => n !== this.node.nodeId);
   }
 
-  async stored(id: Buffer, data?: Buffer): Promise<void> {
+  stored(id: Buffer, data?: Buffer): Promise<void> | undefined {
     this.replicator.stored(id, data);
     const need = Math.min(this.config.replicationAcks, Math.max(0, this.node.ring.size - 1));
-    if (need === 0) return;
+    return need === 0 ? undefined : this.confirmedBy(id, need);
+  }
+
+  /** Resolves once `need` owners besides this node hold the blob; 503 after replicationAckTimeoutMs. */
+  private async confirmedBy(id: Buffer, need: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new BlobstoreError('unavailable',

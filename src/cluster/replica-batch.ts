@@ -32,10 +32,16 @@ export interface ReplicaBatchBody {
 }
 
 export function replicaBatchBody(blobs: readonly BatchReplica[]): ReplicaBatchBody {
-  const parts: Buffer[] = [];
-  let bytes = 0;
-  for (const { meta, data } of blobs) {
-    const head = Buffer.allocUnsafe(REPLICA_HEAD_BYTES + meta.labels.length);
+  const parts: Buffer[] = new Array(2 * blobs.length);
+  let headBytes = 0;
+  for (const { meta } of blobs) headBytes += REPLICA_HEAD_BYTES + meta.labels.length;
+  // Every head in one buffer, each written as a view of it: one allocation per batch.
+  const heads = Buffer.allocUnsafe(headBytes);
+  let bytes = headBytes;
+  let at = 0;
+  for (let i = 0; i < blobs.length; i++) {
+    const { meta, data } = blobs[i]!;
+    const head = heads.subarray(at, (at += REPLICA_HEAD_BYTES + meta.labels.length));
     meta.id.copy(head, 0);
     meta.checksum.copy(head, 16);
     head.writeBigUInt64BE(meta.createdAtNs, 48);
@@ -43,8 +49,9 @@ export function replicaBatchBody(blobs: readonly BatchReplica[]): ReplicaBatchBo
     head.writeUInt32BE(meta.labels.length, 57);
     head.writeUInt32BE(data.length, 61);
     meta.labels.copy(head, REPLICA_HEAD_BYTES);
-    parts.push(head, data);
-    bytes += head.length + data.length;
+    parts[2 * i] = head;
+    parts[2 * i + 1] = data;
+    bytes += data.length;
   }
   return { parts, bytes };
 }

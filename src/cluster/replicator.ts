@@ -170,7 +170,6 @@ export class Replicator {
     const perPeer = new Map<string, BlobMeta[]>();
     const pending: Pending[] = [];
     const known = new Map<BlobMeta, Buffer>();
-    const writes: Promise<unknown>[] = [];
     const ring = this.cluster.ring;
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
@@ -179,7 +178,7 @@ export class Replicator {
       const meta = this.store.stat(id);
       if (!meta) {
         // Deleted since: nothing left to copy.
-        writes.push(this.dequeue(id));
+        this.dequeue(id);
         continue;
       }
       const owners = this.peerOwners(meta);
@@ -193,7 +192,7 @@ export class Replicator {
         list.push(meta);
       }
       if (missing === 0) {
-        writes.push(this.dequeue(id));
+        this.dequeue(id);
         continue;
       }
       pending.push({ meta, entry, owners });
@@ -210,9 +209,8 @@ export class Replicator {
         gained = true;
       }
       // A ring that changed meanwhile may name other owners.
-      if (gained) writes.push(this.confirmed(p, this.cluster.ring === ring ? p.owners : this.peerOwners(p.meta)));
+      if (gained) this.confirmed(p, this.cluster.ring === ring ? p.owners : this.peerOwners(p.meta));
     }
-    await Promise.all(writes);
   }
 
   /** The owners of a blob besides this node, on the current ring. */
@@ -246,20 +244,23 @@ export class Replicator {
     });
   }
 
-  /** More owners hold the blob now (recorded in its entry): the entry goes once every owner does. */
-  private confirmed({ entry, meta }: Pending, owners: readonly string[]): Promise<unknown> {
+  /**
+   * More owners hold the blob now (recorded in its entry): the entry goes once every owner does.
+   * The queue takes both changes at once (they ride along in its next index transaction): nothing
+   * to wait for per blob.
+   */
+  private confirmed({ entry, meta }: Pending, owners: readonly string[]): void {
     const id = meta.id;
     this.forgetFailures(id);
     this.wake(id, entry.done.length);
-    if (owners.every((o) => entry.done.includes(o))) return this.dequeue(id);
-    return this.store.replication.update(id, entry);
+    if (owners.every((o) => entry.done.includes(o))) this.dequeue(id);
+    else void this.store.replication.update(id, entry);
   }
 
-  private dequeue(id: Buffer): Promise<void> {
-    const removed = this.store.replication.remove(id);
+  private dequeue(id: Buffer): void {
+    void this.store.replication.remove(id);
     this.forgetFailures(id);
     this.wake(id, Infinity);
-    return removed;
   }
 
   private forgetFailures(id: Buffer): void {

@@ -160,7 +160,9 @@ class SmallStore implements SmallStoreDone, Receiving {
     // Durable here; its copies go out (and, with replicationAcks, are waited for) before the
     // answer. The id belongs to the engine's pooled record: copied.
     const own = Buffer.from(id);
-    this.owner.service.copiesOf(own, copy).then(() => this.finish(undefined, own, existed), (e: Error) => this.finish(e, own, existed));
+    const copies = this.owner.service.copiesOf(own, copy);
+    if (copies === undefined) return this.finish(undefined, own, existed);
+    copies.then(() => this.finish(undefined, own, existed), (e: Error) => this.finish(e, own, existed));
   }
 
   /** The store is over (stored, and copied where it must be): answered, unless the client left. */

@@ -116,10 +116,10 @@ export class BlobService {
 
   /**
    * A small store that replicates was stored here: its copies go out (`data`, a copy of its bytes
-   * the replicator may send instead of reading them back). Resolves at once, or once
-   * replicationAcks owners hold it (503 after the timeout).
+   * the replicator may send instead of reading them back). Undefined when the answer waits for
+   * none, else resolves once replicationAcks owners hold it (503 after the timeout).
    */
-  copiesOf(id: Buffer, data: Buffer): Promise<void> {
+  copiesOf(id: Buffer, data: Buffer): Promise<void> | undefined {
     return this.placement.stored(id, data);
   }
 

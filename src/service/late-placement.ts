@@ -38,7 +38,7 @@ export class LatePlacement implements Placement {
     return this.target.replicates(policy);
   }
 
-  stored(id: Buffer, data?: Buffer): Promise<void> {
+  stored(id: Buffer, data?: Buffer): Promise<void> | undefined {
     return this.target.stored(id, data);
   }
 

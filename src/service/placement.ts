@@ -42,12 +42,13 @@ export interface Placement {
   /** A client's store of `policy` here queues copies for the ring's owners (there are other members, and the policy has copies). */
   replicates(policy: Policy): boolean;
   /**
-   * A store that queued copies was committed: they go out soon. Resolves at once, or, with
-   * replicationAcks W, once W owners besides this node hold the blob (503 after the timeout).
-   * `data`: a small blob's bytes, which the copies may take instead of reading them back (the
-   * caller does not change them afterwards).
+   * A store that queued copies was committed: they go out soon. Undefined when the store waits for
+   * none (no promise per store then), or, with replicationAcks W, a promise that resolves once W
+   * owners besides this node hold the blob (503 after the timeout). `data`: a small blob's bytes,
+   * which the copies may take instead of reading them back (the caller does not change them
+   * afterwards).
    */
-  stored(id: Buffer, data?: Buffer): Promise<void>;
+  stored(id: Buffer, data?: Buffer): Promise<void> | undefined;
   /** A blob this node lacks, from the nodes that may hold it; undefined when none does. */
   find(id: Buffer): Promise<Located | undefined>;
   /** Streams (a range of) a blob found on a peer, or an EC blob from its columns, verified. */
@@ -63,7 +64,7 @@ export const SINGLE_NODE: Placement = {
   storeEc: () => Promise.reject(new BlobstoreError('failed_precondition', 'not enough nodes for EC: have 1')),
   openEcStream: () => undefined,
   replicates: () => false,
-  stored: () => Promise.resolve(),
+  stored: () => undefined,
   find: () => Promise.resolve(undefined),
   fetch: () => Promise.reject(new Error('no cluster to read from')),
   repair: () => undefined,
