@@ -6,7 +6,7 @@
  *   queued id ─▶ survey: who holds which column (StatBlob on the owners and the next ones)
  *     ─▶ missing columns ─▶ paired with owners that hold none (a node's second column when the
  *        ring has fewer than k + m nodes)
- *     ─▶ every cell row: the same cell of k present columns ─▶ reconstruct ─▶ StoreShard (repair)
+ *     ─▶ k present columns, each streamed once ─▶ every cell row: reconstruct ─▶ StoreShard (repair)
  *     ─▶ all stored (or declined: a user deleted the blob there) ─▶ the entry goes
  *
  * A target that is offline, or a survey that cannot reach enough nodes, leaves the entry for a
@@ -27,6 +27,7 @@ import type { ClusterNode } from './cluster-node.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { EcBlob, EcReader, Holders } from './ec-reader.js';
 import type { PeerTransport } from './transport/peer-transport.js';
+import type { RebuildInput } from './row-rebuild.js';
 import type { HttpColumnSender } from './transport/http-column.js';
 import type { TokenBucket } from './token-bucket.js';
 import type { NodeConfig } from '../config/settings.js';
@@ -192,7 +193,13 @@ export class EcRepairer {
     return targets;
   }
 
-  /** Rebuilds `targets`' columns cell row by cell row and stores them; how many settled (stored or declined). */
+  /**
+   * Rebuilds `targets`' columns and stores them; how many settled (stored or declined). k present
+   * columns (data first) are each read as one stream over the whole column, and every cell row
+   * (the same cell of each shard of a stripe) is reconstructed once, giving all of the row's
+   * missing cells together: one request per source column, not one per cell, and the sources'
+   * bytes in reused slabs.
+   */
   private async rebuild(blob: EcBlob, layout: StripeLayout, holders: Holders, targets: Map<number, string>): Promise<number> {
     const { k, m } = layout;
     const id = blob.meta.id;
@@ -210,35 +217,43 @@ export class EcRepairer {
       }
     }
     const hashers = new Map([...targets.keys()].map((i) => [i, createHasher()]));
-    // Sources: present columns, data first.
-    const sources = [...holders.keys()].sort((a, b) => a - b).slice(0, k);
+    // Stand-ins for missing columns no target takes (reconstruct writes every missing cell).
+    const unused: Buffer[] = [];
+    const rows = rowLengths(layout);
+    const windowBytes = this.windowBytes(k);
     try {
-      for (let stripe = 0; stripe < layout.stripes; stripe++) {
-        const shardLength = layout.shardLength(stripe);
-        for (let offset = 0; offset < shardLength; offset += CELL_BYTES) {
-          if (this.stopped) throw new BlobstoreError('unavailable', 'EC repair stopped');
-          const length = Math.min(CELL_BYTES, shardLength - offset);
-          const columnOffset = layout.columnOffset(stripe) + offset;
-          await this.options.bucket.take(k * length);
-          const cells: Buffer[] = [];
-          const present: boolean[] = [];
-          for (let i = 0; i < k + m; i++) {
-            cells.push(Buffer.alloc(length));
-            present.push(false);
+      for (let first = 0, lo = 0; first < rows.length;) {
+        // A window of rows whose reads the cap allows at once: its sources are read without pause.
+        let end = first;
+        let hi = lo;
+        while (end < rows.length && (end === first || hi - lo + rows[end]! <= windowBytes)) hi += rows[end++]!;
+        if (this.stopped) throw new BlobstoreError('unavailable', 'EC repair stopped');
+        await this.options.bucket.take(k * (hi - lo));
+        const sources = this.openSources(blob, layout, holders, lo, hi);
+        try {
+          for (let r = first; r < end; r++) {
+            const length = rows[r]!;
+            const taken = await this.row(sources, length);
+            const cells: (Buffer | undefined)[] = new Array(k + m).fill(undefined);
+            sources.forEach(({ index }, j) => (cells[index] = taken[j]));
+            const present = cells.map((cell) => cell !== undefined);
+            // A rebuilt cell is a buffer of its own: a sink may still be writing it after write() resolves.
+            const full = cells.map((cell, i) => cell ?? (targets.has(i) ? Buffer.allocUnsafe(length) : (unused[i] ??= Buffer.allocUnsafe(CELL_BYTES)).subarray(0, length)));
+            const decodeStart = performance.now();
+            reconstruct(k, m, full, present);
+            this.metrics.observe('ec_decode', decodeStart);
+            for (const cell of taken) this.reader.release(cell);
+            for (const [index, sink] of sinks) {
+              hashers.get(index)!.update(full[index]!);
+              await sink.write(full[index]!);
+            }
+            this.progress.bytesRepaired += length * targets.size;
           }
-          await Promise.all(sources.map(async (i) => {
-            cells[i] = await this.reader.fetchRange(blob, holders.get(i)!, i, columnOffset, length);
-            present[i] = true;
-          }));
-          const decodeStart = performance.now();
-          reconstruct(k, m, cells, present);
-          this.metrics.observe('ec_decode', decodeStart);
-          for (const [index, sink] of sinks) {
-            hashers.get(index)!.update(cells[index]!);
-            await sink.write(cells[index]!);
-          }
-          this.progress.bytesRepaired += length * targets.size;
+        } finally {
+          for (const { stream } of sources) stream.close();
         }
+        first = end;
+        lo = hi;
       }
     } catch (err) {
       for (const sink of sinks.values()) void sink.abort();
@@ -260,7 +275,51 @@ export class EcRepairer {
     return settled;
   }
 
+  /** The next `length` bytes of every source; throws the first failure, having given back what the others took. */
+  private async row(sources: readonly RebuildInput[], length: number): Promise<Buffer[]> {
+    const taken = await Promise.allSettled(sources.map(({ stream }) => stream.take(length)));
+    const failed = taken.find((t) => t.status === 'rejected');
+    if (failed === undefined) return taken.map((t) => (t as PromiseFulfilledResult<Buffer>).value);
+    for (const t of taken) if (t.status === 'fulfilled') this.reader.release(t.value);
+    throw failed.reason;
+  }
+
+  /**
+   * Column bytes a window of rows reads from each source: a second of the cap's share (whole rows,
+   * one at least), so that a low cap waits before a window's streams open rather than leaving
+   * them paused mid-column; with no cap, the whole column.
+   */
+  private windowBytes(k: number): number {
+    const rate = this.options.bucket.rate;
+    return rate > 0 ? Math.max(CELL_BYTES, Math.floor(rate / k)) : Infinity;
+  }
+
+  /** k present columns (data first), each a stream over the column range [lo, hi); throws when one cannot be opened. */
+  private openSources(blob: EcBlob, layout: StripeLayout, holders: Holders, lo: number, hi: number): RebuildInput[] {
+    const sources: RebuildInput[] = [];
+    for (const index of [...holders.keys()].sort((a, b) => a - b).slice(0, layout.k)) {
+      const node = holders.get(index)!;
+      const stream = this.reader.openColumn(blob, node, index, lo, hi);
+      if (!stream) {
+        for (const s of sources) s.stream.close();
+        throw new BlobstoreError('unavailable', `column ${index} of ${blob.meta.id.toString('hex')}: node ${node} cannot be read now`);
+      }
+      sources.push({ index, stream });
+    }
+    return sources;
+  }
+
   stop(): Promise<void> {
     return this.loop.stop();
   }
+}
+
+/** The lengths of a column's cell rows in column order: each stripe's shard in cells of at most CELL_BYTES. */
+function rowLengths(layout: StripeLayout): number[] {
+  const rows: number[] = [];
+  for (let stripe = 0; stripe < layout.stripes; stripe++) {
+    const shardLength = layout.shardLength(stripe);
+    for (let offset = 0; offset < shardLength; offset += CELL_BYTES) rows.push(Math.min(CELL_BYTES, shardLength - offset));
+  }
+  return rows;
 }

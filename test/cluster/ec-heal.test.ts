@@ -166,6 +166,51 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     await expectReadableEverywhere(c, acked);
   });
 
+  it('a column of many cell rows is rebuilt byte-exact, its sources read in windows a low cap allows', { timeout: 180_000 }, async () => {
+    const coordinator = 2;
+    const down = 5;
+    // 4 MiB/s on every node (any holder that finds the column missing may rebuild it): each window
+    // reads one 1 MiB row of each of the k = 4 sources, then waits for the cap.
+    const knob = async (body: object): Promise<void> => {
+      for (const i of c.live()) {
+        const res = await fetch(`${c.url(i)}/v1/cluster/repair`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        expect(res.status).toBe(200);
+      }
+    };
+    await c.kill(down);
+    await knob({ bytes_per_second: 4 * 1024 * KiB, seconds: 300 });
+    await waitFor(async () => (await c.state(coordinator)).nodes.find((n) => n.node_id === c.ids[down])?.state === 'offline', { what: 'node seen offline' });
+    // 10 MiB + 3 bytes: columns of three rows (1 MiB, 1 MiB, the rest). A blob whose owners include
+    // the node down (6 of the 7 nodes are a blob's owners): five columns stored, one to rebuild.
+    const holders = async (blob: string): Promise<number> => (await Promise.all(c.live().map((i) => listed(c, i)))).filter((l) => l.has(blob)).length;
+    let bytes = Buffer.alloc(0);
+    let id = '';
+    for (let seed = 5300; id === '' || (await holders(id)) !== 5; seed++) {
+      expect(seed).toBeLessThan(5320);
+      bytes = patternBytes(10 * 1024 * KiB + 3, seed);
+      id = await store(c, coordinator, bytes, acked);
+    }
+    await c.startNode(down);
+    await waitFor(async () => (await listed(c, down)).has(id), { what: 'the node back holds its column again', timeoutMs: 60_000 });
+    await knob({ bytes_per_second: 1, seconds: 1 });
+    // The rebuilt column serves: with two other holders down, a read takes it among its four.
+    const others = [];
+    for (const i of c.live()) if (i !== down && i !== coordinator && (await listed(c, i)).has(id)) others.push(i);
+    expect(others.length).toBeGreaterThanOrEqual(2);
+    const stopped = others.slice(0, 2);
+    for (const i of stopped) await c.kill(i);
+    try {
+      for (const at of [coordinator, down]) {
+        const res = await fetch(`${c.url(at)}/v1/blobs/${id}`);
+        expect(res.status).toBe(200);
+        expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+      }
+    } finally {
+      for (const i of stopped) await c.startNode(i);
+      await c.converged({ members: c.ids });
+    }
+  });
+
   it('a node that leaves hands its columns to the owners: afterwards each column is on one of the others', { timeout: 120_000 }, async () => {
     const leaving = 6;
     const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node_id: c.ids[leaving], graceful: true }) });
