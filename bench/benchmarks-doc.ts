@@ -4,7 +4,8 @@
  * bench/results/<step>.cpu). Nobody types these figures. The page keeps a figure's latest row per
  * CPU: a step run here replaces its rows of this CPU and leaves those measured on another (the
  * targets must hold on an AVX2-only CPU too, whichever machine ran last), and a step not run since
- * (results are not kept in git) keeps the rows the page had. `bash bench/run.sh` runs it last;
+ * (results are not kept in git), or a figure a step run in part did not measure, keeps the rows
+ * the page had. `bash bench/run.sh` runs it last;
  * `node dist/bench/benchmarks-doc.js` alone rewrites the page.
  */
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -155,12 +156,13 @@ for (const row of ROWS) {
   const lines = linesOf(row.step);
   const command = `\`BENCH_ONLY=${row.step} bash bench/run.sh\``;
   const kept = before.rows.get(row.figure) ?? [];
-  if (lines.length === 0) {
+  const value = pick(lines, row.value);
+  // A step not run, or run in part (BENCH_EC_ONLY): a figure it did not measure keeps its rows.
+  if (lines.length === 0 || (value === undefined && kept.length > 0)) {
     if (kept.length === 0) out.push(`| ${row.figure} | not measured since this page began | | | ${row.target} | | | ${command} |`);
     out.push(...kept.map((k) => k.line));
     continue;
   }
-  const value = pick(lines, row.value);
   const reference = pick(lines, row.reference);
   const ratio = row.ratio ? pick(lines, row.ratio) : undefined;
   const judged = row.ratio ? ratio : value;
