@@ -27,6 +27,7 @@ import type { ClusterNode } from './cluster-node.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { EcBlob, EcReader, Holders } from './ec-reader.js';
 import type { PeerTransport } from './transport/peer-transport.js';
+import { PeerPutError } from './transport/http-put.js';
 import type { RebuildInput } from './row-rebuild.js';
 import type { HttpColumnSender } from './transport/http-column.js';
 import type { TokenBucket } from './token-bucket.js';
@@ -118,7 +119,9 @@ export class EcRepairer {
         try {
           done = await this.repairOne(id, entry.policy, entry.placement ? Buffer.from(entry.placement) : undefined);
         } catch (err) {
-          this.log.warn({ blob: key, err: (err as Error).message }, 'EC repair failed; retrying with back-off');
+          // Another holder's repair writes the column: the next try finds it there.
+          if (err instanceof PeerPutError && err.status === 409) this.log.info({ blob: key, err: err.message }, 'EC repair: another node is rebuilding the column; looking again later');
+          else this.log.warn({ blob: key, err: (err as Error).message }, 'EC repair failed; retrying with back-off');
         }
         if (done) {
           await this.store.ecRepairs.remove(id);
@@ -217,6 +220,10 @@ export class EcRepairer {
       }
     }
     const hashers = new Map([...targets.keys()].map((i) => [i, createHasher()]));
+    // A peer that refuses its column at once (another node's repair of it is writing it there)
+    // stops this rebuild before it reads on: every sink refused, nothing is left to rebuild for.
+    const refused = new Map<number, Error>();
+    for (const [index, sink] of sinks) if ('onFailure' in sink) sink.onFailure((err) => refused.set(index, err));
     // Stand-ins for missing columns no target takes (reconstruct writes every missing cell).
     const unused: Buffer[] = [];
     const rows = rowLengths(layout);
@@ -232,6 +239,7 @@ export class EcRepairer {
         const sources = this.openSources(blob, layout, holders, lo, hi);
         try {
           for (let r = first; r < end; r++) {
+            if (refused.size === sinks.size) throw [...refused.values()][0]!;
             const length = rows[r]!;
             const taken = await this.row(sources, length);
             const cells: (Buffer | undefined)[] = new Array(k + m).fill(undefined);

@@ -27,6 +27,9 @@ export type HeldHere =
   | { readonly kind: 'manifest'; readonly meta: Located; readonly shardBytes: number; readonly placement: Buffer };
 
 export class ClusterInternalApi {
+  /** Columns a repair writes here now, by `${id hex}:${index}` (claimRepair). */
+  private readonly repairing = new Set<string>();
+
   constructor(
     private readonly store: LocalStore,
     readonly config: NodeConfig,
@@ -93,6 +96,19 @@ export class ClusterInternalApi {
   /** A repair (or a handoff) of a blob a user deleted here is not taken back. */
   declines(id: Buffer, repair: boolean): boolean {
     return repair && this.store.deletedAt(id) !== undefined;
+  }
+
+  /**
+   * Claims column `index` of `id` for a repair's write here; undefined while another repair writes
+   * it. Every holder that finds a column missing may rebuild it: the first to write it here goes
+   * on, the others are refused at once and stop reading their sources. The returned function gives
+   * the claim back (once the write ends, however it ends).
+   */
+  claimRepair(id: Buffer, index: number): (() => void) | undefined {
+    const key = `${id.toString('hex')}:${index}`;
+    if (this.repairing.has(key)) return undefined;
+    this.repairing.add(key);
+    return () => void this.repairing.delete(key);
   }
 
   /** Drops a copy held here (not a user's delete); whether one was here. */

@@ -138,12 +138,19 @@ export class InternalRoutes {
           column_size: Number(req.getHeader('x-blobstore-column-size')),
           meta: messageOfHeaders((name) => req.getHeader(name)),
         }, internal.config);
-        if (internal.declines(header.id, req.getHeader('x-blobstore-repair') === '1')) {
+        const repair = req.getHeader('x-blobstore-repair') === '1';
+        if (internal.declines(header.id, repair)) {
           // A user deleted the blob here: repair does not bring a column of it back.
           this.intake.drop(x);
           return sendJson(x, 200, '{"created":false,"declined":true}', undefined, 'drain');
         }
-        release = this.intake.admit();
+        const admitted = this.intake.admit();
+        const claim = repair ? internal.claimRepair(header.id, header.index) : undefined;
+        if (repair && claim === undefined) {
+          admitted();
+          throw new BlobstoreError('already_exists', `column ${header.index} of ${header.id.toString('hex')}: another node's repair of it is writing it here`);
+        }
+        release = claim === undefined ? admitted : () => (claim(), admitted());
         body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x));
       }
     } catch (err) {

@@ -15,6 +15,7 @@ import { logLines } from '../helpers/log.js';
 import { parseExposition, sampleValue } from '../helpers/metrics.js';
 import { waitFor } from '../helpers/wait.js';
 import { readdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { blake3 } from '../../src/hash/blake3.js';
 import { metaHeaderLines } from '../../src/cluster/wire-meta.js';
@@ -241,6 +242,44 @@ describe('the data path with a cluster secret', () => {
     }
     const stat = (await (await fetch(`${c.url(1)}/v1/blobs/${ids[0]}/stat`)).json()) as { meta: { labels: object; created_at: string } };
     expect(stat.meta.labels).toEqual({ team: 'batch' });
+  });
+
+  it('a second repair of a column while one writes it is refused at once (409); once the first ends, the column can be repaired', async () => {
+    // A 3000-byte EC42 blob: one stripe, columns of 750 bytes.
+    const blob = patternBytes(3000, 91);
+    const checksum = blake3(blob);
+    const id = checksum.subarray(0, 16).toString('hex');
+    const headers: Record<string, string> = { 'x-blobstore-cluster-secret': SECRET, 'x-blobstore-repair': '1', 'x-blobstore-shard-size': String(1024 * 1024), 'x-blobstore-column-size': '750' };
+    for (const line of metaHeaderLines({ size: blob.length, checksum, createdAtNs: 1n, policy: 4, labels: Buffer.alloc(0) }).split('\r\n')) {
+      const colon = line.indexOf(':');
+      if (colon > 0) headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    const path = `/internal/v1/shards/${id}/0`;
+    const column = patternBytes(750, 92);
+    const put = (checksum: Buffer): Promise<Response> => fetch(`${c.url(1)}${path}`, { method: 'PUT', headers, body: Buffer.concat([column, checksum]) });
+    // A probe that can never commit (its column's checksum is wrong): 409 while the column is
+    // claimed, else refused for its bytes.
+    const probe = (): Promise<Response> => put(Buffer.alloc(32));
+    // The first repair's body stays open: its column is claimed on the node while it writes.
+    const first = connect(Number(new URL(c.url(1)).port), '127.0.0.1');
+    first.on('error', () => undefined);
+    const head = `PUT ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+    first.write(Buffer.concat([Buffer.from(`${head}64\r\n`), column.subarray(0, 100), Buffer.from('\r\n')]));
+    try {
+      let refused: Response | undefined;
+      await waitFor(async () => (refused = await probe()).status === 409, { what: () => `a second repair refused while the first writes (last: ${refused?.status})` });
+      expect(await refused!.json()).toMatchObject({ code: 409, message: expect.stringContaining('repair') });
+    } finally {
+      first.destroy();
+    }
+    // The claim goes with the first request: the column can be repaired.
+    let after: Response | undefined;
+    await waitFor(async () => (after = await probe()).status !== 409, { what: 'the claim given back once the first repair ended' });
+    expect(after!.status).toBe(400);
+    const answer = await put(blake3(column));
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ created: true, declined: false });
+    expect((await fetch(`${c.url(1)}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBeLessThan(300);
   });
 });
 

@@ -183,7 +183,7 @@ describe('EC42 that heals, on a 7-node cluster', () => {
     // 10 MiB + 3 bytes: columns of three rows (1 MiB, 1 MiB, the rest). A blob whose owners include
     // the node down (6 of the 7 nodes are a blob's owners): five columns stored, one to rebuild.
     const holders = async (blob: string): Promise<number> => (await Promise.all(c.live().map((i) => listed(c, i)))).filter((l) => l.has(blob)).length;
-    let bytes = Buffer.alloc(0);
+    let bytes: Buffer = Buffer.alloc(0);
     let id = '';
     for (let seed = 5300; id === '' || (await holders(id)) !== 5; seed++) {
       expect(seed).toBeLessThan(5320);

@@ -21,6 +21,8 @@ export class PeerPutError extends Error {
     message: string,
     /** No answer came within the call's deadline (the peer may be slow, not gone). */
     readonly timedOut = false,
+    /** The peer's status, when it answered one other than 200. */
+    readonly status?: number,
   ) {
     super(message);
     this.name = 'PeerPutError';
@@ -176,7 +178,7 @@ export class HttpPut {
       return this.fail(err as Error);
     }
     if (!answer) return;
-    if (answer.status !== 200) return this.fail(new PeerPutError(`${this.peer.nodeId} answered ${answer.status}: ${answer.body.slice(0, 300)}`));
+    if (answer.status !== 200) return this.fail(new PeerPutError(`${this.peer.nodeId} answered ${answer.status}: ${answer.body.slice(0, 300)}`, false, answer.status));
     this.answered = true;
     this.answer = answer.body;
     this.socket.destroy();
