@@ -198,10 +198,10 @@ export class EcRepairer {
 
   /**
    * Rebuilds `targets`' columns and stores them; how many settled (stored or declined). k present
-   * columns (data first) are each read as one stream over the whole column, and every cell row
-   * (the same cell of each shard of a stripe) is reconstructed once, giving all of the row's
-   * missing cells together: one request per source column, not one per cell, and the sources'
-   * bytes in reused slabs.
+   * columns (data first) are each read as one stream per window of rows, and every cell row (the
+   * same cell of each shard of a stripe) is reconstructed once, giving all of the row's missing
+   * cells together: one request per source and window, not one per cell, and the sources' bytes
+   * in reused slabs.
    */
   private async rebuild(blob: EcBlob, layout: StripeLayout, holders: Holders, targets: Map<number, string>): Promise<number> {
     const { k, m } = layout;
