@@ -119,8 +119,8 @@ export class EcRepairer {
         try {
           done = await this.repairOne(id, entry.policy, entry.placement ? Buffer.from(entry.placement) : undefined);
         } catch (err) {
-          // Another holder's repair writes the column: the next try finds it there.
-          if (err instanceof PeerPutError && err.status === 409) this.log.info({ blob: key, err: err.message }, 'EC repair: another node is rebuilding the column; looking again later');
+          // The target holds the column, or another holder's repair writes it: the next try finds it there.
+          if (err instanceof PeerPutError && err.status === 409) this.log.info({ blob: key, err: err.message }, 'EC repair: the column is there or being rebuilt by another node; looking again later');
           else this.log.warn({ blob: key, err: (err as Error).message }, 'EC repair failed; retrying with back-off');
         }
         if (done) {
@@ -220,8 +220,8 @@ export class EcRepairer {
       }
     }
     const hashers = new Map([...targets.keys()].map((i) => [i, createHasher()]));
-    // A peer that refuses its column at once (another node's repair of it is writing it there)
-    // stops this rebuild before it reads on: every sink refused, nothing is left to rebuild for.
+    // A peer that refuses its column at once (it holds it, or another node's repair is writing it
+    // there) stops this rebuild before it reads on: every sink refused, nothing is left to rebuild for.
     const refused = new Map<number, Error>();
     for (const [index, sink] of sinks) if ('onFailure' in sink) sink.onFailure((err) => refused.set(index, err));
     // Stand-ins for missing columns no target takes (reconstruct writes every missing cell).

@@ -99,14 +99,16 @@ export class ClusterInternalApi {
   }
 
   /**
-   * Claims column `index` of `id` for a repair's write here; undefined while another repair writes
-   * it. Every holder that finds a column missing may rebuild it: the first to write it here goes
-   * on, the others are refused at once and stop reading their sources. The returned function gives
-   * the claim back (once the write ends, however it ends).
+   * Claims column `index` of `id` for a repair's write here, or says why not: the column is held
+   * here, or another repair writes it. Every holder that finds a column missing may rebuild it: the
+   * first to write it here goes on, the others are refused at once and stop reading their sources.
+   * The returned function gives the claim back (once the write ends, however it ends).
    */
-  claimRepair(id: Buffer, index: number): (() => void) | undefined {
+  claimRepair(id: Buffer, index: number): (() => void) | string {
+    const column = `column ${index} of ${id.toString('hex')}`;
+    if (this.store.shardsOf(id).some((c) => c.shard.index === index)) return `${column} is held here`;
     const key = `${id.toString('hex')}:${index}`;
-    if (this.repairing.has(key)) return undefined;
+    if (this.repairing.has(key)) return `${column}: another node's repair of it is writing it here`;
     this.repairing.add(key);
     return () => void this.repairing.delete(key);
   }

@@ -146,9 +146,9 @@ export class InternalRoutes {
         }
         const admitted = this.intake.admit();
         const claim = repair ? internal.claimRepair(header.id, header.index) : undefined;
-        if (repair && claim === undefined) {
+        if (typeof claim === 'string') {
           admitted();
-          throw new BlobstoreError('already_exists', `column ${header.index} of ${header.id.toString('hex')}: another node's repair of it is writing it here`);
+          throw new BlobstoreError('already_exists', claim);
         }
         release = claim === undefined ? admitted : () => (claim(), admitted());
         body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x));

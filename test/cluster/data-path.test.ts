@@ -244,7 +244,7 @@ describe('the data path with a cluster secret', () => {
     expect(stat.meta.labels).toEqual({ team: 'batch' });
   });
 
-  it('a second repair of a column while one writes it is refused at once (409); once the first ends, the column can be repaired', async () => {
+  it('a second repair of a column while one writes it is refused at once (409); once the first ends, the column can be repaired, and once held it is refused again', async () => {
     // A 3000-byte EC42 blob: one stripe, columns of 750 bytes.
     const blob = patternBytes(3000, 91);
     const checksum = blake3(blob);
@@ -279,6 +279,10 @@ describe('the data path with a cluster secret', () => {
     const answer = await put(blake3(column));
     expect(answer.status).toBe(200);
     expect(await answer.json()).toEqual({ created: true, declined: false });
+    // Held now: a later repair of it is refused at once too.
+    const again = await put(blake3(column));
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject({ message: expect.stringContaining('held here') });
     expect((await fetch(`${c.url(1)}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBeLessThan(300);
   });
 });
