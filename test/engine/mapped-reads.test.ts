@@ -6,7 +6,7 @@
  * mapping cannot have answers an error, not a crash.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, fsyncSync, openSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { closeSync, readFileSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BlobMeta } from '../../src/blob/meta.js';
@@ -17,7 +17,7 @@ import { HEADER_BYTES } from '../../src/engine/record.js';
 import { pageEvictions, SegmentReader } from '../../src/engine/segment-reader.js';
 import type { SegmentStore } from '../../src/engine/segment-store.js';
 import { patternBytes } from '../helpers/blobs.js';
-import { dropAllPages, dropBallastUntil, dropPages, pagesKept } from '../helpers/page-cache.js';
+import { dropAllPages, dropBallastUntil, dropPages, pagesKept, writeSynced } from '../helpers/page-cache.js';
 import { openEngine, testConfig } from '../helpers/engine.js';
 import { tempDir } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -33,10 +33,7 @@ function pagedFile(pages: number): { path: string; fd: number } {
   const path = join(tempDir(), 'mapped');
   const bytes = Buffer.alloc(pages * 4096);
   for (let i = 0; i < pages; i++) bytes.fill(i + 1, i * 4096, (i + 1) * 4096);
-  writeFileSync(path, bytes);
-  const fd = openSync(path, 'r');
-  fsyncSync(fd);
-  return { path, fd };
+  return { path, fd: writeSynced(path, bytes) };
 }
 
 const warmOnly = pagesKept();

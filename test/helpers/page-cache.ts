@@ -57,16 +57,22 @@ export async function dropAllPages(path: string): Promise<void> {
   }, { what: `every page of ${path} dropped`, timeoutMs: 10_000, pollMs: 20 });
 }
 
+/** Writes `bytes` to `path` and syncs it (clean pages: advice drops only those); a descriptor open for reading. */
+export function writeSynced(path: string, bytes: Uint8Array): number {
+  writeFileSync(path, bytes);
+  const fd = openSync(path, 'r');
+  fsyncSync(fd);
+  return fd;
+}
+
 /**
  * Why no read can be made cold here, or '' when one can: pages of a file under the temp dirs,
  * dropped, must be found missing by a read that does not wait (tmpfs keeps them).
  */
 export function pagesKept(): string {
   const path = join(tempDir(), 'drop-probe');
-  writeFileSync(path, Buffer.alloc(64 * 1024, 1));
-  const fd = openSync(path, 'r');
+  const fd = writeSynced(path, Buffer.alloc(64 * 1024, 1));
   try {
-    fsyncSync(fd);
     dropPages(path);
     return native().preadNoWait(fd, Buffer.alloc(4096), 4096, 0) === -11 /* EAGAIN */ ? '' : 'the temp dirs\' file system keeps pages it is asked to drop (tmpfs)';
   } finally {
@@ -83,10 +89,7 @@ export function pagesKept(): string {
  */
 export async function dropBallastUntil(seen: () => boolean, pauseMs: number, timeoutMs: number): Promise<void> {
   const path = join(tempDir(), 'ballast');
-  writeFileSync(path, Buffer.alloc(16 * 1024 * 1024, 7));
-  const fd = openSync(path, 'r');
-  fsyncSync(fd); // clean pages: advice drops only those
-  closeSync(fd);
+  closeSync(writeSynced(path, Buffer.alloc(16 * 1024 * 1024, 7)));
   const pause = (): Promise<void> => new Promise((r) => setTimeout(r, pauseMs));
   try {
     await waitFor(async () => {
