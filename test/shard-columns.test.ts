@@ -166,6 +166,37 @@ describe('shard columns in the engine', () => {
     await engine.close();
   });
 
+  it('keeps the blob\'s column checksums (with and without a placement key, inline and file) and its labels after them, across a restart', async () => {
+    const config = testConfig({ smallBlobMaxBytes: '64KiB' });
+    let engine = await openEngine(config);
+    const placement = Buffer.from('ffeeddccbbaa99887766554433221100', 'hex');
+    const checksumsFor = (c: { w: ShardWrite }): Buffer => {
+      const all = Buffer.concat([0, 1, 2, 3, 4, 5].map((i) => blake3(Buffer.from(`column ${i} of ${c.w.id.toString('hex')}`))));
+      c.w.columnChecksum.copy(all, c.w.index * 32);
+      return all;
+    };
+    const small = column(21, 2, 4000);
+    const large = column(22, 5, 2 * CHUNK_BYTES + 3);
+    const placed = column(23, 3, 5000);
+    const stored = new Map([small, large, placed].map((c) => [c, checksumsFor(c)]));
+    await engine.putShardInline({ ...small.w, columnChecksums: stored.get(small)! }, small.data);
+    await storeFile(engine, { ...large.w, columnChecksums: stored.get(large)! }, large.data);
+    await engine.putShardInline({ ...placed.w, placement, columnChecksums: stored.get(placed)! }, placed.data);
+    for (let round = 0; round < 2; round++) {
+      for (const [c, checksums] of stored) {
+        const [meta] = engine.shardsOf(c.w.id);
+        expect(meta!.shard.columnChecksums?.toString('hex')).toBe(checksums.toString('hex'));
+        expect(meta!.shard.index).toBe(c.w.index);
+        expect(meta!.shard.placement?.toString('hex')).toBe(c === placed ? placement.toString('hex') : undefined);
+        expect(meta!.blobLabels.toString()).toBe('{"team":"ec"}');
+        expect((await readAll(engine, meta!)).equals(c.data)).toBe(true);
+      }
+      await engine.close();
+      engine = await openEngine(config);
+    }
+    await engine.close();
+  });
+
   it('replays a column record written after the index checkpoint (fsynced but not indexed)', async () => {
     const config = testConfig();
     let engine = await openEngine(config);

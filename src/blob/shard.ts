@@ -16,6 +16,12 @@ export interface ShardInfo {
    * as it streamed in was placed before its id was known (docs/erasure-coding.md).
    */
   readonly placement?: Buffer;
+  /**
+   * Every column's checksum as its store computed it (k + m of 32 bytes, in column order): what a
+   * rebuilt column must match before it is stored (docs/erasure-coding.md). Absent on columns
+   * stored before they were kept.
+   */
+  readonly columnChecksums?: Buffer;
 }
 
 /** The ring key a blob's columns are placed by: its placement key, or its id. */
@@ -44,10 +50,20 @@ export interface ShardWrite {
   readonly columnChecksum: Buffer;
   /** See ShardInfo.placement. */
   readonly placement?: Buffer;
+  /** See ShardInfo.columnChecksums; its entry at `index` is `columnChecksum`. */
+  readonly columnChecksums?: Buffer;
 }
 
-/** What a column held here says of itself, as another node needs it to store a copy (all but its checksum). */
-export function columnWriteOf(meta: ShardMeta): Omit<ShardWrite, 'columnChecksum'> {
+/** What a column's header says before its bytes: all but the checksums, which are known only after them. */
+export type ShardHeaderInfo = Omit<ShardWrite, 'columnChecksum' | 'columnChecksums'>;
+
+/** Column `index`'s entry of a blob's column checksums. */
+export function columnChecksumAt(checksums: Buffer, index: number): Buffer {
+  return checksums.subarray(index * 32, index * 32 + 32);
+}
+
+/** What a column held here says of itself, as another node needs it to store a copy (all but its checksums). */
+export function columnWriteOf(meta: ShardMeta): ShardHeaderInfo {
   return {
     id: meta.id, index: meta.shard.index, policy: meta.policy, shardBytes: meta.shard.shardBytes, blobBytes: meta.shard.blobBytes,
     blobChecksum: meta.shard.blobChecksum, blobLabels: meta.blobLabels, createdAtNs: meta.createdAtNs,
