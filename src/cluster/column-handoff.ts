@@ -129,7 +129,9 @@ export class ColumnHandoff {
 
   private async copy(meta: ShardMeta, target: string): Promise<void> {
     const member = this.cluster.member(target)!;
-    const sender = this.transport.column(member, columnWriteOf(meta), meta.size, { repair: true, timeoutMs: this.timeoutMs + meta.size / 8192 });
+    // The column goes with the checksums it was stored with, so that its new holder keeps them too.
+    const checksums = meta.shard.columnChecksums;
+    const sender = this.transport.column(member, columnWriteOf(meta), meta.size, { repair: true, timeoutMs: this.timeoutMs + meta.size / 8192, checksums: (checksums?.length ?? 0) / 32 });
     try {
       // The reader reuses its chunk buffers: each is copied before it is queued.
       await this.store.read(meta, (chunk) => sender.write(Buffer.from(chunk)));
@@ -137,6 +139,6 @@ export class ColumnHandoff {
       sender.abort();
       throw err;
     }
-    await sender.finish(meta.checksum);
+    await sender.finish(meta.checksum, checksums);
   }
 }

@@ -8,14 +8,15 @@
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument } from '../errors/errors.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
-import type { ShardWrite } from '../blob/shard.js';
+import { columnChecksumAt, type ShardHeaderInfo, type ShardWrite } from '../blob/shard.js';
+import { ecScheme } from '../ec/layout.js';
 import type { FileSink, LocalStore } from '../service/local-store.js';
 
 const noop = (): void => undefined;
 
 /** Chunk writes of one column under way at most; beyond, write() waits (backpressure). */
 
-export type ColumnHeader = Omit<ShardWrite, 'columnChecksum'>;
+export type ColumnHeader = ShardHeaderInfo;
 
 export class ColumnWriter {
   private inline: Buffer | undefined;
@@ -25,8 +26,9 @@ export class ColumnWriter {
   private chunk: Buffer | undefined;
   private chunkLength = 0;
   private writes: Promise<void>[] = [];
-  /** The column's checksum, once complete. */
+  /** The column's checksum, once complete, and every column's as its store computed them. */
   private checksum: Buffer | undefined;
+  private checksums: Buffer | undefined;
   received = 0;
   /** Chunk writes under way at most (setting chunkWritesInFlight); the column's body pauses beyond. */
   readonly writesInFlight: number;
@@ -103,22 +105,34 @@ export class ColumnWriter {
     if (this.writes.length >= this.writesInFlight) await this.writes.shift();
   }
 
-  /** All bytes came: checks them against `columnChecksum` and commits the column durably. */
-  async finish(columnChecksum: Buffer): Promise<{ created: boolean }> {
-    await this.complete(columnChecksum);
+  /**
+   * All bytes came: checks them against `columnChecksum` and commits the column durably, with the
+   * blob's `columnChecksums` when they are known (ShardInfo.columnChecksums).
+   */
+  async finish(columnChecksum: Buffer, columnChecksums?: Buffer): Promise<{ created: boolean }> {
+    await this.complete(columnChecksum, columnChecksums);
     return this.commit(this.header);
   }
 
   /**
-   * All bytes came: checks them against `columnChecksum`; a file column's bytes are then durable
-   * in its temp file. The column is not visible until commit().
+   * All bytes came: checks them against `columnChecksum` (which must be this column's entry of
+   * `columnChecksums`); a file column's bytes are then durable in its temp file. The column is
+   * not visible until commit().
    */
-  async complete(columnChecksum: Buffer): Promise<void> {
+  async complete(columnChecksum: Buffer, columnChecksums?: Buffer): Promise<void> {
     if (this.received !== this.columnBytes) {
       await this.abort();
       throw invalidArgument(`${this.what()}: ${this.received} bytes, the column has ${this.columnBytes}`);
     }
+    if (columnChecksums !== undefined) {
+      const shards = ecScheme(this.header.policy);
+      if (!shards || columnChecksums.length !== (shards.k + shards.m) * 32 || !columnChecksumAt(columnChecksums, this.header.index).equals(columnChecksum)) {
+        await this.abort();
+        throw invalidArgument(`${this.what()}: its checksum is not the one the blob's column checksums give it`);
+      }
+    }
     this.checksum = columnChecksum;
+    this.checksums = columnChecksums;
     if (this.inline) return;
     try {
       this.file ??= await (this.opening ??= this.store.beginFile('column'));
@@ -138,7 +152,7 @@ export class ColumnWriter {
    */
   async commit(header: ColumnHeader): Promise<{ created: boolean }> {
     if (this.checksum === undefined) throw invalidArgument(`${this.what()}: committed before it was complete`);
-    const w: ShardWrite = { ...header, columnChecksum: this.checksum };
+    const w: ShardWrite = { ...header, columnChecksum: this.checksum, ...(this.checksums ? { columnChecksums: this.checksums } : {}) };
     if (this.inline) return this.store.putShardInline(w, this.inline);
     try {
       return await this.store.commitShardFile(this.file!, w);

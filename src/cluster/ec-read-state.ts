@@ -16,6 +16,8 @@ export interface EcBlob {
   readonly shardBytes: number;
   /** The key its columns are placed by, when not the id. */
   readonly placement?: Buffer;
+  /** Every column's checksum as the store computed them, when a column found keeps them (ShardInfo.columnChecksums). */
+  readonly columnChecksums?: Buffer;
 }
 
 /** Column index -> the node that holds it ('' = this node). */

@@ -131,7 +131,10 @@ export class EcReader implements ColumnSource {
     const local = this.store.shardsOf(id);
     for (const c of local) holders.set(c.shard.index, SELF);
     if (local.length > 0) byNode.set(SELF, local.map((c) => c.shard.index));
-    if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes, placement: local[0].shard.placement };
+    if (local[0]) {
+      const columnChecksums = local.find((c) => c.shard.columnChecksums)?.shard.columnChecksums;
+      blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes, placement: local[0].shard.placement, ...(columnChecksums ? { columnChecksums } : {}) };
+    }
     const manifest = local[0] ? undefined : this.store.ecManifests.get(id);
     if (manifest) blob = manifestBlob(id, manifest);
     let key = placement ?? blob?.placement;
@@ -144,6 +147,7 @@ export class EcReader implements ColumnSource {
         if (a.unreachable) unreachable++;
         if (a.slow) slow++;
         if (!blob && a.blob) blob = a.blob;
+        else if (blob && !blob.columnChecksums && a.blob?.columnChecksums) blob = { ...blob, columnChecksums: a.blob.columnChecksums };
         key ??= a.placement;
         if (a.indices.length > 0) byNode.set(a.node, a.indices);
         for (const i of a.indices) if (i < shards && !holders.has(i)) holders.set(i, a.node);
@@ -170,7 +174,7 @@ export class EcReader implements ColumnSource {
     try {
       const answer = await this.transport.stat(member, id, this.config.ecFetchTimeoutMs);
       const { meta, ec, indices } = statOfAnswer(id, answer, this.config);
-      const blob = meta && ec ? { meta, shardBytes: ec.shardBytes, placement: ec.placement } : undefined;
+      const blob = meta && ec ? { meta, shardBytes: ec.shardBytes, placement: ec.placement, ...(ec.columnChecksums ? { columnChecksums: ec.columnChecksums } : {}) } : undefined;
       return { node, indices, blob, placement: ec?.placement };
     } catch (err) {
       return err instanceof PeerCallError && err.code === grpc.status.DEADLINE_EXCEEDED ? { node, indices: [], slow: true } : { node, indices: [], unreachable: true };

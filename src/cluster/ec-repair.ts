@@ -7,6 +7,7 @@
  *     ─▶ missing columns ─▶ paired with owners that hold none (a node's second column when the
  *        ring has fewer than k + m nodes)
  *     ─▶ k present columns, each streamed once ─▶ every cell row: reconstruct ─▶ StoreShard (repair)
+ *     ─▶ the rebuilt column's checksum must be the one its store computed (kept by every column)
  *     ─▶ all stored (or declined: a user deleted the blob there) ─▶ the entry goes
  *
  * A target that is offline, or a survey that cannot reach enough nodes, leaves the entry for a
@@ -19,7 +20,7 @@ import { BlobstoreError } from '../errors/errors.js';
 import { reconstruct } from '../ec/codec.js';
 import { CELL_BYTES, ecScheme, StripeLayout } from '../ec/layout.js';
 import { createHasher } from '../hash/blake3.js';
-import { placementKey } from '../blob/shard.js';
+import { columnChecksumAt, placementKey } from '../blob/shard.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import type { LocalStore } from '../service/local-store.js';
@@ -211,12 +212,16 @@ export class EcRepairer {
       blobChecksum: blob.meta.checksum, blobLabels: blob.meta.labels, createdAtNs: blob.meta.createdAtNs, ...(blob.placement ? { placement: blob.placement } : {}),
     });
     const self = this.cluster.nodeId;
+    // What each rebuilt column must match, as its store computed it: columns stored before the
+    // checksums were kept have none, and are checked against their rebuilt bytes alone.
+    const checksums = blob.columnChecksums?.length === layout.shards * 32 ? blob.columnChecksums : undefined;
     const sinks = new Map<number, ColumnWriter | HttpColumnSender>();
     for (const [index, node] of targets) {
       if (node === self) sinks.set(index, new ColumnWriter(this.store, this.config, header(index), layout.columnBytes));
       else {
         const member = this.cluster.member(node)!;
-        sinks.set(index, this.transport.column(member, header(index), layout.columnBytes, { repair: true, timeoutMs: this.options.timeoutMs + layout.columnBytes / 8192 }));
+        const options = { repair: true, timeoutMs: this.options.timeoutMs + layout.columnBytes / 8192, checksums: checksums ? layout.shards : 0 };
+        sinks.set(index, this.transport.column(member, header(index), layout.columnBytes, options));
       }
     }
     const hashers = new Map([...targets.keys()].map((i) => [i, createHasher()]));
@@ -269,8 +274,19 @@ export class EcRepairer {
     }
     let settled = 0;
     await Promise.all([...sinks].map(async ([index, sink]) => {
+      const rebuilt = hashers.get(index)!.digest();
+      // The target checks the bytes it received against the checksum sent, so a column rebuilt
+      // wrong (here, or on its way) is never stored as the blob's.
+      const expected = checksums ? columnChecksumAt(checksums, index) : rebuilt;
+      if (!rebuilt.equals(expected)) {
+        void sink.abort();
+        this.metrics.ecRebuildMismatch();
+        this.log.error({ blob: id.toString('hex'), column: index, node: targets.get(index) },
+          'EC repair: the rebuilt column does not match the checksum it was stored with (a source column is wrong though it matches its own checksum, or the rebuild failed); not stored');
+        return;
+      }
       try {
-        await sink.finish(hashers.get(index)!.digest());
+        await sink.finish(expected, checksums);
         settled++;
         this.progress.columnsRepaired++;
         this.metrics.ecReconstructed();

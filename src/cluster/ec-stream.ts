@@ -9,7 +9,7 @@
  *         ─▶ parity_j += c_ji x bytes (rs_encode_update, in line: tens of GB/s)
  *   row r of the last data shard in ─▶ parity cells of row r final ─▶ parity holders
  *   last chunk ─▶ padding, the last parity rows ─▶ the id (EcWriter: not stored already?)
- *   seal ─▶ each column's checksum and the blob's metadata as its last bytes ─▶ committed by its holder
+ *   seal ─▶ each column's checksum, every column's, and the blob's metadata as its last bytes ─▶ committed by its holder
  *               (EcWriter then writes the manifest)
  *
  * Memory: the m parity shards of one stripe (a cell of each is reused once its send is done) and
@@ -17,6 +17,7 @@
  */
 import type { NodeConfig } from '../config/settings.js';
 import type { Policy } from '../blob/policy.js';
+import { columnChecksumAt } from '../blob/shard.js';
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import { encodeUpdate } from '../ec/codec.js';
 import { CELL_BYTES, type StripeLayout } from '../ec/layout.js';
@@ -91,7 +92,7 @@ export class EcStream implements FileSink {
       if (t.failure) return column;
       column.sink = t.peer === undefined
         ? new ColumnWriter(store, config, header, layout.columnBytes)
-        : transport.column(t.peer, header, layout.columnBytes, { repair: false, timeoutMs: timeouts.stallMs, streamed: { answerTimeoutMs: timeouts.answerTimeoutMs } });
+        : transport.column(t.peer, header, layout.columnBytes, { repair: false, timeoutMs: timeouts.stallMs, checksums: layout.shards, streamed: { answerTimeoutMs: timeouts.answerTimeoutMs } });
       if (column.sink instanceof HttpColumnSender) column.sink.onFailure((err) => this.fail(column, err));
       return column;
     });
@@ -166,10 +167,14 @@ export class EcStream implements FileSink {
     }
   }
 
-  /** Bytes to a column, in order; resolves once the sink no longer needs them (or the column failed). */
+  /**
+   * Bytes to a column, in order; resolves once the sink no longer needs them (or the column
+   * failed). A failed column's bytes are hashed still: every column keeps every column's checksum,
+   * which its rebuild must match.
+   */
   private send(column: StreamColumn, bytes: Buffer): Promise<void> {
-    if (!column.sink) return Promise.resolve();
     column.hasher.update(bytes);
+    if (!column.sink) return Promise.resolve();
     return new Promise<void>((resolve) => {
       let released = false;
       const release = (): void => {
@@ -235,6 +240,7 @@ export class EcStream implements FileSink {
    */
   async seal(blob: Omit<ColumnHeader, 'index' | 'shardBytes' | 'blobBytes' | 'placement'>): Promise<void> {
     this.handedOver = true;
+    const checksums = Buffer.concat(this.columns.map((c) => c.hasher.digest()));
     await Promise.all(this.columns.map(async (c) => {
       await c.chain;
       const sink = c.sink;
@@ -244,11 +250,12 @@ export class EcStream implements FileSink {
       c.sink = undefined;
       const header: ColumnHeader = { ...blob, index: c.index, shardBytes: this.layout.shardBytes, blobBytes: this.layout.blobBytes, placement: this.placement };
       try {
+        const checksum = columnChecksumAt(checksums, c.index);
         if (sink instanceof ColumnWriter) {
-          await sink.complete(c.hasher.digest());
+          await sink.complete(checksum, checksums);
           c.created = (await sink.commit(header)).created;
         } else {
-          c.created = (await sink.finish(c.hasher.digest(), columnBlobMeta(header))).created;
+          c.created = (await sink.finish(checksum, checksums, columnBlobMeta(header))).created;
         }
       } catch (err) {
         // A failed complete or commit has taken its column back already (ColumnWriter).

@@ -19,6 +19,7 @@ import { type BlobSource, encodeRows, fileSource, memorySource, RowPool } from '
 import { idOfDigest } from '../blob/id.js';
 import type { PutResult } from '../blob/meta.js';
 import type { Policy } from '../blob/policy.js';
+import { columnChecksumAt } from '../blob/shard.js';
 import { blake3, createHasher } from '../hash/blake3.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
@@ -99,19 +100,20 @@ export class EcWriter {
     const columns = targets.map(() => Buffer.allocUnsafe(layout.columnBytes));
     for await (const row of encodeRows(source, layout)) row.cells.forEach((cell, i) => cell.copy(columns[i]!, row.columnOffset));
     if (layout.stripes > 0) this.metrics.observe('ec_encode', encodeStart);
+    const checksums = Buffer.concat(columns.map((column) => blake3(column)));
     await Promise.all(targets.map(async (t) => {
       if (t.failure) return;
       const storeStart = performance.now();
       const data = columns[t.index]!;
       try {
-        const columnChecksum = blake3(data);
+        const columnChecksum = columnChecksumAt(checksums, t.index);
         const h = header(t.index);
         if (t.peer === undefined) {
           const writer = new ColumnWriter(this.store, this.config, h, layout.columnBytes);
           await writer.write(data);
-          t.created = (await writer.finish(columnChecksum)).created;
+          t.created = (await writer.finish(columnChecksum, checksums)).created;
         } else {
-          t.created = (await this.batcher.store(t.peer, h, data, columnChecksum)).created;
+          t.created = (await this.batcher.store(t.peer, h, data, columnChecksum, checksums)).created;
         }
         this.metrics.observe('shard_store', storeStart);
       } catch (err) {
@@ -134,12 +136,13 @@ export class EcWriter {
       const h = header(t.index);
       sinks.set(t, t.peer === undefined
         ? new ColumnWriter(this.store, this.config, h, layout.columnBytes)
-        : this.transport.column(t.peer, h, layout.columnBytes, { repair: false, timeoutMs }));
+        : this.transport.column(t.peer, h, layout.columnBytes, { repair: false, timeoutMs, checksums: layout.shards }));
     }
     const pool = new RowPool(layout.shards, CELL_BYTES, this.config.ecRowsInFlight);
     // Rows each sink still holds: handed back at once if the sink fails.
     const held = new Map(sending.map((t) => [t, new Set<Buffer[]>()]));
-    const hashers = new Map(sending.map((t) => [t, createHasher()]));
+    // Every column is hashed, a failed one's too: each column keeps every column's checksum, which its rebuild must match.
+    const hashers = all.map(() => createHasher());
     const failed = (t: ColumnTarget, err: unknown): void => {
       t.failure ??= err as Error;
       const sink = sinks.get(t);
@@ -161,9 +164,9 @@ export class EcWriter {
       await Promise.all(drains);
       const live = [...sinks.keys()];
       pool.handOut(row.buffers, live.length);
+      row.cells.forEach((cell, i) => hashers[i]!.update(cell));
       drains = live.map((t) => {
         const cell = row.cells[t.index]!;
-        hashers.get(t)!.update(cell);
         held.get(t)!.add(row.buffers);
         const done = (): void => {
           if (held.get(t)!.delete(row.buffers)) pool.release(row.buffers);
@@ -174,10 +177,11 @@ export class EcWriter {
     }
     await Promise.all(drains);
     if (layout.stripes > 0) this.metrics.observeSeconds('ec_encode', encodeMs / 1000);
+    const checksums = Buffer.concat(hashers.map((h) => h.digest()));
     await Promise.all([...sinks].map(async ([t, sink]) => {
       if (t.failure) return;
       try {
-        t.created = (await sink.finish(hashers.get(t)!.digest())).created;
+        t.created = (await sink.finish(columnChecksumAt(checksums, t.index), checksums)).created;
         this.metrics.observe('shard_store', storeStart);
       } catch (err) {
         failed(t, err);

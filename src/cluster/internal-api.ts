@@ -23,7 +23,7 @@ import { type IncomingMeta, ReplicaReceiver, replicaCommitter, storeReplica } fr
 /** What this node holds of a blob, as StatBlob answers it. */
 export type HeldHere =
   | { readonly kind: 'blob'; readonly meta: BlobMeta }
-  | { readonly kind: 'columns'; readonly meta: Located; readonly indices: number[]; readonly shardBytes: number; readonly placement?: Buffer }
+  | { readonly kind: 'columns'; readonly meta: Located; readonly indices: number[]; readonly shardBytes: number; readonly placement?: Buffer; readonly columnChecksums?: Buffer }
   | { readonly kind: 'manifest'; readonly meta: Located; readonly shardBytes: number; readonly placement: Buffer };
 
 export class ClusterInternalApi {
@@ -78,7 +78,8 @@ export class ClusterInternalApi {
     const columns = this.store.shardsOf(id);
     if (columns.length > 0) {
       const first = columns[0]!;
-      return { kind: 'columns', meta: ecBlobMeta(first), indices: columns.map((c) => c.shard.index), shardBytes: first.shard.shardBytes, placement: first.shard.placement };
+      const columnChecksums = columns.find((c) => c.shard.columnChecksums)?.shard.columnChecksums;
+      return { kind: 'columns', meta: ecBlobMeta(first), indices: columns.map((c) => c.shard.index), shardBytes: first.shard.shardBytes, placement: first.shard.placement, columnChecksums };
     }
     const manifest = this.store.ecManifests.get(id);
     return manifest && { kind: 'manifest', meta: manifestMeta(id, manifest), shardBytes: manifest.shardBytes, placement: manifest.placement };

@@ -4,7 +4,8 @@
  *   sender:   small whole columns ──▶ ShardBatcher ──▶ StoreShardBatch (every column for a peer
  *                                     from one event-loop turn in one call); larger ones stream
  *                                     to the peer's API listener (transport/http-column.ts)
- *   receiver: header checked against the layout ──▶ ColumnWriter ──▶ checksum ──▶ committed (durable)
+ *   receiver: header checked against the layout ──▶ ColumnWriter ──▶ checksum (and the blob's
+ *             column checksums, which the column keeps) ──▶ committed (durable)
  *             (a StoreShardBatch, a StoreShard stream, or the API listener's PUT)
  *
  * The header carries the whole blob's metadata; the receiver checks that the column's size fits
@@ -106,8 +107,24 @@ export function sealedHeader(streamed: ColumnHeader, seal: string, config: NodeC
   return { ...streamed, id: m.id, blobChecksum: m.checksum, blobLabels: m.labels, createdAtNs: m.createdAtNs };
 }
 
+/**
+ * How many column checksums a column's PUT says follow its own checksum (its
+ * X-Blobstore-Column-Checksums header, transport/http-column.ts): none, or its blob's k + m.
+ */
+export function checksumCountOf(value: string, header: ColumnHeader): number {
+  if (value === '') return 0;
+  const shards = layoutOf(header).shards;
+  if (value !== String(shards)) throw invalidArgument(`shard column: ${value} column checksums, the blob has ${shards} columns`);
+  return shards;
+}
+
+/** The column checksums a message brings: none when empty (a sender that keeps none). */
+function checksumsOf(bytes: Buffer | undefined): Buffer | undefined {
+  return bytes === undefined || bytes.length === 0 ? undefined : Buffer.from(bytes);
+}
+
 /** Stores a whole column that arrived in one message (StoreShardBatch). */
-export async function storeColumn(store: LocalStore, config: NodeConfig, msg: { header?: Partial<ShardHeaderMessage>; data?: Buffer; column_checksum?: Buffer }, repair: boolean): Promise<{ stored: boolean; created: boolean }> {
+export async function storeColumn(store: LocalStore, config: NodeConfig, msg: { header?: Partial<ShardHeaderMessage>; data?: Buffer; column_checksum?: Buffer; column_checksums?: Buffer }, repair: boolean): Promise<{ stored: boolean; created: boolean }> {
   const { header, columnBytes } = columnHeaderOf(msg.header, config);
   if (repair && store.deletedAt(header.id) !== undefined) return { stored: false, created: false };
   const writer = new ColumnWriter(store, config, header, columnBytes);
@@ -117,7 +134,7 @@ export async function storeColumn(store: LocalStore, config: NodeConfig, msg: { 
     await writer.abort();
     throw err;
   }
-  return { stored: true, ...(await writer.finish(msg.column_checksum ?? Buffer.alloc(0))) };
+  return { stored: true, ...(await writer.finish(msg.column_checksum ?? Buffer.alloc(0), checksumsOf(msg.column_checksums))) };
 }
 
 /** The receiving end of a StoreShard stream. */
@@ -135,7 +152,7 @@ export class ShardReceiver {
     private readonly repair: boolean,
   ) {}
 
-  async chunk(msg: { header?: Partial<ShardHeaderMessage>; data?: Buffer; final?: boolean; column_checksum?: Buffer }): Promise<void> {
+  async chunk(msg: { header?: Partial<ShardHeaderMessage>; data?: Buffer; final?: boolean; column_checksum?: Buffer; column_checksums?: Buffer }): Promise<void> {
     if (!this.writer && !this.skipped) {
       const { header, columnBytes } = columnHeaderOf(msg.header, this.config);
       if (this.repair && this.store.deletedAt(header.id) !== undefined) this.skipped = this.declined = true;
@@ -148,7 +165,7 @@ export class ShardReceiver {
       const writer = this.writer!;
       this.writer = undefined;
       this.skipped = true; // nothing more is taken on this stream
-      this.created = (await writer.finish(msg.column_checksum ?? Buffer.alloc(0))).created;
+      this.created = (await writer.finish(msg.column_checksum ?? Buffer.alloc(0), checksumsOf(msg.column_checksums))).created;
     }
   }
 
@@ -167,7 +184,7 @@ export class ShardReceiver {
 }
 
 interface PendingColumn {
-  msg: { header: ShardHeaderMessage; data: Buffer; column_checksum: Buffer };
+  msg: { header: ShardHeaderMessage; data: Buffer; column_checksum: Buffer; column_checksums?: Buffer };
   resolve: (r: { created: boolean }) => void;
   reject: (err: Error) => void;
 }
@@ -186,15 +203,15 @@ export class ShardBatcher {
     private readonly options: { batchBytes: number; timeoutMs: number },
   ) {}
 
-  /** Resolves once the peer holds the column durably. */
-  store(peer: PeerRef, header: ColumnHeader, data: Buffer, columnChecksum: Buffer): Promise<{ created: boolean }> {
+  /** Resolves once the peer holds the column durably (with the blob's column checksums). */
+  store(peer: PeerRef, header: ColumnHeader, data: Buffer, columnChecksum: Buffer, columnChecksums: Buffer): Promise<{ created: boolean }> {
     return new Promise((resolve, reject) => {
       let batch = this.pending.get(peer.nodeId);
       if (!batch) {
         batch = { peer, columns: [], bytes: 0 };
         this.pending.set(peer.nodeId, batch);
       }
-      batch.columns.push({ msg: { header: headerMessage(header), data, column_checksum: columnChecksum }, resolve, reject });
+      batch.columns.push({ msg: { header: headerMessage(header), data, column_checksum: columnChecksum, column_checksums: columnChecksums }, resolve, reject });
       batch.bytes += data.length;
       if (batch.bytes >= this.options.batchBytes) {
         this.pending.delete(peer.nodeId);

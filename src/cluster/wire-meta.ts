@@ -11,7 +11,7 @@
  * names the id, the size is sane) it checks itself (transfer.ts incomingMeta).
  */
 import type { BlobMeta } from '../blob/meta.js';
-import type { ShardWrite } from '../blob/shard.js';
+import type { ShardHeaderInfo } from '../blob/shard.js';
 import { decodeLabels, encodeLabels, type LabelLimits } from '../blob/labels.js';
 import { parsePolicy, type Policy } from '../blob/policy.js';
 import type { BlobMetaMessage } from '../proto/messages.js';
@@ -49,7 +49,7 @@ export function messageOfMeta(m: WireMeta): BlobMetaMessage {
 }
 
 /** The metadata of the blob a shard column belongs to, as its header names it. */
-export function columnBlobMeta(h: Omit<ShardWrite, 'columnChecksum'>): WireMeta {
+export function columnBlobMeta(h: ShardHeaderInfo): WireMeta {
   return { size: h.blobBytes, checksum: h.blobChecksum, createdAtNs: h.createdAtNs, policy: h.policy, labels: h.blobLabels };
 }
 
@@ -110,21 +110,24 @@ export interface StatBlobAnswer {
   shard_size?: number;
   placement?: Buffer;
   manifest?: boolean;
+  column_checksums?: Buffer;
 }
 
 /**
  * What a peer's StatBlob answer says, read once for every asker: the blob's metadata if it holds
- * the blob, a column of it or its manifest; `ec` for an EC blob (its shard size and placement key);
- * the columns it holds.
+ * the blob, a column of it or its manifest; `ec` for an EC blob (its shard size, placement key and
+ * the column checksums its columns keep); the columns it holds.
  */
-export function statOfAnswer(id: Buffer, res: StatBlobAnswer, limits: LabelLimits): { meta?: BlobMeta; ec?: { shardBytes: number; placement?: Buffer }; indices: number[] } {
+export function statOfAnswer(id: Buffer, res: StatBlobAnswer, limits: LabelLimits): { meta?: BlobMeta; ec?: { shardBytes: number; placement?: Buffer; columnChecksums?: Buffer }; indices: number[] } {
   const indices = res.shard_indices ?? [];
   if (res.exists === false || !res.meta) return { indices };
   const meta = peerBlobMeta(id, res.meta, limits);
   if (indices.length === 0 && res.manifest !== true) return { meta, indices };
   const placement = placementOf(res.placement);
   const shardBytes = Number(res.shard_size ?? 0);
-  return { meta, ec: placement ? { shardBytes, placement } : { shardBytes }, indices };
+  const checksums = res.column_checksums;
+  const columnChecksums = checksums && checksums.length > 0 && checksums.length % 32 === 0 ? { columnChecksums: Buffer.from(checksums) } : {};
+  return { meta, ec: { shardBytes, ...(placement ? { placement } : {}), ...columnChecksums }, indices };
 }
 
 /** What a node holds of a blob, as GET /internal/v1/stat/{id} answers it (internal-api.ts held()). */
@@ -134,6 +137,7 @@ export interface HeldMeta {
   readonly indices?: readonly number[];
   readonly shardBytes?: number;
   readonly placement?: Buffer;
+  readonly columnChecksums?: Buffer;
 }
 
 /**
@@ -147,12 +151,13 @@ export function statJson(held: HeldMeta | undefined): string {
   return JSON.stringify({
     kind: held.kind, size: m.size, checksum: m.checksum.toString('hex'), created_at: m.createdAtNs.toString(), policy: m.policy,
     labels: m.labels.toString('base64'), indices: held.indices ?? [], shard_size: held.shardBytes ?? 0, placement: held.placement?.toString('hex') ?? '',
+    column_checksums: held.columnChecksums?.toString('hex') ?? '',
   });
 }
 
 /** That JSON read back as the StatBlob answer it stands for (statOfAnswer reads either). */
 export function statAnswerOfJson(text: string): StatBlobAnswer {
-  const j = JSON.parse(text) as { kind?: string; size?: number; checksum?: string; created_at?: string; policy?: number; labels?: string; indices?: number[]; shard_size?: number; placement?: string };
+  const j = JSON.parse(text) as { kind?: string; size?: number; checksum?: string; created_at?: string; policy?: number; labels?: string; indices?: number[]; shard_size?: number; placement?: string; column_checksums?: string };
   if (j.kind !== 'blob' && j.kind !== 'columns' && j.kind !== 'manifest') return { exists: false };
   const created = String(j.created_at ?? '0');
   return {
@@ -165,5 +170,6 @@ export function statAnswerOfJson(text: string): StatBlobAnswer {
     shard_size: Number(j.shard_size ?? 0),
     placement: j.placement ? Buffer.from(j.placement, 'hex') : undefined,
     manifest: j.kind === 'manifest',
+    column_checksums: j.column_checksums ? Buffer.from(j.column_checksums, 'hex') : undefined,
   };
 }

@@ -96,7 +96,7 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
       // Columns of an EC blob (which are here), or its manifest: the blob's metadata and where its columns are.
       const placement = held.placement ? { placement: held.placement } : {};
       return held.kind === 'columns'
-        ? { exists: true, meta: blobMeta(held.meta), shard_indices: held.indices, shard_size: held.shardBytes, ...placement }
+        ? { exists: true, meta: blobMeta(held.meta), shard_indices: held.indices, shard_size: held.shardBytes, ...placement, ...(held.columnChecksums ? { column_checksums: held.columnChecksums } : {}) }
         : { exists: true, meta: blobMeta(held.meta), shard_size: held.shardBytes, ...placement, manifest: true };
     }),
     HaveBlobs: unary('HaveBlobs', (r: { ids?: Buffer[] }) => ({ have: running().internal.have(r.ids ?? []) })),

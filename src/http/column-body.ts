@@ -1,6 +1,7 @@
 /**
  * The body of PUT /internal/v1/shards/{id}/{index} (internal-routes.ts): a column's bytes, then
- * its 32-byte checksum, then (a streamed column) its seal: the blob's metadata as header lines. The bytes are copied once out of uWS's buffer into pooled 1 MiB chunks and
+ * its 32-byte checksum, then (when its head says so) every column's checksum of the blob, then (a
+ * streamed column) its seal: the blob's metadata as header lines. The bytes are copied once out of uWS's buffer into pooled 1 MiB chunks and
  * handed whole to the ColumnWriter (which writes them in place); the request is paused while the
  * disk is behind. The checksum is checked when the column is committed.
  */
@@ -20,8 +21,9 @@ export class ColumnBody implements BodySink {
   private received = 0;
   private chunk: Buffer | undefined;
   private chunkLength = 0;
-  private readonly checksum = Buffer.alloc(CHECKSUM_BYTES);
-  private checksumLength = 0;
+  /** The column's checksum, then the blob's column checksums (`checksums` of them). */
+  private readonly trailer: Buffer;
+  private trailerLength = 0;
   /** The seal's bytes, after the checksum (a streamed column). */
   private readonly sealParts: Buffer[] = [];
   private sealLength = 0;
@@ -43,7 +45,19 @@ export class ColumnBody implements BodySink {
     readonly idleTimeoutMs?: number,
     /** A streamed column: its body ends with a seal of at least 1 and at most this many bytes (0: none). */
     private readonly sealMaxBytes = 0,
-  ) {}
+    /** How many column checksums follow the column's own (0: none; else the blob's k + m). */
+    checksums = 0,
+  ) {
+    this.trailer = Buffer.alloc(CHECKSUM_BYTES * (1 + checksums));
+  }
+
+  private get checksum(): Buffer {
+    return this.trailer.subarray(0, CHECKSUM_BYTES);
+  }
+
+  private get checksums(): Buffer | undefined {
+    return this.trailer.length > CHECKSUM_BYTES ? this.trailer.subarray(CHECKSUM_BYTES) : undefined;
+  }
 
   write(bytes: Uint8Array, isLast: boolean): void {
     this.lastActivityMs = Date.now();
@@ -60,22 +74,22 @@ export class ColumnBody implements BodySink {
         if (this.chunkLength === CHUNK_BYTES || this.received === this.columnBytes) this.submit();
         continue;
       }
-      const n = Math.min(bytes.length - at, CHECKSUM_BYTES - this.checksumLength);
+      const n = Math.min(bytes.length - at, this.trailer.length - this.trailerLength);
       if (n === 0) {
         if (this.sealLength + bytes.length - at > this.sealMaxBytes) {
-          throw invalidArgument(this.sealMaxBytes === 0 ? 'shard column: more bytes than the column and its checksum' : `shard column: a seal over ${this.sealMaxBytes} bytes`);
+          throw invalidArgument(this.sealMaxBytes === 0 ? 'shard column: more bytes than the column and its checksums' : `shard column: a seal over ${this.sealMaxBytes} bytes`);
         }
         // uWS reuses the bytes it hands over: the seal's are copied.
         this.sealParts.push(Buffer.from(bytes.subarray(at)));
         this.sealLength += bytes.length - at;
         break;
       }
-      this.checksum.set(bytes.subarray(at, at + n), this.checksumLength);
-      this.checksumLength += n;
+      this.trailer.set(bytes.subarray(at, at + n), this.trailerLength);
+      this.trailerLength += n;
       at += n;
     }
-    if (isLast && (this.received < this.columnBytes || this.checksumLength < CHECKSUM_BYTES || (this.sealMaxBytes > 0 && this.sealLength === 0))) {
-      throw invalidArgument(`shard column: the body ended after ${this.received} of ${this.columnBytes} bytes (and ${this.checksumLength} of the checksum's ${CHECKSUM_BYTES}${this.sealMaxBytes > 0 ? ', before its seal' : ''})`);
+    if (isLast && (this.received < this.columnBytes || this.trailerLength < this.trailer.length || (this.sealMaxBytes > 0 && this.sealLength === 0))) {
+      throw invalidArgument(`shard column: the body ended after ${this.received} of ${this.columnBytes} bytes (and ${this.trailerLength} of the checksums' ${this.trailer.length}${this.sealMaxBytes > 0 ? ', before its seal' : ''})`);
     }
   }
 
@@ -112,7 +126,7 @@ export class ColumnBody implements BodySink {
     await this.chain;
     if (this.failed) throw this.failed;
     const header = sealed(Buffer.concat(this.sealParts, this.sealLength).toString('latin1'));
-    await this.writer.complete(this.checksum);
+    await this.writer.complete(this.checksum, this.checksums);
     return this.writer.commit(header);
   }
 
@@ -120,7 +134,7 @@ export class ColumnBody implements BodySink {
   async finish(): Promise<{ created: boolean }> {
     await this.chain;
     if (this.failed) throw this.failed;
-    return this.writer.finish(this.checksum);
+    return this.writer.finish(this.checksum, this.checksums);
   }
 
   async discard(): Promise<void> {

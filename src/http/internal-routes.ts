@@ -36,7 +36,8 @@ import type { BlobWriter } from '../service/blob-writer.js';
 import type { ByteRange } from '../service/local-store.js';
 import { sendBody } from './download.js';
 import { ColumnBody } from './column-body.js';
-import { columnHeaderOf, sealedHeader, sealMaxBytes, streamedColumnHeader } from '../cluster/shard-transfer.js';
+import { checksumCountOf, columnHeaderOf, sealedHeader, sealMaxBytes, streamedColumnHeader } from '../cluster/shard-transfer.js';
+import { COLUMN_CHECKSUMS_HEADER } from '../cluster/transport/http-column.js';
 import { CHUNK_VALUES_HEADER, readerChecks, valuesPrefix, valuesPrefixBytes } from '../cluster/column-check.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { ColumnHeader } from '../cluster/column-writer.js';
@@ -130,7 +131,8 @@ export class InternalRoutes {
           Number(req.getHeader('x-blobstore-size')), Number(req.getHeader('x-blobstore-column-size')));
         release = this.intake.admit();
         const idleMs = Math.max(internal.config.bodyIdleTimeoutMs, internal.config.ecColumnIdleTimeoutMs);
-        body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x), idleMs, sealMaxBytes(internal.config));
+        const checksums = checksumCountOf(req.getHeader(COLUMN_CHECKSUMS_HEADER), header);
+        body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x), idleMs, sealMaxBytes(internal.config), checksums);
         sealed = (seal) => sealedHeader(header, seal, internal.config);
       } else {
         const { header, columnBytes } = columnHeaderOf({
@@ -138,6 +140,7 @@ export class InternalRoutes {
           column_size: Number(req.getHeader('x-blobstore-column-size')),
           meta: messageOfHeaders((name) => req.getHeader(name)),
         }, internal.config);
+        const checksums = checksumCountOf(req.getHeader(COLUMN_CHECKSUMS_HEADER), header);
         const repair = req.getHeader('x-blobstore-repair') === '1';
         if (internal.declines(header.id, repair)) {
           // A user deleted the blob here: repair does not bring a column of it back.
@@ -151,7 +154,7 @@ export class InternalRoutes {
           throw new BlobstoreError('already_exists', claim);
         }
         release = claim === undefined ? admitted : () => (claim(), admitted());
-        body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x));
+        body = new ColumnBody(internal.columnWriter(header, columnBytes), columnBytes, internal.pool, flowOf(x), undefined, 0, checksums);
       }
     } catch (err) {
       release();

@@ -55,6 +55,7 @@ export class ClusterMetrics {
   readonly shardsMissing = new CounterFamily('blobstore_shards_missing_total', 'Missing shards detected.', '', []);
   readonly ecReadHolderLookups = new CounterFamily('blobstore_ec_read_holders_total', 'How erasure-coded reads found the holders of their columns: where the ring places them (no node asked), as an earlier read found them, or by asking every candidate.', 'how', EC_HOLDER_LOOKUPS);
   readonly ecReadsCut = new CounterFamily('blobstore_ec_reads_cut_total', 'Erasure-coded reads cut after their first byte: a stripe became unreadable mid-stream.', '', []);
+  readonly ecRebuildMismatches = new CounterFamily('blobstore_ec_rebuild_mismatches_total', 'Columns EC repair rebuilt that did not match the checksum their store computed, and so were not stored.', '', []);
   readonly ecStreamedStores = new CounterFamily('blobstore_ec_streamed_stores_total', 'Erasure-coded stores whose columns left as the body arrived (placed by a key, found through a manifest).', '', []);
   readonly latencies: readonly HistogramFamily[] = CLUSTER_LATENCIES.map(
     (kind) => new HistogramFamily(`blobstore_${kind}_latency_seconds`, `Latency of ${kind.replace('_', ' ')} operations in seconds.`, '', []),
@@ -105,6 +106,10 @@ export class ClusterMetrics {
 
   ecReconstructed(count = 1): void {
     this.ecReconstructions.add(0, count);
+  }
+
+  ecRebuildMismatch(): void {
+    this.ecRebuildMismatches.add(0, 1);
   }
 
   ecStreamedStore(): void {

@@ -306,6 +306,7 @@ export class NodeMetrics implements Recorder {
     this.add(counterOf('blobstore_repair_bytes_total', 'Bytes repair rebuilt (EC columns) or copied (replicas).', () => c.repair().bytesRepaired));
     this.add(counterOf('blobstore_repair_blobs_total', 'Replicas repair copied to owners that lacked them.', () => c.repair().blobsRepaired));
     this.add(counterOf('blobstore_scrub_bytes_total', 'Bytes read and verified by the scrubber.', () => c.repair().scrubBytesChecked));
+    this.add(c.ecRebuildMismatches);
     this.add(this.errors);
     this.add(this.requestFailures);
     // Beyond the spec: where the time goes.

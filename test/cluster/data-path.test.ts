@@ -285,6 +285,39 @@ describe('the data path with a cluster secret', () => {
     expect(await again.json()).toMatchObject({ message: expect.stringContaining('held here') });
     expect((await fetch(`${c.url(1)}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBeLessThan(300);
   });
+
+  it('a column PUT with the blob\'s column checksums keeps them (stat shows them); one whose checksum is not its entry there, whose bytes are not that checksum, or that brings another count of them is refused, and nothing is kept', async () => {
+    // A 3000-byte EC42 blob: one stripe, columns of 750 bytes, column 2 stored on node 1.
+    const blob = patternBytes(3000, 93);
+    const checksum = blake3(blob);
+    const id = checksum.subarray(0, 16).toString('hex');
+    const headers: Record<string, string> = { 'x-blobstore-cluster-secret': SECRET, 'x-blobstore-shard-size': String(1024 * 1024), 'x-blobstore-column-size': '750' };
+    for (const line of metaHeaderLines({ size: blob.length, checksum, createdAtNs: 1n, policy: 4, labels: Buffer.alloc(0) }).split('\r\n')) {
+      const colon = line.indexOf(':');
+      if (colon > 0) headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    const column = patternBytes(750, 94);
+    const checksums = Buffer.concat([0, 1, 2, 3, 4, 5].map((i) => (i === 2 ? blake3(column) : blake3(Buffer.from(`column ${i}`)))));
+    const put = (trailer: Buffer, count = '6', bytes = column): Promise<Response> => fetch(`${c.url(1)}/internal/v1/shards/${id}/2`, {
+      method: 'PUT', headers: { ...headers, 'x-blobstore-column-checksums': count }, body: Buffer.concat([bytes, trailer]),
+    });
+    const stat = async (): Promise<{ kind: string; indices: number[]; column_checksums: string }> =>
+      (await fetch(`${c.url(1)}/internal/v1/stat/${id}`, { headers: { 'x-blobstore-cluster-secret': SECRET } })).json() as Promise<{ kind: string; indices: number[]; column_checksums: string }>;
+    const other = Buffer.from(checksums);
+    blake3(Buffer.from('another column 2')).copy(other, 2 * 32);
+    const refusals: [string, Response][] = [
+      ['its checksum is not its entry of the column checksums', await put(Buffer.concat([blake3(column), other]))],
+      ['its bytes are not the checksum sent', await put(Buffer.concat([blake3(column), checksums]), '6', patternBytes(750, 95))],
+      ['five column checksums for six columns', await put(Buffer.concat([blake3(column), checksums.subarray(0, 5 * 32)]), '5')],
+    ];
+    for (const [why, res] of refusals) expect(res.status, why).toBe(400);
+    expect(await stat()).toMatchObject({ kind: 'none' });
+    const stored = await put(Buffer.concat([blake3(column), checksums]));
+    expect(stored.status, await stored.clone().text()).toBe(200);
+    expect(await stored.json()).toEqual({ created: true, declined: false });
+    expect(await stat()).toMatchObject({ kind: 'columns', indices: [2], column_checksums: checksums.toString('hex') });
+    expect((await fetch(`${c.url(1)}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBeLessThan(300);
+  });
 });
 
 describe('the data path when the peers\' API addresses cannot be reached', () => {

@@ -11,6 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flipByte, patternBytes } from '../helpers/blobs.js';
 import { expectReadableEverywhere, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
+import { blake3 } from '../../src/hash/blake3.js';
+import { columnBytes, columnHeaders, columnHolders, dropColumn, expectColumnChecksums, internalStat } from '../helpers/columns.js';
 
 oneBigClusterAtATime();
 
@@ -209,6 +211,55 @@ describe('EC42 that heals, on a 7-node cluster', () => {
       for (const i of stopped) await c.startNode(i);
       await c.converged({ members: c.ids });
     }
+  });
+
+  it('a column rebuilt from a source that is wrong though it matches its own checksum is not stored: it does not match the checksum its store computed; without that source every column is rebuilt right', { timeout: 180_000 }, async () => {
+    const coordinator = 1;
+    const down = 4;
+    await c.kill(down);
+    await waitFor(async () => (await c.state(coordinator)).nodes.find((n) => n.node_id === c.ids[down])?.state === 'offline', { what: 'node seen offline' });
+    // A blob whose owners include the node down: five columns stored, one queued for repair.
+    let bytes: Buffer = Buffer.alloc(0);
+    let id = '';
+    let held = new Map<number, number>();
+    for (let seed = 5400; id === '' || held.size !== 5; seed++) {
+      expect(seed).toBeLessThan(5420);
+      bytes = patternBytes(200 * KiB + 7, seed);
+      id = await store(c, coordinator, bytes, acked);
+      held = await columnHolders(c, id);
+    }
+    const missing = [0, 1, 2, 3, 4, 5].find((i) => !held.has(i))!;
+    // Repair reads the first k columns it finds (data first): the lowest held one is a source.
+    const source = Math.min(...held.keys());
+    const holder = held.get(source)!;
+    const original = await columnBytes(c, holder, id, source);
+    const stat = await internalStat(c, holder, id);
+    // Every column keeps every column's checksum, each that of the column's bytes.
+    for (const [index, at] of held) {
+      expect((await internalStat(c, at, id)).column_checksums, `column ${index}`).toBe(stat.column_checksums);
+      expect(stat.column_checksums.slice(index * 64, index * 64 + 64)).toBe(blake3(await columnBytes(c, at, id, index)).toString('hex'));
+    }
+    // The source swapped for other bytes with their own checksum, kept without column checksums
+    // (as a column stored before they were): it reads as whole, and is wrong.
+    const wrong = Buffer.from(original);
+    wrong[100] ^= 0xff;
+    await dropColumn(c, holder, id, source);
+    const planted = await fetch(`${c.url(holder)}/internal/v1/shards/${id}/${source}`, {
+      method: 'PUT', headers: { ...columnHeaders(stat, 64 * KiB, wrong.length) }, body: Buffer.concat([wrong, blake3(wrong)]),
+    });
+    expect(planted.status, await planted.clone().text()).toBe(200);
+    const mismatches = async (): Promise<number> => (await Promise.all(c.live().map((i) => metric(c, i, 'blobstore_ec_rebuild_mismatches_total')))).reduce((a, b) => a + b, 0);
+    const before = await mismatches();
+    await c.startNode(down);
+    await waitFor(async () => (await mismatches()) > before, { what: 'a rebuild that does not match its column\'s checksum counted', timeoutMs: 60_000 });
+    expect(c.live().some((i) => c.node(i).output().includes('EC repair: the rebuilt column does not match the checksum it was stored with'))).toBe(true);
+    expect((await columnHolders(c, id)).has(missing)).toBe(false);
+    // Without the wrong source, the k columns left rebuild both, each matching its checksum.
+    await dropColumn(c, holder, id, source);
+    await waitFor(async () => (await columnHolders(c, id)).size === 6, { what: 'all six columns again', timeoutMs: 60_000 });
+    expect(await expectColumnChecksums(c, id, 6)).toBe(stat.column_checksums);
+    await c.converged({ members: c.ids });
+    await expectReadableEverywhere(c, new Map([[id, bytes]]));
   });
 
   it('a node that leaves hands its columns to the owners: afterwards each column is on one of the others', { timeout: 120_000 }, async () => {

@@ -17,6 +17,7 @@ import { blake3 } from '../../src/hash/blake3.js';
 import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
 import { expectReadableEverywhere, oneBigClusterAtATime, putWithNodesUp, STREAMED_EC_ARGS, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
+import { expectColumnChecksums } from '../helpers/columns.js';
 
 oneBigClusterAtATime();
 
@@ -63,6 +64,7 @@ describe('EC42 stores that stream their columns (a known length of at least ecSt
       expect(await metric(c, at, 'blobstore_ec_streamed_stores_total')).toBe(before + 1);
     }
     await expectReadableEverywhere(c, acked);
+    for (const id of acked.keys()) await expectColumnChecksums(c, id, 6);
     // Six of the eight nodes hold a column of each (one each); the other two read it all the same.
     for (const id of acked.keys()) {
       const listed = await Promise.all(c.live().map(async (i) => ((await (await fetch(`${c.url(i)}/v1/blobs?limit=1000`)).json()) as { ids: string[] }).ids.includes(id)));
@@ -162,6 +164,8 @@ describe('EC42 stores that stream their columns (a known length of at least ecSt
     for (const id of stored.keys()) {
       let seen = 0;
       await waitFor(async () => (seen = await holding(id)) === 6, { what: () => `${id}: ${seen} nodes hold a column, 6 should` });
+      // The columns that failed during the store were hashed all the same: the rebuilt ones match.
+      await expectColumnChecksums(c, id, 6);
     }
     for (const [id, bytes] of stored) acked.set(id, bytes);
     await c.kill(2);

@@ -11,6 +11,7 @@ import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
 import { expectReadableEverywhere, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
 import { chunksOf, client, getStream, putStream, unary } from '../grpc/helpers.js';
 import { waitFor } from '../helpers/wait.js';
+import { expectColumnChecksums } from '../helpers/columns.js';
 
 oneBigClusterAtATime();
 
@@ -70,9 +71,10 @@ describe('EC42 on a 6-node cluster', () => {
     await c?.stopAll();
   });
 
-  it('stores blobs of sizes around stripe and shard boundaries from any node; every node reads each byte-exact', async () => {
+  it('stores blobs of sizes around stripe and shard boundaries from any node; every node reads each byte-exact, and every column keeps every column\'s checksum', async () => {
     for (const [i, size] of boundarySizes(4).entries()) await store(c, i % 6, patternBytes(size, 4200 + i), 4, acked);
     await expectReadableEverywhere(c, acked);
+    for (const id of acked.keys()) await expectColumnChecksums(c, id, 6);
   });
 
   it('reads the columns from where the ring places them, asking no node which columns it holds', async () => {

@@ -144,7 +144,7 @@ export class PeerTransport {
   }
 
   /** A shard column's PUT to the peer (a store's, a repair's or a handoff's); see HttpColumnSender. */
-  column(peer: PeerRef, header: ColumnHeader, columnBytes: number, options: { repair: boolean; timeoutMs: number; streamed?: { answerTimeoutMs: number } }): HttpColumnSender {
+  column(peer: PeerRef, header: ColumnHeader, columnBytes: number, options: { repair: boolean; timeoutMs: number; checksums: number; streamed?: { answerTimeoutMs: number } }): HttpColumnSender {
     return new HttpColumnSender(peer, header, columnBytes, { ...options, link: this.link });
   }
 
