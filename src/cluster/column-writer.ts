@@ -125,8 +125,8 @@ export class ColumnWriter {
       throw invalidArgument(`${this.what()}: ${this.received} bytes, the column has ${this.columnBytes}`);
     }
     if (columnChecksums !== undefined) {
-      const shards = ecScheme(this.header.policy);
-      if (!shards || columnChecksums.length !== (shards.k + shards.m) * 32 || !columnChecksumAt(columnChecksums, this.header.index).equals(columnChecksum)) {
+      const scheme = ecScheme(this.header.policy);
+      if (!scheme || columnChecksums.length !== (scheme.k + scheme.m) * 32 || !columnChecksumAt(columnChecksums, this.header.index).equals(columnChecksum)) {
         await this.abort();
         throw invalidArgument(`${this.what()}: its checksum is not the one the blob's column checksums give it`);
       }

@@ -118,7 +118,7 @@ export class EcReader implements ColumnSource {
   /**
    * Asks this node and every candidate (the owners of `shards` columns and as many after them on
    * the ring) which columns of the blob they hold: the holders, the blob as a column describes
-   * it, and how many candidates could not be asked. The candidates are those of the blob's
+   * it (with the column checksums the most nodes name), and how many candidates could not be asked. The candidates are those of the blob's
    * placement key: given, known from a column or the manifest held here, or learnt from the
    * owners of the id (their manifest, or a column of theirs), then asked in a second round. Nodes
    * in `silent` (a read waited for them in vain just now) are counted slow, not asked.
@@ -131,10 +131,17 @@ export class EcReader implements ColumnSource {
     const local = this.store.shardsOf(id);
     for (const c of local) holders.set(c.shard.index, SELF);
     if (local.length > 0) byNode.set(SELF, local.map((c) => c.shard.index));
-    if (local[0]) {
-      const columnChecksums = local.find((c) => c.shard.columnChecksums)?.shard.columnChecksums;
-      blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes, placement: local[0].shard.placement, ...(columnChecksums ? { columnChecksums } : {}) };
-    }
+    if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes, placement: local[0].shard.placement };
+    // The column checksums the most nodes name: one column's record alone does not decide them.
+    const lists = new Map<string, { checksums: Buffer; votes: number }>();
+    const vote = (checksums: Buffer | undefined): void => {
+      if (!checksums) return;
+      const key = checksums.toString('hex');
+      const seen = lists.get(key);
+      if (seen) seen.votes++;
+      else lists.set(key, { checksums, votes: 1 });
+    };
+    vote(local.find((c) => c.shard.columnChecksums)?.shard.columnChecksums);
     const manifest = local[0] ? undefined : this.store.ecManifests.get(id);
     if (manifest) blob = manifestBlob(id, manifest);
     let key = placement ?? blob?.placement;
@@ -147,7 +154,7 @@ export class EcReader implements ColumnSource {
         if (a.unreachable) unreachable++;
         if (a.slow) slow++;
         if (!blob && a.blob) blob = a.blob;
-        else if (blob && !blob.columnChecksums && a.blob?.columnChecksums) blob = { ...blob, columnChecksums: a.blob.columnChecksums };
+        vote(a.blob?.columnChecksums);
         key ??= a.placement;
         if (a.indices.length > 0) byNode.set(a.node, a.indices);
         for (const i of a.indices) if (i < shards && !holders.has(i)) holders.set(i, a.node);
@@ -160,6 +167,11 @@ export class EcReader implements ColumnSource {
       await ask(this.candidates(key, shards).filter((n) => !first.includes(n)));
     }
     if (blob && key && !blob.placement) blob = { ...blob, placement: key };
+    const checksums = [...lists.values()].reduce<{ checksums: Buffer; votes: number } | undefined>((best, l) => (!best || l.votes > best.votes ? l : best), undefined);
+    if (blob) {
+      const { columnChecksums: _, ...rest } = blob;
+      blob = checksums ? { ...rest, columnChecksums: checksums.checksums } : rest;
+    }
     return { holders, byNode, blob, unreachable, slow };
   }
 

@@ -59,6 +59,12 @@ export class EcRepairer {
   readonly progress: EcRepairProgress = { blobsQueued: 0, bytesLeft: 0, columnsRepaired: 0, bytesRepaired: 0, bytesPerSecond: 0 };
   private readonly backoff: Backoffs;
   private readonly loop: BackgroundLoop;
+  /**
+   * Rebuilds of a blob (by id) that did not match the checksums its store computed: each next try
+   * leaves out another of the columns present, so that one wrong source among them is left out
+   * in turn when there are more than k.
+   */
+  private readonly mismatched = new Map<string, number>();
 
   constructor(
     private readonly store: LocalStore,
@@ -127,6 +133,7 @@ export class EcRepairer {
         if (done) {
           await this.store.ecRepairs.remove(id);
           this.backoff.clear(key);
+          this.mismatched.delete(key);
           this.progress.blobsQueued = Math.max(0, this.progress.blobsQueued - 1);
           this.progress.bytesLeft = Math.max(0, this.progress.bytesLeft - (entry.bytes ?? 0));
         } else {
@@ -273,6 +280,8 @@ export class EcRepairer {
       throw err;
     }
     let settled = 0;
+    let mismatch = false;
+    const key = id.toString('hex');
     await Promise.all([...sinks].map(async ([index, sink]) => {
       const rebuilt = hashers.get(index)!.digest();
       // The target checks the bytes it received against the checksum sent, so a column rebuilt
@@ -281,8 +290,9 @@ export class EcRepairer {
       if (!rebuilt.equals(expected)) {
         void sink.abort();
         this.metrics.ecRebuildMismatch();
-        this.log.error({ blob: id.toString('hex'), column: index, node: targets.get(index) },
-          'EC repair: the rebuilt column does not match the checksum it was stored with (a source column is wrong though it matches its own checksum, or the rebuild failed); not stored');
+        mismatch = true;
+        this.log.error({ blob: key, column: index, node: targets.get(index), sources: this.sourcesOf(holders, k, key) },
+          'EC repair: the rebuilt column does not match the checksum it was stored with (a source column is wrong though it matches its own checksum, or the rebuild failed); not stored, the next try leaves out another source');
         return;
       }
       try {
@@ -295,6 +305,7 @@ export class EcRepairer {
         this.log.warn({ blob: id.toString('hex'), column: index, node: targets.get(index), err: (err as Error).message }, 'EC repair: storing a rebuilt column failed');
       }
     }));
+    if (mismatch) this.mismatched.set(key, (this.mismatched.get(key) ?? 0) + 1);
     this.reader.forget(id);
     return settled;
   }
@@ -318,10 +329,22 @@ export class EcRepairer {
     return rate > 0 ? Math.max(CELL_BYTES, Math.floor(rate / k)) : Infinity;
   }
 
-  /** k present columns (data first), each a stream over the column range [lo, hi); throws when one cannot be opened. */
+  /**
+   * The k present columns a rebuild reads: data first, leaving out one of them in turn after
+   * rebuilds that did not match (mismatched) when more than k are present.
+   */
+  private sourcesOf(holders: Holders, k: number, key: string): number[] {
+    const present = [...holders.keys()].sort((a, b) => a - b);
+    const tries = this.mismatched.get(key) ?? 0;
+    if (tries === 0 || present.length <= k) return present.slice(0, k);
+    const left = (tries - 1) % present.length;
+    return present.filter((_, i) => i !== left).slice(0, k);
+  }
+
+  /** The source columns (sourcesOf), each a stream over the column range [lo, hi); throws when one cannot be opened. */
   private openSources(blob: EcBlob, layout: StripeLayout, holders: Holders, lo: number, hi: number): RebuildInput[] {
     const sources: RebuildInput[] = [];
-    for (const index of [...holders.keys()].sort((a, b) => a - b).slice(0, layout.k)) {
+    for (const index of this.sourcesOf(holders, layout.k, blob.meta.id.toString('hex'))) {
       const node = holders.get(index)!;
       const stream = this.reader.openColumn(blob, node, index, lo, hi);
       if (!stream) {

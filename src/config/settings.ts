@@ -378,8 +378,12 @@ export function flagName(key: string): string {
   return key.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
 }
 
-/** Bytes of a record's header and shard info, and of the JSON around labels, counted by largestRecordBytes. */
-const RECORD_OVERHEAD_BYTES = 104 + 48 + 1024;
+/**
+ * Bytes of a record's header and shard info, and of the JSON around labels, counted by
+ * largestRecordBytes. The largest shard info (engine/shard-info.ts) is 384 bytes: 48 fixed, a
+ * 16-byte placement key and the 10 column checksums of an EC82 blob.
+ */
+const RECORD_OVERHEAD_BYTES = 104 + 384 + 1024;
 
 /**
  * The largest segment record a node writes or accepts: a small blob (or shard column) with its

@@ -56,7 +56,7 @@ export function encodeShardLabels(info: ShardInfo, blobLabels: Buffer): Buffer {
   return out;
 }
 
-/** Where the parts after the fixed 48 bytes lie: the placement key's length, the checksums', -1 for an unknown version. */
+/** The lengths of the parts after the fixed 48 bytes (the placement key, the checksums); undefined for an unknown version. */
 function partsOf(b: Uint8Array): { placement: number; checksums: number } | undefined {
   switch (b[0]) {
     case VERSION: return { placement: 0, checksums: 0 };

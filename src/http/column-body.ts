@@ -1,9 +1,10 @@
 /**
  * The body of PUT /internal/v1/shards/{id}/{index} (internal-routes.ts): a column's bytes, then
  * its 32-byte checksum, then (when its head says so) every column's checksum of the blob, then (a
- * streamed column) its seal: the blob's metadata as header lines. The bytes are copied once out of uWS's buffer into pooled 1 MiB chunks and
- * handed whole to the ColumnWriter (which writes them in place); the request is paused while the
- * disk is behind. The checksum is checked when the column is committed.
+ * streamed column) its seal: the blob's metadata as header lines. The bytes are copied once out
+ * of uWS's buffer into pooled 1 MiB chunks and handed whole to the ColumnWriter (which writes
+ * them in place); the request is paused while the disk is behind. The checksum is checked when
+ * the column is committed.
  */
 import { invalidArgument } from '../errors/errors.js';
 import type { BufferPool } from '../pool/buffer-pool.js';
