@@ -5,12 +5,15 @@
  */
 import { type ChildProcess, spawn, execFile } from 'node:child_process';
 import { existsSync, promises as fsp, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { freePort } from './ports.js';
+
+export { freePort };
 
 const execFileAsync = promisify(execFile);
 
@@ -96,17 +99,6 @@ export function removeDir(path: string): void {
   temps.delete(path);
 }
 
-/** A loopback port nobody listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** GET path over a fresh connection; resolves with the status (0 when nothing answers). */
 export function probe(port: number, path: string, tls = false): Promise<number> {
