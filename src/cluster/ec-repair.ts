@@ -184,8 +184,48 @@ export class EcRepairer {
     }
     const targets = this.targetsFor(placementKey(id, blob), shards, holders, missing);
     if (targets.size === 0) return false;
+    const key = id.toString('hex');
+    const tries = this.mismatched.get(key) ?? 0;
     const settled = await this.rebuild(blob, layout, holders, targets);
-    return settled === missing.length;
+    if (settled !== missing.length) return false;
+    // Rebuilt right only once a source was left out: that source is checked, and goes if wrong.
+    const left = tries > 0 ? this.leftOut(holders, scheme.k, tries) : undefined;
+    const checksums = storedChecksums(blob, layout);
+    if (left !== undefined && checksums && (await this.droppedIfWrong(blob, layout, holders, left, checksums))) {
+      this.mismatched.delete(key);
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Whether present column `index` is not the one its store wrote (its bytes as its holder has
+   * them do not hash to `checksums`' entry): if so its holder drops it, and the next pass rebuilds it.
+   */
+  private async droppedIfWrong(blob: EcBlob, layout: StripeLayout, holders: Holders, index: number, checksums: Buffer): Promise<boolean> {
+    const id = blob.meta.id;
+    const node = holders.get(index)!;
+    await this.options.bucket.take(layout.columnBytes);
+    const stream = this.reader.openColumn(blob, node, index, 0, layout.columnBytes);
+    if (!stream) return false;
+    const hasher = createHasher();
+    try {
+      for (let at = 0; at < layout.columnBytes;) {
+        const piece = await stream.take(Math.min(CELL_BYTES, layout.columnBytes - at));
+        hasher.update(piece);
+        at += piece.length;
+        this.reader.release(piece);
+      }
+    } finally {
+      stream.close();
+    }
+    if (hasher.digest().equals(columnChecksumAt(checksums, index))) return false;
+    this.log.error({ blob: id.toString('hex'), column: index, node: node === '' ? this.cluster.nodeId : node },
+      'EC repair: a column is wrong though it matches its own checksum (not the checksum its store computed); its holder drops it and it is rebuilt');
+    if (node === '') await this.store.deleteShards(id, index, true);
+    else await this.transport.call(this.cluster.member(node)!, 'DeleteShard', { id: { id }, index });
+    this.reader.forget(id);
+    return true;
   }
 
   /** Missing column -> owner to hold it: owners without a column first (in ring order), online ones only. */
@@ -221,7 +261,7 @@ export class EcRepairer {
     const self = this.cluster.nodeId;
     // What each rebuilt column must match, as its store computed it: columns stored before the
     // checksums were kept have none, and are checked against their rebuilt bytes alone.
-    const checksums = blob.columnChecksums?.length === layout.shards * 32 ? blob.columnChecksums : undefined;
+    const checksums = storedChecksums(blob, layout);
     const sinks = new Map<number, ColumnWriter | HttpColumnSender>();
     for (const [index, node] of targets) {
       if (node === self) sinks.set(index, new ColumnWriter(this.store, this.config, header(index), layout.columnBytes));
@@ -335,10 +375,14 @@ export class EcRepairer {
    */
   private sourcesOf(holders: Holders, k: number, key: string): number[] {
     const present = [...holders.keys()].sort((a, b) => a - b);
-    const tries = this.mismatched.get(key) ?? 0;
-    if (tries === 0 || present.length <= k) return present.slice(0, k);
-    const left = (tries - 1) % present.length;
-    return present.filter((_, i) => i !== left).slice(0, k);
+    const left = this.leftOut(holders, k, this.mismatched.get(key) ?? 0);
+    return present.filter((i) => i !== left).slice(0, k);
+  }
+
+  /** The present column a rebuild after `tries` that did not match leaves out (none on a first try, or with only k present). */
+  private leftOut(holders: Holders, k: number, tries: number): number | undefined {
+    const present = [...holders.keys()].sort((a, b) => a - b);
+    return tries === 0 || present.length <= k ? undefined : present[(tries - 1) % present.length];
   }
 
   /** The source columns (sourcesOf), each a stream over the column range [lo, hi); throws when one cannot be opened. */
@@ -359,6 +403,11 @@ export class EcRepairer {
   stop(): Promise<void> {
     return this.loop.stop();
   }
+}
+
+/** The blob's column checksums as its store computed them, when a column keeps them (k + m of them). */
+function storedChecksums(blob: EcBlob, layout: StripeLayout): Buffer | undefined {
+  return blob.columnChecksums?.length === layout.shards * 32 ? blob.columnChecksums : undefined;
 }
 
 /** The lengths of a column's cell rows in column order: each stripe's shard in cells of at most CELL_BYTES. */
