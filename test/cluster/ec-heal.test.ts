@@ -239,13 +239,16 @@ describe('EC42 that heals, on a 7-node cluster', () => {
       expect((await internalStat(c, at, id)).column_checksums, `column ${index}`).toBe(stat.column_checksums);
       expect(stat.column_checksums.slice(index * 64, index * 64 + 64)).toBe(blake3(await columnBytes(c, at, id, index)).toString('hex'));
     }
-    // The source swapped for other bytes with their own checksum, kept without column checksums
-    // (as a column stored before they were): it reads as whole, and is wrong.
+    // The source swapped for other bytes with their own checksum, kept with column checksums that
+    // agree with them (the others' but for its own entry): it reads as whole, and is wrong; the
+    // others' checksums, which more holders name, say so.
     const wrong = Buffer.from(original);
     wrong[100] ^= 0xff;
+    const forged = Buffer.from(stat.column_checksums, 'hex');
+    blake3(wrong).copy(forged, source * 32);
     await dropColumn(c, holder, id, source);
     const planted = await fetch(`${c.url(holder)}/internal/v1/shards/${id}/${source}`, {
-      method: 'PUT', headers: { ...columnHeaders(stat, 64 * KiB, wrong.length) }, body: Buffer.concat([wrong, blake3(wrong)]),
+      method: 'PUT', headers: { ...columnHeaders(stat, 64 * KiB, wrong.length), 'x-blobstore-column-checksums': '6' }, body: Buffer.concat([wrong, blake3(wrong), forged]),
     });
     expect(planted.status, await planted.clone().text()).toBe(200);
     const mismatches = async (): Promise<number> => (await Promise.all(c.live().map((i) => metric(c, i, 'blobstore_ec_rebuild_mismatches_total')))).reduce((a, b) => a + b, 0);
