@@ -47,6 +47,19 @@ import type { Logger } from '../log/logger.js';
 
 export type { EcBlob, Holders };
 
+/** What a survey found (EcReader.survey). */
+export interface Survey {
+  holders: Holders;
+  /** Every column each node holds ('' = this node), duplicates included. */
+  byNode: Map<string, number[]>;
+  blob: EcBlob | undefined;
+  /** Candidates that could not be asked, and those slow to answer or seen offline lately. */
+  unreachable: number;
+  slow: number;
+  /** Nodes that named the blob's column checksums (blob.columnChecksums), and those that named others. */
+  votes: { for: number; against: number };
+}
+
 /** Located holders are kept this long (columns move only on repair and ring changes). */
 const HOLDERS_CACHE_MS = 30_000;
 const HOLDERS_CACHE_ENTRIES = 4096;
@@ -123,7 +136,7 @@ export class EcReader implements ColumnSource {
    * owners of the id (their manifest, or a column of theirs), then asked in a second round. Nodes
    * in `silent` (a read waited for them in vain just now) are counted slow, not asked.
    */
-  async survey(id: Buffer, shards: number, placement?: Buffer, silent?: ReadonlySet<string>): Promise<{ holders: Holders; byNode: Map<string, number[]>; blob: EcBlob | undefined; unreachable: number; slow: number }> {
+  async survey(id: Buffer, shards: number, placement?: Buffer, silent?: ReadonlySet<string>): Promise<Survey> {
     const holders: Holders = new Map();
     /** Every column each node holds ('' = this node), duplicates included. */
     const byNode = new Map<string, number[]>();
@@ -132,16 +145,18 @@ export class EcReader implements ColumnSource {
     for (const c of local) holders.set(c.shard.index, SELF);
     if (local.length > 0) byNode.set(SELF, local.map((c) => c.shard.index));
     if (local[0]) blob = { meta: ecBlobMeta(local[0]), shardBytes: local[0].shard.shardBytes, placement: local[0].shard.placement };
-    // The column checksums the most nodes name: one column's record alone does not decide them.
-    const lists = new Map<string, { checksums: Buffer; votes: number }>();
-    const vote = (checksums: Buffer | undefined): void => {
+    // The column checksums the most nodes name (with the shard size they are for): one column's
+    // record alone does not decide them.
+    const lists = new Map<string, { checksums: Buffer; shardBytes: number; votes: number }>();
+    const vote = (checksums: Buffer | undefined, shardBytes: number): void => {
       if (!checksums) return;
-      const key = checksums.toString('hex');
+      const key = `${shardBytes}:${checksums.toString('hex')}`;
       const seen = lists.get(key);
       if (seen) seen.votes++;
-      else lists.set(key, { checksums, votes: 1 });
+      else lists.set(key, { checksums, shardBytes, votes: 1 });
     };
-    vote(local.find((c) => c.shard.columnChecksums)?.shard.columnChecksums);
+    const listed = local.find((c) => c.shard.columnChecksums);
+    if (listed) vote(listed.shard.columnChecksums, listed.shard.shardBytes);
     const manifest = local[0] ? undefined : this.store.ecManifests.get(id);
     if (manifest) blob = manifestBlob(id, manifest);
     let key = placement ?? blob?.placement;
@@ -154,7 +169,7 @@ export class EcReader implements ColumnSource {
         if (a.unreachable) unreachable++;
         if (a.slow) slow++;
         if (!blob && a.blob) blob = a.blob;
-        vote(a.blob?.columnChecksums);
+        if (a.blob) vote(a.blob.columnChecksums, a.blob.shardBytes);
         key ??= a.placement;
         if (a.indices.length > 0) byNode.set(a.node, a.indices);
         for (const i of a.indices) if (i < shards && !holders.has(i)) holders.set(i, a.node);
@@ -167,12 +182,14 @@ export class EcReader implements ColumnSource {
       await ask(this.candidates(key, shards).filter((n) => !first.includes(n)));
     }
     if (blob && key && !blob.placement) blob = { ...blob, placement: key };
-    const checksums = [...lists.values()].reduce<{ checksums: Buffer; votes: number } | undefined>((best, l) => (!best || l.votes > best.votes ? l : best), undefined);
+    const all = [...lists.values()];
+    const best = all.reduce<(typeof all)[number] | undefined>((b, l) => (!b || l.votes > b.votes ? l : b), undefined);
+    const votes = { for: best?.votes ?? 0, against: all.reduce((n, l) => n + l.votes, 0) - (best?.votes ?? 0) };
     if (blob) {
       const { columnChecksums: _, ...rest } = blob;
-      blob = checksums ? { ...rest, columnChecksums: checksums.checksums } : rest;
+      blob = best && best.shardBytes === blob.shardBytes ? { ...rest, columnChecksums: best.checksums } : rest;
     }
-    return { holders, byNode, blob, unreachable, slow };
+    return { holders, byNode, blob, unreachable, slow, votes };
   }
 
   /** One candidate's stat (StatBlob's answer): the columns it holds, and the blob and placement key it names. */

@@ -65,6 +65,8 @@ export class EcRepairer {
    * in turn when there are more than k.
    */
   private readonly mismatched = new Map<string, number>();
+  /** The source a matching rebuild left out, by blob id: checked on the blob's next survey. */
+  private readonly suspects = new Map<string, number>();
 
   constructor(
     private readonly store: LocalStore,
@@ -134,6 +136,7 @@ export class EcRepairer {
           await this.store.ecRepairs.remove(id);
           this.backoff.clear(key);
           this.mismatched.delete(key);
+          this.suspects.delete(key);
           this.progress.blobsQueued = Math.max(0, this.progress.blobsQueued - 1);
           this.progress.bytesLeft = Math.max(0, this.progress.bytesLeft - (entry.bytes ?? 0));
         } else {
@@ -169,63 +172,69 @@ export class EcRepairer {
     const scheme = ecScheme(policy);
     if (!scheme) return true;
     const shards = scheme.k + scheme.m;
-    const { holders, blob, unreachable } = await this.reader.survey(id, shards, placement);
+    const { holders, blob, unreachable, votes } = await this.reader.survey(id, shards, placement);
     if (!blob) {
       // No column anywhere it could be: gone for good when every candidate answered (deleted
       // everywhere, or a store that never completed), else ask again later.
       return unreachable === 0;
     }
     const layout = this.reader.layoutOf(blob);
+    const key = id.toString('hex');
+    const checksums = storedChecksums(blob, layout);
+    const suspect = this.suspects.get(key);
+    if (suspect !== undefined) {
+      // Dropped only where k nodes or more, and more than name any others, name the checksums.
+      const trusted = votes.for >= scheme.k && votes.for > votes.against;
+      const holder = holders.get(suspect);
+      const dropped = checksums !== undefined && trusted && holder !== undefined && (await this.droppedIfWrong(id, holder, suspect, columnChecksumAt(checksums, suspect)));
+      this.suspects.delete(key);
+      if (dropped) {
+        // Rebuilt now, from the others (data first again).
+        this.mismatched.delete(key);
+        return this.repairOne(id, policy, placement);
+      }
+    }
     const missing = [...Array(shards).keys()].filter((i) => !holders.has(i));
     if (missing.length === 0) return true;
     if (holders.size < scheme.k) {
-      this.log.error({ blob: id.toString('hex'), held: holders.size, k: scheme.k }, 'EC repair: fewer than k columns are left; the blob cannot be rebuilt now');
+      this.log.error({ blob: key, held: holders.size, k: scheme.k }, 'EC repair: fewer than k columns are left; the blob cannot be rebuilt now');
       return false;
     }
     const targets = this.targetsFor(placementKey(id, blob), shards, holders, missing);
     if (targets.size === 0) return false;
-    const key = id.toString('hex');
     const tries = this.mismatched.get(key) ?? 0;
     const settled = await this.rebuild(blob, layout, holders, targets);
     if (settled !== missing.length) return false;
-    // Rebuilt right only once a source was left out: that source is checked, and goes if wrong.
+    // Rebuilt right only once a source was left out: that source is suspect, checked next.
     const left = tries > 0 ? this.leftOut(holders, scheme.k, tries) : undefined;
-    const checksums = storedChecksums(blob, layout);
-    if (left !== undefined && checksums && (await this.droppedIfWrong(blob, layout, holders, left, checksums))) {
-      this.mismatched.delete(key);
-      return false;
-    }
-    return true;
+    if (left === undefined || !checksums) return true;
+    this.suspects.set(key, left);
+    return this.repairOne(id, policy, placement);
   }
 
   /**
-   * Whether present column `index` is not the one its store wrote (its bytes as its holder has
-   * them do not hash to `checksums`' entry): if so its holder drops it, and the next pass rebuilds it.
+   * Has column `index`'s holder drop it if its checksum is not `expected`, the one its store
+   * computed (a column wrong though it matches its own checksum); whether it did. The holder
+   * decides on its own record, so a column replaced meanwhile is not dropped.
    */
-  private async droppedIfWrong(blob: EcBlob, layout: StripeLayout, holders: Holders, index: number, checksums: Buffer): Promise<boolean> {
-    const id = blob.meta.id;
-    const node = holders.get(index)!;
-    await this.options.bucket.take(layout.columnBytes);
-    const stream = this.reader.openColumn(blob, node, index, 0, layout.columnBytes);
-    if (!stream) return false;
-    const hasher = createHasher();
-    try {
-      for (let at = 0; at < layout.columnBytes;) {
-        const piece = await stream.take(Math.min(CELL_BYTES, layout.columnBytes - at));
-        hasher.update(piece);
-        at += piece.length;
-        this.reader.release(piece);
-      }
-    } finally {
-      stream.close();
+  private async droppedIfWrong(id: Buffer, node: string, index: number, expected: Buffer): Promise<boolean> {
+    let dropped: boolean;
+    if (node === '') {
+      const held = this.store.shardsOf(id).find((c) => c.shard.index === index);
+      dropped = held !== undefined && !held.checksum.equals(expected);
+      if (dropped) await this.store.deleteShards(id, index, true);
+    } else {
+      const member = this.cluster.member(node);
+      if (!member) return false;
+      const answer = await this.transport.call<{ deleted?: number }>(member, 'DeleteShard', { id: { id }, index, unless_checksum: expected });
+      dropped = (answer.deleted ?? 0) > 0;
     }
-    if (hasher.digest().equals(columnChecksumAt(checksums, index))) return false;
-    this.log.error({ blob: id.toString('hex'), column: index, node: node === '' ? this.cluster.nodeId : node },
-      'EC repair: a column is wrong though it matches its own checksum (not the checksum its store computed); its holder drops it and it is rebuilt');
-    if (node === '') await this.store.deleteShards(id, index, true);
-    else await this.transport.call(this.cluster.member(node)!, 'DeleteShard', { id: { id }, index });
-    this.reader.forget(id);
-    return true;
+    if (dropped) {
+      this.log.error({ blob: id.toString('hex'), column: index, node: node === '' ? this.cluster.nodeId : node },
+        'EC repair: a column is wrong though it matches its own checksum (not the checksum its store computed); its holder dropped it, and it is rebuilt');
+      this.reader.forget(id);
+    }
+    return dropped;
   }
 
   /** Missing column -> owner to hold it: owners without a column first (in ring order), online ones only. */

@@ -121,11 +121,16 @@ export class ClusterInternalApi {
     return had;
   }
 
-  /** Drops columns held here (`index`, or all of the blob's): a store taken back, a column handed off. */
-  async dropColumns(id: Buffer, index: number | undefined): Promise<number> {
-    const held = this.store.shardsOf(id).filter((c) => index === undefined || c.shard.index === index).length;
+  /**
+   * Drops columns held here (`index`, or all of the blob's): a store taken back, a column handed
+   * off; with `unlessChecksum`, column `index` only if its checksum is not that one (a column
+   * repair found wrong: a held column is not replaced meanwhile, a repair of it is refused).
+   */
+  async dropColumns(id: Buffer, index: number | undefined, unlessChecksum?: Buffer): Promise<number> {
+    const held = this.store.shardsOf(id).filter((c) => index === undefined || c.shard.index === index);
+    if (unlessChecksum !== undefined && (index === undefined || held.length === 0 || held[0]!.checksum.equals(unlessChecksum))) return 0;
     await this.store.deleteShards(id, index, true);
-    return held;
+    return held.length;
   }
 
   /** A replica that came whole; false when declined or held already. */

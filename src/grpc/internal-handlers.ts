@@ -110,8 +110,8 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
       results: await running().internal.storeColumns(r.shards ?? [], r.repair === true),
     })),
     StoreManifest: unary('StoreManifest', async (r: StoreManifestMessage) => ({ created: await running().internal.storeManifest(r) })),
-    DeleteShard: unary('DeleteShard', async (r: { id?: { id?: Buffer }; index?: number; all?: boolean }) => ({
-      deleted: await running().internal.dropColumns(blobIdFromBytes(r.id?.id), r.all === true ? undefined : (r.index ?? 0)),
+    DeleteShard: unary('DeleteShard', async (r: { id?: { id?: Buffer }; index?: number; all?: boolean; unless_checksum?: Buffer }) => ({
+      deleted: await running().internal.dropColumns(blobIdFromBytes(r.id?.id), r.all === true ? undefined : (r.index ?? 0), r.unless_checksum?.length ? r.unless_checksum : undefined),
     })),
   } as UntypedServiceImplementation;
 }

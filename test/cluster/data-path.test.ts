@@ -20,6 +20,8 @@ import { join } from 'node:path';
 import { blake3 } from '../../src/hash/blake3.js';
 import { metaHeaderLines } from '../../src/cluster/wire-meta.js';
 import { chunkValuesOf } from '../../src/engine/blob-reader.js';
+import * as grpc from '@grpc/grpc-js';
+import { client, unary } from '../grpc/helpers.js';
 
 const MiB = 1024 * 1024;
 
@@ -286,7 +288,7 @@ describe('the data path with a cluster secret', () => {
     expect((await fetch(`${c.url(1)}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBeLessThan(300);
   });
 
-  it('a column PUT with the blob\'s column checksums keeps them (stat shows them); one whose checksum is not its entry there, whose bytes are not that checksum, or that brings another count of them is refused, and nothing is kept', async () => {
+  it('a column PUT with the blob\'s column checksums keeps them (stat shows them); one whose checksum is not its entry there, whose bytes are not that checksum, or that brings another count of them is refused, and nothing is kept; a drop unless its checksum is the one given takes only a column whose checksum differs', async () => {
     // A 3000-byte EC42 blob: one stripe, columns of 750 bytes, column 2 stored on node 1.
     const blob = patternBytes(3000, 93);
     const checksum = blake3(blob);
@@ -316,7 +318,20 @@ describe('the data path with a cluster secret', () => {
     expect(stored.status, await stored.clone().text()).toBe(200);
     expect(await stored.json()).toEqual({ created: true, declined: false });
     expect(await stat()).toMatchObject({ kind: 'columns', indices: [2], column_checksums: checksums.toString('hex') });
-    expect((await fetch(`${c.url(1)}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBeLessThan(300);
+    // Repair has a column dropped only if its checksum is not the one its store computed.
+    const address = (await c.state(1)).nodes.find((n) => n.node_id === c.ids[1])!.grpc_address;
+    const internal = client('InternalService', address);
+    const metadata = new grpc.Metadata();
+    metadata.set('x-blobstore-cluster-secret', SECRET);
+    try {
+      const drop = (unless: Buffer): Promise<{ deleted: number }> => unary(internal, 'DeleteShard', { id: { id: Buffer.from(id, 'hex') }, index: 2, unless_checksum: unless }, { metadata });
+      expect(await drop(blake3(column))).toEqual({ deleted: 0 });
+      expect(await stat()).toMatchObject({ kind: 'columns', indices: [2] });
+      expect(await drop(blake3(Buffer.from('another column 2')))).toEqual({ deleted: 1 });
+      expect(await stat()).toMatchObject({ kind: 'none' });
+    } finally {
+      internal.close();
+    }
   });
 });
 
