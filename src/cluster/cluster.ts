@@ -134,7 +134,7 @@ export class Cluster implements Placement, RepairSource {
       retryMs: Math.min(1000, config.heartbeatIntervalMs), batchBytes: config.replicationBatchBytes,
     }, (id, policy) => this.ecRepair.queue(id, policy, 'anti-entropy: an owner holds no column'));
     this.remote = new RemoteReader(this.node, this.transport, config);
-    this.ecReader = new EcReader(store, this.node, this.transport, metrics, config, (id, policy, why, bytes, placement) => this.ecRepair.queue(id, policy, why, bytes, placement), (meta) => this.corruptColumn(meta), log);
+    this.ecReader = new EcReader(store, this.node, this.transport, metrics, config, (id, policy, why, bytes, placement, suspect) => this.ecRepair.queue(id, policy, why, bytes, placement, suspect), (meta) => this.corruptColumn(meta), log);
     this.handoff = new Handoff(store, this.node, this.transport, sender, log, {
       intervalMs: config.handoffIntervalMs, bucket: this.repairControl.bucket, rescanMs: config.repairRescanMs,
     }, new ColumnHandoff(store, this.node, this.transport, this.ecReader, log, config.ecStoreTimeoutMs),
@@ -297,7 +297,7 @@ export class Cluster implements Placement, RepairSource {
 
   fetch(blob: Located, sink: ChunkSink, range?: ByteRange): Promise<void> {
     const read = blob.ec
-      ? this.ecReader.read({ meta: blob, shardBytes: blob.ec.shardBytes, placement: blob.ec.placement }, sink, range)
+      ? this.ecReader.read({ meta: blob, shardBytes: blob.ec.shardBytes, placement: blob.ec.placement, ...(blob.ec.columnChecksums ? { columnChecksums: blob.ec.columnChecksums } : {}) }, sink, range)
       : blob.peer === undefined
         ? Promise.reject(new BlobstoreError('internal', 'fetch of a blob held here'))
         : this.remote.fetch({ meta: blob, peer: blob.peer }, sink, range);

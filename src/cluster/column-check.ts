@@ -9,7 +9,12 @@
  *
  *   GET /internal/v1/shards/{id}/{index} with `X-Blobstore-Chunk-Values: 1`, a range on chunks
  *     ──▶ "BSCV", u32 mode (1: the chunks' chaining values follow and the bytes are not checked
- *         by the holder; 0: the holder checked them, zeros follow), 32 bytes per chunk, the bytes
+ *         by the holder; 0: the holder checked them, zeros follow), the column's own checksum (32
+ *         bytes), 32 bytes per chunk, the bytes
+ *
+ * A reader that knows the checksum the column's store computed (the blob's column checksums)
+ * refuses a column whose own checksum is another before any of its bytes: a column wrong though
+ * it matches its own checksum is read around, as a corrupt one is.
  *
  * Only a range that starts on a chunk and ends on one (or at the column's end) is read so; a
  * holder whose file keeps no chaining values (format 1) checks the chunks itself (mode 0).
@@ -34,7 +39,8 @@ export type Answer = 'column' | 'refused' | 'silent';
 export const CHUNK_VALUES_HEADER = 'x-blobstore-chunk-values';
 
 const MAGIC = 0x56435342; // "BSCV", little-endian
-const HEAD_BYTES = 8;
+const CHECKSUM_AT = 8;
+const HEAD_BYTES = CHECKSUM_AT + 32;
 const CHECKED_BY_READER = 1;
 
 /** Whether a read of `range` of a column of `columnBytes` can be checked by its reader. */
@@ -61,13 +67,14 @@ export function valuesPrefixBytes(range: ByteRange): number {
   return HEAD_BYTES + chunksOf(range) * CV_BYTES;
 }
 
-/** The prefix for `range`: its chunks' chaining values, or (undefined) a holder that checked the chunks itself. */
-export function valuesPrefix(cvs: Buffer | undefined, range: ByteRange): Buffer {
+/** The prefix for `range` of a column whose checksum is `checksum`: its chunks' chaining values, or (undefined) a holder that checked the chunks itself. */
+export function valuesPrefix(cvs: Buffer | undefined, range: ByteRange, checksum: Buffer): Buffer {
   const count = chunksOf(range);
   if (cvs && cvs.length !== count * CV_BYTES) throw new BlobstoreError('internal', `${cvs.length / CV_BYTES} chaining values for ${count} chunks`);
   const prefix = Buffer.alloc(HEAD_BYTES + count * CV_BYTES);
   prefix.writeUInt32LE(MAGIC, 0);
   prefix.writeUInt32LE(cvs ? CHECKED_BY_READER : 0, 4);
+  checksum.copy(prefix, CHECKSUM_AT, 0, 32);
   cvs?.copy(prefix, HEAD_BYTES);
   return prefix;
 }
@@ -100,12 +107,18 @@ export class CheckedColumn implements Stream {
     private readonly slabs: { ref(view: Buffer): void; release(view: Buffer): void },
     private readonly onCorrupt: (offset: number, length: number) => void,
     private readonly what: string,
+    /** The checksum the column's store computed, when known; a column with another is `onWrong`. */
+    expected?: { checksum: Buffer; onWrong: () => void },
   ) {
     this.next = range.start;
     this.values = stream.take(valuesPrefixBytes(range)).then((prefix) => {
       const copy = Buffer.from(prefix);
       slabs.release(prefix);
       if (copy.readUInt32LE(0) !== MAGIC) throw new BlobstoreError('corruption', `${what}: the holder sent no chunk values`);
+      if (expected && !copy.subarray(CHECKSUM_AT, HEAD_BYTES).equals(expected.checksum)) {
+        expected.onWrong();
+        throw this.fail(new BlobstoreError('corruption', `${what}: the column's checksum is not the one its store computed`));
+      }
       return copy.readUInt32LE(4) === CHECKED_BY_READER ? copy.subarray(HEAD_BYTES) : undefined;
     });
     this.values.catch(() => undefined); // the first take reports it

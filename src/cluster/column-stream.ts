@@ -284,6 +284,8 @@ export interface ReaderCheck {
   readonly chunkCv: ChunkCv;
   /** Bytes [offset, offset + length) of the column did not match (the holder is asked to check them). */
   readonly onCorrupt: (offset: number, length: number) => void;
+  /** The checksum the column's store computed, when known: a column with another is refused, and `onWrong` hears of it. */
+  readonly expected?: { checksum: Buffer; onWrong: () => void };
 }
 
 /**
@@ -302,13 +304,22 @@ export function remoteColumn(transport: PeerTransport, peer: PeerRef, id: Buffer
   // The kernel reads the column straight into the queue's slabs (a closed queue fails the read).
   transport.readColumn(peer, id, index, range, queue, check !== undefined).then(() => queue.end(), (err: Error) => queue.fail(err));
   if (!check) return queue;
-  return new CheckedColumn(queue, range, check.chunkCv, limits.slabs, check.onCorrupt, what);
+  return new CheckedColumn(queue, range, check.chunkCv, limits.slabs, check.onCorrupt, what, check.expected);
 }
 
-/** Bytes [start, end) of a column held here (verified by the engine's read). */
-export function localColumn(store: LocalStore, meta: ShardMeta, start: number, end: number, limits: ColumnLimits, onCorrupt: (err: BlobstoreError) => void): ColumnStream {
+/**
+ * Bytes [start, end) of a column held here (verified by the engine's read); refused at once when
+ * its checksum is not `expected`'s (ReaderCheck.expected).
+ */
+export function localColumn(store: LocalStore, meta: ShardMeta, start: number, end: number, limits: ColumnLimits, onCorrupt: (err: BlobstoreError) => void, expected?: ReaderCheck['expected']): ColumnStream {
   let closed = false;
-  const queue = new ByteQueue(`column ${meta.shard.index} of ${meta.id.toString('hex')} here`, limits, start, () => (closed = true));
+  const what = `column ${meta.shard.index} of ${meta.id.toString('hex')} here`;
+  const queue = new ByteQueue(what, limits, start, () => (closed = true));
+  if (expected && !meta.checksum.equals(expected.checksum)) {
+    expected.onWrong();
+    queue.fail(new BlobstoreError('corruption', `${what}: the column's checksum is not the one its store computed`));
+    return queue;
+  }
   store.read(meta, async (chunk) => {
     if (closed) throw new BlobstoreError('unavailable', 'local column read closed');
     // The engine reuses its chunk buffers: push() copies each into the queue's slabs.

@@ -42,7 +42,7 @@ import { layoutChecks, readerChecks } from './column-check.js';
 import { type ColumnSource, type EcBlob, type Holders, type Piece, piecesOf, ReadState } from './ec-read-state.js';
 import { manifestBlob } from './ec-manifest.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
-import type { ShardMeta } from '../blob/shard.js';
+import { columnChecksumAt, type ShardMeta } from '../blob/shard.js';
 import type { Logger } from '../log/logger.js';
 
 export type { EcBlob, Holders };
@@ -82,7 +82,8 @@ export class EcReader implements ColumnSource {
     private readonly metrics: ClusterMetrics,
     private readonly config: NodeConfig,
     /** Columns were found missing or failing, about `bytes` to rebuild (the repair worker takes the blob). */
-    private readonly onMissing: (id: Buffer, policy: number, why: string, bytes: number, placement: Buffer | undefined) => void,
+    /** Columns missing or failing (`suspect`: a column found wrong though it matches its own checksum) go to repair. */
+    private readonly onMissing: (id: Buffer, policy: number, why: string, bytes: number, placement: Buffer | undefined, suspect?: number) => void,
     /** A column held here failed its check (it is dropped and rebuilt). */
     private readonly onCorruptColumn: (meta: ShardMeta) => void,
     private readonly log: Logger,
@@ -396,20 +397,42 @@ export class EcReader implements ColumnSource {
 
   /** A stream of column `index`'s bytes [start, end) from `node` (this node: its engine). */
   openColumn(blob: EcBlob, node: string, index: number, start: number, end: number): ColumnStream | undefined {
+    const layout = this.layoutOf(blob);
+    const expected = this.expectedOf(blob, layout, node, index);
     if (node === SELF) {
       const meta = this.store.shardsOf(blob.meta.id).find((c) => c.shard.index === index);
-      return meta && localColumn(this.store, meta, start, end, this.columnLimits, () => this.onCorruptColumn(meta));
+      return meta && localColumn(this.store, meta, start, end, this.columnLimits, () => this.onCorruptColumn(meta), expected);
     }
     const member = this.cluster.member(node);
     if (!member) return undefined;
-    const layout = this.layoutOf(blob);
     if (!layoutChecks(layout.shardBytes) || !readerChecks({ start, end }, layout.columnBytes)) {
       return remoteColumn(this.transport, member, blob.meta.id, index, start, end, this.columnLimits);
     }
     return remoteColumn(this.transport, member, blob.meta.id, index, start, end, this.columnLimits, {
       chunkCv: this.store.chunkCv,
       onCorrupt: (offset, length) => this.checkAtHolder(blob, node, index, offset, length),
+      ...(expected ? { expected } : {}),
     });
+  }
+
+  /**
+   * What column `index` must be, when the blob's column checksums are known: one with another
+   * checksum is read around, and repair hears of it (it has the column dropped where the holders
+   * agree on the checksums, and rebuilds it).
+   */
+  private expectedOf(blob: EcBlob, layout: StripeLayout, node: string, index: number): { checksum: Buffer; onWrong: () => void } | undefined {
+    const checksums = blob.columnChecksums;
+    if (checksums?.length !== layout.shards * 32) return undefined;
+    return {
+      checksum: columnChecksumAt(checksums, index),
+      onWrong: () => {
+        const id = blob.meta.id;
+        this.log.error({ id: id.toString('hex'), column: index, node: node === SELF ? this.cluster.nodeId : node },
+          'EC read: a column is not the one its store wrote (its checksum is another); it is read around and queued for repair');
+        this.forget(id);
+        this.onMissing(id, blob.meta.policy, `column ${index} on ${node === SELF ? 'this node' : node} is not the one its store wrote`, layout.columnBytes, blob.placement, index);
+      },
+    };
   }
 
   /**

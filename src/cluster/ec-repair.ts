@@ -94,9 +94,18 @@ export class EcRepairer {
     return this.loop.stopped;
   }
 
-  /** A column of the blob was found missing or failing: queued (durably) and repaired soon; `bytes`: an estimate of what to rebuild. */
-  queue(id: Buffer, policy: number, reason: string, bytes = 0, placement?: Buffer): void {
-    if (this.stopped || this.store.ecRepairs.get(id)) return;
+  /**
+   * A column of the blob was found missing or failing: queued (durably) and repaired soon; `bytes`:
+   * an estimate of what to rebuild; `suspect`: a column a read found wrong though it matches its own
+   * checksum (its holder drops it where the holders agree on the blob's column checksums).
+   */
+  queue(id: Buffer, policy: number, reason: string, bytes = 0, placement?: Buffer, suspect?: number): void {
+    if (this.stopped) return;
+    if (suspect !== undefined) {
+      this.suspects.set(id.toString('hex'), suspect);
+      this.kick();
+    }
+    if (this.store.ecRepairs.get(id)) return;
     void this.store.ecRepairs.put(Buffer.from(id), { policy, queuedAtMs: Date.now(), reason, bytes, ...(placement ? { placement } : {}) }).then(
       () => {
         this.progress.blobsQueued++;

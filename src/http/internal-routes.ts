@@ -281,6 +281,6 @@ export class InternalRoutes {
     // A corrupt column is dropped and rebuilt here (the reader reconstructs around it).
     if (!withValues) return sendBody(x, total, writeHead, (sink) => cluster.internal.read(meta, sink, range));
     // The values go as the body's first bytes, the range's chunks after them.
-    await sendBody(x, total, writeHead, (sink) => cluster.internal.read(meta, (chunk, i) => sink(chunk, i + 1), range, (cvs) => sink(valuesPrefix(cvs, whole), 0)));
+    await sendBody(x, total, writeHead, (sink) => cluster.internal.read(meta, (chunk, i) => sink(chunk, i + 1), range, (cvs) => sink(valuesPrefix(cvs, whole, meta.checksum), 0)));
   }
 }

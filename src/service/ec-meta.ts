@@ -18,7 +18,11 @@ export function ecBlobMeta(column: ShardMeta): Located {
     createdAtNs: column.createdAtNs,
     checksum: column.shard.blobChecksum,
     labels: column.blobLabels,
-    ec: column.shard.placement ? { shardBytes: column.shard.shardBytes, placement: column.shard.placement } : { shardBytes: column.shard.shardBytes },
+    ec: {
+      shardBytes: column.shard.shardBytes,
+      ...(column.shard.placement ? { placement: column.shard.placement } : {}),
+      ...(column.shard.columnChecksums ? { columnChecksums: column.shard.columnChecksums } : {}),
+    },
   };
 }
 

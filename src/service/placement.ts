@@ -15,6 +15,8 @@ export interface EcPlacement {
   readonly shardBytes: number;
   /** The key its columns are placed by, when not the id (a blob stored as it streamed in). */
   readonly placement?: Buffer;
+  /** Every column's checksum as its store computed them, when the column that told of the blob keeps them. */
+  readonly columnChecksums?: Buffer;
 }
 
 /**

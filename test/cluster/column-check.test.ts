@@ -11,6 +11,7 @@ import type { BytesTarget } from '../../src/cluster/transport/http-fetcher.js';
 import type { PeerRef, PeerTransport } from '../../src/cluster/transport/peer-transport.js';
 import { Slabs } from '../../src/util/slabs.js';
 import { patternBytes } from '../helpers/blobs.js';
+import { blake3 } from '../../src/hash/blake3.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -40,13 +41,16 @@ function limits(): ColumnLimits {
 
 const cv = (chunk: Buffer, offset: number): Promise<Buffer> => Promise.resolve(chunkCvOf(chunk, offset, false));
 
-function open(column: Buffer, start: number, end: number, opts: { values?: Buffer | 'holder'; corrupt?: (offset: number, length: number) => void } = {}) {
+/** The checksum the holder's record keeps for the column (the prefix carries it). */
+const HELD = blake3(Buffer.from('the column as held'));
+
+function open(column: Buffer, start: number, end: number, opts: { values?: Buffer | 'holder'; corrupt?: (offset: number, length: number) => void; expected?: { checksum: Buffer; onWrong: () => void } } = {}) {
   const range = { start, end };
   const values = opts.values === 'holder' ? undefined : (opts.values ?? chunkValuesOf(column.subarray(start, end), start));
-  const { transport, asked } = holder(valuesPrefix(values, range), column.subarray(start, end));
+  const { transport, asked } = holder(valuesPrefix(values, range, HELD), column.subarray(start, end));
   const l = limits();
   const stream = remoteColumn(transport, { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef, Buffer.alloc(16), 1, start, end, l, {
-    chunkCv: cv, onCorrupt: opts.corrupt ?? (() => undefined),
+    chunkCv: cv, onCorrupt: opts.corrupt ?? (() => undefined), ...(opts.expected ? { expected: opts.expected } : {}),
   });
   return { stream, asked, slabs: l.slabs };
 }
@@ -85,6 +89,20 @@ describe('a column read the reader checks', () => {
     expect(corrupt).toEqual([[MiB, MiB]]);
     await expect(stream.take(512 * KiB)).rejects.toMatchObject({ kind: 'corruption' });
     stream.close();
+  });
+
+  it('refuses a column whose checksum is not the one its store computed before any of its bytes, and says so; takes one whose checksum is', async () => {
+    const column = patternBytes(MiB + 9, 36);
+    let wrong = 0;
+    const refused = open(column, 0, column.length, { expected: { checksum: blake3(Buffer.from('what the store wrote')), onWrong: () => wrong++ } }).stream;
+    await expect(refused.take(MiB)).rejects.toMatchObject({ kind: 'corruption', message: expect.stringContaining('not the one its store computed') });
+    await expect(refused.take(9)).rejects.toMatchObject({ kind: 'corruption' });
+    expect(wrong).toBe(1);
+    refused.close();
+    const taken = open(column, 0, column.length, { values: 'holder', expected: { checksum: HELD, onWrong: () => wrong++ } }).stream;
+    expect((await taken.take(MiB)).equals(column.subarray(0, MiB))).toBe(true);
+    expect(wrong).toBe(1);
+    taken.close();
   });
 
   it('takes the bytes as they come from a holder that checked them itself (a file without chaining values)', async () => {

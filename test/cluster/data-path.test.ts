@@ -148,15 +148,17 @@ describe('the data path with a cluster secret', () => {
     expect(stat).toMatchObject({ kind: 'columns', size: blob.length, indices: [0], placement });
     expect(Buffer.from(stat.labels, 'base64').toString()).toBe('{"team":"ec"}');
 
-    // For a reader that checks the bytes itself: the chunks' chaining values in the column's tree, then the bytes.
+    // For a reader that checks the bytes itself: the column's own checksum, the chunks' chaining
+    // values in the column's tree, then the bytes.
     const checked = (range: string, values = '1') => fetch(`${c.url(1)}/internal/v1/shards/${id}/0`, { headers: { 'x-blobstore-cluster-secret': SECRET, 'x-blobstore-chunk-values': values, range } });
     const second = await checked(`bytes=${MiB}-${2 * MiB - 1}`);
     expect(second.status).toBe(206);
     const body = Buffer.from(await second.arrayBuffer());
-    expect(body.length).toBe(8 + 32 + MiB);
+    expect(body.length).toBe(8 + 32 + 32 + MiB);
     expect(body.readUInt32LE(4), 'mode: the reader checks').toBe(1);
-    expect(body.subarray(8, 40).equals(chunkValuesOf(column.subarray(MiB), MiB))).toBe(true);
-    expect(body.subarray(40).equals(column.subarray(MiB))).toBe(true);
+    expect(body.subarray(8, 40).equals(blake3(column)), 'the column\'s checksum').toBe(true);
+    expect(body.subarray(40, 72).equals(chunkValuesOf(column.subarray(MiB), MiB))).toBe(true);
+    expect(body.subarray(72).equals(column.subarray(MiB))).toBe(true);
     expect((await checked('bytes=0-2097151')).status).toBe(206);
     expect((await checked('bytes=5-1048575')).status, 'a range off the chunks').toBe(400);
     expect((await checked('bytes=0-1048575', 'yes')).status).toBe(400);
