@@ -181,6 +181,15 @@ class ByteQueue implements ColumnStream {
     this.serve();
   }
 
+  /**
+   * The holder has the column, but not the one its store wrote: answered as a column (it is
+   * where the ring places it), then failed, as a remote one whose check fails (column-check.ts).
+   */
+  wrong(err: Error): void {
+    this.answered('column');
+    this.fail(err);
+  }
+
   take(length: number): Promise<Buffer> {
     // Takes are served one at a time, in call order.
     return new Promise<void>((go) => {
@@ -317,7 +326,7 @@ export function localColumn(store: LocalStore, meta: ShardMeta, start: number, e
   const queue = new ByteQueue(what, limits, start, () => (closed = true));
   if (expected && !meta.checksum.equals(expected.checksum)) {
     expected.onWrong();
-    queue.fail(new BlobstoreError('corruption', `${what}: the column's checksum is not the one its store computed`));
+    queue.wrong(new BlobstoreError('corruption', `${what}: the column's checksum is not the one its store computed`));
     return queue;
   }
   store.read(meta, async (chunk) => {

@@ -70,6 +70,8 @@ const NOT_PLACED: { read?: ReadState; silent: ReadonlySet<string> } = { silent: 
 
 export class EcReader implements ColumnSource {
   private readonly cache = new TtlCache<Holders>(HOLDERS_CACHE_ENTRIES, HOLDERS_CACHE_MS);
+  /** Columns found not the ones their store wrote lately, by `${id hex}:${index}`: reported once a while. */
+  private readonly wrongSeen = new TtlCache<boolean>(HOLDERS_CACHE_ENTRIES, HOLDERS_CACHE_MS);
 
   private readonly columnLimits: ColumnLimits;
   /** Until then (performance.now() ms) reads ask where the columns are rather than trust the ring's placement. */
@@ -361,14 +363,20 @@ export class EcReader implements ColumnSource {
   /** Bytes [offset, offset + length) of column `index` from `node`. */
   async fetchRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer> {
     const fetchStart = performance.now();
-    const out = node === SELF ? await this.localRange(blob.meta.id, index, offset, length) : await this.remoteRange(blob, node, index, offset, length);
+    const out = node === SELF ? await this.localRange(blob, index, offset, length) : await this.remoteRange(blob, node, index, offset, length);
     this.metrics.observe('shard_fetch', fetchStart);
     return out;
   }
 
-  private async localRange(id: Buffer, index: number, offset: number, length: number): Promise<Buffer> {
+  private async localRange(blob: EcBlob, index: number, offset: number, length: number): Promise<Buffer> {
+    const id = blob.meta.id;
     const meta = this.store.shardsOf(id).find((c) => c.shard.index === index);
     if (!meta) throw new BlobstoreError('not_found', `column ${index} of ${id.toString('hex')} is not here any more`);
+    const expected = this.expectedOf(blob, this.layoutOf(blob), SELF, index);
+    if (expected && !meta.checksum.equals(expected.checksum)) {
+      expected.onWrong();
+      throw new BlobstoreError('corruption', `column ${index} of ${id.toString('hex')} here: its checksum is not the one its store computed`);
+    }
     const out = Buffer.allocUnsafe(length);
     let at = 0;
     try {
@@ -426,10 +434,13 @@ export class EcReader implements ColumnSource {
     return {
       checksum: columnChecksumAt(checksums, index),
       onWrong: () => {
+        // Once a while per column: every read of the blob finds it until repair has replaced it.
         const id = blob.meta.id;
+        const key = `${id.toString('hex')}:${index}`;
+        if (this.wrongSeen.get(key)) return;
+        this.wrongSeen.set(key, true);
         this.log.error({ id: id.toString('hex'), column: index, node: node === SELF ? this.cluster.nodeId : node },
           'EC read: a column is not the one its store wrote (its checksum is another); it is read around and queued for repair');
-        this.forget(id);
         this.onMissing(id, blob.meta.policy, `column ${index} on ${node === SELF ? 'this node' : node} is not the one its store wrote`, layout.columnBytes, blob.placement, index);
       },
     };

@@ -101,7 +101,7 @@ export class EcRepairer {
    */
   queue(id: Buffer, policy: number, reason: string, bytes = 0, placement?: Buffer, suspect?: number): void {
     if (this.stopped) return;
-    if (suspect !== undefined) {
+    if (suspect !== undefined && this.suspects.get(id.toString('hex')) !== suspect) {
       this.suspects.set(id.toString('hex'), suspect);
       this.kick();
     }
@@ -196,12 +196,14 @@ export class EcRepairer {
       const trusted = votes.for >= scheme.k && votes.for > votes.against;
       const holder = holders.get(suspect);
       const dropped = checksums !== undefined && trusted && holder !== undefined && (await this.droppedIfWrong(id, holder, suspect, columnChecksumAt(checksums, suspect)));
-      this.suspects.delete(key);
       if (dropped) {
         // Rebuilt now, from the others (data first again).
+        this.suspects.delete(key);
         this.mismatched.delete(key);
         return this.repairOne(id, policy, placement);
       }
+      // Not dropped (the holders do not agree enough, or it holds the right one): it stays left
+      // out as a source while more than k columns are present (sourcesOf), until the blob is done.
     }
     const missing = [...Array(shards).keys()].filter((i) => !holders.has(i));
     if (missing.length === 0) return true;
@@ -393,7 +395,8 @@ export class EcRepairer {
    */
   private sourcesOf(holders: Holders, k: number, key: string): number[] {
     const present = [...holders.keys()].sort((a, b) => a - b);
-    const left = this.leftOut(holders, k, this.mismatched.get(key) ?? 0);
+    const suspect = this.suspects.get(key);
+    const left = suspect !== undefined && holders.has(suspect) && present.length > k ? suspect : this.leftOut(holders, k, this.mismatched.get(key) ?? 0);
     return present.filter((i) => i !== left).slice(0, k);
   }
 

@@ -104,6 +104,23 @@ describe('a column stream', () => {
     expect(slabs.kept).toBe(slabsSeen.size);
   });
 
+  it('a column held here whose checksum is not the one its store computed answers as a column, then fails every take without reading; one whose checksum is, reads', async () => {
+    const limits: ColumnLimits = { timeoutMs: 10_000, startBytes: MiB, queueBytes: MiB, slabs: new Slabs(MiB, 8) };
+    let reads = 0;
+    const store = { read: async () => void reads++ } as unknown as LocalStore;
+    const held = { ...meta, checksum: Buffer.alloc(32, 1) } as unknown as ShardMeta;
+    let wrong = 0;
+    const refused = localColumn(store, held, 0, MiB, limits, () => undefined, { checksum: Buffer.alloc(32, 2), onWrong: () => wrong++ });
+    expect(await refused.ready).toBe('column');
+    await expect(refused.take(MiB)).rejects.toMatchObject({ kind: 'corruption', message: expect.stringContaining('not the one its store computed') });
+    expect([wrong, reads]).toEqual([1, 0]);
+    refused.close();
+    const taken = localColumn(storeOf(column, MiB), held, 0, MiB, limits, () => undefined, { checksum: Buffer.alloc(32, 1), onWrong: () => wrong++ });
+    expect((await taken.take(MiB)).equals(column.subarray(0, MiB))).toBe(true);
+    expect(wrong).toBe(1);
+    taken.close();
+  });
+
   it('a piece across two slabs is a copy of its own; a view held by its taker is not reused', async () => {
     const slabs = new Slabs(MiB, 64);
     const limits: ColumnLimits = { timeoutMs: 10_000, startBytes: 8 * MiB, queueBytes: 8 * MiB, slabs };
