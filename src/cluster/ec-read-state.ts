@@ -20,6 +20,11 @@ export interface EcBlob {
   readonly columnChecksums?: Buffer;
 }
 
+/** The blob's column checksums as its store computed them, when a column keeps them (k + m of them). */
+export function storedChecksums(blob: EcBlob, layout: StripeLayout): Buffer | undefined {
+  return blob.columnChecksums?.length === layout.shards * 32 ? blob.columnChecksums : undefined;
+}
+
 /** Column index -> the node that holds it ('' = this node). */
 export type Holders = Map<number, string>;
 

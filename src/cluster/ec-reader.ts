@@ -39,7 +39,7 @@ import type { PeerTransport } from './transport/peer-transport.js';
 import { statOfAnswer } from './wire-meta.js';
 import { type ColumnLimits, type ColumnStream, localColumn, remoteColumn } from './column-stream.js';
 import { layoutChecks, readerChecks } from './column-check.js';
-import { type ColumnSource, type EcBlob, type Holders, type Piece, piecesOf, ReadState } from './ec-read-state.js';
+import { type ColumnSource, type EcBlob, type Holders, type Piece, piecesOf, ReadState, storedChecksums } from './ec-read-state.js';
 import { manifestBlob } from './ec-manifest.js';
 import { ecBlobMeta } from '../service/ec-meta.js';
 import { columnChecksumAt, type ShardMeta } from '../blob/shard.js';
@@ -429,8 +429,8 @@ export class EcReader implements ColumnSource {
    * agree on the checksums, and rebuilds it).
    */
   private expectedOf(blob: EcBlob, layout: StripeLayout, node: string, index: number): { checksum: Buffer; onWrong: () => void } | undefined {
-    const checksums = blob.columnChecksums;
-    if (checksums?.length !== layout.shards * 32) return undefined;
+    const checksums = storedChecksums(blob, layout);
+    if (!checksums) return undefined;
     return {
       checksum: columnChecksumAt(checksums, index),
       onWrong: () => {

@@ -27,6 +27,7 @@ import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import type { EcBlob, EcReader, Holders } from './ec-reader.js';
+import { storedChecksums } from './ec-read-state.js';
 import type { PeerTransport } from './transport/peer-transport.js';
 import { PeerPutError } from './transport/http-put.js';
 import type { RebuildInput } from './row-rebuild.js';
@@ -424,11 +425,6 @@ export class EcRepairer {
   stop(): Promise<void> {
     return this.loop.stop();
   }
-}
-
-/** The blob's column checksums as its store computed them, when a column keeps them (k + m of them). */
-function storedChecksums(blob: EcBlob, layout: StripeLayout): Buffer | undefined {
-  return blob.columnChecksums?.length === layout.shards * 32 ? blob.columnChecksums : undefined;
 }
 
 /** The lengths of a column's cell rows in column order: each stripe's shard in cells of at most CELL_BYTES. */
