@@ -98,7 +98,8 @@ export class ReadState {
   private readonly bad = new Set<number>();
   /** Cells rebuilt for missing data columns, by `${stripe}:${cellStart}:${index}` (the stripe's other pieces use them). */
   private readonly rebuilt = new Map<string, Buffer>();
-  private readonly streams = new Map<number, ColumnStream>();
+  /** Each data column's stream, and the column offset its next take starts at. */
+  private readonly streams = new Map<number, { stream: ColumnStream; next: number }>();
   /** Per data column, the contiguous column range the read needs. */
   private readonly ranges = new Map<number, { start: number; end: number }>();
   /** Where the last row the read's pieces cover ends in the columns. */
@@ -147,7 +148,7 @@ export class ReadState {
    */
   async open(): Promise<{ whole: boolean; silent: string[] }> {
     const indices = [...this.ranges.keys()];
-    const answers = await Promise.all(indices.map((i) => this.stream(i)?.ready ?? 'refused'));
+    const answers = await Promise.all(indices.map((i) => this.stream(i)?.stream.ready ?? 'refused'));
     const silent: string[] = [];
     indices.forEach((index, j) => {
       if (answers[j] === 'column') this.answered.add(index);
@@ -178,11 +179,15 @@ export class ReadState {
       const bytes = await this.sharedPiece(p, at);
       if (bytes) return bytes;
     } else if (!this.bad.has(p.index)) {
-      const stream = this.stream(p.index);
-      if (stream) {
+      const open = this.stream(p.index);
+      if (open) {
         try {
+          // Pieces take their column's bytes in order: a take anywhere else would hand on the
+          // bytes of another offset (never: the column fails for the read instead).
+          if (open.next !== at + p.from) throw new BlobstoreError('internal', `column ${p.index}: a take at ${at + p.from}, the stream is at ${open.next}`);
+          open.next = at + p.to;
           const fetchStart = performance.now();
-          const bytes = await stream.take(p.to - p.from);
+          const bytes = await open.stream.take(p.to - p.from);
           this.reader.fetched(fetchStart);
           return bytes;
         } catch (err) {
@@ -290,20 +295,30 @@ export class ReadState {
     });
   }
 
-  /** The column's stream over its needed range, opened on first use; undefined when nobody holds it. */
-  private stream(index: number): ColumnStream | undefined {
+  /**
+   * The column's stream over its needed range, opened once, for the read's first piece of it;
+   * undefined when nobody holds it. A column its holder no longer has then (dropped as corrupt,
+   * say) fails for the rest of the read: opened later, once repair has stored it again, its
+   * stream would start at the range's start, not at the piece that asks.
+   */
+  private stream(index: number): { stream: ColumnStream; next: number } | undefined {
     const open = this.streams.get(index);
     if (open) return open;
     const node = this.holders.get(index);
     const range = this.ranges.get(index);
-    if (node === undefined || !range) return undefined;
+    if (node === undefined || !range || this.bad.has(index)) return undefined;
     const stream = this.reader.openColumn(this.blob, node, index, range.start, range.end);
-    if (stream) this.streams.set(index, stream);
-    return stream;
+    if (!stream) {
+      this.failed(index, new BlobstoreError('not_found', `column ${index} is not held by ${node === '' ? 'this node' : node} any more`));
+      return undefined;
+    }
+    const opened = { stream, next: range.start };
+    this.streams.set(index, opened);
+    return opened;
   }
 
   close(): void {
-    for (const s of this.streams.values()) s.close();
+    for (const { stream } of this.streams.values()) stream.close();
     this.streams.clear();
     this.rowRebuild?.close();
     this.rowRebuild = undefined;
@@ -312,7 +327,7 @@ export class ReadState {
   private failed(index: number, err: unknown): void {
     if (this.bad.has(index)) return;
     this.bad.add(index);
-    this.streams.get(index)?.close();
+    this.streams.get(index)?.stream.close();
     this.streams.delete(index);
     this.reader.forget(this.blob.meta.id);
     if (this.placed && !this.answered.has(index)) this.reader.unplaced(this.blob.meta.id);

@@ -37,9 +37,16 @@ class MemoryColumns implements ColumnSource {
     private readonly columns: Buffer[],
     /** Column index -> bytes it sends in this read before it fails (per stream). */
     private readonly failAfter = new Map<number, number>(),
+    /** Column index -> how many opens find it not held (dropped as corrupt, say) before it is held again (repair stored it). */
+    private readonly absentFor = new Map<number, number>(),
   ) {}
 
-  openColumn(_blob: EcBlob, _node: string, index: number, start: number, end: number): ColumnStream {
+  openColumn(_blob: EcBlob, _node: string, index: number, start: number, end: number): ColumnStream | undefined {
+    const absent = this.absentFor.get(index) ?? 0;
+    if (absent > 0) {
+      this.absentFor.set(index, absent - 1);
+      return undefined;
+    }
     this.opened.set(index, (this.opened.get(index) ?? 0) + 1);
     let at = start;
     let closed = false;
@@ -184,6 +191,15 @@ describe('a degraded EC read', async () => {
     for (const failing of [0, 2, 4]) {
       const source = new MemoryColumns(columns, new Map([[failing, 3 * CELL_BYTES + 5]]));
       expect((await read(source, layout, holdersWithout(1), whole)).equals(data), `column ${failing} failing`).toBe(true);
+    }
+  });
+
+  it('a column gone when the read first asks and back before its later pieces (dropped as corrupt, then rebuilt) is read around throughout: the bytes stay right', async () => {
+    for (const [index, ahead] of [[0, 8], [2, 8], [1, 1]] as const) {
+      const source = new MemoryColumns(columns, new Map(), new Map([[index, 1]]));
+      expect((await read(source, layout, holdersWithout(), whole, { ahead })).equals(data), `column ${index}, ${ahead} ahead`).toBe(true);
+      expect(source.opened.get(index) ?? 0, `column ${index} opened`).toBe(0);
+      expect(source.missing).toContain(index);
     }
   });
 

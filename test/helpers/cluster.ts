@@ -210,6 +210,14 @@ export class TestCluster {
   }
 }
 
+/** How `got` differs from `want`: lengths, framing, and the first byte that differs. */
+function differs(got: Buffer, want: Buffer, headers: Headers): string {
+  let at = 0;
+  while (at < Math.min(got.length, want.length) && got[at] === want[at]) at++;
+  const framing = headers.get('content-length') !== null ? `content-length ${headers.get('content-length')}` : `transfer-encoding ${headers.get('transfer-encoding')}`;
+  return `${got.length} bytes of ${want.length} (${framing}), the first to differ at ${at}`;
+}
+
 /** Every blob reads back byte-exact from every node in `among` (default: all live nodes). */
 export async function expectReadableEverywhere(c: TestCluster, blobs: ReadonlyMap<string, Buffer>, among = c.live()): Promise<void> {
   for (const i of among) {
@@ -217,7 +225,7 @@ export async function expectReadableEverywhere(c: TestCluster, blobs: ReadonlyMa
       const res = await fetch(`${c.url(i)}/v1/blobs/${id}`, { signal: AbortSignal.timeout(15_000) });
       const got = Buffer.from(await res.arrayBuffer());
       expect(res.status, `GET ${id} from ${c.ids[i]}: ${res.status === 200 ? '' : got.toString('utf8', 0, 300)}`).toBe(200);
-      expect(got.equals(bytes), `bytes of ${id} from ${c.ids[i]}`).toBe(true);
+      if (!got.equals(bytes)) expect.fail(`bytes of ${id} from ${c.ids[i]}: ${differs(got, bytes, res.headers)}`);
     }
   }
 }
