@@ -17,8 +17,14 @@ interface Peer {
   server: Server;
 }
 
+/**
+ * How a peer answers a GET with a Range: as HTTP says (206, the range's bytes), or wrongly: the
+ * whole body with a 200, or another range's bytes with their own Content-Range.
+ */
+type Ranges = 'honest' | 'ignored' | 'shifted';
+
 /** Answers each GET with `body` (or `answer` when given), written in fragments of the given sizes. */
-async function peer(body: Buffer, fragments: number[], answer?: (body: Buffer) => Buffer): Promise<Peer> {
+async function peer(body: Buffer, fragments: number[], answer?: (body: Buffer) => Buffer, ranges: Ranges = 'honest', prefix: Buffer = Buffer.alloc(0)): Promise<Peer> {
   const p: Peer = { address: '', connections: 0, requests: [], server: createServer() };
   p.server.on('connection', (socket: Socket) => {
     p.connections++;
@@ -29,14 +35,25 @@ async function peer(body: Buffer, fragments: number[], answer?: (body: Buffer) =
       head += d.toString('latin1');
       while (head.includes('\r\n\r\n')) {
         const end = head.indexOf('\r\n\r\n');
-        p.requests.push(head.slice(0, end));
+        const request = head.slice(0, end);
+        p.requests.push(request);
         head = head.slice(end + 4);
-        void send(socket);
+        void send(socket, /\r\nRange: bytes=(\d+)-(\d+)/.exec(request));
       }
     });
   });
-  const send = async (socket: Socket): Promise<void> => {
-    const bytes = Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n`), answer ? answer(body) : body]);
+  const send = async (socket: Socket, range: RegExpExecArray | null): Promise<void> => {
+    let head = `HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n`;
+    let payload = body;
+    if (range && ranges !== 'ignored') {
+      const shift = ranges === 'shifted' ? -Number(range[1]) : 0;
+      const start = Number(range[1]) + shift;
+      const last = Number(range[2]) + shift;
+      // A column read with chunk values has them before the range's bytes (column-check.ts).
+      payload = Buffer.concat([prefix, body.subarray(start, last + 1)]);
+      head = `HTTP/1.1 206 Partial Content\r\nContent-Range: bytes ${start}-${last}/${body.length}\r\nContent-Length: ${payload.length}\r\n\r\n`;
+    }
+    const bytes = Buffer.concat([Buffer.from(head), answer ? answer(payload) : payload]);
     for (let at = 0, i = 0; at < bytes.length; i++) {
       const n = fragments[i % fragments.length]!;
       socket.write(bytes.subarray(at, at + n));
@@ -88,6 +105,27 @@ describe('HttpFetcher', () => {
     }
     expect(p.connections).toBe(1);
     expect(p.requests[0]).toContain('Range: bytes=0-');
+  });
+
+  it('reads a range that starts inside the body, and refuses an answer with other bytes than the range asked for', async () => {
+    const range = { start: 1_234_567, end: 2_500_000 };
+    const values = patternBytes(72, 3);
+    const honest = await peer(body, [65_536]);
+    const withValues = await peer(body, [65_536], undefined, 'honest', values);
+    const ignored = await peer(body, [65_536], undefined, 'ignored');
+    const shifted = await peer(body, [65_536], undefined, 'shifted');
+    peers.push(honest, withValues, ignored, shifted);
+    const t = target(range.end - range.start, 100_000);
+    await fetcher.fetchPath(honest.address, '/internal/v1/shards/ab/1', range, t);
+    expect(t.bytes().equals(body.subarray(range.start, range.end))).toBe(true);
+    const v = target(values.length + range.end - range.start, 100_000);
+    await fetcher.fetchPath(withValues.address, '/internal/v1/shards/ab/1', range, v);
+    expect(v.bytes().equals(Buffer.concat([values, body.subarray(range.start, range.end)]))).toBe(true);
+    // A 200 with the whole body, or a 206 of another range: their first bytes are not the range's.
+    await expect(fetcher.fetchPath(ignored.address, '/internal/v1/shards/ab/1', range, target(body.length, 100_000))).rejects.toThrow(/answered 200/);
+    const got: Buffer[] = [];
+    await expect(fetcher.fetchPath(shifted.address, '/internal/v1/blobs/ab', range, (chunk) => void got.push(chunk))).rejects.toThrow(/other than 1234567-2499999/);
+    expect(got).toHaveLength(0);
   });
 
   it('hands a body to a sink chunk by chunk, as before', async () => {

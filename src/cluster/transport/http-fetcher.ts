@@ -12,6 +12,9 @@
  * A fetch to a target (BytesTarget: an EC read's column queue) has the body read in place into
  * the target's own memory once the head is in, so the bytes are not copied again on this side.
  *
+ * A fetch of a range takes only a 206 whose Content-Range starts where the range does and ends
+ * within it: bytes of another offset (a peer that ignored the range) are never taken for them.
+ *
  * A connection kept idle that the peer closed meanwhile is retried once, on a new one; any other
  * failure is the fetch's (the caller asks another holder, or fails the read).
  */
@@ -52,6 +55,20 @@ export interface BytesTarget {
 
 const HEAD_END = Buffer.from('\r\n\r\n');
 const CONTENT_LENGTH = /\r\ncontent-length:\s*(\d+)/i;
+const CONTENT_RANGE = /\r\ncontent-range:\s*bytes (\d+)-(\d+)\//i;
+
+/**
+ * Whether a 206 head's Content-Range starts where `range` does and ends within it (a holder may
+ * end it short, at the end of what it holds). Its length is not the body's: a column read with
+ * chunk values has them before the range's bytes (column-check.ts).
+ */
+function rangeAnswered(head: string, range: ByteRange): boolean {
+  const m = CONTENT_RANGE.exec(head);
+  if (!m) return false;
+  const start = Number(m[1]);
+  const last = Number(m[2]);
+  return start === range.start && last >= start && last < range.end;
+}
 
 /** One request on a connection: the head is parsed, then the body is delivered chunk by chunk. */
 interface Exchange {
@@ -63,6 +80,8 @@ interface Exchange {
   /** Body bytes still to come; -1 while the head is incomplete. */
   left: number;
   status: number;
+  /** The range asked for, if any: the answer must be a 206 that starts there and ends within it. */
+  range: ByteRange | undefined;
   delivered: number;
   resolve: () => void;
   reject: (err: Error) => void;
@@ -99,11 +118,11 @@ class Connection {
     });
   }
 
-  request(head: string, to: BytesSink | BytesTarget): Promise<void> {
+  request(head: string, to: BytesSink | BytesTarget, range: ByteRange | undefined): Promise<void> {
     if (this.closed) return Promise.reject(new NothingDelivered('connection closed by the peer'));
     const [sink, target] = typeof to === 'function' ? [to, undefined] : [undefined, to];
     return new Promise((resolve, reject) => {
-      this.exchange = { sink, target, waiting: false, left: -1, status: 0, delivered: 0, resolve, reject };
+      this.exchange = { sink, target, waiting: false, left: -1, status: 0, range, delivered: 0, resolve, reject };
       this.filled = 0;
       this.socket.write(head);
     });
@@ -158,11 +177,16 @@ class Connection {
     const head = this.buffer.toString('latin1', 0, end + 2);
     ex.status = Number(head.slice(9, 12));
     const length = CONTENT_LENGTH.exec(head);
-    if ((ex.status !== 200 && ex.status !== 206) || !length) {
+    if (ex.status !== (ex.range ? 206 : 200) || !length) {
       this.fail(new Error(`answered ${head.slice(9, head.indexOf('\r\n'))}`));
       return false;
     }
     ex.left = Number(length[1]);
+    if (ex.range && !rangeAnswered(head, ex.range)) {
+      // Another range's bytes would be taken for the ones asked for.
+      this.fail(new Error(`answered bytes other than ${ex.range.start}-${ex.range.end - 1}`));
+      return false;
+    }
     this.buffer.copyWithin(0, end + HEAD_END.length, this.filled);
     this.filled -= end + HEAD_END.length;
     return true;
@@ -276,7 +300,7 @@ export class HttpFetcher {
 
   /**
    * Streams `range` (default: all) of the blob from the peer at `address` (host:port of its API)
-   * to `sink` in chunks of at most 1 MiB. Checks the length; the caller checks the bytes.
+   * to `sink` in chunks of at most 1 MiB. Checks the length and the range answered; the caller checks the bytes.
    */
   fetch(address: string, id: Buffer, range: ByteRange | undefined, sink: BytesSink, traceparent?: string): Promise<void> {
     return this.fetchPath(address, `/internal/v1/blobs/${id.toString('hex')}`, range, sink, traceparent);
@@ -295,7 +319,7 @@ export class HttpFetcher {
       const conn = await this.take(address);
       const reused = conn.served > 0;
       try {
-        await conn.request(head, to);
+        await conn.request(head, to, range);
         this.give(address, conn);
         return;
       } catch (err) {

@@ -103,7 +103,7 @@ export class PeerTransport {
 
   /**
    * Streams `range` (default: all) of a blob the peer holds to `sink` in chunks of at most 1 MiB
-   * (the buffer is the connection's: reused once the sink returns). Checks the length only.
+   * (the buffer is the connection's: reused once the sink returns). Checks the length, and that a range's answer is that range.
    */
   readBlob(peer: PeerRef, id: Buffer, range: ByteRange | undefined, sink: BytesSink, traceparent?: string): Promise<void> {
     return this.reads.fetchPath(peer.address, `/internal/v1/blobs/${id.toString('hex')}`, range, sink, traceparent);
