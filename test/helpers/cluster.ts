@@ -184,7 +184,8 @@ export class TestCluster {
     let last = '';
     await waitFor(async () => {
       const states = await Promise.all(among.map((i) => this.state(i).catch((err: Error) => ({ error: err.message }) as unknown as NodeState)));
-      const views = states.map((s) => JSON.stringify({ v: s.ring_version, n: (s.nodes ?? []).map((n) => `${n.node_id}:${n.state}`).sort() }));
+      // A node that did not answer shows why (its view then differs from every other).
+      const views = states.map((s) => JSON.stringify('error' in s ? s : { v: s.ring_version, n: (s.nodes ?? []).map((n) => `${n.node_id}:${n.state}`).sort() }));
       const same = views.every((v) => v === views[0]);
       const members = (states[0]?.nodes ?? []).map((n) => n.node_id).sort();
       const wantMembers = !options.members || JSON.stringify(members) === JSON.stringify([...options.members].sort());
