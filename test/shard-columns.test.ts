@@ -68,20 +68,26 @@ describe('shard columns in the engine', () => {
     await engine.close();
   });
 
-  it('a column file swapped for another column of the same size (its own digests, all intact) reads as corrupt, before any byte', async () => {
-    const engine = await openEngine(testConfig());
-    const a = column(7, 1, 2 * CHUNK_BYTES + 99);
-    const b = column(8, 1, 2 * CHUNK_BYTES + 99);
-    await storeFile(engine, a.w, a.data);
-    await storeFile(engine, b.w, b.data);
-    const [ma] = engine.shardsOf(a.w.id);
-    const [mb] = engine.shardsOf(b.w.id);
-    writeFileSync(engine.filePath(ma!), readFileSync(engine.filePath(mb!)));
-    const handed: Buffer[] = [];
-    await expect(engine.read(ma!, (chunk) => void handed.push(chunk))).rejects.toMatchObject({ kind: 'corruption' });
-    expect(handed).toEqual([]);
-    expect((await readAll(engine, mb!)).equals(b.data)).toBe(true);
-    await engine.close();
+  it('a column file swapped for another column of the same size (its own digests, all intact) reads as corrupt, before any byte: of many chunks or of one, checked on the event loop, in the pool or past the page cache', async () => {
+    const variants = [{}, { chunkDigests: 'pool' }, { columnFileReads: 'direct' }] as const;
+    for (const [v, settings] of variants.entries()) {
+      const engine = await openEngine(testConfig(settings));
+      for (const [n, bytes] of [2 * CHUNK_BYTES + 99, CHUNK_BYTES, 300_000, 8192].entries()) {
+        const seed = 10 * v + 2 * n;
+        const a = column(seed + 7, 1, bytes);
+        const b = column(seed + 8, 1, bytes);
+        await storeFile(engine, a.w, a.data);
+        await storeFile(engine, b.w, b.data);
+        const [ma] = engine.shardsOf(a.w.id);
+        const [mb] = engine.shardsOf(b.w.id);
+        writeFileSync(engine.filePath(ma!), readFileSync(engine.filePath(mb!)));
+        const handed: Buffer[] = [];
+        await expect(engine.read(ma!, (chunk) => void handed.push(chunk)), `${bytes} bytes, ${JSON.stringify(settings)}`).rejects.toMatchObject({ kind: 'corruption' });
+        expect(handed).toEqual([]);
+        expect((await readAll(engine, mb!)).equals(b.data)).toBe(true);
+      }
+      await engine.close();
+    }
   });
 
   it('refuses a column whose bytes do not match its checksum, and a second store of a column is not created again', async () => {

@@ -98,6 +98,8 @@ export class CheckedColumn implements Stream {
   /** Column offset of the next chunk to take from the stream. */
   private next: number;
   private failure: Error | undefined;
+  /** The column's checksum, for a range that is all of a column of one chunk. */
+  private root: Buffer | undefined;
 
   constructor(
     private readonly stream: Stream,
@@ -109,16 +111,23 @@ export class CheckedColumn implements Stream {
     private readonly what: string,
     /** The checksum the column's store computed, when known; a column with another is `onWrong`. */
     expected?: { checksum: Buffer; onWrong: () => void },
+    /** Bytes in the column: a range that is all of a column of one chunk is checked against the column's checksum too. */
+    columnBytes = Infinity,
   ) {
     this.next = range.start;
     this.values = stream.take(valuesPrefixBytes(range)).then((prefix) => {
       const copy = Buffer.from(prefix);
       slabs.release(prefix);
       if (copy.readUInt32LE(0) !== MAGIC) throw new BlobstoreError('corruption', `${what}: the holder sent no chunk values`);
-      if (expected && !copy.subarray(CHECKSUM_AT, HEAD_BYTES).equals(expected.checksum)) {
+      const checksum = copy.subarray(CHECKSUM_AT, HEAD_BYTES);
+      if (expected && !checksum.equals(expected.checksum)) {
         expected.onWrong();
         throw this.fail(new BlobstoreError('corruption', `${what}: the column's checksum is not the one its store computed`));
       }
+      // A chunk's chaining value is not the column's checksum (the root is hashed apart): the one
+      // chunk of a column is checked against both, so that a whole file that is another column's
+      // (its own chaining value with it) is caught here too.
+      if (range.start === 0 && range.end === columnBytes && columnBytes <= CHUNK_BYTES) this.root = checksum;
       return copy.readUInt32LE(4) === CHECKED_BY_READER ? copy.subarray(HEAD_BYTES) : undefined;
     });
     this.values.catch(() => undefined); // the first take reports it
@@ -167,12 +176,13 @@ export class CheckedColumn implements Stream {
     const index = (at - this.range.start) / CHUNK_BYTES;
     let cv: Buffer;
     try {
-      cv = await this.chunkCv(bytes, at, false);
+      cv = await this.chunkCv(bytes, at, this.root !== undefined);
     } catch (err) {
       this.slabs.release(bytes);
       throw this.fail(err as Error);
     }
-    if (cv.compare(values, index * CV_BYTES, (index + 1) * CV_BYTES, 0, CV_BYTES) === 0) return bytes;
+    const rooted = this.root === undefined || cv.compare(this.root, 0, CV_BYTES, CV_BYTES, 2 * CV_BYTES) === 0;
+    if (rooted && cv.compare(values, index * CV_BYTES, (index + 1) * CV_BYTES, 0, CV_BYTES) === 0) return bytes;
     this.slabs.release(bytes);
     this.onCorrupt(at, length);
     throw this.fail(new BlobstoreError('corruption', `${this.what}: bytes ${at}-${at + length - 1} do not match their chaining value`));

@@ -295,6 +295,8 @@ export interface ReaderCheck {
   readonly onCorrupt: (offset: number, length: number) => void;
   /** The checksum the column's store computed, when known: a column with another is refused, and `onWrong` hears of it. */
   readonly expected?: { checksum: Buffer; onWrong: () => void };
+  /** Bytes in the column (all of a column of one chunk is checked against its checksum too). */
+  readonly columnBytes: number;
 }
 
 /**
@@ -313,7 +315,7 @@ export function remoteColumn(transport: PeerTransport, peer: PeerRef, id: Buffer
   // The kernel reads the column straight into the queue's slabs (a closed queue fails the read).
   transport.readColumn(peer, id, index, range, queue, check !== undefined).then(() => queue.end(), (err: Error) => queue.fail(err));
   if (!check) return queue;
-  return new CheckedColumn(queue, range, check.chunkCv, limits.slabs, check.onCorrupt, what, check.expected);
+  return new CheckedColumn(queue, range, check.chunkCv, limits.slabs, check.onCorrupt, what, check.expected, check.columnBytes);
 }
 
 /**

@@ -419,6 +419,7 @@ export class EcReader implements ColumnSource {
     return remoteColumn(this.transport, member, blob.meta.id, index, start, end, this.columnLimits, {
       chunkCv: this.store.chunkCv,
       onCorrupt: (offset, length) => this.checkAtHolder(blob, node, index, offset, length),
+      columnBytes: layout.columnBytes,
       ...(expected ? { expected } : {}),
     });
   }

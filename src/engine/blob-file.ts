@@ -366,8 +366,12 @@ export async function readLayout(handle: fsp.FileHandle, expectedSize: number): 
   return { version, size, chunkBytes, digests, fileKey: `${dev}:${ino}:${ctimeMs}` };
 }
 
-/** True when the chunk's digest (by the file's version) matches the table entry `index`. */
-export async function chunkIntact(layout: BlobFileLayout, index: number, chunk: Buffer, hashers: ChunkHashers): Promise<boolean> {
+/**
+ * True when the chunk's digest (by the file's version) matches the table entry `index`; with
+ * `root` (a format-2 file of one chunk), when the chunk's own digest is `root`.
+ */
+export async function chunkIntact(layout: BlobFileLayout, index: number, chunk: Buffer, hashers: ChunkHashers, root?: Buffer): Promise<boolean> {
+  if (root) return (await hashers.chunkCv(chunk, 0, true)).subarray(DIGEST_BYTES, 2 * DIGEST_BYTES).equals(root);
   const at = index * DIGEST_BYTES;
   const actual = layout.version === FILE_VERSION_TREE ? await hashers.chunkCv(chunk, index * layout.chunkBytes, false) : await hashers.digestChunk(chunk);
   return actual.subarray(0, DIGEST_BYTES).equals(layout.digests.subarray(at, at + DIGEST_BYTES));

@@ -115,12 +115,12 @@ async function readPastCache(direct: DirectFile, buf: Buffer, length: number, at
  * worker thread when the pool takes it (one hop, so checks run as far ahead as reads); else read
  * on libuv's thread pool and hashed by the engine's digester.
  */
-async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number, check: boolean, direct: DirectFile | undefined): Promise<Buffer | false> {
+async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buffer, layout: BlobFileLayout, index: number, check: boolean, direct: DirectFile | undefined, root: Buffer | undefined): Promise<Buffer | false> {
   const at = index * layout.chunkBytes;
   const length = Math.min(layout.chunkBytes, layout.size - at);
   const chunk = buf.subarray(0, length);
-  const digest = layout.digests.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
-  const pooled = check && !direct?.usable ? engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE) : undefined;
+  const digest = root ?? layout.digests.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
+  const pooled = check && !direct?.usable ? engine.workerPool?.readChunk(handle.fd, buf, at, length, digest, layout.version === FILE_VERSION_TREE, root !== undefined) : undefined;
   if (pooled) {
     const [n, readMs, verifyMs] = await pooled;
     const now = ticks();
@@ -140,7 +140,7 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
   engine.recorder.stage('read', readStart);
   if (!check) return chunk;
   const verifyStart = ticks();
-  const intact = await chunkIntact(layout, index, chunk, engine);
+  const intact = await chunkIntact(layout, index, chunk, engine, root);
   engine.recorder.stage('verify', verifyStart);
   return intact && chunk;
 }
@@ -151,8 +151,9 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
  * it is read, and the entries against the checksum here, so a file that is whole but another
  * blob's or column's (same size, its own digests) is caught before a byte goes. A format-2 table
  * of two or more chunks holds chaining values whose root is the checksum; one chunk's entry is
- * not the root (the root is hashed apart), and a format-1 table (each chunk's own digest) does not
- * join into it: those are taken as they are.
+ * not the root (the root is hashed apart), so that chunk is checked against the checksum itself
+ * as it is read (readFileBlob). A format-1 table holds each chunk's own digest: one chunk's is the
+ * checksum; more do not join into it, and are taken as they are.
  *
  * A table found to match is remembered by the file as it was then (device, inode, change time): a
  * range read of a 10 GiB blob would otherwise join 10,240 chaining values (~1.5 ms) for each
@@ -163,7 +164,9 @@ export class CheckedTables {
 
   matches(layout: BlobFileLayout, meta: BlobMeta): boolean {
     const count = layout.digests.length / DIGEST_BYTES;
-    if (layout.version !== FILE_VERSION_TREE || count < 2) return true;
+    // A format-1 file of one chunk: its entry is that chunk's digest, the checksum of the whole.
+    if (layout.version !== FILE_VERSION_TREE) return count !== 1 || layout.digests.equals(meta.checksum);
+    if (count < 2) return true;
     const key = `${layout.fileKey}:${meta.checksum.toString('hex')}`;
     if (this.matched.get(key)) return true;
     const root = Buffer.allocUnsafe(DIGEST_BYTES);
@@ -224,13 +227,16 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
     const count = last - first + 1;
     // The reader checks the chunks against the table's chaining values (a format-1 table's are checked here).
     const check = values === undefined || layout.version !== FILE_VERSION_TREE || layout.chunkBytes !== CHUNK_BYTES;
+    // One chunk of format 2: its entry does not join into the checksum (CheckedTables), so the
+    // chunk is checked against the checksum itself.
+    const root = layout.version === FILE_VERSION_TREE && layout.digests.length === DIGEST_BYTES ? meta.checksum : undefined;
     if (values) await values(check ? undefined : layout.digests.subarray(first * DIGEST_BYTES, (last + 1) * DIGEST_BYTES));
     for (let i = 0; i < Math.min(engine.config.readAheadChunks, count); i++) buffers.push(await engine.pool.acquire());
     // Columns read past the page cache (columnFileReads=direct): whole blocks into the pool's
     // page-aligned buffers, checked in line (not on the worker pool).
     if (engine.readsDirect(meta) && layout.chunkBytes % DIRECT_ALIGN === 0 && layout.chunkBytes <= buffers[0]!.length) direct = await openDirect(engine.filePath(meta));
     const startRead = (i: number): void => {
-      const read = readVerified(engine, handle, buffers[i % buffers.length]!, layout, first + i, check, direct);
+      const read = readVerified(engine, handle, buffers[i % buffers.length]!, layout, first + i, check, direct, root);
       read.catch(() => undefined); // awaited in turn, or settled in finally
       reads[i % buffers.length] = read;
     };

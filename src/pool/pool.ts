@@ -49,9 +49,9 @@ export class WorkerPool {
    * reads on the thread pool and hashes here). `tree`: the digest is the chunk's chaining value in
    * its blob's tree (a format-2 file), else the chunk's own BLAKE3 digest.
    */
-  readChunk(fd: number, chunk: Buffer, position: number, length: number, digest: Buffer, tree: boolean): Promise<[number, number, number]> | undefined {
+  readChunk(fd: number, chunk: Buffer, position: number, length: number, digest: Buffer, tree: boolean, root: boolean): Promise<[number, number, number]> | undefined {
     if (!(chunk.buffer instanceof SharedArrayBuffer) || this.piscina.queueSize >= this.queueMax) return undefined;
-    const task: ReadChunkTask = { fd, position, length, buffer: chunk.buffer, offset: chunk.byteOffset, digest, tree };
+    const task: ReadChunkTask = { fd, position, length, buffer: chunk.buffer, offset: chunk.byteOffset, digest, tree, root };
     return this.piscina.run(task, { name: 'readChunk' }) as Promise<[number, number, number]>;
   }
 

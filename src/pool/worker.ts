@@ -45,6 +45,8 @@ export interface ReadChunkTask {
   digest: Uint8Array;
   /** The digest is the chunk's chaining value at `position` in its blob's tree (format 2), else its own BLAKE3 digest. */
   tree: boolean;
+  /** The digest is the whole file's checksum, of which this chunk is all (format 2, one chunk). */
+  root: boolean;
 }
 
 /**
@@ -61,7 +63,7 @@ export function readChunk(task: ReadChunkTask): [number, number, number] {
     done += n;
   }
   const t1 = performance.now();
-  const actual = task.tree ? chunkCvOf(view, task.position, false) : blake3(view);
+  const actual = task.root ? chunkCvOf(view, 0, true).subarray(32) : task.tree ? chunkCvOf(view, task.position, false) : blake3(view);
   const intact = actual.equals(task.digest);
   return [intact ? done : -1, t1 - t0, performance.now() - t1];
 }

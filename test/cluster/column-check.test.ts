@@ -39,18 +39,18 @@ function limits(): ColumnLimits {
   return { timeoutMs: 5000, startBytes: 2 * MiB, queueBytes: 8 * MiB, slabs: new Slabs(MiB, 16) };
 }
 
-const cv = (chunk: Buffer, offset: number): Promise<Buffer> => Promise.resolve(chunkCvOf(chunk, offset, false));
+const cv = (chunk: Buffer, offset: number, withRoot: boolean): Promise<Buffer> => Promise.resolve(chunkCvOf(chunk, offset, withRoot));
 
 /** The checksum the holder's record keeps for the column (the prefix carries it). */
 const HELD = blake3(Buffer.from('the column as held'));
 
-function open(column: Buffer, start: number, end: number, opts: { values?: Buffer | 'holder'; corrupt?: (offset: number, length: number) => void; expected?: { checksum: Buffer; onWrong: () => void } } = {}) {
+function open(column: Buffer, start: number, end: number, opts: { values?: Buffer | 'holder'; corrupt?: (offset: number, length: number) => void; expected?: { checksum: Buffer; onWrong: () => void }; held?: Buffer } = {}) {
   const range = { start, end };
   const values = opts.values === 'holder' ? undefined : (opts.values ?? chunkValuesOf(column.subarray(start, end), start));
-  const { transport, asked } = holder(valuesPrefix(values, range, HELD), column.subarray(start, end));
+  const { transport, asked } = holder(valuesPrefix(values, range, opts.held ?? HELD), column.subarray(start, end));
   const l = limits();
   const stream = remoteColumn(transport, { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef, Buffer.alloc(16), 1, start, end, l, {
-    chunkCv: cv, onCorrupt: opts.corrupt ?? (() => undefined), ...(opts.expected ? { expected: opts.expected } : {}),
+    chunkCv: cv, onCorrupt: opts.corrupt ?? (() => undefined), columnBytes: column.length, ...(opts.expected ? { expected: opts.expected } : {}),
   });
   return { stream, asked, slabs: l.slabs };
 }
@@ -105,6 +105,22 @@ describe('a column read the reader checks', () => {
     taken.close();
   });
 
+  it('checks a column of one chunk against the column\'s checksum too: another column\'s whole file (its own chaining value with it) is refused before any byte', async () => {
+    for (const bytes of [300 * KiB, MiB]) {
+      const column = patternBytes(bytes, 37);
+      const other = patternBytes(bytes, 38);
+      // The holder's record names this column's checksum; its file is the other's, consistent in itself.
+      let corrupt = 0;
+      const swapped = open(other, 0, bytes, { held: blake3(column), corrupt: () => corrupt++ }).stream;
+      await expect(swapped.take(bytes), `${bytes} bytes`).rejects.toMatchObject({ kind: 'corruption' });
+      expect(corrupt).toBe(1);
+      swapped.close();
+      const right = open(column, 0, bytes, { held: blake3(column) }).stream;
+      expect((await right.take(bytes)).equals(column)).toBe(true);
+      right.close();
+    }
+  });
+
   it('takes the bytes as they come from a holder that checked them itself (a file without chaining values)', async () => {
     const column = patternBytes(MiB + 5, 34);
     const { stream } = open(column, 0, column.length, { values: 'holder' });
@@ -120,7 +136,7 @@ describe('a column read the reader checks', () => {
     await expect(crossing.take(20)).rejects.toMatchObject({ kind: 'internal' });
     crossing.close();
     const { transport } = holder(Buffer.alloc(0), column);
-    const bare = remoteColumn(transport, { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef, Buffer.alloc(16), 1, 0, column.length, limits(), { chunkCv: cv, onCorrupt: () => undefined });
+    const bare = remoteColumn(transport, { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef, Buffer.alloc(16), 1, 0, column.length, limits(), { chunkCv: cv, onCorrupt: () => undefined, columnBytes: column.length });
     await expect(bare.take(MiB)).rejects.toMatchObject({ kind: 'corruption' });
     bare.close();
   });
