@@ -96,8 +96,14 @@ describe('a 3-node cluster on loopback', () => {
     const grpcBefore = new Set((await c.converged()).nodes.map((n) => n.grpc_address));
     for (let i = 0; i < 3; i++) await c.stop(i);
     await Promise.all([0, 1, 2].map((i) => c.startNode(i)));
-    const after = await c.converged({ members: c.ids, states: { 'node-1': 'active', 'node-2': 'active', 'node-3': 'active' } });
-    expect(after.nodes.filter((n) => grpcBefore.has(n.grpc_address)), 'gRPC addresses kept over the restart').toEqual([]);
+    // Members agree on the members and their states first; a node's new gRPC address reaches the
+    // others with its next heartbeat.
+    let kept: string[] = [];
+    await waitFor(async () => {
+      const after = await c.converged({ members: c.ids, states: { 'node-1': 'active', 'node-2': 'active', 'node-3': 'active' } });
+      kept = after.nodes.filter((n) => grpcBefore.has(n.grpc_address)).map((n) => `${n.node_id} ${n.grpc_address}`);
+      return kept.length === 0;
+    }, { what: () => `every gRPC listener on a new port, known to the others (kept: ${kept.join(', ')})` });
   });
 
   it('an immediate leave removes the node everywhere; the removed node stays out and knows it', async () => {
