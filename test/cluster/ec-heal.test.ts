@@ -12,7 +12,7 @@ import { flipByte, patternBytes } from '../helpers/blobs.js';
 import { expectReadableEverywhere, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 import { blake3 } from '../../src/hash/blake3.js';
-import { columnBytes, columnHeaders, columnHolders, dropColumn, expectColumnChecksums, internalStat } from '../helpers/columns.js';
+import { columnBytes, columnFiles, columnHeaders, columnHolders, dropColumn, expectColumnChecksums, internalStat, listed } from '../helpers/columns.js';
 
 oneBigClusterAtATime();
 
@@ -39,20 +39,6 @@ async function store(c: TestCluster, at: number, bytes: Buffer, acked: Map<strin
 async function metric(c: TestCluster, i: number, name: string): Promise<number> {
   const text = await (await fetch(`${c.url(i)}/metrics`)).text();
   return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, 'm').exec(text)?.[1] ?? 0);
-}
-
-/** The ids whose columns node i holds (its list). */
-async function listed(c: TestCluster, i: number): Promise<Set<string>> {
-  const page = (await (await fetch(`${c.url(i)}/v1/blobs?limit=10000`)).json()) as { ids: string[] };
-  return new Set(page.ids);
-}
-
-/** Column files on node i's disk (columns too large for a segment record). */
-function columnFiles(c: TestCluster, i: number): string[] {
-  const root = join(c.dataDirs[i]!, 'shards');
-  const out: string[] = [];
-  for (const dir of readdirSync(root, { withFileTypes: true })) if (dir.isDirectory()) for (const f of readdirSync(join(root, dir.name))) out.push(join(root, dir.name, f));
-  return out;
 }
 
 describe('EC42 that heals, on a 7-node cluster', () => {

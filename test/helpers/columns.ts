@@ -3,10 +3,27 @@
  * (loopback nodes without a cluster secret): what each holds, a column's bytes, and the column
  * checksums each column keeps.
  */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import { blake3 } from '../../src/hash/blake3.js';
 import { client, unary } from '../grpc/helpers.js';
 import type { TestCluster } from './cluster.js';
+
+/** The ids whose columns node i holds (its list). */
+export async function listed(c: TestCluster, i: number): Promise<Set<string>> {
+  const page = (await (await fetch(`${c.url(i)}/v1/blobs?limit=10000`)).json()) as { ids: string[] };
+  return new Set(page.ids);
+}
+
+/** Column files on node i's disk (columns too large for a segment record). */
+export function columnFiles(c: TestCluster, i: number): string[] {
+  const root = join(c.dataDirs[i]!, 'shards');
+  const out: string[] = [];
+  if (!existsSync(root)) return out; // made with the node's first column file
+  for (const dir of readdirSync(root, { withFileTypes: true })) if (dir.isDirectory()) for (const f of readdirSync(join(root, dir.name))) out.push(join(root, dir.name, f));
+  return out;
+}
 
 /** What GET /internal/v1/stat/{id} says of node i's holdings (no cluster secret: loopback). */
 export interface InternalStat { kind: string; indices?: number[]; size: number; checksum: string; created_at: string; policy: number; labels: string; column_checksums: string }
