@@ -206,4 +206,31 @@ describe('the digest table', () => {
       }
     }
   });
+
+  it('format 1 of one chunk: its one entry is the blob\'s checksum, so another blob\'s whole file under this name reads as corrupt', async () => {
+    const one = patternBytes(300_000, 960);
+    const sink = await engine.beginFile();
+    await sink.write(one);
+    const put = await engine.commitFile(sink, await sink.finish(), DEFAULT_POLICY, Buffer.alloc(0), LOCAL_STORE);
+    const meta = engine.stat(put.id)!;
+    const format1 = (bytes: Buffer): Buffer => {
+      const table = blake3(bytes);
+      const footer = Buffer.alloc(FOOTER);
+      footer.writeUInt32LE(0x31465342, 0);
+      footer.writeUInt32LE(1, 4);
+      footer.writeUInt32LE(CHUNK_BYTES, 8);
+      footer.writeUInt32LE(1, 12);
+      footer.writeBigUInt64LE(BigInt(bytes.length), 16);
+      footer.writeUInt32LE(crc32(table), 24);
+      return Buffer.concat([bytes, table, footer]);
+    };
+    writeFileSync(engine.filePath(meta), format1(one));
+    expect((await readAll(engine, meta)).equals(one)).toBe(true);
+    // Whole and consistent in itself (its entry is its chunk's digest), but another blob's.
+    writeFileSync(engine.filePath(meta), format1(patternBytes(300_000, 961)));
+    const handed: Buffer[] = [];
+    await expect(engine.read(meta, (chunk) => void handed.push(chunk))).rejects.toMatchObject({ kind: 'corruption' });
+    expect(handed).toEqual([]);
+    await engine.delete(meta.id);
+  });
 });

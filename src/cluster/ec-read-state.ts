@@ -309,7 +309,7 @@ export class ReadState {
     if (node === undefined || !range || this.bad.has(index)) return undefined;
     const stream = this.reader.openColumn(this.blob, node, index, range.start, range.end);
     if (!stream) {
-      this.failed(index, new BlobstoreError('not_found', `column ${index} is not held by ${node === '' ? 'this node' : node} any more`));
+      this.failed(index, new BlobstoreError('not_found', `column ${index} cannot be read from ${node === '' ? 'this node' : node} (not held there, or not a member, any more)`));
       return undefined;
     }
     const opened = { stream, next: range.start };

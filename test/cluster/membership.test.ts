@@ -100,10 +100,11 @@ describe('a 3-node cluster on loopback', () => {
     // others with its next heartbeat.
     let kept: string[] = [];
     await waitFor(async () => {
-      const after = await c.converged({ members: c.ids, states: { 'node-1': 'active', 'node-2': 'active', 'node-3': 'active' } });
-      kept = after.nodes.filter((n) => grpcBefore.has(n.grpc_address)).map((n) => `${n.node_id} ${n.grpc_address}`);
+      await c.converged({ members: c.ids, states: { 'node-1': 'active', 'node-2': 'active', 'node-3': 'active' } });
+      const views = await Promise.all(c.live().map((i) => c.state(i)));
+      kept = views.flatMap((v, i) => v.nodes.filter((n) => grpcBefore.has(n.grpc_address)).map((n) => `${c.ids[i]} knows ${n.node_id} at ${n.grpc_address}`));
       return kept.length === 0;
-    }, { what: () => `every gRPC listener on a new port, known to the others (kept: ${kept.join(', ')})` });
+    }, { what: () => `every gRPC listener on a new port, known to every node (kept: ${kept.join(', ')})` });
   });
 
   it('an immediate leave removes the node everywhere; the removed node stays out and knows it', async () => {
