@@ -109,10 +109,10 @@ export class CheckedColumn implements Stream {
     private readonly slabs: { ref(view: Buffer): void; release(view: Buffer): void },
     private readonly onCorrupt: (offset: number, length: number) => void,
     private readonly what: string,
+    /** Bytes in the column: a range that is all of a column of one chunk is checked against the column's checksum too. */
+    columnBytes: number,
     /** The checksum the column's store computed, when known; a column with another is `onWrong`. */
     expected?: { checksum: Buffer; onWrong: () => void },
-    /** Bytes in the column: a range that is all of a column of one chunk is checked against the column's checksum too. */
-    columnBytes = Infinity,
   ) {
     this.next = range.start;
     this.values = stream.take(valuesPrefixBytes(range)).then((prefix) => {

@@ -315,7 +315,7 @@ export function remoteColumn(transport: PeerTransport, peer: PeerRef, id: Buffer
   // The kernel reads the column straight into the queue's slabs (a closed queue fails the read).
   transport.readColumn(peer, id, index, range, queue, check !== undefined).then(() => queue.end(), (err: Error) => queue.fail(err));
   if (!check) return queue;
-  return new CheckedColumn(queue, range, check.chunkCv, limits.slabs, check.onCorrupt, what, check.expected, check.columnBytes);
+  return new CheckedColumn(queue, range, check.chunkCv, limits.slabs, check.onCorrupt, what, check.columnBytes, check.expected);
 }
 
 /**
