@@ -12,6 +12,7 @@ import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { ColumnHeader, ColumnWriter } from '../cluster/column-writer.js';
 import type { FlowControl } from '../service/blob-writer.js';
 import type { BodySink } from './intake.js';
+import { copyBytes } from '../util/copy-bytes.js';
 
 const CHECKSUM_BYTES = 32;
 
@@ -68,7 +69,9 @@ export class ColumnBody implements BodySink {
       if (this.received < this.columnBytes) {
         this.chunk ??= this.pool.tryAcquire() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
         const n = Math.min(bytes.length - at, CHUNK_BYTES - this.chunkLength, this.columnBytes - this.received);
-        this.chunk.set(bytes.subarray(at, at + n), this.chunkLength);
+        // A native memcpy: set() into a pool chunk (a SharedArrayBuffer) copies with V8's relaxed
+        // byte moves, several times slower (4% of a 64 MiB EC42 PUT's samples on the holders).
+        copyBytes(at === 0 && n === bytes.length ? bytes : bytes.subarray(at, at + n), this.chunk, this.chunkLength);
         this.chunkLength += n;
         this.received += n;
         at += n;

@@ -30,6 +30,7 @@ import { statusLine } from './status-line.js';
 import type { HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
 import { type Ticks, ticks } from '../metrics/clock.js';
+import { copyBytes } from '../util/copy-bytes.js';
 
 /** SmallStore states: receiving its body, waiting for the engine, or with nobody left to answer. */
 const RECEIVING = 0;
@@ -127,7 +128,8 @@ class SmallStore implements SmallStoreDone, Receiving {
       this.gathered = this.owner.service.store.pool.tryAcquire() ?? Buffer.allocUnsafeSlow(this.length);
       this.owner.intake.watch(this);
     }
-    this.gathered.set(new Uint8Array(ab), this.received);
+    // Native memcpy, no view: set() into a pool buffer (shared memory) is V8's slow relaxed copy.
+    copyBytes(ab, this.gathered, this.received);
     this.received += n;
     this.lastMs = Date.now();
     if (!isLast) return;
