@@ -3,6 +3,7 @@
  * policies enum names, int64 JSON strings (protojson), 200 on store, errors {code: gRPC code,
  * message}; path ids in hex or base64 (standard or URL-safe). Input stays liberal.
  */
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putJson, putRaw } from './helpers/blobs.js';
 import { type NodeProcess, startNode } from './helpers/node-process.js';
@@ -80,6 +81,22 @@ describe('GET /v1/blobs/{id} (variant A)', () => {
     expect(Buffer.from(meta.checksum as string, 'base64').subarray(0, 16).toString('base64')).toBe(put.id.id);
     expect(meta.labels).toEqual({ a: 'b' });
     expect(meta.policy).toBe('REPLICATION_POLICY_REPLICA2');
+  });
+
+  it('a chunked JSON body of several 1 MiB chunks stores its bytes exactly', async () => {
+    // 2 MiB + 3 bytes of data: a body of about 2.7 MiB without a Content-Length, gathered into two
+    // whole pooled chunks and part of a third.
+    const data = patternBytes(2 * 1024 * 1024 + 3, 11);
+    const json = Buffer.from(JSON.stringify({ data: data.toString('base64') }));
+    const parts = [json.subarray(0, 700_000), json.subarray(700_000, 1_900_000), json.subarray(1_900_000)];
+    const put = await fetch(`${url}/v1/blobs`, {
+      method: 'PUT', body: Readable.toWeb(Readable.from(parts)) as ReadableStream, duplex: 'half', headers: { 'Content-Type': 'application/json' },
+    } as RequestInit);
+    expect(put.status).toBe(200);
+    const { id } = (await put.json()) as PutResponseA;
+    const res = await fetch(`${url}/v1/blobs/${encodeURIComponent(id.id)}`);
+    const body = (await res.json()) as { data: string };
+    expect(Buffer.from(body.data, 'base64').equals(data)).toBe(true);
   });
 
   it('accepts the id as hex, standard base64 and URL-safe base64 (padded or not)', async () => {
