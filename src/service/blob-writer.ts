@@ -18,7 +18,6 @@ import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { ecScheme } from '../ec/layout.js';
 import type { FileSink, LocalStore } from './local-store.js';
 import { type Ticks, ticks } from '../metrics/clock.js';
-import { copyBytes } from '../util/copy-bytes.js';
 
 
 /** Pool buffers live in shared memory; a stop-gap buffer taken when the pool ran dry does not. */
@@ -195,15 +194,9 @@ export class BlobWriter {
   inMemory(): Buffer | undefined {
     if (this.writer) return undefined;
     if (this.small) return this.received === this.small.length ? this.small : this.small.subarray(0, this.received);
-    // Copied out with the addon's memcpy: Buffer.concat copies from pool chunks (shared memory)
-    // with V8's relaxed byte moves.
-    const body = Buffer.allocUnsafe(this.received);
-    let at = 0;
-    for (const chunk of this.chunks) {
-      copyBytes(chunk, body, at);
-      at += chunk.length;
-    }
-    if (this.current) copyBytes(this.current.subarray(0, this.currentLength), body, at);
+    const parts = this.chunks.slice();
+    if (this.current) parts.push(this.current.subarray(0, this.currentLength));
+    const body = Buffer.concat(parts, this.received);
     this.releaseChunks();
     return body;
   }
