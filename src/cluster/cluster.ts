@@ -45,7 +45,6 @@ import { PeerLink, SECRET_METADATA } from './transport/peer-link.js';
 import type { NodeTls } from '../tls/node-tls.js';
 import { verifiedPeer } from '../tls/grpc-tls.js';
 import type { AuthContext } from '@grpc/grpc-js/build/src/auth-context.js';
-import { copyOf } from '../util/copy-bytes.js';
 
 const MEMBERSHIP_KEY = 'membership';
 /** How long no EC column has come in before the EC read slabs are readied. */
@@ -358,7 +357,7 @@ export class Cluster implements Placement, RepairSource {
         return;
       }
       const chunks: Buffer[] = [];
-      await this.remote.fetch(there, (chunk) => void chunks.push(copyOf(chunk)));
+      await this.remote.fetch(there, (chunk) => void chunks.push(Buffer.from(chunk)));
       // The corrupt record goes (not a user's delete), the good bytes take its place.
       await this.store.delete(meta.id, true);
       await storeReplica(this.store, this.config, {

@@ -16,7 +16,6 @@ import type { EcReader } from './ec-reader.js';
 import type { PeerTransport } from './transport/peer-transport.js';
 import type { TokenBucket } from './token-bucket.js';
 import { scanInSlices } from './index-scan.js';
-import { copyOf } from '../util/copy-bytes.js';
 
 const PAGE = 256;
 
@@ -135,7 +134,7 @@ export class ColumnHandoff {
     const sender = this.transport.column(member, columnWriteOf(meta), meta.size, { repair: true, timeoutMs: this.timeoutMs + meta.size / 8192, checksums: (checksums?.length ?? 0) / 32 });
     try {
       // The reader reuses its chunk buffers: each is copied before it is queued.
-      await this.store.read(meta, (chunk) => sender.write(copyOf(chunk)));
+      await this.store.read(meta, (chunk) => sender.write(Buffer.from(chunk)));
     } catch (err) {
       sender.abort();
       throw err;

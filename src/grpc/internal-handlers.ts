@@ -16,7 +16,6 @@ import type { StoreManifestMessage } from '../cluster/ec-manifest.js';
 import { columnWriteOf } from '../blob/shard.js';
 import { blobMeta } from './blob-handlers.js';
 import { InternalCalls } from './internal-calls.js';
-import { copyOf } from '../util/copy-bytes.js';
 
 const replicaReceiver = (c: Cluster, repair: boolean): ReplicaReceiver => c.internal.replicaReceiver(repair);
 
@@ -70,7 +69,7 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
     // A corrupt column is never sent: the caller reconstructs, and this node rebuilds its copy.
     await internal.read(meta, async (view: Buffer) => {
       if (gone()) throw new BlobstoreError('unavailable', 'fetch cancelled by the caller');
-      const chunk = copyOf(view);
+      const chunk = Buffer.from(view);
       await send(first ? { header, data: chunk } : { data: chunk });
       first = false;
     }, { start, end });

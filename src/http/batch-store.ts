@@ -18,7 +18,7 @@ import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, invalidArgument, payloadTooLarge } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { type Ticks, ticks } from '../metrics/clock.js';
-import { copyBytes, copyOf } from '../util/copy-bytes.js';
+import { copyBytes } from '../util/copy-bytes.js';
 import type { BlobService } from '../service/blob-service.js';
 import type { BufferPool } from '../pool/buffer-pool.js';
 import { AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, X_BLOBSTORE_LABELS, X_BLOBSTORE_POLICY } from './header-names.js';
@@ -78,7 +78,7 @@ export class BatchStores {
       const small = this.service.takesSmallStore(policy);
       // The small store copies its bytes before putSmall returns, the long way gets a copy: the
       // body's buffer goes back to the pool before anything is awaited.
-      const stores = blobs.map((data) => (small && data.length <= this.smallMaxBytes ? this.putSmall(data, policy, labels, start) : this.service.put(copyOf(data), { policy, labels })));
+      const stores = blobs.map((data) => (small && data.length <= this.smallMaxBytes ? this.putSmall(data, policy, labels, start) : this.service.put(Buffer.from(data), { policy, labels })));
       void body.discard();
       const settled = await Promise.allSettled(stores);
       const failed = settled.find((s) => s.status === 'rejected');
@@ -101,7 +101,7 @@ export class BatchStores {
   private putSmall(data: Uint8Array, policy: Policy, labels: Buffer, start: Ticks): Promise<PutResult> {
     const replicate = this.service.replicates(policy);
     // In a cluster the replicator sends these bytes to the owners rather than reading them back.
-    const copy = replicate ? copyOf(data) : undefined;
+    const copy = replicate ? Buffer.from(data) : undefined;
     const stored = new Promise<PutResult>((resolve, reject) => {
       const done = {
         stored: (err: Error | undefined, id: Buffer, existed: boolean): void => {

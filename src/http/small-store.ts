@@ -30,7 +30,7 @@ import { statusLine } from './status-line.js';
 import type { HttpResponse } from './uws.js';
 import type { Wire } from './wire.js';
 import { type Ticks, ticks } from '../metrics/clock.js';
-import { copyBytes, copyOf } from '../util/copy-bytes.js';
+import { copyBytes } from '../util/copy-bytes.js';
 
 /** SmallStore states: receiving its body, waiting for the engine, or with nobody left to answer. */
 const RECEIVING = 0;
@@ -146,7 +146,7 @@ class SmallStore implements SmallStoreDone, Receiving {
     this.state = STORING;
     const replicate = service.replicates(this.policy);
     // In a cluster the replicator sends these bytes to the owners rather than reading them back.
-    if (replicate) this.copy = copyOf(body);
+    if (replicate) this.copy = Buffer.from(body instanceof ArrayBuffer ? new Uint8Array(body) : body);
     try {
       service.putSmall(body, this.policy, this.labels!, this, replicate);
     } catch (err) {

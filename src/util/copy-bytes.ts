@@ -24,13 +24,3 @@ export function copyBytes(src: ArrayBuffer | Uint8Array, dst: Uint8Array, at: nu
 
 /** A view of `src` as bytes (the stand-ins' way: an object per call). */
 export const bytesOf = (src: ArrayBuffer | Uint8Array): Uint8Array => (src instanceof ArrayBuffer ? new Uint8Array(src) : src);
-
-/**
- * A copy of `src` in a new Buffer of its own. Buffer.from() copies out of a SharedArrayBuffer (a
- * pool chunk, a read buffer) with V8's relaxed byte moves, several times slower than this memcpy.
- */
-export function copyOf(src: ArrayBuffer | Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(src.byteLength);
-  if (src.byteLength > 0) copyBytes(src, out, 0);
-  return out;
-}
