@@ -248,6 +248,23 @@ describe('the data path with a cluster secret', () => {
     expect(stat.meta.labels).toEqual({ team: 'batch' });
   });
 
+  it('a batch body of many parts (1.2 MB, read in pieces) stores every blob byte-exact', async () => {
+    const blobs = Array.from({ length: 40 }, (_, k) => {
+      const data = patternBytes(30_000 + k, 900 + k);
+      const checksum = blake3(data);
+      return { meta: { id: checksum.subarray(0, 16), checksum, size: data.length, createdAtNs: 1n, policy: 2, labels: Buffer.alloc(0) }, data };
+    });
+    const res = await fetch(`${c.url(1)}/internal/v1/replicas`, {
+      method: 'POST', body: Buffer.concat(replicaBatchBody(blobs).parts), headers: { 'x-blobstore-cluster-secret': SECRET },
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ stored: 40 });
+    for (const { meta, data } of blobs) {
+      const copy = await fetch(`${c.url(1)}/v1/blobs/${meta.id.toString('hex')}`);
+      expect(Buffer.from(await copy.arrayBuffer()).equals(data)).toBe(true);
+    }
+  });
+
   it('a second repair of a column while one writes it is refused at once (409); once the first ends, the column can be repaired, and once held it is refused again', async () => {
     // A 3000-byte EC42 blob: one stripe, columns of 750 bytes.
     const blob = patternBytes(3000, 91);
