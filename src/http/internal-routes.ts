@@ -29,7 +29,6 @@ import { SECRET_METADATA } from '../cluster/transport/peer-link.js';
 import { parseBlobId } from '../blob/id.js';
 import { BlobstoreError, invalidArgument, payloadTooLarge } from '../errors/errors.js';
 import { readReplicaBatch } from '../cluster/replica-batch.js';
-import { copyBytes } from '../util/copy-bytes.js';
 import type { Logger } from '../log/logger.js';
 import { incomingMeta } from '../cluster/transfer.js';
 import { messageOfHeaders, statJson } from '../cluster/wire-meta.js';
@@ -199,7 +198,7 @@ export class InternalRoutes {
     res.onData((chunk, isLast) => {
       if (x.done || x.aborted) return;
       if (at + chunk.byteLength > body.length) return sendError(x, invalidArgument('a batch of replicas longer than its Content-Length'), 'drain');
-      copyBytes(chunk, body, at);
+      body.set(new Uint8Array(chunk), at);
       at += chunk.byteLength;
       if (!isLast) return;
       void this.storeBatch(x, cluster, body.subarray(0, at), repair);
