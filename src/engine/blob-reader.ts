@@ -152,8 +152,9 @@ async function readVerified(engine: BlobSource, handle: fsp.FileHandle, buf: Buf
  * blob's or column's (same size, its own digests) is caught before a byte goes. A format-2 table
  * of two or more chunks holds chaining values whose root is the checksum; one chunk's entry is
  * not the root (the root is hashed apart), so that chunk is checked against the checksum itself
- * as it is read (readFileBlob; by a reader that checks the chunks itself, column-check.ts). A format-1 table holds each chunk's own digest: one chunk's is the
- * checksum; more do not join into it, and are taken as they are.
+ * as it is read (readFileBlob; by a reader that checks the chunks itself, column-check.ts). A
+ * format-1 table holds each chunk's own digest: one chunk's is the checksum; more do not join
+ * into it, and are taken as they are.
  *
  * A table found to match is remembered by the file as it was then (device, inode, change time): a
  * range read of a 10 GiB blob would otherwise join 10,240 chaining values (~1.5 ms) for each
