@@ -67,8 +67,11 @@ static napi_value js_blake3_subtree(napi_env env, napi_callback_info info) {
     return make_int(env, 0);
 }
 
-/* blake3Root(cvs, count, dst, dstOffset) -> 0: the digest joined from cvs[0 .. 32 * count), count >= 2 */
-static napi_value js_blake3_root(napi_env env, napi_callback_info info) {
+/*
+ * blake3Root(cvs, count, dst, dstOffset) -> 0: the digest joined from cvs[0 .. 32 * count), count >= 2;
+ * blake3Join(...) the same arguments -> 0: their chaining value as one subtree, count >= 1
+ */
+static napi_value js_blake3_cvs(napi_env env, napi_callback_info info, int root) {
     size_t argc = 4;
     napi_value argv[4];
     uint8_t *cvs, *out;
@@ -77,11 +80,15 @@ static napi_value js_blake3_root(napi_env env, napi_callback_info info) {
     if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4 || !typed_array_bytes(env, argv[0], &cvs, &len)) {
         return make_int(env, B3_ARG_SRC);
     }
-    if (!get_whole(env, argv[1], (double)(len / BLAKE3_OUT_BYTES), &count) || count < 2) return make_int(env, B3_ARG_COUNT);
+    if (!get_whole(env, argv[1], (double)(len / BLAKE3_OUT_BYTES), &count) || count < (root ? 2u : 1u)) return make_int(env, B3_ARG_COUNT);
     if (!(out = out_bytes(env, argv, 2))) return make_int(env, B3_ARG_DST);
-    blake3_root(cvs, (size_t)count, out);
+    if (root) blake3_root(cvs, (size_t)count, out);
+    else blake3_join(cvs, (size_t)count, out);
     return make_int(env, 0);
 }
+
+static napi_value js_blake3_root(napi_env env, napi_callback_info info) { return js_blake3_cvs(env, info, 1); }
+static napi_value js_blake3_join(napi_env env, napi_callback_info info) { return js_blake3_cvs(env, info, 0); }
 
 /* Inputs one blake3HashEach call takes at most (its arrays are on the stack). */
 #define EACH_MAX 64
@@ -141,6 +148,7 @@ int define_blake3(napi_env env, napi_value exports) {
         {"blake3Hash", NULL, js_blake3_hash, NULL, NULL, NULL, napi_default, NULL},
         {"blake3Subtree", NULL, js_blake3_subtree, NULL, NULL, NULL, napi_default, NULL},
         {"blake3Root", NULL, js_blake3_root, NULL, NULL, NULL, napi_default, NULL},
+        {"blake3Join", NULL, js_blake3_join, NULL, NULL, NULL, napi_default, NULL},
         {"blake3HashEach", NULL, js_blake3_hash_each, NULL, NULL, NULL, napi_default, NULL},
     };
     return napi_define_properties(env, exports, sizeof props / sizeof props[0], props) == napi_ok &&

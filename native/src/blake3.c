@@ -247,6 +247,8 @@ static void join(const uint8_t *cvs, size_t n, uint32_t extra, uint8_t out[BLAKE
 
 void blake3_root(const uint8_t *cvs, size_t n, uint8_t out[BLAKE3_OUT_BYTES]) { join(cvs, n, BLAKE3_ROOT, out); }
 
+void blake3_join(const uint8_t *cvs, size_t n, uint8_t out[BLAKE3_OUT_BYTES]) { join(cvs, n, 0, out); }
+
 /*
  * blake3_hash_each: several separate inputs at once. A 4 KiB input has only 4 chunks, so alone it
  * fills 4 of a 16-lane kernel's lanes, and a kernel call costs the same however many lanes carry

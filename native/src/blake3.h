@@ -57,6 +57,12 @@ void blake3_subtree(const uint8_t *in, size_t len, uint64_t counter, uint8_t cv[
  */
 void blake3_root(const uint8_t *cvs, size_t n, uint8_t out[BLAKE3_OUT_BYTES]);
 
+/*
+ * The chaining value of the same n >= 1 subtrees joined as one subtree of a larger input (not its
+ * root): so the pieces of a chunk hashed as they arrive give the chunk's own chaining value.
+ */
+void blake3_join(const uint8_t *cvs, size_t n, uint8_t out[BLAKE3_OUT_BYTES]);
+
 const char *blake3_path_name(int path);
 int blake3_path_compiled(int path);
 int blake3_path_supported(int path);

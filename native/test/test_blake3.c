@@ -5,7 +5,8 @@
  *     (@napi-rs/blake-hash, the BLAKE3 crate);
  *   - random inputs at random source alignments give the portable path's digest;
  *   - the tree: 1 MiB subtrees' chaining values joined by blake3_root, and a lone first subtree's
- *     root, are the digest of the whole.
+ *     root, are the digest of the whole; a piece's 64 KiB parts joined by blake3_join are the
+ *     piece's own chaining value, a short last part included.
  * Inputs are exact-size allocations, so a read past either end is caught.
  */
 #include <stdlib.h>
@@ -91,6 +92,25 @@ static void test_tree(const char *path, size_t len) {
     free(in);
 }
 
+/* A piece's chaining value (piece number k of an input) from its 64 KiB parts, as a reader hashes a chunk as it arrives. */
+static void test_join(const char *path, size_t len, uint64_t k) {
+    enum { PART = 64 * 1024 };
+    uint8_t *in = malloc(len);
+    for (size_t i = 0; i < len; i++) in[i] = (uint8_t)rnd();
+    size_t n = (len + PART - 1) / PART;
+    uint64_t counter = k * (PIECE / BLAKE3_CHUNK_BYTES);
+    uint8_t *cvs = malloc(n * BLAKE3_OUT_BYTES), whole[BLAKE3_OUT_BYTES], joined[BLAKE3_OUT_BYTES];
+    blake3_subtree(in, len, counter, whole, NULL);
+    for (size_t p = 0; p < n; p++) {
+        size_t at = p * PART, part = len - at < PART ? len - at : PART;
+        blake3_subtree(in + at, part, counter + at / BLAKE3_CHUNK_BYTES, cvs + p * BLAKE3_OUT_BYTES, NULL);
+    }
+    blake3_join(cvs, n, joined);
+    CHECK(memcmp(joined, whole, BLAKE3_OUT_BYTES) == 0, "%s: %zu bytes at piece %llu: joined parts", path, len, (unsigned long long)k);
+    free(cvs);
+    free(in);
+}
+
 /*
  * blake3_hash_each against blake3_hash one input at a time: runs of inputs of every kind (empty,
  * one chunk, a few whole chunks, a short last chunk, past EACH_CHUNKS), so that lanes fill, flush
@@ -148,6 +168,8 @@ int main(void) {
         }
         const size_t tree_lens[] = {1, 1024, 4097, PIECE, PIECE + 1, PIECE + 1024, 2 * PIECE, 3 * PIECE - 1, 3 * PIECE + 5000, 5 * PIECE + 1};
         for (size_t t = 0; t < sizeof tree_lens / sizeof tree_lens[0]; t++) test_tree(name, tree_lens[t]);
+        const size_t join_lens[] = {1, 1024, 65536, 65537, 100 * 1024, 200 * 1024 + 7, 3 * 65536, PIECE - 1, PIECE};
+        for (size_t t = 0; t < sizeof join_lens / sizeof join_lens[0]; t++) test_join(name, join_lens[t], t % 3 == 0 ? 0 : 5 + t);
         test_each(name);
         printf("blake3 %s: ok\n", name);
     }

@@ -18,10 +18,16 @@
  *
  * Only a range that starts on a chunk and ends on one (or at the column's end) is read so; a
  * holder whose file keeps no chaining values (format 1) checks the chunks itself (mode 0).
+ *
+ * With chunk digests in line (setting chunkDigests), a chunk is hashed as it arrives, 64 KiB at a
+ * time (ArrivalHashes): the kernel has just copied those bytes in, so they are in this core's
+ * cache, where a chunk taken later from the read's queue comes from memory and hashes at about
+ * two-thirds the rate (docs/measurements.md). The parts' chaining values are joined when the
+ * chunk is taken, and its bytes are handed on only if the join matches.
  */
 import { BlobstoreError } from '../errors/errors.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
-import { CV_BYTES } from '../hash/blake3-tree.js';
+import { CV_BYTES, joinCvs, subtreeCv } from '../hash/blake3-tree.js';
 import type { ByteRange, ChunkCv } from '../service/local-store.js';
 
 /** A stream of a column's bytes, taken by exact lengths (column-stream.ts's ColumnStream). */
@@ -79,6 +85,78 @@ export function valuesPrefix(cvs: Buffer | undefined, range: ByteRange, checksum
   return prefix;
 }
 
+/** What a chunk's check hashes at a time as its bytes arrive: a power of two of BLAKE3's leaves that divides a chunk. */
+export const PART_BYTES = 64 * 1024;
+
+/**
+ * A remote column's chunks hashed as their bytes arrive: told of every byte its queue takes in
+ * (ByteQueue's `arrivals`), it hashes each whole 64 KiB part of a chunk that one slab holds,
+ * in order; chunkCv() hashes what is left of a chunk (a short last part, a part that was not
+ * whole in one slab, and every part after it) from the bytes taken, and joins the parts.
+ */
+export class ArrivalHashes {
+  /** Bytes of the stream seen: the values prefix first, then the range's bytes. */
+  private seen = 0;
+  /** Column offset of the next part to hash. */
+  private next: number;
+  /** The slab bytes last arrived in, and the column offset its byte 0 stands for. */
+  private slab: Buffer | undefined;
+  private slabAt = 0;
+  /** Per chunk (by column offset), its parts' chaining values, and how many were hashed in order. */
+  private readonly chunks = new Map<number, { cvs: Buffer; parts: number }>();
+
+  constructor(
+    private readonly range: ByteRange,
+    private readonly prefixBytes: number,
+  ) {
+    this.next = range.start;
+  }
+
+  /** Bytes [from, to) of `slab` are the stream's next bytes. */
+  arrived(slab: Buffer, from: number, to: number): void {
+    const dataAt = this.seen - this.prefixBytes;
+    this.seen += to - from;
+    if (slab !== this.slab) {
+      this.slab = slab;
+      this.slabAt = this.range.start + dataAt - from;
+    }
+    const end = Math.min(this.range.end, this.range.start + this.seen - this.prefixBytes);
+    for (; this.next + PART_BYTES <= end; this.next += PART_BYTES) {
+      const at = this.next;
+      const inSlab = at - this.slabAt;
+      const chunkAt = at - ((at - this.range.start) % CHUNK_BYTES);
+      let chunk = this.chunks.get(chunkAt);
+      if (!chunk) {
+        chunk = { cvs: Buffer.allocUnsafe((CHUNK_BYTES / PART_BYTES) * CV_BYTES), parts: 0 };
+        this.chunks.set(chunkAt, chunk);
+      }
+      const part = (at - chunkAt) / PART_BYTES;
+      if (chunk.parts !== part || inSlab < 0 || inSlab + PART_BYTES > to) continue;
+      subtreeCv(slab.subarray(inSlab, inSlab + PART_BYTES), at, chunk.cvs, part * CV_BYTES);
+      chunk.parts++;
+    }
+  }
+
+  /** The chaining value of the chunk at column offset `at`, whose bytes are `bytes`: the parts not hashed yet hashed now, all joined. */
+  chunkCv(bytes: Buffer, at: number): Buffer {
+    const count = Math.max(1, Math.ceil(bytes.length / PART_BYTES));
+    const chunk = this.chunks.get(at);
+    this.chunks.delete(at);
+    const cvs = chunk?.cvs ?? Buffer.allocUnsafe(count * CV_BYTES);
+    for (let part = chunk?.parts ?? 0; part < count; part++) {
+      subtreeCv(bytes.subarray(part * PART_BYTES, (part + 1) * PART_BYTES), at + part * PART_BYTES, cvs, part * CV_BYTES);
+    }
+    const cv = Buffer.allocUnsafe(CV_BYTES);
+    joinCvs(cvs, count, cv, 0);
+    return cv;
+  }
+
+  /** The chunk at `at` is checked another way: its parts are let go. */
+  drop(at: number): void {
+    this.chunks.delete(at);
+  }
+}
+
 /**
  * A column stream whose bytes are checked here, a chunk at a time: each 1 MiB chunk of the range
  * is taken whole from the holder's stream and checked before any of it is handed on; takes are
@@ -113,6 +191,8 @@ export class CheckedColumn implements Stream {
     columnBytes: number,
     /** The checksum the column's store computed, when known; a column with another is `onWrong`. */
     expected?: { checksum: Buffer; onWrong: () => void },
+    /** The chunks' parts hashed as they arrived (chunk digests in line), else each chunk is hashed with `chunkCv` once taken. */
+    private readonly arrivals?: ArrivalHashes,
   ) {
     this.next = range.start;
     this.values = stream.take(valuesPrefixBytes(range)).then((prefix) => {
@@ -176,7 +256,14 @@ export class CheckedColumn implements Stream {
     const index = (at - this.range.start) / CHUNK_BYTES;
     let cv: Buffer;
     try {
-      cv = await this.chunkCv(bytes, at, this.root !== undefined);
+      // A chunk that is all of its column is checked against the column's checksum too: BLAKE3's
+      // root of it, which only a whole-chunk hash gives.
+      if (this.arrivals && this.root === undefined) {
+        cv = this.arrivals.chunkCv(bytes, at);
+      } else {
+        this.arrivals?.drop(at);
+        cv = await this.chunkCv(bytes, at, this.root !== undefined);
+      }
     } catch (err) {
       this.slabs.release(bytes);
       throw this.fail(err as Error);

@@ -19,7 +19,7 @@ import { BlobstoreError } from '../errors/errors.js';
 import type { ShardMeta } from '../blob/shard.js';
 import type { Slabs } from '../util/slabs.js';
 import type { ChunkCv, LocalStore } from '../service/local-store.js';
-import { type Answer, CheckedColumn, valuesPrefixBytes } from './column-check.js';
+import { type Answer, ArrivalHashes, CheckedColumn, valuesPrefixBytes } from './column-check.js';
 import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
 
 /**
@@ -95,6 +95,8 @@ class ByteQueue implements ColumnStream {
      */
     private readonly start: number,
     private readonly onClose: () => void = () => undefined,
+    /** Told of the bytes as they are queued, before any take is served from them. */
+    private readonly arrivals?: ArrivalHashes,
   ) {
     this.window = Math.min(limits.startBytes, limits.queueBytes);
   }
@@ -150,6 +152,7 @@ class ByteQueue implements ColumnStream {
   private append(n: number): void {
     this.lent = false;
     const tail = this.tail!;
+    this.arrivals?.arrived(tail, this.tailFill, this.tailFill + n);
     const last = this.chunks.at(-1);
     // Bytes right after the last queued ones of the same slab extend its view.
     if (last && last.slab === tail && last.view.byteOffset + last.view.length === tail.byteOffset + this.tailFill) {
@@ -297,6 +300,8 @@ export interface ReaderCheck {
   readonly expected?: { checksum: Buffer; onWrong: () => void };
   /** Bytes in the column (all of a column of one chunk is checked against its checksum too). */
   readonly columnBytes: number;
+  /** Chunks are hashed in line as their bytes arrive (setting chunkDigests=inline), not with chunkCv once taken. */
+  readonly onArrival: boolean;
 }
 
 /**
@@ -311,11 +316,12 @@ export function remoteColumn(transport: PeerTransport, peer: PeerRef, id: Buffer
   // its bytes still lie on it.
   const prefix = check ? valuesPrefixBytes(range) : 0;
   const slab = limits.slabs.bytes;
-  const queue = new ByteQueue(what, limits, (((start - prefix) % slab) + slab) % slab);
+  const arrivals = check?.onArrival ? new ArrivalHashes(range, prefix) : undefined;
+  const queue = new ByteQueue(what, limits, (((start - prefix) % slab) + slab) % slab, undefined, arrivals);
   // The kernel reads the column straight into the queue's slabs (a closed queue fails the read).
   transport.readColumn(peer, id, index, range, queue, check !== undefined).then(() => queue.end(), (err: Error) => queue.fail(err));
   if (!check) return queue;
-  return new CheckedColumn(queue, range, check.chunkCv, limits.slabs, check.onCorrupt, what, check.columnBytes, check.expected);
+  return new CheckedColumn(queue, range, check.chunkCv, limits.slabs, check.onCorrupt, what, check.columnBytes, check.expected, arrivals);
 }
 
 /**

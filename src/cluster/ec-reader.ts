@@ -420,6 +420,7 @@ export class EcReader implements ColumnSource {
       chunkCv: this.store.chunkCv,
       onCorrupt: (offset, length) => this.checkAtHolder(blob, node, index, offset, length),
       columnBytes: layout.columnBytes,
+      onArrival: this.config.chunkDigests === 'inline',
       ...(expected ? { expected } : {}),
     });
   }

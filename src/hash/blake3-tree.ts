@@ -20,6 +20,7 @@ export const CV_BYTES = 32;
 interface Blake3Addon {
   blake3Subtree(src: Uint8Array, counter: number, cv: Uint8Array, cvOffset: number, root?: Uint8Array, rootOffset?: number): number;
   blake3Root(cvs: Uint8Array, count: number, dst: Uint8Array, dstOffset: number): number;
+  blake3Join(cvs: Uint8Array, count: number, dst: Uint8Array, dstOffset: number): number;
   blake3Path(): string;
 }
 
@@ -59,6 +60,16 @@ export function rootOf(cvs: Uint8Array, count: number, out: Uint8Array, outAt: n
   const native = addon === undefined ? load() : addon;
   if (native === null) return rootJs(cvs, count, out, outAt);
   check(native.blake3Root(cvs, count, out, outAt), 'rootOf');
+}
+
+/**
+ * Writes to out[outAt..+32) the chaining value of count >= 1 equal subtrees (the last may be
+ * short) joined as one subtree of a larger input: a chunk's value from its parts, hashed apart.
+ */
+export function joinCvs(cvs: Uint8Array, count: number, out: Uint8Array, outAt: number): void {
+  const native = addon === undefined ? load() : addon;
+  if (native === null) return joinOf(cvs, count, out, outAt);
+  check(native.blake3Join(cvs, count, out, outAt), 'joinCvs');
 }
 
 /** The path that computes it: the addon's (portable, avx2 or avx512), or 'js'. */
@@ -176,6 +187,11 @@ function joinJs(cvs: Uint8Array, count: number, extra: number, out: Uint8Array, 
   parentJs(pair, extra, out, at);
 }
 
+function joinOf(cvs: Uint8Array, count: number, out: Uint8Array, outAt: number): void {
+  if (!(count >= 1 && count * CV_BYTES <= cvs.length)) throw new RangeError(`joinCvs: ${count} chaining values`);
+  joinJs(cvs, count, 0, out, outAt);
+}
+
 function rootJs(cvs: Uint8Array, count: number, out: Uint8Array, outAt: number): void {
   if (!(count >= 2 && count * CV_BYTES <= cvs.length)) throw new RangeError(`rootOf: ${count} chaining values`);
   joinJs(cvs, count, ROOT, out, outAt);
@@ -186,4 +202,5 @@ export const blake3TreeJs = {
   subtreeCv: (bytes: Uint8Array, offset: number, cv: Uint8Array, cvAt: number, root?: Uint8Array, rootAt = 0): void =>
     subtreeJs(bytes, offset / LEAF_BYTES, cv, cvAt, root, rootAt),
   rootOf: rootJs,
+  joinCvs: joinOf,
 };

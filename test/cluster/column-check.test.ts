@@ -16,8 +16,8 @@ import { blake3 } from '../../src/hash/blake3.js';
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
-/** A holder that sends `prefix` then `bytes` into the reader's slabs, 100 KiB at a time; the header it was asked with. */
-function holder(prefix: Buffer, bytes: Buffer): { transport: PeerTransport; asked: boolean[] } {
+/** A holder that sends `prefix` then `bytes` into the reader's slabs, `piece` bytes at a time; the header it was asked with. */
+function holder(prefix: Buffer, bytes: Buffer, piece = 100 * KiB): { transport: PeerTransport; asked: boolean[] } {
   const asked: boolean[] = [];
   const transport = {
     async readColumn(_peer: PeerRef, _id: Buffer, _index: number, _range: unknown, to: BytesTarget, chunkValues: boolean): Promise<void> {
@@ -25,7 +25,7 @@ function holder(prefix: Buffer, bytes: Buffer): { transport: PeerTransport; aske
       const body = Buffer.concat([prefix, bytes]);
       for (let at = 0; at < body.length;) {
         const region = to.region();
-        const n = Math.min(region.length, 100 * KiB, body.length - at);
+        const n = Math.min(region.length, piece, body.length - at);
         body.copy(region, 0, at, at + n);
         at += n;
         await to.filled(n);
@@ -39,23 +39,40 @@ function limits(): ColumnLimits {
   return { timeoutMs: 5000, startBytes: 2 * MiB, queueBytes: 8 * MiB, slabs: new Slabs(MiB, 16) };
 }
 
-const cv = (chunk: Buffer, offset: number, withRoot: boolean): Promise<Buffer> => Promise.resolve(chunkCvOf(chunk, offset, withRoot));
+/** Chunks hashed once taken, with this, count here. */
+let takenHashes = 0;
+const cv = (chunk: Buffer, offset: number, withRoot: boolean): Promise<Buffer> => {
+  takenHashes++;
+  return Promise.resolve(chunkCvOf(chunk, offset, withRoot));
+};
 
 /** The checksum the holder's record keeps for the column (the prefix carries it). */
 const HELD = blake3(Buffer.from('the column as held'));
 
-function open(column: Buffer, start: number, end: number, opts: { values?: Buffer | 'holder'; corrupt?: (offset: number, length: number) => void; expected?: { checksum: Buffer; onWrong: () => void }; held?: Buffer } = {}) {
-  const range = { start, end };
-  const values = opts.values === 'holder' ? undefined : (opts.values ?? chunkValuesOf(column.subarray(start, end), start));
-  const { transport, asked } = holder(valuesPrefix(values, range, opts.held ?? HELD), column.subarray(start, end));
-  const l = limits();
-  const stream = remoteColumn(transport, { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef, Buffer.alloc(16), 1, start, end, l, {
-    chunkCv: cv, onCorrupt: opts.corrupt ?? (() => undefined), columnBytes: column.length, ...(opts.expected ? { expected: opts.expected } : {}),
-  });
-  return { stream, asked, slabs: l.slabs };
+interface Open {
+  values?: Buffer | 'holder';
+  corrupt?: (offset: number, length: number) => void;
+  expected?: { checksum: Buffer; onWrong: () => void };
+  held?: Buffer;
+  /** The holder's sends (100 KiB). */
+  piece?: number;
 }
 
-describe('a column read the reader checks', () => {
+/** Whether the reader hashes the chunks' parts as they arrive (chunk digests in line) or each chunk once taken (in the pool). */
+const HASHING = [{ hashing: 'as the bytes arrive', onArrival: true }, { hashing: 'once each chunk is taken', onArrival: false }];
+
+describe.each(HASHING)('a column read the reader checks, hashed $hashing', ({ onArrival }) => {
+  function open(column: Buffer, start: number, end: number, opts: Open = {}) {
+    const range = { start, end };
+    const values = opts.values === 'holder' ? undefined : (opts.values ?? chunkValuesOf(column.subarray(start, end), start));
+    const { transport, asked } = holder(valuesPrefix(values, range, opts.held ?? HELD), column.subarray(start, end), opts.piece);
+    const l = limits();
+    const stream = remoteColumn(transport, { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef, Buffer.alloc(16), 1, start, end, l, {
+      chunkCv: cv, onCorrupt: opts.corrupt ?? (() => undefined), columnBytes: column.length, onArrival, ...(opts.expected ? { expected: opts.expected } : {}),
+    });
+    return { stream, asked, slabs: l.slabs };
+  }
+
   it('is asked with the chunk values header and hands on the column\'s bytes, whole chunks as views of the slabs', async () => {
     const column = patternBytes(2 * MiB + 300 * KiB, 31);
     const { stream, asked, slabs } = open(column, 0, column.length);
@@ -121,6 +138,30 @@ describe('a column read the reader checks', () => {
     }
   });
 
+  it('checks chunks sent in pieces of every size, a damaged byte in a chunk\'s first part, its middle or its short last part caught', async () => {
+    const column = patternBytes(2 * MiB + 70 * KiB + 3, 39);
+    const values = chunkValuesOf(column, 0);
+    for (const piece of [1000, 7 * KiB, 64 * KiB, 64 * KiB + 1, 3 * MiB]) {
+      takenHashes = 0;
+      const whole = open(column, 0, column.length, { piece });
+      const pieces = [await whole.stream.take(MiB), await whole.stream.take(MiB), await whole.stream.take(70 * KiB + 3)];
+      expect(Buffer.concat(pieces).equals(column), `pieces of ${piece}`).toBe(true);
+      expect(takenHashes, `pieces of ${piece}: chunks hashed once taken`).toBe(onArrival ? 0 : 3);
+      whole.stream.close();
+      for (const at of [5, MiB + 512 * KiB + 17, 2 * MiB + 64 * KiB + 1]) {
+        const damaged = Buffer.from(column);
+        damaged[at]! ^= 0x01;
+        const corrupt: number[] = [];
+        const { stream } = open(damaged, 0, column.length, { values, piece, corrupt: (offset) => corrupt.push(offset) });
+        const chunk = Math.floor(at / MiB);
+        for (let c = 0; c < chunk; c++) expect((await stream.take(MiB)).equals(column.subarray(c * MiB, (c + 1) * MiB))).toBe(true);
+        await expect(stream.take(chunk === 2 ? 70 * KiB + 3 : MiB), `byte ${at}, pieces of ${piece}`).rejects.toMatchObject({ kind: 'corruption' });
+        expect(corrupt).toEqual([chunk * MiB]);
+        stream.close();
+      }
+    }
+  });
+
   it('takes the bytes as they come from a holder that checked them itself (a file without chaining values)', async () => {
     const column = patternBytes(MiB + 5, 34);
     const { stream } = open(column, 0, column.length, { values: 'holder' });
@@ -136,11 +177,13 @@ describe('a column read the reader checks', () => {
     await expect(crossing.take(20)).rejects.toMatchObject({ kind: 'internal' });
     crossing.close();
     const { transport } = holder(Buffer.alloc(0), column);
-    const bare = remoteColumn(transport, { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef, Buffer.alloc(16), 1, 0, column.length, limits(), { chunkCv: cv, onCorrupt: () => undefined, columnBytes: column.length });
+    const bare = remoteColumn(transport, { nodeId: 'n2', address: '127.0.0.1:1' } as PeerRef, Buffer.alloc(16), 1, 0, column.length, limits(), { chunkCv: cv, onCorrupt: () => undefined, columnBytes: column.length, onArrival });
     await expect(bare.take(MiB)).rejects.toMatchObject({ kind: 'corruption' });
     bare.close();
   });
+});
 
+describe('a column read the reader checks', () => {
   it('is used only for ranges on the chunks and shards that divide 1 MiB or are a multiple of it', () => {
     expect(readerChecks({ start: 0, end: 3 * MiB + 7 }, 3 * MiB + 7)).toBe(true);
     expect(readerChecks({ start: MiB, end: 2 * MiB }, 3 * MiB)).toBe(true);

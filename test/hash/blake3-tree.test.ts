@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { blake3 as napiBlake3 } from '@napi-rs/blake-hash';
-import { CV_BYTES, blake3TreeJs, blake3TreePath, rootOf, subtreeCv } from '../../src/hash/blake3-tree.js';
+import { CV_BYTES, blake3TreeJs, blake3TreePath, joinCvs, rootOf, subtreeCv } from '../../src/hash/blake3-tree.js';
 import { REPO } from '../helpers/node-process.js';
 
 interface Addon {
@@ -72,6 +72,27 @@ describe('BLAKE3 tree over 1 MiB chunks', () => {
     expect(blake3TreePath()).toMatch(/^(portable|avx2|avx512)$/);
   });
 
+  it.each(paths)('path %s: a chunk\'s 64 KiB parts, hashed apart and joined, give the chunk\'s chaining value', (path) => {
+    expect(addon.setBlake3Path(path)).toBe(0);
+    const part = 64 * 1024;
+    for (const size of [1, 1024, part, part + 1, 100 * 1024, 3 * part, 5 * part + 7, MiB - 1, MiB]) {
+      for (const offset of [0, MiB, 7 * MiB]) {
+        const chunk = randomBytes(size);
+        const whole = Buffer.alloc(32);
+        subtreeCv(chunk, offset, whole, 0);
+        const n = Math.ceil(size / part);
+        const cvs = Buffer.alloc(n * CV_BYTES);
+        for (let p = 0; p < n; p++) subtreeCv(chunk.subarray(p * part, (p + 1) * part), offset + p * part, cvs, p * CV_BYTES);
+        const joined = Buffer.alloc(40);
+        joinCvs(cvs, n, joined, 8);
+        expect(joined.subarray(8).toString('hex'), `${size} bytes at ${offset}`).toBe(whole.toString('hex'));
+        const js = Buffer.alloc(32);
+        blake3TreeJs.joinCvs(cvs, n, js, 0);
+        expect(js.toString('hex'), `${size} bytes at ${offset}, in JavaScript`).toBe(whole.toString('hex'));
+      }
+    }
+  });
+
   it('a chunk\'s chaining value depends on where it sits: the same bytes at another offset check as different', () => {
     const chunk = randomBytes(MiB);
     const at0 = Buffer.alloc(32);
@@ -88,6 +109,8 @@ describe('BLAKE3 tree over 1 MiB chunks', () => {
     expect(() => subtreeCv(Buffer.alloc(10), MiB, cv, 0, Buffer.alloc(32))).toThrow(/cannot take/);
     expect(() => rootOf(Buffer.alloc(64), 3, cv, 0)).toThrow(/cannot take/);
     expect(() => rootOf(Buffer.alloc(64), 1, cv, 0)).toThrow(/cannot take/);
+    expect(() => joinCvs(Buffer.alloc(64), 0, cv, 0)).toThrow(/cannot take/);
+    expect(() => joinCvs(Buffer.alloc(64), 3, cv, 0)).toThrow(/cannot take/);
     expect(addon.blake3Subtree(Buffer.alloc(10), 0, cv, 0, Buffer.alloc(32)), 'a root without its offset').toBeLessThan(0);
   });
 });
