@@ -68,7 +68,7 @@ export function rootOf(cvs: Uint8Array, count: number, out: Uint8Array, outAt: n
  */
 export function joinCvs(cvs: Uint8Array, count: number, out: Uint8Array, outAt: number): void {
   const native = addon === undefined ? load() : addon;
-  if (native === null) return joinOf(cvs, count, out, outAt);
+  if (native === null) return joinCvsJs(cvs, count, out, outAt);
   check(native.blake3Join(cvs, count, out, outAt), 'joinCvs');
 }
 
@@ -187,7 +187,7 @@ function joinJs(cvs: Uint8Array, count: number, extra: number, out: Uint8Array, 
   parentJs(pair, extra, out, at);
 }
 
-function joinOf(cvs: Uint8Array, count: number, out: Uint8Array, outAt: number): void {
+function joinCvsJs(cvs: Uint8Array, count: number, out: Uint8Array, outAt: number): void {
   if (!(count >= 1 && count * CV_BYTES <= cvs.length)) throw new RangeError(`joinCvs: ${count} chaining values`);
   joinJs(cvs, count, 0, out, outAt);
 }
@@ -202,5 +202,5 @@ export const blake3TreeJs = {
   subtreeCv: (bytes: Uint8Array, offset: number, cv: Uint8Array, cvAt: number, root?: Uint8Array, rootAt = 0): void =>
     subtreeJs(bytes, offset / LEAF_BYTES, cv, cvAt, root, rootAt),
   rootOf: rootJs,
-  joinCvs: joinOf,
+  joinCvs: joinCvsJs,
 };
