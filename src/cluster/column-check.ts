@@ -104,6 +104,8 @@ export class ArrivalHashes {
   private slabAt = 0;
   /** Per chunk (by column offset), its parts' chaining values, and how many were hashed in order. */
   private readonly chunks = new Map<number, { cvs: Buffer; parts: number }>();
+  /** The holder checked the bytes itself (mode 0): nothing is hashed here. */
+  private off = false;
 
   constructor(
     private readonly range: ByteRange,
@@ -114,6 +116,7 @@ export class ArrivalHashes {
 
   /** Bytes [from, to) of `slab` are the stream's next bytes. */
   arrived(slab: Buffer, from: number, to: number): void {
+    if (this.off) return;
     const dataAt = this.seen - this.prefixBytes;
     this.seen += to - from;
     if (slab !== this.slab) {
@@ -149,6 +152,12 @@ export class ArrivalHashes {
     const cv = Buffer.allocUnsafe(CV_BYTES);
     joinCvs(cvs, count, cv, 0);
     return cv;
+  }
+
+  /** The holder checked the bytes itself: none is hashed here from now on. */
+  stop(): void {
+    this.off = true;
+    this.chunks.clear();
   }
 
   /** The chunk at `at` is checked another way: its parts are let go. */
@@ -208,7 +217,9 @@ export class CheckedColumn implements Stream {
       // chunk of a column is checked against both, so that a whole file that is another column's
       // (its own chaining value with it) is caught here too.
       if (range.start === 0 && range.end === columnBytes && columnBytes <= CHUNK_BYTES) this.root = checksum;
-      return copy.readUInt32LE(4) === CHECKED_BY_READER ? copy.subarray(HEAD_BYTES) : undefined;
+      if (copy.readUInt32LE(4) === CHECKED_BY_READER) return copy.subarray(HEAD_BYTES);
+      this.arrivals?.stop();
+      return undefined;
     });
     this.values.catch(() => undefined); // the first take reports it
   }
