@@ -86,7 +86,7 @@ export function valuesPrefix(cvs: Buffer | undefined, range: ByteRange, checksum
 }
 
 /** What a chunk's check hashes at a time as its bytes arrive: a power of two of BLAKE3's leaves that divides a chunk. */
-export const PART_BYTES = 64 * 1024;
+const PART_BYTES = 64 * 1024;
 
 /**
  * A remote column's chunks hashed as their bytes arrive: told of every byte its queue takes in
