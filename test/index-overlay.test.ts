@@ -5,9 +5,10 @@
  * see the held records, and LMDB has them once the commits go), and in a node process killed
  * while its acknowledged records were in the overlay only (a restart replays them from the log).
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { Engine } from '../src/engine/engine.js';
 import type { Checkpoint } from '../src/index/blob-index.js';
+import { GatheredWrites } from '../src/index/gathered-writes.js';
 import { expectedId, patternBytes } from './helpers/blobs.js';
 import { holdCommits, openEngine, testConfig } from './helpers/engine.js';
 import { type NodeProcess, startNode, tempDir } from './helpers/node-process.js';
@@ -178,6 +179,71 @@ describe('the index overlay, commits held back', () => {
     expect(reopened.replication.depth).toBe(1);
     expect(reopened.replication.page(10).map((e) => hex(e.id))).toEqual([hex(b.id)]);
     expect(reopened.replication.get(b.id)?.done).toEqual(['peer-1']);
+    await reopened.close();
+  });
+});
+
+describe('replication-queue entries removed before their commit', () => {
+  /** The queue entries (values with `done`) a commit gathers for LMDB, and every key it removes. */
+  function gatheredQueueWrites(): { puts: Buffer[]; removes: unknown[]; restore: () => void } {
+    const puts = vi.spyOn(GatheredWrites.prototype, 'put');
+    const removes = vi.spyOn(GatheredWrites.prototype, 'remove');
+    return {
+      get puts() {
+        return puts.mock.calls.filter(([, , value]) => typeof value === 'object' && value !== null && 'done' in value).map(([, key]) => key as Buffer);
+      },
+      get removes() {
+        return removes.mock.calls.map(([, key]) => key);
+      },
+      restore: () => {
+        puts.mockRestore();
+        removes.mockRestore();
+      },
+    };
+  }
+
+  it('writes nothing to LMDB for an entry whose copies were confirmed before its commit', async () => {
+    const engine = await openEngine(config());
+    const release = holdCommits(engine);
+    const a = await engine.putInline(patternBytes(1000, 31), 1, EMPTY, { replicate: true });
+    const b = await engine.putInline(patternBytes(1000, 32), 1, EMPTY, { replicate: true });
+    await engine.replication.remove(a.id);
+    const writes = gatheredQueueWrites();
+    try {
+      release();
+      await engine.settled();
+      expect(writes.puts.map(hex)).toEqual([hex(b.id)]);
+      expect(writes.removes).toEqual([]);
+    } finally {
+      writes.restore();
+    }
+    const cfg = engine.config;
+    await engine.close();
+    const reopened = await openEngine(cfg);
+    expect(reopened.replication.page(10).map((e) => hex(e.id))).toEqual([hex(b.id)]);
+    expect(reopened.replication.depth).toBe(1);
+    await reopened.close();
+  });
+
+  it('removes the entry LMDB held from an earlier store of the same id (deleted, stored again)', async () => {
+    const engine = await openEngine(config());
+    const data = patternBytes(1000, 33);
+    const { id } = await engine.putInline(data, 1, EMPTY, { replicate: true });
+    await engine.settled();
+    await engine.delete(id);
+    await engine.settled();
+    expect(engine.replication.get(id)).toBeDefined();
+    const release = holdCommits(engine);
+    await engine.putInline(data, 1, EMPTY, { replicate: true });
+    await engine.replication.remove(id);
+    expect(engine.replication.depth).toBe(0);
+    release();
+    await engine.settled();
+    const cfg = engine.config;
+    await engine.close();
+    const reopened = await openEngine(cfg);
+    expect(reopened.replication.get(id)).toBeUndefined();
+    expect(reopened.replication.depth).toBe(0);
     await reopened.close();
   });
 });

@@ -168,6 +168,8 @@ export class Cluster implements Placement, RepairSource {
   async start(): Promise<void> {
     await this.node.start();
     this.replicator.start();
+    // A fresh store's queue entry is mostly removed before its commit, and so never written.
+    this.store.holdIndexCommits(() => this.replicator.caughtUp());
     this.ecRepair.start();
     // Both follow the ids the index takes in and lets go, instead of scanning it every pass.
     this.store.watchIds((id, policy, key, set) => {

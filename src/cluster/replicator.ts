@@ -63,6 +63,11 @@ export class Replicator {
   private freshIds: Buffer[] = [];
   private freshData: (Buffer | undefined)[] = [];
   private freshBytes = 0;
+  /** Fresh ids taken so far, and of those, how many a finished pass handled (caughtUp()). */
+  private freshTaken = 0;
+  private freshHandled = 0;
+  /** caughtUp() callers: each resolves once freshHandled reaches its `upTo`. */
+  private catchUps: { upTo: number; resolve: () => void }[] = [];
   /** Back-off per id (hex): when it may be tried again, and how many times it failed. */
   private readonly backoff: Backoffs;
   private readonly waiters = new Map<string, Waiter[]>();
@@ -99,7 +104,28 @@ export class Replicator {
     if (keep) this.freshBytes += data.length;
     this.freshIds.push(id);
     this.freshData.push(keep ? data : undefined);
+    this.freshTaken++;
     this.kick();
+  }
+
+  /**
+   * Undefined when every fresh id taken so far went through a pass, else a promise that resolves
+   * once they have (index commits wait for it, LocalStore.holdIndexCommits: an entry a pass
+   * removes before its record's commit is never written). Undefined too while some copy backs off
+   * (a peer that fails would hold every commit until the limit).
+   */
+  caughtUp(): Promise<void> | undefined {
+    const upTo = this.freshTaken;
+    if (this.freshHandled >= upTo || this.backoff.size > 0 || this.loop.stopped) return undefined;
+    return new Promise((resolve) => this.catchUps.push({ upTo, resolve }));
+  }
+
+  private handled(upTo: number): void {
+    this.freshHandled = upTo;
+    if (this.catchUps.length === 0) return;
+    const still = this.catchUps.filter((c) => c.upTo > upTo);
+    for (const c of this.catchUps) if (c.upTo <= upTo) c.resolve();
+    this.catchUps = still;
   }
 
   /** Resolves once `need` owners besides this node hold the blob (or the entry is gone). */
@@ -142,12 +168,17 @@ export class Replicator {
   private async pass(): Promise<void> {
     const ids = this.freshIds;
     const datas = this.freshData;
+    const upTo = this.freshTaken;
     this.freshIds = [];
     this.freshData = [];
     this.freshBytes = 0;
     this.lastPassBlobs = ids.length;
     if (ids.length > 0) {
-      await this.handle(ids, datas);
+      try {
+        await this.handle(ids, datas);
+      } finally {
+        this.handled(upTo);
+      }
       return;
     }
     let after: Buffer | undefined;
@@ -290,5 +321,6 @@ export class Replicator {
     await this.loop.stop();
     for (const list of this.waiters.values()) for (const w of list) w.resolve();
     this.waiters.clear();
+    this.handled(Infinity);
   }
 }

@@ -230,6 +230,11 @@ export const SETTINGS = {
     type: 'int', default: () => 5, min: 0, max: 10_000,
     help: 'with durable-ack log, index commits start at most this often (each is an LMDB transaction, whose cost grows with the free-page list of a grown index): under load each takes more batches, whose records are served from memory meanwhile; 0: one as soon as the previous is done',
   },
+  indexCommitHoldMs: {
+    tuning: true,
+    type: 'durationMs', default: () => 50, min: 0, max: 1_000,
+    help: 'with durable-ack log in a cluster, an index commit waits at most this long for the copies of its records to be sent: a replication-queue entry confirmed first is never written to the index nor removed from it; 0: commits never wait',
+  },
   indexMergeRecords: {
     tuning: true,
     type: 'int', default: () => 262_144, min: 1, max: 4_194_304,

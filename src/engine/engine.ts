@@ -139,7 +139,7 @@ export class Engine implements ChunkHashers {
       let engine!: Engine;
       const hooks = engineLogHooks(dataDir.path, index, cache, () => engine.small.hashPlaced());
       const segmentLog = new SegmentLog(store, index, hooks, {
-        groupCommitMaxBytes: config.groupCommitMaxBytes, arenaChunkBytes: Math.max(ARENA_CHUNK_BYTES, largestRecord), pipelineDepth: config.logPipelineDepth, indexLagBatches: config.indexLagBatches, commitIntervalMs: config.indexCommitIntervalMs, readBackBytes: config.logReadBackBytes,
+        groupCommitMaxBytes: config.groupCommitMaxBytes, arenaChunkBytes: Math.max(ARENA_CHUNK_BYTES, largestRecord), pipelineDepth: config.logPipelineDepth, indexLagBatches: config.indexLagBatches, commitIntervalMs: config.indexCommitIntervalMs, commitHoldMaxMs: config.indexCommitHoldMs, readBackBytes: config.logReadBackBytes,
         ackAfterIndexFlush: config.durableAck === 'index',
         allocBytes: config.segmentAllocBytes, space, recorder,
       }, recovered.active, recovered.offset, recovered.nextLsn);
@@ -251,6 +251,10 @@ export class Engine implements ChunkHashers {
   /** The replication queue (written by stores that ask for copies, in their index transaction). */
   get replication(): ReplicationQueue {
     return this.index.replication;
+  }
+
+  holdIndexCommits(hold: () => Promise<void> | undefined): void {
+    this.segmentLog.holdCommits(hold);
   }
 
   /** Blobs whose shard columns need repair. */

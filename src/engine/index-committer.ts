@@ -6,7 +6,9 @@
  * lets it grow with the load; with durableAck=log it starts at most every `commitIntervalMs` (an
  * LMDB transaction's fixed cost grows with the free-page list of a grown index,
  * docs/adr/0012-hot-path.md). With durableAck=index the batches are acknowledged once their
- * transaction is flushed. Only one commit runs at a time.
+ * transaction is flushed. Only one commit runs at a time. With durableAck=log a commit may first
+ * wait a little for a hold (holdCommits): in a cluster, for the copies of its records to be sent,
+ * so that a replication-queue entry confirmed meanwhile is never written nor removed in LMDB.
  */
 import type { Checkpoint } from '../index/blob-index.js';
 import type { IndexWriter } from '../index/overlay.js';
@@ -45,7 +47,16 @@ export interface CommitOptions {
   ackAfterIndexFlush: boolean;
   /** With durableAck=log, commits start at most this often; 0: back to back. */
   commitIntervalMs: number;
+  /** The longest a commit waits for its hold (holdCommits); 0: commits are never held. */
+  holdMaxMs: number;
 }
+
+/**
+ * What a commit may wait for first (durableAck=log only): undefined, or a promise that settles
+ * once what the group's records set in motion has caught up (their copies sent: a queue entry
+ * the replicator removes before its record's commit is never written).
+ */
+export type CommitHold = () => Promise<void> | undefined;
 
 const NOTHING = (): void => undefined;
 
@@ -59,6 +70,8 @@ export class IndexCommitter {
   /** The records of the commit under way (one at a time: reused). */
   private readonly records: (LogRecord | undefined)[] = [];
   private count = 0;
+  /** Set once (holdCommits): what each commit waits for first, at most holdMaxMs. */
+  private hold: CommitHold | undefined;
 
   constructor(
     private readonly index: CommitTarget,
@@ -85,6 +98,7 @@ export class IndexCommitter {
         this.commitStartMs = performance.now();
         const group: Batch[] = [];
         while (this.source.headDone()) group.push(this.source.takeHead());
+        await this.held();
         await this.commitGroup(group);
         this.wake();
         this.source.afterCommit();
@@ -93,6 +107,21 @@ export class IndexCommitter {
       this.committing = false;
       this.wake();
     }
+  }
+
+  /** Every commit with durableAck=log waits for `hold` first, at most holdMaxMs (a group taken already: what is staged meanwhile waits for the next). */
+  holdCommits(hold: CommitHold): void {
+    if (!this.options.ackAfterIndexFlush && this.options.holdMaxMs > 0) this.hold = hold;
+  }
+
+  private async held(): Promise<void> {
+    const hold = this.hold?.();
+    if (hold === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.holdMaxMs)));
+    // A hold that fails only ends the wait: the commit is what matters.
+    await Promise.race([hold.catch(NOTHING), late]);
+    clearTimeout(timer);
   }
 
   /** Resolves after the next commit (or once none runs). */

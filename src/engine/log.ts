@@ -31,7 +31,7 @@ import { type Batch, BatchPool } from './batch.js';
 import { Acks } from './acks.js';
 import { LogWriter } from './log-writer.js';
 import { LogSpace } from './log-space.js';
-import { IndexCommitter } from './index-committer.js';
+import { type CommitHold, IndexCommitter } from './index-committer.js';
 import type { LogHooks, LogRecord } from './log-record.js';
 
 export interface LogOptions {
@@ -42,6 +42,8 @@ export interface LogOptions {
   pipelineDepth: number;
   /** Batches staged or in flight whose index transaction has not committed, at most. */
   indexLagBatches: number;
+  /** The longest an index commit waits for its hold (setting indexCommitHoldMs; holdCommits); 0: never held. */
+  commitHoldMaxMs?: number;
   /** With durableAck=log, index commits start at most this often (setting indexCommitIntervalMs); 0: back to back. */
   commitIntervalMs?: number;
   /** Acknowledge after the index flush (true) or once the record is fsynced and staged (false). */
@@ -107,11 +109,19 @@ export class SegmentLog {
         this.pump();
       },
     }, hooks, this.acks, this.pool, options.space, {
-      ackAfterIndexFlush: options.ackAfterIndexFlush, commitIntervalMs: options.commitIntervalMs ?? 0,
+      ackAfterIndexFlush: options.ackAfterIndexFlush, commitIntervalMs: options.commitIntervalMs ?? 0, holdMaxMs: options.commitHoldMaxMs ?? 0,
     });
     // A tail off a block boundary (a torn batch cut back, or a log of format 3, unpadded): the
     // block holds records a write must not touch again, so the log goes on in a new segment.
     if (offset % LOG_BLOCK_BYTES !== 0) this.rollOver();
+  }
+
+  /**
+   * Every index commit (durableAck=log) waits for `hold` first, at most commitHoldMaxMs; not while
+   * half of indexLagBatches wait for their commit (stores would soon wait for it).
+   */
+  holdCommits(hold: CommitHold): void {
+    this.committer.holdCommits(() => (2 * this.uncommitted.length < this.options.indexLagBatches ? hold() : undefined));
   }
 
   get activeSegment(): number {

@@ -79,16 +79,19 @@ export class StagedMap<T> implements Staged<T> {
     return this.slots.size === 0 ? undefined : this.slots.get(keyOf(key));
   }
 
-  set(key: Buffer, value: T | null, lsn: number): void {
+  /** Sets the key's slot, and returns it. */
+  set(key: Buffer, value: T | null, lsn: number): Slot<T> {
     const k = keyOf(key);
-    const slot = this.slots.get(k);
+    let slot = this.slots.get(k);
     if (slot) {
       slot.value = value;
       slot.lsn = lsn;
       slot.written = false;
+      slot.absent = undefined;
     } else {
-      this.slots.set(k, { value, lsn, written: false });
+      this.slots.set(k, (slot = { value, lsn, written: false }));
     }
+    return slot;
   }
 
   /** Slots from `start` (inclusive) in byte order, with their keys. */

@@ -77,10 +77,8 @@ export class ReplicationQueueStore implements ReplicationQueue {
     return this.db.get(id);
   }
 
-  /** Whether `id` has an entry (get() without decoding it). */
-  private has(id: Buffer): boolean {
-    const slot = this.staged.lookup(id);
-    if (slot) return slot.value !== null;
+  /** Whether `id`, staged nowhere, has an entry (a pending change, else LMDB; get() without decoding it). */
+  private hasUnstaged(id: Buffer): boolean {
     const change = this.changes.size === 0 ? undefined : this.changes.get(id.toString('hex'));
     if (change) return change.entry !== null;
     return this.db.doesExist(id);
@@ -122,8 +120,12 @@ export class ReplicationQueueStore implements ReplicationQueue {
 
   /** A record stages the blob's entry (its copies are queued for the owners). */
   stage(id: Buffer, queuedAtMs: number, lsn: number): void {
-    if (!this.has(id)) this.count++;
-    this.staged.set(id, { queuedAtMs, done: [] }, lsn);
+    const before = this.staged.lookup(id);
+    const held = before ? before.value !== null : this.hasUnstaged(id);
+    if (!held) this.count++;
+    const slot = this.staged.set(id, { queuedAtMs, done: [] }, lsn);
+    // Nothing of it in LMDB (a pending removal is written first in the next commit anyway).
+    if (before === undefined && !held) slot.absent = true;
   }
 
   /**
@@ -136,7 +138,7 @@ export class ReplicationQueueStore implements ReplicationQueue {
     if (slot) {
       slot.written = true;
       if (slot.value) this.put(id, slot.value, gathered);
-      else this.drop(id, gathered);
+      else if (!slot.absent) this.drop(id, gathered);
       return;
     }
     if (!this.db.doesExist(id)) this.count++;

@@ -7,6 +7,8 @@ export interface Slot<T> {
   lsn: number;
   /** Queue slots: the LMDB transaction of the record has written the value (later changes go their own way). */
   written: boolean;
+  /** Queue slots: LMDB held no entry for the key when it was staged (removed before it is written, nothing is written). */
+  absent?: boolean;
 }
 
 /** Staged values of one keyspace: what the index reads and merges through. */

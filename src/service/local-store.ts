@@ -76,6 +76,11 @@ export interface LocalStore {
 
   /** The replication queue (entries are written by stores with origin.replicate). */
   readonly replication: ReplicationQueue;
+  /**
+   * Index commits (durableAck=log) wait for `hold` first, at most indexCommitHoldMs: the
+   * replicator's way to remove the queue entries of copies it sent before they are written.
+   */
+  holdIndexCommits(hold: () => Promise<void> | undefined): void;
 
   // Shard columns of erasure-coded blobs (src/engine/shards.ts).
   /** Every column of blob `id` held here. */
