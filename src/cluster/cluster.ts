@@ -265,6 +265,10 @@ export class Cluster implements Placement, RepairSource {
     return ring.nodeIds.some((n) => n !== this.node.nodeId);
   }
 
+  freshCopy(bytes: Uint8Array | ArrayBuffer): Buffer {
+    return this.replicator.copy(bytes);
+  }
+
   stored(id: Buffer, data?: Buffer): Promise<void> | undefined {
     this.replicator.stored(id, data);
     const need = Math.min(this.config.replicationAcks, Math.max(0, this.node.ring.size - 1));

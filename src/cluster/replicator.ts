@@ -15,6 +15,7 @@
  * `replicationAcks` W > 0: a store waits (waitFor) until W owners besides this node hold the blob.
  */
 import { Backoffs } from '../util/backoff.js';
+import { FreshCopies } from './fresh-copies.js';
 import { BackgroundLoop } from '../util/background-loop.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
@@ -63,6 +64,7 @@ export class Replicator {
   private freshIds: Buffer[] = [];
   private freshData: (Buffer | undefined)[] = [];
   private freshBytes = 0;
+  private readonly copies = new FreshCopies();
   /** Fresh ids taken so far, and of those, how many a finished pass handled (caughtUp()). */
   private freshTaken = 0;
   private freshHandled = 0;
@@ -98,10 +100,16 @@ export class Replicator {
     this.loop.kick();
   }
 
+  /** A copy of a small store's bytes for stored()'s `data` (pooled memory its pass gives back). */
+  copy(bytes: Uint8Array | ArrayBuffer): Buffer {
+    return this.copies.copy(bytes);
+  }
+
   /** A store was committed with a queue entry: copy it soon (`data`: its bytes, if small). */
   stored(id: Buffer, data?: Buffer): void {
     const keep = data !== undefined && this.freshBytes + data.length <= this.options.freshBytesMax;
     if (keep) this.freshBytes += data.length;
+    else if (data !== undefined) this.copies.release(data);
     this.freshIds.push(id);
     this.freshData.push(keep ? data : undefined);
     this.freshTaken++;
@@ -178,6 +186,7 @@ export class Replicator {
         await this.handle(ids, datas);
       } finally {
         this.handled(upTo);
+        for (const data of datas) if (data !== undefined) this.copies.release(data);
       }
       return;
     }

@@ -101,7 +101,7 @@ export class BatchStores {
   private putSmall(data: Uint8Array, policy: Policy, labels: Buffer, start: Ticks): Promise<PutResult> {
     const replicate = this.service.replicates(policy);
     // In a cluster the replicator sends these bytes to the owners rather than reading them back.
-    const copy = replicate ? Buffer.from(data) : undefined;
+    const copy = replicate ? this.service.freshCopy(data) : undefined;
     const stored = new Promise<PutResult>((resolve, reject) => {
       const done = {
         stored: (err: Error | undefined, id: Buffer, existed: boolean): void => {

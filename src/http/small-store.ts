@@ -146,7 +146,7 @@ class SmallStore implements SmallStoreDone, Receiving {
     this.state = STORING;
     const replicate = service.replicates(this.policy);
     // In a cluster the replicator sends these bytes to the owners rather than reading them back.
-    if (replicate) this.copy = Buffer.from(body instanceof ArrayBuffer ? new Uint8Array(body) : body);
+    if (replicate) this.copy = service.freshCopy(body);
     try {
       service.putSmall(body, this.policy, this.labels!, this, replicate);
     } catch (err) {

@@ -119,6 +119,11 @@ export class BlobService {
    * the replicator may send instead of reading them back). Undefined when the answer waits for
    * none, else resolves once replicationAcks owners hold it (503 after the timeout).
    */
+  /** A copy of a small store's bytes for copiesOf (pooled memory the copies give back once sent). */
+  freshCopy(bytes: Uint8Array | ArrayBuffer): Buffer {
+    return this.placement.freshCopy(bytes);
+  }
+
   copiesOf(id: Buffer, data: Buffer): Promise<void> | undefined {
     return this.placement.stored(id, data);
   }

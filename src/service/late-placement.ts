@@ -42,6 +42,10 @@ export class LatePlacement implements Placement {
     return this.target.stored(id, data);
   }
 
+  freshCopy(bytes: Uint8Array | ArrayBuffer): Buffer {
+    return this.target.freshCopy(bytes);
+  }
+
   find(id: Buffer): Promise<Located | undefined> {
     return this.target.find(id);
   }

@@ -51,6 +51,8 @@ export interface Placement {
    * afterwards).
    */
   stored(id: Buffer, data?: Buffer): Promise<void> | undefined;
+  /** A copy of a small store's bytes to pass as stored()'s `data` (from pooled memory the copies give back). */
+  freshCopy(bytes: Uint8Array | ArrayBuffer): Buffer;
   /** A blob this node lacks, from the nodes that may hold it; undefined when none does. */
   find(id: Buffer): Promise<Located | undefined>;
   /** Streams (a range of) a blob found on a peer, or an EC blob from its columns, verified. */
@@ -67,6 +69,7 @@ export const SINGLE_NODE: Placement = {
   openEcStream: () => undefined,
   replicates: () => false,
   stored: () => undefined,
+  freshCopy: (bytes) => Buffer.from(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes),
   find: () => Promise.resolve(undefined),
   fetch: () => Promise.reject(new Error('no cluster to read from')),
   repair: () => undefined,
