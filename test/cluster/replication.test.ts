@@ -1,7 +1,7 @@
 /**
  * The data path of a cluster with real processes: copies by policy on the ring's owners, reads
  * from any node (GET, HEAD, stat, ranges, streams), the replication queue surviving a SIGKILL of
- * the receiving node right after its 2xx, an owner that was down catching up, anti-entropy
+ * the receiving node right after its 2xx, an owner that was down (or frozen) catching up, anti-entropy
  * restoring a node that lost its data, and a corrupt local copy served from a replica and
  * repaired. Each scenario ends with the invariant: every acknowledged blob reads back byte-exact
  * from every node.
@@ -132,6 +132,23 @@ describe('replication on a 4-node cluster', () => {
       const holders = await copiesOf(c);
       return ids.every((id) => holders.get(id)?.length === 3);
     }, { what: 'three copies of every blob stored while an owner was down' });
+  });
+
+  it('with an owner frozen (SIGSTOP), stores are answered without waiting for it, and its copies land once it runs again', async () => {
+    // Node 1's index commits wait for its replicator's passes (indexCommitHoldMs), and a pass
+    // waits for the frozen owner: stores must not.
+    c.freeze(3);
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < 40; i++) ids.push(await store(c, 1, patternBytes(1700 + i, 9500 + i), 3));
+    } finally {
+      c.thaw(3);
+    }
+    await c.converged({ members: c.ids });
+    await waitFor(async () => {
+      const holders = await copiesOf(c);
+      return ids.every((id) => holders.get(id)?.length === 3);
+    }, { what: 'three copies of every blob stored while an owner was frozen' });
   });
 
   it('a node that lost its data gets its copies back from the others (anti-entropy), reads never fail meanwhile', async () => {
