@@ -13,9 +13,11 @@
  * batches; what a failed call carried is
  * retried after 250 ms, then twice as long each time up to replicationRetryMaxMs (± 20 %).
  * `replicationAcks` W > 0: a store waits (waitFor) until W owners besides this node hold the blob.
+ * Index commits wait (at most indexCommitHoldMs) until a pass has handled the fresh ids given
+ * before them (caughtUp): the entries it removes were never written (docs/adr/0030). A fresh
+ * store's bytes are a copy in pooled slabs (fresh-copies.ts), given back once its pass is over.
  */
 import { Backoffs } from '../util/backoff.js';
-import { FreshCopies } from './fresh-copies.js';
 import { BackgroundLoop } from '../util/background-loop.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
@@ -24,6 +26,7 @@ import type { QueueEntry } from '../index/blob-index.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
 import type { BlobSender, KnownBytes, SendTarget } from './blob-sender.js';
+import { FreshCopies } from './fresh-copies.js';
 
 export interface ReplicatorOptions {
   /** Ids handled per pass (a page of the queue). */
