@@ -9,7 +9,8 @@
  *                      then the canonical text decides (any total order will do)
  *
  * Whoever changes X's status (a join, a leave, X itself once its data has migrated) writes a new
- * record with a higher incarnation than any it has seen for X.
+ * record with a higher incarnation than any it has seen for X: odd for a join, even otherwise
+ * (nextIncarnation).
  *
  * The ring version is a function of the state: the sum of 4 * incarnation + rank(status) over all
  * records. A merge only replaces a record by one that wins over it, which raises that term, so the
@@ -36,6 +37,20 @@ export interface MemberRecord {
   readonly grpcAddress: string;
   readonly region: string;
   readonly capacityBytes: number;
+}
+
+/**
+ * The incarnation of a record written over one at `base`. Joins take odd incarnations and every
+ * other change (a leave, a removal, a node's own record) even ones, so a join never ties with a
+ * change made at the same moment elsewhere from the same record. Were they to tie, the removal
+ * would win, yet a leave made afterwards from the join's record (one past it) would outrank that
+ * removal with no join above it: a node removed would come back, leaving (the seeded simulation,
+ * seeds 500063162 and 800005710). Apart, whichever is higher wins and what follows from it stays
+ * above or below it.
+ */
+export function nextIncarnation(base: number, by: 'join' | 'change'): number {
+  const next = base + 1;
+  return (next % 2 === 1) === (by === 'join') ? next : next + 1;
 }
 
 const STATUS_RANK: Record<MemberStatus, number> = { active: 1, leaving: 2, removed: 3 };

@@ -12,7 +12,7 @@
  * argument.
  */
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
-import { type MemberRecord, MemberState, type MemberStatus } from './member-state.js';
+import { type MemberRecord, MemberState, type MemberStatus, nextIncarnation } from './member-state.js';
 import { Ring } from './ring.js';
 
 /** The node itself: what it announces about itself. */
@@ -288,7 +288,7 @@ export class Membership {
     if (mine.address === s.address && mine.grpcAddress === s.grpcAddress && mine.region === s.region && mine.capacityBytes === s.capacityBytes) {
       return NO_CHANGE;
     }
-    return this.write({ ...mine, ...this.selfFields(), incarnation: mine.incarnation + 1 }, nowMs);
+    return this.write({ ...mine, ...this.selfFields(), incarnation: nextIncarnation(mine.incarnation, 'change') }, nowMs);
   }
 
   private selfFields(): Omit<MemberRecord, 'incarnation' | 'status'> {
@@ -365,7 +365,7 @@ export class Membership {
     // node's own removal at the same incarnation, and a second leave then outranks that removal.
     const stale = known?.status === 'leaving' && (req.incarnation ?? 0) < known.incarnation;
     if (!same && !stale) {
-      const incarnation = Math.max(this.state.incarnationOf(req.node_id), req.incarnation ?? 0) + 1;
+      const incarnation = nextIncarnation(Math.max(this.state.incarnationOf(req.node_id), req.incarnation ?? 0), 'join');
       change = this.write({ nodeId: req.node_id, incarnation, status: 'active', ...fields }, nowMs);
     }
     const peer = this.peers.get(req.node_id);
@@ -379,14 +379,14 @@ export class Membership {
     if (!known || known.status === 'removed') throw new BlobstoreError('not_found', `node ${JSON.stringify(nodeId)} is not a member of the cluster`);
     const status: MemberStatus = graceful ? 'leaving' : 'removed';
     if (known.status === status) return NO_CHANGE;
-    return this.write({ ...known, status, incarnation: known.incarnation + 1 }, nowMs);
+    return this.write({ ...known, status, incarnation: nextIncarnation(known.incarnation, 'change') }, nowMs);
   }
 
   /** The node finished handing its data over: it removes itself. */
   finishLeaving(nowMs: number): Change {
     const mine = this.selfRecord();
     if (!mine || mine.status !== 'leaving') return NO_CHANGE;
-    return this.write({ ...mine, status: 'removed', incarnation: mine.incarnation + 1 }, nowMs);
+    return this.write({ ...mine, status: 'removed', incarnation: nextIncarnation(mine.incarnation, 'change') }, nowMs);
   }
 
   /** The heartbeat this node sends. */

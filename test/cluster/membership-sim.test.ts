@@ -10,7 +10,8 @@
  *   - within 3 heartbeat rounds of the last fault, every member agrees on the member state (digest),
  *     the ring's members and ring_version.
  *
- * A failure prints its seed: SIM_SEED=<seed> reruns exactly that case.
+ * A failure prints its seed: SIM_SEED=<seed> reruns exactly that case; SIM_RUNS=<n> SIM_BASE=<seed>
+ * runs n seeds from that one.
  */
 import { describe, expect, it } from 'vitest';
 import { HeartbeatRefused, type HeartbeatResponse, type JoinResponse, Membership, type SelfInfo } from '../../src/cluster/membership.js';
@@ -287,28 +288,73 @@ function simulate(seed: number): void {
 describe('membership converges under faults (seeded simulation)', () => {
   it(`${RUNS} random runs of joins, leaves, restarts, partitions, loss and duplication: all invariants hold`, () => {
     const only = process.env.SIM_SEED;
-    const base = only ? Number(only) : (Date.now() % 1_000_000) * 1000;
+    const base = only ? Number(only) : Number(process.env.SIM_BASE ?? (Date.now() % 1_000_000) * 1000);
     const seeds = only ? [base] : Array.from({ length: RUNS }, (_, i) => base + i);
     console.log(`membership simulation: seeds ${seeds[0]}..${seeds[seeds.length - 1]}`);
     for (const seed of seeds) expect(() => simulate(seed)).not.toThrow();
-  });
+  }, Math.max(60_000, RUNS * 100));
 });
 
 describe('a join that arrives late', () => {
+  const options = { vnodesPerNode: 16, offlineAfterMs: OFFLINE_AFTER_MS, tellRemovedMs: 40 * OFFLINE_AFTER_MS };
+  const request = (id: string, incarnation: number) => ({ node_id: id, address: selfInfo(id).address, grpc_address: selfInfo(id).grpcAddress, capacity_bytes: 1000, incarnation });
+  const cluster = (...ids: string[]): Membership[] => {
+    const ms = ids.map((id) => new Membership(selfInfo(id), undefined, options, 0));
+    ms[0]!.join(request(ids[0]!, 0), 0);
+    return ms;
+  };
+
   it('does not undo a leave that came after it was sent; a removed node is still admitted again', () => {
-    const options = { vnodesPerNode: 16, offlineAfterMs: OFFLINE_AFTER_MS, tellRemovedMs: 40 * OFFLINE_AFTER_MS };
-    const seed = new Membership(selfInfo('n1'), undefined, options, 0);
-    seed.join({ node_id: 'n1', address: selfInfo('n1').address, capacity_bytes: 1000 }, 0);
-    const request = (incarnation: number) => ({ node_id: 'n2', address: selfInfo('n2').address, grpc_address: selfInfo('n2').grpcAddress, capacity_bytes: 1000, incarnation });
-    seed.join(request(0), 0);
+    const [seed] = cluster('n1') as [Membership];
+    seed.join(request('n2', 0), 0);
     expect(seed.record('n2')).toMatchObject({ status: 'active', incarnation: 1 });
     seed.leave('n2', true, 0);
     // The same join again (sent before the leave, delivered after it): accepted, the leave stands.
-    expect(seed.join(request(0), 0).response.accepted).toBe(true);
+    expect(seed.join(request('n2', 0), 0).response.accepted).toBe(true);
     expect(seed.record('n2')).toMatchObject({ status: 'leaving', incarnation: 2 });
-    // Once removed, a join admits the node again, with a newer incarnation.
+    // Once removed, a join admits the node again, with a newer incarnation (joins take odd ones).
     seed.leave('n2', false, 0);
-    seed.join(request(0), 0);
-    expect(seed.record('n2')).toMatchObject({ status: 'active', incarnation: 4 });
+    expect(seed.record('n2')).toMatchObject({ status: 'removed', incarnation: 4 });
+    seed.join(request('n2', 0), 0);
+    expect(seed.record('n2')).toMatchObject({ status: 'active', incarnation: 5 });
+  });
+
+  it('a leave made from a join that lost to a removal does not outrank the removal (seed 500063162)', () => {
+    const [a, b, n2] = cluster('n1', 'n3', 'n2') as [Membership, Membership, Membership];
+    a.join(request('n2', 0), 0);
+    b.absorb(a.records(), 0);
+    n2.absorb(a.records(), 0);
+    // At n1: n2 removed, then its first join, repeated late, admits it again.
+    a.leave('n2', false, 0);
+    a.join(request('n2', 0), 0);
+    // Meanwhile n3, which heard of neither, asks n2 to leave; n2 hears of that and finishes.
+    b.leave('n2', true, 0);
+    n2.absorb(b.records(), 0);
+    n2.finishLeaving(0);
+    // n1 asks n2 to leave too, from the record its join wrote: the removal outranks that leave.
+    a.leave('n2', true, 0);
+    for (const m of [a, b]) m.absorb(n2.records(), 0);
+    b.absorb(a.records(), 0);
+    for (const m of [a, b, n2]) expect(m.record('n2')?.status).toBe('removed');
+  });
+
+  it('a join at the same moment as a removal elsewhere does not tie with it (seed 800005710)', () => {
+    const [a, b, n2] = cluster('n4', 'n5', 'n2') as [Membership, Membership, Membership];
+    a.join(request('n5', 0), 0);
+    b.absorb(a.records(), 0);
+    a.join(request('n2', 0), 0);
+    n2.absorb(a.records(), 0);
+    // n5, not yet told of n2, admits it too (the join carries the record n4 wrote), then asks it to
+    // leave; n4 removes it meanwhile.
+    b.join(request('n2', n2.record('n2')!.incarnation), 0);
+    a.leave('n2', false, 0);
+    const join = b.record('n2')!.incarnation;
+    const removal = a.record('n2')!.incarnation;
+    expect(join).not.toBe(removal);
+    b.leave('n2', true, 0);
+    a.absorb(b.records(), 0);
+    // The join is above the removal, so the leave made from it stands above a join.
+    expect(join).toBeGreaterThan(removal);
+    expect(a.record('n2')).toMatchObject({ status: 'leaving' });
   });
 });
