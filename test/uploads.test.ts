@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createBLAKE3 } from 'hash-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { patternBytes, postStream, putRaw } from './helpers/blobs.js';
+import { expectedId, patternBytes, postStream, putRaw } from './helpers/blobs.js';
 import { type NodeProcess, startNode } from './helpers/node-process.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -118,6 +118,26 @@ describe('limits and hostile uploads', () => {
     const text = await response;
     expect(text).toMatch(/^HTTP\/1.1 408/);
     await waitFor(() => tmpFiles(node).length === 0, { what: 'tmpFiles(node).length === 0', timeoutMs: 5000 });
+  });
+
+  it('an NDJSON stream whose one long line arrives slowly but steadily is not idle: it is stored', async () => {
+    const data = patternBytes(60_000, 17);
+    const line = Buffer.from(`${JSON.stringify({ data: data.toString('base64'), final: true })}\n`);
+    const { socket, response } = await partialUpload(
+      node.port,
+      `POST /v1/blobs/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\nContent-Length: ${line.length}`,
+      Buffer.alloc(0),
+      true,
+    );
+    // The line in 20 pieces, one every 100 ms: 2 s in all, more than twice the 700 ms idle limit.
+    const piece = Math.ceil(line.length / 20);
+    for (let at = 0; at < line.length; at += piece) {
+      socket.write(line.subarray(at, at + piece));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const text = await response;
+    expect(text).toMatch(/^HTTP\/1.1 20[01]/);
+    expect(text).toContain(await expectedId(data));
   });
 
   it('too many concurrent uploads get 503 with Retry-After, and the node stays healthy', async () => {

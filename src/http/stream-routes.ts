@@ -100,11 +100,15 @@ export class StreamRoutes {
     const lines = new LineSplitter(this.config.maxJsonBodyBytes);
     const parser = new PutChunkParser();
     const onLine = (line: Uint8Array): void => this.applyLine(stream, parser, line);
+    // Bytes arriving count as activity, not only whole lines: a client sending one large line
+    // slowly but steadily is not idle.
+    let receivedAtMs = Date.now();
     const sink = {
       get lastActivityMs(): number {
-        return stream.lastActivityMs;
+        return Math.max(receivedAtMs, stream.lastActivityMs);
       },
       write(bytes: Uint8Array, isLast: boolean): void {
+        receivedAtMs = Date.now();
         lines.push(bytes, onLine);
         if (isLast) lines.end(onLine);
       },
