@@ -26,6 +26,8 @@ import { CallAccess, sentRequestId, withRequestId } from './access.js';
 export interface MessagePieces {
   /** At a message's prefix: true to take it as pieces (`piece` for each, then `end`), false to take it whole. */
   begin(length: number): boolean;
+  /** Bytes of the request arrived (any message, taken whole or not): the call is not idle. */
+  arrived(): void;
   /** The next bytes of the message, a view of the frame valid only during the call. */
   piece(bytes: Buffer): void;
   end(): void;
@@ -104,6 +106,7 @@ export class DirectCall extends EventEmitter {
     this.pieces = pieces;
     this.stream.on('data', (data: Buffer) => {
       if (this.statusSent || this.cancelled) return;
+      this.pieces?.arrived();
       try {
         this.frames(data, onMessage);
       } catch (err) {

@@ -92,6 +92,10 @@ class ChunkPieces implements MessagePieces {
     return true;
   }
 
+  arrived(): void {
+    this.put.arrived();
+  }
+
   piece(bytes: Buffer): void {
     this.parser.piece(bytes, this.data);
   }

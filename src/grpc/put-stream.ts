@@ -111,6 +111,14 @@ export class PutStreamCall {
     return !this.settled && this.stream.midStream;
   }
 
+  /**
+   * Bytes of the call arrived, whether or not they complete a message: a client sending one large
+   * message slowly but steadily is not idle.
+   */
+  arrived(): void {
+    this.lastDataMs = Date.now();
+  }
+
   /** A piece of the current chunk's data field (valid only during the call: it is copied). */
   dataPiece(bytes: Uint8Array): void {
     if (this.settled) return;

@@ -95,8 +95,8 @@ async function stored(response: Buffer): Promise<Buffer> {
  * for each piece to be written before the next, so each is a DATA frame of its own (node:http2
  * puts pieces written together into one frame).
  */
-async function put(pieces: Buffer[], oneFrameEach = false): Promise<{ status: number; body: Buffer }> {
-  const session = http2.connect(`http://127.0.0.1:${n.grpcPort}`);
+async function put(pieces: Buffer[], oneFrameEach = false, opts: { node?: GrpcNode; pauseMs?: number } = {}): Promise<{ status: number; body: Buffer }> {
+  const session = http2.connect(`http://127.0.0.1:${(opts.node ?? n).grpcPort}`);
   try {
     return await new Promise((resolve, reject) => {
       const req = session.request({ ':method': 'POST', ':path': PUT, 'content-type': 'application/grpc', te: 'trailers' });
@@ -111,6 +111,7 @@ async function put(pieces: Buffer[], oneFrameEach = false): Promise<{ status: nu
         for (const piece of pieces) {
           if (oneFrameEach) await new Promise((r) => req.write(piece, r));
           else if (!req.write(piece)) await new Promise((r) => req.once('drain', r));
+          if (opts.pauseMs) await new Promise((r) => setTimeout(r, opts.pauseMs));
         }
         req.end();
       })();
@@ -196,5 +197,26 @@ describe('PutStream chunks taken piece by piece', () => {
     expect(await ids()).toEqual(before);
     const answer = await put([frame(chunk(patterned(10, 16), { policy: NONE, final: true }))]);
     expect(answer.status).toBe(Status.OK);
+  });
+});
+
+describe('PutStream and the body idle limit', () => {
+  let slow: GrpcNode;
+  beforeAll(async () => {
+    slow = await startGrpcNode({ args: ['--body-idle-timeout-ms', '700'] });
+  });
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  it('a first chunk that arrives slowly but steadily is not idle: it is stored', async () => {
+    const data = patterned(60 * KiB, 17);
+    const message = frame(chunk(data, { policy: NONE, final: true }));
+    // 20 DATA frames, one every 100 ms: 2 s in all, more than twice the 700 ms idle limit.
+    const size = Math.ceil(message.length / 20);
+    const pieces = Array.from({ length: Math.ceil(message.length / size) }, (_, i) => message.subarray(i * size, (i + 1) * size));
+    const answer = await put(pieces, true, { node: slow, pauseMs: 100 });
+    expect(answer.status).toBe(Status.OK);
+    expect((await getStream(slow.blobs, answer.body.subarray(5 + 4, 5 + 20))).data.equals(data)).toBe(true);
   });
 });
