@@ -46,6 +46,7 @@ export const HTTP_ACCESS = {
   'GET /internal/v1/stat/:id': 'peer',
   'PUT /internal/v1/replicas/:id': 'peer',
   'POST /internal/v1/replicas': 'peer',
+  'POST /internal/v1/shards': 'peer',
   'GET /internal/v1/shards/:id/:index': 'peer',
   'PUT /internal/v1/shards/:id/:index': 'peer',
   // Operations (the metrics listener, or the API port in the `same` layout).

@@ -4,7 +4,7 @@
  *
  *   bytes (memory, or the upload's transient file) ─▶ rows of cells (striper.ts, parity in line)
  *     ─▶ column i ─▶ owner i: this node (ColumnWriter) | a peer (a PUT to its API listener, or a
- *                                                          batch of small columns: StoreShardBatch)
+ *                                                          batch of small columns: a POST to it)
  *   all answered: ≤ m failed ─▶ failed columns queued for repair (durable) ─▶ 2xx
  *                 > m failed ─▶ the stored columns are taken back ─▶ 503, nothing visible
  *

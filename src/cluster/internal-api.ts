@@ -155,7 +155,7 @@ export class ClusterInternalApi {
     return new ShardReceiver(this.store, this.config, repair);
   }
 
-  /** Whole small columns (StoreShardBatch): each stored or refused on its own. */
+  /** Whole small columns (a batch POST, or StoreShardBatch): each stored or refused on its own. */
   storeColumns(columns: readonly Parameters<typeof storeColumn>[2][], repair: boolean): Promise<{ stored: boolean; created: boolean; error: string }[]> {
     return Promise.all(columns.map((msg) => storeColumn(this.store, this.config, msg, repair).then(
       (done) => ({ stored: done.stored, created: done.created, error: '' }),

@@ -12,10 +12,9 @@
  * What the receiver relies on (the checksum names the id, the labels are within its limits, the
  * bytes hash to the checksum) it checks as for any replica (transfer.ts).
  */
-import { decodeLabels } from '../blob/labels.js';
 import { invalidArgument } from '../errors/errors.js';
 import type { BlobMetaMessage } from '../proto/messages.js';
-import type { WireMeta } from './wire-meta.js';
+import { batchLabelsOf, type WireMeta } from './wire-meta.js';
 
 export const REPLICA_HEAD_BYTES = 65;
 
@@ -63,14 +62,6 @@ export interface ReceivedReplica {
   readonly data: Buffer;
 }
 
-function labelsOf(bytes: Buffer): Record<string, string> {
-  try {
-    return decodeLabels(bytes);
-  } catch {
-    throw invalidArgument('replica batch: labels that are not JSON');
-  }
-}
-
 /** Reads a batch's body; a body that ends inside a blob, or says a length it does not hold, is refused whole. */
 export function readReplicaBatch(body: Buffer): ReceivedReplica[] {
   const out: ReceivedReplica[] = [];
@@ -85,7 +76,7 @@ export function readReplicaBatch(body: Buffer): ReceivedReplica[] {
       id: body.subarray(at, at + 16),
       meta: {
         size, checksum: body.subarray(at + 16, at + 48), created_at: body.readBigUInt64BE(at + 48).toString(),
-        policy: body.readUInt8(at + 56), labels: labelsOf(labels),
+        policy: body.readUInt8(at + 56), labels: batchLabelsOf(labels, 'replica batch'),
       },
       data: body.subarray(end - size, end),
     });

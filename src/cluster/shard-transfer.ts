@@ -1,12 +1,12 @@
 /**
  * Shard columns between nodes, both ends (docs/erasure-coding.md):
  *
- *   sender:   small whole columns ──▶ ShardBatcher ──▶ StoreShardBatch (every column for a peer
- *                                     from one event-loop turn in one call); larger ones stream
- *                                     to the peer's API listener (transport/http-column.ts)
+ *   sender:   small whole columns ──▶ ShardBatcher ──▶ POST /internal/v1/shards (every column for
+ *                                     a peer from one event-loop turn in one request: shard-batch.ts);
+ *                                     larger ones stream to the peer's API listener (transport/http-column.ts)
  *   receiver: header checked against the layout ──▶ ColumnWriter ──▶ checksum (and the blob's
  *             column checksums, which the column keeps) ──▶ committed (durable)
- *             (a StoreShardBatch, a StoreShard stream, or the API listener's PUT)
+ *             (a batch POST or a StoreShardBatch, a StoreShard stream, or the API listener's PUT)
  *
  * The header carries the whole blob's metadata; the receiver checks that the column's size fits
  * the blob's layout and that the bytes match the column's checksum before it commits.
@@ -17,20 +17,11 @@ import { ecScheme, StripeLayout } from '../ec/layout.js';
 import type { BlobMetaMessage } from '../proto/messages.js';
 import type { LocalStore } from '../service/local-store.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
-import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
+import { PeerPutError } from './transport/http-put.js';
+import { type BatchColumn, shardBatchBody } from './shard-batch.js';
 import { incomingMeta } from './transfer.js';
-import { columnBlobMeta, messageOfHeaderLines, messageOfMeta, placementOf } from './wire-meta.js';
-
-export interface ShardHeaderMessage {
-  id: { id: Buffer };
-  index: number;
-  shard_size: number;
-  meta: BlobMetaMessage;
-  column_size: number;
-  /** Empty: the columns are placed by the id. */
-  placement?: Buffer;
-}
+import { columnBlobMeta, messageOfHeaderLines, messageOfMeta, placementOf, type ShardHeaderMessage, type StoreColumnMessage } from './wire-meta.js';
 
 /** The layout of the blob a column header describes. */
 export function layoutOf(h: Pick<ColumnHeader, 'policy' | 'shardBytes' | 'blobBytes'>): StripeLayout {
@@ -123,8 +114,8 @@ function checksumsOf(bytes: Buffer | undefined): Buffer | undefined {
   return bytes === undefined || bytes.length === 0 ? undefined : Buffer.from(bytes);
 }
 
-/** Stores a whole column that arrived in one message (StoreShardBatch). */
-export async function storeColumn(store: LocalStore, config: NodeConfig, msg: { header?: Partial<ShardHeaderMessage>; data?: Buffer; column_checksum?: Buffer; column_checksums?: Buffer }, repair: boolean): Promise<{ stored: boolean; created: boolean }> {
+/** Stores a whole column that arrived in one message. */
+export async function storeColumn(store: LocalStore, config: NodeConfig, msg: StoreColumnMessage, repair: boolean): Promise<{ stored: boolean; created: boolean }> {
   const { header, columnBytes } = columnHeaderOf(msg.header, config);
   if (repair && store.deletedAt(header.id) !== undefined) return { stored: false, created: false };
   const writer = new ColumnWriter(store, config, header, columnBytes);
@@ -184,15 +175,15 @@ export class ShardReceiver {
 }
 
 interface PendingColumn {
-  msg: { header: ShardHeaderMessage; data: Buffer; column_checksum: Buffer; column_checksums?: Buffer };
+  column: BatchColumn;
   resolve: (r: { created: boolean }) => void;
   reject: (err: Error) => void;
 }
 
 /**
  * Small whole columns to peers, batched: every column for a peer that comes during one
- * event-loop turn goes in one StoreShardBatch call (up to `batchBytes`), so concurrent EC stores of
- * small blobs share calls the way their local writes share a group commit.
+ * event-loop turn goes in one POST (up to `batchBytes`), so concurrent EC stores of small blobs
+ * share requests the way their local writes share a group commit.
  */
 export class ShardBatcher {
   private readonly pending = new Map<string, { peer: PeerRef; columns: PendingColumn[]; bytes: number }>();
@@ -211,7 +202,7 @@ export class ShardBatcher {
         batch = { peer, columns: [], bytes: 0 };
         this.pending.set(peer.nodeId, batch);
       }
-      batch.columns.push({ msg: { header: headerMessage(header), data, column_checksum: columnChecksum, column_checksums: columnChecksums }, resolve, reject });
+      batch.columns.push({ column: { header, data, columnChecksum, columnChecksums }, resolve, reject });
       batch.bytes += data.length;
       if (batch.bytes >= this.options.batchBytes) {
         this.pending.delete(peer.nodeId);
@@ -232,12 +223,11 @@ export class ShardBatcher {
 
   private async send(peer: PeerRef, columns: PendingColumn[]): Promise<void> {
     try {
-      const res = await this.transport.call<{ results?: { stored?: boolean; created?: boolean; error?: string }[] }>(
-        peer, 'StoreShardBatch', { shards: columns.map((c) => c.msg) }, this.options.timeoutMs);
+      const results = await this.transport.shardBatch(peer, shardBatchBody(columns.map((c) => c.column)), columns.length, this.options.timeoutMs);
       columns.forEach((c, i) => {
-        const r = res.results?.[i];
-        if (r?.stored) c.resolve({ created: r.created === true });
-        else c.reject(new PeerCallError(peer.nodeId, 'StoreShardBatch', 13, r?.error ?? 'column not stored'));
+        const r = results[i]!;
+        if (r.stored) c.resolve({ created: r.created });
+        else c.reject(new PeerPutError(`${peer.nodeId}: column ${c.column.header.index} not stored: ${r.error}`, false, 400));
       });
     } catch (err) {
       for (const c of columns) c.reject(err as Error);

@@ -18,6 +18,34 @@ import type { BlobMetaMessage } from '../proto/messages.js';
 import { Location } from '../index/entry.js';
 import { invalidArgument } from '../errors/errors.js';
 
+/** A shard column's header as it travels (a column's gRPC messages, a batch POST's heads: shard-batch.ts). */
+export interface ShardHeaderMessage {
+  id: { id: Buffer };
+  index: number;
+  shard_size: number;
+  meta: BlobMetaMessage;
+  column_size: number;
+  /** Empty: the columns are placed by the id. */
+  placement?: Buffer;
+}
+
+/** A whole column in one message: a StoreShardBatch's, or one of a batch POST's. */
+export interface StoreColumnMessage {
+  header?: Partial<ShardHeaderMessage>;
+  data?: Buffer;
+  column_checksum?: Buffer;
+  column_checksums?: Buffer;
+}
+
+/** A batch body's labels (the engine's encoding) as a message carries them; `batch` names the batch in the error. */
+export function batchLabelsOf(bytes: Buffer, batch: string): Record<string, string> {
+  try {
+    return decodeLabels(bytes);
+  } catch {
+    throw invalidArgument(`${batch}: labels that are not JSON`);
+  }
+}
+
 /** The metadata that travels with a blob's bytes (its id travels apart). */
 export interface WireMeta {
   size: number;

@@ -8,6 +8,7 @@
  *   GET /internal/v1/stat/{id}      InternalService.StatBlob's answer, as JSON (src/cluster/wire-meta.ts statJson)
  *   PUT /internal/v1/replicas/{id}  InternalService.ReplicateStream's (src/cluster/replica-stream.ts)
  *   POST /internal/v1/replicas      InternalService.ReplicateBatch's (src/cluster/replica-batch.ts)
+ *   POST /internal/v1/shards        InternalService.StoreShardBatch's (src/cluster/shard-batch.ts)
  *
  * A replica's metadata comes in headers (X-Blobstore-Size, -Checksum hex, -Created-At ns, -Policy,
  * -Labels-Encoded base64 of the engine's encoded labels, -Repair), its bytes as a chunked body
@@ -29,6 +30,7 @@ import { SECRET_METADATA } from '../cluster/transport/peer-link.js';
 import { parseBlobId } from '../blob/id.js';
 import { BlobstoreError, invalidArgument, payloadTooLarge } from '../errors/errors.js';
 import { readReplicaBatch } from '../cluster/replica-batch.js';
+import { readShardBatch } from '../cluster/shard-batch.js';
 import type { Logger } from '../log/logger.js';
 import { incomingMeta } from '../cluster/transfer.js';
 import { messageOfHeaders, statJson } from '../cluster/wire-meta.js';
@@ -173,12 +175,37 @@ export class InternalRoutes {
   };
 
   /**
-   * POST /internal/v1/replicas: a batch of small replicas (src/cluster/replica-batch.ts), its
-   * Content-Length at most --grpc-max-message-bytes (the bound of the ReplicateBatch call it stands
-   * for); every blob checked and stored, all in the same group commits, then {"stored": n}. A blob
-   * that fails its checks fails the batch (the sender retries its blobs; those stored hold).
+   * POST /internal/v1/replicas: a batch of small replicas (src/cluster/replica-batch.ts); every
+   * blob checked and stored, all in the same group commits, then {"stored": n}. A blob that fails
+   * its checks fails the batch (the sender retries its blobs; those stored hold).
    */
   readonly postReplicas = (res: HttpResponse, req: HttpRequest): void => {
+    const repair = req.getHeader('x-blobstore-repair') === '1';
+    this.batchBody(res, req, 'a batch of replicas', async (x, cluster, body) => {
+      const { internal } = cluster;
+      const blobs = readReplicaBatch(body).map((b) => ({ meta: incomingMeta({ id: b.id }, b.meta, internal.config), data: b.data }));
+      await Promise.all(blobs.map((b) => internal.storeReplica(b.meta, b.data, repair)));
+      sendJson(x, 200, `{"stored":${blobs.length}}`);
+    });
+  };
+
+  /**
+   * POST /internal/v1/shards: a batch of small whole columns (src/cluster/shard-batch.ts); each
+   * checked and stored on its own, then {"results": [...]}, each column's {"stored", "created",
+   * "error"} in the batch's order. A body that does not parse is refused whole.
+   */
+  readonly postShards = (res: HttpResponse, req: HttpRequest): void => {
+    this.batchBody(res, req, 'a batch of columns', async (x, cluster, body) => {
+      const results = await cluster.internal.storeColumns(readShardBatch(body), false);
+      sendJson(x, 200, JSON.stringify({ results }));
+    });
+  };
+
+  /**
+   * A batch's body, its Content-Length at most --grpc-max-message-bytes (the bound of the gRPC
+   * call it stands for), read into one buffer and handed to `store`, whose failure is the answer.
+   */
+  private batchBody(res: HttpResponse, req: HttpRequest, what: string, store: (x: Exchange, cluster: Cluster, body: Buffer) => Promise<void>): void {
     const x = newExchange(res, this.wire, this.log);
     let cluster: Cluster;
     let body: Buffer;
@@ -186,34 +213,22 @@ export class InternalRoutes {
       cluster = this.authorize(req);
       const length = req.getHeader('content-length');
       const limit = cluster.internal.config.grpcMaxMessageBytes;
-      if (!/^\d{1,15}$/.test(length)) throw new BlobstoreError('length_required', 'a batch of replicas needs its Content-Length');
-      if (Number(length) > limit) throw payloadTooLarge(`a batch of replicas over ${limit} bytes (--grpc-max-message-bytes)`);
+      if (!/^\d{1,15}$/.test(length)) throw new BlobstoreError('length_required', `${what} needs its Content-Length`);
+      if (Number(length) > limit) throw payloadTooLarge(`${what} over ${limit} bytes (--grpc-max-message-bytes)`);
       body = Buffer.allocUnsafe(Number(length));
     } catch (err) {
       res.onData(() => undefined);
       return sendError(x, err, 'drain');
     }
-    const repair = req.getHeader('x-blobstore-repair') === '1';
     let at = 0;
     res.onData((chunk, isLast) => {
       if (x.done || x.aborted) return;
-      if (at + chunk.byteLength > body.length) return sendError(x, invalidArgument('a batch of replicas longer than its Content-Length'), 'drain');
+      if (at + chunk.byteLength > body.length) return sendError(x, invalidArgument(`${what} longer than its Content-Length`), 'drain');
       body.set(new Uint8Array(chunk), at);
       at += chunk.byteLength;
       if (!isLast) return;
-      void this.storeBatch(x, cluster, body.subarray(0, at), repair);
+      store(x, cluster, body.subarray(0, at)).catch((err: unknown) => sendError(x, err));
     });
-  };
-
-  private async storeBatch(x: Exchange, cluster: Cluster, body: Buffer, repair: boolean): Promise<void> {
-    try {
-      const { internal } = cluster;
-      const blobs = readReplicaBatch(body).map((b) => ({ meta: incomingMeta({ id: b.id }, b.meta, internal.config), data: b.data }));
-      await Promise.all(blobs.map((b) => internal.storeReplica(b.meta, b.data, repair)));
-      sendJson(x, 200, `{"stored":${blobs.length}}`);
-    } catch (err) {
-      sendError(x, err);
-    }
   }
 
   /** PUT /internal/v1/replicas/:id: a replica's bytes as the body, stored once durable. */

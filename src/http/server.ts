@@ -99,7 +99,7 @@ export class ApiServer {
     if (slot) {
       const internal = new InternalRoutes(() => slot.peek(), this.intake, this.wire, log);
       routes.get(`${INTERNAL_BLOB_PATH}:id`, internal.get).get(`${INTERNAL_STAT_PATH}:id`, internal.stat).put(`${INTERNAL_REPLICA_PATH}:id`, internal.putReplica, 'stream')
-        .post(INTERNAL_REPLICA_PATH.slice(0, -1), internal.postReplicas)
+        .post(INTERNAL_REPLICA_PATH.slice(0, -1), internal.postReplicas).post(INTERNAL_SHARD_PATH.slice(0, -1), internal.postShards)
         .get(`${INTERNAL_SHARD_PATH}:id/:index`, internal.getShard).put(`${INTERNAL_SHARD_PATH}:id/:index`, internal.putShard, 'stream');
     }
     options.mount?.(routes);

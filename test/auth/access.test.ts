@@ -90,6 +90,7 @@ const SAMPLES: Record<HttpRoute, Sample> = {
   'GET /internal/v1/stat/:id': { method: 'GET', listener: 'api', path: () => `/internal/v1/stat/${id}` },
   'PUT /internal/v1/replicas/:id': { method: 'PUT', listener: 'api', path: () => `/internal/v1/replicas/${'1'.repeat(32)}`, headers: replica(), body: () => stored },
   'POST /internal/v1/replicas': { method: 'POST', listener: 'api', path: () => '/internal/v1/replicas', body: () => Buffer.alloc(0) },
+  'POST /internal/v1/shards': { method: 'POST', listener: 'api', path: () => '/internal/v1/shards', body: () => Buffer.alloc(0) },
   'GET /internal/v1/shards/:id/:index': { method: 'GET', listener: 'api', path: () => `/internal/v1/shards/${id}/0` },
   'PUT /internal/v1/shards/:id/:index': { method: 'PUT', listener: 'api', path: () => `/internal/v1/shards/${'2'.repeat(32)}/0`, headers: replica(), body: () => stored },
   'GET /metrics': { method: 'GET', listener: 'metrics', path: () => '/metrics' },

@@ -9,6 +9,7 @@
 import { createBLAKE3 } from 'hash-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replicaBatchBody } from '../../src/cluster/replica-batch.js';
+import { type BatchColumn, shardBatchBody } from '../../src/cluster/shard-batch.js';
 import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { freePort, TestCluster } from '../helpers/cluster.js';
 import { logLines } from '../helpers/log.js';
@@ -263,6 +264,45 @@ describe('the data path with a cluster secret', () => {
       const copy = await fetch(`${c.url(1)}/v1/blobs/${meta.id.toString('hex')}`);
       expect(Buffer.from(await copy.arrayBuffer()).equals(data)).toBe(true);
     }
+  });
+
+  it('the column batch route refuses calls without the secret and a batch cut short; stores each column on its own, with the blob\'s column checksums, and refuses one whose bytes are not its checksum', async () => {
+    // Two 3000-byte EC42 blobs (one stripe, columns of 750 bytes): columns 1 and 4 of the first,
+    // column 3 of the second with another blob's bytes.
+    const blobs = [96, 97].map((seed) => {
+      const bytes = patternBytes(3000, seed);
+      const checksum = blake3(bytes);
+      const columns = [0, 1, 2, 3, 4, 5].map((i) => patternBytes(750, seed * 10 + i));
+      return { id: checksum.subarray(0, 16), checksum, columns, checksums: Buffer.concat(columns.map((col) => blake3(col))) };
+    });
+    const column = (b: (typeof blobs)[number], index: number, data = b.columns[index]!): BatchColumn => ({
+      header: {
+        id: b.id, index, policy: 4, shardBytes: 1024 * 1024, blobBytes: 3000, blobChecksum: b.checksum,
+        blobLabels: Buffer.from(index === 1 ? '{"team":"columns"}' : ''), createdAtNs: 1234567890123456789n,
+      },
+      data, columnChecksum: blake3(b.columns[index]!), columnChecksums: b.checksums,
+    });
+    const batch = [column(blobs[0]!, 1), column(blobs[1]!, 3, blobs[0]!.columns[3]), column(blobs[0]!, 4)];
+    const body = Buffer.concat(shardBatchBody(batch).parts);
+    const post = (secret: string, bytes: Buffer): Promise<Response> => fetch(`${c.url(1)}/internal/v1/shards`, { method: 'POST', body: bytes, headers: { 'x-blobstore-cluster-secret': secret } });
+    const stat = async (id: Buffer): Promise<{ kind: string; indices?: number[]; column_checksums?: string }> =>
+      (await fetch(`${c.url(1)}/internal/v1/stat/${id.toString('hex')}`, { headers: { 'x-blobstore-cluster-secret': SECRET } })).json() as Promise<{ kind: string }>;
+    expect((await post('wrong', body)).status).toBe(401);
+    expect((await post(SECRET, body.subarray(0, body.length - 1))).status).toBe(400);
+    expect(await stat(blobs[0]!.id)).toMatchObject({ kind: 'none' });
+    const res = await post(SECRET, body);
+    expect(res.status).toBe(200);
+    const { results } = (await res.json()) as { results: { stored: boolean; created: boolean; error: string }[] };
+    expect(results.map((r) => [r.stored, r.created])).toEqual([[true, true], [false, false], [true, true]]);
+    expect(results[1]!.error).toContain('do not match');
+    expect(await stat(blobs[0]!.id)).toMatchObject({ kind: 'columns', indices: [1, 4], column_checksums: blobs[0]!.checksums.toString('hex') });
+    expect(await stat(blobs[1]!.id)).toMatchObject({ kind: 'none' });
+    // The columns read back as stored; the same batch again stores nothing new.
+    const read = await fetch(`${c.url(1)}/internal/v1/shards/${blobs[0]!.id.toString('hex')}/4`, { headers: { 'x-blobstore-cluster-secret': SECRET } });
+    expect(Buffer.from(await read.arrayBuffer()).equals(blobs[0]!.columns[4]!)).toBe(true);
+    const again = (await (await post(SECRET, body)).json()) as { results: { stored: boolean; created: boolean }[] };
+    expect(again.results.map((r) => [r.stored, r.created])).toEqual([[true, false], [false, false], [true, false]]);
+    expect((await fetch(`${c.url(1)}/v1/blobs/${blobs[0]!.id.toString('hex')}`, { method: 'DELETE' })).status).toBeLessThan(300);
   });
 
   it('a second repair of a column while one writes it is refused at once (409); once the first ends, the column can be repaired, and once held it is refused again', async () => {

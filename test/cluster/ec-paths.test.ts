@@ -1,6 +1,6 @@
 /**
- * EC columns between nodes go over the peers' API listeners (the bulk path), which demand the
- * cluster secret when one is set; with a token file too (the secure set-up: users present tokens,
+ * EC columns between nodes go over the peers' API listeners (the bulk path: a large blob's
+ * column by column, a small one's in a batch per peer), which demand the cluster secret when one is set; with a token file too (the secure set-up: users present tokens,
  * nodes the secret), clients need a token and nodes none. Both store and read every blob
  * byte-exact from every node.
  */
@@ -91,7 +91,7 @@ describe("EC columns when the peers' API addresses cannot be reached", () => {
     await c?.stopAll();
   });
 
-  it('a large store fails whole (503, nothing visible) and no column goes over gRPC instead', async () => {
+  it('a store fails whole (503, nothing visible), a small one whose columns go in a batch as a large one, and no column goes over gRPC instead', async () => {
     // Each node tells the others an API address nobody listens on; gRPC works as usual.
     const nowhere = await Promise.all([0, 1, 2, 3, 4, 5].map(() => freePort()));
     c = await TestCluster.start({
@@ -99,20 +99,24 @@ describe("EC columns when the peers' API addresses cannot be reached", () => {
       nodeArgs: (i) => ['--advertise-addr', `127.0.0.1:${nowhere[i]}`],
     });
     await c.converged({ members: c.ids });
-    const bytes = patternBytes(SIZES[2]!, 9102);
-    const res = await putWithNodesUp(c, 0, bytes, { 'X-Blobstore-Policy': '4' });
-    expect(res.status, await res.clone().text()).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('1');
-    const id = await expectedId(bytes);
+    // 3000 bytes: held whole, its small columns batched per peer; 700 KiB: streamed column by column.
+    for (const [k, size] of [SIZES[0]!, SIZES[2]!].entries()) {
+      const bytes = patternBytes(size, 9102 + k);
+      const res = await putWithNodesUp(c, k, bytes, { 'X-Blobstore-Policy': '4' });
+      expect(res.status, await res.clone().text()).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      const id = await expectedId(bytes);
+      for (const i of c.live()) {
+        // Nothing visible: no node lists it, and none answers it (a node that cannot ask the owners,
+        // whose API addresses are what cannot be reached, cannot say 404 either: 503).
+        const listed = (await (await fetch(`${c.url(i)}/v1/blobs?prefix=${id}`)).json()) as { ids: string[] };
+        expect(listed.ids, `${size} bytes listed on ${c.ids[i]}`).toEqual([]);
+        expect([404, 503], `HEAD on ${c.ids[i]}`).toContain((await fetch(`${c.url(i)}/v1/blobs/${id}`, { method: 'HEAD' })).status);
+      }
+    }
     for (const i of c.live()) {
-      // Nothing visible: no node lists it, and none answers it (a node that cannot ask the owners,
-      // whose API addresses are what cannot be reached, cannot say 404 either: 503).
-      const listed = (await (await fetch(`${c.url(i)}/v1/blobs?prefix=${id}`)).json()) as { ids: string[] };
-      expect(listed.ids, `listed on ${c.ids[i]}`).toEqual([]);
-      expect([404, 503], `HEAD on ${c.ids[i]}`).toContain((await fetch(`${c.url(i)}/v1/blobs/${id}`, { method: 'HEAD' })).status);
-      const columnCalls = logLines(c.node(i).output()).filter((l) => l.access === 'grpc' && /^InternalService\.(StoreShard|FetchShard)$/.test(String(l.method)));
+      const columnCalls = logLines(c.node(i).output()).filter((l) => l.access === 'grpc' && /^InternalService\.(StoreShard|StoreShardBatch|FetchShard)$/.test(String(l.method)));
       expect(columnCalls, `column calls over gRPC on ${c.ids[i]}`).toEqual([]);
     }
   });
 });
-

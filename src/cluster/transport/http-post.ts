@@ -1,8 +1,8 @@
 /**
- * The data plane's POSTs of whole bodies (a batch of small replicas, replica-batch.ts), and its
- * stats (GET /internal/v1/stat: a body-less request, a short JSON answer), over
- * keep-alive connections, a few kept per peer: a batch leaves every replication gather (25 ms)
- * for each peer, and a connection each would cost a handshake, an accept and a close per batch and
+ * The data plane's POSTs of whole bodies (a batch of small replicas, replica-batch.ts; of small
+ * columns, shard-batch.ts), and its stats (GET /internal/v1/stat: a body-less request, a short
+ * JSON answer), over keep-alive connections, a few kept per peer: a batch leaves every
+ * replication gather (25 ms) for each peer, and a connection each would cost a handshake, an accept and a close per batch and
  * leave thousands of sockets in TIME_WAIT. One request at a time per connection; the body is
  * written from the caller's buffers in one writev; the answer is a short JSON body with a
  * Content-Length. A connection that breaks before any answer came, after waiting idle, is

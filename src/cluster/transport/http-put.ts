@@ -76,6 +76,12 @@ export function replicaBatchHead(peer: HttpPeer, bytes: number, repair: boolean,
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`) + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n';
 }
 
+/** The request head of a batch of small whole columns (shard-batch.ts): its body's length is known. */
+export function shardBatchHead(peer: HttpPeer, bytes: number, secret: string): string {
+  return `POST /internal/v1/shards HTTP/1.1\r\nHost: ${peer.address}\r\nContent-Length: ${bytes}\r\n`
+    + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`) + '\r\n';
+}
+
 /**
  * A PUT of a body to a peer's /internal/v1 path over one connection: the head, the body as
  * chunks written straight from the caller's buffers, the JSON answer (`answer`) once it is 200.

@@ -3,12 +3,12 @@
  * protocol, chosen here once (docs/adr/0021-one-peer-transport.md):
  *
  *   plane       protocol, address                              operations
- *   data        HTTP/1.1 on the peer's API address             readBlob, readColumn, replica, replicaBatch, column, stat
- *               (NodeInfo.address: what clients use too)       (bulk bytes: kernel reads into reused buffers, PUTs and
- *                                                                keep-alive POSTs written from the sender's buffers)
- *   control     gRPC on the peer's gRPC address                heartbeat, rejoin, and call(): HaveBlobs,
- *               (learnt from the member state)                  StoreShardBatch, RangeDigest, ListLeaf,
- *                                                                StoreManifest, DeleteShard (one message each way)
+ *   data        HTTP/1.1 on the peer's API address             readBlob, readColumn, replica, replicaBatch, column,
+ *               (NodeInfo.address: what clients use too)       shardBatch, stat (bulk bytes: kernel reads into reused
+ *                                                                buffers, PUTs and keep-alive POSTs written from the
+ *                                                                sender's buffers)
+ *   control     gRPC on the peer's gRPC address                heartbeat, rejoin, and call(): HaveBlobs, RangeDigest,
+ *               (learnt from the member state)                  ListLeaf, StoreManifest, DeleteShard (one message each way)
  *   bootstrap   HTTP on the API address (SeedNodes)            postJson(): the bootstrap probe, a join through a seed,
  *                                                                a restarted node's announcement (before any gRPC address is known)
  *
@@ -24,10 +24,11 @@ import { PeerCallError, PeerClients } from './grpc-peers.js';
 import { HttpColumnSender, shardPath } from './http-column.js';
 import { CHUNK_VALUES_HEADER } from '../column-check.js';
 import { type BytesSink, type BytesTarget, HttpFetcher } from './http-fetcher.js';
-import { HttpPut, PeerPutError, replicaBatchHead, replicaHead, statHead } from './http-put.js';
+import { HttpPut, PeerPutError, replicaBatchHead, replicaHead, shardBatchHead, statHead } from './http-put.js';
 import { type StatBlobAnswer, statAnswerOfJson } from '../wire-meta.js';
 import { HttpPoster } from './http-post.js';
 import type { ReplicaBatchBody } from '../replica-batch.js';
+import type { ShardBatchBody } from '../shard-batch.js';
 import { type PeerLink, SECRET_METADATA } from './peer-link.js';
 
 /** A peer as the member state records it: its id and its two addresses. */
@@ -40,7 +41,14 @@ export interface PeerRef {
 }
 
 /** InternalService calls of the control plane: small requests and answers, one message each. */
-export type ControlCall = 'HaveBlobs' | 'StoreShardBatch' | 'RangeDigest' | 'ListLeaf' | 'StoreManifest' | 'DeleteShard';
+export type ControlCall = 'HaveBlobs' | 'RangeDigest' | 'ListLeaf' | 'StoreManifest' | 'DeleteShard';
+
+/** What a peer did with one column of a batch: stored (durably; `created` when it was not there), or refused with `error`. */
+export interface ColumnOutcome {
+  stored: boolean;
+  created: boolean;
+  error: string;
+}
 
 /** ClusterService calls between members (the spec's cluster operations). */
 export type MembershipCall = 'Heartbeat' | 'Join';
@@ -141,6 +149,18 @@ export class PeerTransport {
     const text = await this.posts.post(peer, replicaBatchHead(peer, body.bytes, repair, this.link.secret), body.parts, timeoutMs);
     const answer = JSON.parse(text) as { stored?: unknown };
     if (answer.stored !== count) throw new PeerPutError(`${peer.nodeId}: stored ${String(answer.stored)} of a batch of ${count}`);
+  }
+
+  /**
+   * A batch of small whole columns to the peer, as one POST (shard-batch.ts); resolves with each
+   * column's outcome once the peer has stored or refused every one (those stored are durable),
+   * rejects with PeerPutError.
+   */
+  async shardBatch(peer: PeerRef, body: ShardBatchBody, count: number, timeoutMs: number): Promise<ColumnOutcome[]> {
+    const text = await this.posts.post(peer, shardBatchHead(peer, body.bytes, this.link.secret), body.parts, timeoutMs);
+    const results = (JSON.parse(text) as { results?: unknown }).results;
+    if (!Array.isArray(results) || results.length !== count) throw new PeerPutError(`${peer.nodeId}: ${Array.isArray(results) ? results.length : 'no'} outcomes for a batch of ${count} columns`);
+    return results.map((r: Partial<ColumnOutcome>) => ({ stored: r.stored === true, created: r.created === true, error: String(r.error ?? '') }));
   }
 
   /** A shard column's PUT to the peer (a store's, a repair's or a handoff's); see HttpColumnSender. */
