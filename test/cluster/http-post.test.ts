@@ -75,6 +75,34 @@ describe('keep-alive POSTs to a peer', () => {
     expect(breaking.bodies).toHaveLength(1);
   });
 
+  it('do not keep a connection the peer answered while the body was still queued: its bytes are the caller\'s buffers', async () => {
+    // The first connection refuses at the head and reads no more; later ones take whole requests.
+    const connections: Socket[] = [];
+    const srv = createServer((socket) => {
+      connections.push(socket);
+      let buffered = '';
+      const first = connections.length === 1;
+      socket.on('data', (bytes) => {
+        buffered += bytes.toString('latin1');
+        if (first) {
+          socket.pause();
+          return answer(socket, 413, '{"code":"payload_too_large"}');
+        }
+        const end = buffered.indexOf('\r\n\r\n');
+        const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, Math.max(0, end)))?.[1] ?? -1);
+        if (end >= 0 && buffered.length >= end + 4 + length) answer(socket, 200, `{"got":${length}}`);
+      });
+    });
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    const address = `127.0.0.1:${(srv.address() as { port: number }).port}`;
+    const poster = new HttpPoster(new PeerLink('', undefined));
+    closers.push(() => poster.close(), () => srv.close(), () => connections.forEach((c) => c.destroy()));
+    const big = Buffer.alloc(64 * 1024 * 1024, 7);
+    await expect(poster.post({ nodeId: 'peer', address }, head(address, big.length), [big], 5000)).rejects.toThrow(/peer answered 413/);
+    expect(await poster.post({ nodeId: 'peer', address }, head(address, 2), [Buffer.from('ok')], 5000)).toBe('{"got":2}');
+    expect(connections).toHaveLength(2);
+  });
+
   it('time out a peer that takes the body and never answers', async () => {
     const silent = await server(() => undefined);
     const poster = new HttpPoster(new PeerLink('', undefined));

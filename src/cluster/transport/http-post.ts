@@ -59,7 +59,9 @@ export class HttpPoster {
   private settle(peer: HttpPeer, socket: Socket, answer: PeerAnswer): string {
     const sockets = this.idle.get(peer.address) ?? [];
     this.idle.set(peer.address, sockets);
-    if (answer.keepAlive && sockets.length < IDLE_PER_PEER) {
+    // A connection with bytes of the body still queued (the peer answered early, a refusal) is not
+    // kept: those bytes are the caller's buffers, which it may reuse once this returns.
+    if (answer.keepAlive && sockets.length < IDLE_PER_PEER && socket.writableLength === 0) {
       socket.setTimeout(0);
       sockets.push(socket);
     } else {
