@@ -94,7 +94,10 @@ export class EcWriter {
     return this.outcome(id, size, policy, targets, layout.columnBytes);
   }
 
-  /** A blob held in memory: whole columns built at once, small ones batched per peer. */
+  /**
+   * A blob held in memory: whole columns built at once, small ones batched per peer. Its buffers
+   * are its own, not the chunk pool's: columns of a few KiB would each hold a 1 MiB chunk.
+   */
   private async storeWhole(source: BlobSource, layout: StripeLayout, targets: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
     const encodeStart = performance.now();
     const columns = targets.map(() => Buffer.allocUnsafe(layout.columnBytes));
@@ -124,8 +127,9 @@ export class EcWriter {
 
   /**
    * A blob in a file: rows are encoded and sent column by column as each sink drains, to every
-   * holder not failed already (more than m failures stop it). Row buffers are reused (ecRowsInFlight of them): a row goes back once every
-   * sink is done with its cell, and the next row is read and encoded while the sinks drain the last one.
+   * holder not failed already (more than m failures stop it). Row buffers are reused (ecRowsInFlight of them, borrowed from the
+   * node's chunk pool while it has them): a row goes back once every sink is done with its cell, and the next row is read and
+   * encoded while the sinks drain the last one.
    */
   private async storeStreamed(source: BlobSource, layout: StripeLayout, all: ColumnTarget[], header: (i: number) => ColumnHeader): Promise<void> {
     const sending = all.filter((t) => !t.failure);
@@ -138,7 +142,7 @@ export class EcWriter {
         ? new ColumnWriter(this.store, this.config, h, layout.columnBytes)
         : this.transport.column(t.peer, h, layout.columnBytes, { repair: false, timeoutMs, checksums: layout.shards }));
     }
-    const pool = new RowPool(layout.shards, CELL_BYTES, this.config.ecRowsInFlight);
+    const pool = new RowPool(layout.shards, CELL_BYTES, this.config.ecRowsInFlight, this.store.pool);
     // Rows each sink still holds: handed back at once if the sink fails.
     const held = new Map(sending.map((t) => [t, new Set<Buffer[]>()]));
     // Every column is hashed, a failed one's too: each column keeps every column's checksum, which its rebuild must match.
@@ -152,41 +156,46 @@ export class EcWriter {
       for (const row of held.get(t)!) pool.release(row);
       held.get(t)!.clear();
     };
-    let encodeMs = 0;
-    let drains: Promise<void>[] = [];
-    const rows = encodeRows(source, layout, pool.take);
-    for (;;) {
-      const t0 = performance.now();
-      const next = await rows.next();
-      encodeMs += performance.now() - t0;
-      if (next.done) break;
-      const row = next.value;
-      await Promise.all(drains);
-      const live = [...sinks.keys()];
-      pool.handOut(row.buffers, live.length);
-      row.cells.forEach((cell, i) => hashers[i]!.update(cell));
-      drains = live.map((t) => {
-        const cell = row.cells[t.index]!;
-        held.get(t)!.add(row.buffers);
-        const done = (): void => {
-          if (held.get(t)!.delete(row.buffers)) pool.release(row.buffers);
-        };
-        return sinks.get(t)!.write(cell, done).catch((err: unknown) => failed(t, err));
-      });
-      if (all.filter((t) => t.failure).length > layout.m || sinks.size === 0) break;
-    }
-    await Promise.all(drains);
-    if (layout.stripes > 0) this.metrics.observeSeconds('ec_encode', encodeMs / 1000);
-    const checksums = Buffer.concat(hashers.map((h) => h.digest()));
-    await Promise.all([...sinks].map(async ([t, sink]) => {
-      if (t.failure) return;
-      try {
-        t.created = (await sink.finish(columnChecksumAt(checksums, t.index), checksums)).created;
-        this.metrics.observe('shard_store', storeStart);
-      } catch (err) {
-        failed(t, err);
+    try {
+      let encodeMs = 0;
+      let drains: Promise<void>[] = [];
+      const rows = encodeRows(source, layout, pool.take);
+      for (;;) {
+        const t0 = performance.now();
+        const next = await rows.next();
+        encodeMs += performance.now() - t0;
+        if (next.done) break;
+        const row = next.value;
+        await Promise.all(drains);
+        const live = [...sinks.keys()];
+        pool.handOut(row.buffers, live.length);
+        row.cells.forEach((cell, i) => hashers[i]!.update(cell));
+        drains = live.map((t) => {
+          const cell = row.cells[t.index]!;
+          held.get(t)!.add(row.buffers);
+          const done = (): void => {
+            if (held.get(t)!.delete(row.buffers)) pool.release(row.buffers);
+          };
+          return sinks.get(t)!.write(cell, done).catch((err: unknown) => failed(t, err));
+        });
+        if (all.filter((t) => t.failure).length > layout.m || sinks.size === 0) break;
       }
-    }));
+      await Promise.all(drains);
+      if (layout.stripes > 0) this.metrics.observeSeconds('ec_encode', encodeMs / 1000);
+      const checksums = Buffer.concat(hashers.map((h) => h.digest()));
+      await Promise.all([...sinks].map(async ([t, sink]) => {
+        if (t.failure) return;
+        try {
+          t.created = (await sink.finish(columnChecksumAt(checksums, t.index), checksums)).created;
+          this.metrics.observe('shard_store', storeStart);
+        } catch (err) {
+          failed(t, err);
+        }
+      }));
+    } finally {
+      // Every row is back once the sinks have answered; their buffers go back to the node's pool.
+      pool.close();
+    }
   }
 
   /**

@@ -93,22 +93,35 @@ export async function* encodeRows(source: BlobSource, layout: StripeLayout, allo
   }
 }
 
+/** Where a RowPool takes 1 MiB cell buffers from and gives them back (the node's BufferPool). */
+export interface CellSource {
+  /** A buffer of CELL_BYTES now, or undefined when none is free (the pool allocates its own then). */
+  tryAcquire(): Buffer | undefined;
+  release(buf: Buffer): void;
+}
+
 /**
  * Rows of cell buffers reused from one row to the next: a row goes back once every sink is done
  * with its cells (`release` once per sink), and take() waits while all `rows` are out. Bounds an
  * encode's memory to rows * (k + m) * cellBytes, and spares the garbage collector 1.5x the blob's
- * bytes of buffers (a 1 GiB EC42 store spent a fifth of its time in GC with fresh buffers).
+ * bytes of buffers (a 1 GiB EC42 store spent a fifth of its time in GC with fresh buffers). With a
+ * `cells` source the buffers come from it and go back at close(), so stores of a few MiB, each
+ * with a pool of its own, allocate nothing either (fresh rows of 6 MiB a store set off a
+ * collection every few stores).
  */
 export class RowPool {
   private readonly free: Buffer[][] = [];
   private readonly waiting: ((row: Buffer[]) => void)[] = [];
   private made = 0;
   private readonly refs = new Map<Buffer[], number>();
+  /** Buffers taken from `cells`, to give back at close(). */
+  private readonly borrowed = new Set<Buffer>();
 
   constructor(
     private readonly shards: number,
     private readonly cellBytes: number,
     private readonly rows: number,
+    private readonly cells?: CellSource,
   ) {}
 
   readonly take = (): Promise<Buffer[]> => {
@@ -119,7 +132,22 @@ export class RowPool {
 
   private make(): Buffer[] {
     this.made++;
-    return Array.from({ length: this.shards }, () => Buffer.allocUnsafeSlow(this.cellBytes));
+    return Array.from({ length: this.shards }, () => {
+      const borrowed = this.cellBytes === CELL_BYTES ? this.cells?.tryAcquire() : undefined;
+      if (borrowed === undefined) return Buffer.allocUnsafeSlow(this.cellBytes);
+      this.borrowed.add(borrowed);
+      return borrowed;
+    });
+  }
+
+  /**
+   * The encode is over: the free rows' borrowed buffers go back to their source. A row still out
+   * (a sink that never let go, after a failure) is left to the garbage collector.
+   */
+  close(): void {
+    for (const row of this.free.splice(0)) {
+      for (const buf of row) if (this.borrowed.delete(buf)) this.cells!.release(buf);
+    }
   }
 
   /** The row's cells went to `users` sinks; each calls release(row) once done with its cell. */
