@@ -18,6 +18,8 @@ import type { AntiEntropy } from './anti-entropy.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
 import { deleteHolds, incomingManifest, type StoreManifestMessage } from './ec-manifest.js';
 import { ShardReceiver, storeColumn } from './shard-transfer.js';
+import type { ColumnOutcome } from './transport/peer-transport.js';
+import type { StoreColumnMessage } from './wire-meta.js';
 import { type IncomingMeta, ReplicaReceiver, replicaCommitter, storeReplica } from './transfer.js';
 
 /** What this node holds of a blob, as StatBlob answers it. */
@@ -156,7 +158,7 @@ export class ClusterInternalApi {
   }
 
   /** Whole small columns (a batch POST, or StoreShardBatch): each stored or refused on its own. */
-  storeColumns(columns: readonly Parameters<typeof storeColumn>[2][], repair: boolean): Promise<{ stored: boolean; created: boolean; error: string }[]> {
+  storeColumns(columns: readonly StoreColumnMessage[], repair: boolean): Promise<ColumnOutcome[]> {
     return Promise.all(columns.map((msg) => storeColumn(this.store, this.config, msg, repair).then(
       (done) => ({ stored: done.stored, created: done.created, error: '' }),
       (err: Error) => ({ stored: false, created: false, error: err.message }),
