@@ -1,12 +1,15 @@
 /**
- * The data plane's keep-alive POSTs (src/cluster/transport/http-post.ts) against a plain TCP
- * server on 127.0.0.1: posts reuse a kept connection, one the peer closed while idle is replaced
- * and the post sent again, and a refusal or a connection that breaks mid-answer fails the post.
+ * The data plane's keep-alive POSTs and length-framed PUTs (src/cluster/transport/http-post.ts,
+ * http-put.ts, kept-connections.ts) against a plain TCP server on 127.0.0.1: posts reuse a kept
+ * connection, one the peer closed while idle is replaced and the post sent again, and a refusal
+ * or a connection that breaks mid-answer fails the post; PUTs whose body has a Content-Length
+ * share the kept connections, but not one idle too long or one whose PUT failed.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpPoster } from '../../src/cluster/transport/http-post.js';
-import { PeerPutError } from '../../src/cluster/transport/http-put.js';
+import { bodyFraming, HttpPut, PeerPutError } from '../../src/cluster/transport/http-put.js';
+import { KeptConnections } from '../../src/cluster/transport/kept-connections.js';
 import { PeerLink } from '../../src/cluster/transport/peer-link.js';
 
 type Behaviour = (socket: Socket, request: string) => void;
@@ -43,14 +46,16 @@ const head = (address: string, bytes: number): string => `POST /internal/v1/repl
 
 describe('keep-alive POSTs to a peer', () => {
   const closers: (() => void)[] = [];
+  let kept = new KeptConnections();
   afterEach(() => {
     for (const close of closers.splice(0)) close();
+    kept = new KeptConnections();
   });
 
   it('reuse one connection, and replace one the peer closed while it was idle', async () => {
     const s = await server((socket, body) => answer(socket, 200, `{"got":"${body}"}`));
-    const poster = new HttpPoster(new PeerLink('', undefined));
-    closers.push(() => poster.close(), () => s.server.close());
+    const poster = new HttpPoster(new PeerLink('', undefined), kept);
+    closers.push(() => kept.close(), () => s.server.close());
     const peer = { nodeId: 'peer', address: s.address };
     const parts = [Buffer.from('ab'), Buffer.from('cd')];
     expect(await poster.post(peer, head(s.address, 4), parts, 5000)).toBe('{"got":"abcd"}');
@@ -66,8 +71,8 @@ describe('keep-alive POSTs to a peer', () => {
   it('fail with PeerPutError on a refusal, and on a fresh connection that breaks before its answer', async () => {
     const refusing = await server((socket) => answer(socket, 507, '{"code":"resource_exhausted"}'));
     const breaking = await server((socket) => socket.destroy());
-    const poster = new HttpPoster(new PeerLink('', undefined));
-    closers.push(() => poster.close(), () => refusing.server.close(), () => breaking.server.close());
+    const poster = new HttpPoster(new PeerLink('', undefined), kept);
+    closers.push(() => kept.close(), () => refusing.server.close(), () => breaking.server.close());
     await expect(poster.post({ nodeId: 'full', address: refusing.address }, head(refusing.address, 1), [Buffer.from('x')], 5000))
       .rejects.toThrow(/full answered 507/);
     const broke = poster.post({ nodeId: 'gone', address: breaking.address }, head(breaking.address, 1), [Buffer.from('x')], 5000);
@@ -95,8 +100,8 @@ describe('keep-alive POSTs to a peer', () => {
     });
     await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
     const address = `127.0.0.1:${(srv.address() as { port: number }).port}`;
-    const poster = new HttpPoster(new PeerLink('', undefined));
-    closers.push(() => poster.close(), () => srv.close(), () => connections.forEach((c) => c.destroy()));
+    const poster = new HttpPoster(new PeerLink('', undefined), kept);
+    closers.push(() => kept.close(), () => srv.close(), () => connections.forEach((c) => c.destroy()));
     const big = Buffer.alloc(64 * 1024 * 1024, 7);
     await expect(poster.post({ nodeId: 'peer', address }, head(address, big.length), [big], 5000)).rejects.toThrow(/peer answered 413/);
     expect(await poster.post({ nodeId: 'peer', address }, head(address, 2), [Buffer.from('ok')], 5000)).toBe('{"got":2}');
@@ -105,8 +110,70 @@ describe('keep-alive POSTs to a peer', () => {
 
   it('time out a peer that takes the body and never answers', async () => {
     const silent = await server(() => undefined);
-    const poster = new HttpPoster(new PeerLink('', undefined));
-    closers.push(() => poster.close(), () => silent.server.close());
+    const poster = new HttpPoster(new PeerLink('', undefined), kept);
+    closers.push(() => kept.close(), () => silent.server.close());
     await expect(poster.post({ nodeId: 'mute', address: silent.address }, head(silent.address, 1), [Buffer.from('x')], 300)).rejects.toThrow(/mute: no answer within 300 ms/);
+  });
+});
+
+describe('PUTs with a Content-Length to a peer', () => {
+  const closers: (() => void)[] = [];
+  afterEach(() => {
+    for (const close of closers.splice(0)) close();
+  });
+  const link = new PeerLink('', undefined);
+  const putHead = (address: string, framing: string): string => `PUT /internal/v1/replicas/ab HTTP/1.1\r\nHost: ${address}\r\n${framing}\r\n`;
+  /** A PUT of `parts` as its body; its answer, or its failure. */
+  async function put(peer: { nodeId: string; address: string }, kept: KeptConnections, parts: Buffer[], length = parts.reduce((n, p) => n + p.length, 0)): Promise<string> {
+    const framing = bodyFraming(length);
+    const leg = new HttpPut(peer, putHead(peer.address, framing.header), { timeoutMs: 5000, link, kept, length: framing.length });
+    for (const p of parts) leg.write(p, () => undefined);
+    leg.end();
+    await leg.done;
+    if (leg.failure) throw leg.failure;
+    return leg.answer;
+  }
+
+  it('go on one kept connection one after another, shared with the POSTs, each body whole', async () => {
+    const s = await server((socket, body) => answer(socket, 200, `{"got":"${body}"}`));
+    const kept = new KeptConnections();
+    const poster = new HttpPoster(link, kept);
+    closers.push(() => kept.close(), () => s.server.close());
+    const peer = { nodeId: 'peer', address: s.address };
+    expect(await put(peer, kept, [Buffer.from('col'), Buffer.from('umn')])).toBe('{"got":"column"}');
+    expect(await put(peer, kept, [Buffer.from('second')])).toBe('{"got":"second"}');
+    expect(await poster.post(peer, head(s.address, 2), [Buffer.from('ab')], 5000)).toBe('{"got":"ab"}');
+    expect(s.connections).toHaveLength(1);
+    expect(s.bodies).toEqual(['column', 'second', 'ab']);
+  });
+
+  it('do not reuse a connection idle for longer than the reuse window, nor one whose PUT was refused', async () => {
+    let refuse = false;
+    const s = await server((socket, body) => (refuse ? answer(socket, 507, '{"code":"resource_exhausted"}') : answer(socket, 200, `{"got":"${body}"}`)));
+    const kept = new KeptConnections(32, 50);
+    closers.push(() => kept.close(), () => s.server.close());
+    const peer = { nodeId: 'peer', address: s.address };
+    await put(peer, kept, [Buffer.from('a')]);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    await put(peer, kept, [Buffer.from('b')]);
+    expect(s.connections).toHaveLength(2);
+    refuse = true;
+    await expect(put(peer, kept, [Buffer.from('c')])).rejects.toThrow(/peer answered 507/);
+    refuse = false;
+    await put(peer, kept, [Buffer.from('d')]);
+    expect(s.connections).toHaveLength(3);
+  });
+
+  it('fail a body shorter than its Content-Length rather than leave the peer waiting for the rest', async () => {
+    const s = await server((socket, body) => answer(socket, 200, `{"got":"${body}"}`));
+    const kept = new KeptConnections();
+    closers.push(() => kept.close(), () => s.server.close());
+    await expect(put({ nodeId: 'peer', address: s.address }, kept, [Buffer.from('abc')], 4)).rejects.toThrow(/a body of 3 bytes, its head said 4/);
+  });
+
+  it('go chunked, on a connection of their own, when the length is not known or has ten digits', () => {
+    expect(bodyFraming(undefined)).toEqual({ header: 'Transfer-Encoding: chunked\r\n', length: undefined });
+    expect(bodyFraming(1_000_000_000).length).toBeUndefined();
+    expect(bodyFraming(999_999_999)).toEqual({ header: 'Content-Length: 999999999\r\n', length: 999_999_999 });
   });
 });

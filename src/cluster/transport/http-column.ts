@@ -1,8 +1,9 @@
 /**
  * Shard columns over the peers' API listeners (the data plane, as large replicas go: http-put.ts):
  * every column a node sends (a store's, a repair's, a handoff's) is a PUT /internal/v1/shards/{id}/{index}, the blob's
- * metadata and the column's place in headers, the column's bytes as a chunked body written from the
- * encoder's cells (no framing copy), then its 32-byte BLAKE3 checksum as the body's last bytes (the
+ * metadata and the column's place in headers, the column's bytes written from the encoder's cells
+ * (no framing copy; a Content-Length body on a kept connection, or chunked when it ends in a seal:
+ * http-put.ts), then its 32-byte BLAKE3 checksum as the body's last bytes (the
  * checksum is known only once the last cell is hashed), then, when the head's
  * X-Blobstore-Column-Checksums says so (the blob's k + m), every column's checksum of the blob,
  * which the column keeps and a rebuilt column must match. The peer answers {"created", "declined"}
@@ -13,7 +14,9 @@
  * column as the seal says, once it is complete and checked, and answers as above.
  */
 import type { ColumnHeader } from '../column-writer.js';
-import { HttpPut, type HttpPeer } from './http-put.js';
+import { DIGEST_BYTES } from '../../hash/blake3.js';
+import { bodyFraming, HttpPut, type HttpPeer } from './http-put.js';
+import type { KeptConnections } from './kept-connections.js';
 import { type PeerLink, SECRET_METADATA } from './peer-link.js';
 import { columnBlobMeta, metaHeaderLines, type WireMeta } from '../wire-meta.js';
 
@@ -26,8 +29,8 @@ export function shardPath(id: Buffer, index: number): string {
   return `${INTERNAL_SHARD_PATH}${id.toString('hex')}/${index}`;
 }
 
-function columnHead(target: HttpPeer, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string, sealInBody: boolean, checksums: number): string {
-  return `PUT ${shardPath(h.id, h.index)} HTTP/1.1\r\nHost: ${target.address}\r\nTransfer-Encoding: chunked\r\n`
+function columnHead(target: HttpPeer, h: ColumnHeader, columnBytes: number, repair: boolean, secret: string, sealInBody: boolean, checksums: number, framing: string): string {
+  return `PUT ${shardPath(h.id, h.index)} HTTP/1.1\r\nHost: ${target.address}\r\n${framing}`
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`)
     + metaHeaderLines(columnBlobMeta(h))
     + `X-Blobstore-Shard-Size: ${h.shardBytes}\r\nX-Blobstore-Column-Size: ${columnBytes}\r\n`
@@ -48,11 +51,13 @@ export class HttpColumnSender {
      * `streamed`: sealed in its body (its stalls time out after `timeoutMs`, its answer after
      * `answerTimeoutMs`); `checksums`: how many column checksums finish() sends (0: none).
      */
-    options: { repair: boolean; link: PeerLink; timeoutMs: number; checksums: number; streamed?: { answerTimeoutMs: number } },
+    options: { repair: boolean; link: PeerLink; kept: KeptConnections; timeoutMs: number; checksums: number; streamed?: { answerTimeoutMs: number } },
   ) {
     this.checksums = options.checksums;
-    const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.streamed !== undefined, options.checksums);
-    this.leg = new HttpPut(target, head, options.timeoutMs, options.link, options.streamed);
+    // A seal's length is known only at the end: a streamed column goes chunked.
+    const framing = bodyFraming(options.streamed ? undefined : columnBytes + DIGEST_BYTES * (1 + options.checksums));
+    const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.streamed !== undefined, options.checksums, framing.header);
+    this.leg = new HttpPut(target, head, { timeoutMs: options.timeoutMs, link: options.link, kept: options.kept, length: framing.length, streamed: options.streamed });
   }
 
   /** `fail` runs once if the column's request fails (the peer refused, went away or timed out). */
@@ -73,7 +78,7 @@ export class HttpColumnSender {
    * durably (or declined a repair).
    */
   async finish(columnChecksum: Buffer, columnChecksums?: Buffer, seal?: WireMeta): Promise<{ created: boolean; declined: boolean }> {
-    if ((columnChecksums?.length ?? 0) !== this.checksums * 32) {
+    if ((columnChecksums?.length ?? 0) !== this.checksums * DIGEST_BYTES) {
       this.abort();
       throw new Error(`column checksums of ${columnChecksums?.length ?? 0} bytes, the column's head announced ${this.checksums}`);
     }

@@ -1,21 +1,34 @@
 /**
- * The data plane's writes: a body PUT to a peer's /internal/v1 path over one connection of its
- * own (a large replica, PUT /internal/v1/replicas/{id}; a shard column, http-column.ts): the
- * metadata in headers, the bytes as a chunked body written straight from the sender's buffers (no
- * framing copy, no allocation per chunk), the answer (JSON) once the peer holds the bytes durably.
- * Chunked, because this uWS closes a connection whose Content-Length has ten digits (1e9 bytes or
- * more) before any handler runs. A refusal, a broken connection or a stall fails the put; the
- * caller retries it the same way (docs/adr/0021-one-peer-transport.md).
+ * The data plane's writes: a body PUT to a peer's /internal/v1 path (a large replica, PUT
+ * /internal/v1/replicas/{id}; a shard column, http-column.ts): the metadata in headers, the bytes
+ * written straight from the sender's buffers (no framing copy, no allocation per chunk), the answer
+ * (JSON) once the peer holds the bytes durably. A body whose length is known goes with a
+ * Content-Length on a kept connection (kept-connections.ts), which goes back to the kept ones
+ * after the answer; one whose length is not (a streamed column's seal), or of a billion bytes or
+ * more (this uWS closes a connection whose Content-Length has ten digits before any handler runs),
+ * goes chunked on a connection of its own, which the peer closes after it (framing.ts). A refusal,
+ * a broken connection or a stall fails the put; the caller retries it the same way
+ * (docs/adr/0021-one-peer-transport.md).
  */
 import type { Socket } from 'node:net';
 import type { BlobMeta } from '../../blob/meta.js';
 import { type PeerLink, SECRET_METADATA } from './peer-link.js';
+import type { KeptConnections } from './kept-connections.js';
 import { metaHeaderLines } from '../wire-meta.js';
 
 const CRLF = Buffer.from('\r\n');
 const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 /** The answer is a short JSON object; anything longer is not ours. */
 const ANSWER_MAX_BYTES = 64 * 1024;
+/** The longest body framed by its Content-Length: this uWS drops a request whose Content-Length has ten digits. */
+const LENGTH_FRAMED_MAX_BYTES = 999_999_999;
+
+/** How a PUT's body of `bytes` (undefined: not known before its end) is framed. */
+export function bodyFraming(bytes: number | undefined): { header: string; length: number | undefined } {
+  return bytes !== undefined && bytes <= LENGTH_FRAMED_MAX_BYTES
+    ? { header: `Content-Length: ${bytes}\r\n`, length: bytes }
+    : { header: 'Transfer-Encoding: chunked\r\n', length: undefined };
+}
 export class PeerPutError extends Error {
   constructor(
     message: string,
@@ -58,9 +71,9 @@ export function readAnswer(peer: HttpPeer, received: Buffer): PeerAnswer | undef
   return { status: Number(text.slice(9, 12)), body: text.slice(end + 4, bodyEnd), keepAlive: text.length === bodyEnd && !/\r\nconnection:\s*close/i.test(headers) };
 }
 
-/** The request head of a replica: its metadata in headers, the bytes as a chunked body. */
-export function replicaHead(peer: HttpPeer, meta: BlobMeta, repair: boolean, secret: string): string {
-  return `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\nTransfer-Encoding: chunked\r\n`
+/** The request head of a replica: its metadata in headers, the bytes as the body (framed as `framing` says). */
+export function replicaHead(peer: HttpPeer, meta: BlobMeta, repair: boolean, secret: string, framing: string): string {
+  return `PUT /internal/v1/replicas/${meta.id.toString('hex')} HTTP/1.1\r\nHost: ${peer.address}\r\n${framing}`
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`) + metaHeaderLines(meta)
     + (repair ? 'X-Blobstore-Repair: 1\r\n' : '') + '\r\n';
 }
@@ -82,9 +95,25 @@ export function shardBatchHead(peer: HttpPeer, bytes: number, secret: string): s
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`) + '\r\n';
 }
 
+/** How a PUT goes: its deadline, the link, and its body's length when known. */
+export interface PutOptions {
+  timeoutMs: number;
+  link: PeerLink;
+  /** The body's length (bodyFraming's): its bytes go as they are, on a kept connection when there is one; undefined: chunked. */
+  length: number | undefined;
+  /** Where a connection is taken from and given back to once its answer came (a length-framed body only). */
+  kept?: KeptConnections;
+  /**
+   * Time out only while stalled (bytes waiting for the socket), not while there is nothing to
+   * send: a streamed column waits while the client's bytes go to the other columns of the
+   * stripe. The answer after the body is waited for `answerTimeoutMs`.
+   */
+  streamed?: { answerTimeoutMs: number };
+}
+
 /**
- * A PUT of a body to a peer's /internal/v1 path over one connection: the head, the body as
- * chunks written straight from the caller's buffers, the JSON answer (`answer`) once it is 200.
+ * A PUT of a body to a peer's /internal/v1 path: the head, the body written straight from the
+ * caller's buffers (as chunks when its length is not known), the JSON answer (`answer`) once it is 200.
  */
 export class HttpPut {
   failure: Error | undefined;
@@ -93,33 +122,38 @@ export class HttpPut {
   answer = '';
   private settle!: () => void;
   private readonly socket: Socket;
+  private readonly timeoutMs: number;
+  private readonly length: number | undefined;
+  private readonly streamed: { answerTimeoutMs: number } | undefined;
+  private readonly kept: KeptConnections | undefined;
   private received: Buffer = Buffer.alloc(0);
   private answered = false;
   /** The body is all sent: the answer is waited for (timed, stalled or not). */
   private ended = false;
+  /** Bytes of a length-framed body written so far. */
+  private sent = 0;
+  private readonly onTimeout = (): void => this.fail(new PeerPutError(`${this.peer.nodeId}: no progress for ${this.timeoutMs} ms`));
+  private readonly onDrain = (): void => void (this.ended || this.socket.setTimeout(0));
+  private readonly onError = (err: NodeJS.ErrnoException): void => this.fail(new PeerPutError(`${this.peer.nodeId}: ${err.message}`));
+  private readonly onClose = (): void => this.fail(new PeerPutError(`${this.peer.nodeId}: connection closed before the answer`));
+  private readonly onData = (bytes: Buffer): void => this.onAnswer(bytes);
 
   constructor(
     readonly peer: HttpPeer,
-    /** The request head (replicaHead, or a shard column's), ending in an empty line. */
+    /** The request head (replicaHead, or a shard column's) with bodyFraming's header, ending in an empty line. */
     head: string,
-    private readonly timeoutMs: number,
-    link: PeerLink,
-    /**
-     * Time out only while stalled (bytes waiting for the socket), not while there is nothing to
-     * send: a streamed column waits while the client's bytes go to the other columns of the
-     * stripe. The answer after the body is waited for `answerTimeoutMs`.
-     */
-    private readonly streamed?: { answerTimeoutMs: number },
+    options: PutOptions,
   ) {
-    const stallsOnly = streamed !== undefined;
+    this.timeoutMs = options.timeoutMs;
+    this.length = options.length;
+    this.streamed = options.streamed;
+    this.kept = options.length === undefined ? undefined : options.kept;
     this.done = new Promise((resolve) => (this.settle = resolve));
-    this.socket = link.connect(peer.address);
-    this.socket.on('timeout', () => this.fail(new PeerPutError(`${peer.nodeId}: no progress for ${timeoutMs} ms`)));
-    if (stallsOnly) this.socket.on('drain', () => this.ended || this.socket.setTimeout(0));
-    else this.socket.setTimeout(timeoutMs);
-    this.socket.on('error', (err: NodeJS.ErrnoException) => this.fail(new PeerPutError(`${peer.nodeId}: ${err.message}`)));
-    this.socket.on('close', () => this.fail(new PeerPutError(`${peer.nodeId}: connection closed before the answer`)));
-    this.socket.on('data', (bytes: Buffer) => this.onAnswer(bytes));
+    this.socket = this.kept?.take(peer.address) ?? options.link.connect(peer.address);
+    this.socket.on('timeout', this.onTimeout);
+    if (this.streamed) this.socket.on('drain', this.onDrain);
+    else this.socket.setTimeout(this.timeoutMs);
+    this.socket.on('error', this.onError).on('close', this.onClose).on('data', this.onData);
     this.socket.write(head);
   }
 
@@ -132,12 +166,18 @@ export class HttpPut {
       taken();
       return true;
     }
-    // One writev: the chunk's size line, the bytes (not copied), its CRLF.
-    this.socket.cork();
-    this.socket.write(`${bytes.length.toString(16)}\r\n`);
-    this.socket.write(bytes, () => taken());
-    const room = this.socket.write(CRLF);
-    this.socket.uncork();
+    let room: boolean;
+    if (this.length !== undefined) {
+      this.sent += bytes.length;
+      room = this.socket.write(bytes, () => taken());
+    } else {
+      // One writev: the chunk's size line, the bytes (not copied), its CRLF.
+      this.socket.cork();
+      this.socket.write(`${bytes.length.toString(16)}\r\n`);
+      this.socket.write(bytes, () => taken());
+      room = this.socket.write(CRLF);
+      this.socket.uncork();
+    }
     if (this.streamed) this.socket.setTimeout(room ? 0 : this.timeoutMs);
     return room;
   }
@@ -156,10 +196,11 @@ export class HttpPut {
     });
   }
 
-  /** After the last bytes: the chunked body's end. */
+  /** After the last bytes: the chunked body's end; a length-framed body must have been all of its length. */
   end(): void {
     this.ended = true;
-    if (!this.failure) this.socket.write(LAST_CHUNK);
+    if (this.length !== undefined && this.sent !== this.length) return this.fail(new Error(`${this.peer.nodeId}: a body of ${this.sent} bytes, its head said ${this.length}`));
+    if (!this.failure && this.length === undefined) this.socket.write(LAST_CHUNK);
     this.socket.setTimeout(this.streamed?.answerTimeoutMs ?? this.timeoutMs);
   }
 
@@ -187,7 +228,14 @@ export class HttpPut {
     if (answer.status !== 200) return this.fail(new PeerPutError(`${this.peer.nodeId} answered ${answer.status}: ${answer.body.slice(0, 300)}`, false, answer.status));
     this.answered = true;
     this.answer = answer.body;
-    this.socket.destroy();
+    this.release(answer.keepAlive);
     this.settle();
+  }
+
+  /** The connection after a 200: back to the kept ones when its body went whole by its length and the peer keeps it open. */
+  private release(keepAlive: boolean): void {
+    this.socket.off('timeout', this.onTimeout).off('drain', this.onDrain).off('error', this.onError).off('close', this.onClose).off('data', this.onData);
+    if (this.kept && keepAlive && this.ended) this.kept.give(this.peer.address, this.socket);
+    else this.socket.destroy();
   }
 }

@@ -5,8 +5,8 @@
  *   plane       protocol, address                              operations
  *   data        HTTP/1.1 on the peer's API address             readBlob, readColumn, replica, replicaBatch, column,
  *               (NodeInfo.address: what clients use too)       shardBatch, stat (bulk bytes: kernel reads into reused
- *                                                                buffers, PUTs and keep-alive POSTs written from the
- *                                                                sender's buffers)
+ *                                                                buffers, PUTs and POSTs written from the sender's
+ *                                                                buffers on kept connections)
  *   control     gRPC on the peer's gRPC address                heartbeat, rejoin, and call(): HaveBlobs, RangeDigest,
  *               (learnt from the member state)                  ListLeaf, StoreManifest, DeleteShard (one message each way)
  *   bootstrap   HTTP on the API address (SeedNodes)            postJson(): the bootstrap probe, a join through a seed,
@@ -24,7 +24,8 @@ import { PeerCallError, PeerClients } from './grpc-peers.js';
 import { HttpColumnSender, shardPath } from './http-column.js';
 import { CHUNK_VALUES_HEADER } from '../column-check.js';
 import { type BytesSink, type BytesTarget, HttpFetcher } from './http-fetcher.js';
-import { HttpPut, PeerPutError, replicaBatchHead, replicaHead, shardBatchHead, statHead } from './http-put.js';
+import { bodyFraming, HttpPut, PeerPutError, replicaBatchHead, replicaHead, shardBatchHead, statHead } from './http-put.js';
+import { KeptConnections } from './kept-connections.js';
 import { type StatBlobAnswer, statAnswerOfJson } from '../wire-meta.js';
 import { HttpPoster } from './http-post.js';
 import type { ReplicaBatchBody } from '../replica-batch.js';
@@ -71,13 +72,17 @@ export class PeerTransport {
   private readonly grpc: PeerClients;
   private readonly reads: HttpFetcher;
   private readonly posts: HttpPoster;
+  /** Idle data-plane connections, shared by the POSTs and the length-framed PUTs. */
+  private readonly kept = new KeptConnections();
   private readonly callTimeoutMs: number;
 
   constructor(options: PeerTransportOptions) {
     this.link = options.link;
     this.callTimeoutMs = options.callTimeoutMs;
     this.grpc = new PeerClients({ link: options.link, maxMessageBytes: options.maxMessageBytes, windowBytes: options.windowBytes, callTimeoutMs: options.callTimeoutMs });
-    this.posts = new HttpPoster(options.link);
+    this.posts = new HttpPoster(options.link, this.kept);
+    // A new certificate: kept connections made with the old one go.
+    options.link.onChange(() => this.kept.close());
     this.reads = new HttpFetcher({ link: options.link, connectionsPerPeer: options.readConnectionsPerPeer, idleTimeoutMs: options.readIdleTimeoutMs });
   }
 
@@ -138,7 +143,8 @@ export class PeerTransport {
 
   /** A large replica's PUT to the peer: its bytes are written to it as they are read. */
   replica(peer: PeerRef, meta: BlobMeta, repair: boolean, timeoutMs: number): HttpPut {
-    return new HttpPut(peer, replicaHead(peer, meta, repair, this.link.secret), timeoutMs, this.link);
+    const framing = bodyFraming(meta.size);
+    return new HttpPut(peer, replicaHead(peer, meta, repair, this.link.secret, framing.header), { timeoutMs, link: this.link, kept: this.kept, length: framing.length });
   }
 
   /**
@@ -165,7 +171,7 @@ export class PeerTransport {
 
   /** A shard column's PUT to the peer (a store's, a repair's or a handoff's); see HttpColumnSender. */
   column(peer: PeerRef, header: ColumnHeader, columnBytes: number, options: { repair: boolean; timeoutMs: number; checksums: number; streamed?: { answerTimeoutMs: number } }): HttpColumnSender {
-    return new HttpColumnSender(peer, header, columnBytes, { ...options, link: this.link });
+    return new HttpColumnSender(peer, header, columnBytes, { ...options, link: this.link, kept: this.kept });
   }
 
   // Connections.
@@ -183,6 +189,6 @@ export class PeerTransport {
   close(): void {
     this.grpc.close();
     this.reads.close();
-    this.posts.close();
+    this.kept.close();
   }
 }
