@@ -46,6 +46,9 @@ const ROWS: Row[] = [
   { figure: 'EC42 64 MiB GET / Swift EC 4+2, same run', step: 'cluster-ec', value: 'ec42_64MiB_get_mib_s', reference: 'swift_ec42_64MiB_get_mib_s', ratio: 'ec42_64MiB_get_vs_swift', target: '>= 3', meets: (x) => x >= 3 },
   { figure: 'EC42 256 KiB GET p50, first read on a node / read again (holders known)', step: 'cluster-ec', value: 'ec42_256KiB_first_get_p50_ms', reference: 'ec42_256KiB_again_get_p50_ms', ratio: 'ec42_256KiB_first_vs_again_get', target: '<= 1.25', meets: (x) => x <= 1.25 },
   { figure: 'EC42 degraded GET (holders of 2 data columns down) / healthy', step: 'cluster-ec', value: 'ec42_degraded_1GiB_get_mib_s', reference: 'ec42_healthy_1GiB_get_mib_s', ratio: 'ec42_degraded_vs_healthy_get', target: '>= 0.70', meets: (x) => x >= 0.7 },
+  { figure: 'EC42 256 KiB PUT / NONE, same cluster and node', step: 'cluster-ec', value: 'ec42_256KiB_put_rps', reference: 'none_cluster_256KiB_put_rps', ratio: 'ec42_vs_none_256KiB_put', target: '(cost of EC)', meets: () => true },
+  { figure: 'EC42 2 MiB PUT / NONE, same cluster and node', step: 'cluster-ec', value: 'ec42_2MiB_put_rps', reference: 'none_cluster_2MiB_put_rps', ratio: 'ec42_vs_none_2MiB_put', target: '(cost of EC)', meets: () => true },
+  { figure: 'TCP connections opened per EC42 2 MiB PUT (columns on kept connections)', step: 'cluster-ec', value: 'ec42_2MiB_put_connects', target: '<= 0.5', meets: (x) => x <= 0.5 },
   { figure: '4 KiB PUT, TLS / plain', step: 'tls', value: '4KiB-put-tls', reference: '4KiB-put-plain', ratio: '4KiB-put-tls:ratio_to_plain', target: '(cost of TLS)', meets: () => true },
   { figure: 'Start-up to /healthz 200 with 1M blobs', step: 'startup', value: 'ready_ms', target: '<= 1000 ms', meets: (x) => x <= 1000 },
 ];

@@ -22,6 +22,11 @@
  *                          node of six (no holders known there yet: the columns are read from where
  *                          the ring places them, nobody asked), against a GET of each again (holders
  *                          known from the first).
+ *   ec42_256KiB_put,       PUT/s of EC42 blobs of 256 KiB (held in memory, columns in batch POSTs) and
+ *   ec42_2MiB_put          of 2 MiB (from the upload's transient file, a column PUT each) to one node of a
+ *                          6-node cluster, wrk -c16, against NONE on the same node in alternating rounds;
+ *                          with all six nodes' CPU and the TCP connections opened per PUT (the columns
+ *                          go on kept connections: a connection each was ~5 per PUT).
  *   scrub                  the scrubber's MiB/s with no cap, and 4 KiB GET/s while it runs at its
  *                          default cap against GET/s with it off.
  */
@@ -32,7 +37,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { GiB, KiB, MiB, REPEATS, blobFile, curlGetSeconds, dropCache, emit, log, median, memoryDir, procStatus, removeDir, resetPeakRss, round, runNonce, runWrk, settle, startNode, tempDir } from '../node/lib.js';
 import { startCluster } from './lib.js';
-import { cpuUs, machineCpuUs } from '../node/perf-profile.js';
+import { cpuUs, machineCpuUs, tcpActiveOpens } from '../node/perf-profile.js';
 import { swiftEc } from './swift-peer.js';
 
 const BENCH = 'cluster-ec';
@@ -364,12 +369,50 @@ async function firstReads(dir: string): Promise<void> {
   }
 }
 
+/** EC42 PUTs of small and mid-size blobs on a 6-node cluster against NONE on the same node, in alternating rounds. */
+async function smallStores(dir: string): Promise<void> {
+  const connections = 16;
+  const c = await startCluster(6, join(dir, 'small'), ['--metrics-addr', '']);
+  const pids = c.nodes.map((n) => n.pid);
+  const round1 = async (size: number, policy: string): Promise<{ rps: number; p50Ms: number; cpuMs: number; connects: number }> => {
+    const cpu0 = pids.map(cpuUs);
+    const opens0 = tcpActiveOpens();
+    const w = await runWrk({ url: c.url(0), script: 'post-unique.lua', args: [String(size), runNonce(), '/v1/blobs', policy], connections });
+    const opens = tcpActiveOpens() - opens0 - connections;
+    const cpu = pids.reduce((sum, pid, i) => sum + cpuUs(pid) - cpu0[i]!, 0);
+    if (w.errors > 0) throw new Error(`${w.errors} errors in ${w.requests} PUTs of ${size} bytes, policy ${policy}`);
+    return { rps: w.rps, p50Ms: w.p50Ms, cpuMs: cpu / 1000 / w.requests, connects: Math.max(0, opens) / w.requests };
+  };
+  try {
+    for (const [size, name] of [[256 * KiB, '256KiB'], [2 * MiB, '2MiB']] as const) {
+      for (const policy of ['4', '1']) await runWrk({ url: c.url(0), script: 'post-unique.lua', args: [String(size), runNonce(), '/v1/blobs', policy], seconds: 3, connections });
+      const ec: Awaited<ReturnType<typeof round1>>[] = [];
+      const none: Awaited<ReturnType<typeof round1>>[] = [];
+      for (let i = 0; i < REPEATS; i++) {
+        ec.push(await round1(size, '4'));
+        none.push(await round1(size, '1'));
+        log(`${BENCH} round ${i + 1}: ${name} PUT/s EC42 ${ec[i]!.rps.toFixed(0)} (p50 ${ec[i]!.p50Ms.toFixed(1)} ms, all nodes' CPU ${ec[i]!.cpuMs.toFixed(2)} ms, `
+          + `${ec[i]!.connects.toFixed(2)} connections per PUT), NONE ${none[i]!.rps.toFixed(0)} (p50 ${none[i]!.p50Ms.toFixed(1)} ms, CPU ${none[i]!.cpuMs.toFixed(2)} ms)`);
+      }
+      const ratio = median(ec.map((e, i) => e.rps / none[i]!.rps));
+      emit({ bench: BENCH, metric: `ec42_${name}_put_rps`, value: round(median(ec.map((e) => e.rps)), 0), unit: 'req/s', connections });
+      emit({ bench: BENCH, metric: `none_cluster_${name}_put_rps`, value: round(median(none.map((e) => e.rps)), 0), unit: 'req/s', connections });
+      emit({ bench: BENCH, metric: `ec42_vs_none_${name}_put`, value: round(ratio), unit: 'ratio' });
+      emit({ bench: BENCH, metric: `ec42_${name}_put_cpu_ms`, value: round(median(ec.map((e) => e.cpuMs))), unit: 'ms', reference: round(median(none.map((e) => e.cpuMs))), note: 'all six nodes, per PUT; reference: NONE' });
+      emit({ bench: BENCH, metric: `ec42_${name}_put_connects`, value: round(median(ec.map((e) => e.connects))), unit: 'connections per PUT' });
+    }
+  } finally {
+    await c.stop();
+  }
+}
+
 const dir = tempDir('ec');
 const bodies = memoryDir('ec');
 try {
-  const only = process.env.BENCH_EC_ONLY ?? 'large,first,scrub';
+  const only = process.env.BENCH_EC_ONLY ?? 'large,first,small,scrub';
   if (only.includes('large')) await againstSwift(await largeBlobs(dir, bodies));
   if (only.includes('first')) await firstReads(dir);
+  if (only.includes('small')) await smallStores(dir);
   if (only.includes('scrub')) await scrub(dir, bodies);
 } finally {
   removeDir(bodies);

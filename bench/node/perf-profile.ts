@@ -30,6 +30,12 @@ export function machineCpuUs(): { busy: number; idle: number } {
   return { busy: (f[0]! + f[1]! + f[2]! + f[5]! + f[6]!) * TICK_US, idle: (f[3]! + f[4]!) * TICK_US };
 }
 
+/** TCP connections this machine has opened so far (`ActiveOpens` of /proc/net/snmp): every connect(), whichever process made it. */
+export function tcpActiveOpens(): number {
+  const [names, values] = readFileSync('/proc/net/snmp', 'utf8').split('\n').filter((l) => l.startsWith('Tcp:')).map((l) => l.trim().split(/\s+/));
+  return Number(values![names!.indexOf('ActiveOpens')]);
+}
+
 /** Runs `load` and returns its result with the process's CPU microseconds meanwhile (`sysUs`: in the kernel). */
 export async function withCpu<T>(pid: number, load: () => Promise<T>): Promise<{ result: T; cpuUs: number; sysUs: number }> {
   const before = cpuSplitUs(pid);
