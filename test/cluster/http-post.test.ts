@@ -46,15 +46,15 @@ const head = (address: string, bytes: number): string => `POST /internal/v1/repl
 
 describe('keep-alive POSTs to a peer', () => {
   const closers: (() => void)[] = [];
-  let kept = new KeptConnections();
+  let kept = new KeptConnections(new PeerLink('', undefined));
   afterEach(() => {
     for (const close of closers.splice(0)) close();
-    kept = new KeptConnections();
+    kept = new KeptConnections(new PeerLink('', undefined));
   });
 
   it('reuse one connection, and replace one the peer closed while it was idle', async () => {
     const s = await server((socket, body) => answer(socket, 200, `{"got":"${body}"}`));
-    const poster = new HttpPoster(new PeerLink('', undefined), kept);
+    const poster = new HttpPoster(kept);
     closers.push(() => kept.close(), () => s.server.close());
     const peer = { nodeId: 'peer', address: s.address };
     const parts = [Buffer.from('ab'), Buffer.from('cd')];
@@ -71,7 +71,7 @@ describe('keep-alive POSTs to a peer', () => {
   it('fail with PeerPutError on a refusal, and on a fresh connection that breaks before its answer', async () => {
     const refusing = await server((socket) => answer(socket, 507, '{"code":"resource_exhausted"}'));
     const breaking = await server((socket) => socket.destroy());
-    const poster = new HttpPoster(new PeerLink('', undefined), kept);
+    const poster = new HttpPoster(kept);
     closers.push(() => kept.close(), () => refusing.server.close(), () => breaking.server.close());
     await expect(poster.post({ nodeId: 'full', address: refusing.address }, head(refusing.address, 1), [Buffer.from('x')], 5000))
       .rejects.toThrow(/full answered 507/);
@@ -100,7 +100,7 @@ describe('keep-alive POSTs to a peer', () => {
     });
     await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
     const address = `127.0.0.1:${(srv.address() as { port: number }).port}`;
-    const poster = new HttpPoster(new PeerLink('', undefined), kept);
+    const poster = new HttpPoster(kept);
     closers.push(() => kept.close(), () => srv.close(), () => connections.forEach((c) => c.destroy()));
     const big = Buffer.alloc(64 * 1024 * 1024, 7);
     await expect(poster.post({ nodeId: 'peer', address }, head(address, big.length), [big], 5000)).rejects.toThrow(/peer answered 413/);
@@ -110,7 +110,7 @@ describe('keep-alive POSTs to a peer', () => {
 
   it('time out a peer that takes the body and never answers', async () => {
     const silent = await server(() => undefined);
-    const poster = new HttpPoster(new PeerLink('', undefined), kept);
+    const poster = new HttpPoster(kept);
     closers.push(() => kept.close(), () => silent.server.close());
     await expect(poster.post({ nodeId: 'mute', address: silent.address }, head(silent.address, 1), [Buffer.from('x')], 300)).rejects.toThrow(/mute: no answer within 300 ms/);
   });
@@ -136,8 +136,8 @@ describe('PUTs with a Content-Length to a peer', () => {
 
   it('go on one kept connection one after another, shared with the POSTs, each body whole', async () => {
     const s = await server((socket, body) => answer(socket, 200, `{"got":"${body}"}`));
-    const kept = new KeptConnections();
-    const poster = new HttpPoster(link, kept);
+    const kept = new KeptConnections(link);
+    const poster = new HttpPoster(kept);
     closers.push(() => kept.close(), () => s.server.close());
     const peer = { nodeId: 'peer', address: s.address };
     expect(await put(peer, kept, [Buffer.from('col'), Buffer.from('umn')])).toBe('{"got":"column"}');
@@ -150,7 +150,7 @@ describe('PUTs with a Content-Length to a peer', () => {
   it('do not reuse a connection idle for longer than the reuse window, nor one whose PUT was refused', async () => {
     let refuse = false;
     const s = await server((socket, body) => (refuse ? answer(socket, 507, '{"code":"resource_exhausted"}') : answer(socket, 200, `{"got":"${body}"}`)));
-    const kept = new KeptConnections(32, 50);
+    const kept = new KeptConnections(link, 32, 50);
     closers.push(() => kept.close(), () => s.server.close());
     const peer = { nodeId: 'peer', address: s.address };
     await put(peer, kept, [Buffer.from('a')]);
@@ -166,7 +166,7 @@ describe('PUTs with a Content-Length to a peer', () => {
 
   it('fail a body shorter than its Content-Length rather than leave the peer waiting for the rest', async () => {
     const s = await server((socket, body) => answer(socket, 200, `{"got":"${body}"}`));
-    const kept = new KeptConnections();
+    const kept = new KeptConnections(link);
     closers.push(() => kept.close(), () => s.server.close());
     await expect(put({ nodeId: 'peer', address: s.address }, kept, [Buffer.from('abc')], 4)).rejects.toThrow(/a body of 3 bytes, its head said 4/);
   });

@@ -10,12 +10,11 @@
  * the post (PeerPutError); its caller retries it the same way.
  */
 import type { Socket } from 'node:net';
-import type { PeerLink } from './peer-link.js';
 import { type HttpPeer, type PeerAnswer, PeerPutError, readAnswer } from './http-put.js';
 import type { KeptConnections } from './kept-connections.js';
 
 export class HttpPoster {
-  constructor(private readonly link: PeerLink, private readonly kept: KeptConnections) {}
+  constructor(private readonly kept: KeptConnections) {}
 
   /** POSTs `parts` after `head` (which gives their Content-Length); the answer's body once it is 200. */
   async post(peer: HttpPeer, head: string, parts: readonly Buffer[], timeoutMs: number): Promise<string> {
@@ -24,7 +23,7 @@ export class HttpPoster {
       const answer = await this.exchange(reused, peer, head, parts, timeoutMs).catch((err: unknown) => (err instanceof BrokenIdle ? undefined : Promise.reject(err)));
       if (answer !== undefined) return this.settle(peer, reused, answer);
     }
-    const socket = this.link.connect(peer.address);
+    const socket = this.kept.connect(peer.address);
     return this.settle(peer, socket, await this.exchange(socket, peer, head, parts, timeoutMs).catch((err: unknown) => {
       throw err instanceof BrokenIdle ? new PeerPutError(`${peer.nodeId}: connection closed before the answer`) : err;
     }));

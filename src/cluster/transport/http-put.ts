@@ -149,7 +149,7 @@ export class HttpPut {
     this.streamed = options.streamed;
     this.kept = options.length === undefined ? undefined : options.kept;
     this.done = new Promise((resolve) => (this.settle = resolve));
-    this.socket = this.kept?.take(peer.address) ?? options.link.connect(peer.address);
+    this.socket = this.kept ? (this.kept.take(peer.address) ?? this.kept.connect(peer.address)) : options.link.connect(peer.address);
     this.socket.on('timeout', this.onTimeout);
     if (this.streamed) this.socket.on('drain', this.onDrain);
     else this.socket.setTimeout(this.timeoutMs);
@@ -234,8 +234,8 @@ export class HttpPut {
 
   /** The connection after a 200: back to the kept ones when its body went whole by its length and the peer keeps it open. */
   private release(keepAlive: boolean): void {
+    if (!this.kept || !keepAlive || !this.ended) return void this.socket.destroy();
     this.socket.off('timeout', this.onTimeout).off('drain', this.onDrain).off('error', this.onError).off('close', this.onClose).off('data', this.onData);
-    if (this.kept && keepAlive && this.ended) this.kept.give(this.peer.address, this.socket);
-    else this.socket.destroy();
+    this.kept.give(this.peer.address, this.socket);
   }
 }

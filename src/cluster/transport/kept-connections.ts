@@ -9,6 +9,7 @@
  * rarely found closed by the time it is written to; one the peer closed while idle is dropped.
  */
 import type { Socket } from 'node:net';
+import type { PeerLink } from './peer-link.js';
 
 /**
  * Idle connections kept per peer. Stats go one per read of a blob not held here and columns one per
@@ -29,25 +30,30 @@ const ignore = (): void => undefined;
 export class KeptConnections {
   private readonly idle = new Map<string, Idle[]>();
 
-  constructor(private readonly perPeer = IDLE_PER_PEER, private readonly reuseWithinMs = REUSE_WITHIN_MS) {}
+  constructor(private readonly link: PeerLink, private readonly perPeer = IDLE_PER_PEER, private readonly reuseWithinMs = REUSE_WITHIN_MS) {}
+
+  /**
+   * A new connection to `address`. An error on it while no request listens (kept idle, or just
+   * after its answer) is ignored, not thrown: the connection is then found closed, and dropped.
+   */
+  connect(address: string): Socket {
+    return this.link.connect(address).on('error', ignore);
+  }
 
   /** An idle connection to `address` still open, if one is kept; it is the caller's until give() or destroy. */
   take(address: string): Socket | undefined {
     const kept = this.idle.get(address);
     const now = Date.now();
     for (let k = kept?.pop(); k; k = kept?.pop()) {
-      if (!k.socket.destroyed && now - k.sinceMs < this.reuseWithinMs) {
-        k.socket.off('error', ignore);
-        return k.socket;
-      }
+      if (!k.socket.destroyed && now - k.sinceMs < this.reuseWithinMs) return k.socket;
       k.socket.destroy();
     }
     return undefined;
   }
 
   /**
-   * Keeps `socket`, whose last answer came whole and left it open (nothing of a body still queued,
-   * no listener of the caller's left on it), or closes it when enough are kept.
+   * Keeps `socket` (from connect()), whose last answer came whole and left it open (nothing of a
+   * body still queued, no listener of the caller's left on it), or closes it when enough are kept.
    */
   give(address: string, socket: Socket): void {
     const kept = this.idle.get(address) ?? [];
@@ -57,8 +63,6 @@ export class KeptConnections {
       return;
     }
     socket.setTimeout(0);
-    // A kept connection the peer closes while idle errs with nobody listening.
-    socket.on('error', ignore);
     kept.push({ socket, sinceMs: Date.now() });
   }
 

@@ -73,14 +73,15 @@ export class PeerTransport {
   private readonly reads: HttpFetcher;
   private readonly posts: HttpPoster;
   /** Idle data-plane connections, shared by the POSTs and the length-framed PUTs. */
-  private readonly kept = new KeptConnections();
+  private readonly kept: KeptConnections;
   private readonly callTimeoutMs: number;
 
   constructor(options: PeerTransportOptions) {
     this.link = options.link;
     this.callTimeoutMs = options.callTimeoutMs;
     this.grpc = new PeerClients({ link: options.link, maxMessageBytes: options.maxMessageBytes, windowBytes: options.windowBytes, callTimeoutMs: options.callTimeoutMs });
-    this.posts = new HttpPoster(options.link, this.kept);
+    this.kept = new KeptConnections(options.link);
+    this.posts = new HttpPoster(this.kept);
     // A new certificate: kept connections made with the old one go.
     options.link.onChange(() => this.kept.close());
     this.reads = new HttpFetcher({ link: options.link, connectionsPerPeer: options.readConnectionsPerPeer, idleTimeoutMs: options.readIdleTimeoutMs });
