@@ -164,11 +164,14 @@ describe('PUTs with a Content-Length to a peer', () => {
     expect(s.connections).toHaveLength(3);
   });
 
-  it('fail a body shorter than its Content-Length rather than leave the peer waiting for the rest', async () => {
+  it('fail a body shorter than its Content-Length rather than leave the peer waiting for the rest, and one longer before its tail goes', async () => {
     const s = await server((socket, body) => answer(socket, 200, `{"got":"${body}"}`));
     const kept = new KeptConnections(link);
     closers.push(() => kept.close(), () => s.server.close());
     await expect(put({ nodeId: 'peer', address: s.address }, kept, [Buffer.from('abc')], 4)).rejects.toThrow(/a body of 3 bytes, its head said 4/);
+    // Nor one longer: its tail would reach the peer as the start of another request.
+    await expect(put({ nodeId: 'peer', address: s.address }, kept, [Buffer.from('abc'), Buffer.from('de')], 4)).rejects.toThrow(/a body past the 4 bytes its head said/);
+    expect(s.bodies).toEqual([]);
   });
 
   it('go chunked, on a connection of their own, when the length is not known or has ten digits', () => {

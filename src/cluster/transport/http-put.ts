@@ -169,6 +169,12 @@ export class HttpPut {
     let room: boolean;
     if (this.length !== undefined) {
       this.sent += bytes.length;
+      // Bytes past the Content-Length would reach the peer as the start of another request.
+      if (this.sent > this.length) {
+        taken();
+        this.fail(new Error(`${this.peer.nodeId}: a body past the ${this.length} bytes its head said`));
+        return true;
+      }
       room = this.socket.write(bytes, () => taken());
     } else {
       // One writev: the chunk's size line, the bytes (not copied), its CRLF.
