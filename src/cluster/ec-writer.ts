@@ -269,8 +269,13 @@ export class EcWriter {
     return { id, size, created: targets.some((t) => t.created === true) };
   }
 
+  /**
+   * Deletes the columns this store made. A column its holder had already (`created` false: the
+   * same bytes stored before, content addressing) is another store's, perhaps of a blob the
+   * cluster acknowledged: it stays, or a failed store of existing bytes would delete that blob.
+   */
   private async takeBack(id: Buffer, stored: ColumnTarget[]): Promise<void> {
-    await Promise.allSettled(stored.map(async (t) => {
+    await Promise.allSettled(stored.filter((t) => t.created === true).map(async (t) => {
       if (t.peer === undefined) return this.store.deleteShards(id, t.index, true);
       await this.transport.call(t.peer, 'DeleteShard', { id: { id }, index: t.index });
     })).then((results) => {

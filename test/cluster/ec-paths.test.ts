@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectedId, patternBytes } from '../helpers/blobs.js';
+import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { expectReadableEverywhere, freePort, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
 import { logLines } from '../helpers/log.js';
 import { tempDir } from '../helpers/node-process.js';
@@ -117,6 +117,44 @@ describe("EC columns when the peers' API addresses cannot be reached", () => {
     for (const i of c.live()) {
       const columnCalls = logLines(c.node(i).output()).filter((l) => l.access === 'grpc' && /^InternalService\.(StoreShard|StoreShardBatch|FetchShard)$/.test(String(l.method)));
       expect(columnCalls, `column calls over gRPC on ${c.ids[i]}`).toEqual([]);
+    }
+  });
+});
+
+describe('a store of bytes the cluster holds already, failing, takes back only the columns it made', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    // Frozen holders stay members (offline only after a minute); a column store waits 2 s for them.
+    c = await TestCluster.start({ size: 6, args: [...EC_ARGS, '--ec-store-timeout-ms', '2000', '--offline-after-ms', '60000'], together: true });
+    await c.converged({ members: c.ids });
+  });
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('the blob stored before stays whole: its columns on the holders that answered are left, not deleted with the failed store', async () => {
+    // 3000 bytes: its small columns go in batches; 300 KiB: column by column, from the upload's transient file.
+    const blobs = new Map<string, Buffer>();
+    for (const [k, size] of [SIZES[0]!, SIZES[1]!].entries()) {
+      const bytes = patternBytes(size, 9300 + k);
+      const res = await putWithNodesUp(c, 0, bytes, { 'X-Blobstore-Policy': '4' });
+      expect(res.status, await res.clone().text()).toBe(201);
+      blobs.set(((await res.json()) as { id: string }).id, bytes);
+    }
+    // Every node holds one column of each; three frozen make the same store again fail (more than m = 2).
+    const frozen = [1, 2, 3];
+    for (const i of frozen) c.freeze(i);
+    try {
+      const again = await Promise.all([...blobs.values()].map((bytes) => putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '4' })));
+      for (const res of again) expect(res.status, await res.clone().text()).toBe(503);
+    } finally {
+      for (const i of frozen) c.thaw(i);
+    }
+    await expectReadableEverywhere(c, blobs);
+    // Six columns each, as before the failed store: nothing was deleted from the holders that answered.
+    for (const id of blobs.keys()) {
+      const holding = await Promise.all(c.live().map(async (i) => ((await (await fetch(`${c.url(i)}/v1/blobs?prefix=${id}`)).json()) as { ids: string[] }).ids.includes(id)));
+      expect(holding.filter(Boolean), `nodes listing ${id}`).toHaveLength(6);
     }
   });
 });
