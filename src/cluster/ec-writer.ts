@@ -207,16 +207,20 @@ export class EcWriter {
   private async seal(stream: EcStream, checksum: Buffer, labels: Buffer): Promise<PutResult> {
     const id = Buffer.from(idOfDigest(checksum));
     const { layout, policy, placement } = stream;
+    const sealStart = performance.now();
     if (await this.held(id, layout.m + 1)) {
       await stream.drop();
       return { id, size: layout.blobBytes, created: false };
     }
     const blob = { id, policy, blobChecksum: checksum, blobLabels: labels, createdAtNs: BigInt(Date.now()) * 1_000_000n };
     await stream.seal(blob);
+    this.metrics.observe('ec_seal', sealStart);
     const sealed = stream.columns.filter((c) => !c.failure);
     if (sealed.length >= layout.k) {
       const meta = { policy, size: layout.blobBytes, createdAtNs: blob.createdAtNs, checksum, labels };
+      const manifestStart = performance.now();
       const { held, failures } = await writeManifest(this.store, this.cluster, this.transport, id, manifestOf(meta, placement, layout.shardBytes), layout.m + 1, this.config.peerCallTimeoutMs);
+      this.metrics.observe('ec_manifest', manifestStart);
       if (failures.length > 0) this.log.warn({ blob: id.toString('hex'), held, failed: failures.map((f) => ({ node: f.node, err: f.err.message })) }, 'EC store: the manifest is not on every owner of the id');
       if (held === 0) {
         // Nobody could find the blob: its columns go, and the client retries.

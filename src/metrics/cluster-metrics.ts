@@ -7,8 +7,12 @@
 import type { LateRead } from '../util/late.js';
 import { CounterFamily, HistogramFamily } from './series.js';
 
-/** The spec's cluster-side latency histograms (blobstore_<kind>_latency_seconds). */
-export const CLUSTER_LATENCIES = ['ec_encode', 'ec_decode', 'shard_fetch', 'shard_store', 'replicate'] as const;
+/**
+ * The spec's cluster-side latency histograms (blobstore_<kind>_latency_seconds), and the two steps
+ * of a streamed EC store after its last byte: its columns sealed (from the check that the cluster
+ * does not hold the blob already), its manifest durable on the id's owners.
+ */
+export const CLUSTER_LATENCIES = ['ec_encode', 'ec_decode', 'shard_fetch', 'shard_store', 'replicate', 'ec_seal', 'ec_manifest'] as const;
 export type ClusterLatency = (typeof CLUSTER_LATENCIES)[number];
 
 /** Repair and scrub figures of a node, read at scrape time. */

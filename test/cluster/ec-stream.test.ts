@@ -50,18 +50,19 @@ describe('EC42 stores that stream their columns (a known length of at least ecSt
     await c?.stopAll();
   });
 
-  it('streams a store (counted on its node), and every node reads it byte-exact through the manifest', async () => {
+  it('streams a store (counted on its node, its seal and manifest timed), and every node reads it byte-exact through the manifest', async () => {
     // Stripes of 4 x 256 KiB: whole ones and a short last one; a last stripe of one byte (three
     // data shards of padding only); whole stripes only; a last stripe shorter than a cell.
     for (const [at, size] of [[0, 2 * MiB + 5], [3, 3 * MiB + 1], [6, 3 * MiB], [7, 5 * MiB + 3 * KiB + 1]] as const) {
-      const before = await metric(c, at, 'blobstore_ec_streamed_stores_total');
+      const counts = ['blobstore_ec_streamed_stores_total', 'blobstore_ec_seal_latency_seconds_count', 'blobstore_ec_manifest_latency_seconds_count'];
+      const before = await Promise.all(counts.map((name) => metric(c, at, name)));
       const bytes = patternBytes(size, size);
       const res = await putWithNodesUp(c, at, bytes, { 'X-Blobstore-Policy': '4' });
       expect(res.status, await res.clone().text()).toBe(201);
       const { id } = (await res.json()) as { id: string };
       expect(id).toBe(idOf(bytes));
       acked.set(id, bytes);
-      expect(await metric(c, at, 'blobstore_ec_streamed_stores_total')).toBe(before + 1);
+      expect(await Promise.all(counts.map((name) => metric(c, at, name)))).toEqual(before.map((n) => n + 1));
     }
     await expectReadableEverywhere(c, acked);
     for (const id of acked.keys()) await expectColumnChecksums(c, id, 6);
