@@ -63,7 +63,9 @@ describe('GET /metrics', () => {
   it('every histogram has exactly the spec buckets (and +Inf), _sum and _count, per series', async () => {
     const families = await scrape(m.metricsUrl);
     const histograms = [...families].filter(([, f]) => f.type === 'histogram');
-    expect(histograms.filter(([name]) => name.startsWith('blobstore_')).length).toBe(11);
+    // The spec's eleven, and the streamed EC store's two steps after its last byte (seal, manifest).
+    expect(histograms.filter(([name]) => name.startsWith('blobstore_')).length).toBe(13);
+    expect(histograms.map(([name]) => name)).toEqual(expect.arrayContaining(['blobstore_ec_seal_latency_seconds', 'blobstore_ec_manifest_latency_seconds']));
     for (const [name, f] of histograms) {
       const seriesLabel = name === 'blobstore_stage_latency_seconds' ? 'stage' : undefined;
       // The runtime's GC histogram has one series per GC kind seen so far.
