@@ -126,7 +126,7 @@ describe('PUTs with a Content-Length to a peer', () => {
   /** A PUT of `parts` as its body; its answer, or its failure. */
   async function put(peer: { nodeId: string; address: string }, kept: KeptConnections, parts: Buffer[], length = parts.reduce((n, p) => n + p.length, 0)): Promise<string> {
     const framing = bodyFraming(length);
-    const leg = new HttpPut(peer, putHead(peer.address, framing.header), { timeoutMs: 5000, link, kept, length: framing.length });
+    const leg = new HttpPut(peer, putHead(peer.address, framing.header), { timeoutMs: 5000, kept, length: framing.length });
     for (const p of parts) leg.write(p, () => undefined);
     leg.end();
     await leg.done;

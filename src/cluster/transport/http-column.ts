@@ -57,7 +57,7 @@ export class HttpColumnSender {
     // A seal's length is known only at the end: a streamed column goes chunked.
     const framing = bodyFraming(options.streamed ? undefined : columnBytes + DIGEST_BYTES * (1 + options.checksums));
     const head = columnHead(target, header, columnBytes, options.repair, options.link.secret, options.streamed !== undefined, options.checksums, framing.header);
-    this.leg = new HttpPut(target, head, { timeoutMs: options.timeoutMs, link: options.link, kept: options.kept, length: framing.length, streamed: options.streamed });
+    this.leg = new HttpPut(target, head, { timeoutMs: options.timeoutMs, kept: options.kept, length: framing.length, streamed: options.streamed });
   }
 
   /** `fail` runs once if the column's request fails (the peer refused, went away or timed out). */

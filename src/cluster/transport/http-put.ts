@@ -12,7 +12,7 @@
  */
 import type { Socket } from 'node:net';
 import type { BlobMeta } from '../../blob/meta.js';
-import { type PeerLink, SECRET_METADATA } from './peer-link.js';
+import { SECRET_METADATA } from './peer-link.js';
 import type { KeptConnections } from './kept-connections.js';
 import { metaHeaderLines } from '../wire-meta.js';
 
@@ -95,14 +95,13 @@ export function shardBatchHead(peer: HttpPeer, bytes: number, secret: string): s
     + (secret === '' ? '' : `${SECRET_METADATA}: ${secret}\r\n`) + '\r\n';
 }
 
-/** How a PUT goes: its deadline, the link, and its body's length when known. */
+/** How a PUT goes: its deadline, where its connection comes from, and its body's length when known. */
 export interface PutOptions {
   timeoutMs: number;
-  link: PeerLink;
-  /** The body's length (bodyFraming's): its bytes go as they are, on a kept connection when there is one; undefined: chunked. */
+  /** Where the connection is made, or taken from and given back to once its answer came (a length-framed body only). */
+  kept: KeptConnections;
+  /** The body's length (bodyFraming's): its bytes go as they are, on a kept connection when there is one; undefined: chunked, on a new one. */
   length: number | undefined;
-  /** Where a connection is taken from and given back to once its answer came (a length-framed body only). */
-  kept?: KeptConnections;
   /**
    * Time out only while stalled (bytes waiting for the socket), not while there is nothing to
    * send: a streamed column waits while the client's bytes go to the other columns of the
@@ -125,7 +124,7 @@ export class HttpPut {
   private readonly timeoutMs: number;
   private readonly length: number | undefined;
   private readonly streamed: { answerTimeoutMs: number } | undefined;
-  private readonly kept: KeptConnections | undefined;
+  private readonly kept: KeptConnections;
   private received: Buffer = Buffer.alloc(0);
   private answered = false;
   /** The body is all sent: the answer is waited for (timed, stalled or not). */
@@ -147,9 +146,10 @@ export class HttpPut {
     this.timeoutMs = options.timeoutMs;
     this.length = options.length;
     this.streamed = options.streamed;
-    this.kept = options.length === undefined ? undefined : options.kept;
+    this.kept = options.kept;
     this.done = new Promise((resolve) => (this.settle = resolve));
-    this.socket = this.kept ? (this.kept.take(peer.address) ?? this.kept.connect(peer.address)) : options.link.connect(peer.address);
+    // A chunked body ends its connection (the peer closes it after one): never a kept one.
+    this.socket = (this.length === undefined ? undefined : this.kept.take(peer.address)) ?? this.kept.connect(peer.address);
     this.socket.on('timeout', this.onTimeout);
     if (this.streamed) this.socket.on('drain', this.onDrain);
     else this.socket.setTimeout(this.timeoutMs);
@@ -240,7 +240,7 @@ export class HttpPut {
 
   /** The connection after a 200: back to the kept ones when its body went whole by its length and the peer keeps it open. */
   private release(keepAlive: boolean): void {
-    if (!this.kept || !keepAlive || !this.ended) return void this.socket.destroy();
+    if (this.length === undefined || !keepAlive || !this.ended) return void this.socket.destroy();
     this.socket.off('timeout', this.onTimeout).off('drain', this.onDrain).off('error', this.onError).off('close', this.onClose).off('data', this.onData);
     this.kept.give(this.peer.address, this.socket);
   }

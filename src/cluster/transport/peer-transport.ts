@@ -145,7 +145,7 @@ export class PeerTransport {
   /** A large replica's PUT to the peer: its bytes are written to it as they are read. */
   replica(peer: PeerRef, meta: BlobMeta, repair: boolean, timeoutMs: number): HttpPut {
     const framing = bodyFraming(meta.size);
-    return new HttpPut(peer, replicaHead(peer, meta, repair, this.link.secret, framing.header), { timeoutMs, link: this.link, kept: this.kept, length: framing.length });
+    return new HttpPut(peer, replicaHead(peer, meta, repair, this.link.secret, framing.header), { timeoutMs, kept: this.kept, length: framing.length });
   }
 
   /**
