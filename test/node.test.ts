@@ -47,6 +47,9 @@ describe('configuration', () => {
     );
     expect(() => loadConfig({ file: file({ node: { listen: 'nowhere' } }), env: {} })).toThrow(ConfigError);
     expect(() => loadConfig({ file: '/nonexistent', env: {}, flags: { compactionLiveRatio: '150' } })).toThrow(/at most 99/);
+    expect(() => loadConfig({ file: '/nonexistent', env: { BLOBSTORE_INDEX_PAGE_BYTES: '12KiB' } })).toThrow(/indexPageBytes .*a power of two/);
+    expect(() => loadConfig({ file: '/nonexistent', env: {}, flags: { indexPageBytes: '2KiB' } })).toThrow(/at least 4096 bytes/);
+    expect(loadConfig({ file: '/nonexistent', env: { BLOBSTORE_INDEX_PAGE_BYTES: '64KiB' } }).indexPageBytes).toBe(65536);
   });
 
   it('serve exits 2 with a clear message on a bad value; --help documents chunked large bodies', async () => {

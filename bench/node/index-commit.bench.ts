@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SETTINGS } from '../../src/config/settings.js';
 import { BlobIndex, type Checkpoint } from '../../src/index/blob-index.js';
 import type { IndexEntry } from '../../src/index/entry.js';
 import { emit, envInt, log, median, removeDir, round, tempDir } from './lib.js';
@@ -32,7 +33,7 @@ const entryOf = (n: number): IndexEntry => ({
 
 async function main(): Promise<void> {
   const dir = tempDir('index-commit');
-  const index = new BlobIndex(join(dir, 'index'));
+  const index = new BlobIndex(join(dir, 'index'), { pageBytes: SETTINGS.indexPageBytes.default() });
   let lsn = 1;
   const commitGroup = (ids: Buffer[], addsOnly: boolean): Promise<void> => {
     const checkpoint: Checkpoint = { segment: 1, offset: lsn * 4224, nextLsn: lsn + ids.length };

@@ -34,6 +34,7 @@ export function coerce(key: string, spec: SettingSpec, raw: unknown, source: Sou
     case 'bytes': {
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseBytes(raw) : undefined;
       if (n === undefined || !Number.isSafeInteger(n)) fail('a size such as 1048576, 64KiB or 5GiB');
+      if (spec.powerOfTwo && (n! <= 0 || 2 ** Math.round(Math.log2(n!)) !== n)) fail('a power of two such as 4KiB, 16KiB or 64KiB');
       return bounded(n!, ' bytes');
     }
     case 'durationMs': {

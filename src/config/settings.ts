@@ -21,6 +21,8 @@ export interface SettingSpec {
   readonly choices?: readonly string[];
   readonly min?: number;
   readonly max?: number;
+  /** A size that must be a power of two. */
+  readonly powerOfTwo?: boolean;
   /** Address settings that may be empty (disabled) or the word `same`. */
   readonly allowEmpty?: boolean;
   readonly allowSame?: boolean;
@@ -239,6 +241,11 @@ export const SETTINGS = {
     tuning: true,
     type: 'int', default: () => 262_144, min: 1, max: 4_194_304,
     help: 'blob record changes the index journal holds (in memory, and in LMDB by commit) before they are merged into the id-ordered index in one pass: more makes each merged page take more records, and start-up read more',
+  },
+  indexPageBytes: {
+    tuning: true,
+    type: 'bytes', default: () => 16 * KiB, min: 4 * KiB, max: 64 * KiB, powerOfTwo: true,
+    help: 'page size of an index created by this node (a power of two; an existing index keeps its own): larger pages keep the list of free pages every index commit writes back short as the index grows, at the cost of more bytes written per commit',
   },
   readCacheBytes: {
     type: 'bytes', default: () => 64 * MiB, min: 0, max: 64 * GiB,

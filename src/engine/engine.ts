@@ -121,6 +121,7 @@ export class Engine implements ChunkHashers {
       const space = await DiskSpace.open(dataDir.path, config.diskReserveBytes, log);
       const index = new BlobIndex(join(dataDir.path, 'index'), {
         mergeRecords: config.indexMergeRecords,
+        pageBytes: config.indexPageBytes,
         onMergeError: (err) => log.error({ err }, `index journal merge failed (its records stay in the journal; the next commit tries again): ${err.message}`),
       });
       const store = new SegmentStore(dataDir.path, config.segmentSizeBytes, config.logWrites === 'direct', config.logSpace === 'zeroed');

@@ -49,6 +49,8 @@ export const DEFAULT_MERGE_RECORDS = 262_144;
 
 export interface BlobIndexOptions {
   mergeRecords?: number;
+  /** The page size of an index created here (setting indexPageBytes; else LMDB's own); one that exists keeps its own. */
+  pageBytes?: number;
   /** A failed merge (the journal keeps its records; the next commit tries again). */
   onMergeError?: (err: Error) => void;
 }
@@ -95,7 +97,7 @@ export class BlobIndex {
   readonly staged: IndexWriter;
 
   constructor(path: string, options: BlobIndexOptions = {}) {
-    const env = openIndexEnv(path);
+    const env = openIndexEnv(path, options.pageBytes);
     this.root = env.root;
     this.journalDb = env.journal;
     this.meta = this.root.openDB<unknown, string>({ name: 'meta' });

@@ -22,6 +22,7 @@ export interface MergeRequest extends ExportedSlots {
 export type MergeAnswer = { merged: number } | { error: string };
 
 const { path } = workerData as { path: string };
+// The node created the index before this thread starts: it keeps the page size it was made with.
 const env = openIndexEnv(path);
 
 parentPort!.on('message', (request: MergeRequest) => {

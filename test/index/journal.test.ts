@@ -4,6 +4,8 @@
  * lists, counters and a restart see the same blobs whether a record is staged, journaled or
  * merged; and the id filter never hides a stored blob.
  */
+import { join } from 'node:path';
+import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/engine.js';
 import { patternBytes } from '../helpers/blobs.js';
@@ -209,5 +211,38 @@ describe('the index journal when LMDB refuses a write', () => {
     // And the general path (which waits for the lock) is not stuck either.
     expect((await engine.putInline(data, 1, EMPTY)).created).toBe(false);
     await engine.close();
+  });
+});
+
+/** The page size the index under `dataDir` was made with, read by LMDB itself. */
+function indexPageBytes(dataDir: string): number {
+  const env = open({ path: join(dataDir, 'index'), readOnly: true, maxDbs: 12 });
+  try {
+    return (env.getStats() as { pageSize: number }).pageSize;
+  } finally {
+    void env.close();
+  }
+}
+
+describe('the index page size', () => {
+  it('a new index takes indexPageBytes (16 KiB unless set); an index made with other pages keeps them and reads back', async () => {
+    const fresh = config();
+    await (await openEngine(fresh)).close();
+    expect(indexPageBytes(fresh.dataDir)).toBe(16 * 1024);
+
+    const made = config({ indexPageBytes: '4KiB', indexMergeRecords: 30 });
+    let engine = await openEngine(made);
+    const stored = await Promise.all(Array.from({ length: 100 }, (_, i) => engine.putInline(patternBytes(200 + i, i), 1, EMPTY)));
+    await engine.close();
+    expect(indexPageBytes(made.dataDir)).toBe(4096);
+    // Opened again with the default: the index keeps its 4 KiB pages, and merges and reads work on them.
+    engine = await openEngine({ ...made, indexPageBytes: 16 * 1024 });
+    const more = await Promise.all(Array.from({ length: 100 }, (_, i) => engine.putInline(patternBytes(300 + i, 1000 + i), 1, EMPTY)));
+    for (const [i, r] of [...stored, ...more].entries()) {
+      const meta = engine.stat(r.id);
+      expect(meta?.size, `blob ${i}`).toBe(i < 100 ? 200 + i : 300 + (i - 100));
+    }
+    await engine.close();
+    expect(indexPageBytes(made.dataDir)).toBe(4096);
   });
 });
