@@ -11,6 +11,9 @@
  *                          row's rebuild are data columns the read streams anyway), from memory as
  *                          the healthy GETs it is compared with: its first GET, which reads the
  *                          parity columns from the disk (never read before), is reported apart.
+ *   ec42_1GiB_get_floor    each round's EC blob's data columns relayed by bare processes over the
+ *                          same hops (relay-floor.mjs), no byte checked, next to its GET: what the
+ *                          hops alone leave of NONE's GET on this machine, and the GET against that.
  *   *_1GiB_get_cpu_ms      CPU per GiB of those GETs from memory: NONE's node, the EC read's coordinator
  *                          and its holders, and the rest of the machine (curl, the kernel's share
  *                          outside them): what bounds the EC GET on one machine of two cores.
@@ -39,6 +42,7 @@ import { GiB, KiB, MiB, REPEATS, blobFile, curlGetSeconds, dropCache, emit, log,
 import { startCluster } from './lib.js';
 import { cpuUs, machineCpuUs, tcpActiveOpens } from '../node/perf-profile.js';
 import { swiftEc } from './swift-peer.js';
+import { startRelayFloor } from './relay-floor.js';
 
 const BENCH = 'cluster-ec';
 const execFileAsync = promisify(execFile);
@@ -113,6 +117,8 @@ async function largeBlobs(dir: string, bodies: string): Promise<{ put: number; g
     const rssGrowth: number[] = [];
     const get: { none: number; ec: number }[] = [];
     const getCold: { none: number; ec: number }[] = [];
+    /** The bare relay of each round's EC blob's data columns (relay-floor.ts), next to its GET. */
+    const floor: number[] = [];
     let ecId = '';
     const cpu = { none: new CpuSplit([alone.pid]), ec: new CpuSplit(c.nodes.map((n) => n.pid)) };
     for (let i = 0; i < REPEATS; i++) {
@@ -136,7 +142,14 @@ async function largeBlobs(dir: string, bodies: string): Promise<{ put: number; g
       for (const path of columnFiles(c.dirs, BLOB_BYTES / 8)) await dropCache(path);
       getCold.push({ none: await curlGetSeconds(noneUrl, BLOB_BYTES), ec: await curlGetSeconds(ecUrl, BLOB_BYTES) });
       get.push({ none: await cpu.none.during(() => curlGetSeconds(noneUrl, BLOB_BYTES)), ec: await cpu.ec.during(() => curlGetSeconds(ecUrl, BLOB_BYTES)) });
-      log(`${BENCH} round ${i + 1}: PUT NONE ${mbps(none.seconds).toFixed(0)} / EC42 ${mbps(ec.seconds).toFixed(0)} MiB/s; GET from the disk NONE ${mbps(getCold[i]!.none).toFixed(0)} / EC42 ${mbps(getCold[i]!.ec).toFixed(0)}, from memory NONE ${mbps(get[i]!.none).toFixed(0)} / EC42 ${mbps(get[i]!.ec).toFixed(0)} MiB/s`);
+      const relay = await startRelayFloor(newestColumns(c.dirs, BLOB_BYTES / 8), 4, 0, BLOB_BYTES / 4, MiB);
+      try {
+        await curlGetSeconds(relay.url, BLOB_BYTES); // its first GET compiles its code
+        floor.push(await curlGetSeconds(relay.url, BLOB_BYTES));
+      } finally {
+        await relay.stop();
+      }
+      log(`${BENCH} round ${i + 1}: PUT NONE ${mbps(none.seconds).toFixed(0)} / EC42 ${mbps(ec.seconds).toFixed(0)} MiB/s; GET from the disk NONE ${mbps(getCold[i]!.none).toFixed(0)} / EC42 ${mbps(getCold[i]!.ec).toFixed(0)}, from memory NONE ${mbps(get[i]!.none).toFixed(0)} / EC42 ${mbps(get[i]!.ec).toFixed(0)} / bare relay ${mbps(floor[i]!).toFixed(0)} MiB/s`);
     }
     const putRatio = median(put.map((r) => r.none / r.ec));
     const getRatio = median(get.map((r) => r.none / r.ec));
@@ -148,6 +161,12 @@ async function largeBlobs(dir: string, bodies: string): Promise<{ put: number; g
     emit({ bench: BENCH, metric: 'none_1GiB_get_mib_s', value: round(median(get.map((r) => mbps(r.none))), 0), unit: 'MiB/s' });
     emit({ bench: BENCH, metric: 'ec42_1GiB_get_mib_s', value: round(median(get.map((r) => mbps(r.ec))), 0), unit: 'MiB/s', nodes: 6 });
     emit({ bench: BENCH, metric: 'ec42_vs_none_1GiB_get', value: round(getRatio), unit: 'ratio', target: '>= 0.70', pass: getRatio >= 0.7 });
+    // What the hops alone allow on this machine: the bare relay against NONE, and the EC GET against it.
+    const floorRatio = median(get.map((r, i) => r.none / floor[i]!));
+    const ecFloorRatio = median(get.map((r, i) => floor[i]! / r.ec));
+    emit({ bench: BENCH, metric: 'ec42_1GiB_get_floor_mib_s', value: round(median(floor.map(mbps)), 0), unit: 'MiB/s', note: 'bare processes relaying the data columns over the same hops, no byte checked (relay-floor.mjs)' });
+    emit({ bench: BENCH, metric: 'floor_vs_none_1GiB_get', value: round(floorRatio), unit: 'ratio', note: 'what the extra hop leaves of NONE\'s GET on this machine' });
+    emit({ bench: BENCH, metric: 'ec42_vs_floor_1GiB_get', value: round(ecFloorRatio), unit: 'ratio' });
     const gib = (REPEATS * BLOB_BYTES) / GiB;
     const [alonePart, noneRest] = cpu.none.perGiB(gib);
     emit({ bench: BENCH, metric: 'none_1GiB_get_cpu_ms', value: round(alonePart[0]! + noneRest, 0), unit: 'ms CPU per GiB', node: round(alonePart[0]!, 0), rest: round(noneRest, 0) });
