@@ -7,7 +7,7 @@
  * Each GET run also reports CPU microseconds per request of the node and of the echo server.
  *
  *   bulk load (LARGE_SET, in-process engine) -> warm-up PUTs -> list ids ->
- *   REPEATS x [echo GET, echo POST, node PUT, node GET hot, node GET large] ->
+ *   REPEATS x [echo GET, node GET hot, node GET large, echo POST, node PUT] ->
  *   perf profile of a node started with --perf-basic-prof during a hot and a large GET run and a
  *   PUT run (all threads of the process: the log's fdatasync and LMDB's writes are in the PUT's)
  */
@@ -18,7 +18,7 @@ import {
   CONNECTIONS, KiB, REPEATS, RUN_SECONDS, WRK_THREADS, emit, envInt, listIds, log, median, removeDir, round, runNonce, runWrk,
   settle, startEcho, startNode, tempDir, type RunningProcess, type WrkResult,
 } from './lib.js';
-import { byKind, perfAvailable, perfRecord, perfSymbols, withCpu, withSyscalls } from './perf-profile.js';
+import { byKind, perfAvailable, perfRecord, perfSymbols, untilIdle, withCpu, withSyscalls } from './perf-profile.js';
 
 const BENCH = 'http-4KiB';
 const SIZE = 4 * KiB;
@@ -77,11 +77,14 @@ async function main(): Promise<void> {
       sys[key].push(r.sysUs / r.result.requests);
     };
     for (let i = 0; i < REPEATS; i++) {
+      // Each figure right after its reference: a shared machine's rate can drift by a third within a minute.
       await round1('echoGet', echo.pid, () => runWrk({ url: `${echoUrl}/4k`, script: 'get-static.lua' }));
-      await round1('echoPost', echo.pid, () => runWrk({ url: echoUrl, script: 'post-unique.lua', args: [String(SIZE), `${nonce}e${i}`, '/echo'] }));
-      await round1('put', node.pid, () => runWrk({ url: nodeUrl(), script: 'post-unique.lua', args: [String(SIZE), `${nonce}p${i}`] }));
       await round1('get', node.pid, () => runWrk({ url: nodeUrl(), script: 'get-ids.lua', args: [hotFile] }));
       await round1('getLarge', node.pid, () => runWrk({ url: nodeUrl(), script: 'get-ids.lua', args: [largeFile] }));
+      await round1('echoPost', echo.pid, () => runWrk({ url: echoUrl, script: 'post-unique.lua', args: [String(SIZE), `${nonce}e${i}`, '/echo'] }));
+      await round1('put', node.pid, () => runWrk({ url: nodeUrl(), script: 'post-unique.lua', args: [String(SIZE), `${nonce}p${i}`] }));
+      // The PUTs' own work after them (an index merge) is theirs, not the next round's.
+      log(`${BENCH} round ${i + 1}/${REPEATS}: the node idle ${(await untilIdle(node.pid) / 1000).toFixed(1)} s after its PUTs`);
       log(`${BENCH} round ${i + 1}/${REPEATS}: echo GET ${runs.echoGet[i]!.rps.toFixed(0)}, echo POST ${runs.echoPost[i]!.rps.toFixed(0)}, ` +
         `node PUT ${runs.put[i]!.rps.toFixed(0)} (errors ${runs.put[i]!.errors}), node GET hot ${runs.get[i]!.rps.toFixed(0)} (errors ${runs.get[i]!.errors}), ` +
         `large ${runs.getLarge[i]!.rps.toFixed(0)} (errors ${runs.getLarge[i]!.errors}) req/s; CPU per request: echo GET ${cpu.echoGet[i]!.toFixed(1)}, ` +

@@ -153,3 +153,17 @@ export async function withSyscalls<T>(pid: number, load: () => Promise<T>): Prom
   byName.sort((a, b) => b.count - a.count);
   return { result, syscalls: { total: byName.reduce((a, s) => a + s.count, 0), byName } };
 }
+
+/**
+ * Waits until process `pid` spends less than `share` of one CPU over a 500 ms window (its own work
+ * after a load, such as an index merge, would otherwise fall into the next load's figures), up to
+ * `timeoutMs`; the milliseconds waited.
+ */
+export async function untilIdle(pid: number, timeoutMs = 20_000, share = 0.1): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    const before = cpuUs(pid);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    if (cpuUs(pid) - before < share * 500_000 || performance.now() - t0 > timeoutMs) return performance.now() - t0;
+  }
+}
