@@ -229,8 +229,8 @@ export const SETTINGS = {
   },
   indexCommitIntervalMs: {
     tuning: true,
-    type: 'int', default: () => 5, min: 0, max: 10_000,
-    help: 'with durable-ack log, index commits start at most this often (each is an LMDB transaction, whose cost grows with the free-page list of a grown index): under load each takes more batches, whose records are served from memory meanwhile; 0: one as soon as the previous is done',
+    type: 'int', default: () => 20, min: 0, max: 10_000,
+    help: 'with durable-ack log, index commits start at most this often (each is an LMDB transaction that writes back the pages it touched and the free-page list): under load each takes more batches, whose records are served from memory meanwhile; 0: one as soon as the previous is done',
   },
   indexCommitHoldMs: {
     tuning: true,
