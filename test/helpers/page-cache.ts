@@ -67,14 +67,18 @@ export function writeSynced(path: string, bytes: Uint8Array): number {
 
 /**
  * Why no read can be made cold here, or '' when one can: pages of a file under the temp dirs,
- * dropped, must be found missing by a read that does not wait (tmpfs keeps them).
+ * dropped, must be found missing by a read that does not wait (tmpfs keeps them) in one of a few
+ * tries (such a read starts the kernel's readahead, which may be done before it looks again).
  */
 export function pagesKept(): string {
   const path = join(tempDir(), 'drop-probe');
   const fd = writeSynced(path, Buffer.alloc(64 * 1024, 1));
   try {
-    dropPages(path);
-    return native().preadNoWait(fd, Buffer.alloc(4096), 4096, 0) === -11 /* EAGAIN */ ? '' : 'the temp dirs\' file system keeps pages it is asked to drop (tmpfs)';
+    for (let attempt = 0; attempt < 5; attempt++) {
+      dropPages(path);
+      if (native().preadNoWait(fd, Buffer.alloc(4096), 4096, 4096) === -11 /* EAGAIN */) return '';
+    }
+    return 'the temp dirs\' file system keeps pages it is asked to drop (tmpfs), or reads them in at once';
   } finally {
     closeSync(fd);
     rmSync(path);
