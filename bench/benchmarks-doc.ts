@@ -57,7 +57,9 @@ const ROWS: Row[] = [
 
 const RESULTS = join(ROOT, 'bench/results');
 const PAGE = join(ROOT, 'docs/benchmarks.md');
-const WORK_HEADING = '## Work per request against the bare server';
+const WORK_HEADING = '## Work per request against its reference';
+/** The heading the section had before it took REPLICA3's row: its rows are kept as this one's. */
+const WORK_HEADING_BEFORE = '## Work per request against the bare server';
 
 type Kept = Map<string, { cpu: string; line: string }[]>;
 
@@ -67,7 +69,7 @@ function pageBefore(): { rows: Kept; work: Kept } {
   const work: Kept = new Map();
   if (!existsSync(PAGE)) return { rows, work };
   const text = readFileSync(PAGE, 'utf8').split('\n');
-  const at = text.indexOf(WORK_HEADING);
+  const at = Math.max(text.indexOf(WORK_HEADING), text.indexOf(WORK_HEADING_BEFORE));
   for (const [i, line] of text.entries()) {
     const cells = line.split(' | ');
     const inWork = at >= 0 && i > at;
@@ -103,35 +105,43 @@ const unitOf = (lines: Line[], spec: string): string => {
 };
 
 /**
- * The 4 KiB requests' CPU and kernel entries against the bare uWS server's, from the http-4KiB
- * step: a request's latest row per CPU, as the figures above.
+ * Work per request against its reference, from the steps that count it: the 4 KiB requests
+ * against the bare uWS server (http-4KiB), a REPLICA3 PUT's three nodes against NONE on a node
+ * alone (cluster-replicate). A request's latest row per CPU, as the figures above.
  */
+const WORK: { label: string; step: string; key: string }[] = [
+  { label: '4 KiB PUT', step: 'http-4KiB', key: 'put' },
+  { label: '4 KiB GET, hot set', step: 'http-4KiB', key: 'get' },
+  { label: '4 KiB GET, larger set', step: 'http-4KiB', key: 'get_large' },
+  { label: 'REPLICA3 4 KiB PUT, all 3 nodes (reference: NONE, node alone)', step: 'cluster-replicate', key: 'replica3_put' },
+];
+
 function workPerRequest(out: string[]): void {
-  const lines = linesOf('http-4KiB');
-  const find = (metric: string): Line | undefined => lines.find((l) => l.metric === metric);
-  const kinds: [string, string][] = [['4 KiB PUT', 'put'], ['4 KiB GET, hot set', 'get'], ['4 KiB GET, larger set', 'get_large']];
   out.push('', WORK_HEADING, '');
-  const measured = find('cpu_us_per_put') !== undefined;
-  if (!measured && before.work.size === 0) {
+  const measured = (step: string): boolean => linesOf(step).some((l) => l.metric.startsWith('cpu_us_per_'));
+  if (!WORK.some((w) => measured(w.step)) && before.work.size === 0) {
     out.push('Not measured since this page began (`BENCH_ONLY=http-4KiB bash bench/run.sh`).');
     return;
   }
   out.push(
-    'CPU of the answering process (all threads; kernel part in brackets) and system calls it enters,',
-    'per request, at the load of the timed rounds; the bare server answers the same wrk script.',
+    'CPU of the answering processes (all threads; kernel part in brackets) and the system calls they',
+    'enter, per request, at the load of the timed rounds. The reference answers the same wrk script:',
+    'the bare uWS server for the 4 KiB requests, NONE on a node alone for REPLICA3.',
     '',
-    '| Request | CPU us, ours | CPU us, bare | Syscalls, ours | Syscalls, bare | Our syscalls by name | CPU |',
+    '| Request | CPU us, ours | CPU us, reference | Syscalls, ours | Syscalls, reference | Our syscalls by name | CPU |',
     '|---|---:|---:|---:|---:|---|---|',
   );
-  const cpuFile = join(RESULTS, 'http-4KiB.cpu');
-  const cpu = existsSync(cpuFile) ? readFileSync(cpuFile, 'utf8').trim() : 'unknown CPU';
-  const when = measured ? statSync(join(RESULTS, 'http-4KiB.jsonl')).mtime.toISOString().slice(0, 10) : '';
-  for (const [label, key] of kinds) {
+  for (const { label, step, key } of WORK) {
     const kept = before.work.get(label) ?? [];
-    if (!measured) {
+    if (!measured(step)) {
       out.push(...kept.map((k) => k.line));
       continue;
     }
+    const lines = linesOf(step);
+    const find = (metric: string): Line | undefined => lines.find((l) => l.metric === metric);
+    const cpuFile = join(RESULTS, `${step}.cpu`);
+    const cpu = existsSync(cpuFile) ? readFileSync(cpuFile, 'utf8').trim() : 'unknown CPU';
+    const when = statSync(join(RESULTS, `${step}.jsonl`)).mtime.toISOString().slice(0, 10);
     const ours = find(`cpu_us_per_${key}`);
     const bare = find(`cpu_us_per_${String(ours?.reference)}`);
     const sc = find(`syscalls_per_${key}`);

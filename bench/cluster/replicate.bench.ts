@@ -3,7 +3,10 @@
  *
  *   replica3_4KiB   4 KiB PUT/s (wrk, 64 connections) with REPLICA3 to node 1 of a 3-node cluster,
  *                   against PUT/s to a node alone (one copy); rounds interleave the two. Afterwards:
- *                   how long until every copy landed (the queue drained).
+ *                   how long until every copy landed (the queue drained). The work per PUT beside
+ *                   it: CPU (kernel part apart) of all three nodes until the copies landed, and the
+ *                   system calls they enter (counted outside the timed rounds), against the node
+ *                   alone's.
  *   none_4KiB       the same with policy NONE on the cluster (its copy stays on node 1: on three
  *                   nodes every node is among those a read asks), against NONE on the node alone;
  *                   it starts once the REPLICA3 round's copies have landed.
@@ -14,6 +17,7 @@
 import { closeSync, fsyncSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { GiB, KiB, MiB, REPEATS, emit, envInt, log, median, removeDir, round, runNonce, runWrk, settle, startNode, tempDir } from '../node/lib.js';
+import { withCpu, withSyscalls } from '../node/perf-profile.js';
 import { type BenchCluster, holders, startCluster } from './lib.js';
 
 const BENCH = 'cluster-replicate';
@@ -29,6 +33,8 @@ async function queueDepth(c: BenchCluster): Promise<number> {
 
 /** Seconds of PUTs each side takes before the rounds. */
 const WARM_UP_SECONDS = envInt('BENCH_WARM_UP_SECONDS', 5);
+/** Seconds of PUTs whose system calls are counted (enabled tracepoints slow them: not a timed round). */
+const SYSCALL_SECONDS = envInt('BENCH_SYSCALL_SECONDS', 5);
 
 async function replica3Small(dir: string): Promise<void> {
   const nonce = runNonce();
@@ -46,18 +52,45 @@ async function replica3Small(dir: string): Promise<void> {
     await runWrk({ url: c.url(0), script: 'post-unique.lua', args: [String(4 * KiB), `${nonce}cw`], seconds: WARM_UP_SECONDS });
     while ((await queueDepth(c)) > 0) await new Promise((r) => setTimeout(r, 100));
     await settle(BENCH, 5000);
-    for (let i = 0; i < REPEATS; i++) {
-      aloneRps.push((await runWrk({ url: `http://127.0.0.1:${alone.port}`, script: 'post-unique.lua', args: [String(4 * KiB), `${nonce}a${i}`, '/v1/blobs', '1'] })).rps);
-      clusterRps.push((await runWrk({ url: c.url(0), script: 'post-unique.lua', args: [String(4 * KiB), `${nonce}c${i}`] })).rps);
-      // The REPLICA3 round's copies land before the NONE round starts: its figure is NONE's own
-      // path, not NONE beside a replication backlog (that backlog is the next line's figure).
+    const pids = c.nodes.map((n) => n.pid);
+    /** CPU us per PUT (and its kernel part) per round: the node alone's, and the three nodes' until the round's copies landed. */
+    const cpu = { alone: [] as number[], aloneSys: [] as number[], replica3: [] as number[], replica3Sys: [] as number[] };
+    let landedSeconds = 0;
+    const replica3Round = async (tag: string, seconds?: number) => {
+      const wrk = await runWrk({ url: c.url(0), script: 'post-unique.lua', args: [String(4 * KiB), `${nonce}${tag}`], seconds });
+      // The round's copies land before anything else starts: the NONE round's figure is NONE's
+      // own path, not NONE beside a replication backlog (that backlog is the next line's figure).
       const t0 = performance.now();
       while ((await queueDepth(c)) > 0) await new Promise((r) => setTimeout(r, 100));
-      log(`${BENCH}: copies of round ${i + 1} all landed ${((performance.now() - t0) / 1000).toFixed(1)} s after the load ended`);
+      landedSeconds = (performance.now() - t0) / 1000;
+      return wrk;
+    };
+    const aloneRound = (tag: string, seconds?: number) =>
+      runWrk({ url: `http://127.0.0.1:${alone.port}`, script: 'post-unique.lua', args: [String(4 * KiB), `${nonce}${tag}`, '/v1/blobs', '1'], seconds });
+    for (let i = 0; i < REPEATS; i++) {
+      const a = await withCpu(alone.pid, () => aloneRound(`a${i}`));
+      aloneRps.push(a.result.rps);
+      cpu.alone.push(a.cpuUs / a.result.requests);
+      cpu.aloneSys.push(a.sysUs / a.result.requests);
+      const r3 = await withCpu(pids, () => replica3Round(`c${i}`));
+      clusterRps.push(r3.result.rps);
+      cpu.replica3.push(r3.cpuUs / r3.result.requests);
+      cpu.replica3Sys.push(r3.sysUs / r3.result.requests);
+      log(`${BENCH}: copies of round ${i + 1} all landed ${landedSeconds.toFixed(1)} s after the load ended`);
       await settle(BENCH, 5000);
       noneClusterRps.push((await runWrk({ url: c.url(0), script: 'post-unique.lua', args: [String(4 * KiB), `${nonce}n${i}`, '/v1/blobs', '1'] })).rps);
       log(`${BENCH} round ${i + 1}: NONE alone ${aloneRps[i]!.toFixed(0)}, REPLICA3 on 3 nodes ${clusterRps[i]!.toFixed(0)}, NONE on 3 nodes ${noneClusterRps[i]!.toFixed(0)} PUT/s`);
       await settle(BENCH, 5000);
+    }
+    emit({ bench: BENCH, metric: 'cpu_us_per_alone_put', value: round(median(cpu.alone), 1), unit: 'us', runs: cpu.alone.map((x) => round(x, 1)), kernel_us: round(median(cpu.aloneSys), 1), reference: 'alone_put' });
+    emit({ bench: BENCH, metric: 'cpu_us_per_replica3_put', value: round(median(cpu.replica3), 1), unit: 'us', runs: cpu.replica3.map((x) => round(x, 1)), kernel_us: round(median(cpu.replica3Sys), 1), reference: 'alone_put', nodes: 3 });
+    // Kernel entries per PUT, all three nodes' against the node alone's, outside the timed rounds.
+    for (const [name, counted, load] of [['alone_put', [alone.pid], () => aloneRound('sa', SYSCALL_SECONDS)], ['replica3_put', pids, () => replica3Round('sc', SYSCALL_SECONDS)]] as const) {
+      const { result, syscalls } = await withSyscalls(counted, load);
+      const per = (n: number): number => round(n / result.requests, 2);
+      log(`${BENCH}: syscalls per PUT, ${name}: ${per(syscalls.total)} (` + syscalls.byName.slice(0, 6).map((x) => `${x.name} ${per(x.count)}`).join(', ') + ')');
+      emit({ bench: BENCH, metric: `syscalls_per_${name}`, value: per(syscalls.total), unit: 'syscalls/request', reference: 'alone_put',
+        by_name: Object.fromEntries(syscalls.byName.slice(0, 8).map((x) => [x.name, per(x.count)])) });
     }
     const ratio = median(clusterRps.map((r, i) => r / aloneRps[i]!));
     emit({ bench: BENCH, metric: 'replica3_4KiB_put_rps', value: round(median(clusterRps), 0), unit: 'req/s', runs: clusterRps.map((r) => round(r, 0)) });

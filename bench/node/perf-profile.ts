@@ -36,11 +36,18 @@ export function tcpActiveOpens(): number {
   return Number(values![names!.indexOf('ActiveOpens')]);
 }
 
-/** Runs `load` and returns its result with the process's CPU microseconds meanwhile (`sysUs`: in the kernel). */
-export async function withCpu<T>(pid: number, load: () => Promise<T>): Promise<{ result: T; cpuUs: number; sysUs: number }> {
-  const before = cpuSplitUs(pid);
+/** CPU of the processes `pids` together so far (all their threads), in microseconds. */
+function cpuSplitOf(pids: readonly number[]): { user: number; sys: number } {
+  const all = pids.map(cpuSplitUs);
+  return { user: all.reduce((a, c) => a + c.user, 0), sys: all.reduce((a, c) => a + c.sys, 0) };
+}
+
+/** Runs `load` and returns its result with the CPU microseconds of the process(es) meanwhile (`sysUs`: in the kernel). */
+export async function withCpu<T>(pid: number | readonly number[], load: () => Promise<T>): Promise<{ result: T; cpuUs: number; sysUs: number }> {
+  const pids = typeof pid === 'number' ? [pid] : pid;
+  const before = cpuSplitOf(pids);
   const result = await load();
-  const after = cpuSplitUs(pid);
+  const after = cpuSplitOf(pids);
   return { result, cpuUs: after.user + after.sys - before.user - before.sys, sysUs: after.sys - before.sys };
 }
 
@@ -126,12 +133,13 @@ export interface SyscallCount {
 }
 
 /**
- * `perf stat` of every syscall tracepoint of `pid` while `load` runs: what a request costs in
- * kernel entries, the figure a slower CPU (dearer syscalls) punishes. Only outside the timed
- * rounds: enabled tracepoints add their own cost.
+ * `perf stat` of every syscall tracepoint of `pid` (or of several processes, counted together)
+ * while `load` runs: what a request costs in kernel entries, the figure a slower CPU (dearer
+ * syscalls) punishes. Only outside the timed rounds: enabled tracepoints add their own cost.
  */
-export async function withSyscalls<T>(pid: number, load: () => Promise<T>): Promise<{ result: T; syscalls: SyscallCount }> {
-  const stat = spawn('perf', ['stat', '-x', ',', '-e', 'syscalls:sys_enter_*', '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+export async function withSyscalls<T>(pid: number | readonly number[], load: () => Promise<T>): Promise<{ result: T; syscalls: SyscallCount }> {
+  const pids = typeof pid === 'number' ? String(pid) : pid.join(',');
+  const stat = spawn('perf', ['stat', '-x', ',', '-e', 'syscalls:sys_enter_*', '-p', pids], { stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';
   stat.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => stat.once('exit', resolve));
