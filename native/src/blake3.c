@@ -253,24 +253,42 @@ void blake3_join(const uint8_t *cvs, size_t n, uint8_t out[BLAKE3_OUT_BYTES]) { 
  * blake3_hash_each: several separate inputs at once. A 4 KiB input has only 4 chunks, so alone it
  * fills 4 of a 16-lane kernel's lanes, and a kernel call costs the same however many lanes carry
  * an input: the whole chunks of inputs of 2..EACH_CHUNKS chunks are queued as lanes across inputs
- * (each lane its own row and counter), then each input's last, short chunk and its parents are
- * done alone. Inputs of one chunk or less, or more than EACH_CHUNKS, are wide enough (or small
- * enough) to go through blake3_hash as they are.
+ * (each lane its own row and counter), then each input's last, short chunk is done alone, then
+ * their parents level by level, the level's pairs of every input queued as lanes together (a
+ * 4 KiB input's three parents would otherwise be three compressions one at a time). Inputs of one
+ * chunk or less, or more than EACH_CHUNKS, are wide enough (or small enough) to go through
+ * blake3_hash as they are.
  */
 #define EACH_CHUNKS 16
 /* Inputs whose chaining values wait in one group (16 x 16 x 32 bytes on the stack). */
 #define EACH_GROUP 16
 
-/* Whole chunks queued for a kernel: lane j's chaining value goes to dst[j]. */
+/* Inputs of `blocks` whole blocks with the same flags queued for a kernel: lane j's chaining value goes to dst[j]. */
 typedef struct {
     blake3_lane_set set;
     uint8_t *dst[BLAKE3_MAX_LANES];
     size_t n;
-} chunk_lanes;
+    size_t blocks;
+    uint8_t flags, flags_start, flags_end;
+} lane_queue;
 
-/* The queued chunks through the narrowest kernel that holds them all (their lanes cost the same). */
-static void lanes_flush(chunk_lanes *q, const width *w) {
+static void lanes_init(lane_queue *q, size_t blocks, uint8_t flags, uint8_t flags_start, uint8_t flags_end) {
+    q->n = 0;
+    q->blocks = blocks;
+    q->flags = flags;
+    q->flags_start = flags_start;
+    q->flags_end = flags_end;
+}
+
+/* The queued inputs through the narrowest kernel that holds them all (their lanes cost the same); one alone through the portable code, as in many(). */
+static void lanes_flush(lane_queue *q, const width *w) {
     if (q->n == 0) return;
+    if (q->n == 1) {
+        uint64_t counter = (uint64_t)q->set.hi[0] << 32 | q->set.lo[0];
+        many_portable(q->set.row[0], 0, 1, q->blocks, counter, 0, q->flags, q->flags_start, q->flags_end, q->dst[0]);
+        q->n = 0;
+        return;
+    }
     const width *use = &w[0];
     for (int k = 1; k < WIDTHS && w[k].kernel != NULL; k++) {
         if (w[k].lanes >= q->n) use = &w[k];
@@ -281,17 +299,61 @@ static void lanes_flush(chunk_lanes *q, const width *w) {
         q->set.hi[j] = q->set.hi[0];
     }
     uint8_t out[BLAKE3_MAX_LANES * BLAKE3_OUT_BYTES];
-    use->kernel(&q->set, q->n, BLAKE3_CHUNK_BYTES / BLAKE3_BLOCK_BYTES, 0, BLAKE3_CHUNK_START, BLAKE3_CHUNK_END, out);
+    use->kernel(&q->set, q->n, q->blocks, q->flags, q->flags_start, q->flags_end, out);
     for (size_t j = 0; j < q->n; j++) memcpy(q->dst[j], out + j * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
     q->n = 0;
 }
 
-static void lanes_push(chunk_lanes *q, const width *w, const uint8_t *row, uint64_t counter, uint8_t *dst) {
+static void lanes_push(lane_queue *q, const width *w, const uint8_t *row, uint64_t counter, uint8_t *dst) {
     q->set.row[q->n] = row;
     q->set.lo[q->n] = (uint32_t)counter;
     q->set.hi[q->n] = (uint32_t)(counter >> 32);
     q->dst[q->n] = dst;
     if (++q->n == w[0].lanes) lanes_flush(q, w);
+}
+
+/*
+ * The roots of `count` inputs whose leaves' chaining values are in cvs[g][0 .. leaves[g]) (each
+ * 2..EACH_CHUNKS), into roots[g]: level by level, each level's pairs of every input through the
+ * kernels together, an odd last value moving up unchanged (the tree join() builds); an input's
+ * last pair is its root (ROOT flag, a queue of its own). The levels alternate between cvs and
+ * `spare`, so no kernel reads what one writes.
+ */
+static void roots_each(uint8_t (*cvs)[EACH_CHUNKS * BLAKE3_OUT_BYTES], const size_t *leaves, size_t count, uint8_t *const *roots, const width *w) {
+    uint8_t spare[EACH_GROUP][EACH_CHUNKS / 2 * BLAKE3_OUT_BYTES];
+    uint8_t *src[EACH_GROUP], *dst[EACH_GROUP];
+    size_t left[EACH_GROUP];
+    for (size_t g = 0; g < count; g++) {
+        src[g] = cvs[g];
+        dst[g] = spare[g];
+        left[g] = leaves[g];
+    }
+    lane_queue parents, tops;
+    lanes_init(&parents, 1, BLAKE3_PARENT, 0, 0);
+    lanes_init(&tops, 1, BLAKE3_PARENT | BLAKE3_ROOT, 0, 0);
+    for (size_t joining = count; joining > 0;) {
+        joining = 0;
+        for (size_t g = 0; g < count; g++) {
+            size_t m = left[g];
+            if (m == 0) continue;
+            if (m == 2) {
+                lanes_push(&tops, w, src[g], 0, roots[g]);
+                left[g] = 0;
+                continue;
+            }
+            size_t pairs = m / 2;
+            for (size_t p = 0; p < pairs; p++) lanes_push(&parents, w, src[g] + 2 * p * BLAKE3_OUT_BYTES, 0, dst[g] + p * BLAKE3_OUT_BYTES);
+            if (m & 1) memcpy(dst[g] + pairs * BLAKE3_OUT_BYTES, src[g] + (m - 1) * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
+            left[g] = pairs + (m & 1);
+            uint8_t *t = src[g];
+            src[g] = dst[g];
+            dst[g] = t;
+            joining++;
+        }
+        /* The level is done before the next one reads it. */
+        lanes_flush(&parents, w);
+    }
+    lanes_flush(&tops, w);
 }
 
 void blake3_hash_each(const uint8_t *const *ins, const size_t *lens, size_t n, uint8_t *const *outs) {
@@ -301,10 +363,11 @@ void blake3_hash_each(const uint8_t *const *ins, const size_t *lens, size_t n, u
         return;
     }
     uint8_t cvs[EACH_GROUP][EACH_CHUNKS * BLAKE3_OUT_BYTES];
-    size_t group[EACH_GROUP];
+    size_t group[EACH_GROUP], leaves[EACH_GROUP];
+    uint8_t *roots[EACH_GROUP];
     size_t grouped = 0;
-    chunk_lanes q;
-    q.n = 0;
+    lane_queue q;
+    lanes_init(&q, BLAKE3_CHUNK_BYTES / BLAKE3_BLOCK_BYTES, 0, BLAKE3_CHUNK_START, BLAKE3_CHUNK_END);
     for (size_t i = 0; i <= n; i++) {
         if (i < n) {
             size_t len = lens[i];
@@ -318,14 +381,16 @@ void blake3_hash_each(const uint8_t *const *ins, const size_t *lens, size_t n, u
             for (size_t c = 0; c < len / BLAKE3_CHUNK_BYTES; c++) lanes_push(&q, w, ins[i] + c * BLAKE3_CHUNK_BYTES, c, cv + c * BLAKE3_OUT_BYTES);
             if (grouped < EACH_GROUP && i + 1 < n) continue;
         }
-        /* The group's whole chunks are hashed; then each input's short last chunk and its parents. */
+        /* The group's whole chunks are hashed; then each input's short last chunk; then their parents. */
         lanes_flush(&q, w);
         for (size_t g = 0; g < grouped; g++) {
             size_t k = group[g], len = lens[k];
             size_t whole = len / BLAKE3_CHUNK_BYTES, chunks = (len + BLAKE3_CHUNK_BYTES - 1) / BLAKE3_CHUNK_BYTES;
             if (whole < chunks) chunk(ins[k] + whole * BLAKE3_CHUNK_BYTES, len - whole * BLAKE3_CHUNK_BYTES, whole, 0, cvs[g] + whole * BLAKE3_OUT_BYTES);
-            blake3_root(cvs[g], chunks, outs[k]);
+            leaves[g] = chunks;
+            roots[g] = outs[k];
         }
+        roots_each(cvs, leaves, grouped, roots, w);
         grouped = 0;
     }
 }
