@@ -116,19 +116,20 @@ static const char *const path_names[BLAKE3_PATH_COUNT] = {"portable", "avx2", "a
 typedef struct {
     size_t lanes;
     blake3_many_kernel *kernel;
+    blake3_step_kernel *step;
 } width;
 #define WIDTHS 3
 static const width path_widths[BLAKE3_PATH_COUNT][WIDTHS] = {
-    {{0, NULL}}, /* portable: many_portable */
+    {{0, NULL, NULL}}, /* portable: many_portable */
 #ifndef RS_NO_AVX2
-    {{8, blake3_many8_avx2}, {4, blake3_many4_avx2}},
+    {{8, blake3_many8_avx2, blake3_step8_avx2}, {4, blake3_many4_avx2, blake3_step4_avx2}},
 #else
-    {{0, NULL}},
+    {{0, NULL, NULL}},
 #endif
 #ifndef RS_NO_AVX512
-    {{16, blake3_many16_avx512}, {8, blake3_many8_avx512vl}, {4, blake3_many4_avx512vl}},
+    {{16, blake3_many16_avx512, blake3_step16_avx512}, {8, blake3_many8_avx512vl, blake3_step8_avx512vl}, {4, blake3_many4_avx512vl, blake3_step4_avx512vl}},
 #else
-    {{0, NULL}},
+    {{0, NULL, NULL}},
 #endif
 };
 
@@ -253,8 +254,8 @@ void blake3_join(const uint8_t *cvs, size_t n, uint8_t out[BLAKE3_OUT_BYTES]) { 
  * blake3_hash_each: several separate inputs at once. A 4 KiB input has only 4 chunks, so alone it
  * fills 4 of a 16-lane kernel's lanes, and a kernel call costs the same however many lanes carry
  * an input: the whole chunks of inputs of 2..EACH_CHUNKS chunks are queued as lanes across inputs
- * (each lane its own row and counter), then each input's last, short chunk is done alone, then
- * their parents level by level, the level's pairs of every input queued as lanes together (a
+ * (each lane its own row and counter), then their last, short chunks block by block across the
+ * inputs (each lane its own state), then their parents level by level, the level's pairs of every input queued as lanes together (a
  * 4 KiB input's three parents would otherwise be three compressions one at a time). Inputs of one
  * chunk or less, or more than EACH_CHUNKS, are wide enough (or small enough) to go through
  * blake3_hash as they are.
@@ -356,6 +357,99 @@ static void roots_each(uint8_t (*cvs)[EACH_CHUNKS * BLAKE3_OUT_BYTES], const siz
     lanes_flush(&tops, w);
 }
 
+/* Lanes [from, from + n) of `all` through `k`'s step kernel (n <= its width), the rest of its lanes copies of the first. */
+static void step_lanes(const blake3_step_set *all, size_t from, size_t n, uint8_t *cv, const width *k) {
+    blake3_step_set set;
+    for (size_t j = 0; j < BLAKE3_MAX_LANES; j++) {
+        size_t at = from + (j < n ? j : 0);
+        set.row[j] = all->row[at];
+        set.lo[j] = all->lo[at];
+        set.hi[j] = all->hi[at];
+        set.len[j] = all->len[at];
+        set.flg[j] = all->flg[at];
+    }
+    k->step(&set, n, cv);
+}
+
+/* The n lanes of `all` (n <= EACH_GROUP), their chaining values in cv[32j ..): as wide as they go, what is left through the narrowest kernel that holds it, one alone portable. */
+static void step_each(const blake3_step_set *all, size_t n, uint8_t *cv, const width *w) {
+    size_t at = 0;
+    while (n - at >= w[0].lanes) {
+        step_lanes(all, at, w[0].lanes, cv + at * BLAKE3_OUT_BYTES, &w[0]);
+        at += w[0].lanes;
+    }
+    size_t left = n - at;
+    if (left >= 2) {
+        const width *use = &w[0];
+        for (int k = 1; k < WIDTHS && w[k].step != NULL; k++) {
+            if (w[k].lanes >= left) use = &w[k];
+        }
+        step_lanes(all, at, left, cv + at * BLAKE3_OUT_BYTES, use);
+    } else if (left == 1) {
+        uint32_t state[8];
+        for (int i = 0; i < 8; i++) state[i] = load32(cv + at * BLAKE3_OUT_BYTES + 4 * i);
+        compress(state, all->row[at], all->len[at], (uint64_t)all->hi[at] << 32 | all->lo[at], all->flg[at]);
+        store_cv(cv + at * BLAKE3_OUT_BYTES, state);
+    }
+}
+
+/*
+ * The short last chunks (1..1023 bytes) of a group's inputs, into cvs[g] at the chunk's index:
+ * block by block across the inputs, each lane with its own chaining value, counter, flags and
+ * block length (a last block of fewer than 64 bytes is a zero-padded copy), where each chunk was
+ * up to 16 compressions one at a time. A group with one such chunk does it alone.
+ */
+static void short_chunks_each(const uint8_t *const *ins, const size_t *lens, const size_t *group, size_t grouped,
+                              uint8_t (*cvs)[EACH_CHUNKS * BLAKE3_OUT_BYTES], const width *w) {
+    size_t who[EACH_GROUP], blocks[EACH_GROUP], count = 0, most = 0;
+    uint8_t pad[EACH_GROUP][BLAKE3_BLOCK_BYTES], state[EACH_GROUP * BLAKE3_OUT_BYTES];
+    for (size_t g = 0; g < grouped; g++) {
+        if (lens[group[g]] % BLAKE3_CHUNK_BYTES != 0) who[count++] = g;
+    }
+    if (count < 2 || w[0].step == NULL) {
+        for (size_t i = 0; i < count; i++) {
+            size_t k = group[who[i]], whole = lens[k] / BLAKE3_CHUNK_BYTES;
+            chunk(ins[k] + whole * BLAKE3_CHUNK_BYTES, lens[k] - whole * BLAKE3_CHUNK_BYTES, whole, 0, cvs[who[i]] + whole * BLAKE3_OUT_BYTES);
+        }
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        size_t k = group[who[i]], rest = lens[k] % BLAKE3_CHUNK_BYTES;
+        blocks[i] = (rest + BLAKE3_BLOCK_BYTES - 1) / BLAKE3_BLOCK_BYTES;
+        if (blocks[i] > most) most = blocks[i];
+        size_t tail = rest - (blocks[i] - 1) * BLAKE3_BLOCK_BYTES;
+        if (tail < BLAKE3_BLOCK_BYTES) {
+            memset(pad[i], 0, BLAKE3_BLOCK_BYTES);
+            memcpy(pad[i], ins[k] + lens[k] - tail, tail);
+        }
+    }
+    for (size_t b = 0; b < most; b++) {
+        blake3_step_set set;
+        uint8_t io[EACH_GROUP * BLAKE3_OUT_BYTES];
+        size_t lane_of[EACH_GROUP], n = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (b >= blocks[i]) continue;
+            size_t k = group[who[i]], whole = lens[k] / BLAKE3_CHUNK_BYTES, rest = lens[k] % BLAKE3_CHUNK_BYTES;
+            size_t tail = rest - (blocks[i] - 1) * BLAKE3_BLOCK_BYTES;
+            int last = b == blocks[i] - 1;
+            set.row[n] = last && tail < BLAKE3_BLOCK_BYTES ? pad[i] : ins[k] + whole * BLAKE3_CHUNK_BYTES + b * BLAKE3_BLOCK_BYTES;
+            set.lo[n] = (uint32_t)whole;
+            set.hi[n] = (uint32_t)((uint64_t)whole >> 32);
+            set.len[n] = last ? (uint32_t)tail : BLAKE3_BLOCK_BYTES;
+            set.flg[n] = (b == 0 ? BLAKE3_CHUNK_START : 0) | (last ? BLAKE3_CHUNK_END : 0);
+            if (b == 0) store_cv(io + n * BLAKE3_OUT_BYTES, blake3_iv);
+            else memcpy(io + n * BLAKE3_OUT_BYTES, state + i * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
+            lane_of[n++] = i;
+        }
+        step_each(&set, n, io, w);
+        for (size_t j = 0; j < n; j++) memcpy(state + lane_of[j] * BLAKE3_OUT_BYTES, io + j * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
+    }
+    for (size_t i = 0; i < count; i++) {
+        size_t k = group[who[i]], whole = lens[k] / BLAKE3_CHUNK_BYTES;
+        memcpy(cvs[who[i]] + whole * BLAKE3_OUT_BYTES, state + i * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
+    }
+}
+
 void blake3_hash_each(const uint8_t *const *ins, const size_t *lens, size_t n, uint8_t *const *outs) {
     const width *w = path_widths[blake3_path_current()];
     if (w[0].kernel == NULL) {
@@ -381,14 +475,12 @@ void blake3_hash_each(const uint8_t *const *ins, const size_t *lens, size_t n, u
             for (size_t c = 0; c < len / BLAKE3_CHUNK_BYTES; c++) lanes_push(&q, w, ins[i] + c * BLAKE3_CHUNK_BYTES, c, cv + c * BLAKE3_OUT_BYTES);
             if (grouped < EACH_GROUP && i + 1 < n) continue;
         }
-        /* The group's whole chunks are hashed; then each input's short last chunk; then their parents. */
+        /* The group's whole chunks are hashed; then the short last chunks; then their parents. */
         lanes_flush(&q, w);
+        short_chunks_each(ins, lens, group, grouped, cvs, w);
         for (size_t g = 0; g < grouped; g++) {
-            size_t k = group[g], len = lens[k];
-            size_t whole = len / BLAKE3_CHUNK_BYTES, chunks = (len + BLAKE3_CHUNK_BYTES - 1) / BLAKE3_CHUNK_BYTES;
-            if (whole < chunks) chunk(ins[k] + whole * BLAKE3_CHUNK_BYTES, len - whole * BLAKE3_CHUNK_BYTES, whole, 0, cvs[g] + whole * BLAKE3_OUT_BYTES);
-            leaves[g] = chunks;
-            roots[g] = outs[k];
+            leaves[g] = (lens[group[g]] + BLAKE3_CHUNK_BYTES - 1) / BLAKE3_CHUNK_BYTES;
+            roots[g] = outs[group[g]];
         }
         roots_each(cvs, leaves, grouped, roots, w);
         grouped = 0;

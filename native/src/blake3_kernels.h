@@ -55,6 +55,23 @@ typedef struct {
 typedef void blake3_many_kernel(const blake3_lane_set *in, size_t n, size_t blocks, uint8_t flags, uint8_t flags_start, uint8_t flags_end,
                                 uint8_t *out);
 
+/*
+ * One block of each of n inputs (1 <= n <= the kernel's width), each lane with a state of its own:
+ * lane j compresses the 64 bytes at row[j] into the chaining value at cv[32j .. 32j + 32) (read,
+ * then written) with its counter hi[j]:lo[j], block length len[j] and flags flg[j]. For the short
+ * last chunks of several inputs (blake3_hash_each), which differ in their number of blocks and in
+ * the length of their last. Lanes past n hold a copy of lane 0, as in blake3_lane_set.
+ */
+typedef struct {
+    const uint8_t *row[BLAKE3_MAX_LANES];
+    uint32_t lo[BLAKE3_MAX_LANES];
+    uint32_t hi[BLAKE3_MAX_LANES];
+    uint32_t len[BLAKE3_MAX_LANES];
+    uint32_t flg[BLAKE3_MAX_LANES];
+} blake3_step_set;
+
+typedef void blake3_step_kernel(const blake3_step_set *in, size_t n, uint8_t *cv);
+
 /* One round on the including kernel's state v[] and message words m[], by its own G; s: the round's schedule row. */
 #define BLAKE3_ROUND(s)                       \
     do {                                      \
@@ -84,9 +101,11 @@ static inline void blake3_lanes_strided(blake3_lane_set *s, const uint8_t *in, s
  */
 #ifndef RS_NO_AVX2
 blake3_many_kernel blake3_many4_avx2, blake3_many8_avx2;
+blake3_step_kernel blake3_step4_avx2, blake3_step8_avx2;
 #endif
 #ifndef RS_NO_AVX512
 blake3_many_kernel blake3_many4_avx512vl, blake3_many8_avx512vl, blake3_many16_avx512;
+blake3_step_kernel blake3_step4_avx512vl, blake3_step8_avx512vl, blake3_step16_avx512;
 #endif
 
 #endif

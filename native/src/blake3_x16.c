@@ -75,4 +75,27 @@ void blake3_many16_avx512(const blake3_lane_set *in, size_t n, size_t blocks, ui
     transpose16(h);
     for (size_t j = 0; j < n; j++) _mm256_storeu_si256((__m256i *)(out + 32 * j), _mm512_castsi512_si256(h[j]));
 }
+
+void blake3_step16_avx512(const blake3_step_set *in, size_t n, uint8_t *cv) {
+    __m512i h[16], m[16];
+    /* Lane j's chaining value is row j's low half (the high half zero): transposed, h[0..8) are its words. */
+    for (size_t j = 0; j < LANES; j++) h[j] = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(cv + 32 * (j < n ? j : 0))));
+    transpose16(h);
+    for (int j = 0; j < LANES; j++) m[j] = _mm512_loadu_si512(in->row[j]);
+    transpose16(m);
+    __m512i v[16] = {
+        h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7],
+        _mm512_set1_epi32((int)blake3_iv[0]), _mm512_set1_epi32((int)blake3_iv[1]),
+        _mm512_set1_epi32((int)blake3_iv[2]), _mm512_set1_epi32((int)blake3_iv[3]),
+        _mm512_loadu_si512(in->lo), _mm512_loadu_si512(in->hi), _mm512_loadu_si512(in->len), _mm512_loadu_si512(in->flg),
+    };
+#pragma GCC unroll 7
+    for (int r = 0; r < 7; r++) {
+        BLAKE3_ROUND(blake3_schedule[r]);
+    }
+    for (int i = 0; i < 8; i++) h[i] = _mm512_xor_si512(v[i], v[i + 8]);
+    for (int i = 8; i < 16; i++) h[i] = _mm512_setzero_si512();
+    transpose16(h);
+    for (size_t j = 0; j < n; j++) _mm256_storeu_si256((__m256i *)(cv + 32 * j), _mm512_castsi512_si256(h[j]));
+}
 #endif

@@ -11,9 +11,11 @@
 
 #ifdef BLAKE3_VL
 #define KERNEL blake3_many4_avx512vl
+#define STEP blake3_step4_avx512vl
 #define ROT(x, n) _mm_ror_epi32(x, n)
 #else
 #define KERNEL blake3_many4_avx2
+#define STEP blake3_step4_avx2
 #define ROT(x, n) rot##n(x)
 
 static inline __m128i rot16(__m128i x) { return _mm_shuffle_epi8(x, _mm_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)); }
@@ -74,6 +76,38 @@ void KERNEL(const blake3_lane_set *in, size_t n, size_t blocks, uint8_t flags, u
     for (size_t j = 0; j < n; j++) {
         _mm_storeu_si128((__m128i *)(out + 32 * j), h[j]);
         _mm_storeu_si128((__m128i *)(out + 32 * j + 16), h[4 + j]);
+    }
+}
+
+void STEP(const blake3_step_set *in, size_t n, uint8_t *cv) {
+    __m128i h[8], m[16];
+    for (size_t j = 0; j < LANES; j++) {
+        const uint8_t *c = cv + 32 * (j < n ? j : 0);
+        h[j] = _mm_loadu_si128((const __m128i *)c);
+        h[4 + j] = _mm_loadu_si128((const __m128i *)(c + 16));
+    }
+    transpose4(h);
+    transpose4(h + 4);
+    for (int j = 0; j < LANES; j++) {
+        for (int q = 0; q < 4; q++) m[4 * q + j] = _mm_loadu_si128((const __m128i *)(in->row[j] + 16 * q));
+    }
+    for (int q = 0; q < 4; q++) transpose4(m + 4 * q);
+    __m128i v[16] = {
+        h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7],
+        _mm_set1_epi32((int)blake3_iv[0]), _mm_set1_epi32((int)blake3_iv[1]),
+        _mm_set1_epi32((int)blake3_iv[2]), _mm_set1_epi32((int)blake3_iv[3]),
+        _mm_loadu_si128((const __m128i *)in->lo), _mm_loadu_si128((const __m128i *)in->hi),
+        _mm_loadu_si128((const __m128i *)in->len), _mm_loadu_si128((const __m128i *)in->flg),
+    };
+    for (int r = 0; r < 7; r++) {
+        BLAKE3_ROUND(blake3_schedule[r]);
+    }
+    for (int i = 0; i < 8; i++) h[i] = _mm_xor_si128(v[i], v[i + 8]);
+    transpose4(h);
+    transpose4(h + 4);
+    for (size_t j = 0; j < n; j++) {
+        _mm_storeu_si128((__m128i *)(cv + 32 * j), h[j]);
+        _mm_storeu_si128((__m128i *)(cv + 32 * j + 16), h[4 + j]);
     }
 }
 #endif

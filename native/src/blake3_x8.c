@@ -12,9 +12,11 @@
 
 #ifdef BLAKE3_VL
 #define KERNEL blake3_many8_avx512vl
+#define STEP blake3_step8_avx512vl
 #define ROT(x, n) _mm256_ror_epi32(x, n)
 #else
 #define KERNEL blake3_many8_avx2
+#define STEP blake3_step8_avx2
 #define ROT(x, n) rot##n(x)
 
 static inline __m256i rot16(__m256i x) {
@@ -91,5 +93,30 @@ void KERNEL(const blake3_lane_set *in, size_t n, size_t blocks, uint8_t flags, u
     }
     transpose8(h);
     for (size_t j = 0; j < n; j++) _mm256_storeu_si256((__m256i *)(out + 32 * j), h[j]);
+}
+
+void STEP(const blake3_step_set *in, size_t n, uint8_t *cv) {
+    __m256i h[8], m[16];
+    for (size_t j = 0; j < LANES; j++) h[j] = _mm256_loadu_si256((const __m256i *)(cv + 32 * (j < n ? j : 0)));
+    transpose8(h);
+    for (int j = 0; j < LANES; j++) {
+        m[j] = _mm256_loadu_si256((const __m256i *)in->row[j]);
+        m[8 + j] = _mm256_loadu_si256((const __m256i *)(in->row[j] + 32));
+    }
+    transpose8(m);
+    transpose8(m + 8);
+    __m256i v[16] = {
+        h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7],
+        _mm256_set1_epi32((int)blake3_iv[0]), _mm256_set1_epi32((int)blake3_iv[1]),
+        _mm256_set1_epi32((int)blake3_iv[2]), _mm256_set1_epi32((int)blake3_iv[3]),
+        _mm256_loadu_si256((const __m256i *)in->lo), _mm256_loadu_si256((const __m256i *)in->hi),
+        _mm256_loadu_si256((const __m256i *)in->len), _mm256_loadu_si256((const __m256i *)in->flg),
+    };
+    for (int r = 0; r < 7; r++) {
+        BLAKE3_ROUND(blake3_schedule[r]);
+    }
+    for (int i = 0; i < 8; i++) h[i] = _mm256_xor_si256(v[i], v[i + 8]);
+    transpose8(h);
+    for (size_t j = 0; j < n; j++) _mm256_storeu_si256((__m256i *)(cv + 32 * j), h[j]);
 }
 #endif

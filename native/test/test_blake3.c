@@ -113,12 +113,13 @@ static void test_join(const char *path, size_t len, uint64_t k) {
 
 /*
  * blake3_hash_each against blake3_hash one input at a time: runs of inputs of every kind (empty,
- * one chunk, a few whole chunks, a short last chunk, past EACH_CHUNKS), so that lanes fill, flush
- * part-full, and cross group boundaries, at every count from 1 to 40.
+ * one chunk, a few whole chunks, a short last chunk of one byte, of whole blocks or of 1023 bytes,
+ * past EACH_CHUNKS), so that lanes fill, flush part-full, and cross group boundaries, at every count
+ * from 1 to 40.
  */
 static void test_each(const char *path) {
     enum { MAX = 40 };
-    static const size_t kinds[] = {0, 1, 1024, 1025, 2048, 3000, 4096, 4097, 4200, 8192, 15000, 16384, 16385, 40000};
+    static const size_t kinds[] = {0, 1, 1024, 1025, 1088, 2048, 3000, 3008, 4096, 4097, 4200, 8192, 9215, 15000, 16384, 16385, 40000};
     const size_t nkinds = sizeof kinds / sizeof kinds[0];
     uint8_t *ins[MAX], *outs[MAX], digests[MAX][BLAKE3_OUT_BYTES], want[BLAKE3_OUT_BYTES];
     size_t lens[MAX];
