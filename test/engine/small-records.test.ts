@@ -125,7 +125,9 @@ describe('pooled small-store records', () => {
 
   it('reuses the log\'s batches, those that waited for a file\'s unlink too, under either durable-ack', async () => {
     for (const durableAck of ['log', 'index'] as const) {
-      engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', durableAck, smallBlobMaxBytes: '4KiB' }));
+      // Index commits every 5 ms: a batch serves again once its records' commit is done, so the
+      // batches under way at once scale with the interval (the default 20 ms let ~25 be made here).
+      engine = await openEngine(testConfig({ diskReserveBytes: '1MiB', durableAck, smallBlobMaxBytes: '4KiB', indexCommitIntervalMs: 5 }));
       const made = (): number => (engine as unknown as { segmentLog: { batches: unknown[] } }).segmentLog.batches.length;
       for (let i = 0; i < 30; i++) {
         await putSmall(engine, patternBytes(4096, 200 + i));
