@@ -401,52 +401,49 @@ static void step_each(const blake3_step_set *all, size_t n, uint8_t *cv, const w
  */
 static void short_chunks_each(const uint8_t *const *ins, const size_t *lens, const size_t *group, size_t grouped,
                               uint8_t (*cvs)[EACH_CHUNKS * BLAKE3_OUT_BYTES], const width *w) {
-    size_t who[EACH_GROUP], blocks[EACH_GROUP], count = 0, most = 0;
-    uint8_t pad[EACH_GROUP][BLAKE3_BLOCK_BYTES], state[EACH_GROUP * BLAKE3_OUT_BYTES];
+    /* Per short chunk: its bytes, its index in its input (the counter), its blocks, its last block's length, where its value goes. */
+    const uint8_t *at[EACH_GROUP];
+    size_t index[EACH_GROUP], blocks[EACH_GROUP], tail[EACH_GROUP], count = 0, most = 0;
+    uint8_t *dst[EACH_GROUP];
     for (size_t g = 0; g < grouped; g++) {
-        if (lens[group[g]] % BLAKE3_CHUNK_BYTES != 0) who[count++] = g;
+        size_t k = group[g], whole = lens[k] / BLAKE3_CHUNK_BYTES, rest = lens[k] % BLAKE3_CHUNK_BYTES;
+        if (rest == 0) continue;
+        at[count] = ins[k] + whole * BLAKE3_CHUNK_BYTES;
+        index[count] = whole;
+        blocks[count] = (rest + BLAKE3_BLOCK_BYTES - 1) / BLAKE3_BLOCK_BYTES;
+        tail[count] = rest - (blocks[count] - 1) * BLAKE3_BLOCK_BYTES;
+        dst[count] = cvs[g] + whole * BLAKE3_OUT_BYTES;
+        if (blocks[count] > most) most = blocks[count];
+        count++;
     }
     if (count < 2 || w[0].step == NULL) {
-        for (size_t i = 0; i < count; i++) {
-            size_t k = group[who[i]], whole = lens[k] / BLAKE3_CHUNK_BYTES;
-            chunk(ins[k] + whole * BLAKE3_CHUNK_BYTES, lens[k] - whole * BLAKE3_CHUNK_BYTES, whole, 0, cvs[who[i]] + whole * BLAKE3_OUT_BYTES);
-        }
+        for (size_t i = 0; i < count; i++) chunk(at[i], (blocks[i] - 1) * BLAKE3_BLOCK_BYTES + tail[i], index[i], 0, dst[i]);
         return;
     }
+    uint8_t pad[EACH_GROUP][BLAKE3_BLOCK_BYTES];
     for (size_t i = 0; i < count; i++) {
-        size_t k = group[who[i]], rest = lens[k] % BLAKE3_CHUNK_BYTES;
-        blocks[i] = (rest + BLAKE3_BLOCK_BYTES - 1) / BLAKE3_BLOCK_BYTES;
-        if (blocks[i] > most) most = blocks[i];
-        size_t tail = rest - (blocks[i] - 1) * BLAKE3_BLOCK_BYTES;
-        if (tail < BLAKE3_BLOCK_BYTES) {
-            memset(pad[i], 0, BLAKE3_BLOCK_BYTES);
-            memcpy(pad[i], ins[k] + lens[k] - tail, tail);
-        }
+        if (tail[i] == BLAKE3_BLOCK_BYTES) continue;
+        memset(pad[i], 0, BLAKE3_BLOCK_BYTES);
+        memcpy(pad[i], at[i] + (blocks[i] - 1) * BLAKE3_BLOCK_BYTES, tail[i]);
     }
+    for (size_t i = 0; i < count; i++) store_cv(dst[i], blake3_iv);
     for (size_t b = 0; b < most; b++) {
         blake3_step_set set;
         uint8_t io[EACH_GROUP * BLAKE3_OUT_BYTES];
         size_t lane_of[EACH_GROUP], n = 0;
         for (size_t i = 0; i < count; i++) {
             if (b >= blocks[i]) continue;
-            size_t k = group[who[i]], whole = lens[k] / BLAKE3_CHUNK_BYTES, rest = lens[k] % BLAKE3_CHUNK_BYTES;
-            size_t tail = rest - (blocks[i] - 1) * BLAKE3_BLOCK_BYTES;
             int last = b == blocks[i] - 1;
-            set.row[n] = last && tail < BLAKE3_BLOCK_BYTES ? pad[i] : ins[k] + whole * BLAKE3_CHUNK_BYTES + b * BLAKE3_BLOCK_BYTES;
-            set.lo[n] = (uint32_t)whole;
-            set.hi[n] = (uint32_t)((uint64_t)whole >> 32);
-            set.len[n] = last ? (uint32_t)tail : BLAKE3_BLOCK_BYTES;
+            set.row[n] = last && tail[i] < BLAKE3_BLOCK_BYTES ? pad[i] : at[i] + b * BLAKE3_BLOCK_BYTES;
+            set.lo[n] = (uint32_t)index[i];
+            set.hi[n] = (uint32_t)((uint64_t)index[i] >> 32);
+            set.len[n] = last ? (uint32_t)tail[i] : BLAKE3_BLOCK_BYTES;
             set.flg[n] = (b == 0 ? BLAKE3_CHUNK_START : 0) | (last ? BLAKE3_CHUNK_END : 0);
-            if (b == 0) store_cv(io + n * BLAKE3_OUT_BYTES, blake3_iv);
-            else memcpy(io + n * BLAKE3_OUT_BYTES, state + i * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
+            memcpy(io + n * BLAKE3_OUT_BYTES, dst[i], BLAKE3_OUT_BYTES);
             lane_of[n++] = i;
         }
         step_each(&set, n, io, w);
-        for (size_t j = 0; j < n; j++) memcpy(state + lane_of[j] * BLAKE3_OUT_BYTES, io + j * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
-    }
-    for (size_t i = 0; i < count; i++) {
-        size_t k = group[who[i]], whole = lens[k] / BLAKE3_CHUNK_BYTES;
-        memcpy(cvs[who[i]] + whole * BLAKE3_OUT_BYTES, state + i * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
+        for (size_t j = 0; j < n; j++) memcpy(dst[lane_of[j]], io + j * BLAKE3_OUT_BYTES, BLAKE3_OUT_BYTES);
     }
 }
 
