@@ -6,6 +6,7 @@ import { writeFileSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { grpcUnreachable } from '../src/cluster/addresses.js';
 import { loadConfig, ConfigError } from '../src/config/load.js';
 import { flipByte, patternBytes, putRaw } from './helpers/blobs.js';
 import { runCli, startNode, tempDir } from './helpers/node-process.js';
@@ -50,6 +51,21 @@ describe('configuration', () => {
     expect(() => loadConfig({ file: '/nonexistent', env: { BLOBSTORE_INDEX_PAGE_BYTES: '12KiB' } })).toThrow(/indexPageBytes .*a power of two/);
     expect(() => loadConfig({ file: '/nonexistent', env: {}, flags: { indexPageBytes: '2KiB' } })).toThrow(/at least 4096 bytes/);
     expect(loadConfig({ file: '/nonexistent', env: { BLOBSTORE_INDEX_PAGE_BYTES: '64KiB' } }).indexPageBytes).toBe(65536);
+  });
+
+  it('listens for gRPC on the API host when GrpcAddr is not set, so peers on other hosts reach it', () => {
+    const grpcOf = (listen: string, grpc?: string): string =>
+      loadConfig({ file: '/nonexistent', env: {}, flags: { listen, ...(grpc === undefined ? {} : { grpcAddr: grpc }) } }).grpcAddr;
+    expect(grpcOf('127.0.0.1:8080')).toBe('127.0.0.1:50051');
+    expect(grpcOf('198.18.0.1:8080')).toBe('198.18.0.1:50051');
+    expect(grpcOf('0.0.0.0:8080')).toBe('0.0.0.0:50051');
+    expect(grpcOf('[fd00::1]:8080')).toBe('[fd00::1]:50051');
+    expect(grpcOf('198.18.0.1:8080', '127.0.0.1:7000')).toBe('127.0.0.1:7000');
+    expect(loadConfig({ file: '/nonexistent', env: { GrpcAddr: '' }, flags: { listen: '198.18.0.1:8080' } }).grpcAddr).toBe('');
+    // Set by hand to loopback beside an address peers reach: said at start (the peers' heartbeats cannot arrive).
+    expect(grpcUnreachable('198.18.0.1:8080', '127.0.0.1:50051')).toMatch(/peers on other hosts cannot send it heartbeats/);
+    expect(grpcUnreachable('198.18.0.1:8080', '198.18.0.1:50051')).toBeUndefined();
+    expect(grpcUnreachable('127.0.0.1:8080', '127.0.0.1:50051')).toBeUndefined();
   });
 
   it('serve exits 2 with a clear message on a bad value; --help documents chunked large bodies', async () => {

@@ -19,7 +19,7 @@ import { closeSync, openSync, readFileSync, writeSync, fsyncSync } from 'node:fs
 import { join } from 'node:path';
 import { ConfigError } from '../config/load.js';
 import type { NodeConfig } from '../config/settings.js';
-import { parseHostPort } from '../config/units.js';
+import { isLoopbackHost, parseHostPort } from '../config/units.js';
 import type { Logger } from '../log/logger.js';
 
 export const GENERATED_SECRET_FILE = 'cluster-secret';
@@ -27,14 +27,12 @@ export const GENERATED_SECRET_FILE = 'cluster-secret';
 /** Printable ASCII, no space at either end: it travels as an HTTP header value and gRPC metadata. */
 const SECRET = /^[\x21-\x7e][\x20-\x7e]{14,1022}[\x21-\x7e]$/;
 
-const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-
 /** Why node-to-node calls need a secret on this node, or undefined when they may stay open. */
 export function secretNeededBecause(config: Pick<NodeConfig, 'authTokensFile' | 'listen' | 'grpcAddr'>): string | undefined {
   if (config.authTokensFile !== '') return 'it has an AuthTokensFile';
   for (const [name, addr] of [['Listen', config.listen], ['GrpcAddr', config.grpcAddr]] as const) {
     const host = addr === '' ? undefined : parseHostPort(addr)?.host;
-    if (host !== undefined && !isLoopback(host)) return `its ${name} ${addr} is reachable beyond loopback`;
+    if (host !== undefined && !isLoopbackHost(host)) return `its ${name} ${addr} is reachable beyond loopback`;
   }
   return undefined;
 }

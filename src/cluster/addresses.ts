@@ -4,7 +4,7 @@
  * started with port 0, or that fell back to a free port, are still found.
  */
 import { networkInterfaces } from 'node:os';
-import { parseHostPort } from '../config/units.js';
+import { isLoopbackHost, parseHostPort } from '../config/units.js';
 
 const WILDCARD = new Set(['', '0.0.0.0', '::', '[::]']);
 
@@ -30,4 +30,16 @@ export function advertisedGrpc(grpcAddr: string, apiAddress: string, boundPort: 
   const host = parseHostPort(grpcAddr)?.host ?? '';
   const apiHost = parseHostPort(apiAddress)?.host ?? '127.0.0.1';
   return join(WILDCARD.has(host) ? apiHost : host, boundPort);
+}
+
+/**
+ * Why peers on other hosts cannot make this node's control calls (heartbeats, membership changes,
+ * anti-entropy), or undefined: a gRPC address on loopback beside an API address beyond it, the
+ * shape of a GrpcAddr set by hand to loopback on a host peers reach by its address.
+ */
+export function grpcUnreachable(apiAddress: string, grpcAddress: string): string | undefined {
+  const api = parseHostPort(apiAddress)?.host;
+  const grpc = parseHostPort(grpcAddress)?.host;
+  if (api === undefined || grpc === undefined || isLoopbackHost(api) || !isLoopbackHost(grpc)) return undefined;
+  return `GrpcAddr ${grpcAddress} is on loopback while peers reach this node at ${apiAddress}: peers on other hosts cannot send it heartbeats or membership changes (leave GrpcAddr unset to listen on the API's host)`;
 }

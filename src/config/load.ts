@@ -135,6 +135,23 @@ export function loadSettings<K extends string>(
 /** The keys of a loaded table that nobody set (their default stands). */
 const DEFAULTED = new WeakMap<object, Set<string>>();
 
+/** Whether nobody set `key` of a table loadSettings() made (a config made otherwise: false). */
+export function isDefaulted(config: object, key: string): boolean {
+  return DEFAULTED.get(config)?.has(key) ?? false;
+}
+
+/**
+ * GrpcAddr when nobody set it: the API listener's host on the default gRPC port. Peers reach a
+ * node's gRPC listener at the host they reach its API at, so a node told only `--listen
+ * 198.18.0.1:8080` (or 0.0.0.0) must not keep its gRPC listener on loopback, where peers on other
+ * hosts cannot call it.
+ */
+function defaultGrpcAddr(listen: string): string {
+  const host = parseHostPort(listen)?.host ?? '127.0.0.1';
+  const port = SETTINGS.grpcAddr.default().split(':').pop()!;
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 /**
  * The node ID when nobody set one: the one the data dir recorded (a node keeps its identity);
  * for a new data dir the hostname, with `-<port>` when --listen is not the default port, so that
@@ -155,7 +172,8 @@ function defaultNodeId(config: NodeConfig): string {
 /** The node's configuration: the SETTINGS table under the file's `node` section. */
 export function loadConfig(options: LoadOptions = {}): NodeConfig {
   const config = loadSettings(SETTINGS, 'node', options) as NodeConfig;
-  if (DEFAULTED.get(config)?.has('nodeId')) config.nodeId = defaultNodeId(config);
+  if (isDefaulted(config, 'nodeId')) config.nodeId = defaultNodeId(config);
+  if (isDefaulted(config, 'grpcAddr')) config.grpcAddr = defaultGrpcAddr(config.listen);
   if (config.nodeId === '') throw new ConfigError('setting nodeId (NodeID) must not be empty');
   if (config.listMaxLimit < config.listDefaultLimit) {
     throw new ConfigError('setting listMaxLimit must be at least listDefaultLimit');

@@ -66,7 +66,7 @@ export const SETTINGS = {
   },
   grpcAddr: {
     type: 'addr', default: () => '127.0.0.1:50051', specName: 'GrpcAddr', allowEmpty: true,
-    help: 'gRPC listener (BlobService, ClusterService, InternalService) host:port; "" = off',
+    help: 'gRPC listener (BlobService, ClusterService, InternalService) host:port; unless set: the --listen host, port 50051; "" = off',
   },
   grpcMaxMessageBytes: {
     tuning: true,

@@ -32,6 +32,12 @@ export interface HostPort {
   readonly port: number;
 }
 
+/** Whether a host name or address (IPv6 with or without brackets) is this host's loopback. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '');
+  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
 /** "host:port", ":port" (all interfaces) or "[v6]:port". Port 0 asks the OS for a free port. */
 export function parseHostPort(text: string): HostPort | undefined {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]*)):(\d{1,5})$/.exec(text.trim());

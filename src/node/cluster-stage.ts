@@ -4,7 +4,7 @@
  * through the builder's slot, then started. The slot is set before the start, as peers call in
  * while this node joins; the UI's view of the cluster appears only once it runs.
  */
-import { advertisedApi, advertisedGrpc } from '../cluster/addresses.js';
+import { advertisedApi, advertisedGrpc, grpcUnreachable } from '../cluster/addresses.js';
 import type { ClusterApi } from '../cluster/cluster-api.js';
 import { Cluster } from '../cluster/cluster.js';
 import type { NodeConfig } from '../config/settings.js';
@@ -39,8 +39,11 @@ export async function startCluster(parts: ClusterParts, ports: Ports, slots: Clu
   const { config, log, engine, metrics, tls } = parts;
   assert(ports.grpc !== undefined, 'a cluster node has a bound gRPC listener: peers reach it there');
   const address = advertisedApi(config.advertiseAddr, config.listen, ports.api);
+  const grpcAddress = advertisedGrpc(config.grpcAddr, address, ports.grpc);
+  const unreachable = grpcUnreachable(address, grpcAddress);
+  if (unreachable) log.warn({ address, grpcAddress }, unreachable);
   const cluster = new Cluster(engine, engine.index, config, {
-    nodeId: config.nodeId, address, grpcAddress: advertisedGrpc(config.grpcAddr, address, ports.grpc), region: config.region,
+    nodeId: config.nodeId, address, grpcAddress, region: config.region,
     capacityBytes: engine.space.capacityBytes,
   }, metrics?.cluster ?? new ClusterMetrics(), log, () => ({
     usedBytes: engine.index.counters.storedBytes + engine.index.counters.shardBytes, blobCount: engine.index.counters.blobCount,

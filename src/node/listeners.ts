@@ -10,6 +10,7 @@
 import type { Gate } from '../auth/gate.js';
 import type { ClusterApi } from '../cluster/cluster-api.js';
 import type { ClusterSlot } from '../cluster/cluster-slot.js';
+import { isDefaulted } from '../config/load.js';
 import { SETTINGS, type NodeConfig } from '../config/settings.js';
 import { GrpcServer } from '../grpc/server.js';
 import type { Router } from '../http/router.js';
@@ -88,7 +89,7 @@ export class Listeners {
       ? await orFreePort(config.metricsAddr === SETTINGS.metricsAddr.default(), 'metrics', log, (p) => ops.listen(layout.host, p ?? layout.port))
       : layout.kind === 'same' ? this.apiPort : undefined;
     const grpc = this.grpc;
-    const grpcPort = grpc ? await orFreePort(config.grpcAddr === SETTINGS.grpcAddr.default(), 'gRPC', log, (p) => grpc.listen(p)) : undefined;
+    const grpcPort = grpc ? await orFreePort(isDefaulted(config, 'grpcAddr') || config.grpcAddr === SETTINGS.grpcAddr.default(), 'gRPC', log, (p) => grpc.listen(p)) : undefined;
     return { api: this.apiPort, metrics: this.metricsPort, grpc: grpcPort };
   }
 }

@@ -51,7 +51,7 @@ export interface ClusterOptions {
   seeds?: 'peers' | 'first' | ((i: number, c: TestCluster) => string[]);
   /** `https` for nodes started with a certificate (the test's fetch must trust their CA). */
   scheme?: 'http' | 'https';
-  /** gRPC on the node's host at the default port 50051 (separate hosts: no clash). */
+  /** No GrpcAddr given, as a user starts a node (separate hosts: the default port 50051 on the node's host, no clash). */
   grpcDefault?: boolean;
 }
 
@@ -116,8 +116,9 @@ export class TestCluster {
       dataDir: this.dataDirs[i],
       host: this.host(i),
       wrap: this.options.wrap?.(i),
+      grpcUnset: this.options.grpcDefault,
       args: [
-        '--listen', `${this.host(i)}:${this.ports[i]}`, '--grpc-addr', `${this.host(i)}:${this.options.grpcDefault ? 50051 : 0}`, '--node-id', this.ids[i]!,
+        '--listen', `${this.host(i)}:${this.ports[i]}`, ...(this.options.grpcDefault ? [] : ['--grpc-addr', `${this.host(i)}:0`]), '--node-id', this.ids[i]!,
         '--heartbeat-interval-ms', String(HEARTBEAT_MS), '--offline-after-ms', String(OFFLINE_MS),
         ...seeds, ...(this.options.args ?? []), ...(this.options.nodeArgs?.(i, this) ?? []), ...extraArgs,
       ],

@@ -53,6 +53,8 @@ export interface StartOptions {
   wrap?: string[];
   /** Only --data-dir and `args`: no test defaults (node id, listeners off) added. */
   bare?: boolean;
+  /** GrpcAddr left unset, as a user starts a node (the test defaults turn gRPC off). */
+  grpcUnset?: boolean;
 }
 
 function statusField(pid: number, field: string): number {
@@ -80,7 +82,7 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
 export async function startNode(options: StartOptions = {}): Promise<NodeProcess> {
   const dataDir = options.dataDir ?? tempDir();
   const home = tempDir('blobstore-home-');
-  const defaults = options.bare ? [] : ['--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--node-id', 'test-node'];
+  const defaults = options.bare ? [] : ['--listen', '127.0.0.1:0', '--metrics-addr', '', ...(options.grpcUnset ? [] : ['--grpc-addr', '']), '--node-id', 'test-node'];
   const argv = [MAIN, 'serve', '--data-dir', dataDir, ...defaults, ...(options.args ?? [])];
   const wrap = options.wrap ?? [];
   const child = spawn(

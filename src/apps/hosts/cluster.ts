@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, coerce } from '../../config/load.js';
 import { SETTINGS, type SettingKey, type SettingSpec } from '../../config/settings.js';
+import { isLoopbackHost } from '../../config/units.js';
 import { packageVersion } from '../../version.js';
 import { REGIONS, type Region } from '../stack/settings.js';
 import { ABSOLUTE_PATH, ClusterFileError, Fields, type Json } from './fields.js';
@@ -96,8 +97,6 @@ const USER = /^[a-z_][a-z0-9_-]{0,31}$/;
 const QUANTITY = /^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
 const HOST_PORT = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}$/;
 
-export const isLoopback = (host: string): boolean => host === 'localhost' || /^127\./.test(host) || host === '[::1]';
-
 /** Reads and validates a description file; every problem is a ClusterFileError naming the field. */
 export function readClusterFile(file: string, version?: string): ClusterDescription {
   let text: string;
@@ -136,7 +135,7 @@ export function parseCluster(value: unknown, version = packageVersion()): Cluste
   const nodes = top.array('nodes').map((raw, i) => readNode(Fields.of(raw, `nodes[${i}]`, NODE), shared));
   checkDistinct(nodes);
   const clusterSecretFile = secrets?.optionalPath('clusterSecretFile');
-  if (clusterSecretFile === undefined && nodes.some((n) => !isLoopback(n.host) || !isLoopback(n.bind))) {
+  if (clusterSecretFile === undefined && nodes.some((n) => !isLoopbackHost(n.host) || !isLoopbackHost(n.bind))) {
     throw new ClusterFileError('secrets.clusterSecretFile is required: nodes that listen beyond loopback refuse to start without a cluster secret (docs/cluster.md)');
   }
   const command = top.strings('command', DEFAULT_COMMAND, /^[^\s"'\\$`%]+$/, 'an array of words without spaces or quotes, the first an absolute path');

@@ -1,4 +1,5 @@
 import { failure, usageError } from '../../cli/errors.js';
+import { isLoopbackHost } from '../../config/units.js';
 
 /**
  * The check `deploy` runs against the orders API once the stack is healthy: GET /orders through
@@ -8,11 +9,6 @@ import { failure, usageError } from '../../cli/errors.js';
  */
 
 const CHECK_TIMEOUT_MS = 5000;
-
-function isLoopback(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
 
 /** Validates ORDERS_API_BASE_URL (a usage error, exit 2, before any work); undefined when unset. */
 export function ordersBaseUrlFromEnv(env: NodeJS.ProcessEnv): URL | undefined {
@@ -25,7 +21,7 @@ export function ordersBaseUrlFromEnv(env: NodeJS.ProcessEnv): URL | undefined {
     throw usageError(`ORDERS_API_BASE_URL must be a fully qualified https URL such as https://orders.example.com, got "${raw}"`);
   }
   if (url.protocol === 'https:') return url;
-  if (url.protocol === 'http:' && isLoopback(url.hostname)) return url;
+  if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return url;
   if (url.protocol === 'http:') {
     throw usageError(`ORDERS_API_BASE_URL must use https (plain http is accepted only for loopback hosts), got "${raw}"`);
   }
