@@ -3,8 +3,8 @@
  * a copy they do not own (a leaving node, the node that owned the range before a join), online
  * ones first, one at a time, at most three. The bytes stream through in chunks as the owner sends
  * them, never held whole; a whole-blob read is hashed on the way and checked against the id at the
- * end (a mismatch throws, so the caller cuts its answer: never wrong bytes). 404 only when nobody
- * has it.
+ * end (a mismatch throws, so the caller cuts its answer: never wrong bytes). 404 only when every
+ * node asked answered that it lacks it; 503 when one could not be asked.
  *
  *   GET here ── not local ──▶ StatBlob, one candidate after another (≤ 3) ──▶ the bytes from the first that has it
  *                                                                            (the data plane: its API listener)
@@ -114,9 +114,11 @@ export class RemoteReader {
         failed++;
       }
     }
-    // Nobody could be asked at all: not "not found" but "the owners are unreachable".
-    if (asked > 0 && failed === asked) {
-      throw new BlobstoreError('unavailable', `blob ${id.toString('hex')} is not on this node and its owners are unreachable`, {
+    // An owner that could not be asked may hold the only copy (a NONE blob, or copies not yet
+    // sent): not "not found" but "unreachable", which the client retries.
+    if (failed > 0) {
+      const which = failed === asked ? 'its owners are unreachable' : `${failed} of the ${asked} nodes that may hold it ${failed === 1 ? 'is' : 'are'} unreachable`;
+      throw new BlobstoreError('unavailable', `blob ${id.toString('hex')} is not on this node and ${which}`, {
         cause: lastFailure, headers: { 'Retry-After': '1' },
       });
     }

@@ -5,7 +5,8 @@
  *     an immediate leave: every blob has 3 copies again long before the next anti-entropy round
  *     (an hour here), and the repair shows in the metrics and in cluster/state;
  *   - 6 nodes, EC42 blobs; 3 nodes killed: a read answers 503 in the error shape before any byte,
- *     never 200 and a cut body, right after the kill and once the nodes are seen offline.
+ *     never 200 and a cut body, right after the kill and once the nodes are seen offline;
+ *   - 3 nodes, a NONE blob on a node that is killed: the others answer 503 (a retry), not 404.
  */
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -94,5 +95,43 @@ describe('an EC42 read that cannot finish never starts', () => {
     await readFails();
     await waitFor(async () => (await c.state(0)).nodes.filter((n) => n.state === 'offline').length === 3, { what: 'three nodes offline', timeoutMs: 30_000 });
     await readFails();
+  });
+});
+
+describe('a blob whose only copy is on a node that is down', () => {
+  let c: TestCluster;
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('the other nodes answer 503 with Retry-After (the client retries), never 404; 200 once it is back', async () => {
+    c = await TestCluster.start({ size: 3, together: true, seeds: 'peers' });
+    await c.converged({ members: c.ids });
+    // NONE keeps its one copy on the node that took it (on three nodes, always among those a read asks).
+    const bytes = patternBytes(5000, 31);
+    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '1' });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    expect(Buffer.from(await (await fetch(`${c.url(2)}/v1/blobs/${id}`)).arrayBuffer()).equals(bytes)).toBe(true);
+    await c.kill(0);
+    const unreachable = async (): Promise<void> => {
+      for (const i of [1, 2]) {
+        for (const method of ['GET', 'HEAD']) {
+          const r = await fetch(`${c.url(i)}/v1/blobs/${id}`, { method });
+          expect(r.status, `${method} on node ${i}`).toBe(503);
+          expect(r.headers.get('retry-after')).toBe('1');
+          if (method === 'GET') expect(await r.json()).toMatchObject({ code: 503, error: 'Service Unavailable' });
+        }
+      }
+    };
+    await unreachable();
+    await c.converged({ among: [1, 2], states: { [c.ids[0]!]: 'offline' }, timeoutMs: 30_000 });
+    await unreachable();
+    // A blob nobody has: the nodes that are up say so, the one that is down might hold it.
+    expect((await fetch(`${c.url(1)}/v1/blobs/${'0'.repeat(32)}`)).status).toBe(503);
+    await c.startNode(0);
+    await waitFor(async () => (await fetch(`${c.url(2)}/v1/blobs/${id}`)).status === 200, { what: 'the blob readable again', timeoutMs: 30_000 });
+    expect(Buffer.from(await (await fetch(`${c.url(1)}/v1/blobs/${id}`)).arrayBuffer()).equals(bytes)).toBe(true);
+    expect((await fetch(`${c.url(1)}/v1/blobs/${'0'.repeat(32)}`)).status).toBe(404);
   });
 });
