@@ -127,6 +127,18 @@ const EC_MARK = 0x5a5a5a5a;
 const listedKey = (id: Buffer, ec: boolean): string => (ec ? `${id.toString('hex')}ec` : id.toString('hex'));
 const hex64 = (t: Uint32Array, i: number): string => (t[2 * i]!.toString(16).padStart(8, '0') + t[2 * i + 1]!.toString(16).padStart(8, '0'));
 
+/**
+ * The places where a peer's digests (decimal, as RangeDigest carries them) differ from this
+ * node's (`mine(i)`, hex); undefined when it sent another count than `count`, none at all when it
+ * keeps no tree for this node (an empty repeated field arrives as no field).
+ */
+function differing(theirs: readonly string[] | undefined, count: number, mine: (i: number) => string): number[] | undefined {
+  if (theirs?.length !== count) return undefined;
+  const out: number[] = [];
+  for (let i = 0; i < count; i++) if (BigInt(theirs[i]!) !== BigInt(`0x${mine(i)}`)) out.push(i);
+  return out;
+}
+
 export class AntiEntropy {
   private trees = new Map<string, Tree>();
   /** The build under way: a peer asking meanwhile waits for it rather than starting another. */
@@ -360,22 +372,18 @@ export class AntiEntropy {
     const member = this.cluster.member(peer);
     const mine = this.trees.get(peer);
     if (!member || member.grpcAddress === '' || !mine) return true;
-    const ask = (top: number[]): Promise<{ ring_version: string | number; digests: string[] }> =>
+    const ask = (top: number[]): Promise<{ ring_version: string | number; digests?: string[] }> =>
       this.transport.call(member, 'RangeDigest', { peer: this.cluster.nodeId, ring_version: mine.ringVersion, top });
     const theirs = await ask([]);
-    // A peer on another ring version computes other owners: wait for the ring to settle.
+    // A peer on another ring version computes other owners: wait for the ring to settle. So for
+    // a peer that keeps no tree for this node (no digests: it sees no ranges shared with it).
     if (Number(theirs.ring_version) !== mine.ringVersion) return false;
-    const differingTops: number[] = [];
-    for (let t = 0; t < TOP_BUCKETS; t++) if (BigInt(theirs.digests[t] ?? '0') !== BigInt(`0x${hex64(mine.tops, t)}`)) differingTops.push(t);
+    const differingTops = differing(theirs.digests, TOP_BUCKETS, (t) => hex64(mine.tops, t));
+    if (differingTops === undefined) return false;
     if (differingTops.length === 0) return true;
-    const leaves = await ask(differingTops);
-    const differingLeaves: number[] = [];
-    differingTops.forEach((t, k) => {
-      for (let j = 0; j < 256; j++) {
-        const leaf = (t << 8) | j;
-        if (BigInt(leaves.digests[k * 256 + j] ?? '0') !== BigInt(`0x${hex64(mine.leaves, leaf)}`)) differingLeaves.push(leaf);
-      }
-    });
+    const leaves = differing((await ask(differingTops)).digests, differingTops.length * 256, (k) => hex64(mine.leaves, (differingTops[k >> 8]! << 8) | (k & 255)));
+    if (leaves === undefined) return false;
+    const differingLeaves = leaves.map((k) => (differingTops[k >> 8]! << 8) | (k & 255));
     const target = member;
     let batch: BlobMeta[] = [];
     let batchBytes = 0;

@@ -58,6 +58,9 @@ describe('graceful leave of one of four nodes, under load', () => {
     expect(c.node(leaving).output()).toMatch(/handoff: handing copies/);
     if (!sawProgress) expect(c.node(leaving).output()).toMatch(/handoff: pass done/);
     await c.converged({ among: [0, 1, 2], members: ['node-1', 'node-2', 'node-3'] });
+    // Anti-entropy ran through the leave: a peer that keeps no tree for a node (the leaving one)
+    // answers no digests, which is no cause for an error.
+    for (let i = 0; i < 4; i++) expect(c.node(i).output()).not.toMatch(/anti-entropy.*(TypeError|Cannot read)|(TypeError|Cannot read).*anti-entropy/);
   });
 
   it('every acknowledged blob reads back from every remaining node and has its copies there', async () => {
