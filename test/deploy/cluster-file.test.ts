@@ -66,6 +66,20 @@ describe('the cluster description', () => {
     expect(Object.fromEntries(b!.settings)).toEqual({ replicationAcks: '2', repairIntervalMs: '2m' });
   });
 
+  it('a node\'s tls names what it has of its own: one shared CA beside each node\'s certificate and key', () => {
+    const d = minimal();
+    d.tls = { caFile: '/etc/t/ca.crt' };
+    (d.nodes as Record<string, unknown>[])[0]!.tls = { certFile: '/etc/t/a.crt', keyFile: '/etc/t/a.key' };
+    (d.nodes as Record<string, unknown>[])[1]!.tls = { certFile: '/etc/t/b.crt', keyFile: '/etc/t/b.key', caFile: '/etc/t/other-ca.crt' };
+    const cluster = parseCluster(d);
+    expect(cluster.nodes[0]!.tls).toEqual({ certFile: '/etc/t/a.crt', keyFile: '/etc/t/a.key', caFile: '/etc/t/ca.crt' });
+    expect(cluster.nodes[1]!.tls).toEqual({ certFile: '/etc/t/b.crt', keyFile: '/etc/t/b.key', caFile: '/etc/t/other-ca.crt' });
+    expect(cluster.tls).toBeUndefined();
+    // A node left with a CA and no certificate of its own or shared: named.
+    delete (d.nodes as Record<string, unknown>[])[1]!.tls;
+    expect(parseError(d)).toMatch(/^nodes\[1\]\.tls\.certFile must be an absolute path, in the node's tls or the shared one \(it is missing\)/);
+  });
+
   it.each([
     ['no name', (d: Record<string, any>) => delete d.name, /^name must be a DNS label .*\(it is missing\)/],
     ['an upper-case name', (d: Record<string, any>) => (d.name = 'Prod'), /^name must be a DNS label/],

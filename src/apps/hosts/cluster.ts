@@ -150,7 +150,7 @@ export function parseCluster(value: unknown, version = packageVersion()): Cluste
     clusterSecretFile,
     authTokensFile: secrets?.optionalPath('authTokensFile'),
     ports: shared.ports,
-    ...(shared.tls ? { tls: shared.tls } : {}),
+    ...(shared.tls?.certFile && shared.tls.keyFile ? { tls: wholeTls(shared.tls, '') } : {}),
     settings: shared.settings,
     nodes,
     kubernetes: readKubernetes(top.section('kubernetes', KUBERNETES_KEYS), name),
@@ -160,13 +160,13 @@ export function parseCluster(value: unknown, version = packageVersion()): Cluste
 const PORT_KEYS = ['api', 'grpc', 'metrics'];
 const SETTING_KEYS = Object.keys(SETTINGS);
 const NOT_A_SETTING = 'settings take the keys of src/config/settings.ts (the flags of blobstore serve --help, in camelCase)';
-const TLS_KEYS = ['certFile', 'keyFile', 'caFile'];
+const TLS_KEYS = ['certFile', 'keyFile', 'caFile'] as const;
 const KUBERNETES_KEYS = ['namespace', 'replicas', 'storageSize', 'storageClassName', 'clusterDomain', 'resources', 'extraSeedNodes'];
 
 interface Shared {
   readonly bind: string;
   readonly ports: Ports;
-  readonly tls: TlsFiles | undefined;
+  readonly tls: Partial<TlsFiles> | undefined;
   readonly settings: ReadonlyMap<SettingKey, string>;
 }
 
@@ -180,7 +180,7 @@ function readNode(fields: Fields, shared: Shared): HostNode {
     dataDir: fields.path('dataDir'),
     bind: fields.string('bind', shared.bind, BIND, 'an IP address (0.0.0.0: every interface)'),
     ports: readPorts(fields.section('ports', PORT_KEYS), shared.ports),
-    tls: readTls(fields.section('tls', TLS_KEYS)) ?? shared.tls,
+    tls: wholeTls(readTls(fields.section('tls', TLS_KEYS), shared.tls), fields.where),
     settings: readSettings(fields.section('settings', SETTING_KEYS, NOT_A_SETTING), shared.settings),
   };
 }
@@ -192,10 +192,28 @@ function readPorts(fields: Fields | undefined, fallback: Ports): Ports {
   return ports;
 }
 
-function readTls(fields: Fields | undefined): TlsFiles | undefined {
-  if (!fields) return undefined;
-  const caFile = fields.optionalPath('caFile');
-  return { certFile: fields.path('certFile'), keyFile: fields.path('keyFile'), ...(caFile ? { caFile } : {}) };
+/**
+ * A tls section's files, each one it does not name taken from `inherited` (a node's from the
+ * shared section: one CA for the cluster beside each node's own certificate and key).
+ */
+function readTls(fields: Fields | undefined, inherited?: Partial<TlsFiles>): Partial<TlsFiles> | undefined {
+  if (!fields) return inherited;
+  const files: Partial<Record<keyof TlsFiles, string>> = {};
+  for (const key of TLS_KEYS) {
+    const path = fields.optionalPath(key) ?? inherited?.[key];
+    if (path !== undefined) files[key] = path;
+  }
+  return files;
+}
+
+/** A node's TLS files, whole: a certificate and its key (here or shared), or none at all. */
+function wholeTls(files: Partial<TlsFiles> | undefined, where: string): TlsFiles | undefined {
+  if (files === undefined) return undefined;
+  const { certFile, keyFile, caFile } = files;
+  for (const [key, value] of [['certFile', certFile], ['keyFile', keyFile]] as const) {
+    if (value === undefined) throw new ClusterFileError(`${where === '' ? '' : `${where}.`}tls.${key} must be an absolute path, in the node's tls or the shared one (it is missing)`);
+  }
+  return { certFile: certFile!, keyFile: keyFile!, ...(caFile ? { caFile } : {}) };
 }
 
 /** Node settings by their SETTINGS key, checked with the node's own validation. */
