@@ -11,7 +11,8 @@
  *   peer           the cluster secret only (src/auth/cluster-secret.ts); user tokens never
  *   peer-or-admin  the cluster secret (a peer), or an admin token (an operator)
  */
-import type { Scope } from './gate.js';
+import { BlobstoreError } from '../errors/errors.js';
+import type { Gate, Scope } from './gate.js';
 
 export type Access = 'open' | Scope | 'peer' | 'peer-or-admin';
 
@@ -98,4 +99,18 @@ export function accessOf(method: string, pattern: string): Access {
   const access = (HTTP_ACCESS as Record<string, Access>)[`${method} ${pattern}`];
   if (access === undefined) throw new Error(`route ${method} ${pattern} is not in the access table (src/auth/access.ts)`);
   return access;
+}
+
+/**
+ * Lets a caller of a peer-or-admin route through, or throws 401/403: a peer (`fromPeer`: it
+ * carries the cluster secret); else, with tokens on, an admin token. With tokens off, a node
+ * whose node-to-node calls take the secret (`guarded`: reachable beyond loopback) lets nobody
+ * else change its membership: a join would make the caller a member, and members are sent the
+ * secret. `reading` (the cluster's state) is then as open as the blob API.
+ */
+export function checkPeerOrAdmin(gate: Gate, caller: { fromPeer: boolean; authorization: string }, node: { guarded: boolean; reading: boolean }): void {
+  if (caller.fromPeer) return;
+  if (gate.enabled) return gate.check(caller.authorization, 'admin');
+  if (node.reading || !node.guarded) return;
+  throw new BlobstoreError('unauthenticated', 'this node is reachable beyond loopback: its cluster routes take the cluster secret (header x-blobstore-cluster-secret), or an admin token where tokens are on');
 }

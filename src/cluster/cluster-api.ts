@@ -85,6 +85,11 @@ export class ClusterApi {
     return cluster !== undefined && secret !== '' && cluster.secretMatches(secret);
   }
 
+  /** Whether node-to-node calls take the cluster secret here (a node with tokens, or reachable beyond loopback). */
+  get guarded(): boolean {
+    return this.cluster?.peek()?.guarded ?? false;
+  }
+
   async join(raw: unknown): Promise<WireJoinResponse> {
     const body = object(raw);
     const response = await this.node.join({

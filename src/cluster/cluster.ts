@@ -231,6 +231,11 @@ export class Cluster implements Placement, RepairSource {
     }
   }
 
+  /** Whether node-to-node calls take a secret here (a node with tokens, or reachable beyond loopback). */
+  get guarded(): boolean {
+    return this.secret.length > 0;
+  }
+
   secretMatches(given: string): boolean {
     if (this.secret.length === 0) return true;
     const g = Buffer.from(given);

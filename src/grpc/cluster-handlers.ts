@@ -1,10 +1,11 @@
 /**
- * ClusterService over gRPC: the cluster secret (a peer) or a token with the admin scope, then
+ * ClusterService over gRPC: the cluster secret (a peer) or a token with the admin scope (with
+ * tokens off, beyond loopback: the secret; src/auth/access.ts), then
  * ClusterApi. A refused heartbeat is an answer, not a failure: HeartbeatResponse with ok false
  * (and `rejoin` for an unknown node), as the spec's HTTP 404 body carries it.
  */
-import { scopeOf } from '../auth/access.js';
 import type * as grpc from '@grpc/grpc-js';
+import { checkPeerOrAdmin } from '../auth/access.js';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Gate } from '../auth/gate.js';
 import { type ClusterApi, HeartbeatDenied } from '../cluster/cluster-api.js';
@@ -21,7 +22,8 @@ export function clusterServiceHandlers(api: ClusterApi, gate: Gate, log: Logger)
     let result: unknown;
     try {
       const secret = call.metadata.get(SECRET_METADATA)[0];
-      if (!api.fromPeer(typeof secret === 'string' ? secret : '')) gate.check(authorization(call.metadata), scopeOf('ClusterService/*'));
+      const fromPeer = api.fromPeer(typeof secret === 'string' ? secret : '');
+      checkPeerOrAdmin(gate, { fromPeer, authorization: authorization(call.metadata) }, { guarded: api.guarded, reading: method === 'GetState' });
       result = fn(wellFormed(call.request as object | MalformedMessage));
     } catch (err) {
       fail(err);

@@ -1,11 +1,13 @@
 /**
  * /v1/cluster/*: the spec's cluster endpoints over HTTP, a transcoding of ClusterApi (the same
  * calls gRPC's ClusterService makes). A peer presents the cluster secret in
- * `X-Blobstore-Cluster-Secret`; anyone else needs a token with the admin scope. Bodies are small
+ * `X-Blobstore-Cluster-Secret`; anyone else needs a token with the admin scope, or with tokens
+ * off, on a node reachable beyond loopback, the secret too (src/auth/access.ts). Bodies are small
  * JSON objects (at most clusterBodyMaxBytes). Variant A writes int64 fields as strings (protojson).
  */
-import { scopeOf } from '../auth/access.js';
+import { checkPeerOrAdmin } from '../auth/access.js';
 import { type ClusterApi, HeartbeatDenied } from '../cluster/cluster-api.js';
+import { SECRET_METADATA } from '../cluster/transport/peer-link.js';
 import { invalidArgument, payloadTooLarge } from '../errors/errors.js';
 import type { Gate } from '../auth/gate.js';
 import { type Exchange, newExchange, sendError, sendJson, writeAnswer, writeError } from './reply.js';
@@ -32,9 +34,9 @@ export class ClusterRoutes {
     private readonly log: Logger,
   ) {}
 
-  private authorize(req: HttpRequest): void {
-    if (this.api.fromPeer(req.getHeader('x-blobstore-cluster-secret'))) return;
-    if (this.gate.enabled) this.gate.check(req.getHeader('authorization'), scopeOf('POST /v1/cluster/join'));
+  private authorize(req: HttpRequest, reading = false): void {
+    const fromPeer = this.api.fromPeer(req.getHeader(SECRET_METADATA));
+    checkPeerOrAdmin(this.gate, { fromPeer, authorization: req.getHeader('authorization') }, { guarded: this.api.guarded, reading });
   }
 
   /** A POST route: the JSON body is read (bounded), then `handle` answers it. */
@@ -89,7 +91,7 @@ export class ClusterRoutes {
   /** GET (and HEAD, through the Router) /v1/cluster/state. */
   readonly state = (res: HttpResponse, req: HttpRequest, head: boolean): void => {
     try {
-      this.authorize(req);
+      this.authorize(req, true);
       writeAnswer(res, { status: 200, contentType: 'application/json', body: encode(this.wire, this.api.state()) }, head);
     } catch (err) {
       writeError(res, err, this.wire, this.log, head);

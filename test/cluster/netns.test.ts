@@ -4,10 +4,12 @@
  * ports. A partition is a node's link taken down: the others see it offline and keep taking
  * stores, whose copies for it wait; once the link is back it is active again, catches up, and
  * every acknowledged blob reads back byte-exact from every node. Reachable beyond loopback, the
- * nodes share a cluster secret. Skipped (with the reason) where
+ * nodes share a cluster secret, and nobody without it changes their membership. Skipped (with the reason) where
  * namespaces cannot be made.
  */
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, failure, unary } from '../grpc/helpers.js';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { copiesOf, expectReadableEverywhere, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
 import { type Hosts, makeHosts } from '../helpers/netns.js';
@@ -40,6 +42,39 @@ describe.skipIf(skip !== '')(`a 3-node cluster of separate hosts (network namesp
       expect(n.address).toBe(`${h.address(i)}:8080`);
       expect(n.grpc_address).toBe(`${h.address(i)}:50051`);
     }
+  });
+
+  it('without the cluster secret nobody changes the membership, over HTTP or gRPC; the state reads', async () => {
+    const secret = 'netns-test-cluster-secret-0123456789';
+    const join = { node_id: 'intruder', address: '198.18.0.200:8080', capacity_bytes: 1e12, grpc_address: '198.18.0.200:50051' };
+    const posts: [string, unknown][] = [
+      ['join', join], ['leave', { node_id: 'node-3', graceful: false }], ['heartbeat', { node_id: 'intruder', ring_version: 1 }],
+      ['sync-ring', { ring_version: 1 }], ['repair', { bytes_per_second: 1, seconds: 1 }], ['bootstrap', { node_id: 'intruder', address: join.address }],
+    ];
+    for (const [route, body] of posts) {
+      for (const headers of [{}, { 'x-blobstore-cluster-secret': 'not-the-cluster-secret-0123456789' }] as Record<string, string>[]) {
+        const res = await fetch(`${c.url(0)}/v1/cluster/${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+        expect(res.status, route).toBe(401);
+        expect(await res.json()).toMatchObject({ code: 401 });
+      }
+    }
+    const cluster = client('ClusterService', `${h.address(0)}:50051`);
+    try {
+      for (const [method, request] of [['Join', join], ['Leave', { node_id: 'node-3' }], ['Heartbeat', { node_id: 'intruder' }]] as const) {
+        expect((await failure(unary(cluster, method, request))).code, method).toBe(grpc.status.UNAUTHENTICATED);
+      }
+      // The state is as open as the blob API (no tokens here); a peer's secret opens the rest.
+      expect((await unary<{ nodes: unknown[] }>(cluster, 'GetState', {})).nodes).toHaveLength(3);
+      const md = new grpc.Metadata();
+      md.set('x-blobstore-cluster-secret', secret);
+      // Past the gate with it: this heartbeat is only refused for what it lacks.
+      expect(await failure(unary(cluster, 'Heartbeat', { node_id: 'node-2' }, { metadata: md }))).toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+    } finally {
+      cluster.close();
+    }
+    expect((await fetch(`${c.url(1)}/v1/cluster/state`)).status).toBe(200);
+    const state = await c.converged({ members: c.ids });
+    expect(state.nodes.map((n) => n.node_id)).not.toContain('intruder');
   });
 
   it('a partitioned node is offline on the others; stores go on; once healed it catches up and all agree', async () => {
