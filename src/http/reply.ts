@@ -53,24 +53,27 @@ export interface Answer {
 }
 
 /**
- * How the connection ends after an answer given before the request body was read: `drain` says
- * `Connection: close` and lets uWS read and discard the rest of the body (a client still writing
- * then reads the answer instead of failing on a reset); `now` closes at once (a stalled body).
+ * How the connection ends after an answer: `keep` leaves it open for the next request; `drain`
+ * (an answer given before the request body was read) and `now` (a stalled body, a body that
+ * cannot be framed) close it after the answer (`Connection: close`). No request after one answered
+ * so is run (RFC 9112 9.6): uWS shuts the connection down once the answer is written and parses
+ * nothing more of it, while a client still writing its body reads the answer rather than a reset
+ * (curl sending 200 MB to an early 413 gets the answer).
  */
 export type Close = 'keep' | 'drain' | 'now';
 
 /**
  * Writes an answer; to HEAD without the body but with its Content-Length (this uWS build sends a
- * body on HEAD if end() gets one, which the client would read as the next answer, and aborts on
- * endWithoutBody(length, close): a HEAD answer asks the client to close rather than closing).
+ * body on HEAD if end() gets one, which the client would read as the next answer). A HEAD
+ * answer that must close its connection is not written: this uWS build aborts on
+ * endWithoutBody(length, close), and a connection left open would run what follows.
  */
 export function writeAnswer(res: HttpResponse, a: Answer, head = false, close: Close = 'keep'): void {
   res.cork(() => {
     res.writeStatus(statusLine(a.status)).writeHeader('Content-Type', a.contentType);
     if (a.headers) for (const key in a.headers) res.writeHeader(key, a.headers[key]!);
-    if (close === 'drain' || (head && close === 'now')) res.writeHeader('Connection', 'close');
-    if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(a.body))).endWithoutBody();
-    else res.end(a.body, close === 'now');
+    if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(a.body))).endWithoutBody(undefined, close !== 'keep');
+    else res.end(a.body, close !== 'keep');
   });
 }
 
