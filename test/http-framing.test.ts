@@ -75,6 +75,26 @@ describe.each([
     }
   });
 
+  describe('a head llhttp refuses (RFC 9110 5.1, 5.5; RFC 9112 3.2) is answered 400 and closed; the hidden DELETE does not run', () => {
+    let id: string;
+    const data = Buffer.from(`a blob malformed heads must not reach (${variant})`);
+    beforeAll(async () => {
+      expect((await putRaw(node.url, data)).ok).toBe(true);
+      id = await expectedId(data);
+    });
+    it.each([
+      ['DEL in a field value', (target: string) => [target, 'Host: 127.0.0.1', 'X: a\x7fb'], /control byte/],
+      ['DEL in the Host value', (target: string) => [target, 'Host: 127.0.0.1\x7f'], /control byte/],
+      ['DEL in the request-target', (target: string) => [target.replace(' HTTP', '?\x7f HTTP'), 'Host: 127.0.0.1'], /not visible ASCII/],
+      ['a byte above 0x7e in the request-target', (target: string) => [target.replace(' HTTP', '?\xff HTTP'), 'Host: 127.0.0.1'], /not visible ASCII/],
+    ])('%s', async (_what, lines, message) => {
+      const bytes = Buffer.from(head(lines(`DELETE /v1/blobs/${id} HTTP/1.1`)), 'latin1');
+      const out = await rawExchange(node.port, bytes, { timeoutMs: AT_ONCE_MS });
+      expectRefused(out, 400, message, variant);
+      expect((await fetch(`${node.url}/v1/blobs/${id}`, { method: 'HEAD' })).status).toBe(200);
+    });
+  });
+
   describe('an ambiguous head uWS refuses itself is closed at once, without an answer', () => {
     for (const [what, lines] of CLOSED_BY_UWS) {
       it(`${what}`, async () => {

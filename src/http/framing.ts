@@ -7,7 +7,9 @@
  *
  *   - two Content-Lengths (equal or not), an empty or non-decimal one, Content-Length beside
  *     Transfer-Encoding, a Transfer-Encoding other than exactly `chunked`, two Transfer-Encodings
- *     or two Hosts: 400, and the connection closes;
+ *     or two Hosts, a field name that is not a token (an empty one), a control byte in a field
+ *     value (DEL), a byte in the request-target that is not visible ASCII: 400, and the
+ *     connection closes;
  *   - a chunked body on a route that does not stream bodies: 411 (send a Content-Length), and the
  *     connection closes;
  *   - a chunked body on a route that streams it: the answer closes the connection (exchange.ts),
@@ -41,12 +43,23 @@ let length = '';
 let encodings = 0;
 let encoding = '';
 let hosts = 0;
+let malformed = 0;
 // Read for the access log and X-Request-Id (logged-response.ts) by the same pass: '' when absent.
 let sentId = '';
 let sentTrace = '';
 
+/**
+ * What RFC 9110 5.1 and 5.5 allow and uWS does not check: a field name is a non-empty token (uWS
+ * gives names in lower case), a value holds no control byte but tab (obs-text is allowed).
+ */
+const NOT_A_TOKEN = /[^!#$%&'*+\-.^_`|~0-9a-z]/;
+const CONTROL_IN_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+/** RFC 9112 3.2: a request-target is visible ASCII (uWS passes DEL, other controls and bytes above 0x7e). */
+const NOT_VISIBLE_ASCII = /[^\x21-\x7e]/;
+
 /** uWS gives header names in lower case. */
 function visit(name: string, value: string): void {
+  if (name.length === 0 || NOT_A_TOKEN.test(name) || CONTROL_IN_VALUE.test(value)) malformed++;
   switch (name.length) {
     case 4:
       if (name === 'host') hosts++;
@@ -77,9 +90,14 @@ export function framingOf(req: HttpRequest): Framing {
   lengths = 0;
   encodings = 0;
   hosts = 0;
+  malformed = 0;
   sentId = '';
   sentTrace = '';
   req.forEach(visit);
+  if (malformed > 0) return invalidArgument('a header field whose name is not a token or whose value holds a control byte');
+  if (NOT_VISIBLE_ASCII.test(req.getUrl()) || NOT_VISIBLE_ASCII.test(req.getQuery() ?? '')) {
+    return invalidArgument('the request target holds a byte that is not visible ASCII');
+  }
   if (lengths > 1) return invalidArgument('more than one Content-Length header');
   if (encodings > 1) return invalidArgument('more than one Transfer-Encoding header');
   if (hosts > 1) return invalidArgument('more than one Host header');

@@ -65,14 +65,16 @@ export type Close = 'keep' | 'drain' | 'now';
 /**
  * Writes an answer; to HEAD without the body but with its Content-Length (this uWS build sends a
  * body on HEAD if end() gets one, which the client would read as the next answer). A HEAD
- * answer that must close its connection is not written: this uWS build aborts on
- * endWithoutBody(length, close), and a connection left open would run what follows.
+ * answer that must close its connection is not written, the connection is closed: this uWS
+ * build cannot end a HEAD answer and close (endWithoutBody with any argument ends the process),
+ * and a connection left open would run what follows.
  */
 export function writeAnswer(res: HttpResponse, a: Answer, head = false, close: Close = 'keep'): void {
   res.cork(() => {
     res.writeStatus(statusLine(a.status)).writeHeader('Content-Type', a.contentType);
     if (a.headers) for (const key in a.headers) res.writeHeader(key, a.headers[key]!);
-    if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(a.body))).endWithoutBody(undefined, close !== 'keep');
+    if (head && close !== 'keep') res.close();
+    else if (head) res.writeHeader('Content-Length', String(Buffer.byteLength(a.body))).endWithoutBody();
     else res.end(a.body, close !== 'keep');
   });
 }

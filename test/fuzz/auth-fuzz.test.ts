@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { failure, FUZZ_NODE_ARGS, judge, send } from './exchange.js';
-import { chunkedRefused, type FuzzRequest, MALFORMED_FRAMINGS, malformedTarget, requestArb } from './generators.js';
+import { chunkedRefused, type FuzzRequest, MALFORMED_FRAMINGS, malformedField, malformedTarget, requestArb } from './generators.js';
 import { budgetMs, checkNode, count, fuzz, newStats, probeSurface, type Surface, testTimeout, stopAndClean } from './harness.js';
 
 const SHARE = 0.05;
@@ -91,7 +91,7 @@ describe('bearer authentication under hostile requests and credentials', () => {
             const problem = judge(surface, req, out);
             if (problem) throw failure(problem, req, 'auth');
             const scope = neededScope(req.method, req.target);
-            if (!a || scope === undefined || MALFORMED_FRAMINGS.has(req.framing) || chunkedRefused(req) || malformedTarget(req.target)) continue;
+            if (!a || scope === undefined || MALFORMED_FRAMINGS.has(req.framing) || chunkedRefused(req) || malformedTarget(req.target) || malformedField(req)) continue;
             const token = auth === undefined ? undefined : tokenOf(auth);
             const scopes = token === undefined ? undefined : TOKENS[token];
             // src/auth: admin grants every scope.

@@ -442,8 +442,12 @@ export function serialize(req: FuzzRequest): Buffer {
   return Buffer.concat([Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'utf8'), body]);
 }
 
-/** A target that is not origin-form (`/...`, RFC 9112 §3.2.1) or has a space or control character. */
-export const malformedTarget = (target: string): boolean => !target.startsWith('/') || /[\x00-\x20\x7f]/.test(target);
+/** A target that is not origin-form (`/...`, RFC 9112 §3.2.1) or has a byte that is not visible ASCII (§3.2). */
+export const malformedTarget = (target: string): boolean => !target.startsWith('/') || /[^\x21-\x7e]/.test(target);
+
+/** A head field a strict parser refuses (RFC 9110 §5.1, §5.5): a name that is not a token, a control byte but tab in a value. */
+export const malformedField = (req: Pick<FuzzRequest, 'headers'>): boolean =>
+  req.headers.some(([k, v]) => !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(k) || /[\x00-\x08\x0a-\x1f\x7f]/.test(v));
 
 /** Whether fetch can send this request unchanged (else it goes raw). */
 export function fetchable(req: FuzzRequest, base: string): boolean {
