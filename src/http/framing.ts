@@ -7,9 +7,8 @@
  *
  *   - two Content-Lengths (equal or not), an empty or non-decimal one, Content-Length beside
  *     Transfer-Encoding, a Transfer-Encoding other than exactly `chunked`, two Transfer-Encodings
- *     or two Hosts, a field name that is not a token (an empty one), a control byte in a field
- *     value (DEL), a byte in the request-target that is not visible ASCII: 400, and the
- *     connection closes;
+ *     or two Hosts, a control byte in a field value (DEL), a byte in the request-target that is
+ *     not visible ASCII: 400, and the connection closes;
  *   - a chunked body on a route that does not stream bodies: 411 (send a Content-Length), and the
  *     connection closes;
  *   - a chunked body on a route that streams it: the answer closes the connection (exchange.ts),
@@ -49,17 +48,17 @@ let sentId = '';
 let sentTrace = '';
 
 /**
- * What RFC 9110 5.1 and 5.5 allow and uWS does not check: a field name is a non-empty token (uWS
- * gives names in lower case), a value holds no control byte but tab (obs-text is allowed).
+ * RFC 9110 5.5: a field value holds no control byte but tab. Of those, this uWS build passes DEL
+ * alone (it never parses a head with another, nor a field name that is not a token), so DEL is
+ * the one looked for on every request; test/http-framing.test.ts sends every control byte.
  */
-const NOT_A_TOKEN = /[^!#$%&'*+\-.^_`|~0-9a-z]/;
-const CONTROL_IN_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
-/** RFC 9112 3.2: a request-target is visible ASCII (uWS passes DEL, other controls and bytes above 0x7e). */
+const DEL = '\x7f';
+/** RFC 9112 3.2: a request-target is visible ASCII (uWS passes DEL and bytes above 0x7e). */
 const NOT_VISIBLE_ASCII = /[^\x21-\x7e]/;
 
 /** uWS gives header names in lower case. */
 function visit(name: string, value: string): void {
-  if (name.length === 0 || NOT_A_TOKEN.test(name) || CONTROL_IN_VALUE.test(value)) malformed++;
+  if (value.indexOf(DEL) !== -1) malformed++;
   switch (name.length) {
     case 4:
       if (name === 'host') hosts++;
@@ -94,7 +93,7 @@ export function framingOf(req: HttpRequest): Framing {
   sentId = '';
   sentTrace = '';
   req.forEach(visit);
-  if (malformed > 0) return invalidArgument('a header field whose name is not a token or whose value holds a control byte');
+  if (malformed > 0) return invalidArgument('a header field value holds a control byte');
   if (NOT_VISIBLE_ASCII.test(req.getUrl()) || NOT_VISIBLE_ASCII.test(req.getQuery() ?? '')) {
     return invalidArgument('the request target holds a byte that is not visible ASCII');
   }
