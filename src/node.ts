@@ -16,7 +16,7 @@ import type { Gate } from './auth/gate.js';
 import { resolveClusterSecret } from './auth/cluster-secret.js';
 import { startAuth } from './auth/tokens.js';
 import { NodeTls, reloadOnHangup } from './tls/node-tls.js';
-import { ConfigError } from './config/load.js';
+import { ConfigError, withChanges } from './config/load.js';
 import type { NodeConfig } from './config/settings.js';
 import { ClusterApi } from './cluster/cluster-api.js';
 import type { Cluster } from './cluster/cluster.js';
@@ -75,7 +75,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     stopReloading();
   };
   try {
-    config = { ...config, clusterSecret: resolveClusterSecret(config, log) };
+    config = withChanges(config, { clusterSecret: resolveClusterSecret(config, log) });
   } catch (err) {
     await closeOpened();
     throw err;

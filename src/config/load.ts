@@ -135,6 +135,14 @@ export function loadSettings<K extends string>(
 /** The keys of a loaded table that nobody set (their default stands). */
 const DEFAULTED = new WeakMap<object, Set<string>>();
 
+/** A copy of a loaded table with `changes`, that still knows which keys nobody set. */
+export function withChanges<T extends object>(config: T, changes: Partial<T>): T {
+  const copy = { ...config, ...changes };
+  const defaulted = DEFAULTED.get(config);
+  if (defaulted) DEFAULTED.set(copy, defaulted);
+  return copy;
+}
+
 /** Whether nobody set `key` of a table loadSettings() made (a config made otherwise: false). */
 export function isDefaulted(config: object, key: string): boolean {
   return DEFAULTED.get(config)?.has(key) ?? false;

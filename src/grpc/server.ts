@@ -27,6 +27,7 @@ import { growHeapForHttp2 } from './heap-growth.js';
 import { MAX_FRAME_BYTES } from './http2-frames.js';
 import { StandardServices } from './standard-services.js';
 import { authorization, toStatus } from './status.js';
+import { format } from 'node:util';
 import { serverCredentials } from '../tls/grpc-tls.js';
 import type { NodeTls } from '../tls/node-tls.js';
 
@@ -110,6 +111,7 @@ export class GrpcServer {
     // Every call's access line and request id (access.ts): grpc-js's through the interceptor,
     // PutStream's and GetStream's through their DirectCall.
     const access = new AccessLog(log, config.accessLogEvery);
+    routeGrpcLog(log);
     this.server = new grpc.Server({
       interceptors: [accessInterceptor(access)],
       'grpc.max_receive_message_length': config.grpcMaxMessageBytes,
@@ -176,4 +178,15 @@ export class GrpcServer {
       });
     });
   }
+}
+
+/**
+ * grpc-js writes its own diagnostics to stderr as plain text ("E No address added out of total 1
+ * resolved" when the default port is taken), lines that break a JSON log. They go to the node's
+ * log at debug level instead: each failure they describe reaches this node's code as an error,
+ * which logs what it does about it (the free port it takes instead, a peer call that failed).
+ */
+function routeGrpcLog(log: Logger): void {
+  const line = (...args: unknown[]): void => log.debug({ source: 'grpc-js' }, format(...args));
+  grpc.setLogger({ error: line, info: line, debug: line } as unknown as Partial<Console>);
 }

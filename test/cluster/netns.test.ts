@@ -13,6 +13,7 @@ import { client, failure, unary } from '../grpc/helpers.js';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { copiesOf, expectReadableEverywhere, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
 import { type Hosts, makeHosts } from '../helpers/netns.js';
+import { startNode } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
 
 const hosts = makeHosts(3);
@@ -41,6 +42,20 @@ describe.skipIf(skip !== '')(`a 3-node cluster of separate hosts (network namesp
       const n = state.nodes.find((x) => x.node_id === id)!;
       expect(n.address).toBe(`${h.address(i)}:8080`);
       expect(n.grpc_address).toBe(`${h.address(i)}:50051`);
+    }
+  });
+
+  it('a second node on a host takes a free gRPC port when the default is taken, and says so in its JSON log alone', async () => {
+    const node = await startNode({
+      host: h.address(0), wrap: ['ip', 'netns', 'exec', h.ns(0)], grpcUnset: true,
+      args: ['--listen', `${h.address(0)}:8081`, '--node-id', 'second-on-host', '--cluster-secret', 'netns-test-cluster-secret-0123456789'],
+    });
+    try {
+      await waitFor(() => /default gRPC port is taken/.test(node.output()), { what: 'the free-port line', timeoutMs: 10_000 });
+      const lines = node.output().split('\n').filter((l) => l.trim() !== '');
+      for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    } finally {
+      await node.stop();
     }
   });
 
