@@ -85,12 +85,18 @@ describe.each([
     it.each([
       ['DEL in a field value', (target: string) => [target, 'Host: 127.0.0.1', 'X: a\x7fb'], /control byte/],
       ['DEL in the Host value', (target: string) => [target, 'Host: 127.0.0.1\x7f'], /control byte/],
-      ['DEL in the request-target', (target: string) => [target.replace(' HTTP', '?\x7f HTTP'), 'Host: 127.0.0.1'], /not visible ASCII/],
-      ['a byte above 0x7e in the request-target', (target: string) => [target.replace(' HTTP', '?\xff HTTP'), 'Host: 127.0.0.1'], /not visible ASCII/],
+      ['DEL in the query', (target: string) => [target.replace(' HTTP', '?\x7f HTTP'), 'Host: 127.0.0.1'], /not visible ASCII/],
+      ['a byte above 0x7e in the query', (target: string) => [target.replace(' HTTP', '?\xff HTTP'), 'Host: 127.0.0.1'], /not visible ASCII/],
     ])('%s', async (_what, lines, message) => {
       const bytes = Buffer.from(head(lines(`DELETE /v1/blobs/${id} HTTP/1.1`)), 'latin1');
       const out = await rawExchange(node.port, bytes, { timeoutMs: AT_ONCE_MS });
       expectRefused(out, 400, message, variant);
+      expect((await fetch(`${node.url}/v1/blobs/${id}`, { method: 'HEAD' })).status).toBe(200);
+    });
+
+    it('DEL in the path: the id fails its own check (400), the DELETE does not run', async () => {
+      const out = await rawExchange(node.port, Buffer.from(head([`DELETE /v1/blobs/${id}\x7f HTTP/1.1`, 'Host: 127.0.0.1']), 'latin1'), { timeoutMs: 1500 });
+      expect(out.answers.map((a) => a.status)).toStrictEqual([400]);
       expect((await fetch(`${node.url}/v1/blobs/${id}`, { method: 'HEAD' })).status).toBe(200);
     });
 

@@ -53,12 +53,11 @@ export interface Answer {
 }
 
 /**
- * How the connection ends after an answer: `keep` leaves it open for the next request; `drain`
- * (an answer given before the request body was read) and `now` (a stalled body, a body that
- * cannot be framed) close it after the answer (`Connection: close`). No request after one answered
- * so is run (RFC 9112 9.6): uWS shuts the connection down once the answer is written and parses
- * nothing more of it, while a client still writing its body reads the answer rather than a reset
- * (curl sending 200 MB to an early 413 gets the answer).
+ * How the connection ends after an answer: `keep` leaves it open for the next request; `now` (a
+ * stalled body, a body that cannot be framed) closes it after the answer (`Connection: close`);
+ * `drain` (a request refused before its body was read) reads and drops the rest of the body first
+ * (answerAfterBody), then answers and closes. No request after one answered so is run (RFC 9112
+ * 9.6): uWS shuts the connection down once the answer is written and parses nothing more of it.
  */
 export type Close = 'keep' | 'drain' | 'now';
 
@@ -84,6 +83,7 @@ export function sendJson(x: Exchange, status: number, body: string, headers?: Re
   if (x.aborted || x.done) return;
   x.done = true;
   if (x.chunked) return answerChunked(x, { status, contentType: 'application/json', body, headers });
+  if (close === 'drain' && !x.bodyDone && !x.head) return answerAfterBody(x, { status, contentType: 'application/json', body, headers });
   if (x.paused) {
     // Left paused once its body was in (flowOf): resumed with the answer, or a kept-alive
     // connection would never read its next request.
@@ -128,6 +128,39 @@ function answerChunked(x: Exchange, a: Answer): void {
     x.paused = false;
     x.res.resume();
   }
+}
+
+/**
+ * How long the body of a request answered before it was read may go quiet before the answer goes
+ * anyway: a client holding its upload (refused with 503 for want of a slot), or one that stopped
+ * sending when it saw no answer coming.
+ */
+const DRAIN_QUIET_MS = 300;
+
+/**
+ * The answer to a request refused before its body was read: held while the body still comes (read
+ * and dropped), then written with `Connection: close` and the connection closed (answerLast). A
+ * client still writing (fetch, which reads no answer before its body is sent) then reads it rather
+ * than a reset, and nothing it sends after the body is run (RFC 9112 9.6): an answer written at
+ * once would leave uWS reading the body and then the next request.
+ */
+function answerAfterBody(x: Exchange, a: Answer): void {
+  x.held = a;
+  x.bodyActivityMs = Date.now();
+  x.res.onData((_chunk, isLast) => {
+    x.bodyActivityMs = Date.now();
+    if (isLast) bodyEnded(x);
+  });
+  if (x.paused) {
+    x.paused = false;
+    x.res.resume();
+  }
+  const quiet = setInterval(() => {
+    if (x.aborted || x.held === undefined) return clearInterval(quiet);
+    if (Date.now() - x.bodyActivityMs < DRAIN_QUIET_MS) return;
+    clearInterval(quiet);
+    bodyEnded(x);
+  }, DRAIN_QUIET_MS / 3);
 }
 
 /** The body's last byte is in (or it went quiet): an answer held for it goes out. */
