@@ -136,10 +136,13 @@ function answerChunked(x: Exchange, a: Answer): void {
  * sending when it saw no answer coming.
  */
 const DRAIN_QUIET_MS = 300;
+/** The longest a body still trickling holds its answer (a 503 for want of an upload slot is due soon). */
+const DRAIN_HOLD_MAX_MS = 1000;
 
 /**
  * The answer to a request refused before its body was read: held while the body still comes (read
- * and dropped), then written with `Connection: close` and the connection closed (answerLast). A
+ * and dropped; at most DRAIN_HOLD_MAX_MS), then written with `Connection: close` and the
+ * connection closed (answerLast). A
  * client still writing (fetch, which reads no answer before its body is sent) then reads it rather
  * than a reset, and nothing it sends after the body is run (RFC 9112 9.6): an answer written at
  * once would leave uWS reading the body and then the next request.
@@ -155,9 +158,11 @@ function answerAfterBody(x: Exchange, a: Answer): void {
     x.paused = false;
     x.res.resume();
   }
+  const since = Date.now();
   const quiet = setInterval(() => {
     if (x.aborted || x.held === undefined) return clearInterval(quiet);
-    if (Date.now() - x.bodyActivityMs < DRAIN_QUIET_MS) return;
+    const now = Date.now();
+    if (now - x.bodyActivityMs < DRAIN_QUIET_MS && now - since < DRAIN_HOLD_MAX_MS) return;
     clearInterval(quiet);
     bodyEnded(x);
   }, DRAIN_QUIET_MS / 3);
