@@ -13,6 +13,7 @@ import { patternBytes, putJson, putRaw } from './helpers/blobs.js';
 import { type MetricsNode, sampleValue, scrape, startMetricsNode } from './helpers/metrics.js';
 import { type NodeProcess, startNode } from './helpers/node-process.js';
 import { mountTmpfs, type Tmpfs } from './helpers/tmpfs.js';
+import { grpcPortOf, healthClient, healthStatus } from './grpc/helpers.js';
 import { waitFor } from './helpers/wait.js';
 
 const MiB = 1024 * 1024;
@@ -101,7 +102,7 @@ describe.skipIf(skipReason !== '')(`a full disk (a 64 MiB tmpfs)${skipReason ? `
 
   it('stores until the disk is full: every 2xx reads back byte-exact, every refusal is 507 in the error shape', async () => {
     // Default settings, as a new user runs it: 256 MiB segments on a 64 MiB disk.
-    m = await startMetricsNode({ dataDir, metricsAddr: 'same' });
+    m = await startMetricsNode({ dataDir, metricsAddr: 'same', args: ['--grpc-addr', '127.0.0.1:0'] });
     const url = m.node.url;
     const refusals = await fillUp(url, acked, 1);
     expect(acked.size).toBeGreaterThan(20);
@@ -124,12 +125,19 @@ describe.skipIf(skipReason !== '')(`a full disk (a 64 MiB tmpfs)${skipReason ? `
     expect(readdirSync(join(dataDir, 'tmp')).filter((n) => n.endsWith('.part'))).toEqual([]);
   });
 
-  it('reports the full disk: /health UNHEALTHY, /healthz 200 while reads work, errors_total{type="storage"} moved', async () => {
+  it('reports the full disk: /health UNHEALTHY; /healthz 200 and gRPC health SERVING while reads work (a probe must not restart it); errors_total{type="storage"} moved', async () => {
     const url = m!.node.url;
     const health = await fetch(`${url}/health`);
     expect(health.status).toBe(503);
     expect(await health.text()).toBe('UNHEALTHY: backend error');
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const probe = healthClient(`127.0.0.1:${grpcPortOf(m!.node.output())!}`);
+    try {
+      expect(await healthStatus(probe, '')).toBe('SERVING');
+      expect(await healthStatus(probe, 'blobstore.v1.BlobService')).toBe('SERVING');
+    } finally {
+      probe.close();
+    }
     const families = await scrape(m!.metricsUrl);
     expect(sampleValue(families, 'blobstore_errors_total', 'blobstore_errors_total', { type: 'storage' })).toBeGreaterThan(0);
     expect(sampleValue(families, 'blobstore_backend_healthy', 'blobstore_backend_healthy')).toBe(0);

@@ -133,7 +133,9 @@ export class GrpcServer {
       this.server.addService(clusterService, unimplementedHandlers(clusterService, 'ClusterService', gate, log));
       this.server.addService(internalService, unimplementedHandlers(internalService, 'InternalService', undefined, log));
     }
-    this.standard = new StandardServices(this.server, () => !service.failure && service.ready);
+    // SERVING is what /healthz answers 200 for: a backend that cannot take stores (a full disk, a
+    // failed log write) still serves reads, and a probe that restarted it would take those away too.
+    this.standard = new StandardServices(this.server, () => service.ready);
   }
 
   /** Listens on grpcAddr (port 0: a free port; `port` overrides the setting's) and returns the bound port. */

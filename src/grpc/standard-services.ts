@@ -3,9 +3,9 @@
  *
  * - grpc.health.v1.Health (grpc-health-check): Check and Watch for "" (the whole server) and for
  *   blobstore.v1.BlobService, so Kubernetes gRPC probes and grpc_health_probe work. A service is
- *   SERVING while the node serves and its engine has not failed (what /healthz answers 200 for),
- *   NOT_SERVING before listening, while a cluster node has not joined yet, after an engine
- *   failure and from the start of shutdown.
+ *   SERVING while the node serves (what /healthz answers 200 for, a full disk included: reads
+ *   still work), NOT_SERVING before listening, while a cluster node has not joined yet and from
+ *   the start of shutdown.
  *   ClusterService and InternalService are not listed (NOT_FOUND) until the cluster exists.
  * - grpc.reflection.v1 and v1alpha ServerReflection (@grpc/reflection), describing the blobstore
  *   protos and the health service, so `grpcurl list` and `grpcurl describe` work without .proto

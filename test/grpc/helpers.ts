@@ -2,7 +2,10 @@
  * A gRPC client built from the repo's .proto files (the same loader the server uses), against a
  * real `blobstore serve` with its gRPC listener on a free loopback port.
  */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
 import { loadProtos } from '../../src/proto/loader.js';
 import { type NodeProcess, type StartOptions, startNode } from '../helpers/node-process.js';
 
@@ -30,14 +33,38 @@ export function client(service: 'BlobService' | 'ClusterService' | 'InternalServ
   }) as unknown as BlobClient;
 }
 
+const HEALTH_PROTOS = join(dirname(createRequire(import.meta.url).resolve('grpc-health-check/package.json')), 'proto');
+const healthPkg = grpc.loadPackageDefinition(loadSync(join(HEALTH_PROTOS, 'health/v1/health.proto'), { keepCase: true, enums: String })) as unknown as {
+  grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
+};
+
+/** A grpc.health.v1.Health client (what Kubernetes gRPC probes call). */
+export type HealthClient = grpc.Client & {
+  Check(req: { service: string }, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): void;
+  Watch(req: { service: string }): grpc.ClientReadableStream<{ status: string }>;
+};
+
+export const healthClient = (target: string): HealthClient =>
+  new healthPkg.grpc.health.v1.Health(target, grpc.credentials.createInsecure()) as unknown as HealthClient;
+
+/** What Health/Check answers for `service` ("" is the whole server). */
+export function healthStatus(client: HealthClient, service: string): Promise<string | undefined> {
+  return new Promise((resolve, reject) => client.Check({ service }, new grpc.Metadata(), (err, res) => (err ? reject(err) : resolve(res?.status))));
+}
+
+/** The port of the gRPC listener a node's output names. */
+export function grpcPortOf(output: string): number | undefined {
+  const m = /gRPC listening on [^\s]*:(\d+)/.exec(output);
+  return m ? Number(m[1]) : undefined;
+}
+
 export async function startGrpcNode(options: StartOptions = {}): Promise<GrpcNode> {
   const node = await startNode({ ...options, args: ['--grpc-addr', '127.0.0.1:0', ...(options.args ?? [])] });
-  const m = /gRPC listening on [^\s]*:(\d+)/.exec(node.output());
-  if (!m) {
+  const grpcPort = grpcPortOf(node.output());
+  if (grpcPort === undefined) {
     await node.stop();
     throw new Error(`no gRPC listener in the output:\n${node.output()}`);
   }
-  const grpcPort = Number(m[1]);
   const target = `127.0.0.1:${grpcPort}`;
   const blobs = client('BlobService', target);
   return {

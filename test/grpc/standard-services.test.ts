@@ -10,11 +10,10 @@ import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/node-process.js';
 import { logLines } from '../helpers/log.js';
-import { type GrpcNode, startGrpcNode } from './helpers.js';
+import { type GrpcNode, healthClient, healthStatus, startGrpcNode } from './helpers.js';
 
 const run = promisify(execFile);
 const PYTHON = '/usr/bin/python3';
@@ -81,16 +80,6 @@ describe('Python grpcio client (grpc_health_probe and grpcurl list, by hand)', (
   });
 });
 
-const healthPkg = grpc.loadPackageDefinition(loadSync(join(HEALTH_PROTOS, 'health/v1/health.proto'), { keepCase: true, enums: String })) as unknown as {
-  grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
-};
-type HealthClient = grpc.Client & {
-  Check(req: { service: string }, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): void;
-  Watch(req: { service: string }): grpc.ClientReadableStream<{ status: string }>;
-};
-const healthClient = (target: string): HealthClient =>
-  new healthPkg.grpc.health.v1.Health(target, grpc.credentials.createInsecure()) as unknown as HealthClient;
-
 describe('grpc-js client', () => {
   it('Watch sees SERVING, then NOT_SERVING when shutdown begins; the stream ends and does not hold the shutdown', async () => {
     const n = await startGrpcNode({ args: ['--shutdown-timeout-ms', '20000'] });
@@ -119,9 +108,7 @@ describe('grpc-js client', () => {
     const n = await startGrpcNode({ args: ['--auth-tokens-file', path] });
     const client = healthClient(n.target);
     try {
-      const status = await new Promise<string | undefined>((resolve, reject) =>
-        client.Check({ service: 'blobstore.v1.BlobService' }, new grpc.Metadata(), (err, res) => (err ? reject(err) : resolve(res?.status))));
-      expect(status).toBe('SERVING');
+      expect(await healthStatus(client, 'blobstore.v1.BlobService')).toBe('SERVING');
       const p = await probe(n.target);
       expect(p.health['']).toBe('SERVING');
       expect(p.services_v1).toContain('blobstore.v1.BlobService');
