@@ -53,6 +53,17 @@ describe('configuration', () => {
     expect(loadConfig({ file: '/nonexistent', env: { BLOBSTORE_INDEX_PAGE_BYTES: '64KiB' } }).indexPageBytes).toBe(65536);
   });
 
+  it('refuses a config file with a setting under two spellings that disagree, or a key of the node section it does not know', () => {
+    expect(loadConfig({ file: file({ node: { nodeId: 'a', NodeID: 'a' } }), env: {} }).nodeId).toBe('a');
+    expect(() => loadConfig({ file: file({ node: { nodeId: 'old', NodeID: 'new' } }), env: {} })).toThrow(
+      /node\.nodeId and node\.NodeID are the same setting with different values \("old", "new"\); keep one/,
+    );
+    expect(() => loadConfig({ file: file({ MetricsAddr: ':1', node: { metricsAddr: ':2' } }), env: {} })).toThrow(/node\.metricsAddr and MetricsAddr are the same setting/);
+    expect(() => loadConfig({ file: file({ node: { listMaxLimt: 5 } }), env: {} })).toThrow(/unknown setting node\.listMaxLimt; `blobstore config list --all` lists them/);
+    expect(() => loadConfig({ file: file({ node: { nodeid: 'x' } }), env: {} })).toThrow(/unknown setting node\.nodeid \(did you mean node\.nodeId\?\)/);
+    expect(() => loadConfig({ file: '/nonexistent', env: {}, flags: { dataDir: '' } })).toThrow(/setting dataDir must not be empty/);
+  });
+
   it('listens for gRPC on the API host when GrpcAddr is not set, so peers on other hosts reach it', () => {
     const grpcOf = (listen: string, grpc?: string): string =>
       loadConfig({ file: '/nonexistent', env: {}, flags: { listen, ...(grpc === undefined ? {} : { grpcAddr: grpc }) } }).grpcAddr;

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { configFilePath } from '../config/paths.js';
 import { flagName } from '../config/settings.js';
 import { type ConfigObject, flatten, formatValue, getPath, keySegments, readConfigFile } from './config-file.js';
-import { knownKey, sectionKeys } from './config-schema.js';
+import { knownKey, sectionKeys, spellings } from './config-schema.js';
 import { failure } from './errors.js';
 import { print, printError } from './output.js';
 import { formatDefault } from './setting-options.js';
@@ -59,7 +59,10 @@ export function registerConfigRead(config: Command): void {
  */
 function storedUnderAnotherName(file: ConfigObject, segments: readonly string[]): unknown {
   const known = knownKey(segments);
-  if (!known || known.section === 'stacks') return undefined;
-  const specName = known.spec.specName;
-  return getPath(file, [known.section, known.name]) ?? (specName === undefined ? undefined : getPath(file, [known.section, specName]) ?? getPath(file, [specName]));
+  if (!known) return undefined;
+  for (const path of spellings(known, segments)) {
+    const value = getPath(file, path);
+    if (value !== undefined) return value;
+  }
+  return undefined;
 }

@@ -30,6 +30,17 @@ function lookup(section: KnownKey['section'], key: string): KnownKey | undefined
   return found && { spec: found[1], section, name: found[0] };
 }
 
+/**
+ * Every path in the file the services read a setting from, in the order they read them
+ * (config/load.ts): its camelCase name and its spec name in its section, then the spec name at the
+ * top of the file. A stack's keys have one spelling.
+ */
+export function spellings(known: KnownKey, segments: readonly string[]): string[][] {
+  if (known.section === 'stacks') return [[...segments]];
+  const specName = known.spec.specName;
+  return specName === undefined ? [[known.section, known.name]] : [[known.section, known.name], [known.section, specName], [specName]];
+}
+
 /** Whether a key lies in a section blobstore reads (node, orders, stacks). */
 export function ownedByBlobstore(segments: readonly string[]): boolean {
   return segments[0] === 'node' || segments[0] === 'orders' || segments[0] === 'stacks';

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { ConfigError, coerce } from '../config/load.js';
 import { configFilePath } from '../config/paths.js';
-import { keySegments, setPath, updateConfigFile } from './config-file.js';
-import { knownKey, knownKeysText, ownedByBlobstore } from './config-schema.js';
+import { keySegments, setPath, unsetPath, updateConfigFile } from './config-file.js';
+import { knownKey, knownKeysText, ownedByBlobstore, spellings } from './config-schema.js';
 import { usageError } from './errors.js';
 import { print } from './output.js';
 
@@ -28,13 +28,17 @@ Examples:
   blobstore config set cache.size --value 42
 
 Keys under node., orders. and stacks.<name>. are blobstore's: an unknown one is refused (exit 2)
-with the list of known keys, and values are typed and validated. Any other dot-notation key is
+with the list of known keys, and values are typed and validated. A setting has one entry: setting
+node.NodeID removes node.nodeId (and the other way round). Any other dot-notation key is
 stored as the string given.`)
     .action(async (key: string, opts: { value: string }) => {
       const path = configFilePath();
       const { segments, value, note } = parseAssignment(key, opts.value);
       if (note) process.stderr.write(`blobstore: ${note}\n`);
+      const known = knownKey(segments);
       await updateConfigFile(path, (file) => {
+        // One setting, one entry: its other spellings go, so the value set is the one read.
+        if (known) for (const other of spellings(known, segments)) if (other.join('.') !== segments.join('.')) unsetPath(file, other);
         setPath(file, segments, value);
         return true;
       });

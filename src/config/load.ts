@@ -96,6 +96,8 @@ export function loadSettings<K extends string>(
   table: Record<K, SettingSpec>,
   section: string,
   options: LoadOptions<K> = {},
+  /** The table is every setting of the section: a key of the file's section it lacks is refused (a typo, else read by nothing). */
+  wholeSection = false,
 ): Record<K, unknown> {
   const env = options.env ?? process.env;
   const filePath = options.file ?? configFilePath();
@@ -104,13 +106,14 @@ export function loadSettings<K extends string>(
   if (typeof fileSection !== 'object' || Array.isArray(fileSection)) {
     throw new ConfigError(`config file ${filePath}: "${section}" must be an object`);
   }
+  if (wholeSection) refuseUnknownKeys(table, section, fileSection, filePath);
   const result: Record<string, unknown> = {};
   const defaulted = new Set<string>();
   for (const [key, spec] of Object.entries(table) as [K, SettingSpec][]) {
     let value: unknown = spec.default();
     defaulted.add(key);
     const specName = spec.specName;
-    const fromFile = fileSection[key] ?? (specName ? (fileSection[specName] ?? file[specName]) : undefined);
+    const fromFile = fromFileOnce(filePath, section, key, specName, fileSection, file);
     if (fromFile !== undefined) {
       value = coerce(key, spec, fromFile, `config file ${filePath}`);
       defaulted.delete(key);
@@ -130,6 +133,37 @@ export function loadSettings<K extends string>(
   }
   DEFAULTED.set(result, defaulted);
   return result as Record<K, unknown>;
+}
+
+function refuseUnknownKeys(table: Record<string, SettingSpec>, section: string, fileSection: Record<string, unknown>, filePath: string): void {
+  const names = new Map<string, string>();
+  for (const [key, spec] of Object.entries(table)) {
+    names.set(key, key);
+    if (spec.specName) names.set(spec.specName, key);
+  }
+  for (const key of Object.keys(fileSection)) {
+    if (names.has(key)) continue;
+    const near = [...names.keys()].find((name) => name.toLowerCase() === key.toLowerCase());
+    throw new ConfigError(`config file ${filePath}: unknown setting ${section}.${key}${near ? ` (did you mean ${section}.${near}?)` : ''}; \`blobstore config list --all\` lists them`);
+  }
+}
+
+/**
+ * A setting's value in the config file under whichever of its spellings holds it (`node.nodeId`,
+ * `node.NodeID`, top-level `NodeID`); two spellings that disagree are refused, since either one
+ * chosen would silently ignore the other.
+ */
+function fromFileOnce(filePath: string, section: string, key: string, specName: string | undefined, fileSection: Record<string, unknown>, file: Record<string, unknown>): unknown {
+  const found: [string, unknown][] = [];
+  if (fileSection[key] !== undefined) found.push([`${section}.${key}`, fileSection[key]]);
+  if (specName && fileSection[specName] !== undefined) found.push([`${section}.${specName}`, fileSection[specName]]);
+  if (specName && file[specName] !== undefined) found.push([specName, file[specName]]);
+  for (const [where, value] of found.slice(1)) {
+    if (JSON.stringify(value) !== JSON.stringify(found[0]![1])) {
+      throw new ConfigError(`config file ${filePath}: ${found[0]![0]} and ${where} are the same setting with different values (${JSON.stringify(found[0]![1])}, ${JSON.stringify(value)}); keep one`);
+    }
+  }
+  return found[0]?.[1];
 }
 
 /** The keys of a loaded table that nobody set (their default stands). */
@@ -179,10 +213,11 @@ function defaultNodeId(config: NodeConfig): string {
 
 /** The node's configuration: the SETTINGS table under the file's `node` section. */
 export function loadConfig(options: LoadOptions = {}): NodeConfig {
-  const config = loadSettings(SETTINGS, 'node', options) as NodeConfig;
+  const config = loadSettings(SETTINGS, 'node', options, true) as NodeConfig;
   if (isDefaulted(config, 'nodeId')) config.nodeId = defaultNodeId(config);
   if (isDefaulted(config, 'grpcAddr')) config.grpcAddr = defaultGrpcAddr(config.listen);
   if (config.nodeId === '') throw new ConfigError('setting nodeId (NodeID) must not be empty');
+  if (config.dataDir === '') throw new ConfigError('setting dataDir must not be empty');
   if (config.listMaxLimit < config.listDefaultLimit) {
     throw new ConfigError('setting listMaxLimit must be at least listDefaultLimit');
   }

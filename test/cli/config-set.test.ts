@@ -51,6 +51,20 @@ describe('config set round trip', () => {
     expect(readConfig(box).node).toStrictEqual({ listMaxLimit: 700, region: 'eu-central-1' });
   });
 
+  it('keeps one entry per setting: setting node.NodeID replaces node.nodeId and a top-level NodeID; get and unset take either spelling', () => {
+    const box = fresh();
+    mkdirSync(dirname(box.configFile), { recursive: true });
+    writeFileSync(box.configFile, JSON.stringify({ NodeID: 'top' }));
+    expect(run(box, ['config', 'set', 'node.nodeId', '--value', 'old']).status).toBe(0);
+    expect(readConfig(box)).toStrictEqual({ node: { nodeId: 'old' } });
+    expect(run(box, ['config', 'set', 'node.NodeID', '--value', 'new']).status).toBe(0);
+    expect(readConfig(box)).toStrictEqual({ node: { NodeID: 'new' } });
+    expect(run(box, ['config', 'get', 'node.nodeId']).stdout.trim()).toBe('new');
+    expect(run(box, ['config', 'set', 'node.listMaxLimit', '--value', '500']).status).toBe(0);
+    expect(run(box, ['config', 'unset', 'node.nodeId']).status).toBe(0);
+    expect(readConfig(box)).toStrictEqual({ node: { listMaxLimit: 500 } });
+  });
+
   it('writes the file with mode 0600 and leaves no temp or lock file behind', () => {
     const box = fresh();
     run(box, ['config', 'set', 'node.region', '--value', 'eu-central-1']);

@@ -16,7 +16,7 @@ export interface OrdersConfig {
 
 /** The orders service's configuration: ORDERS_SETTINGS under the file's `orders` section. */
 export function loadOrdersConfig(options: LoadOptions<OrdersSettingKey> = {}): OrdersConfig {
-  const config = loadSettings(ORDERS_SETTINGS, 'orders', options) as unknown as OrdersConfig;
+  const config = loadSettings(ORDERS_SETTINGS, 'orders', options, true) as unknown as OrdersConfig;
   if (config.ordersDataDir === '') throw new ConfigError('setting ordersDataDir (OrdersDataDir) must not be empty');
   return config;
 }
