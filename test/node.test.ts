@@ -121,12 +121,26 @@ describe('data dir', () => {
 });
 
 describe('listeners', () => {
-  it('a second node on an API port in use fails to start instead of sharing the port', async () => {
+  it('a second node on an API or metrics port in use fails to start instead of sharing the port, saying why in one line', async () => {
     const node = await startNode();
     try {
       const second = await runCli(['serve', '--data-dir', tempDir(), '--listen', `127.0.0.1:${node.port}`, '--metrics-addr', '', '--grpc-addr', '']);
-      expect(second.code).not.toBe(0);
-      expect(second.stdout + second.stderr).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${node.port}`));
+      expect(second.code).toBe(1);
+      // One log line saying why, as an operator needs it; no stack (it is not a bug).
+      const lines = (second.stdout + second.stderr).trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'fatal', msg: `cannot start: cannot listen on 127.0.0.1:${node.port}: address in use (EADDRINUSE)` });
+      expect(JSON.parse(lines[0]!)).not.toHaveProperty('err');
+      const metrics = await runCli(['serve', '--data-dir', tempDir(), '--listen', '127.0.0.1:0', '--metrics-addr', `127.0.0.1:${node.port}`, '--grpc-addr', '']);
+      expect(metrics.code).toBe(1);
+      expect(metrics.stdout + metrics.stderr).toContain(`cannot listen for metrics on 127.0.0.1:${node.port}: address in use (EADDRINUSE)`);
+      // A data dir that cannot be made: the errno and the path, one line.
+      const file = join(tempDir(), 'file');
+      writeFileSync(file, '');
+      const notDir = await runCli(['serve', '--data-dir', join(file, 'sub'), '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '']);
+      expect(notDir.code).toBe(1);
+      expect((notDir.stdout + notDir.stderr).trim().split('\n')).toHaveLength(1);
+      expect(notDir.stdout + notDir.stderr).toContain('ENOTDIR: not a directory');
       expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
     } finally {
       await node.stop();

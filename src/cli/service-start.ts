@@ -1,5 +1,6 @@
 import { ConfigError } from '../config/load.js';
 import type { Logger } from '../log/logger.js';
+import { ListenError } from '../util/listen-refusal.js';
 import { usageError } from './errors.js';
 
 /**
@@ -20,9 +21,20 @@ export function loadSettingsOrUsageError<T>(load: () => T): T {
 
 /**
  * Logs why the start failed and exits: 2 for a configuration problem (a data dir of another
- * format or node, one in use, a bad token or keys file), 1 for anything else.
+ * format or node, one in use, a bad token or keys file), 1 for anything else. A problem of the
+ * host's (a configuration, an address taken, a data dir that cannot be written: its errno and
+ * path are in the message) is one line; a stack is logged only for what may be a bug.
  */
 export function exitOnStartFailure(log: Logger, err: unknown): never {
-  log.fatal({ err }, `cannot start: ${err instanceof Error ? err.message : String(err)}`);
+  const message = err instanceof Error ? err.message : String(err);
+  if (operatorsProblem(err)) log.fatal({ code: (err as NodeJS.ErrnoException).code }, `cannot start: ${message}`);
+  else log.fatal({ err }, `cannot start: ${message}`);
   process.exit(err instanceof ConfigError ? 2 : 1);
+}
+
+function operatorsProblem(err: unknown): boolean {
+  if (err instanceof ConfigError || err instanceof ListenError) return true;
+  // A system call's failure (EROFS, ENOTDIR, EACCES, ENOSPC ...): Node's message names the call and the path.
+  const e = err as NodeJS.ErrnoException | undefined;
+  return e instanceof Error && typeof e.code === 'string' && typeof e.syscall === 'string';
 }

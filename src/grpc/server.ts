@@ -30,6 +30,7 @@ import { authorization, toStatus } from './status.js';
 import { format } from 'node:util';
 import { serverCredentials } from '../tls/grpc-tls.js';
 import type { NodeTls } from '../tls/node-tls.js';
+import { ListenError } from '../util/listen-refusal.js';
 
 /** Answers every rpc of a service UNIMPLEMENTED; `admin` first when the service needs the scope. */
 function unimplementedHandlers(definition: grpc.ServiceDefinition, service: string, gate: Gate | undefined, log: Logger): grpc.UntypedServiceImplementation {
@@ -152,7 +153,7 @@ export class GrpcServer {
         return reject(err);
       }
       this.server.bindAsync(target, serverCredentials(this.tls), (err, bound) => {
-        if (err) return reject(new Error(`cannot listen for gRPC on ${target}: ${err.message}`));
+        if (err) return reject(new ListenError(`cannot listen for gRPC on ${target}: ${err.message}`));
         // The seam of direct-seam.ts (and the window settings) need grpc-js to make its server
         // through createHttp2Server: a grpc-js that stops doing so must not start silently slower.
         if (!created()) return reject(new Error('grpc-js did not make its HTTP/2 server through createHttp2Server: the stream seam (src/grpc/direct-seam.ts) needs updating'));

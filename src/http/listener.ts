@@ -10,6 +10,7 @@
  */
 import type { Logger } from '../log/logger.js';
 import type { NodeTls } from '../tls/node-tls.js';
+import { listenError } from '../util/listen-refusal.js';
 import { listenExclusive, loadUws, type TemplatedApp, type us_listen_socket } from './uws.js';
 
 const uws = loadUws();
@@ -57,7 +58,7 @@ export class Listener {
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       listenExclusive(this.live, host, port, (socket) => {
-        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        if (!socket) return void listenError(this.what === 'API' ? '' : `for ${this.what}`, host, port).then(reject);
         this.socket = socket;
         const bound = uws.us_socket_local_port(socket);
         this.address = { host, port: bound };

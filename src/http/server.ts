@@ -139,9 +139,7 @@ export class ApiServer {
   /** Listens on `listen` (host:port; port 0 picks a free one) and returns the bound port. */
   listen(): Promise<number> {
     const addr = parseHostPort(this.config.listen)!;
-    return this.listener.listen(addr.host, addr.port).catch(() => {
-      throw new Error(`cannot listen on ${this.config.listen}`);
-    });
+    return this.listener.listen(addr.host, addr.port);
   }
 
   /** `https` when the listener speaks TLS. */

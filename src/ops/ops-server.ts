@@ -59,9 +59,7 @@ export class OpsServer {
 
   /** Listens on host:port (port 0 picks a free one) and returns the bound port. */
   listen(host: string, port: number): Promise<number> {
-    return this.listener.listen(host, port).catch(() => {
-      throw new Error(`cannot listen for metrics on ${host}:${port}`);
-    });
+    return this.listener.listen(host, port);
   }
 
   /** Stops accepting connections (scrapes are short; open keep-alive connections end with the process). */
