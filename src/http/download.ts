@@ -77,6 +77,8 @@ export async function sendBody(
     });
   } catch (err) {
     if (sent && !x.aborted && !x.done) {
+      // The client sees a body cut short; the node's log says why.
+      x.log.warn({ err }, `an answer of ${total} bytes was cut short after it began: ${(err as Error).message}`);
       x.done = true;
       x.res.close();
       return;

@@ -191,4 +191,20 @@ describe.skipIf(!haveOpenssl)('three nodes that talk only TLS (mutual TLS and a 
     // Nothing of it crossed in plain text: a plain-HTTP request to a node gets no answer.
     await expect(fetch(c.url(0).replace('https', 'http') + '/v1/cluster/state', { signal: AbortSignal.timeout(10_000) })).rejects.toThrow();
   }, 180_000);
+
+  it('a node without a blob streams it whole from its holder over TLS to a client that reads slowly', async () => {
+    // NONE stays on the node that took it (three nodes): the others fetch it from there as they answer.
+    const bytes = patternBytes(20 * 1024 * 1024, 77);
+    const res = await putRaw(c.url(1), bytes, { 'X-Blobstore-Policy': 'NONE' });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    for (const reader of [0, 2]) {
+      const out = join(dir, `slow-${reader}.bin`);
+      // 8 MiB/s: the holder's bytes come faster than the client takes them, so the fetch waits on it.
+      const { stdout } = await run('curl', ['-sS', '--cacert', ca.cert, '--cert', nodeCert.cert, '--key', nodeCert.key, '--limit-rate', '8M', '-o', out, '-w', '%{http_code} %{size_download}', `${c.url(reader)}/v1/blobs/${id}`], { timeout: 60_000 })
+        .catch((err: { stdout?: string; stderr?: string }) => ({ stdout: `${err.stdout ?? ''} ${err.stderr ?? ''}` }));
+      expect(stdout, `read through node ${reader}`).toBe(`200 ${bytes.length}`);
+      expect(readFileSync(out).equals(bytes), `bytes read through node ${reader}`).toBe(true);
+    }
+  }, 120_000);
 });

@@ -90,7 +90,9 @@ interface Exchange {
 /**
  * Net asks for the buffer of the next read right after each read's callback, so while the sink
  * holds the main buffer the next read must go elsewhere: into a small spare, copied into the main
- * buffer once the sink is done with it (one read's worth per chunk).
+ * buffer once the sink is done with it (one read's worth per chunk). Over TLS, a paused socket
+ * still hands on what it has already decrypted (a TCP read's worth of records): those reads are
+ * kept aside (`aside`) until the sink is done, then taken into the buffer as if just read.
  */
 const SPARE_BYTES = 64 * 1024;
 
@@ -100,6 +102,9 @@ class Connection {
   private readonly spare = Buffer.allocUnsafeSlow(SPARE_BYTES);
   /** The sink holds the buffer: reads go to the spare. */
   private holding = false;
+  /** Body bytes read while the sink held the buffer (a paused TLS socket's last records), in order. */
+  private aside: Buffer[] = [];
+  private asideBytes = 0;
   private filled = 0;
   private exchange: Exchange | undefined;
   /** Responses completed on this connection (a failure on a reused one may be a stale close). */
@@ -131,6 +136,8 @@ class Connection {
   private fail(err: Error): void {
     const ex = this.exchange;
     this.exchange = undefined;
+    this.aside = [];
+    this.asideBytes = 0;
     if (!this.closed) this.socket.destroy();
     ex?.reject(ex.delivered === 0 ? new NothingDelivered(err.message) : err);
   }
@@ -152,13 +159,18 @@ class Connection {
     // A read into the buffer comes as a view of it (from `filled` on): told apart by its memory.
     if (into.buffer !== this.buffer.buffer && into !== this.spare) return this.readInto(ex, n);
     if (into === this.spare) {
-      if (this.filled + n > this.buffer.length) {
-        this.fail(new Error('more bytes than the buffer holds'));
-        return false;
-      }
-      this.buffer.set(this.spare.subarray(0, n), this.filled);
+      if (this.holding) return this.setAside(ex, n);
+      const fits = Math.min(n, this.buffer.length - this.filled);
+      this.buffer.set(this.spare.subarray(0, fits), this.filled);
+      if (fits < n) this.keep(this.spare.subarray(fits, n));
+      n = fits;
     }
     this.filled += n;
+    return this.afterRead(ex);
+  }
+
+  /** The buffer's bytes after a read: the head parsed, the body moved to a target, or delivered once a chunk is whole. */
+  private afterRead(ex: Exchange): boolean {
     if (ex.left < 0 && !this.parseHead(ex)) return true;
     if (ex.target) return this.moveToTarget(ex);
     if (this.overrun(ex, this.filled)) return false;
@@ -190,6 +202,31 @@ class Connection {
     this.buffer.copyWithin(0, end + HEAD_END.length, this.filled);
     this.filled -= end + HEAD_END.length;
     return true;
+  }
+
+  /** A read while the sink holds the buffer: kept aside (a copy) until it is done; reading stays paused. */
+  private setAside(ex: Exchange, n: number): boolean {
+    this.keep(this.spare.subarray(0, n));
+    this.overrun(ex, this.asideBytes);
+    return false;
+  }
+
+  private keep(bytes: Buffer): void {
+    this.aside.push(Buffer.from(bytes));
+    this.asideBytes += bytes.length;
+  }
+
+  /** Bytes kept aside go into the buffer as if just read (as many as it holds). */
+  private takeAside(): void {
+    while (this.aside.length > 0 && this.filled < this.buffer.length) {
+      const next = this.aside[0]!;
+      const n = Math.min(next.length, this.buffer.length - this.filled);
+      next.copy(this.buffer, this.filled, 0, n);
+      this.filled += n;
+      this.asideBytes -= n;
+      if (n === next.length) this.aside.shift();
+      else this.aside[0] = next.subarray(n);
+    }
   }
 
   /** `n` body bytes are more than the response announced: the fetch fails. */
@@ -269,6 +306,11 @@ class Connection {
         this.filled = 0;
         this.holding = false;
         this.socket.setTimeout(this.idleTimeoutMs);
+        if (this.asideBytes > 0) {
+          this.takeAside();
+          // A whole chunk (or the body's end) delivered again; else reading resumes to fill the buffer.
+          if (!this.afterRead(ex)) return;
+        }
         if (ex.left > 0) {
           this.socket.resume();
           return;
