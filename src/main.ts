@@ -6,7 +6,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { BLOB_COMMANDS, registerBlobCommands } from './cli/blob-commands.js';
-import { printError } from './cli/output.js';
+import { endQuietlyWhenOutputCloses, printError } from './cli/output.js';
 import { packageVersion } from './version.js';
 
 function newProgram(): Command {
@@ -49,6 +49,7 @@ async function programFor(argv: string[]): Promise<Command> {
 }
 
 async function main(argv: string[]): Promise<void> {
+  if (argv[2] !== 'serve' && argv[2] !== 'orders') endQuietlyWhenOutputCloses();
   const program = await programFor(argv);
   // Nothing left to run while the command has not finished: a call that will never settle. Node
   // would exit 0 here, as if the command had done its work.

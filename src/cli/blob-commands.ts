@@ -4,7 +4,7 @@
  * against their id before they are kept. Exit status: 0 done, 1 a node refused or failed (its
  * message on stderr), 2 a usage error (bad arguments, a missing file, an id that is no id).
  */
-import { createReadStream, createWriteStream, promises as fs, readFileSync, statSync, type WriteStream } from 'node:fs';
+import { createReadStream, promises as fs, readFileSync, statSync, type WriteStream } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { type Command, Option } from 'commander';
 import type { BlobClient, PutResult } from '../client/index.js';
@@ -33,7 +33,7 @@ function withConnection(cmd: Command): Command {
     .option('--url <url>', 'node base URL; repeat it or comma-separate (stores spread over them, calls fail over); default $BLOBSTORE_URL, else http://127.0.0.1:8080',
       (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
     .option('--token <token>', 'bearer token (default $BLOBSTORE_TOKEN)')
-    .option('--cacert <file>', 'PEM file of the CA that signs the nodes\' certificates (https URLs)')
+    .option('--cacert <file>', 'PEM file of the CA that signs the nodes\' certificates (https URLs); default $BLOBSTORE_CACERT')
     .option('--retries <n>', 'attempts after the first, over the nodes, on 503/507/timeouts/connection errors', '5')
     .option('--timeout <ms>', 'a call without progress for this long fails (and is retried)', '30000')
     .addOption(new Option('--output <format>', 'text, or json (one JSON object a line)').choices(['text', 'json']).default('text'));
@@ -46,12 +46,14 @@ async function clientOf(opts: ConnectionOptions): Promise<BlobClient> {
   const retries = intOption(opts.retries, '--retries', 0);
   const timeoutMs = intOption(opts.timeout, '--timeout', 1);
   let ca: Buffer | undefined;
-  if (opts.cacert) {
+  const cacert = opts.cacert ?? (process.env.BLOBSTORE_CACERT || undefined);
+  if (cacert) {
     try {
-      ca = readFileSync(opts.cacert);
+      ca = readFileSync(cacert);
     } catch (err) {
-      throw usageError(`--cacert ${opts.cacert}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw usageError(`--cacert ${cacert}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
+    if (!ca.includes('-----BEGIN CERTIFICATE-----')) throw usageError(`--cacert ${cacert}: not a PEM certificate`);
   }
   try {
     return new BlobClient({ urls, token: opts.token ?? process.env.BLOBSTORE_TOKEN, retries, timeoutMs, ca });
@@ -228,7 +230,8 @@ async function putFiles(files: string[], opts: PutOptionsCli, settings: PutSetti
     };
     try {
       const size = sizes.get(file);
-      const body = file === '-' ? () => process.stdin : size! <= READ_WHOLE_MAX_BYTES ? readWhole(file, size!) : () => createReadStream(file, { highWaterMark: 1024 * 1024 });
+      // Standard input can be read once: given as the stream itself, it is sent once, never retried.
+      const body = file === '-' ? process.stdin : size! <= READ_WHOLE_MAX_BYTES ? readWhole(file, size!) : () => createReadStream(file, { highWaterMark: 1024 * 1024 });
       landed(file, await client.put(body, { policy, labels, size, onProgress }));
     } catch (err) {
       failedOn([file], err);
@@ -279,7 +282,16 @@ async function getCommand(id: string, opts: ConnectionOptions & { out?: string }
   let out: WriteStream | NodeJS.WriteStream = process.stdout;
   let writeError: Error | undefined;
   if (temp) {
-    out = createWriteStream(temp, { flags: 'wx' });
+    // A place the download cannot be kept is the caller's mistake, said before any byte is fetched.
+    if ((await fs.stat(target!).catch(() => undefined))?.isDirectory()) {
+      await client.close();
+      throw usageError(`-o ${target}: is a directory`);
+    }
+    const file = await fs.open(temp, 'wx').catch(async (err: NodeJS.ErrnoException) => {
+      await client.close();
+      throw usageError(`-o ${target}: cannot write there (${err.code ?? err.message})`);
+    });
+    out = file.createWriteStream();
     // Reported where the download fails (below), not as an unhandled event.
     out.on('error', (err) => (writeError ??= err));
   }
@@ -339,6 +351,9 @@ async function lsCommand(opts: ConnectionOptions & { prefix?: string }): Promise
 }
 
 async function rmCommand(ids: string[], opts: ConnectionOptions): Promise<void> {
+  // Every id is checked before the first delete: a typo in the list deletes nothing.
+  const bad = ids.find((id) => !/^[0-9a-f]{32}$/.test(id));
+  if (bad !== undefined) throw usageError(`invalid blob ID ${JSON.stringify(bad.slice(0, 80))}: expected 32 lower-case hex characters`);
   const client = await clientOf(opts);
   try {
     for (const id of ids) {

@@ -36,8 +36,11 @@ export interface BlobClientOptions {
   ca?: string | Buffer;
 }
 
-/** A body: bytes, or a factory that opens the stream anew for each attempt. */
-export type Body = Uint8Array | (() => Readable | AsyncIterable<Uint8Array>);
+/**
+ * A body: bytes, or a factory that opens the stream anew for each attempt (retried as bytes are),
+ * or a stream itself (standard input: it can be read once, so it is sent once, never retried).
+ */
+export type Body = Uint8Array | Readable | AsyncIterable<Uint8Array> | (() => Readable | AsyncIterable<Uint8Array>);
 
 export interface PutOptions {
   /** 0-5 or a name (REPLICA3, EC42, ...); the node's default (REPLICA3) when absent. */
@@ -134,7 +137,7 @@ export class BlobClient {
     const again = body instanceof Uint8Array || typeof body === 'function';
     return this.attempt(again ? this.retries : 0, true, async (url) => {
       let sent = 0;
-      const source = body instanceof Uint8Array ? body : Readable.from(body());
+      const source = body instanceof Uint8Array ? body : Readable.from(typeof body === 'function' ? body() : body);
       const counted = options.onProgress && !(source instanceof Uint8Array) ? Readable.from(countBytes(source, (n) => options.onProgress!((sent += n)))) : source;
       const res = await request(`${url}/v1/blobs`, { method: 'POST', headers, body: counted, dispatcher: this.dispatcher });
       const text = await res.body.text();
@@ -291,7 +294,8 @@ export class BlobClient {
       const res = await request(`${url}/v1/blobs/${id}`, { method: 'HEAD', headers: this.headers, dispatcher: this.dispatcher });
       await res.body.dump();
       if (res.statusCode === 404) return undefined;
-      if (res.statusCode !== 200) throw errorOf(res.statusCode, '', `stat of ${id} on ${url}`, res.headers);
+      // A HEAD answer has no body to carry the node's message: the status says what it means.
+      if (res.statusCode !== 200) throw errorOf(res.statusCode, HEAD_REASONS[res.statusCode] ?? '', `stat of ${id} on ${url}`, res.headers);
       const header = (name: string): string => String(res.headers[name] ?? '');
       return { id, size: Number(header('x-blobstore-blob-size')), createdAtNs: BigInt(header('x-blobstore-created-at') || '0'), policy: Number(header('x-blobstore-policy')) };
     });
@@ -299,6 +303,9 @@ export class BlobClient {
 
   /** Ids stored on the first node that answers (the list is a node's own, as the spec says), page by page. */
   async *list(options: { prefix?: string; pageSize?: number } = {}): AsyncIterable<string> {
+    if (options.prefix !== undefined && !/^[0-9a-f]{0,32}$/.test(options.prefix)) {
+      throw new BlobClientError('usage', `invalid prefix ${JSON.stringify(options.prefix.slice(0, 80))}: expected up to 32 lower-case hex characters`);
+    }
     const url = this.urls[0]!;
     let cursor = '';
     for (;;) {
@@ -364,12 +371,43 @@ export class BlobClient {
   }
 }
 
-/** http://host:port without a trailing slash; a bare host:port means http. */
+/**
+ * http(s)://host:port without a trailing slash; a bare host:port means http. A node's API is at
+ * its root: a URL with a path, a query or another scheme is refused (stores would go to the root
+ * and reads under the path).
+ */
 function normalizeUrl(url: string): string {
   const u = url.trim().replace(/\/+$/, '');
   if (u === '') throw new BlobClientError('usage', 'an empty node URL');
-  return /^https?:\/\//.test(u) ? u : `http://${u}`;
+  const full = /^[a-z][a-z0-9+.-]*:\/\//i.test(u) ? u : `http://${u}`;
+  let parsed: URL;
+  try {
+    parsed = new URL(full);
+  } catch {
+    throw new BlobClientError('usage', `node URL ${JSON.stringify(url)}: not a URL (expected http://host:port or https://host:port)`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new BlobClientError('usage', `node URL ${JSON.stringify(url)}: ${parsed.protocol.slice(0, -1)} is not http or https`);
+  if (parsed.pathname !== '/' || parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
+    throw new BlobClientError('usage', `node URL ${JSON.stringify(url)}: a node's API is at its root; give ${parsed.protocol}//${parsed.host}`);
+  }
+  return `${parsed.protocol}//${parsed.host}`;
 }
+
+/** What a HEAD answer's status means (it has no body for the node's message). */
+const HEAD_REASONS: Readonly<Record<number, string>> = {
+  400: 'invalid request',
+  401: 'missing or invalid bearer token',
+  403: 'the token lacks the scope',
+  503: 'unavailable',
+  507: 'insufficient storage',
+};
+
+/** TLS verification failures: the node's certificate is not trusted here; another attempt fails alike. */
+const CERTIFICATE_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_SIGNATURE_FAILURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
 
 /** Header lines for the raw pool (each ending in CRLF). */
 function headerLines(headers: Record<string, string>): string {
@@ -405,6 +443,9 @@ function errorOf(status: number, text: string, what: string, headers: Record<str
 function networkError(err: unknown, url: string): BlobClientError {
   if (err instanceof BlobClientError) return err;
   const e = err as { code?: string; message?: string; name?: string };
+  if (e.code !== undefined && CERTIFICATE_CODES.has(e.code)) {
+    return new BlobClientError('network', `${url}: ${e.code}${e.message ? ` ${e.message}` : ''} (the node's certificate is not trusted here: give the CA that signed it with --cacert, or NODE_EXTRA_CA_CERTS)`, { cause: err, final: true });
+  }
   const timeout = e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT' || (err instanceof RawConnectionError && e.code === 'ETIMEDOUT');
   return new BlobClientError(timeout ? 'timeout' : 'network', `${url}: ${e.code ?? e.name ?? 'error'}${e.message ? ` ${e.message}` : ''}`, { cause: err });
 }

@@ -4,6 +4,7 @@
  * once, downloads kept only once their bytes are the id's, clear messages and exit codes for bad
  * input (2: usage; 1: a node's refusal or failure), never a stack trace.
  */
+import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { splitBatch } from '../../src/blob/batch.js';
 import { BlobClient, BlobIdMismatch } from '../../src/client/index.js';
 import { expectedId, patternBytes } from '../helpers/blobs.js';
 import { type NodeProcess, startNode, tempDir } from '../helpers/node-process.js';
-import { ROOT, runAsync, type Sandbox, useSandboxes } from './helpers.js';
+import { BIN, ROOT, runAsync, type Sandbox, useSandboxes } from './helpers.js';
 
 const fresh = useSandboxes();
 let node: NodeProcess;
@@ -241,6 +242,78 @@ describe('get, stat, ls, rm', () => {
       const r = await cli([cmd, '--help']);
       expect(r.status, cmd).toBe(0);
       expect(r.stdout, cmd).toMatch(/Examples?:\n {2}blobstore /);
+    }
+  });
+});
+
+describe('what a user gets wrong, or a pipe cuts short', () => {
+  it('a closed standard output ends the command quietly (status 141, as SIGPIPE ends cat), no stack', async () => {
+    const data = patternBytes(2 * 1024 * 1024, 141);
+    const f = join(dir, 'piped.bin');
+    writeFileSync(f, data);
+    const id = (await cli(['put', f])).stdout.split(' ')[0]!;
+    // `get` to a reader that takes one byte and goes; the exit status is the command's (pipefail).
+    const r = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${BIN}" get ${id} | head -c 1 >/dev/null`], { env: { ...box.env, BLOBSTORE_URL: node.url }, encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(141);
+  });
+
+  it('get -o into a directory, or where no file can be made, exits 2 before any byte is fetched', async () => {
+    const id = (await cli(['put', '-'], 'kept\n')).stdout.split(' ')[0]!;
+    const isDir = await cli(['get', id, '-o', dir]);
+    expect(isDir.status).toBe(2);
+    expect(isDir.stderr).toBe(`blobstore: -o ${dir}: is a directory\n`);
+    const nowhere = await cli(['get', id, '-o', join(dir, 'absent', 'x.bin')]);
+    expect(nowhere.status).toBe(2);
+    expect(nowhere.stderr).toMatch(/^blobstore: -o .*absent\/x\.bin: cannot write there \(ENOENT\)\n$/);
+  });
+
+  it('rm checks every id before it deletes any; ls --prefix checks the prefix', async () => {
+    const id = (await cli(['put', '-'], 'not deleted\n')).stdout.split(' ')[0]!;
+    const r = await cli(['rm', id, 'NOTANID']);
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    expect((await cli(['stat', id])).status).toBe(0);
+    const ls = await cli(['ls', '--prefix', 'ZZ']);
+    expect(ls.status).toBe(2);
+    expect(ls.stderr).toMatch(/^blobstore: invalid prefix "ZZ"/);
+  });
+
+  it('a node URL with a path, another scheme or no URL at all exits 2, naming the form expected', async () => {
+    for (const [url, message] of [
+      [`${node.url}/store`, `a node's API is at its root; give ${node.url}`],
+      ['ftp://127.0.0.1:1', 'ftp is not http or https'],
+      ['http://[bad', 'not a URL'],
+    ] as const) {
+      const r = await runAsync(box, ['ls', '--url', url], {});
+      expect(r.status, url).toBe(2);
+      expect(r.stderr).toContain(message);
+      noStackTrace(r.stderr);
+    }
+  });
+
+  it('stat with no token on a node that wants one says why (a HEAD answer has no message)', async () => {
+    const { tokenFile } = await import('../auth/helpers.js');
+    const { path } = tokenFile();
+    const guarded = await startNode({ args: ['--auth-tokens-file', path] });
+    try {
+      const r = await runAsync(box, ['stat', '0'.repeat(32), '--url', guarded.url], {});
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain('401 missing or invalid bearer token');
+    } finally {
+      await guarded.stop();
+    }
+  });
+
+  it('the library sends a stream given as such once (it cannot be read again), a failure not retried', async () => {
+    const { Readable } = await import('node:stream');
+    const client = new BlobClient({ urls: [node.url] });
+    try {
+      const bytes = patternBytes(300_000, 300);
+      const put = await client.put(Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]));
+      expect(put.id).toBe(await expectedId(bytes));
+    } finally {
+      await client.close();
     }
   });
 });

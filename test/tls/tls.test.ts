@@ -18,6 +18,7 @@ import { type CertFiles, haveOpenssl, makeCa, makeCert } from '../helpers/certs.
 import { copiesOf, expectReadableEverywhere, freePort, TestCluster } from '../helpers/cluster.js';
 import { type NodeProcess, runCli, startNode, tempDir } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
+import { BIN } from '../cli/helpers.js';
 
 const run = promisify(execFile);
 const PYTHON = '/usr/bin/python3';
@@ -91,6 +92,17 @@ describe.skipIf(!haveOpenssl)('TLS on a node alone (openssl certificates)', () =
     // Without the CA the certificate is refused by curl; plain text is not HTTP to this port.
     await expect(run('curl', ['-sS', `${node.url}/healthz`])).rejects.toThrow(/certificate/i);
     await expect(run('curl', ['-sS', '--max-time', '10', node.url.replace('https', 'http') + '/healthz'])).rejects.toThrow();
+  });
+
+  it('blobstore stat without the CA fails at once, saying how to give it; with $BLOBSTORE_CACERT it works', async () => {
+    const env = { ...process.env, BLOBSTORE_URL: node.url, BLOBSTORE_CONFIG: '/nonexistent/blobstore.json', NODE_EXTRA_CA_CERTS: '' };
+    const started = Date.now();
+    const refused = await run(process.execPath, [BIN, 'stat', '0'.repeat(32)], { env }).catch((err: { code: number; stderr: string }) => err);
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect((refused as { code: number }).code).toBe(1);
+    expect((refused as { stderr: string }).stderr).toMatch(/certificate is not trusted here: give the CA that signed it with --cacert/);
+    const trusted = await run(process.execPath, [BIN, 'stat', '0'.repeat(32)], { env: { ...env, BLOBSTORE_CACERT: ca.cert } }).catch((err: { code: number; stderr: string }) => err);
+    expect((trusted as { stderr: string }).stderr).toBe(`blobstore: ${'0'.repeat(32)}: not found\n`);
   });
 
   it('the metrics listener speaks TLS too', async () => {
