@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { SETTINGS } from '../config/settings.js';
-import { createLogger } from '../log/logger.js';
+import { createLogger, routeProcessWarnings } from '../log/logger.js';
 import { exitOnStartFailure, loadSettingsOrUsageError } from './service-start.js';
 import { addSettingOptions, settingFlags } from './setting-options.js';
 
@@ -27,6 +27,7 @@ export function registerServe(program: Command): void {
     const flags = settingFlags(opts, SETTINGS);
     const config = loadSettingsOrUsageError(() => loadConfig({ flags, file: opts.config as string | undefined }));
     const log = createLogger({ level: config.logLevel, format: config.logFormat, name: 'blobstore', node: config.nodeId });
+    routeProcessWarnings(log);
     const { runNode } = await import('../node.js');
     await runNode(config, log).catch((err: unknown) => exitOnStartFailure(log, err));
   });

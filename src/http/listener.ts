@@ -9,7 +9,7 @@
  * node logs it; configured ports (8080, 9090) lie below that range.
  */
 import type { Logger } from '../log/logger.js';
-import type { NodeTls } from '../tls/node-tls.js';
+import { type NodeTls, TLS12_CIPHERS } from '../tls/node-tls.js';
 import { listenError } from '../util/listen-refusal.js';
 import { listenExclusive, loadUws, type TemplatedApp, type us_listen_socket } from './uws.js';
 
@@ -51,7 +51,7 @@ export class Listener {
   private make(): TemplatedApp {
     if (!this.tls) return uws.App();
     const { tlsCert, tlsKey } = this.tls.settings;
-    return uws.SSLApp({ cert_file_name: tlsCert, key_file_name: tlsKey });
+    return uws.SSLApp({ cert_file_name: tlsCert, key_file_name: tlsKey, ssl_ciphers: TLS12_CIPHERS } as Parameters<typeof uws.SSLApp>[0]);
   }
 
   /** Listens on host:port (0: a free one); resolves with the bound port. */

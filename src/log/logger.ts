@@ -80,3 +80,18 @@ export function createLogger(options: LoggerOptions): Logger {
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
+
+/**
+ * Node's process warnings into the service's log instead of plain text on stderr, so the log stays
+ * one format. DEP0123 (an IP address as the TLS server name) comes from grpc-js's channels to
+ * peers named by address; their certificates are still checked against the address, so it goes at
+ * debug level. Any other warning goes at warn.
+ */
+export function routeProcessWarnings(log: Logger): void {
+  process.removeAllListeners('warning');
+  process.on('warning', (warning: Error & { code?: string }) => {
+    const fields = { warning: warning.name, code: warning.code };
+    if (warning.code === 'DEP0123') log.debug(fields, warning.message);
+    else log.warn(fields, warning.message);
+  });
+}

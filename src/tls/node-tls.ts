@@ -13,11 +13,24 @@
  * A start with a missing, unreadable or mismatched file stops (ConfigError, exit 2); on SIGHUP a
  * bad set keeps the one loaded before and logs why, as the tokens file does.
  */
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { type ConnectionOptions, createSecureContext } from 'node:tls';
+import tls, { type ConnectionOptions, createSecureContext } from 'node:tls';
 import { ConfigError } from '../config/load.js';
 import type { Logger } from '../log/logger.js';
+
+/**
+ * TLS 1.2 cipher suites every listener and peer call offers: forward secrecy and AEAD only
+ * (Mozilla's "intermediate" profile). Node's and OpenSSL's defaults also take RSA key exchange
+ * and CBC with SHA-1. TLS 1.3's suites (all AEAD) stay OpenSSL's; TLS 1.0 and 1.1 are refused by
+ * both ends' minimum version.
+ */
+export const TLS12_CIPHERS = [
+  'ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305', 'ECDHE-RSA-CHACHA20-POLY1305', 'DHE-RSA-AES128-GCM-SHA256', 'DHE-RSA-AES256-GCM-SHA384',
+].join(':');
+const TLS13_SUITES = 'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256';
 
 export interface TlsSettings {
   readonly tlsCert: string;
@@ -78,7 +91,18 @@ export class NodeTls {
     }
     if (settings.tlsCert === '') throw new ConfigError('TLSKeyFile is set without TLSCertFile (--tls-cert)');
     if (settings.tlsKey === '') throw new ConfigError('TLSCertFile is set without TLSKeyFile (--tls-key)');
-    return new NodeTls(settings, readTlsMaterial(settings));
+    const material = readTlsMaterial(settings);
+    // Node's side (grpc-js, peer sockets, undici) takes its default from here: one policy per process.
+    tls.DEFAULT_CIPHERS = `${TLS13_SUITES}:${TLS12_CIPHERS}`;
+    return new NodeTls(settings, material);
+  }
+
+  /** Why the certificate loaded would be refused by clients now (expired, not yet valid), if it would. */
+  validityProblem(now = Date.now()): string | undefined {
+    const cert = new X509Certificate(this.current.cert);
+    if (Date.parse(cert.validTo) < now) return `the certificate in TLSCertFile ${this.settings.tlsCert} expired on ${new Date(cert.validTo).toISOString()}: clients refuse it`;
+    if (Date.parse(cert.validFrom) > now) return `the certificate in TLSCertFile ${this.settings.tlsCert} is not valid before ${new Date(cert.validFrom).toISOString()}: clients refuse it until then`;
+    return undefined;
   }
 
   get material(): TlsMaterial {
@@ -113,14 +137,23 @@ export class NodeTls {
   }
 }
 
-/** Re-reads the files on SIGHUP; returns the function that stops listening. */
-export function reloadOnHangup(tls: NodeTls, log: Logger): () => void {
+/**
+ * Re-reads the files on SIGHUP; returns the function that stops listening. A certificate out of
+ * its validity (at start or once loaded) is warned of: it loads, but clients refuse it.
+ */
+export function reloadOnHangup(nodeTls: NodeTls, log: Logger): () => void {
+  const warnValidity = (): void => {
+    const problem = nodeTls.validityProblem();
+    if (problem) log.warn({ cert: nodeTls.settings.tlsCert }, problem);
+  };
+  warnValidity();
   const onHangup = (): void => {
     try {
-      tls.reload();
-      log.info({ signal: 'SIGHUP', cert: tls.settings.tlsCert }, `SIGHUP: TLS certificate reloaded from ${tls.settings.tlsCert}`);
+      nodeTls.reload();
+      log.info({ signal: 'SIGHUP', cert: nodeTls.settings.tlsCert }, `SIGHUP: TLS certificate reloaded from ${nodeTls.settings.tlsCert}`);
+      warnValidity();
     } catch (err) {
-      log.error({ signal: 'SIGHUP', cert: tls.settings.tlsCert }, `SIGHUP: ${(err as Error).message}; keeping the certificate loaded before`);
+      log.error({ signal: 'SIGHUP', cert: nodeTls.settings.tlsCert }, `SIGHUP: ${(err as Error).message}; keeping the certificate loaded before`);
     }
   };
   process.on('SIGHUP', onHangup);

@@ -5,7 +5,7 @@
  * every listener; three nodes started as a user would (SeedNodes = the others) form a cluster that
  * talks only TLS, with mutual TLS between nodes and a cluster secret, and keep three copies.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +19,7 @@ import { copiesOf, expectReadableEverywhere, freePort, TestCluster } from '../he
 import { type NodeProcess, runCli, startNode, tempDir } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
 import { BIN } from '../cli/helpers.js';
+import { NodeTls } from '../../src/tls/node-tls.js';
 
 const run = promisify(execFile);
 const PYTHON = '/usr/bin/python3';
@@ -103,6 +104,30 @@ describe.skipIf(!haveOpenssl)('TLS on a node alone (openssl certificates)', () =
     expect((refused as { stderr: string }).stderr).toMatch(/certificate is not trusted here: give the CA that signed it with --cacert/);
     const trusted = await run(process.execPath, [BIN, 'stat', '0'.repeat(32)], { env: { ...env, BLOBSTORE_CACERT: ca.cert } }).catch((err: { code: number; stderr: string }) => err);
     expect((trusted as { stderr: string }).stderr).toBe(`blobstore: ${'0'.repeat(32)}: not found\n`);
+  });
+
+  it('offers TLS 1.2 only with forward secrecy and AEAD (API and gRPC); TLS 1.1 is refused', async () => {
+    const apiPort = Number(new URL(node.url).port);
+    // s_client with its input closed: 0 once the handshake is done, else not.
+    const handshake = async (port: number, args: string[]): Promise<boolean> =>
+      spawnSync('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-CAfile', ca.cert, '-cert', nodeCert.cert, '-key', nodeCert.key, ...args], { input: '', timeout: 20_000 }).status === 0;
+    // The test certificates have P-256 keys: the suites offered with them are the ECDSA ones.
+    for (const port of [apiPort, grpcPort]) {
+      expect(await handshake(port, ['-tls1_2', '-cipher', 'ECDHE-ECDSA-AES128-GCM-SHA256']), `port ${port}: ECDHE + GCM`).toBe(true);
+      expect(await handshake(port, ['-tls1_2', '-cipher', 'ECDHE-ECDSA-CHACHA20-POLY1305']), `port ${port}: ECDHE + ChaCha20`).toBe(true);
+      for (const weak of ['ECDHE-ECDSA-AES128-SHA', 'ECDHE-ECDSA-AES256-SHA384', 'ECDHE-ECDSA-ARIA128-GCM-SHA256', 'ECDHE-ECDSA-AES128-CCM8']) {
+        expect(await handshake(port, ['-tls1_2', '-cipher', weak]), `port ${port}: ${weak}`).toBe(false);
+      }
+      expect(await handshake(port, ['-tls1_1', '-cipher', 'DEFAULT@SECLEVEL=0']), `port ${port}: TLS 1.1`).toBe(false);
+      expect(await handshake(port, ['-tls1_3']), `port ${port}: TLS 1.3`).toBe(true);
+    }
+  });
+
+  it('a certificate out of its validity is said to be (it loads, but clients refuse it)', () => {
+    const loaded = NodeTls.load({ tlsCert: nodeCert.cert, tlsKey: nodeCert.key, tlsCa: '' })!;
+    expect(loaded.validityProblem()).toBeUndefined();
+    expect(loaded.validityProblem(Date.now() + 3 * 86_400_000)).toMatch(/^the certificate in TLSCertFile .* expired on \d{4}-.*: clients refuse it$/);
+    expect(loaded.validityProblem(Date.now() - 86_400_000)).toMatch(/is not valid before/);
   });
 
   it('the metrics listener speaks TLS too', async () => {
@@ -200,6 +225,8 @@ describe.skipIf(!haveOpenssl)('three nodes that talk only TLS (mutual TLS and a 
       return [...blobs.keys()].every((id) => copies.get(id)?.length === 3);
     }, { what: 'three copies of every blob', timeoutMs: 60_000 });
     await expectReadableEverywhere(c, blobs);
+    // Node's own warnings (grpc-js names peers' TLS servers by address) go into the JSON log, not stderr as text.
+    for (const n of c.nodes) expect(n!.output()).not.toContain('DeprecationWarning');
     // Nothing of it crossed in plain text: a plain-HTTP request to a node gets no answer.
     await expect(fetch(c.url(0).replace('https', 'http') + '/v1/cluster/state', { signal: AbortSignal.timeout(10_000) })).rejects.toThrow();
   }, 180_000);
