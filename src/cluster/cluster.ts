@@ -244,9 +244,13 @@ export class Cluster implements Placement, RepairSource {
 
   // Placement: how the blob service places copies and reads what this node lacks.
 
-  /** Admitted (a member record of its own): the ring then names the owners. */
+  /**
+   * A member now (admitted, not removed): the ring then names the owners. A removed node is out of
+   * the ring and its peers stop talking to it: what it took would never reach an owner.
+   */
   ready(): boolean {
-    return this.node.membership.selfStatus() !== 'joining';
+    const status = this.node.membership.selfStatus();
+    return status === 'active' || status === 'leaving';
   }
 
   /** Members this node can reach now, itself included. */

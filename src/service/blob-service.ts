@@ -48,7 +48,7 @@ export class BlobService {
 
   /** 503 while the placement is not ready: a node alone would place and answer wrongly. */
   private checkReady(): void {
-    if (!this.placement.ready()) throw unavailable('this node has not joined its cluster yet; retry shortly', 1);
+    if (!this.placement.ready()) throw unavailable('this node is not a member of its cluster now (joining it, or removed until a join admits it again); retry shortly or on another node', 1);
   }
 
   /** Runs `fn` as operation `op`: its latency and failure are recorded. */

@@ -29,7 +29,8 @@ export type Located = BlobMeta & { readonly peer?: string; readonly ec?: EcPlace
 export interface Placement {
   /**
    * Whether this node can place copies and say who holds a blob: false on a cluster node until its
-   * cluster runs and has admitted it (a fresh data dir joining through its seeds knows no owners).
+   * cluster runs and has admitted it (a fresh data dir joining through its seeds knows no owners),
+   * and once it is removed (out of the ring: what it took would reach no owner).
    */
   ready(): boolean;
   /** Nodes copies can go to now, this one included (an EC policy needs data + parity of them). */

@@ -11,6 +11,7 @@ import { freePort, OFFLINE_MS, TestCluster } from '../helpers/cluster.js';
 import { type LogLine, logLines } from '../helpers/log.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
+import { grpcPortOf } from '../grpc/helpers.js';
 
 /** A heartbeat a member answered (over gRPC, or the HTTP route a peer falls back to). */
 const answeredHeartbeat = (l: LogLine): boolean =>
@@ -124,6 +125,19 @@ describe('a 3-node cluster on loopback', () => {
     expect(own.nodes.map((n) => n.node_id)).not.toContain('node-3');
     const still = await c.converged({ among: [0, 1], members: ['node-1', 'node-2'] });
     expect(still.ring_version).toBe(after.ring_version);
+    // Out of the ring, it is not ready and takes no store (none would reach an owner), restarted or not.
+    const refusesWork = async (): Promise<void> => {
+      expect((await fetch(`${c.url(2)}/healthz`)).status).toBe(503);
+      const put = await putRaw(c.url(2), patternBytes(1000, 3), { 'X-Blobstore-Policy': '3' });
+      expect(put.status).toBe(503);
+      expect(put.headers.get('retry-after')).toBe('1');
+      expect(((await put.json()) as { message: string }).message).toMatch(/not a member of its cluster now/);
+    };
+    await refusesWork();
+    await c.stop(2);
+    await c.startNode(2);
+    await waitFor(() => c.node(2).output().includes('this node was removed from the cluster'), { what: 'node-3 restarted knows it is out' });
+    await refusesWork();
   });
 
   it('a leave of a node that is not a member answers 404', async () => {
@@ -134,7 +148,8 @@ describe('a 3-node cluster on loopback', () => {
   it('a join admits (or admits again) a node: accepted, the ring version, and every member in nodes', async () => {
     const res = await fetch(`${c.url(1)}/v1/cluster/join`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ node_id: 'node-3', address: `127.0.0.1:${c.ports[2]}`, capacity_bytes: 1000 }),
+      // The gRPC address node-3 listens on now (it was restarted on a new one while removed).
+      body: JSON.stringify({ node_id: 'node-3', address: `127.0.0.1:${c.ports[2]}`, grpc_address: `127.0.0.1:${grpcPortOf(c.node(2).output())}`, capacity_bytes: 1000 }),
     });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { accepted: boolean; ring_version: number; nodes: { node_id: string; state: string }[] };
@@ -142,6 +157,7 @@ describe('a 3-node cluster on loopback', () => {
     expect(body.nodes.map((n) => n.node_id).sort()).toEqual(c.ids);
     // node-3 hears of its admission from the others' heartbeats and is a member again everywhere.
     await c.converged({ members: c.ids, states: { 'node-3': 'active' } });
+    await waitFor(async () => (await fetch(`${c.url(2)}/healthz`)).status === 200, { what: 'node-3 ready again' });
   });
 });
 
@@ -221,7 +237,7 @@ describe('a node that has not joined yet (fresh data dir, its seed down)', () =>
     const get = await fetch(`${c.url(1)}/v1/blobs/${id}`);
     expect(get.status).toBe(503);
     expect(get.headers.get('retry-after')).toBe('1');
-    expect(await get.json()).toMatchObject({ code: 503, message: expect.stringMatching(/not joined/) });
+    expect(await get.json()).toMatchObject({ code: 503, message: expect.stringMatching(/not a member of its cluster now \(joining it/) });
     expect((await fetch(`${c.url(1)}/v1/blobs/${id}/stat`)).status).toBe(503);
     const lone = await putRaw(c.url(1), patternBytes(3000, 78), { 'X-Blobstore-Policy': '3' });
     expect(lone.status).toBe(503);
