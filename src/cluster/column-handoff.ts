@@ -1,7 +1,8 @@
 /**
  * Handoff of shard columns: a column held here whose blob this node no longer owns (the ring
- * changed, or this node is leaving) goes to an owner that holds no column of the blob, then the
- * copy here goes (a leaving node keeps its files). A column whose index an owner already holds is
+ * changed, or this node is leaving) goes to an owner that holds no column of the blob (with fewer
+ * nodes than columns, to the one holding fewest: its second), then the copy here goes (a leaving
+ * node keeps its files). A column whose index an owner already holds is
  * surplus and goes at once. Columns missing altogether are EC repair's work, not this.
  *
  *   column (id, i) here, not owned ──▶ survey ──▶ an owner holds i: drop here
@@ -116,7 +117,7 @@ export class ColumnHandoff {
     const holding = new Map([...byNode].map(([node, indices]) => [node === '' ? self : node, indices]));
     const ownerHasIndex = owners.some((o) => o !== self && (holding.get(o) ?? []).includes(meta.shard.index));
     if (!ownerHasIndex) {
-      const target = owners.find((o) => o !== self && !holding.has(o) && this.cluster.online(o));
+      const target = this.targetFor(owners, shards, holding);
       if (!target) return false;
       await bucket.take(meta.size);
       await this.copy(meta, target);
@@ -125,6 +126,21 @@ export class ColumnHandoff {
     if (!leaving) await this.store.deleteShards(meta.id, meta.shard.index, true);
     this.reader.forget(meta.id);
     return true;
+  }
+
+  /**
+   * The owner a column goes to: one that holds no column of the blob (in ring order); with fewer
+   * nodes than columns (a leave that takes the cluster below k + m), the online owner holding the
+   * fewest, as EC repair places a node's second column. Undefined while none is online.
+   */
+  private targetFor(owners: readonly string[], shards: number, holding: ReadonlyMap<string, readonly number[]>): string | undefined {
+    const self = this.cluster.nodeId;
+    const candidates = owners.filter((o) => o !== self && this.cluster.online(o));
+    const free = candidates.find((o) => !holding.has(o));
+    if (free !== undefined || owners.length >= shards) return free;
+    let fewest: string | undefined;
+    for (const o of candidates) if (fewest === undefined || (holding.get(o)?.length ?? 0) < (holding.get(fewest)?.length ?? 0)) fewest = o;
+    return fewest;
   }
 
   private async copy(meta: ShardMeta, target: string): Promise<void> {

@@ -319,4 +319,25 @@ describe('EC42 reads that check the columns they take, on a 6-node cluster witho
     await waitFor(() => c.live().some((i) => c.node(i).output().includes('EC repair: column rebuilt')), { what: 'the column rebuilt', timeoutMs: 30_000 });
     await expectReadableEverywhere(c, acked);
   });
+
+  it('a leave that takes the cluster below six nodes finishes: each of the leaving node\'s columns goes to a node as its second', { timeout: 180_000 }, async () => {
+    const acked = new Map<string, Buffer>();
+    for (const [size, seed] of [[700 * KiB + 3, 51], [40 * KiB, 52], [2 * 1024 * KiB + 5, 53]] as const) await store(c, 0, patternBytes(size, seed), acked);
+    const leaving = 5;
+    const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node_id: c.ids[leaving], graceful: true }) });
+    expect(await res.json()).toEqual({ acknowledged: true });
+    await waitFor(async () => (await c.state(0)).nodes.every((n) => n.node_id !== c.ids[leaving]), { what: 'the node left', timeoutMs: 90_000 }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${c.node(leaving).output().split('\n').filter((l) => /handoff|EC/.test(l)).slice(-20).join('\n')}`);
+    });
+    await c.stop(leaving);
+    const among = [0, 1, 2, 3, 4];
+    // Every column of every blob is on one of the five.
+    for (const id of acked.keys()) {
+      for (let index = 0; index < 6; index++) {
+        const held = await Promise.all(among.map(async (i) => (await fetch(`${c.url(i)}/internal/v1/shards/${id}/${index}`, { method: 'HEAD' })).status === 200));
+        expect(held.filter(Boolean).length, `column ${index} of ${id}`).toBeGreaterThanOrEqual(1);
+      }
+    }
+    await expectReadableEverywhere(c, acked, among);
+  });
 });
