@@ -2,7 +2,7 @@
  * The node as an operator runs it: configuration sources and validation, data dir refusals,
  * graceful shutdown, and corrupt large blobs over HTTP.
  */
-import { writeFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -107,6 +107,42 @@ describe('data dir', () => {
     const again = await startNode({ dataDir: node.dataDir });
     expect((await fetch(`${again.url}/healthz`)).status).toBe(200);
     expect(await again.stop()).toBe(0);
+  });
+
+  it('an index whose meta pages are damaged stops the start with one line saying what to do; done, every blob is back', async () => {
+    const node = await startNode();
+    const blobs = new Map<string, Buffer>();
+    for (let i = 0; i < 30; i++) {
+      const bytes = patternBytes(100 + i * 37, 900 + i);
+      const res = await fetch(`${node.url}/v1/blobs`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: bytes });
+      blobs.set(((await res.json()) as { id: string }).id, bytes);
+    }
+    expect(await node.stop()).toBe(0);
+    const index = join(node.dataDir, 'index');
+    const pageSize = readFileSync(join(index, 'data.mdb')).readUInt32LE(48);
+    for (const at of [16, pageSize + 16]) {
+      // One meta page at a time: LMDB reads both, and either garbled ended the process with SIGSEGV.
+      const file = readFileSync(join(index, 'data.mdb'));
+      const kept = Buffer.from(file.subarray(at, at + 64));
+      for (let i = 0; i < 64; i++) file[at + i]! ^= 0x5a;
+      writeFileSync(join(index, 'data.mdb'), file);
+      const refused = await runCli(['serve', '--data-dir', node.dataDir, '--listen', '127.0.0.1:0', '--metrics-addr', '', '--grpc-addr', '', '--node-id', 'test-node']);
+      expect(refused.code, `meta page at ${at}`).toBe(1);
+      const lines = (refused.stdout + refused.stderr).trim().split('\n');
+      expect(lines, refused.stdout + refused.stderr).toHaveLength(1);
+      expect(JSON.parse(lines[0]!).msg).toMatch(new RegExp(`the index .*data\\.mdb is damaged .*move ${index.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} aside and start again`));
+      kept.copy(file, at);
+      writeFileSync(join(index, 'data.mdb'), file);
+    }
+    // As the message says: the index moved aside, the node rebuilds it from its log.
+    writeFileSync(join(index, 'data.mdb'), Buffer.alloc(64, 0x5a), { flag: 'r+' });
+    renameSync(index, `${index}.damaged`);
+    const again = await startNode({ dataDir: node.dataDir });
+    try {
+      for (const [id, bytes] of blobs) expect(Buffer.from(await (await fetch(`${again.url}/v1/blobs/${id}`)).arrayBuffer()).equals(bytes)).toBe(true);
+    } finally {
+      expect(await again.stop()).toBe(0);
+    }
   });
 
   it('stray upload temp files are removed at start', async () => {

@@ -1,6 +1,6 @@
 import { ConfigError } from '../config/load.js';
 import type { Logger } from '../log/logger.js';
-import { ListenError } from '../util/listen-refusal.js';
+import { HostError } from '../util/host-error.js';
 import { usageError } from './errors.js';
 
 /**
@@ -33,7 +33,7 @@ export function exitOnStartFailure(log: Logger, err: unknown): never {
 }
 
 function operatorsProblem(err: unknown): boolean {
-  if (err instanceof ConfigError || err instanceof ListenError) return true;
+  if (err instanceof ConfigError || err instanceof HostError) return true;
   // A system call's failure (EROFS, ENOTDIR, EACCES, ENOSPC ...): Node's message names the call and the path.
   const e = err as NodeJS.ErrnoException | undefined;
   return e instanceof Error && typeof e.code === 'string' && typeof e.syscall === 'string';

@@ -4,9 +4,10 @@
  * and says it: "cannot listen on 127.0.0.1:8080: address in use (EADDRINUSE)".
  */
 import { createServer } from 'node:net';
+import { HostError } from './host-error.js';
 
 /** A listener that could not bind: an operator's problem, said in one line (no stack). */
-export class ListenError extends Error {
+export class ListenError extends HostError {
   override readonly name = 'ListenError';
 }
 
