@@ -68,6 +68,8 @@ export class EcRepairer {
   private readonly mismatched = new Map<string, number>();
   /** The source a matching rebuild left out, by blob id: checked on the blob's next survey. */
   private readonly suspects = new Map<string, number>();
+  /** Blobs whose every owner answered with fewer than k columns: logged once each (bounded by the repair queue). */
+  private readonly reportedShort = new Set<string>();
 
   constructor(
     private readonly store: LocalStore,
@@ -209,9 +211,16 @@ export class EcRepairer {
     const missing = [...Array(shards).keys()].filter((i) => !holders.has(i));
     if (missing.length === 0) return true;
     if (holders.size < scheme.k) {
-      this.log.error({ blob: key, held: holders.size, k: scheme.k }, 'EC repair: fewer than k columns are left; the blob cannot be rebuilt now');
+      // With owners out of reach (this node cut off, or peers down) the columns may be there: it
+      // waits, as any repair does. Every owner answered and fewer than k hold one: said once.
+      if (unreachable > 0) this.log.debug({ blob: key, held: holders.size, k: scheme.k, unreachable }, 'EC repair: fewer than k columns reachable; waiting for the owners');
+      else if (!this.reportedShort.has(key)) {
+        this.reportedShort.add(key);
+        this.log.error({ blob: key, held: holders.size, k: scheme.k }, 'EC repair: fewer than k columns are left; the blob cannot be rebuilt now');
+      }
       return false;
     }
+    this.reportedShort.delete(key);
     const targets = this.targetsFor(placementKey(id, blob), shards, holders, missing);
     if (targets.size === 0) return false;
     const tries = this.mismatched.get(key) ?? 0;
