@@ -41,6 +41,8 @@ const OWNERS_POLICY_UNKNOWN = READ_OWNERS;
  * delete on that peer, and then the fetch fails NOT_FOUND and the read asks again.
  */
 const FOUND_CACHE_ENTRIES = 4096;
+/** A node seen offline is asked with this share of peerCallTimeoutMs (1 s of the default 5 s). */
+const OFFLINE_DEADLINE_SHARE = 5;
 const FOUND_CACHE_MS = 30_000;
 
 /** A blob found on a peer: a whole copy, or (`ec`) a column of an EC blob. */
@@ -105,8 +107,12 @@ export class RemoteReader {
       const member = this.cluster.member(peer);
       if (!member) continue;
       asked++;
+      // A node seen offline is still asked (it may be back), but not given the whole call
+      // deadline: on a host cut off from its peers, every candidate is offline, and the read's
+      // 503 would otherwise wait for each in turn.
+      const timeoutMs = this.cluster.online(peer) ? this.config.peerCallTimeoutMs : Math.ceil(this.config.peerCallTimeoutMs / OFFLINE_DEADLINE_SHARE);
       try {
-        const { meta, ec } = statOfAnswer(id, await this.transport.stat(member, id), this.config);
+        const { meta, ec } = statOfAnswer(id, await this.transport.stat(member, id, timeoutMs), this.config);
         if (meta) return ec ? { meta, peer, ec } : { meta, peer };
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;

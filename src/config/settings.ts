@@ -120,7 +120,7 @@ export const SETTINGS = {
   },
   offlineAfterMs: { type: 'durationMs', default: () => 15_000, min: 10, help: 'a peer not heard from for this long is offline (the spec: 15 s)' },
   vnodesPerNode: { tuning: true, type: 'int', default: () => 128, min: 1, max: 4096, help: 'virtual nodes per member on the consistent-hash ring' },
-  peerCallTimeoutMs: { tuning: true, type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch)' },
+  peerCallTimeoutMs: { tuning: true, type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch); a read asks a peer seen offline with a fifth of it' },
   peerReadConnections: {
     tuning: true,
     type: 'int', default: () => 16, min: 1, max: 1024,

@@ -134,4 +134,23 @@ describe('a blob whose only copy is on a node that is down', () => {
     expect(Buffer.from(await (await fetch(`${c.url(1)}/v1/blobs/${id}`)).arrayBuffer()).equals(bytes)).toBe(true);
     expect((await fetch(`${c.url(1)}/v1/blobs/${'0'.repeat(32)}`)).status).toBe(404);
   });
+
+  it('a holder frozen (SIGSTOP: its port takes connections, nothing answers) and seen offline costs a read 1 s, not the 5 s call deadline', async () => {
+    await c.converged({ members: c.ids });
+    const bytes = patternBytes(5000, 32);
+    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '1' });
+    const { id } = (await res.json()) as { id: string };
+    c.freeze(0);
+    try {
+      await c.converged({ among: [1, 2], states: { [c.ids[0]!]: 'offline' }, timeoutMs: 30_000 });
+      const started = performance.now();
+      const r = await fetch(`${c.url(1)}/v1/blobs/${id}`);
+      const ms = performance.now() - started;
+      expect(r.status).toBe(503);
+      // A fifth of peerCallTimeoutMs (5 s) for the frozen holder; the margin is for a slow machine.
+      expect(ms).toBeLessThan(3500);
+    } finally {
+      c.thaw(0);
+    }
+  });
 });
