@@ -36,6 +36,16 @@ async function store(c: TestCluster, at: number, bytes: Buffer, acked: Map<strin
   return id;
 }
 
+/** Node `leaving` leaves gracefully (asked through node 0) and is gone from the state within `timeoutMs`; then it is stopped. */
+async function leaveGracefully(c: TestCluster, leaving: number, timeoutMs: number): Promise<void> {
+  const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node_id: c.ids[leaving], graceful: true }) });
+  expect(await res.json()).toEqual({ acknowledged: true });
+  await waitFor(async () => (await c.state(0)).nodes.every((n) => n.node_id !== c.ids[leaving]), { what: 'the node left', timeoutMs }).catch((err: Error) => {
+    throw new Error(`${err.message}\n${c.node(leaving).output().split('\n').filter((l) => /handoff|EC/.test(l)).slice(-20).join('\n')}`);
+  });
+  await c.stop(leaving);
+}
+
 async function metric(c: TestCluster, i: number, name: string): Promise<number> {
   const text = await (await fetch(`${c.url(i)}/metrics`)).text();
   return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, 'm').exec(text)?.[1] ?? 0);
@@ -259,12 +269,7 @@ describe('EC42 that heals, on a 7-node cluster', () => {
 
   it('a node that leaves hands its columns to the owners: afterwards each column is on one of the others', { timeout: 120_000 }, async () => {
     const leaving = 6;
-    const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node_id: c.ids[leaving], graceful: true }) });
-    expect(await res.json()).toEqual({ acknowledged: true });
-    await waitFor(async () => (await c.state(0)).nodes.every((n) => n.node_id !== c.ids[leaving]), { what: 'the node left', timeoutMs: 60_000 }).catch((err: Error) => {
-      throw new Error(`${err.message}\n${c.node(leaving).output().split('\n').filter((l) => /handoff|EC/.test(l)).slice(-20).join('\n')}`);
-    });
-    await c.stop(leaving);
+    await leaveGracefully(c, leaving, 60_000);
     const among = [0, 1, 2, 3, 4, 5];
     await c.converged({ among, members: c.ids.slice(0, 6) });
     // Six nodes left: every blob has a column on each.
@@ -324,12 +329,7 @@ describe('EC42 reads that check the columns they take, on a 6-node cluster witho
     const acked = new Map<string, Buffer>();
     for (const [size, seed] of [[700 * KiB + 3, 51], [40 * KiB, 52], [2 * 1024 * KiB + 5, 53]] as const) await store(c, 0, patternBytes(size, seed), acked);
     const leaving = 5;
-    const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node_id: c.ids[leaving], graceful: true }) });
-    expect(await res.json()).toEqual({ acknowledged: true });
-    await waitFor(async () => (await c.state(0)).nodes.every((n) => n.node_id !== c.ids[leaving]), { what: 'the node left', timeoutMs: 90_000 }).catch((err: Error) => {
-      throw new Error(`${err.message}\n${c.node(leaving).output().split('\n').filter((l) => /handoff|EC/.test(l)).slice(-20).join('\n')}`);
-    });
-    await c.stop(leaving);
+    await leaveGracefully(c, leaving, 90_000);
     const among = [0, 1, 2, 3, 4];
     // Every column of every blob is on one of the five.
     for (const id of acked.keys()) {
