@@ -93,6 +93,19 @@ describe('POST /v1/blobs with a raw body', () => {
     }
   });
 
+  it('reads a labels header as UTF-8 ("Zürich" as its bytes, as curl sends it), and refuses one that is not', async () => {
+    // fetch sends a header's characters as bytes: the UTF-8 bytes of the label, one character each.
+    const utf8 = Buffer.from('{"city":"Zürich","emoji":"\u{1F600}"}').toString('latin1');
+    const res = await putRaw(url, Buffer.from('labelled in UTF-8'), { 'X-Blobstore-Labels': utf8 });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    expect(((await (await fetch(`${url}/v1/blobs/${id}/stat`)).json()) as { meta: { labels: unknown } }).meta.labels).toStrictEqual({ city: 'Zürich', emoji: '\u{1F600}' });
+    // A lone 0xFC (Latin-1 ü) is not UTF-8.
+    const latin1 = await putRaw(url, Buffer.from('labelled in Latin-1'), { 'X-Blobstore-Labels': '{"city":"Z\u00fcrich"}' });
+    expect(latin1.status).toBe(400);
+    expect((await errorOf(latin1)).message).toBe('X-Blobstore-Labels must be UTF-8');
+  });
+
   it('answers 415 for a content type that is neither raw bytes nor JSON', async () => {
     const res = await fetch(`${url}/v1/blobs`, { method: 'POST', body: 'x', headers: { 'Content-Type': 'text/plain' } });
     expect((await errorOf(res)).code).toBe(415);

@@ -37,8 +37,22 @@ export function encodeLabels(value: unknown, limits: LabelLimits): Buffer {
 }
 
 /** Parses the X-Blobstore-Labels header (a JSON object). */
-export function parseLabelsHeader(text: string, limits: LabelLimits): Buffer {
-  if (text === '') return NO_LABELS;
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The X-Blobstore-Labels header: `raw` is its value as uWS gives it, a character per byte. Its
+ * bytes are UTF-8 (a label "Zürich" sent as is, not only as \u00fc): read as such, or refused.
+ */
+export function parseLabelsHeader(raw: string, limits: LabelLimits): Buffer {
+  if (raw === '') return NO_LABELS;
+  let text = raw;
+  if (/[^\x00-\x7f]/.test(raw)) {
+    try {
+      text = UTF8.decode(Buffer.from(raw, 'latin1'));
+    } catch {
+      throw invalidArgument('X-Blobstore-Labels must be UTF-8');
+    }
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
