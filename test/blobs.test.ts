@@ -279,6 +279,12 @@ describe('GET /v1/blobs (list)', () => {
     for (const id of filtered.ids) expect(id.startsWith(prefix)).toBe(true);
     // Prefixes are read as ids are (variant B: lower-case hex only).
     for (const bad of ['zz', 'A']) expect((await fetch(`${url}/v1/blobs?prefix=${bad}`)).status).toBe(400);
+    // A cursor from before the prefix's ids (a page of the whole list) starts the prefix's list at its first id.
+    const first = await list('?limit=1');
+    const later = page.ids.find((id) => id[0]! > first.ids[0]![0]!)![0]!;
+    const withCursor = await list(`?prefix=${later}&limit=50&cursor=${encodeURIComponent(first.next_cursor!)}`);
+    expect(withCursor.ids.length).toBeGreaterThan(0);
+    expect(withCursor.ids).toStrictEqual((await list(`?prefix=${later}&limit=50`)).ids);
   });
 
   it('uses the default page size when limit is omitted or <= 0, and clamps large limits', async () => {

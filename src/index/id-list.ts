@@ -20,9 +20,12 @@ export function listPage(
   prefix: string, after: Buffer | undefined, limit: number,
   blobKeys: (start: Buffer) => Iterator<Buffer>, shardKeys: (start: Buffer) => Iterator<Buffer>,
 ): ListPage {
-  const start = after ?? Buffer.from(prefix.padEnd(32, '0').slice(0, 32), 'hex');
+  const prefixStart = Buffer.from(prefix.padEnd(32, '0').slice(0, 32), 'hex');
+  // A cursor before the prefix's first id (from a listing of another prefix, or none) starts at the prefix.
+  const from = after && Buffer.compare(after, prefixStart) >= 0 ? after : undefined;
+  const start = from ?? prefixStart;
   // Column keys (id + index) sort right after their id: from the id's last column on.
-  const shardStart = after ? Buffer.concat([after, FF]) : start;
+  const shardStart = from ? Buffer.concat([from, FF]) : start;
   const blobs = blobKeys(start);
   const shards = shardKeys(shardStart);
   const next = (it: Iterator<Buffer>): Buffer | undefined => {
@@ -34,7 +37,7 @@ export function listPage(
   const ids: Buffer[] = [];
   let hasMore = false;
   for (;;) {
-    if (after && b?.equals(after)) b = next(blobs);
+    if (from && b?.equals(from)) b = next(blobs);
     const cmp = b && s ? Buffer.compare(b, s) : b ? -1 : s ? 1 : 0;
     if (!b && !s) break;
     const id = cmp <= 0 ? b! : s!;
