@@ -35,10 +35,22 @@ export function clusterServiceHandlers(api: ClusterApi, gate: Gate, log: Logger)
     });
   };
   return {
-    Join: unary('Join', (r) => api.join(r)),
+    Join: unary('Join', (r) => api.join(withZeros(r, ['capacity_bytes', 'incarnation']))),
     Leave: unary('Leave', (r) => api.leave(r)),
-    Heartbeat: unary('Heartbeat', (r) => api.heartbeat(r)),
+    Heartbeat: unary('Heartbeat', (r) => api.heartbeat(withZeros(r, ['used_bytes', 'blob_count', 'ring_version']))),
     GetState: unary('GetState', () => api.state()),
-    SyncRing: unary('SyncRing', (r) => api.syncRing(r)),
+    SyncRing: unary('SyncRing', (r) => api.syncRing(withZeros(r, ['ring_version']))),
   } as UntypedServiceImplementation;
+}
+
+/**
+ * Proto3 sends no zero: a number field the message lacks is 0 (a node with no blobs heartbeats
+ * `used_bytes: 0`). The HTTP routes, whose JSON can say 0, still want the fields the spec requires.
+ */
+function withZeros(request: unknown, fields: readonly string[]): unknown {
+  if (request === null || typeof request !== 'object') return request;
+  const r = request as Record<string, unknown>;
+  const filled: Record<string, unknown> = { ...r };
+  for (const f of fields) if (filled[f] === undefined) filled[f] = 0;
+  return filled;
 }

@@ -82,8 +82,8 @@ describe.skipIf(skip !== '')(`a 3-node cluster of separate hosts (network namesp
       expect((await unary<{ nodes: unknown[] }>(cluster, 'GetState', {})).nodes).toHaveLength(3);
       const md = new grpc.Metadata();
       md.set('x-blobstore-cluster-secret', secret);
-      // Past the gate with it: this heartbeat is only refused for what it lacks.
-      expect(await failure(unary(cluster, 'Heartbeat', { node_id: 'node-2' }, { metadata: md }))).toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+      // Past the gate with it: this heartbeat is only refused for what it lacks (a node id).
+      expect(await failure(unary(cluster, 'Heartbeat', { used_bytes: 1 }, { metadata: md }))).toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
     } finally {
       cluster.close();
     }

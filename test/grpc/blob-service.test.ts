@@ -175,6 +175,10 @@ describe('status codes', () => {
       expect(Number(state.ring_version)).toBeGreaterThan(0);
       const refused = await unary<{ ok: boolean; commands: string[] }>(cluster, 'Heartbeat', { node_id: 'ghost', used_bytes: 0, blob_count: 0, ring_version: 0 });
       expect(refused).toMatchObject({ ok: false, commands: ['rejoin'] });
+      // Proto3 sends no zeros (grpcio, Go, Java leave them out; grpc-js sends what it is given): a
+      // member with no blobs, and a caller that knows no ring yet, are answered.
+      expect(await unary(cluster, 'Heartbeat', { node_id: 'test-node' })).toMatchObject({ ok: true });
+      expect(Number((await unary<{ ring_version: string }>(cluster, 'SyncRing', {})).ring_version)).toBeGreaterThan(0);
       expect((await failure(unary(cluster, 'Join', {}))).code).toBe(Status.INVALID_ARGUMENT);
       const put = await unary<{ id: { id: Buffer } }>(n.blobs, 'Put', { data: Buffer.from('held here'), policy: 1 });
       expect(await unary(internal, 'StatBlob', { id: put.id })).toMatchObject({ exists: true });
