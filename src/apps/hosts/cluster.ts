@@ -140,13 +140,15 @@ export function parseCluster(value: unknown, version = packageVersion()): Cluste
   }
   const command = top.strings('command', DEFAULT_COMMAND, /^[^\s"'\\$`%]+$/, 'an array of words without spaces or quotes, the first an absolute path');
   if (command.length === 0 || !ABSOLUTE_PATH.test(command[0]!)) top.fail('command', 'an array whose first word is an absolute path');
+  const configDir = top.path('configDir', '/etc/blobstore');
+  checkDataDirs(nodes, configDir);
   return {
     name,
     image: top.string('image', `localhost/blobstore:${version}`, /^[^\s"']+$/, 'an image reference'),
     command,
     user: top.string('user', 'blobstore', USER, 'a user name'),
     group: top.string('group', 'blobstore', USER, 'a group name'),
-    configDir: top.path('configDir', '/etc/blobstore'),
+    configDir,
     clusterSecretFile,
     authTokensFile: secrets?.optionalPath('authTokensFile'),
     ports: shared.ports,
@@ -263,6 +265,33 @@ function checkDistinct(nodes: readonly HostNode[]): void {
     claim(`id ${n.id}`, `id (${n.id})`, i);
     for (const [kind, port] of Object.entries(n.ports)) claim(`port ${n.host} ${port}`, `host and port (${n.host}:${port}, ${kind})`, i);
     claim(`dir ${n.host} ${n.dataDir}`, `host and data dir (${n.dataDir})`, i);
+  });
+}
+
+/** Directories of the system a data dir must not be, nor lie in: the installation makes a data dir its node's (owner, mode). */
+const SYSTEM_DIRS = ['/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/proc', '/run', '/sbin', '/sys', '/usr'];
+
+const within = (dir: string, parent: string): boolean => dir === parent || dir.startsWith(parent === '/' ? '/' : `${parent}/`);
+
+/**
+ * A data dir is a directory of the node's own: at least two levels deep (not / or /var), not a
+ * system directory or in one, not the config dir (its secrets) or around it, and on one host never
+ * inside another node's. The installation gives it to the node's user with mode 0750.
+ */
+function checkDataDirs(nodes: readonly HostNode[], configDir: string): void {
+  const dirs = nodes.map((n) => n.dataDir.replace(/\/+$/, '') || '/');
+  const config = configDir.replace(/\/+$/, '') || '/';
+  dirs.forEach((dir, i) => {
+    const bad = (why: string): never => {
+      throw new ClusterFileError(`nodes[${i}].dataDir ${nodes[i]!.dataDir}: ${why}`);
+    };
+    if (dir.split('/').filter(Boolean).length < 2) bad('a data dir is a directory of its own, at least two levels deep (such as /var/lib/blobstore/n1)');
+    const system = SYSTEM_DIRS.find((s) => within(dir, s));
+    if (system !== undefined) bad(`it lies in ${system}, a directory of the system`);
+    if (within(dir, config) || within(config, dir)) bad(`it is or holds configDir ${configDir} (the secrets)`);
+    dirs.forEach((other, j) => {
+      if (j !== i && nodes[j]!.host === nodes[i]!.host && within(dir, other) && dir !== other) bad(`it lies in nodes[${j}].dataDir ${nodes[j]!.dataDir} on the same host`);
+    });
   });
 }
 
