@@ -1,7 +1,7 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, fchmodSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, unlinkSync, fchmodSync } from 'node:fs';
 import { writeAllSync } from '../util/write-all.js';
 import { randomBytes } from 'node:crypto';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 
 /**
  * Crash-safe small-file updates for the CLI's config and state files: write a temp file in the
@@ -10,7 +10,9 @@ import { dirname } from 'node:path';
  * concurrent CLI runs so that no update is lost.
  */
 
-export function writeFileAtomic(path: string, text: string, mode = 0o600): void {
+export function writeFileAtomic(link: string, text: string, mode = 0o600): void {
+  // A symlinked file (a dotfiles repository) is updated where it lives, the link kept.
+  const path = linkTarget(link);
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
@@ -36,6 +38,19 @@ export function writeFileAtomic(path: string, text: string, mode = 0o600): void 
     fsyncSync(dirFd);
   } finally {
     closeSync(dirFd);
+  }
+}
+
+/** The file a path names, through symlinks (a dangling one: where it points); the path itself when it is none. */
+function linkTarget(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    try {
+      return resolve(dirname(path), readlinkSync(path));
+    } catch {
+      return path;
+    }
   }
 }
 

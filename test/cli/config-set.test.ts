@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
@@ -63,6 +63,21 @@ describe('config set round trip', () => {
     expect(run(box, ['config', 'set', 'node.listMaxLimit', '--value', '500']).status).toBe(0);
     expect(run(box, ['config', 'unset', 'node.nodeId']).status).toBe(0);
     expect(readConfig(box)).toStrictEqual({ node: { listMaxLimit: 500 } });
+  });
+
+  it('updates a symlinked config file where it lives and keeps the link', () => {
+    const box = fresh();
+    const real = join(box.home, 'dotfiles', 'blobstore.json');
+    mkdirSync(dirname(real), { recursive: true });
+    writeFileSync(real, JSON.stringify({ node: { listMaxLimit: 7 } }));
+    mkdirSync(dirname(box.configFile), { recursive: true });
+    symlinkSync(real, box.configFile);
+    expect(run(box, ['config', 'set', 'node.listMaxLimit', '--value', '9']).status).toBe(0);
+    expect(lstatSync(box.configFile).isSymbolicLink()).toBe(true);
+    expect(JSON.parse(readFileSync(real, 'utf8'))).toStrictEqual({ node: { listMaxLimit: 9 } });
+    expect(run(box, ['config', 'unset', 'node.listMaxLimit']).status).toBe(0);
+    expect(lstatSync(box.configFile).isSymbolicLink()).toBe(true);
+    expect(JSON.parse(readFileSync(real, 'utf8'))).toStrictEqual({});
   });
 
   it('writes the file with mode 0600 and leaves no temp or lock file behind', () => {
