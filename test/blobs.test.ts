@@ -192,6 +192,15 @@ describe('GET /v1/blobs/{id}', () => {
       expect(err.message).toMatch(/invalid blob ID/);
     }
   });
+
+  it('an empty id answers 400 too (get, delete, stat, the stream), not 404 for want of a route', async () => {
+    for (const [method, path] of [['GET', '/v1/blobs/'], ['DELETE', '/v1/blobs/'], ['GET', '/v1/blobs//stat'], ['GET', '/v1/blobs//stream']] as const) {
+      const err = await errorOf(await fetch(`${url}${path}`, { method }));
+      expect(err.code, `${method} ${path}`).toBe(400);
+      expect(err.message).toBe('invalid blob ID: missing or empty');
+    }
+    expect((await fetch(`${url}/v1/blobs/`, { method: 'HEAD' })).status).toBe(400);
+  });
 });
 
 describe('HEAD /v1/blobs/{id}', () => {

@@ -9,7 +9,7 @@ import type { NodeConfig } from '../config/settings.js';
 import type { Logger } from '../log/logger.js';
 import { AccessLog } from '../log/access-log.js';
 import { parseHostPort } from '../config/units.js';
-import { BlobstoreError, notFound } from '../errors/errors.js';
+import { BlobstoreError, invalidArgument, notFound } from '../errors/errors.js';
 import type { BlobService } from '../service/blob-service.js';
 import { BatchStores } from './batch-store.js';
 import { BlobRoutes } from './blob-routes.js';
@@ -41,6 +41,9 @@ export interface ApiServerOptions {
   /** TLS on this listener (SSLApp), with the node's certificate. */
   tls?: NodeTls;
 }
+
+/** A blob's path with its id empty: GET, HEAD or DELETE /v1/blobs/, GET /v1/blobs//stat and //stream. */
+const EMPTY_ID_PATH = /^\/v1\/blobs\/(?:\/(?:stat|stream))?$/;
 
 export class ApiServer {
   readonly routes: BlobRoutes;
@@ -103,9 +106,14 @@ export class ApiServer {
         .get(`${INTERNAL_SHARD_PATH}:id/:index`, internal.getShard).put(`${INTERNAL_SHARD_PATH}:id/:index`, internal.putShard, 'stream');
     }
     options.mount?.(routes);
-    // The message names the path only: HEAD must answer what GET does, to the byte.
-    routes.any('/*', (res, req) =>
-      this.answer(res, notFound(`no route for ${req.getUrl().slice(0, 200)}`), req.getMethod() === 'head'));
+    // The message names the path only: HEAD must answer what GET does, to the byte. A blob path
+    // whose id is empty matches no route, yet the spec answers it 400 (the id is missing).
+    routes.any('/*', (res, req) => {
+      const method = req.getMethod();
+      const url = req.getUrl();
+      const emptyId = EMPTY_ID_PATH.test(url) && (method === 'get' || method === 'head' || (method === 'delete' && url === '/v1/blobs/'));
+      this.answer(res, emptyId ? invalidArgument('invalid blob ID: missing or empty') : notFound(`no route for ${url.slice(0, 200)}`), method === 'head');
+    });
     this.sweeper = setInterval(() => this.intake.sweepIdle(Date.now()), 1000);
     this.sweeper.unref();
   }
