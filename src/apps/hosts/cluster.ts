@@ -275,7 +275,7 @@ const within = (dir: string, parent: string): boolean => dir === parent || dir.s
 
 /**
  * A data dir is a directory of the node's own: at least two levels deep (not / or /var), not a
- * system directory or in one, not the config dir (its secrets) or around it, and on one host never
+ * system directory or in one, not the config dir (its secrets) nor around it, and on one host never
  * inside another node's. The installation gives it to the node's user with mode 0750.
  */
 function checkDataDirs(nodes: readonly HostNode[], configDir: string): void {
@@ -288,7 +288,7 @@ function checkDataDirs(nodes: readonly HostNode[], configDir: string): void {
     if (dir.split('/').filter(Boolean).length < 2) bad('a data dir is a directory of its own, at least two levels deep (such as /var/lib/blobstore/n1)');
     const system = SYSTEM_DIRS.find((s) => within(dir, s));
     if (system !== undefined) bad(`it lies in ${system}, a directory of the system`);
-    if (within(dir, config) || within(config, dir)) bad(`it is or holds configDir ${configDir} (the secrets)`);
+    if (within(config, dir)) bad(`it is or holds configDir ${configDir} (the secrets would be the node's)`);
     dirs.forEach((other, j) => {
       if (j !== i && nodes[j]!.host === nodes[i]!.host && within(dir, other) && dir !== other) bad(`it lies in nodes[${j}].dataDir ${nodes[j]!.dataDir} on the same host`);
     });
