@@ -141,6 +141,23 @@ describe.each([
     const client = byKind(objects, 'Service', 'prod-us-east-1-api');
     expect(client.metadata.labels['app.kubernetes.io/component']).not.toBe(monitor.spec.selector.matchLabels['app.kubernetes.io/component']);
   });
+
+  it('the ServiceMonitor scrapes with a read token when tokens are on, and checks a name the documented wildcard covers', () => {
+    const endpoint = byKind(objects, 'ServiceMonitor').spec.endpoints[0];
+    if (cluster.authTokensFile !== undefined) {
+      expect(endpoint.authorization).toEqual({ type: 'Bearer', credentials: { name: 'prod-metrics-token', key: 'token' } });
+    } else {
+      expect(endpoint.authorization).toBeUndefined();
+    }
+    if (cluster.tls !== undefined) {
+      // docs/install.md: the certificate names *.<set>.<namespace>.svc.cluster.local (one label).
+      const wildcard = `.prod-us-east-1.${ns}.svc.cluster.local`;
+      expect(endpoint.tlsConfig.serverName.endsWith(wildcard)).toBe(true);
+      expect(endpoint.tlsConfig.serverName.slice(0, -wildcard.length)).toMatch(/^[a-z0-9-]+$/);
+    } else {
+      expect(endpoint.tlsConfig).toBeUndefined();
+    }
+  });
 });
 
 describe('the YAML writer', () => {

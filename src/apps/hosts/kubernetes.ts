@@ -16,6 +16,7 @@ import { toYamlDocuments } from './yaml.js';
  *   Secret <cluster>-cluster-secret, key cluster-secret       ClusterSecretFile, mounted read-only
  *   Secret <cluster>-tls (tls.crt, tls.key, ca.crt)           TLS files, when the description has tls
  *   Secret <cluster>-auth-tokens, key tokens                  AuthTokensFile, when the description has one
+ *   Secret <cluster>-metrics-token, key token                 the ServiceMonitor's bearer token (scope read), with tokens
  *
  * The headless Service publishes pods that are not ready: a node is ready only once it joined its
  * cluster, and it finds its peers through those very names. gRPC health mirrors /healthz (both
@@ -28,6 +29,9 @@ const TLS_DIR = '/etc/blobstore/tls';
 const AUTH_DIR = '/etc/blobstore/auth';
 
 export type Manifest = Record<string, unknown>;
+
+/** The Secret holding the token (scope read) the ServiceMonitor scrapes with, when tokens are on. */
+export const metricsTokenSecret = (cluster: ClusterDescription): string => `${cluster.name}-metrics-token`;
 
 export const statefulSetName = (cluster: ClusterDescription, region: Region): string => `${cluster.name}-${region}`;
 
@@ -75,6 +79,9 @@ export function kubernetesObjects(cluster: ClusterDescription, region: Region, n
     spec: { maxUnavailable: 1, selector: { matchLabels: selector } },
   };
   const tls = tlsOf(cluster, nodes) !== undefined;
+  // Prometheus scrapes each pod by its IP and checks the certificate for serverName: the set's
+  // first pod's name is one the documented wildcard (*.<set>.<namespace>.svc.<domain>) covers.
+  const serverName = `${set}-0.${set}.${k.namespace}.svc.${k.clusterDomain}`;
   const monitor = {
     apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: meta(set),
     spec: {
@@ -82,7 +89,9 @@ export function kubernetesObjects(cluster: ClusterDescription, region: Region, n
       namespaceSelector: { matchNames: [k.namespace] },
       endpoints: [{
         port: 'metrics', path: '/metrics', interval: '30s',
-        ...(tls ? { scheme: 'https', tlsConfig: { ca: { secret: { name: `${cluster.name}-tls`, key: 'ca.crt' } }, serverName: `${set}.${k.namespace}.svc` } } : {}),
+        ...(tls ? { scheme: 'https', tlsConfig: { ca: { secret: { name: `${cluster.name}-tls`, key: 'ca.crt' } }, serverName } } : {}),
+        // With a token file, /metrics wants a token of scope read, kept in a Secret of its own.
+        ...(cluster.authTokensFile !== undefined ? { authorization: { type: 'Bearer', credentials: { name: metricsTokenSecret(cluster), key: 'token' } } } : {}),
       }],
     },
   };
