@@ -127,6 +127,15 @@ describe.each([
     expect(container.resources.requests).toBeDefined();
   });
 
+  it('lets the non-root pod bind a port below 1024 by its namespace\'s port floor, only when one is', () => {
+    expect(pod.securityContext.sysctls).toBeUndefined();
+    const low = parseCluster({ ...example(), ports: { api: 443, grpc: 50051, metrics: 900 } });
+    const lowPod = byKind(kubernetesObjects(low, 'us-east-1', low.nodes), 'StatefulSet').spec.template.spec;
+    expect(lowPod.securityContext.sysctls).toEqual([{ name: 'net.ipv4.ip_unprivileged_port_start', value: '443' }]);
+    expect(lowPod.containers[0].securityContext.capabilities).toEqual({ drop: ['ALL'] });
+    validate(byKind(kubernetesObjects(low, 'us-east-1', low.nodes), 'StatefulSet') as Manifest);
+  });
+
   it('a PodDisruptionBudget lets one pod go at a time', () => {
     const budget = byKind(objects, 'PodDisruptionBudget');
     expect(budget.spec).toEqual({ maxUnavailable: 1, selector: set.spec.selector });

@@ -9,6 +9,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCluster } from '../../src/apps/hosts/cluster.js';
@@ -192,6 +193,18 @@ function importBase(tag: string): string | undefined {
   return r.status === 0 ? undefined : r.stderr.trim();
 }
 
+/** A port below 1024 nothing listens on (the test runs as root, so it may probe one). */
+async function freeLowPort(): Promise<number> {
+  for (let port = 1023; port >= 600; port--) {
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer().once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free port between 600 and 1023');
+}
+
 const podman = probePodman();
 if (podman.reason) console.warn(`container image tests skipped: ${podman.reason}`);
 
@@ -228,6 +241,9 @@ describe('the container image', () => {
     const suffix = String(process.pid);
     const description = await loopbackDescription(3, { name: 'img', image: tag });
     for (const [i, n] of (description.nodes as Record<string, unknown>[]).entries()) n.id = `img${suffix}-${i + 1}`;
+    // The first node serves its metrics below port 1024, which the image's user may not bind by itself.
+    const lowPort = await freeLowPort();
+    ((description.nodes as Record<string, Record<string, number>>[])[0]!.ports!).metrics = lowPort;
     const cluster = parseCluster(description);
     const dir = tempDir('blobstore-container-');
     for (const f of renderContainer(cluster, cluster.nodes)) writeFileSync(join(dir, f.path), f.text, { mode: f.mode });
@@ -255,5 +271,6 @@ describe('the container image', () => {
     expect(uid.stdout).toBe(String(IMAGE_UID));
     const health = run('podman', [...podman.global, 'healthcheck', 'run', started[0]!]);
     expect(health.status, `${health.stdout}${health.stderr}`).toBe(0);
+    expect(await statusOf(`http://127.0.0.1:${lowPort}/metrics`)).toBe(200);
   }, 180_000);
 });

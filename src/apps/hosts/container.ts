@@ -1,6 +1,6 @@
 import type { ClusterDescription, HostNode } from './cluster.js';
 import { DATA_DIR, IMAGE_UID } from './image.js';
-import { nodeEnv, nodeFiles, stopTimeoutSeconds } from './node-env.js';
+import { nodeEnv, nodeFiles, privilegedPort, stopTimeoutSeconds } from './node-env.js';
 import { type RenderedFile, file, renderedBy } from './rendered.js';
 
 /**
@@ -34,6 +34,8 @@ export function podmanRunArgs(cluster: ClusterDescription, node: HostNode, envFi
   return [
     'run', '--detach', '--name', containerName(node), '--network', 'host', '--restart', 'on-failure',
     '--stop-timeout', String(stopTimeoutSeconds(node.settings)),
+    // The image's user is not root: podman gives an added capability to it as an ambient one.
+    ...(privilegedPort(node.ports) !== undefined ? ['--cap-add', 'NET_BIND_SERVICE'] : []),
     '--env-file', envFile,
     '--volume', `${node.dataDir}:${DATA_DIR}:Z`,
     ...nodeFiles(cluster, node).flatMap((path) => ['--volume', `${path}:${path}:ro`]),

@@ -2,7 +2,7 @@ import type { Region } from '../stack/settings.js';
 import { envName } from '../../config/settings.js';
 import type { ClusterDescription, HostNode, TlsFiles } from './cluster.js';
 import { DATA_DIR, IMAGE_UID } from './image.js';
-import { stopTimeoutSeconds } from './node-env.js';
+import { privilegedPort, stopTimeoutSeconds } from './node-env.js';
 import { type RenderedFile, file, renderedBy } from './rendered.js';
 import { toYamlDocuments } from './yaml.js';
 
@@ -144,11 +144,15 @@ function podSpec(cluster: ClusterDescription, region: Region, set: string, repli
     ...(auth ? [{ name: 'auth-tokens', mountPath: AUTH_DIR, readOnly: true }] : []),
   ];
   const secretVolume = (name: string, secretName: string): Manifest => ({ name, secret: { secretName, defaultMode: 0o440 } });
+  // A pod has its own network namespace: lowering its unprivileged port floor (a safe sysctl)
+  // lets the non-root user bind a port below 1024 without any capability.
+  const lowPort = privilegedPort(ports);
   return {
     terminationGracePeriodSeconds: stopTimeoutSeconds(cluster.settings),
     securityContext: {
       runAsNonRoot: true, runAsUser: IMAGE_UID, runAsGroup: IMAGE_UID, fsGroup: IMAGE_UID,
       fsGroupChangePolicy: 'OnRootMismatch', seccompProfile: { type: 'RuntimeDefault' },
+      ...(lowPort !== undefined ? { sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: String(lowPort) }] } : {}),
     },
     affinity: {
       podAntiAffinity: {

@@ -43,6 +43,12 @@ export function nodeEnv(cluster: ClusterDescription, node: HostNode, options: No
   return [...env];
 }
 
+/** The lowest port a node listens on, when it is one only a privileged process may bind (below 1024). */
+export function privilegedPort(ports: HostNode['ports']): number | undefined {
+  const lowest = Math.min(ports.api, ports.grpc, ports.metrics);
+  return lowest < 1024 ? lowest : undefined;
+}
+
 /** Every host path a node reads besides its data dir: secrets and TLS files. */
 export function nodeFiles(cluster: ClusterDescription, node: HostNode): string[] {
   const files = [cluster.clusterSecretFile, cluster.authTokensFile, node.tls?.certFile, node.tls?.keyFile, node.tls?.caFile];

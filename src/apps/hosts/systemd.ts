@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { ClusterDescription, HostNode } from './cluster.js';
-import { nodeEnv, stopTimeoutSeconds } from './node-env.js';
+import { nodeEnv, privilegedPort, stopTimeoutSeconds } from './node-env.js';
 import { type RenderedFile, file, renderedBy } from './rendered.js';
 
 /**
@@ -32,7 +32,7 @@ export function renderSystemd(cluster: ClusterDescription, nodes: readonly HostN
 export function renderUnit(cluster: ClusterDescription, node: HostNode): string {
   const command = cluster.command.map(quoteWord).join(' ');
   const stopSeconds = stopTimeoutSeconds(node.settings);
-  const lowPort = Object.values(node.ports).some((p) => p < 1024);
+  const lowPort = privilegedPort(node.ports) !== undefined;
   const stateDir = node.dataDir.startsWith('/var/lib/') ? node.dataDir.slice('/var/lib/'.length) : undefined;
   return [
     renderedBy(cluster.name, node.region, 'systemd'),
