@@ -8,6 +8,8 @@ import { parseBytes, parseDurationMs, parseHostPort } from './units.js';
 /** A bad setting: the CLI prints the message and exits with status 2. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+  /** What the CLI exits with when nothing caught it on the way (src/main.ts). */
+  readonly exitCode = 2;
 }
 
 /** Where a raw value came from, named in error messages. */

@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
@@ -260,6 +260,18 @@ describe('usage errors exit 2 before any work, naming the valid values', () => {
     expect(existsSync(fresh.stateHome)).toBe(false);
     rmSync(fresh.home, { recursive: true, force: true });
   });
+
+  it.each([[['deploy', 'dev', '--region', REGION, '--dry-run']], [['deploy', 'dev', '--region', REGION]]])(
+    'a stack whose ordersPort collides with a node port: %j', (args) => {
+      const fresh = sandbox();
+      mkdirSync(dirname(fresh.configFile), { recursive: true });
+      writeFileSync(fresh.configFile, JSON.stringify({ stacks: { dev: { nodes: 3, basePort: 20000, orders: true, ordersPort: 20001 } } }));
+      const r = run(fresh, args);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain('ordersPort 20001 collides with a node port');
+      expect(existsSync(fresh.stateHome)).toBe(false);
+      rmSync(fresh.home, { recursive: true, force: true });
+    });
 
   it.each(['http://orders.example.com', 'ftp://x', 'not a url'])('ORDERS_API_BASE_URL=%s is refused', (url) => {
     const fresh = sandbox();
