@@ -45,11 +45,18 @@ ${body ? `<p>Request body: ${content(body.content)}</p>` : ''}
 </section>`;
 }
 
+/** A schema as indented JSON, a bigint bound (an int64's maximum) written exactly. */
+function schemaText(schema: unknown): string {
+  const BIG = '\u0000bigint:';
+  const text = JSON.stringify(schema, (_key, value: unknown) => (typeof value === 'bigint' ? BIG + value.toString() : value), 2);
+  return text.replace(/"\\u0000bigint:(-?\d+)"/g, '$1');
+}
+
 export function docsPage(doc: object): string {
   const d = doc as Doc;
   const ops = Object.entries(d.paths).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => operation(path, m, item[m]!)));
   const schemas = Object.entries(d.components?.schemas ?? {})
-    .map(([name, schema]) => `<h3 id="schema-${escape(name)}">${escape(name)}</h3><pre>${escape(JSON.stringify(schema, null, 2))}</pre>`).join('\n');
+    .map(([name, schema]) => `<h3 id="schema-${escape(name)}">${escape(name)}</h3><pre>${escape(schemaText(schema))}</pre>`).join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">

@@ -67,6 +67,21 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  it('states the bounds of amount the service holds to, the int64 maximum exactly, and 413 for a body too large', async () => {
+    const text = await (await fetch(`${open.url}/openapi.json`)).text();
+    const amount = /"amount":(\{[^}]*\})/.exec(text)![1]!;
+    expect(amount).toContain('"exclusiveMinimum":0');
+    expect(amount).toContain('"maximum":9223372036854775807');
+    const post = (body: string): Promise<Response> => fetch(`${open.url}/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect((await post('{"amount": 0, "currency": "EUR"}')).status).toBe(422);
+    expect((await post('{"amount": 9223372036854775807, "currency": "EUR"}')).status).toBe(200);
+    expect((await post('{"amount": 9223372036854775808, "currency": "EUR"}')).status).toBe(422);
+    const tooLarge = await post(`{"amount": 1, "currency": "EUR", "note": "${'x'.repeat(2 * 1024 * 1024)}"}`);
+    expect(tooLarge.status).toBe(413);
+    const doc = await fetchDoc(open.url);
+    expect(Object.keys(doc.paths['/orders']!.post!.responses)).toContain('413');
+  });
+
   it('with API keys: the document names bearer auth and 401/403, and is served without a key', async () => {
     const doc = await fetchDoc(keyed.url);
     expect(doc.security).toStrictEqual([{ bearer: [] }]);

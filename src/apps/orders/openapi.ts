@@ -2,9 +2,11 @@
  * The OpenAPI 3.1 document of the orders service, served at GET /openapi.json (and rendered at
  * /docs), shaped the way FastAPI generates one for the reference service: the same schema names
  * (CreateOrderBody, Order, HTTPValidationError, ValidationError), 422 on every operation that
- * validates input. Bearer auth is listed when API keys are configured.
+ * validates input. Bearer auth is listed when API keys are configured. Written with writePyJson, as
+ * FastAPI's json.dumps would: the amount's bound (2^63 - 1) exactly, not as a double.
  */
 import { type Operation, type Schema, json, ref } from '../../openapi/schema.js';
+import { I64_MAX } from './pydantic.js';
 
 const detail = (description: string) => ({ description, content: json({ type: 'object', required: ['detail'], properties: { detail: { type: 'string' } } }) });
 const validationError = { description: 'Validation Error', content: json(ref('HTTPValidationError')) };
@@ -15,7 +17,10 @@ function schemas(): Record<string, Schema> {
     CreateOrderBody: {
       type: 'object', title: 'CreateOrderBody', required: ['amount', 'currency'], additionalProperties: true,
       properties: {
-        amount: { type: 'integer', title: 'Amount', description: 'whole number in the smallest currency unit; a value with a fractional part is rejected' },
+        amount: {
+          type: 'integer', title: 'Amount', exclusiveMinimum: 0, maximum: I64_MAX,
+          description: 'whole number in the smallest currency unit; as pydantic reads an int, 42.0 and "42" are taken as 42 and 42.5 is rejected',
+        },
         currency: { type: 'string', title: 'Currency', description: 'ISO 4217 code', pattern: '^[A-Z]{3}$' },
         note: { anyOf: [{ type: 'string', maxLength: 1000 }, { type: 'null' }], title: 'Note', default: null },
       },
@@ -69,7 +74,10 @@ function paths(auth: boolean): Record<string, Record<string, Operation>> {
       post: {
         operationId: 'create_order_orders_post', summary: 'Create Order',
         requestBody: { required: true, content: json(ref('CreateOrderBody')) },
-        responses: { 200: { description: 'Successful Response (status pending)', content: json(ref('Order')) }, ...denied, 422: validationError },
+        responses: {
+          200: { description: 'Successful Response (status pending)', content: json(ref('Order')) }, ...denied,
+          413: detail('the body is over OrdersMaxBodyBytes'), 422: validationError,
+        },
       },
     },
     '/orders/{order_id}': {

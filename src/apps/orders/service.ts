@@ -57,7 +57,7 @@ export class OrdersService {
   ) {
     const doc = ordersApiDocument({ auth: options.keys !== undefined, version: packageVersion() });
     this.docs = {
-      json: { status: 200, body: JSON.stringify(doc) },
+      json: { status: 200, body: writePyJson(doc) },
       page: { status: 200, body: docsPage(doc), contentType: 'text/html; charset=utf-8' },
     };
   }
