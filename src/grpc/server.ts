@@ -1,7 +1,7 @@
 /**
- * The gRPC listener (@grpc/grpc-js, insecure credentials: TLS belongs in front): BlobService in
- * full, ClusterService and InternalService answering UNIMPLEMENTED until the cluster issue, and
- * the standard health and reflection services (standard-services.ts).
+ * The gRPC listener (@grpc/grpc-js; TLS with the node's certificate when it has one): BlobService,
+ * ClusterService and InternalService (UNIMPLEMENTED on a node without its cluster), and the
+ * standard health and reflection services (standard-services.ts).
  * Messages above grpcMaxMessageBytes are refused by grpc-js itself (RESOURCE_EXHAUSTED).
  */
 import { scopeOf } from '../auth/access.js';
@@ -136,7 +136,7 @@ export class GrpcServer {
     }
     // SERVING is what /healthz answers 200 for: a backend that cannot take stores (a full disk, a
     // failed log write) still serves reads, and a probe that restarted it would take those away too.
-    this.standard = new StandardServices(this.server, () => service.ready);
+    this.standard = new StandardServices(this.server, () => service.ready, cluster !== undefined);
   }
 
   /** Listens on grpcAddr (port 0: a free port; `port` overrides the setting's) and returns the bound port. */

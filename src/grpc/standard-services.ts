@@ -6,7 +6,8 @@
  *   SERVING while the node serves (what /healthz answers 200 for, a full disk included: reads
  *   still work), NOT_SERVING before listening, while a cluster node has not joined yet and from
  *   the start of shutdown.
- *   ClusterService and InternalService are not listed (NOT_FOUND) until the cluster exists.
+ *   ClusterService and InternalService are listed with them once the node has its cluster (a
+ *   node serving with gRPC has one, alone or not); before, they are NOT_FOUND.
  * - grpc.reflection.v1 and v1alpha ServerReflection (@grpc/reflection), describing the blobstore
  *   protos and the health service, so `grpcurl list` and `grpcurl describe` work without .proto
  *   files.
@@ -18,9 +19,13 @@ import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, type ServingStatus, protoPath as healthProtoPath } from 'grpc-health-check';
 import { LOADER_OPTIONS, PROTO_PACKAGE, loadProtos } from '../proto/loader.js';
+import { reflectedPackage } from './map-entries.js';
 
-/** The services health answers for: the whole server ('') and the one implemented service. */
+/** The services health always answers for: the whole server ('') and BlobService. */
 export const HEALTH_SERVICES = ['', `${PROTO_PACKAGE}.BlobService`] as const;
+
+/** Answered for too once the node has its cluster (the services are implemented then). */
+export const CLUSTER_HEALTH_SERVICES = [`${PROTO_PACKAGE}.ClusterService`, `${PROTO_PACKAGE}.InternalService`] as const;
 
 /**
  * How often the node's state is carried into Watch streams (a Check, and a Watch's first answer,
@@ -29,7 +34,8 @@ export const HEALTH_SERVICES = ['', `${PROTO_PACKAGE}.BlobService`] as const;
 const HEALTH_POLL_MS = 250;
 
 export class StandardServices {
-  private readonly health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((s) => [s, 'NOT_SERVING'])));
+  private readonly health: HealthImplementation;
+  private readonly services: readonly string[];
   private status: ServingStatus = 'NOT_SERVING';
   /** Statuses follow healthy() only while listening: NOT_SERVING before, and from shutdown on. */
   private live = false;
@@ -37,8 +43,13 @@ export class StandardServices {
   /** Open Watch calls: ended at shutdown, which would otherwise wait for them until its timeout. */
   private readonly watches = new Set<ServerWritableStream<unknown, unknown>>();
 
-  /** `healthy` says whether the node can serve (its engine has not failed, it is not joining). */
-  constructor(server: Pick<Server, 'addService'>, private readonly healthy: () => boolean) {
+  /**
+   * `healthy` says whether the node can serve (its engine has not failed, it is not joining);
+   * `cluster`, whether ClusterService and InternalService are implemented (and so listed).
+   */
+  constructor(server: Pick<Server, 'addService'>, private readonly healthy: () => boolean, cluster: boolean) {
+    this.services = cluster ? [...HEALTH_SERVICES, ...CLUSTER_HEALTH_SERVICES] : HEALTH_SERVICES;
+    this.health = new HealthImplementation(Object.fromEntries(this.services.map((s) => [s, 'NOT_SERVING'])));
     this.health.addToServer({
       addService: (definition, implementation: UntypedServiceImplementation) => {
         const watch = implementation.watch as (call: ServerWritableStream<unknown, unknown>) => void;
@@ -61,7 +72,7 @@ export class StandardServices {
       },
     });
     const health = loadSync(healthProtoPath, LOADER_OPTIONS);
-    new ReflectionService({ ...loadProtos(), ...health }).addToServer(server);
+    new ReflectionService(reflectedPackage({ ...loadProtos(), ...health })).addToServer(server);
   }
 
   /** Listening: SERVING while healthy() holds. */
@@ -91,6 +102,6 @@ export class StandardServices {
   private set(status: ServingStatus): void {
     if (status === this.status) return;
     this.status = status;
-    for (const service of HEALTH_SERVICES) this.health.setStatus(service, status);
+    for (const service of this.services) this.health.setStatus(service, status);
   }
 }

@@ -4,8 +4,8 @@ packages ship. Run by test/grpc/standard-services.test.ts:
 
     /usr/bin/python3 test/grpc/probe.py <generated-dir> <host:port>
 
-Prints one JSON object: the health status of "", blobstore.v1.BlobService and
-blobstore.v1.ClusterService (a status name or a gRPC code name), the services that reflection
+Prints one JSON object: the health status of "", blobstore.v1.BlobService,
+blobstore.v1.ClusterService and blobstore.v1.InternalService (a status name or a gRPC code name), the services that reflection
 lists (v1 and v1alpha), and the methods of BlobService as the reflected file descriptor says.
 """
 
@@ -14,7 +14,7 @@ import os
 import sys
 
 import grpc
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool
 
 # health.proto sits at health/v1/ in its package; the reflection protos at grpc/reflection/...:
 # those become subpackages of the installed grpc package (they import each other by that name).
@@ -41,7 +41,7 @@ def main():
     channel = grpc.insecure_channel(sys.argv[2])
     out = {}
     h = health_pb2_grpc.HealthStub(channel)
-    out["health"] = {s: health(h, s) for s in ["", "blobstore.v1.BlobService", "blobstore.v1.ClusterService"]}
+    out["health"] = {s: health(h, s) for s in ["", "blobstore.v1.BlobService", "blobstore.v1.ClusterService", "blobstore.v1.InternalService"]}
 
     r1 = v1_grpc.ServerReflectionStub(channel)
     listed = reflect(r1, v1, v1.ServerReflectionRequest(list_services=""))
@@ -62,6 +62,35 @@ def main():
                     for m in service.method
                 ]
     out["blob_service_methods"] = methods
+    # What grpcurl and Python's reflection clients do next: build the files in a descriptor pool,
+    # which checks them (a map entry must be named <Field>Entry, as protoc names it).
+    out["pool"] = {}
+    for symbol in ["blobstore.v1.BlobService", "grpc.health.v1.Health"]:
+        found = reflect(r1, v1, v1.ServerReflectionRequest(file_containing_symbol=symbol))
+        files = [descriptor_pb2.FileDescriptorProto.FromString(raw) for raw in found.file_descriptor_response.file_descriptor_proto]
+        pool = descriptor_pool.DescriptorPool()
+        added, error = set(), ""
+        while len(added) < len(files) and not error:
+            ready = [f for f in files if f.name not in added and all(d in added for d in f.dependency)]
+            if not ready:
+                error = "unresolved dependencies"
+            for f in ready:
+                try:
+                    pool.Add(f)
+                    pool.FindFileByName(f.name)
+                    added.add(f.name)
+                except Exception as err:  # noqa: BLE001 - the pool's complaint is the finding
+                    error = str(err)
+                    break
+        if not error:
+            try:
+                pool.FindServiceByName(symbol)
+            except Exception as err:  # noqa: BLE001
+                error = str(err)
+        out["pool"][symbol] = error or "ok"
+        if symbol == "blobstore.v1.BlobService" and not error:
+            labels = pool.FindMessageTypeByName("blobstore.v1.BlobMeta").fields_by_name["labels"]
+            out["labels_entry"] = labels.message_type.name if labels.message_type.GetOptions().map_entry else ""
     print(json.dumps(out))
 
 

@@ -40,6 +40,8 @@ interface Probe {
   services_v1: string[];
   services_v1alpha: string[];
   blob_service_methods: string[];
+  pool: Record<string, string>;
+  labels_entry?: string;
 }
 
 async function probe(target: string): Promise<Probe> {
@@ -58,9 +60,11 @@ describe('Python grpcio client (grpc_health_probe and grpcurl list, by hand)', (
     await n?.stop();
   });
 
-  it('health: "" and blobstore.v1.BlobService are SERVING; ClusterService (not implemented yet) is NOT_FOUND', async () => {
+  it('health: "", BlobService, and the ClusterService and InternalService a serving node implements are SERVING', async () => {
     const p = await probe(n.target);
-    expect(p.health).toStrictEqual({ '': 'SERVING', 'blobstore.v1.BlobService': 'SERVING', 'blobstore.v1.ClusterService': 'NOT_FOUND' });
+    expect(p.health).toStrictEqual({
+      '': 'SERVING', 'blobstore.v1.BlobService': 'SERVING', 'blobstore.v1.ClusterService': 'SERVING', 'blobstore.v1.InternalService': 'SERVING',
+    });
   });
 
   it('reflection (v1 and v1alpha) lists the blobstore services and health; BlobService is described from its descriptor', async () => {
@@ -77,6 +81,12 @@ describe('Python grpcio client (grpc_health_probe and grpcurl list, by hand)', (
       'PutStream(stream .blobstore.v1.PutChunk) returns (.blobstore.v1.PutResponse)',
       'GetStream(.blobstore.v1.GetStreamRequest) returns (stream .blobstore.v1.GetChunk)',
     ]);
+  });
+
+  it('reflection\'s files build in a descriptor pool, as grpcurl and Python clients build them (map entries named <Field>Entry)', async () => {
+    const p = await probe(n.target);
+    expect(p.pool).toStrictEqual({ 'blobstore.v1.BlobService': 'ok', 'grpc.health.v1.Health': 'ok' });
+    expect(p.labels_entry).toBe('LabelsEntry');
   });
 });
 
