@@ -41,6 +41,7 @@ export type ErrorKind =
   | 'insufficient_storage'
   | 'unimplemented'
   | 'internal'
+  | 'unfinished_stream'
   | 'corruption';
 
 interface KindInfo {
@@ -67,6 +68,9 @@ const KINDS: Record<ErrorKind, KindInfo> = {
   insufficient_storage: { status: 507, grpc: GrpcCode.RESOURCE_EXHAUSTED, short: 'Insufficient Storage' },
   unimplemented: { status: 501, grpc: GrpcCode.UNIMPLEMENTED, short: 'Not Implemented' },
   internal: { status: 500, grpc: GrpcCode.INTERNAL, short: 'Internal Server Error' },
+  // A put stream that ended before its final chunk: the spec answers 500 (INTERNAL), but the
+  // mistake is the client's, so it is neither logged nor counted as a failing backend.
+  unfinished_stream: { status: 500, grpc: GrpcCode.INTERNAL, short: 'Internal Server Error' },
   // A stored copy that fails its checksum: never served, answered as an internal error.
   corruption: { status: 500, grpc: GrpcCode.DATA_LOSS, short: 'Internal Server Error' },
 };

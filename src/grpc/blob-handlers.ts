@@ -13,7 +13,7 @@ import type {
 } from '@grpc/grpc-js';
 import type { Gate, Scope } from '../auth/gate.js';
 import { ClientGone } from '../errors/client-gone.js';
-import { blobIdFromBytes } from '../blob/id.js';
+import { blobIdFromBytes, parseIdPrefix } from '../blob/id.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { encodeLabels } from '../blob/labels.js';
 import { parsePolicy } from '../blob/policy.js';
@@ -36,7 +36,7 @@ import { OutgoingChunk } from '../proto/messages.js';
 import type { MalformedMessage } from '../proto/loader.js';
 import { handlePutStream } from './put-stream.js';
 import type { Logger } from '../log/logger.js';
-import { authorization, toStatus, wellFormed } from './status.js';
+import { authorization, blobCallStatus, wellFormed } from './status.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -89,10 +89,10 @@ export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logge
         gate.check(authorization(call.metadata), scope);
         result = fn(wellFormed(call.request));
       } catch (err) {
-        callback(toStatus(err, method, log, call.metadata));
+        callback(blobCallStatus(service, err, method, log, call.metadata));
         return;
       }
-      if (result instanceof Promise) result.then((response) => callback(null, response), (err: unknown) => callback(toStatus(err, method, log, call.metadata)));
+      if (result instanceof Promise) result.then((response) => callback(null, response), (err: unknown) => callback(blobCallStatus(service, err, method, log, call.metadata)));
       else callback(null, result);
     };
 
@@ -127,8 +127,9 @@ export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logge
 
   const list = unary('List', scopeOf('BlobService/List'), (request: ListRequest): ListResponse => {
     const cursor = request.cursor && request.cursor.length > 0 ? request.cursor.toString('base64url') : undefined;
-    // The prefix is of the hex form, which is case-insensitive.
-    const page = service.list((request.prefix ?? '').toLowerCase(), cursor, request.limit ?? 0);
+    // The prefix is of the hex form, read case-insensitively as variant A's HTTP list reads it;
+    // anything but hex is INVALID_ARGUMENT, as over HTTP.
+    const page = service.list(parseIdPrefix(request.prefix ?? '', false), cursor, request.limit ?? 0);
     return {
       ids: page.ids.map((id) => ({ id })),
       next_cursor: page.nextCursor === undefined ? undefined : Buffer.from(page.nextCursor, 'base64url'),
@@ -168,6 +169,6 @@ async function streamBlob(service: BlobService, gate: Gate, log: Logger, call: S
     if (!sender.gone) call.end();
   } catch (err) {
     if (sender.gone || call.cancelled || err instanceof ClientGone) return;
-    call.emit('error', toStatus(err, 'GetStream', log, call.metadata));
+    call.emit('error', blobCallStatus(service, err, 'GetStream', log, call.metadata));
   }
 }

@@ -27,7 +27,7 @@ import { type IdRequest, type PutChunk, type PutResponse, writeVarint } from '..
 import { type MalformedMessage, serverDefinition } from '../proto/loader.js';
 import { PutChunkParser } from './put-chunk-parser.js';
 import { handlePutStream, type PutStreamCall } from './put-stream.js';
-import { authorization, toStatus, wellFormed } from './status.js';
+import { authorization, blobCallStatus, wellFormed } from './status.js';
 
 /** GetChunk messages in flight per GetStream (each at most 1 MiB + 13 bytes). */
 export const FRAMES = 4;
@@ -189,6 +189,6 @@ async function serveGetStream(
     call.sendStatus(STATUS_OK);
   } catch (err) {
     if (call.cancelled || err instanceof ClientGone) return;
-    call.sendStatus(statusOf(toStatus(err, 'GetStream', log, call.metadata)));
+    call.sendStatus(statusOf(blobCallStatus(service, err, 'GetStream', log, call.metadata)));
   }
 }

@@ -23,7 +23,7 @@ import { PutStream } from '../service/put-stream.js';
 import type { PutChunk, PutResponse } from '../proto/messages.js';
 import { MalformedMessage } from '../proto/loader.js';
 import type { Logger } from '../log/logger.js';
-import { authorization, toStatus, wellFormed } from './status.js';
+import { authorization, blobCallStatus, wellFormed } from './status.js';
 
 /**
  * What a PutStream call needs of its transport: grpc-js's ServerReadableStream, or a DirectCall
@@ -47,14 +47,14 @@ export function handlePutStream(service: BlobService, gate: Gate, log: Logger, c
   try {
     gate.check(authorization(call.metadata), scopeOf('BlobService/PutStream'));
   } catch (err) {
-    callback(toStatus(err, 'PutStream', log, call.metadata));
+    callback(blobCallStatus(service, err, 'PutStream', log, call.metadata));
     return undefined;
   }
   let release: () => void;
   try {
     release = service.admitUpload();
   } catch (err) {
-    callback(toStatus(err, 'PutStream', log, call.metadata));
+    callback(blobCallStatus(service, err, 'PutStream', log, call.metadata));
     return undefined;
   }
   const putCall = new PutStreamCall(service, call, callback, release, log);
@@ -169,7 +169,7 @@ export class PutStreamCall {
       (err: unknown) => {
         this.release();
         void this.stream.discard();
-        this.callback(toStatus(err, 'PutStream', this.log, this.call.metadata));
+        this.callback(blobCallStatus(this.service, err, 'PutStream', this.log, this.call.metadata));
       },
     );
   }
@@ -189,7 +189,7 @@ export class PutStreamCall {
   private fail(err: unknown): void {
     this.settle();
     void this.stream.discard();
-    this.callback(toStatus(err, 'PutStream', this.log, this.call.metadata));
+    this.callback(blobCallStatus(this.service, err, 'PutStream', this.log, this.call.metadata));
   }
 
   /** The client cancelled or its deadline passed: drop what arrived; no answer is possible. */

@@ -7,6 +7,7 @@ import { invalidArgument, toBlobstoreError } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { requestId } from '../log/request-id.js';
 import { MalformedMessage } from '../proto/loader.js';
+import type { BlobService } from '../service/blob-service.js';
 
 /**
  * The status of a failed call. A server failure is logged with a request id (the caller's
@@ -29,6 +30,24 @@ export function toStatus(error: unknown, method: string, log: Logger, request?: 
     for (const [key, value] of Object.entries(err.headers)) metadata.set(key.toLowerCase(), value);
   }
   return Object.assign(new Error(err.message), { code: err.grpcCode, details: err.message, metadata });
+}
+
+/** What counts a blob request's failure (BlobService.recordFailure). */
+type FailureCounter = Pick<BlobService, 'recordFailure'>;
+
+const OPERATION_OF: Readonly<Record<string, Parameters<BlobService['recordFailure']>[0]>> = {
+  Put: 'put', PutStream: 'put', Get: 'get', GetStream: 'get', Stat: 'stat', Delete: 'delete', List: 'list',
+};
+
+/**
+ * The status of a failed BlobService call, the failure counted in the node's metrics as HTTP's
+ * are: a bad argument, a credential refused and a full upload slot as well as what failed inside
+ * the service (counted once, whichever layer saw it first).
+ */
+export function blobCallStatus(counter: FailureCounter, error: unknown, method: string, log: Logger, request?: Metadata): ServerErrorResponse {
+  const op = OPERATION_OF[method];
+  if (op !== undefined) counter.recordFailure(op, error);
+  return toStatus(error, method, log, request);
 }
 
 /** The raw `authorization` metadata value ('' when absent), for Gate.check. */

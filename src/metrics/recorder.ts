@@ -4,7 +4,7 @@
  * small integer, no heap number) and must not allocate: they run once or more per request on the
  * hot path.
  */
-import type { BlobstoreError } from '../errors/errors.js';
+import { type BlobstoreError, toBlobstoreError } from '../errors/errors.js';
 import type { Ticks } from './clock.js';
 
 export const OPERATIONS = ['put', 'get', 'delete', 'stat', 'list'] as const;
@@ -32,3 +32,20 @@ export interface Recorder {
 }
 
 export const NO_RECORDER: Recorder = { done() {}, failed() {}, countError() {}, stage: () => 0 as Ticks };
+
+/** The errors already counted as a request's failure (by the original object thrown). */
+const counted = new WeakSet<object>();
+
+/**
+ * Counts a request's failure once, however many layers it passes on its way out: the service
+ * counts what fails inside it, and a transport counts at its boundary what failed before or
+ * around the service (a bad argument, a credential, an upload slot), so that every request a
+ * transport answers with an error is counted, whichever transport it came by.
+ */
+export function countFailure(recorder: Recorder, op: Operation, err: unknown): void {
+  if (typeof err === 'object' && err !== null) {
+    if (counted.has(err)) return;
+    counted.add(err);
+  }
+  recorder.failed(op, toBlobstoreError(err));
+}

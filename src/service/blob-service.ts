@@ -12,14 +12,14 @@
  * recorded here.
  */
 import type { NodeConfig } from '../config/settings.js';
-import { BlobstoreError, notFound, payloadTooLarge, toBlobstoreError, unavailable } from '../errors/errors.js';
+import { BlobstoreError, notFound, payloadTooLarge, unavailable } from '../errors/errors.js';
 import type { CachedRecord } from '../engine/verified-cache.js';
 import type { ListResult, PutResult } from '../blob/meta.js';
 import { checkPlacement, type Policy } from '../blob/policy.js';
 import { ecScheme } from '../ec/layout.js';
 import { ecBlobMeta } from './ec-meta.js';
 import { Location } from '../index/entry.js';
-import { NO_RECORDER, type Operation, type Recorder } from '../metrics/recorder.js';
+import { NO_RECORDER, type Operation, type Recorder, countFailure } from '../metrics/recorder.js';
 import { BlobWriter, type FlowControl, type StoreContent, type StoreOptions } from './blob-writer.js';
 import type { ByteRange, ChunkSink, FileSink, LocalStore, SmallStoreDone } from './local-store.js';
 import { type Located, type Placement, SINGLE_NODE } from './placement.js';
@@ -59,7 +59,7 @@ export class BlobService {
       this.recorder.done(op, start, bytes(result));
       return result;
     } catch (err) {
-      this.recorder.failed(op, toBlobstoreError(err));
+      countFailure(this.recorder, op, err);
       throw err;
     }
   }
@@ -172,8 +172,13 @@ export class BlobService {
   private readonly openEcStream = (policy: Policy, size: number): FileSink | undefined => this.placement.openEcStream(policy, size);
 
   /** Stores a blob held in memory. */
+  /** A store of bytes already in memory (gRPC Put, a JSON body, a batch's blob), at most maxBlobBytes. */
   put(data: Buffer, options: StoreOptions): Promise<PutResult> {
-    return this.timed('put', (r) => r.size, () => BlobWriter.storeBuffer(this.store, this.config, this.commit, data, options));
+    return this.timed('put', (r) => r.size, () => {
+      const limit = this.config.maxBlobBytes;
+      if (data.length > limit) throw payloadTooLarge(`blob of ${data.length} bytes exceeds the limit of ${limit} bytes (MaxBlobBytes)`);
+      return BlobWriter.storeBuffer(this.store, this.config, this.commit, data, options);
+    });
   }
 
   /**
@@ -315,8 +320,9 @@ export class BlobService {
     this.recorder.done('get', start, bytes);
   }
 
+  /** Counts a failed request once, however many layers report it (countFailure). */
   recordFailure(op: Operation, err: unknown): void {
-    this.recorder.failed(op, toBlobstoreError(err));
+    countFailure(this.recorder, op, err);
   }
 
   /** Local delete; true whether or not the blob was here (the spec's `deleted`). */
@@ -336,7 +342,7 @@ export class BlobService {
       this.recorder.done('list', start, 0);
       return page;
     } catch (err) {
-      this.recorder.failed('list', toBlobstoreError(err));
+      countFailure(this.recorder, 'list', err);
       throw err;
     }
   }

@@ -13,8 +13,7 @@ import { invalidArgument, payloadTooLarge } from '../errors/errors.js';
 import { CHUNK_BYTES } from '../blob/chunk.js';
 import type { PutResult } from '../blob/meta.js';
 import type { Policy } from '../blob/policy.js';
-import { toBlobstoreError } from '../errors/errors.js';
-import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
+import { NO_RECORDER, type Recorder, countFailure } from '../metrics/recorder.js';
 import { ecScheme } from '../ec/layout.js';
 import type { FileSink, LocalStore } from './local-store.js';
 import { type Ticks, ticks } from '../metrics/clock.js';
@@ -208,7 +207,7 @@ export class BlobWriter {
       this.recorder.done('put', this.start, this.received);
       return result;
     } catch (err) {
-      this.recorder.failed('put', toBlobstoreError(err));
+      countFailure(this.recorder, 'put', err);
       throw err;
     }
   }

@@ -5,7 +5,7 @@
  * chunk, is INTERNAL (the spec's 500) and leaves nothing behind; a chunk after the final one, or
  * with another blob's id, policy or labels, is INVALID_ARGUMENT.
  */
-import { internal, invalidArgument } from '../errors/errors.js';
+import { BlobstoreError, internal, invalidArgument } from '../errors/errors.js';
 import type { PutResult } from '../blob/meta.js';
 import { encodeLabels } from '../blob/labels.js';
 import { type Policy, parsePolicy } from '../blob/policy.js';
@@ -93,7 +93,7 @@ export class PutStream {
   /** The stream ended: stores the blob if its final chunk came. */
   async end(): Promise<PutResult> {
     if (this.chunks === 0) throw internal('put stream ended before a header chunk');
-    if (!this.finalSeen) throw internal('put stream ended before the final chunk');
+    if (!this.finalSeen) throw new BlobstoreError('unfinished_stream', 'put stream ended before the final chunk');
     return this.writer.finish({ policy: this.policy, labels: this.labels });
   }
 
