@@ -304,7 +304,6 @@ export class ClusterNode {
     await this.saving;
     const keep = new Set(this.membership.heartbeatTargets().map((r) => r.nodeId));
     this.transport.retain(keep);
-    for (const nodeId of this.metrics.peers.keys()) if (!keep.has(nodeId)) this.metrics.forgetPeer(nodeId);
     if (change.ringChanged) {
       this.log.info({ ringVersion: this.membership.ringVersion, members: this.membership.ring.nodeIds }, 'cluster: ring changed');
       for (const l of this.ringListeners) l(this.membership.ring);
@@ -328,7 +327,11 @@ export class ClusterNode {
     const offline = nodes.filter((n) => n.state === 'offline').length;
     this.metrics.setMembers(Math.max(1, nodes.length), Math.max(1, nodes.length - offline), offline);
     this.metrics.setRingVersion(this.membership.ringVersion);
-    for (const [peer, online] of this.membership.peerHealth(now)) this.metrics.setPeerHealth(peer, online);
+    // A removed member is no peer: its series goes (it was frozen at its last value while the
+    // node still told it of its removal).
+    const health = this.membership.peerHealth(now);
+    for (const peer of [...this.metrics.peers.keys()]) if (!health.has(peer)) this.metrics.forgetPeer(peer);
+    for (const [peer, online] of health) this.metrics.setPeerHealth(peer, online);
     this.metrics.setGrpcConnections(this.transport.connected());
   }
 

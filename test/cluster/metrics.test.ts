@@ -1,7 +1,7 @@
 /**
  * The cluster's series move for real: member counts, ring version, peer health, heartbeat
  * failures, connections to peers, replication latency and queue, in the text exposition and in
- * the JSON snapshot; a frozen peer shows as offline in both.
+ * the JSON snapshot; a frozen peer shows as offline in both, a removed one in neither.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
@@ -63,5 +63,20 @@ describe('cluster metrics on a 3-node cluster', () => {
       c.thaw(2);
     }
     await waitFor(async () => value(await scrape(0), 'peer_health', { peer: 'node-3' }) === 1, { what: 'node-3 healthy again' });
+  });
+
+  it('a removed peer leaves peer_health (and the JSON snapshot), the others stay', async () => {
+    const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"node_id":"node-3","graceful":false}' });
+    expect(res.status).toBe(200);
+    await c.kill(2);
+    for (const i of [0, 1]) {
+      await waitFor(async () => {
+        const f = await scrape(i);
+        return value(f, 'peer_health', { peer: 'node-3' }) === undefined && value(f, 'nodes_total') === 2;
+      }, { what: `node-3 gone from node ${i + 1}'s peer_health`, timeoutMs: OFFLINE_MS + 15_000 });
+    }
+    expect(value(await scrape(0), 'peer_health', { peer: 'node-2' })).toBe(1);
+    const json = (await (await fetch(`${c.url(0)}/api/v1/metrics`)).json()) as { health: { peerHealth: Record<string, boolean> } };
+    expect(json.health.peerHealth).toEqual({ 'node-2': true });
   });
 });
