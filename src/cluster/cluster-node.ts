@@ -350,14 +350,14 @@ export class ClusterNode {
   async join(req: JoinRequest): Promise<JoinResponse> {
     const { response, change } = this.membership.join(req, Date.now());
     await this.apply(change);
-    if (change.stateChanged) this.log.info({ node: req.node_id, address: req.address }, 'cluster: node admitted');
+    if (change.stateChanged) this.log.info({ peer: req.node_id, address: req.address }, 'cluster: node admitted');
     return response;
   }
 
   async leave(nodeId: string, graceful: boolean): Promise<void> {
     const change = this.membership.leave(nodeId, graceful, Date.now());
     await this.apply(change);
-    if (change.stateChanged) this.log.info({ node: nodeId, graceful }, graceful ? 'cluster: node leaving (its data moves first)' : 'cluster: node removed');
+    if (change.stateChanged) this.log.info({ peer: nodeId, graceful }, graceful ? 'cluster: node leaving (its data moves first)' : 'cluster: node removed');
     this.heartbeatRound();
   }
 

@@ -441,7 +441,7 @@ export class EcReader implements ColumnSource {
         const key = `${id.toString('hex')}:${index}`;
         if (this.wrongSeen.get(key)) return;
         this.wrongSeen.set(key, true);
-        this.log.error({ id: id.toString('hex'), column: index, node: node === SELF ? this.cluster.nodeId : node },
+        this.log.error({ id: id.toString('hex'), column: index, holder: node === SELF ? this.cluster.nodeId : node },
           'EC read: a column is not the one its store wrote (its checksum is another); it is read around and queued for repair');
         this.onMissing(id, blob.meta.policy, `column ${index} on ${node === SELF ? 'this node' : node} is not the one its store wrote`, layout.columnBytes, blob.placement, index);
       },
@@ -455,11 +455,11 @@ export class EcReader implements ColumnSource {
    */
   private checkAtHolder(blob: EcBlob, node: string, index: number, offset: number, length: number): void {
     const id = blob.meta.id.toString('hex');
-    this.log.warn({ id, column: index, node, offset }, 'EC read: bytes of a column failed their check; its holder checks them');
+    this.log.warn({ id, column: index, holder: node, offset }, 'EC read: bytes of a column failed their check; its holder checks them');
     const member = this.cluster.member(node);
     if (!member) return;
     const stream = remoteColumn(this.transport, member, blob.meta.id, index, offset, offset + length, this.columnLimits);
-    stream.take(length).then((bytes) => this.release(bytes), (err: Error) => this.log.warn({ id, column: index, node, err: err.message }, 'EC read: a holder\'s check of its column failed'))
+    stream.take(length).then((bytes) => this.release(bytes), (err: Error) => this.log.warn({ id, column: index, holder: node, err: err.message }, 'EC read: a holder\'s check of its column failed'))
       .finally(() => stream.close());
   }
 

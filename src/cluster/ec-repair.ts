@@ -251,7 +251,7 @@ export class EcRepairer {
       dropped = (answer.deleted ?? 0) > 0;
     }
     if (dropped) {
-      this.log.error({ blob: id.toString('hex'), column: index, node: node === '' ? this.cluster.nodeId : node },
+      this.log.error({ blob: id.toString('hex'), column: index, holder: node === '' ? this.cluster.nodeId : node },
         'EC repair: a column is wrong though it matches its own checksum (not the checksum its store computed); its holder dropped it, and it is rebuilt');
       this.reader.forget(id);
     }
@@ -361,7 +361,7 @@ export class EcRepairer {
         void sink.abort();
         this.metrics.ecRebuildMismatch();
         mismatch = true;
-        this.log.error({ blob: key, column: index, node: targets.get(index), sources: this.sourcesOf(holders, k, key) },
+        this.log.error({ blob: key, column: index, holder: targets.get(index), sources: this.sourcesOf(holders, k, key) },
           'EC repair: the rebuilt column does not match the checksum it was stored with (a source column is wrong though it matches its own checksum, or the rebuild failed); not stored, the next try leaves out another source');
         return;
       }
@@ -370,9 +370,9 @@ export class EcRepairer {
         settled++;
         this.progress.columnsRepaired++;
         this.metrics.ecReconstructed();
-        this.log.info({ blob: id.toString('hex'), column: index, node: targets.get(index) }, 'EC repair: column rebuilt');
+        this.log.info({ blob: id.toString('hex'), column: index, holder: targets.get(index) }, 'EC repair: column rebuilt');
       } catch (err) {
-        this.log.warn({ blob: id.toString('hex'), column: index, node: targets.get(index), err: (err as Error).message }, 'EC repair: storing a rebuilt column failed');
+        this.log.warn({ blob: id.toString('hex'), column: index, holder: targets.get(index), err: (err as Error).message }, 'EC repair: storing a rebuilt column failed');
       }
     }));
     if (mismatch) this.mismatched.set(key, (this.mismatched.get(key) ?? 0) + 1);

@@ -78,5 +78,10 @@ describe('cluster metrics on a 3-node cluster', () => {
     expect(value(await scrape(0), 'peer_health', { peer: 'node-2' })).toBe(1);
     const json = (await (await fetch(`${c.url(0)}/api/v1/metrics`)).json()) as { health: { peerHealth: Record<string, boolean> } };
     expect(json.health.peerHealth).toEqual({ 'node-2': true });
+    // The removal is logged naming the removed member; `node` stays the logging node's own id
+    // (a second "node" key would credit the line to the other node in jq, Loki or Elasticsearch).
+    const lines = c.node(0).output().split('\n');
+    expect(lines.some((l) => l.includes('cluster: node removed') && l.includes('"peer":"node-3"'))).toBe(true);
+    expect(lines.filter((l) => (l.match(/"node":/g) ?? []).length > 1)).toEqual([]);
   });
 });
