@@ -325,7 +325,10 @@ export class ClusterNode {
     const now = Date.now();
     const nodes = this.membership.nodes(now);
     const offline = nodes.filter((n) => n.state === 'offline').length;
-    this.metrics.setMembers(Math.max(1, nodes.length), Math.max(1, nodes.length - offline), offline);
+    // A node that knows of no member yet is a cluster of one, itself active. A removed node lists
+    // the members it last knew, all of them offline to it: active + offline is always the total.
+    if (nodes.length === 0) this.metrics.setMembers(1, 1, 0);
+    else this.metrics.setMembers(nodes.length, nodes.length - offline, offline);
     this.metrics.setRingVersion(this.membership.ringVersion);
     // A removed member is no peer: its series goes (it was frozen at its last value while the
     // node still told it of its removal).

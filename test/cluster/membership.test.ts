@@ -135,9 +135,23 @@ describe('a 3-node cluster on loopback', () => {
     };
     await refusesWork();
     await c.stop(2);
-    await c.startNode(2);
+    await c.startNode(2, ['--metrics-addr', 'same']);
     await waitFor(() => c.node(2).output().includes('this node was removed from the cluster'), { what: 'node-3 restarted knows it is out' });
     await refusesWork();
+    // Its metrics add up, also once it hears nobody (the members frozen): the members it last
+    // knew, all offline to it, none active.
+    type Counts = { nodesTotal: number; nodesActive: number; nodesOffline: number };
+    const counts = async (): Promise<Counts> => ((await (await fetch(`${c.url(2)}/api/v1/metrics`)).json()) as { cluster: Counts }).cluster;
+    c.freeze(0);
+    c.freeze(1);
+    try {
+      await waitFor(async () => (await counts()).nodesOffline === 2, { what: 'node-3 sees the frozen members offline', timeoutMs: 30_000 });
+      expect(await counts()).toEqual(expect.objectContaining({ nodesTotal: 2, nodesActive: 0, nodesOffline: 2 }));
+    } finally {
+      c.thaw(0);
+      c.thaw(1);
+    }
+    await c.converged({ among: [0, 1], members: ['node-1', 'node-2'] });
   });
 
   it('a leave of a node that is not a member answers 404', async () => {
