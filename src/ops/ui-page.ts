@@ -140,6 +140,8 @@ const SCRIPT_TAIL = String.raw`
     setToken($('token').value.trim());
     $('token').value = '';
     askToken(false);
+    // The prompt that asked for it is answered.
+    if (blobsStarted) say('', '');
     if (CONFIG.metricsHere) loop();
     if (blobsStarted && CONFIG.apiHere) listBlobs();
   });

@@ -4,7 +4,9 @@
  * delete; bearer auth with the token in sessionStorage only; in the separate layout, the page on
  * each listener runs what that listener serves and links to the other.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, truncateSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOKENS } from '../auth/helpers.js';
@@ -71,14 +73,14 @@ describe.skipIf(!HAVE_CHROMIUM)('blob browser on a node with the `same` layout (
     const bytes = patternBytes(70_000, 901);
     await page.setInputFiles('#upload-file', { name: 'photo.bin', mimeType: 'application/octet-stream', buffer: bytes });
     await page.selectOption('#upload-policy', 'REPLICATION_POLICY_REPLICA2');
-    await page.fill('#upload-labels', 'team=ingest\nkind=photo');
+    await page.fill('#upload-labels', 'team=ingest\nkind=photo, large');
     await page.click('#upload button[type=submit]');
     await expect.poll(() => page.textContent('#blob-status'), POLL).toMatch(/^stored photo\.bin as [0-9a-f]{32}$/);
     const id = (await page.textContent('#blob-status'))!.slice(-32);
     await expect.poll(() => page.textContent('#blob-meta-id'), POLL).toBe(id);
     expect(await page.textContent('#blob-meta-size')).toBe('68.4 KiB (70,000 bytes)');
     expect(await page.textContent('#blob-meta-policy')).toBe('REPLICA2');
-    expect(await page.textContent('#blob-meta-labels')).toBe('kind=photo, team=ingest');
+    expect(await page.textContent('#blob-meta-labels')).toBe('kind=photo, large, team=ingest');
     const head = await fetch(`${node.url}/v1/blobs/${id}`, { method: 'HEAD' });
     expect(head.headers.get('x-blobstore-policy')).toBe('2');
     expect(Buffer.from(await (await fetch(`${node.url}/v1/blobs/${id}`)).arrayBuffer()).equals(bytes)).toBe(true);
@@ -86,6 +88,28 @@ describe.skipIf(!HAVE_CHROMIUM)('blob browser on a node with the `same` layout (
     await page.setInputFiles('#upload-file', { name: 'again.bin', mimeType: 'application/octet-stream', buffer: bytes });
     await page.click('#upload button[type=submit]');
     await expect.poll(() => page.textContent('#blob-status'), POLL).toBe(`already stored: again.bin as ${id}`);
+    const stat = (await (await fetch(`${node.url}/v1/blobs/${id}/stat`)).json()) as { meta: { labels: Record<string, string> } };
+    expect(stat.meta.labels).toEqual({ team: 'ingest', kind: 'photo, large' });
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it('says a file of 10^9 bytes or more goes by the command line, and sends nothing', async () => {
+    const { page, problems } = await open(browser, `${node.url}/#blobs`);
+    const dir = mkdtempSync(join(tmpdir(), 'blobstore-ui-big-'));
+    const big = join(dir, 'big.bin');
+    closeSync(openSync(big, 'w'));
+    truncateSync(big, 1e9); // sparse: no disk used
+    try {
+      const before = (await (await fetch(`${node.url}/v1/blobs?limit=1000`)).json()) as { ids: string[] };
+      await page.setInputFiles('#upload-file', big);
+      await page.click('#upload button[type=submit]');
+      await expect.poll(() => page.textContent('#blob-status'), POLL).toContain('stored with the command line (blobstore put)');
+      const after = (await (await fetch(`${node.url}/v1/blobs?limit=1000`)).json()) as { ids: string[] };
+      expect(after.ids).toEqual(before.ids);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     expect(problems).toEqual([]);
     await page.context().close();
   });
@@ -151,6 +175,7 @@ describe.skipIf(!HAVE_CHROMIUM)('blob browser with bearer auth', () => {
     await page.getByRole('button', { name: 'Use token' }).click();
     await expect.poll(() => page.textContent('#blob-page'), POLL).toMatch(/^page 1/);
     expect(await page.isVisible('#token')).toBe(false);
+    expect(await page.textContent('#blob-status')).not.toContain('needs a bearer token');
     expect(await page.evaluate('sessionStorage.getItem("blobstore.token")')).toBe(TOKENS.read);
     expect(await page.evaluate('localStorage.length')).toBe(0);
     expect((await page.context().cookies()).length).toBe(0);
@@ -158,11 +183,33 @@ describe.skipIf(!HAVE_CHROMIUM)('blob browser with bearer auth', () => {
     await page.setInputFiles('#upload-file', { name: 'x.bin', mimeType: 'application/octet-stream', buffer: Buffer.from('denied') });
     await page.click('#upload button[type=submit]');
     await expect.poll(() => page.textContent('#blob-status'), POLL).toContain('token lacks the write scope');
-    // With an admin token it may.
-    await page.evaluate(`sessionStorage.setItem("blobstore.token", ${JSON.stringify(TOKENS.admin)})`);
+    // The form is open again to use another token: with an admin token it may.
+    await expect.poll(() => page.isVisible('#token'), POLL).toBe(true);
+    await page.getByLabel('This node needs a bearer token').fill(TOKENS.admin);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    expect(await page.evaluate('sessionStorage.getItem("blobstore.token")')).toBe(TOKENS.admin);
     await page.click('#upload button[type=submit]');
     await expect.poll(() => page.textContent('#blob-status'), POLL).toMatch(/^stored x\.bin as [0-9a-f]{32}$/);
     expect(problems.filter((p) => !/status of 40[13]/.test(p))).toEqual([]);
+    await page.context().close();
+  });
+});
+
+describe.skipIf(!HAVE_CHROMIUM)('blob browser on a variant A node (every store answers 200)', () => {
+  let node: NodeProcess;
+  beforeAll(async () => {
+    node = await startNode({ args: ['--metrics-addr', 'same', '--api-variant', 'a'] });
+  });
+  afterAll(async () => {
+    await node?.stop();
+  });
+
+  it('says a new file is stored, not already stored', async () => {
+    const { page, problems } = await open(browser, `${node.url}/#blobs`);
+    await page.setInputFiles('#upload-file', { name: 'new.bin', mimeType: 'application/octet-stream', buffer: patternBytes(5000, 77) });
+    await page.click('#upload button[type=submit]');
+    await expect.poll(() => page.textContent('#blob-status'), POLL).toMatch(/^stored new\.bin as [0-9a-f]{32}$/);
+    expect(problems).toEqual([]);
     await page.context().close();
   });
 });
