@@ -5,8 +5,12 @@
  * node keeps its files). A column whose index an owner already holds is
  * surplus and goes at once. Columns missing altogether are EC repair's work, not this.
  *
- *   column (id, i) here, not owned ──▶ survey ──▶ an owner holds i: drop here
- *                                              └▶ else: stream it to an owner with no column ─▶ drop here
+ * A node that owns a blob and holds more than one of its columns (EC repair placed a second one
+ * while the ring had fewer than k + m nodes) keeps its lowest and hands the others the same way
+ * once the ring has k + m nodes: until then a lost node could take two shards of a stripe.
+ *
+ *   column (id, i) here, not owned, or owned  ──▶ survey ──▶ an owner holds i: drop here
+ *   beside a lower one with k + m on the ring          └▶ else: stream it to an owner with no column ─▶ drop here
  */
 import { ecScheme } from '../ec/layout.js';
 import { columnWriteOf, placementKey, type ShardMeta } from '../blob/shard.js';
@@ -35,62 +39,66 @@ export class ColumnHandoff {
     private readonly timeoutMs: number,
   ) {}
 
-  /** Columns held here whose blob this node does not own, from `after` on (the columns of at most about `limit` of them). */
-  notOwned(after: Buffer | undefined, limit: number): ShardMeta[] {
-    const owns = this.ownership();
+  /**
+   * Columns held here that belong elsewhere (misplacement()), from `after` on: those of at most
+   * about `limit` blobs, every such column of a blob in one page.
+   */
+  misplaced(after: Buffer | undefined, limit: number): ShardMeta[] {
+    const misplaced = this.misplacement();
     const page: ShardMeta[] = [];
-    if (owns === undefined) return page;
-    let last: Buffer | undefined;
+    if (misplaced === undefined) return page;
     this.store.scanShards(after, (id, _index, policy) => {
       if (after && id.equals(after)) return true;
-      if (owns(id, policy) || last?.equals(id)) return true;
-      last = Buffer.from(id);
-      page.push(...this.store.shardsOf(last));
+      page.push(...misplaced(id, policy));
       return page.length < limit;
     });
     return page;
   }
 
-  /** Columns held here whose blob this node does not own, and their bytes: every column, a slice per turn of the event loop. */
-  async countNotOwned(): Promise<ColumnCount> {
-    const owns = this.ownership();
+  /** Columns held here that belong elsewhere, and their bytes: every column, a slice per turn of the event loop. */
+  async countMisplaced(): Promise<ColumnCount> {
+    const misplaced = this.misplacement();
     let columns = 0;
     let bytes = 0;
-    if (owns === undefined) return { columns, bytes };
-    await scanInSlices<[number, number, number]>((start, visit) => this.store.scanShards(start, visit), (id, _index, policy, size) => {
-      if (owns(id, policy)) return;
-      columns++;
-      bytes += size;
+    if (misplaced === undefined) return { columns, bytes };
+    await scanInSlices<[number, number, number]>((start, visit) => this.store.scanShards(start, visit), (id, _index, policy) => {
+      for (const meta of misplaced(id, policy)) {
+        columns++;
+        bytes += meta.size;
+      }
     });
     return { columns, bytes };
   }
 
   /**
-   * Whether this node owns the blob of a column, on the current ring (undefined: no ring yet); a
-   * column of no EC policy counts as owned. The placement key is read once per blob (its columns
-   * come together in a scan).
+   * The columns of a blob held here that belong elsewhere, on the current ring (undefined: no
+   * ring yet): every column of a blob this node does not own, and, once the ring has a node for
+   * each column, every column but the lowest of a blob it owns. None for a column of no EC policy.
+   * Called for the columns of a scan in order (the index's keys are id, then index): a blob's
+   * columns are given at its first, and none at the others, so a scan that resumes after an id
+   * (scanInSlices) still counts each blob once. The placement key is read once per blob.
    */
-  private ownership(): ((id: Buffer, policy: number) => boolean) | undefined {
+  private misplacement(): ((id: Buffer, policy: number) => ShardMeta[]) | undefined {
     const ring = this.cluster.ring;
     const self = this.cluster.nodeId;
     if (ring.size === 0) return undefined;
-    let keyOf: { id: Buffer; key: Buffer } | undefined;
+    let last: Buffer | undefined;
     return (id, policy) => {
       const scheme = ecScheme(policy);
-      if (!scheme) return true;
-      if (!keyOf?.id.equals(id)) {
-        const copy = Buffer.from(id);
-        keyOf = { id: copy, key: placementKey(copy, this.store.shardsOf(copy)[0]?.shard) };
-      }
-      return ring.owners(keyOf.key, scheme.k + scheme.m).includes(self);
+      if (!scheme || last?.equals(id)) return [];
+      last = Buffer.from(id);
+      const held = this.store.shardsOf(last);
+      const owners = ring.owners(placementKey(last, held[0]?.shard), scheme.k + scheme.m);
+      if (!owners.includes(self)) return held;
+      return owners.length >= scheme.k + scheme.m ? held.sort((a, b) => a.shard.index - b.shard.index).slice(1) : [];
     };
   }
 
-  /** Hands every column not owned to an owner; how many could not be placed yet (progress per column). */
+  /** Hands every column that belongs elsewhere to an owner; how many could not be placed yet (progress per column). */
   async pass(leaving: boolean, bucket: TokenBucket, done: (bytes: number) => void, stopped: () => boolean): Promise<number> {
     let stuck = 0;
     for (let after: Buffer | undefined; !stopped();) {
-      const page = this.notOwned(after, PAGE);
+      const page = this.misplaced(after, PAGE);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;
       for (const meta of page) {
@@ -107,12 +115,21 @@ export class ColumnHandoff {
     return stuck;
   }
 
-  /** True once an owner holds the column's index (and the copy here is gone, unless leaving). */
+  /**
+   * True once an owner holds the column's index (and the copy here is gone, unless leaving), or
+   * the column no longer belongs elsewhere (an owner's only column, or one beside which the ring
+   * has too few nodes).
+   */
   private async handOne(meta: ShardMeta, leaving: boolean, bucket: TokenBucket): Promise<boolean> {
     const scheme = ecScheme(meta.policy)!;
     const shards = scheme.k + scheme.m;
     const self = this.cluster.nodeId;
     const owners = this.cluster.ring.owners(placementKey(meta.id, meta.shard), shards);
+    if (owners.includes(self)) {
+      // An owner hands only a column beside a lower one it keeps, and only when every column can have a node of its own.
+      const keeps = this.store.shardsOf(meta.id).some((c) => c.shard.index < meta.shard.index);
+      if (!keeps || owners.length < shards) return true;
+    }
     const { byNode } = await this.reader.survey(meta.id, shards, meta.shard.placement);
     const holding = new Map([...byNode].map(([node, indices]) => [node === '' ? self : node, indices]));
     const ownerHasIndex = owners.some((o) => o !== self && (holding.get(o) ?? []).includes(meta.shard.index));
@@ -121,7 +138,7 @@ export class ColumnHandoff {
       if (!target) return false;
       await bucket.take(meta.size);
       await this.copy(meta, target);
-      this.log.info({ blob: meta.id.toString('hex'), column: meta.shard.index, to: target }, 'handoff: column handed to an owner');
+      this.log.info({ blob: meta.id.toString('hex'), column: meta.shard.index, to: target, owner: owners.includes(self) }, 'handoff: column handed to an owner');
     }
     if (!leaving) await this.store.deleteShards(meta.id, meta.shard.index, true);
     this.reader.forget(meta.id);

@@ -1,7 +1,7 @@
 /**
  * Handoff: copies this node holds but does not own go to their owners (and shard columns of EC
- * blobs, column-handoff.ts; the manifests of streamed EC blobs to their ids' owners,
- * manifest-handoff.ts). That is a store a non-owner took from a client (NONE's copy stays
+ * blobs, with an owner's second column of a blob once the ring has a node for each column,
+ * column-handoff.ts; the manifests of streamed EC blobs to their ids' owners, manifest-handoff.ts). That is a store a non-owner took from a client (NONE's copy stays
  * where Ring.holders says), a range that moved to a joining node, or, when this node is
  * leaving, everything it holds (a graceful leave's migration).
  *
@@ -173,7 +173,7 @@ export class Handoff {
     const leaving = this.leaving();
     if (this.cluster.membership.selfStatus() !== 'active' && !leaving) return;
     const blobs = await this.count(leaving);
-    const columns = (await this.columns?.countNotOwned()) ?? { columns: 0, bytes: 0 };
+    const columns = (await this.columns?.countMisplaced()) ?? { columns: 0, bytes: 0 };
     const total = { blobs: blobs.blobs + columns.columns, bytes: blobs.bytes + columns.bytes };
     const p = this.progress;
     Object.assign(p, { active: true, blobsTotal: total.blobs, bytesTotal: total.bytes, blobsLeft: total.blobs, bytesLeft: total.bytes, startedAtMs: Date.now(), bytesPerSecond: 0 });

@@ -42,6 +42,8 @@ export interface ClusterOptions {
   nodeArgs?: (i: number, c: TestCluster) => string[];
   /** Start the nodes one by one (each joins the first), or all at once. */
   together?: boolean;
+  /** How many of the nodes start now (the first ones; default all): the others are added later with startNode. */
+  startNow?: number;
   /**
    * Node i's SeedNodes. `'peers'`: every node names the others, as a user following the spec
    * starts them (the default when the nodes start together); `'first'`: node 0 has none (it forms
@@ -77,8 +79,9 @@ export class TestCluster {
       c.dataDirs.push(tempDir('blobstore-cluster-'));
       c.ids.push(`node-${i + 1}`);
     }
-    if (options.together) await Promise.all(c.ids.map((_, i) => c.startNode(i)));
-    else for (let i = 0; i < options.size; i++) await c.startNode(i);
+    const now = options.startNow ?? options.size;
+    if (options.together) await Promise.all(c.ids.slice(0, now).map((_, i) => c.startNode(i)));
+    else for (let i = 0; i < now; i++) await c.startNode(i);
     return c;
   }
 
