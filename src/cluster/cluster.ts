@@ -19,7 +19,7 @@ import type { Located, Placement } from '../service/placement.js';
 import type { StoreContent } from '../service/blob-writer.js';
 import type { PutResult } from '../blob/meta.js';
 import { type Policy, staysWhereStored } from '../blob/policy.js';
-import { READ_OWNERS } from './ring.js';
+import { READ_OWNERS, type Ring } from './ring.js';
 import { EcReader } from './ec-reader.js';
 import { type EcContent, EcWriter } from './ec-writer.js';
 import { ClusterInternalApi } from './internal-api.js';
@@ -29,6 +29,7 @@ import { ShardBatcher } from './shard-transfer.js';
 import { Scrubber } from './scrubber.js';
 import { ColumnHandoff } from './column-handoff.js';
 import { ManifestHandoff } from './manifest-handoff.js';
+import { LostColumns } from './lost-columns.js';
 import { RepairControl, type RepairView } from './repair-control.js';
 import type { ShardMeta } from '../blob/shard.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
@@ -68,6 +69,8 @@ export class Cluster implements Placement, RepairSource {
   readonly ecReader: EcReader;
   readonly ecRepair: EcRepairer;
   readonly scrubber: Scrubber;
+  /** EC blobs whose columns a member removed from the ring held go to EC repair. */
+  private readonly lostColumns: LostColumns;
   /** What peers ask of this node and hand to it (InternalService, /internal/v1). */
   readonly internal: ClusterInternalApi;
   /** The repair bandwidth cap (anti-entropy, handoff, EC repair), raised for a while by an admin. */
@@ -152,14 +155,22 @@ export class Cluster implements Placement, RepairSource {
     this.scrubber = new Scrubber(store, { corruptBlob: (meta) => this.repair(meta), corruptColumn: (meta) => this.corruptColumn(meta) }, log, {
       bytesPerSecond: config.scrubBytesPerSecond, intervalMs: config.scrubIntervalMs,
     });
+    this.lostColumns = new LostColumns(store, this.node, (id, policy, why, bytes, placement) => this.ecRepair.queue(id, policy, why, bytes, placement), log, () => !this.started);
     let members = new Set<string>();
+    let before: Ring | undefined;
     this.node.onRingChange((ring) => {
       this.ecReader.forgetAll();
       this.handoff.kick();
       this.replicator.kick();
       // A member gone from the ring took its copies along: rebuild them now, not at the next round.
-      if ([...members].some((n) => !ring.nodeIds.includes(n))) this.antiEntropy.kick();
+      const gone = [...members].filter((n) => !ring.nodeIds.includes(n));
+      if (gone.length > 0) this.antiEntropy.kick();
+      // Its columns too, which anti-entropy misses where every owner holds one (lost-columns.ts);
+      // a leaving member still holds and hands over its own.
+      const removed = gone.filter((n) => this.node.membership.record(n)?.status === 'removed');
+      if (before && removed.length > 0 && this.started) this.lostColumns.lost(before, ring, removed);
       members = new Set(ring.nodeIds);
+      before = ring;
     });
     this.node.onLeaving(() => this.handoff.kick());
   }
@@ -192,6 +203,7 @@ export class Cluster implements Placement, RepairSource {
     this.repairControl.stop();
     await this.antiEntropy.stop();
     await this.handoff.stop();
+    await this.lostColumns.settled();
     this.store.watchIds(undefined);
     await this.ecRepair.stop();
     await this.replicator.stop();

@@ -4,6 +4,8 @@
  *   - 4 nodes (SeedNodes = the others), REPLICA3 blobs; one node SIGKILLed, its data dir deleted,
  *     an immediate leave: every blob has 3 copies again long before the next anti-entropy round
  *     (an hour here), and the repair shows in the metrics and in cluster/state;
+ *   - 6 nodes, EC42 blobs; one node SIGKILLed and removed at once: every blob has its six
+ *     columns again on the five left with no read of it (repair queued by the removal);
  *   - 6 nodes, EC42 blobs; 3 nodes killed: a read answers 503 in the error shape before any byte,
  *     never 200 and a cut body, right after the kill and once the nodes are seen offline;
  *   - 3 nodes, a NONE blob on a node that is killed: the others answer 503 (a retry), not 404.
@@ -13,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { copiesOf, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
+import { columnHolders } from '../helpers/columns.js';
 
 oneBigClusterAtATime();
 
@@ -63,6 +66,35 @@ describe('a node lost for good: its copies are made again at once', () => {
       fetch(`${c.url(i)}/v1/cluster/state`).then(async (r) => ((await r.json()) as { repair: { bytes_repaired: number } }).repair.bytes_repaired);
     await waitFor(async () => (await sum((i) => metric(c, i, 'blobstore_repair_blobs_total'))) >= held, { what: `${held} replicas counted in blobstore_repair_blobs_total` });
     await waitFor(async () => (await sum(repairedBytes)) >= held * 64 * KiB, { what: 'the copies\' bytes counted in cluster/state repair.bytes_repaired' });
+  });
+});
+
+describe('a node lost for good: its EC columns are rebuilt at once', () => {
+  let c: TestCluster;
+  afterAll(async () => {
+    await c?.stopAll();
+  });
+
+  it('six nodes down to five: every EC42 blob has its six columns again with no read, long before anti-entropy\'s round', { timeout: 180_000 }, async () => {
+    c = await TestCluster.start({ size: 6, together: true, seeds: 'peers', args: ['--repair-interval-ms', '3600000'] });
+    await c.converged({ members: c.ids });
+    const ids: string[] = [];
+    for (const size of [3 * 1024 * KiB + 7, 17 * 1024 * KiB]) {
+      const res = await putWithNodesUp(c, 0, patternBytes(size, size % 89), { 'X-Blobstore-Policy': '4' });
+      expect(res.status).toBe(201);
+      ids.push(((await res.json()) as { id: string }).id);
+    }
+    const lost = 5;
+    await c.kill(lost);
+    const leave = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', body: JSON.stringify({ node_id: c.ids[lost], graceful: false }) });
+    expect(leave.status).toBe(200);
+    // Every owner holds a column at five nodes, so anti-entropy finds none missing: the removal queues them.
+    let seen = '';
+    await waitFor(async () => {
+      const held = await Promise.all(ids.map((id) => columnHolders(c, id)));
+      seen = held.map((h) => [...h.keys()].sort().join(',')).join('; ');
+      return held.every((h) => h.size === 6);
+    }, { what: () => `six columns of every blob on five nodes (held: ${seen})`, timeoutMs: 90_000, pollMs: 500 });
   });
 });
 
