@@ -132,7 +132,14 @@ export class ColumnHandoff {
     }
     const { byNode } = await this.reader.survey(meta.id, shards, meta.shard.placement);
     const holding = new Map([...byNode].map(([node, indices]) => [node === '' ? self : node, indices]));
-    const ownerHasIndex = owners.some((o) => o !== self && (holding.get(o) ?? []).includes(meta.shard.index));
+    // An owner keeps its lowest column (every one while the ring has fewer nodes than columns):
+    // only a column it keeps makes this one surplus, else two owners holding the same second
+    // column could each drop theirs for the other's.
+    const keeps = (o: string): boolean => {
+      const held = holding.get(o) ?? [];
+      return held.includes(meta.shard.index) && (owners.length < shards || Math.min(...held) === meta.shard.index);
+    };
+    const ownerHasIndex = owners.some((o) => o !== self && keeps(o));
     if (!ownerHasIndex) {
       const target = this.targetFor(owners, shards, holding);
       if (!target) return false;
