@@ -74,10 +74,11 @@ export function manifestCopies(policy: number): number {
 
 /**
  * Writes the manifest on the first `copies` owners of the id (this node's own store when it is
- * one); resolves with how many hold it durably, and the failures.
+ * one); resolves with how many hold it durably, and the failures. Owners in `hung` (they hung
+ * during the store) count as failed without being asked: each would cost the call's deadline.
  */
 export async function writeManifest(
-  store: LocalStore, cluster: ClusterNode, transport: PeerTransport, id: Buffer, manifest: EcManifest, copies: number, timeoutMs: number,
+  store: LocalStore, cluster: ClusterNode, transport: PeerTransport, id: Buffer, manifest: EcManifest, copies: number, timeoutMs: number, hung: ReadonlySet<string> = new Set(),
 ): Promise<{ held: number; failures: { node: string; err: Error }[] }> {
   const owners = cluster.ring.owners(id, copies);
   const message = manifestMessage(id, manifest);
@@ -89,6 +90,7 @@ export async function writeManifest(
       else {
         const member = cluster.member(node);
         if (!member || member.grpcAddress === '' || !cluster.online(node)) throw new Error(`node ${node} is offline`);
+        if (hung.has(node)) throw new Error(`node ${node} hung during the store`);
         await transport.call(member, 'StoreManifest', message, timeoutMs);
       }
       held++;

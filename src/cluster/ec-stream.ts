@@ -30,6 +30,8 @@ import { HttpColumnSender } from './transport/http-column.js';
 import type { PeerTransport } from './transport/peer-transport.js';
 import { streamedColumnHeader } from './shard-transfer.js';
 import { columnBlobMeta } from './wire-meta.js';
+import { ColumnLag } from './column-lag.js';
+import type { Logger } from '../log/logger.js';
 
 type Hasher = ReturnType<typeof createHasher>;
 
@@ -67,6 +69,10 @@ export class EcStream implements FileSink {
   private failure: Error | undefined;
   /** seal() or drop() took the columns over: abort leaves them to it. */
   private handedOver = false;
+  /** Columns whose holder takes nothing while the others wait: failed once lagging, up to m in all. */
+  private readonly lag: ColumnLag<StreamColumn>;
+  /** Peers' columns whose seal went and whose answer is awaited: a lagging one's request is cut. */
+  private readonly sealing = new Map<StreamColumn, HttpColumnSender>();
 
   constructor(
     readonly layout: StripeLayout,
@@ -78,10 +84,18 @@ export class EcStream implements FileSink {
     private readonly chunkCv: ChunkCv,
     config: NodeConfig,
     transport: PeerTransport,
-    /** A column stream stalled this long fails; its holder's answer after the last byte may take `answerTimeoutMs`. */
-    timeouts: { stallMs: number; answerTimeoutMs: number },
+    /**
+     * A column stream stalled this long fails; its holder's answer after the last byte may take
+     * `answerTimeoutMs`; a column that holds the others back for `lagMs` fails while the store can lose it.
+     */
+    timeouts: { stallMs: number; answerTimeoutMs: number; lagMs: number },
+    private readonly log: Logger,
   ) {
     const { k, m } = layout;
+    this.lag = new ColumnLag(timeouts.lagMs, () => m - this.columns.filter((c) => c.failure).length, (c, err) => {
+      this.sealing.get(c)?.abort();
+      this.fail(c, err);
+    });
     this.parity = Array.from({ length: m }, () => Buffer.alloc(layout.shardBytes));
     const rows = Math.ceil(layout.shardBytes / CELL_BYTES);
     this.paritySent = Array.from({ length: m }, () => Array.from({ length: rows }, () => Promise.resolve()));
@@ -181,9 +195,13 @@ export class EcStream implements FileSink {
         if (released) return;
         released = true;
         column.holding.delete(release);
+        // Progress: the column is timed afresh while it holds more, and no longer once it holds nothing.
+        this.lag.caughtUp(column);
+        if (column.holding.size > 0 && column.sink) this.lag.behind(column);
         resolve();
       };
       column.holding.add(release);
+      if (column.sink) this.lag.behind(column);
       column.chain = column.chain.then(() => {
         const sink = column.sink;
         if (!sink) return release();
@@ -196,6 +214,7 @@ export class EcStream implements FileSink {
   private fail(column: StreamColumn, err: Error): void {
     if (column.failure) return;
     column.failure = err;
+    this.lag.caughtUp(column);
     const sink = column.sink;
     column.sink = undefined;
     if (sink instanceof ColumnWriter) void sink.abort();
@@ -207,6 +226,8 @@ export class EcStream implements FileSink {
   private checkFailures(): void {
     const failed = this.columns.filter((c) => c.failure);
     if (failed.length <= this.layout.m || this.failure) return;
+    this.log.warn({ placement: this.placement.toString('hex'), failed: failed.map((c) => ({ column: c.index, node: c.node, err: c.failure!.message })) },
+      'EC store failed: more column streams failed than the policy tolerates; every column stream is cut');
     this.failure = new BlobstoreError('unavailable', `${failed.length} of ${this.columns.length} shard stores failed (at most ${this.layout.m} may): ${failed[0]!.failure!.message}; retrying is safe`, {
       headers: { 'Retry-After': '1' },
     });
@@ -241,27 +262,43 @@ export class EcStream implements FileSink {
   async seal(blob: Omit<ColumnHeader, 'index' | 'shardBytes' | 'blobBytes' | 'placement'>): Promise<void> {
     this.handedOver = true;
     const checksums = Buffer.concat(this.columns.map((c) => c.hasher.digest()));
-    await Promise.all(this.columns.map(async (c) => {
-      await c.chain;
-      const sink = c.sink;
-      if (!sink) return;
-      // The seal is under way: other columns failing no longer cut this one (the outcome takes back
-      // what was stored when too few were).
-      c.sink = undefined;
-      const header: ColumnHeader = { ...blob, index: c.index, shardBytes: this.layout.shardBytes, blobBytes: this.layout.blobBytes, placement: this.placement };
-      try {
-        const checksum = columnChecksumAt(checksums, c.index);
-        if (sink instanceof ColumnWriter) {
-          await sink.complete(checksum, checksums);
-          c.created = (await sink.commit(header)).created;
-        } else {
-          c.created = (await sink.finish(checksum, checksums, columnBlobMeta(header))).created;
-        }
-      } catch (err) {
-        // A failed complete or commit has taken its column back already (ColumnWriter).
-        c.failure ??= err as Error;
+    const answers = new Map<StreamColumn, Promise<void>>();
+    for (const c of this.columns) if (c.sink) answers.set(c, this.sealColumn(c, blob, checksums));
+    try {
+      // A holder that does not answer while the others have is not waited for past lagMs (column-lag.ts).
+      await this.lag.settle(answers);
+    } finally {
+      this.lag.close();
+    }
+  }
+
+  /** One column's checksums and seal; its holder commits it. */
+  private async sealColumn(c: StreamColumn, blob: Omit<ColumnHeader, 'index' | 'shardBytes' | 'blobBytes' | 'placement'>, checksums: Buffer): Promise<void> {
+    await c.chain;
+    const sink = c.sink;
+    if (!sink) return;
+    // The seal is under way: other columns failing no longer cut this one (the outcome takes back
+    // what was stored when too few were).
+    c.sink = undefined;
+    if (sink instanceof HttpColumnSender) this.sealing.set(c, sink);
+    const header: ColumnHeader = { ...blob, index: c.index, shardBytes: this.layout.shardBytes, blobBytes: this.layout.blobBytes, placement: this.placement };
+    try {
+      const checksum = columnChecksumAt(checksums, c.index);
+      let created: boolean;
+      if (sink instanceof ColumnWriter) {
+        await sink.complete(checksum, checksums);
+        created = (await sink.commit(header)).created;
+      } else {
+        created = (await sink.finish(checksum, checksums, columnBlobMeta(header))).created;
       }
-    }));
+      // Failed for lagging meanwhile: the store went on without it (a column committed this late is whole, and stays).
+      if (!c.failure) c.created = created;
+    } catch (err) {
+      // A failed complete or commit has taken its column back already (ColumnWriter).
+      c.failure ??= err as Error;
+    } finally {
+      this.sealing.delete(c);
+    }
   }
 
   transient(): void {
@@ -282,6 +319,7 @@ export class EcStream implements FileSink {
     this.handedOver = true;
     this.failure ??= new BlobstoreError('unavailable', 'the store was abandoned');
     for (const c of this.columns) if (c.sink) this.fail(c, this.failure);
+    this.lag.close();
     await Promise.allSettled(this.columns.map((c) => c.chain));
   }
 }

@@ -33,6 +33,7 @@ import { EcStream } from './ec-stream.js';
 import { manifestOf, writeManifest } from './ec-manifest.js';
 import type { HttpColumnSender } from './transport/http-column.js';
 import { type ColumnTarget, columnTargets } from './ec-targets.js';
+import { ColumnLag, ColumnLagError } from './column-lag.js';
 
 /** A received blob: in memory, or in the upload's (transient) file. */
 export type EcContent = { readonly data: Buffer } | { readonly file: FileSink; readonly checksum: Buffer };
@@ -66,8 +67,8 @@ export class EcWriter {
     const targets = columnTargets(this.cluster, placement, layout.shards);
     // A column stream times out only while stalled, and before the client's body would (the client
     // is paused meanwhile): a frozen holder costs its column, not the store.
-    const timeouts = { stallMs: Math.min(this.config.ecStoreTimeoutMs, this.config.bodyIdleTimeoutMs / 2), answerTimeoutMs: this.config.ecStoreTimeoutMs };
-    return new EcStream(layout, policy, placement, targets, this.store, this.store.chunkCv, this.config, this.transport, timeouts);
+    const timeouts = { stallMs: Math.min(this.config.ecStoreTimeoutMs, this.config.bodyIdleTimeoutMs / 2), answerTimeoutMs: this.config.ecStoreTimeoutMs, lagMs: this.lagMs() };
+    return new EcStream(layout, policy, placement, targets, this.store, this.store.chunkCv, this.config, this.transport, timeouts, this.log);
   }
 
   /** Stores the blob as k + m columns on its owners; see the module comment for the outcome. */
@@ -104,25 +105,39 @@ export class EcWriter {
     for await (const row of encodeRows(source, layout)) row.cells.forEach((cell, i) => cell.copy(columns[i]!, row.columnOffset));
     if (layout.stripes > 0) this.metrics.observe('ec_encode', encodeStart);
     const checksums = Buffer.concat(columns.map((column) => blake3(column)));
-    await Promise.all(targets.map(async (t) => {
-      if (t.failure) return;
-      const storeStart = performance.now();
-      const data = columns[t.index]!;
-      try {
-        const columnChecksum = columnChecksumAt(checksums, t.index);
-        const h = header(t.index);
-        if (t.peer === undefined) {
-          const writer = new ColumnWriter(this.store, this.config, h, layout.columnBytes);
-          await writer.write(data);
-          t.created = (await writer.finish(columnChecksum, checksums)).created;
-        } else {
-          t.created = (await this.batcher.store(t.peer, h, data, columnChecksum, checksums)).created;
+    // A column lagging behind the others is failed, not waited for: its batch goes on without this store.
+    const lag = new ColumnLag<ColumnTarget>(this.lagMs(), () => layout.m - failedCount(targets), (t, err) => (t.failure ??= err));
+    const answers = new Map<ColumnTarget, Promise<void>>();
+    for (const t of targets) {
+      if (t.failure) continue;
+      answers.set(t, (async () => {
+        const storeStart = performance.now();
+        const data = columns[t.index]!;
+        try {
+          const columnChecksum = columnChecksumAt(checksums, t.index);
+          const h = header(t.index);
+          let created: boolean;
+          if (t.peer === undefined) {
+            const writer = new ColumnWriter(this.store, this.config, h, layout.columnBytes);
+            await writer.write(data);
+            created = (await writer.finish(columnChecksum, checksums)).created;
+          } else {
+            created = (await this.batcher.store(t.peer, h, data, columnChecksum, checksums)).created;
+          }
+          // An answer after the column was failed for lagging changes nothing: the store went on without it.
+          if (t.failure) return;
+          t.created = created;
+          this.metrics.observe('shard_store', storeStart);
+        } catch (err) {
+          t.failure ??= err as Error;
         }
-        this.metrics.observe('shard_store', storeStart);
-      } catch (err) {
-        t.failure = err as Error;
-      }
-    }));
+      })());
+    }
+    try {
+      await lag.settle(answers);
+    } finally {
+      lag.close();
+    }
   }
 
   /**
@@ -147,8 +162,11 @@ export class EcWriter {
     const held = new Map(sending.map((t) => [t, new Set<Buffer[]>()]));
     // Every column is hashed, a failed one's too: each column keeps every column's checksum, which its rebuild must match.
     const hashers = all.map(() => createHasher());
+    // A column that holds the others back (its holder hung) is failed while the store can lose it.
+    const lag = new ColumnLag<ColumnTarget>(this.lagMs(), () => layout.m - failedCount(all), (t, err) => failed(t, err));
     const failed = (t: ColumnTarget, err: unknown): void => {
       t.failure ??= err as Error;
+      lag.caughtUp(t);
       const sink = sinks.get(t);
       sinks.delete(t);
       if (sink instanceof ColumnWriter) void sink.abort();
@@ -176,26 +194,44 @@ export class EcWriter {
           const done = (): void => {
             if (held.get(t)!.delete(row.buffers)) pool.release(row.buffers);
           };
-          return sinks.get(t)!.write(cell, done).catch((err: unknown) => failed(t, err));
+          const written = sinks.get(t)!.write(cell, done);
+          lag.behind(t);
+          return written.then(() => lag.caughtUp(t), (err: unknown) => failed(t, err));
         });
         if (all.filter((t) => t.failure).length > layout.m || sinks.size === 0) break;
       }
       await Promise.all(drains);
       if (layout.stripes > 0) this.metrics.observeSeconds('ec_encode', encodeMs / 1000);
       const checksums = Buffer.concat(hashers.map((h) => h.digest()));
-      await Promise.all([...sinks].map(async ([t, sink]) => {
-        if (t.failure) return;
-        try {
-          t.created = (await sink.finish(columnChecksumAt(checksums, t.index), checksums)).created;
-          this.metrics.observe('shard_store', storeStart);
-        } catch (err) {
-          failed(t, err);
-        }
-      }));
+      const answers = new Map<ColumnTarget, Promise<void>>();
+      for (const [t, sink] of sinks) {
+        if (t.failure) continue;
+        answers.set(t, (async () => {
+          try {
+            const { created } = await sink.finish(columnChecksumAt(checksums, t.index), checksums);
+            if (t.failure) return; // failed for lagging meanwhile: the store went on without it
+            t.created = created;
+            this.metrics.observe('shard_store', storeStart);
+          } catch (err) {
+            failed(t, err);
+          }
+        })());
+      }
+      await lag.settle(answers);
     } finally {
-      // Every row is back once the sinks have answered; their buffers go back to the node's pool.
+      lag.close();
+      // Every row is back once the sinks have answered or failed; their buffers go back to the node's pool.
       pool.close();
     }
+  }
+
+  /**
+   * How long a column may hold the others back before it counts as failed (column-lag.ts): a call
+   * to a peer's deadline. Well under the 10 s a holder's uWS lets a request body stay quiet, so the
+   * healthy columns, kept waiting meanwhile, are not closed by their holders.
+   */
+  private lagMs(): number {
+    return Math.min(this.config.peerCallTimeoutMs, this.config.ecStoreTimeoutMs);
   }
 
   /**
@@ -208,7 +244,9 @@ export class EcWriter {
     const id = Buffer.from(idOfDigest(checksum));
     const { layout, policy, placement } = stream;
     const sealStart = performance.now();
-    if (await this.held(id, layout.m + 1)) {
+    // Holders that hung during this store are not asked again: each would cost a call's deadline.
+    const hung = new Set(stream.columns.filter((c) => c.failure instanceof ColumnLagError).map((c) => c.node));
+    if (await this.held(id, layout.m + 1, hung)) {
       await stream.drop();
       return { id, size: layout.blobBytes, created: false };
     }
@@ -219,7 +257,7 @@ export class EcWriter {
     if (sealed.length >= layout.k) {
       const meta = { policy, size: layout.blobBytes, createdAtNs: blob.createdAtNs, checksum, labels };
       const manifestStart = performance.now();
-      const { held, failures } = await writeManifest(this.store, this.cluster, this.transport, id, manifestOf(meta, placement, layout.shardBytes), layout.m + 1, this.config.peerCallTimeoutMs);
+      const { held, failures } = await writeManifest(this.store, this.cluster, this.transport, id, manifestOf(meta, placement, layout.shardBytes), layout.m + 1, this.config.peerCallTimeoutMs, hung);
       this.metrics.observe('ec_manifest', manifestStart);
       if (failures.length > 0) this.log.warn({ blob: id.toString('hex'), held, failed: failures.map((f) => ({ node: f.node, err: f.err.message })) }, 'EC store: the manifest is not on every owner of the id');
       if (held === 0) {
@@ -239,11 +277,11 @@ export class EcWriter {
    * Whether the cluster holds the blob already: here (whole, a column or its manifest), or on
    * the first `owners` owners of its id, who hold its manifest or columns placed by the id.
    */
-  private async held(id: Buffer, owners: number): Promise<boolean> {
+  private async held(id: Buffer, owners: number, hung: ReadonlySet<string>): Promise<boolean> {
     if (this.store.stat(id) || this.store.shardsOf(id).length > 0 || this.store.ecManifests.get(id)) return true;
     const answers = await Promise.all(this.cluster.ring.owners(id, owners).filter((n) => n !== this.cluster.nodeId).map(async (node) => {
       const member = this.cluster.member(node);
-      if (!member || !this.cluster.online(node)) return false;
+      if (!member || !this.cluster.online(node) || hung.has(node)) return false;
       const res = await this.transport.stat(member, id).catch(() => ({ exists: false }));
       return res.exists === true;
     }));
@@ -254,6 +292,8 @@ export class EcWriter {
     const failures = targets.filter((t) => t.failure);
     const m = ecScheme(policy)!.m;
     if (failures.length > m) {
+      this.log.warn({ blob: id.toString('hex'), failed: failures.map((t) => ({ column: t.index, node: t.node, err: t.failure!.message })) },
+        'EC store failed: more shard stores failed than the policy tolerates; the stored columns are taken back');
       // Too few columns to trust: take back the ones stored, so nothing of the blob stays visible.
       await this.takeBack(id, targets.filter((t) => !t.failure));
       throw new BlobstoreError('unavailable', `${failures.length} of ${targets.length} shard stores failed (at most ${m} may): ${failures[0]!.failure!.message}; retrying is safe`, {
@@ -289,3 +329,9 @@ export class EcWriter {
   }
 }
 
+
+function failedCount(targets: readonly ColumnTarget[]): number {
+  let n = 0;
+  for (const t of targets) if (t.failure) n++;
+  return n;
+}

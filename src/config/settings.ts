@@ -120,7 +120,7 @@ export const SETTINGS = {
   },
   offlineAfterMs: { type: 'durationMs', default: () => 15_000, min: 10, help: 'a peer not heard from for this long is offline (the spec: 15 s)' },
   vnodesPerNode: { tuning: true, type: 'int', default: () => 128, min: 1, max: 4096, help: 'virtual nodes per member on the consistent-hash ring' },
-  peerCallTimeoutMs: { tuning: true, type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch); a read asks a peer seen offline with a fifth of it' },
+  peerCallTimeoutMs: { tuning: true, type: 'durationMs', default: () => 5000, min: 10, help: 'deadline of a call to a peer (heartbeat, stat, a replication batch); a read asks a peer seen offline with a fifth of it; an EC store fails a column whose holder takes nothing and answers nothing for this long while the other columns wait (at most m, and at most ecStoreTimeoutMs; keep it under 10 s, the quiet a holder lets a column body have)' },
   peerReadConnections: {
     tuning: true,
     type: 'int', default: () => 16, min: 1, max: 1024,
@@ -178,7 +178,7 @@ export const SETTINGS = {
   ecStoreTimeoutMs: {
     tuning: true,
     type: 'durationMs', default: () => 30_000, min: 10,
-    help: 'erasure coding: a shard store to a node that sends nothing back for this long counts as failed (up to m failures are tolerated and repaired)',
+    help: 'erasure coding: a shard store to a node that sends nothing back for this long counts as failed (up to m failures are tolerated and repaired); one that holds the store\'s other columns back fails after peerCallTimeoutMs',
   },
   ecSurveyAfterMissMs: {
     tuning: true,
