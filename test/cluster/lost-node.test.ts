@@ -136,7 +136,7 @@ describe('a blob whose only copy is on a node that is down', () => {
     await c?.stopAll();
   });
 
-  it('the other nodes answer 503 with Retry-After (the client retries), never 404; 200 once it is back', async () => {
+  it('the other nodes answer 503 with Retry-After (the client retries), never 404; 200 once it is back', { timeout: 120_000 }, async () => {
     c = await TestCluster.start({ size: 3, together: true, seeds: 'peers' });
     await c.converged({ members: c.ids });
     // NONE keeps its one copy on the node that took it (on three nodes, always among those a read asks).

@@ -30,6 +30,14 @@ export const STREAMED_EC_ARGS: readonly string[] = [
 ];
 export const OFFLINE_MS = 1500;
 
+/**
+ * How long converged() waits by default: past the bootstrap's wait for every seed (bootstrapWaitMs,
+ * 30 s), after which a majority founds the cluster. Under a loaded machine a round's probes (500 ms
+ * deadlines at these heartbeats) can miss some seed round after round, and nodes started together
+ * then form their cluster only through that fallback.
+ */
+const CONVERGE_MS = 45_000;
+
 export interface ClusterOptions {
   size: number;
   /** Extra arguments for every node. */
@@ -197,7 +205,7 @@ export class TestCluster {
       last = views.join('\n  ');
       if (same && wantMembers && wantStates) agreed = states[0]!;
       return agreed !== undefined;
-    }, { what: () => `agreement:\n  ${last}`, timeoutMs: options.timeoutMs ?? 20_000, pollMs: options.pollMs ?? 100 });
+    }, { what: () => `agreement:\n  ${last}`, timeoutMs: options.timeoutMs ?? CONVERGE_MS, pollMs: options.pollMs ?? 100 });
     return agreed!;
   }
 
