@@ -38,6 +38,9 @@ import { ColumnLag, ColumnLagError } from './column-lag.js';
 /** A received blob: in memory, or in the upload's (transient) file. */
 export type EcContent = { readonly data: Buffer } | { readonly file: FileSink; readonly checksum: Buffer };
 
+/** No holder is known to have hung before a store's first call. */
+const NONE_HUNG: ReadonlySet<string> = new Set();
+
 /** Bytes a column stream may take per second at least before it counts as failed (with ecStoreTimeoutMs). */
 const SLOWEST_STORE_BYTES_PER_S = 8 * 1024 * 1024;
 
@@ -78,8 +81,10 @@ export class EcWriter {
     const checksum = 'data' in content ? blake3(content.data) : content.checksum;
     const id = Buffer.from(idOfDigest(checksum));
     const size = 'data' in content ? content.data.length : content.file.size;
-    // Bytes stored here already in full keep their first policy (a store of existing bytes is a no-op).
-    if (this.store.stat(id)) return { id, size, created: false };
+    // A blob the cluster holds already keeps its first copy and policy (a store of existing bytes
+    // is a no-op): here, or on its id's first owners, as a streamed store's seal asks. Columns
+    // placed by another key (a streamed store's) or by an earlier ring are not placed again.
+    if (await this.held(id, scheme.m + 1, NONE_HUNG)) return { id, size, created: false };
     const layout = new StripeLayout(scheme.k, scheme.m, shardBytesFor(size, this.config), size);
     const header = (index: number): ColumnHeader => ({
       id, index, policy, shardBytes: layout.shardBytes, blobBytes: size, blobChecksum: checksum, blobLabels: labels, createdAtNs: BigInt(Date.now()) * 1_000_000n,

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedId, patternBytes, putRaw } from '../helpers/blobs.js';
 import { expectReadableEverywhere, freePort, oneBigClusterAtATime, putWithNodesUp, TestCluster } from '../helpers/cluster.js';
+import { columnHolders } from '../helpers/columns.js';
 import { logLines } from '../helpers/log.js';
 import { tempDir } from '../helpers/node-process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -124,8 +125,9 @@ describe("EC columns when the peers' API addresses cannot be reached", () => {
 describe('a store of bytes the cluster holds already, failing, takes back only the columns it made', () => {
   let c: TestCluster;
   beforeAll(async () => {
-    // Frozen holders stay members (offline only after a minute); a column store waits 2 s for them.
-    c = await TestCluster.start({ size: 6, args: [...EC_ARGS, '--ec-store-timeout-ms', '2000', '--offline-after-ms', '60000'], together: true });
+    // Seven nodes: one holds no column of a blob and coordinates its second store. Frozen holders
+    // stay members (offline only after a minute); a column store waits 2 s for them.
+    c = await TestCluster.start({ size: 7, args: [...EC_ARGS, '--ec-store-timeout-ms', '2000', '--offline-after-ms', '60000'], together: true });
     await c.converged({ members: c.ids });
   });
   afterAll(async () => {
@@ -141,14 +143,20 @@ describe('a store of bytes the cluster holds already, failing, takes back only t
       expect(res.status, await res.clone().text()).toBe(201);
       blobs.set(((await res.json()) as { id: string }).id, bytes);
     }
-    // Every node holds one column of each; three frozen make the same store again fail (more than m = 2).
-    const frozen = [1, 2, 3];
-    for (const i of frozen) c.freeze(i);
-    try {
-      const again = await Promise.all([...blobs.values()].map((bytes) => putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '4' })));
-      for (const res of again) expect(res.status, await res.clone().text()).toBe(503);
-    } finally {
-      for (const i of frozen) c.thaw(i);
+    for (const [id, bytes] of blobs) {
+      // The node holding none stores it again, with the holders of columns 0 to 2 (the id's first
+      // owners, whom it asks first) frozen: it cannot tell the blob is held, and more than m = 2
+      // column stores fail.
+      const holders = await columnHolders(c, id);
+      const outsider = c.live().find((i) => ![...holders.values()].includes(i))!;
+      const frozen = [0, 1, 2].map((index) => holders.get(index)!);
+      for (const i of frozen) c.freeze(i);
+      try {
+        const again = await putRaw(c.url(outsider), bytes, { 'X-Blobstore-Policy': '4' });
+        expect(again.status, await again.clone().text()).toBe(503);
+      } finally {
+        for (const i of frozen) c.thaw(i);
+      }
     }
     await expectReadableEverywhere(c, blobs);
     // Six columns each, as before the failed store: nothing was deleted from the holders that answered.

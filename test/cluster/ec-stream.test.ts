@@ -17,7 +17,7 @@ import { blake3 } from '../../src/hash/blake3.js';
 import { patternBytes, postStream, putRaw } from '../helpers/blobs.js';
 import { expectReadableEverywhere, oneBigClusterAtATime, putWithNodesUp, STREAMED_EC_ARGS, TestCluster } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
-import { expectColumnChecksums } from '../helpers/columns.js';
+import { expectColumnChecksums, internalStat } from '../helpers/columns.js';
 
 oneBigClusterAtATime();
 
@@ -104,6 +104,16 @@ describe('EC42 stores that stream their columns (a known length of at least ecSt
       expect(res.status, await res.clone().text()).toBe(200);
       expect(((await res.json()) as { id: string }).id).toBe(id);
     }
+    // Chunked with no length said: taken whole, then placed by its id, where the cluster holds it
+    // by another key already. Neither store adds a column.
+    for (const at of [3, 7]) {
+      const res = await postStream(c.url(at), [bytes.subarray(0, MiB), bytes.subarray(MiB)], { 'X-Blobstore-Policy': '4' });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(((await res.json()) as { id: string }).id).toBe(id);
+    }
+    await expectColumnChecksums(c, id, 6);
+    const copies = await Promise.all(c.live().map(async (i) => (await internalStat(c, i, id)).indices?.length ?? 0));
+    expect(copies.reduce((a, b) => a + b, 0), `columns of ${id} on nodes: ${copies.join(' ')}`).toBe(6);
     const listed = await Promise.all(c.live().map(async (i) => ((await (await fetch(`${c.url(i)}/v1/blobs?limit=1000`)).json()) as { ids: string[] }).ids.includes(id)));
     expect(listed.filter(Boolean).length).toBe(6);
     await waitFor(() => c.live().every((i) => partFiles(c, i).length === 0), { what: 'the dropped columns\' temp files gone' });
