@@ -41,6 +41,14 @@ export type EcContent = { readonly data: Buffer } | { readonly file: FileSink; r
 /** No holder is known to have hung before a store's first call. */
 const NONE_HUNG: ReadonlySet<string> = new Set();
 
+/**
+ * A whole store asks the id's owners whether they hold the blob with this share of
+ * peerCallTimeoutMs (1 s of the default 5 s): one that has hung would otherwise hold the store
+ * back a whole deadline before its column lags as long again. An owner too slow for it counts as
+ * not holding the blob: the store goes on, and a column its holder had already is left alone.
+ */
+const HELD_CHECK_SHARE = 5;
+
 /** Bytes a column stream may take per second at least before it counts as failed (with ecStoreTimeoutMs). */
 const SLOWEST_STORE_BYTES_PER_S = 8 * 1024 * 1024;
 
@@ -84,7 +92,7 @@ export class EcWriter {
     // A blob the cluster holds already keeps its first copy and policy (a store of existing bytes
     // is a no-op): here, or on its id's first owners, as a streamed store's seal asks. Columns
     // placed by another key (a streamed store's) or by an earlier ring are not placed again.
-    if (await this.held(id, scheme.m + 1, NONE_HUNG)) return { id, size, created: false };
+    if (await this.held(id, scheme.m + 1, NONE_HUNG, Math.ceil(this.config.peerCallTimeoutMs / HELD_CHECK_SHARE))) return { id, size, created: false };
     const layout = new StripeLayout(scheme.k, scheme.m, shardBytesFor(size, this.config), size);
     const header = (index: number): ColumnHeader => ({
       id, index, policy, shardBytes: layout.shardBytes, blobBytes: size, blobChecksum: checksum, blobLabels: labels, createdAtNs: BigInt(Date.now()) * 1_000_000n,
@@ -282,12 +290,12 @@ export class EcWriter {
    * Whether the cluster holds the blob already: here (whole, a column or its manifest), or on
    * the first `owners` owners of its id, who hold its manifest or columns placed by the id.
    */
-  private async held(id: Buffer, owners: number, hung: ReadonlySet<string>): Promise<boolean> {
+  private async held(id: Buffer, owners: number, hung: ReadonlySet<string>, timeoutMs = this.config.peerCallTimeoutMs): Promise<boolean> {
     if (this.store.stat(id) || this.store.shardsOf(id).length > 0 || this.store.ecManifests.get(id)) return true;
     const answers = await Promise.all(this.cluster.ring.owners(id, owners).filter((n) => n !== this.cluster.nodeId).map(async (node) => {
       const member = this.cluster.member(node);
       if (!member || !this.cluster.online(node) || hung.has(node)) return false;
-      const res = await this.transport.stat(member, id).catch(() => ({ exists: false }));
+      const res = await this.transport.stat(member, id, timeoutMs).catch(() => ({ exists: false }));
       return res.exists === true;
     }));
     return answers.some(Boolean);
