@@ -78,6 +78,14 @@ export const SETTINGS = {
     type: 'bytes', default: () => 8 * MiB, min: 64 * KiB, max: 2 * GiB - 1,
     help: 'HTTP/2 flow-control window the gRPC server announces, per stream and per connection',
   },
+  grpcIdleTimeoutMs: {
+    type: 'durationMs', default: () => 60_000, min: 100,
+    help: 'a gRPC connection with no call open for this long is closed (the client reconnects on its next call); so is one whose TLS handshake has not finished by then',
+  },
+  grpcMaxConnectionsPerAddress: {
+    type: 'int', default: () => 256, min: 1,
+    help: 'gRPC connections one remote address may hold open at once; more are closed as they arrive',
+  },
   grpcHeapGrowingPercent: {
     tuning: true,
     type: 'int', default: () => 400, min: 0, max: 1000,

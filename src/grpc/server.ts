@@ -25,6 +25,7 @@ import { internalServiceHandlers } from './internal-handlers.js';
 import { serverDefinition } from '../proto/loader.js';
 import { growHeapForHttp2 } from './heap-growth.js';
 import { MAX_FRAME_BYTES } from './http2-frames.js';
+import { type ConnectionLimits, limitPerAddress } from './connection-limits.js';
 import { StandardServices } from './standard-services.js';
 import { authorization, toStatus } from './status.js';
 import { format } from 'node:util';
@@ -69,7 +70,7 @@ interface Http2Making {
  * Returns whether grpc-js has made its HTTP/2 server this way since (checked after bindAsync).
  * Exported for test/grpc/direct-seam.test.ts.
  */
-export function widenHttp2Windows(grpcServer: grpc.Server, windowBytes: number, routes: ReadonlyMap<string, DirectHandler>): () => boolean {
+export function widenHttp2Windows(grpcServer: grpc.Server, windowBytes: number, routes: ReadonlyMap<string, DirectHandler>, limits?: ConnectionLimits): () => boolean {
   const inner = grpcServer as unknown as Http2Making;
   const make = inner.createHttp2Server;
   if (typeof make !== 'function' || typeof inner.commonServerOptions !== 'object') {
@@ -77,6 +78,9 @@ export function widenHttp2Windows(grpcServer: grpc.Server, windowBytes: number, 
   }
   // Read by grpc-js for every HTTP/2 server it makes (plain and TLS alike).
   inner.commonServerOptions.settings = { ...inner.commonServerOptions.settings, initialWindowSize: windowBytes, maxFrameSize: MAX_FRAME_BYTES };
+  // A TLS connection whose handshake has not finished is closed after as long as an idle one
+  // (Node's default: 2 minutes); grpc-js passes these options on to its TLS server.
+  if (limits) (inner.commonServerOptions as { handshakeTimeout?: number }).handshakeTimeout = limits.idleMs;
   let created = false;
   inner.createHttp2Server = (credentials: unknown): http2.Http2Server => {
     const server = make.call(grpcServer, credentials);
@@ -85,6 +89,7 @@ export function widenHttp2Windows(grpcServer: grpc.Server, windowBytes: number, 
     // Nagle's algorithm held small frames (a unary answer, a stream's last message) until the
     // peer's delayed ACK, ~40 ms: a node's read from a peer took 20-60 ms instead of 2.
     server.on('connection', (socket: import('node:net').Socket) => socket.setNoDelay(true));
+    if (limits) limitPerAddress(server, limits.perAddress);
     // PutStream and GetStream are served on their streams, not through grpc-js (direct-seam.ts).
     interceptStreams(server, routes);
     return server;
@@ -119,6 +124,8 @@ export class GrpcServer {
       'grpc.max_send_message_length': config.grpcMaxMessageBytes,
       // channelz keeps per-call bookkeeping (trace events, counters) that nothing here reads.
       'grpc.enable_channelz': 0,
+      // A connection with no call open this long is closed (connection-limits.ts).
+      'grpc.max_connection_idle_ms': config.grpcIdleTimeoutMs,
     });
     // grpc-js keeps its PutStream and GetStream handlers: a call that direct-seam.ts leaves to
     // grpc-js (a compressed one) is still answered.
@@ -148,7 +155,7 @@ export class GrpcServer {
     return new Promise((resolve, reject) => {
       let created: () => boolean;
       try {
-        created = widenHttp2Windows(this.server, this.config.grpcWindowBytes, this.routes);
+        created = widenHttp2Windows(this.server, this.config.grpcWindowBytes, this.routes, { idleMs: this.config.grpcIdleTimeoutMs, perAddress: this.config.grpcMaxConnectionsPerAddress });
       } catch (err) {
         return reject(err);
       }
