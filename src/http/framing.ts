@@ -11,6 +11,7 @@
  *     visible ASCII: 400, and the connection closes;
  *   - a chunked body on a route that does not stream bodies: 411 (send a Content-Length), and the
  *     connection closes;
+ *   - a POST, PUT or DELETE a browser sends for a page of another origin: 403 (fromOtherPage);
  *   - a chunked body on a route that streams it: the answer closes the connection (exchange.ts),
  *     because what uWS reads after a chunked body is not what a strict parser would read.
  *
@@ -42,7 +43,11 @@ let length = '';
 let encodings = 0;
 let encoding = '';
 let hosts = 0;
+let host = '';
 let malformed = 0;
+// What a browser says of where a request comes from: '' when absent (curl, peers, clients).
+let origin = '';
+let fetchSite = '';
 // Read for the access log and X-Request-Id (logged-response.ts) by the same pass: '' when absent.
 let sentId = '';
 let sentTrace = '';
@@ -61,7 +66,13 @@ function visit(name: string, value: string): void {
   if (value.indexOf(DEL) !== -1) malformed++;
   switch (name.length) {
     case 4:
-      if (name === 'host') hosts++;
+      if (name === 'host') {
+        hosts++;
+        host = value;
+      }
+      break;
+    case 6:
+      if (name === 'origin') origin = value;
       break;
     case 11:
       if (name === 'traceparent') sentTrace = value;
@@ -73,7 +84,7 @@ function visit(name: string, value: string): void {
       if (name === 'content-length') {
         lengths++;
         length = value;
-      }
+      } else if (name === 'sec-fetch-site') fetchSite = value;
       break;
     case 17:
       if (name === 'transfer-encoding') {
@@ -84,16 +95,39 @@ function visit(name: string, value: string): void {
   }
 }
 
+/** Methods a page of another origin may send (a browser sends them without asking first). */
+const SAFE_METHODS = new Set(['get', 'head', 'options']);
+
+/**
+ * Whether a browser sends this request for a page of another origin (RFC 6454; Fetch's
+ * Sec-Fetch-Site). No listener here serves CORS, so such a page has no business changing
+ * anything; yet a browser sends a POST of `text/plain` cross-site without asking first: a page
+ * could have a node on loopback, reachable without a credential, join a stranger to its cluster
+ * or store blobs. Sec-Fetch-Site is the browser's own verdict, right behind a proxy that rewrites
+ * Host; a browser that does not send it is judged by Origin against Host.
+ */
+function fromOtherPage(method: string): boolean {
+  if (SAFE_METHODS.has(method.toLowerCase())) return false;
+  if (fetchSite !== '') return fetchSite !== 'same-origin' && fetchSite !== 'none';
+  const authority = origin.startsWith('https://') ? origin.slice(8) : origin.startsWith('http://') ? origin.slice(7) : undefined;
+  return authority === undefined || authority.toLowerCase() !== host.toLowerCase();
+}
+
 /** The framing of `req` (valid only inside its route callback). */
 export function framingOf(req: HttpRequest): Framing {
   lengths = 0;
   encodings = 0;
   hosts = 0;
   malformed = 0;
+  origin = '';
+  fetchSite = '';
   sentId = '';
   sentTrace = '';
   req.forEach(visit);
   if (malformed > 0) return invalidArgument('a header field value holds a control byte');
+  if ((origin !== '' || fetchSite !== '') && fromOtherPage(req.getMethod())) {
+    return new BlobstoreError('permission_denied', 'a web page of another origin may not send this request (no listener here serves CORS)');
+  }
   // The query only: getUrl() would be a string made on every request (the cached GET makes none
   // but its id), and a path with such a byte matches no route, or gives a parameter that fails
   // its own check (ids are hex, column indexes decimal).
