@@ -57,15 +57,6 @@ export function manifestMessage(id: Buffer, manifest: EcManifest): StoreManifest
   };
 }
 
-/**
- * Whether a user's delete of the blob on this node holds against `manifest`: it was made before
- * the delete (a copy of the blob as it was, offered by handoff), not by a store after it.
- */
-export function deleteHolds(store: Pick<LocalStore, 'deletedAt'>, id: Buffer, manifest: Pick<EcManifest, 'createdAtNs'>): boolean {
-  const deletedAtMs = store.deletedAt(id);
-  return deletedAtMs !== undefined && BigInt(manifest.createdAtNs) / 1_000_000n <= BigInt(deletedAtMs);
-}
-
 /** Owners that keep the manifest of a blob of `policy`: the first m + 1 of its id (0: not an EC policy). */
 export function manifestCopies(policy: number): number {
   const scheme = ecScheme(policy);

@@ -14,6 +14,7 @@
  * later pass, retried with back-off. Bytes read for repair are capped at repairBytesPerSecond.
  * Progress (blobs and bytes queued, rate, time left) is kept for metrics, cluster/state and the UI.
  */
+import { deleteHolds } from './deleted-here.js';
 import { Backoffs } from '../util/backoff.js';
 import { BackgroundLoop } from '../util/background-loop.js';
 import { BlobstoreError } from '../errors/errors.js';
@@ -190,6 +191,9 @@ export class EcRepairer {
       // everywhere, or a store that never completed), else ask again later.
       return unreachable === 0;
     }
+    // A user deleted it here after it was made: this node rebuilds none of it (its own column
+    // would bring the blob back here; holders that deleted it decline theirs likewise).
+    if (deleteHolds(this.store, id, blob.meta)) return true;
     const layout = this.reader.layoutOf(blob);
     const key = id.toString('hex');
     const checksums = storedChecksums(blob, layout);

@@ -16,7 +16,8 @@ import type { ByteRange, ChunkSink, ChunkValues, LocalStore } from '../service/l
 import type { Located } from '../service/placement.js';
 import type { AntiEntropy } from './anti-entropy.js';
 import { type ColumnHeader, ColumnWriter } from './column-writer.js';
-import { deleteHolds, incomingManifest, type StoreManifestMessage } from './ec-manifest.js';
+import { incomingManifest, type StoreManifestMessage } from './ec-manifest.js';
+import { deleteHolds } from './deleted-here.js';
 import { ShardReceiver, storeColumn } from './shard-transfer.js';
 import type { ColumnOutcome } from './transport/peer-transport.js';
 import type { StoreColumnMessage } from './wire-meta.js';
@@ -96,9 +97,14 @@ export class ClusterInternalApi {
     return have;
   }
 
-  /** A repair (or a handoff) of a blob a user deleted here is not taken back. */
-  declines(id: Buffer, repair: boolean): boolean {
-    return repair && this.store.deletedAt(id) !== undefined;
+  /**
+   * A copy (a replica or a column: replication, repair or handoff) of a blob a user deleted here
+   * is not taken, where it was made before the delete: one on its way while the delete ran, or
+   * queued on a node cut off meanwhile, would bring it back. A store of the same bytes after the
+   * delete (a later creation time) is taken.
+   */
+  declines(id: Buffer, createdAtNs: bigint): boolean {
+    return deleteHolds(this.store, id, { createdAtNs });
   }
 
   /**
@@ -137,7 +143,7 @@ export class ClusterInternalApi {
 
   /** A replica that came whole; false when declined or held already. */
   async storeReplica(m: IncomingMeta, data: Buffer, repair: boolean): Promise<boolean> {
-    if (this.declines(m.id, repair)) return false;
+    if (this.declines(m.id, m.createdAtNs)) return false;
     return (await storeReplica(this.store, this.config, m, data)).created;
   }
 

@@ -20,7 +20,8 @@
 import type { Logger } from '../log/logger.js';
 import type { LocalStore } from '../service/local-store.js';
 import type { ClusterNode } from './cluster-node.js';
-import { deleteHolds, manifestCopies, manifestMessage } from './ec-manifest.js';
+import { manifestCopies, manifestMessage } from './ec-manifest.js';
+import { deleteHolds } from './deleted-here.js';
 import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerTransport } from './transport/peer-transport.js';
 import type { Ring } from './ring.js';

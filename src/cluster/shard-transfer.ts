@@ -11,6 +11,7 @@
  * The header carries the whole blob's metadata; the receiver checks that the column's size fits
  * the blob's layout and that the bytes match the column's checksum before it commits.
  */
+import { deleteHolds } from './deleted-here.js';
 import type { NodeConfig } from '../config/settings.js';
 import { invalidArgument } from '../errors/errors.js';
 import { ecScheme, StripeLayout } from '../ec/layout.js';
@@ -117,7 +118,7 @@ function checksumsOf(bytes: Buffer | undefined): Buffer | undefined {
 /** Stores a whole column that arrived in one message. */
 export async function storeColumn(store: LocalStore, config: NodeConfig, msg: StoreColumnMessage, repair: boolean): Promise<{ stored: boolean; created: boolean }> {
   const { header, columnBytes } = columnHeaderOf(msg.header, config);
-  if (repair && store.deletedAt(header.id) !== undefined) return { stored: false, created: false };
+  if (deleteHolds(store, header.id, header)) return { stored: false, created: false };
   const writer = new ColumnWriter(store, config, header, columnBytes);
   try {
     await writer.write(msg.data ?? Buffer.alloc(0));
@@ -146,7 +147,7 @@ export class ShardReceiver {
   async chunk(msg: { header?: Partial<ShardHeaderMessage>; data?: Buffer; final?: boolean; column_checksum?: Buffer; column_checksums?: Buffer }): Promise<void> {
     if (!this.writer && !this.skipped) {
       const { header, columnBytes } = columnHeaderOf(msg.header, this.config);
-      if (this.repair && this.store.deletedAt(header.id) !== undefined) this.skipped = this.declined = true;
+      if (deleteHolds(this.store, header.id, header)) this.skipped = this.declined = true;
       else this.writer = new ColumnWriter(this.store, this.config, header, columnBytes);
     }
     if (this.skipped) return;

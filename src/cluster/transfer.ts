@@ -7,6 +7,7 @@
  *   sender:   local store ──verified chunks──▶ a batch (replica-batch.ts) [≤ batchBytes] / PUT /internal/v1/replicas/{id} [1 MiB…]
  *   receiver: bytes ──BLAKE3──▶ same checksum? ──▶ local store (origin: not replicated, original time)
  */
+import { deleteHolds } from './deleted-here.js';
 import type { NodeConfig } from '../config/settings.js';
 import { BlobstoreError, invalidArgument } from '../errors/errors.js';
 import { blobIdFromBytes, idOfDigest } from '../blob/id.js';
@@ -177,7 +178,7 @@ export class ReplicaReceiver {
     }
     this.blobs++;
     this.bytes += cur.received;
-    if (this.repair && this.store.deletedAt(cur.meta.id) !== undefined) {
+    if (deleteHolds(this.store, cur.meta.id, cur.meta)) {
       await cur.writer?.abort();
       return;
     }

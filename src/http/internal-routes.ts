@@ -144,7 +144,7 @@ export class InternalRoutes {
         }, internal.config);
         const checksums = checksumCountOf(req.getHeader(COLUMN_CHECKSUMS_HEADER), header);
         const repair = req.getHeader('x-blobstore-repair') === '1';
-        if (internal.declines(header.id, repair)) {
+        if (internal.declines(header.id, header.createdAtNs)) {
           // A user deleted the blob here: repair does not bring a column of it back.
           this.intake.drop(x);
           return sendJson(x, 200, '{"created":false,"declined":true}', undefined, 'drain');
@@ -245,7 +245,7 @@ export class InternalRoutes {
       if (!/^\d{1,15}$/.test(size)) throw invalidArgument('a replica needs its X-Blobstore-Size');
       const { internal } = cluster;
       meta = incomingMeta({ id: parseBlobId(req.getParameter(0)) }, messageOfHeaders((name) => req.getHeader(name)), internal.config);
-      if (internal.declines(meta.id, req.getHeader('x-blobstore-repair') === '1')) {
+      if (internal.declines(meta.id, meta.createdAtNs)) {
         // A user deleted it here: repair does not bring it back.
         this.intake.drop(x);
         return sendJson(x, 200, '{"created":false}', undefined, 'drain');

@@ -5,7 +5,7 @@
  * delete holds against one (src/cluster/ec-manifest.ts) goes by when each was made.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { deleteHolds } from '../../src/cluster/ec-manifest.js';
+import { deleteHolds } from '../../src/cluster/deleted-here.js';
 import type { Engine } from '../../src/engine/engine.js';
 import type { EcManifest } from '../../src/index/ec-manifests.js';
 import { openEngine, testConfig } from '../helpers/engine.js';
