@@ -88,7 +88,7 @@ export class RemoteReader {
     if (cached && this.cluster.online(cached.peer)) return cached;
     const leaving = this.cluster.membership.records().filter((r) => r.status === 'leaving').map((r) => r.nodeId);
     const candidates = readCandidates(this.cluster.ring, this.cluster.nodeId, leaving, (n) => this.cluster.online(n), id, policy ?? cached?.meta.policy);
-    const blob = await this.ask(id, candidates);
+    const blob = (await this.ask(id, candidates)) ?? (await this.askTheRest(id, candidates));
     if (blob) this.found.set(key, blob);
     return blob;
   }
@@ -129,6 +129,35 @@ export class RemoteReader {
       });
     }
     return undefined;
+  }
+
+  /**
+   * Every other member online, at once, once the owners said they lack the blob: a node that took
+   * a store of it but owns none of it holds the only copy until its copies are out (they gather
+   * for replicationBatchDelayMs, and wait while an owner is down), and a 404 then would contradict
+   * the 2xx the client just had. A miss costs a call to each member; a hit on an owner, none.
+   */
+  private async askTheRest(id: Buffer, asked: readonly string[]): Promise<RemoteBlob | undefined> {
+    const skip = new Set([...asked, this.cluster.nodeId]);
+    const rest = this.cluster.membership.records().map((r) => r.nodeId).filter((n) => !skip.has(n) && this.cluster.online(n));
+    let lastFailure: PeerCallError | undefined;
+    const answers = await Promise.all(rest.map(async (peer) => {
+      const member = this.cluster.member(peer);
+      if (!member) return undefined;
+      try {
+        const { meta, ec } = statOfAnswer(id, await this.transport.stat(member, id, this.config.peerCallTimeoutMs), this.config);
+        return meta ? (ec ? { meta, peer, ec } : { meta, peer }) : undefined;
+      } catch (err) {
+        if (!(err instanceof PeerCallError)) throw err;
+        lastFailure = err;
+        return undefined;
+      }
+    }));
+    const found = answers.find((a) => a !== undefined);
+    if (found || !lastFailure) return found;
+    throw new BlobstoreError('unavailable', `blob ${id.toString('hex')} is on none of its owners, and a node that may have taken its store is unreachable`, {
+      cause: lastFailure, headers: { 'Retry-After': '1' },
+    });
   }
 
   /**
