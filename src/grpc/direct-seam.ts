@@ -26,14 +26,19 @@ export function servedDirectly(headers: http2.IncomingHttpHeaders): boolean {
     (encoding === undefined || encoding === 'identity');
 }
 
-/** From now on `server` hands streams on `routes` (by `:path`) to their handler, the rest to its listeners. */
-export function interceptStreams(server: http2.Http2Server, routes: ReadonlyMap<string, DirectHandler>): void {
+/**
+ * From now on `server` hands streams on `routes` (by `:path`) to their handler, the rest to its
+ * listeners. `opened` is told of each stream handed over (grpc-js counts a connection's open calls
+ * to close it once idle, and sees none of these).
+ */
+export function interceptStreams(server: http2.Http2Server, routes: ReadonlyMap<string, DirectHandler>, opened?: (stream: http2.ServerHttp2Stream) => void): void {
   const emit = server.emit;
   server.emit = function (this: http2.Http2Server, event: string | symbol, ...args: unknown[]): boolean {
     if (event === 'stream') {
       const headers = args[1] as http2.IncomingHttpHeaders;
       const handler = routes.get(headers[':path'] ?? '');
       if (handler && servedDirectly(headers)) {
+        opened?.(args[0] as http2.ServerHttp2Stream);
         handler(args[0] as http2.ServerHttp2Stream, headers);
         return true;
       }

@@ -58,6 +58,8 @@ function unimplementedHandlers(definition: grpc.ServiceDefinition, service: stri
 interface Http2Making {
   commonServerOptions?: http2.ServerOptions;
   createHttp2Server?: (credentials: unknown) => http2.Http2Server;
+  /** Counts an open call of the stream's connection for grpc.max_connection_idle_ms, until its close. */
+  onStreamOpened?: (stream: http2.ServerHttp2Stream) => void;
 }
 
 /**
@@ -91,7 +93,9 @@ export function widenHttp2Windows(grpcServer: grpc.Server, windowBytes: number, 
     server.on('connection', (socket: import('node:net').Socket) => socket.setNoDelay(true));
     if (limits) limitPerAddress(server, limits.perAddress);
     // PutStream and GetStream are served on their streams, not through grpc-js (direct-seam.ts).
-    interceptStreams(server, routes);
+    // Their calls keep the connection from counting as idle (connection-limits.ts), as grpc-js's own do.
+    const opened = inner.onStreamOpened;
+    interceptStreams(server, routes, typeof opened === 'function' ? (stream) => opened.call(grpcServer, stream) : undefined);
     return server;
   };
   return () => created;
