@@ -135,12 +135,13 @@ export class RemoteReader {
    * Every other member online, at once, once the owners said they lack the blob: a node that took
    * a store of it but owns none of it holds the only copy until its copies are out (they gather
    * for replicationBatchDelayMs, and wait while an owner is down), and a 404 then would contradict
-   * the 2xx the client just had. A miss costs a call to each member; a hit on an owner, none.
+   * the 2xx the client just had. A miss costs a call to each member; a hit on an owner, none. A
+   * member that cannot be asked does not turn the owners' answer into a 503: a node down would
+   * then make every miss a 503 until it is seen offline.
    */
   private async askTheRest(id: Buffer, asked: readonly string[]): Promise<RemoteBlob | undefined> {
     const skip = new Set([...asked, this.cluster.nodeId]);
     const rest = this.cluster.membership.records().map((r) => r.nodeId).filter((n) => !skip.has(n) && this.cluster.online(n));
-    let lastFailure: PeerCallError | undefined;
     const answers = await Promise.all(rest.map(async (peer) => {
       const member = this.cluster.member(peer);
       if (!member) return undefined;
@@ -149,15 +150,10 @@ export class RemoteReader {
         return meta ? (ec ? { meta, peer, ec } : { meta, peer }) : undefined;
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;
-        lastFailure = err;
         return undefined;
       }
     }));
-    const found = answers.find((a) => a !== undefined);
-    if (found || !lastFailure) return found;
-    throw new BlobstoreError('unavailable', `blob ${id.toString('hex')} is on none of its owners, and a node that may have taken its store is unreachable`, {
-      cause: lastFailure, headers: { 'Retry-After': '1' },
-    });
+    return answers.find((a) => a !== undefined);
   }
 
   /**

@@ -108,10 +108,17 @@ const SAFE_METHODS = new Set(['get', 'head', 'options']);
  */
 function fromOtherPage(method: string): boolean {
   if (SAFE_METHODS.has(method.toLowerCase())) return false;
-  if (fetchSite !== '') return fetchSite !== 'same-origin' && fetchSite !== 'none';
-  const authority = origin.startsWith('https://') ? origin.slice(8) : origin.startsWith('http://') ? origin.slice(7) : undefined;
-  return authority === undefined || authority.toLowerCase() !== host.toLowerCase();
+  if (fetchSite === 'cross-site' || fetchSite === 'same-site') return true;
+  if (fetchSite === 'same-origin' || fetchSite === 'none') return false;
+  if (origin === 'null') return true;
+  // Only a browser's Origin counts (RFC 6454 7: "null", or scheme://host[:port]); any other value
+  // is not one a browser sends.
+  const authority = SERIALIZED_ORIGIN.exec(origin)?.[1];
+  return authority !== undefined && authority.toLowerCase() !== host.toLowerCase();
 }
+
+/** A serialized origin of a page served over HTTP(S): its authority. */
+const SERIALIZED_ORIGIN = /^https?:\/\/([^/\s]+)$/;
 
 /** The framing of `req` (valid only inside its route callback). */
 export function framingOf(req: HttpRequest): Framing {
