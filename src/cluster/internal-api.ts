@@ -142,7 +142,7 @@ export class ClusterInternalApi {
   }
 
   /** A replica that came whole; false when declined or held already. */
-  async storeReplica(m: IncomingMeta, data: Buffer, repair: boolean): Promise<boolean> {
+  async storeReplica(m: IncomingMeta, data: Buffer): Promise<boolean> {
     if (this.declines(m.id, m.createdAtNs)) return false;
     return (await storeReplica(this.store, this.config, m, data)).created;
   }
@@ -154,18 +154,18 @@ export class ClusterInternalApi {
   }
 
   /** The receiving end of a ReplicateStream or Migrate call. */
-  replicaReceiver(repair: boolean): ReplicaReceiver {
-    return new ReplicaReceiver(this.store, this.config, repair);
+  replicaReceiver(): ReplicaReceiver {
+    return new ReplicaReceiver(this.store, this.config);
   }
 
   /** The receiving end of a StoreShard call. */
-  shardReceiver(repair: boolean): ShardReceiver {
-    return new ShardReceiver(this.store, this.config, repair);
+  shardReceiver(): ShardReceiver {
+    return new ShardReceiver(this.store, this.config);
   }
 
   /** Whole small columns (a batch POST, or StoreShardBatch): each stored or refused on its own. */
-  storeColumns(columns: readonly StoreColumnMessage[], repair: boolean): Promise<ColumnOutcome[]> {
-    return Promise.all(columns.map((msg) => storeColumn(this.store, this.config, msg, repair).then(
+  storeColumns(columns: readonly StoreColumnMessage[]): Promise<ColumnOutcome[]> {
+    return Promise.all(columns.map((msg) => storeColumn(this.store, this.config, msg).then(
       (done) => ({ stored: done.stored, created: done.created, error: '' }),
       (err: Error) => ({ stored: false, created: false, error: err.message }),
     )));

@@ -22,7 +22,7 @@ import type { EcPlacement } from '../service/placement.js';
 import type { ClusterNode } from './cluster-node.js';
 import { READ_OWNERS, type Ring } from './ring.js';
 import { PeerCallError } from './transport/grpc-peers.js';
-import type { PeerTransport } from './transport/peer-transport.js';
+import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
 import { statOfAnswer } from './wire-meta.js';
 
 
@@ -112,8 +112,8 @@ export class RemoteReader {
       // 503 would otherwise wait for each in turn.
       const timeoutMs = this.cluster.online(peer) ? this.config.peerCallTimeoutMs : Math.ceil(this.config.peerCallTimeoutMs / OFFLINE_DEADLINE_SHARE);
       try {
-        const { meta, ec } = statOfAnswer(id, await this.transport.stat(member, id, timeoutMs), this.config);
-        if (meta) return ec ? { meta, peer, ec } : { meta, peer };
+        const found = await this.statOn(member, peer, id, timeoutMs);
+        if (found) return found;
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;
         lastFailure = err;
@@ -146,14 +146,20 @@ export class RemoteReader {
       const member = this.cluster.member(peer);
       if (!member) return undefined;
       try {
-        const { meta, ec } = statOfAnswer(id, await this.transport.stat(member, id, this.config.peerCallTimeoutMs), this.config);
-        return meta ? (ec ? { meta, peer, ec } : { meta, peer }) : undefined;
+        return await this.statOn(member, peer, id, this.config.peerCallTimeoutMs);
       } catch (err) {
         if (!(err instanceof PeerCallError)) throw err;
         return undefined;
       }
     }));
     return answers.find((a) => a !== undefined);
+  }
+
+  /** What `peer` holds of the blob: a whole copy, a column (`ec`), or nothing. */
+  private async statOn(member: PeerRef, peer: string, id: Buffer, timeoutMs: number): Promise<RemoteBlob | undefined> {
+    const { meta, ec } = statOfAnswer(id, await this.transport.stat(member, id, timeoutMs), this.config);
+    if (!meta) return undefined;
+    return ec ? { meta, peer, ec } : { meta, peer };
   }
 
   /**

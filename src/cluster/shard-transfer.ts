@@ -116,7 +116,7 @@ function checksumsOf(bytes: Buffer | undefined): Buffer | undefined {
 }
 
 /** Stores a whole column that arrived in one message. */
-export async function storeColumn(store: LocalStore, config: NodeConfig, msg: StoreColumnMessage, repair: boolean): Promise<{ stored: boolean; created: boolean }> {
+export async function storeColumn(store: LocalStore, config: NodeConfig, msg: StoreColumnMessage): Promise<{ stored: boolean; created: boolean }> {
   const { header, columnBytes } = columnHeaderOf(msg.header, config);
   if (deleteHolds(store, header.id, header)) return { stored: false, created: false };
   const writer = new ColumnWriter(store, config, header, columnBytes);
@@ -134,14 +134,12 @@ export class ShardReceiver {
   private writer: ColumnWriter | undefined;
   private skipped = false;
   created = false;
-  /** A repair of a blob a user deleted here: not taken. */
+  /** A copy of a blob a user deleted here after it was made: not taken. */
   declined = false;
 
   constructor(
     private readonly store: LocalStore,
     private readonly config: NodeConfig,
-    /** Repair traffic: a column of a blob a user deleted here is not taken. */
-    private readonly repair: boolean,
   ) {}
 
   async chunk(msg: { header?: Partial<ShardHeaderMessage>; data?: Buffer; final?: boolean; column_checksum?: Buffer; column_checksums?: Buffer }): Promise<void> {

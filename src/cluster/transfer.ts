@@ -123,8 +123,6 @@ export class ReplicaReceiver {
   constructor(
     private readonly store: LocalStore,
     private readonly config: NodeConfig,
-    /** Repair traffic: a blob a user deleted here is skipped, not stored. */
-    private readonly repair: boolean,
   ) {}
 
   async chunk(msg: { id?: { id?: Buffer }; meta?: Partial<BlobMetaMessage>; data?: Buffer; final?: boolean }): Promise<void> {

@@ -17,7 +17,7 @@ import { columnWriteOf } from '../blob/shard.js';
 import { blobMeta } from './blob-handlers.js';
 import { InternalCalls } from './internal-calls.js';
 
-const replicaReceiver = (c: Cluster, repair: boolean): ReplicaReceiver => c.internal.replicaReceiver(repair);
+const replicaReceiver = (c: Cluster): ReplicaReceiver => c.internal.replicaReceiver();
 
 export function internalServiceHandlers(getCluster: () => Cluster | undefined, log: Logger): UntypedServiceImplementation {
   /** The cluster, once it runs (a call in the moment between listening and its start waits a retry). */
@@ -30,9 +30,9 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
   const unary = calls.unary.bind(calls);
 
   type ReplicaRequest = { id?: { id?: Buffer }; data?: Buffer; meta?: Parameters<typeof incomingMeta>[1] };
-  const replicate = (r: ReplicaRequest, repair: boolean): Promise<boolean> => {
+  const replicate = (r: ReplicaRequest): Promise<boolean> => {
     const { internal } = running();
-    return internal.storeReplica(incomingMeta(r.id, r.meta, internal.config), r.data ?? Buffer.alloc(0), repair);
+    return internal.storeReplica(incomingMeta(r.id, r.meta, internal.config), r.data ?? Buffer.alloc(0));
   };
 
   const fetchBlob = calls.serverStream('FetchBlob', async (req: { id?: { id?: Buffer }; offset?: string | number; length?: string | number }, write, gone) => {
@@ -78,11 +78,11 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
   });
 
   return {
-    Replicate: unary('Replicate', async (r: ReplicaRequest) => ({ created: await replicate(r, false) })),
+    Replicate: unary('Replicate', async (r: ReplicaRequest) => ({ created: await replicate(r) })),
     // All blobs of a batch at once: they share one group commit (one after another, each would
     // wait for its own fsync and index flush: ~300 blobs/s instead of thousands).
     ReplicateBatch: unary('ReplicateBatch', async (r: { blobs?: ReplicaRequest[]; repair?: boolean }) => ({
-      created: await Promise.all((r.blobs ?? []).map((blob) => replicate(blob, r.repair === true))),
+      created: await Promise.all((r.blobs ?? []).map((blob) => replicate(blob))),
     })),
     ReplicateStream: calls.receive('ReplicateStream', replicaReceiver, (r) => ({ created: r.created })),
     Migrate: calls.receive('Migrate', replicaReceiver, (r) => ({ blobs_received: r.blobs, bytes_received: r.bytes })),
@@ -104,10 +104,10 @@ export function internalServiceHandlers(getCluster: () => Cluster | undefined, l
       running().internal.digests(r.peer ?? '', r.top ?? [])),
     ListLeaf: unary('ListLeaf', (r: { peer?: string; leaf?: number }) => ({ ids: running().internal.leafIds(r.peer ?? '', r.leaf ?? 0) })),
     FetchShard: fetchShard,
-    StoreShard: calls.receive('StoreShard', (c, repair) => c.internal.shardReceiver(repair), (r) => ({ created: r.created, declined: r.declined })),
+    StoreShard: calls.receive('StoreShard', (c) => c.internal.shardReceiver(), (r) => ({ created: r.created, declined: r.declined })),
     // All columns of a batch at once: they share one group commit, like ReplicateBatch.
     StoreShardBatch: unary('StoreShardBatch', async (r: { shards?: Parameters<typeof storeColumn>[2][]; repair?: boolean }) => ({
-      results: await running().internal.storeColumns(r.shards ?? [], r.repair === true),
+      results: await running().internal.storeColumns(r.shards ?? []),
     })),
     StoreManifest: unary('StoreManifest', async (r: StoreManifestMessage) => ({ created: await running().internal.storeManifest(r) })),
     DeleteShard: unary('DeleteShard', async (r: { id?: { id?: Buffer }; index?: number; all?: boolean; unless_checksum?: Buffer }) => ({

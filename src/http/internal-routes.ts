@@ -180,11 +180,10 @@ export class InternalRoutes {
    * its checks fails the batch (the sender retries its blobs; those stored hold).
    */
   readonly postReplicas = (res: HttpResponse, req: HttpRequest): void => {
-    const repair = req.getHeader('x-blobstore-repair') === '1';
     this.batchBody(res, req, 'a batch of replicas', async (x, cluster, body) => {
       const { internal } = cluster;
       const blobs = readReplicaBatch(body).map((b) => ({ meta: incomingMeta({ id: b.id }, b.meta, internal.config), data: b.data }));
-      await Promise.all(blobs.map((b) => internal.storeReplica(b.meta, b.data, repair)));
+      await Promise.all(blobs.map((b) => internal.storeReplica(b.meta, b.data)));
       sendJson(x, 200, `{"stored":${blobs.length}}`);
     });
   };
@@ -196,7 +195,7 @@ export class InternalRoutes {
    */
   readonly postShards = (res: HttpResponse, req: HttpRequest): void => {
     this.batchBody(res, req, 'a batch of columns', async (x, cluster, body) => {
-      const results = await cluster.internal.storeColumns(readShardBatch(body), false);
+      const results = await cluster.internal.storeColumns(readShardBatch(body));
       sendJson(x, 200, JSON.stringify({ results }));
     });
   };
