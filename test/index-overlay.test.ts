@@ -248,6 +248,49 @@ describe('replication-queue entries removed before their commit', () => {
   });
 });
 
+describe('replication-queue changes on their way to LMDB', () => {
+  /** Holds every gathered batch back (its commit has taken the queue's changes, LMDB has not got them) until released. */
+  function holdBatches(): { taken: () => boolean; release: () => void } {
+    const queue = GatheredWrites.prototype.queue;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // Only this commit is under way while it waits: nothing else gathers meanwhile.
+    const spy = vi.spyOn(GatheredWrites.prototype, 'queue').mockImplementation(function (this: GatheredWrites, more: () => void) {
+      return gate.then(() => queue.call(this, more));
+    });
+    return { taken: () => spy.mock.calls.length > 0, release: () => { spy.mockRestore(); release(); } };
+  }
+
+  it('counts an entry out once when it is removed again while the commit that removes it is under way', async () => {
+    const engine = await openEngine(config());
+    const a = await engine.putInline(patternBytes(1000, 41), 1, EMPTY, { replicate: true });
+    await engine.settled();
+    expect(engine.replication.depth).toBe(1);
+    await engine.replication.remove(a.id);
+    expect(engine.replication.depth).toBe(0);
+    const batches = holdBatches();
+    try {
+      // The next store's commit takes the removal with it; its batch waits.
+      await engine.putInline(patternBytes(1000, 42), 1, EMPTY);
+      await vi.waitFor(() => expect(batches.taken()).toBe(true), { timeout: 10_000 });
+      expect(engine.replication.get(a.id)).toBeUndefined();
+      expect(engine.replication.page(10)).toEqual([]);
+      // A second pass of the replicator removes it again.
+      await engine.replication.remove(a.id);
+      expect(engine.replication.depth).toBe(0);
+    } finally {
+      batches.release();
+    }
+    await engine.settled();
+    expect(engine.replication.depth).toBe(0);
+    const cfg = engine.config;
+    await engine.close();
+    const reopened = await openEngine(cfg);
+    expect(reopened.replication.depth).toBe(0);
+    await reopened.close();
+  });
+});
+
 /** The log's committer, reached into: a group it has taken out of its queue but not committed yet. */
 interface Committer {
   committing: boolean;

@@ -27,7 +27,7 @@ import type { IdFilter } from './id-filter.js';
 import { type ListPage, listPage } from './id-list.js';
 import { directWriter, gatheringWriter, stagedWriter, type WriterParts } from './index-writers.js';
 import { type Counters, type IdWatcher, IndexOverlay, type IndexWriter, type SegmentSpace } from './overlay.js';
-import { type ReplicationQueue, ReplicationQueueStore } from './replication-queue.js';
+import { type ChangesSettled, type ReplicationQueue, ReplicationQueueStore } from './replication-queue.js';
 import { ShardRecords } from './shard-records.js';
 
 export type { Counters, DeletedEntry, IdSet, IdWatcher, IndexWriter, QueueEntry, SegmentSpace } from './overlay.js';
@@ -245,8 +245,7 @@ export class BlobIndex {
    * `addsOnly`: every record of the commit only adds a key no other record of it touches (a plain
    * put found absent when it was staged). Its writes are then gathered and queued to lmdb-js's
    * write thread as one batch (GatheredWrites), the hot path of small stores, with the
-   * replicator's queue changes (a failed commit loses those, as a failed transaction does: a lost
-   * change only repeats a copy). Otherwise a child
+   * replicator's queue changes (which a failed commit hands back to the queue). Otherwise a child
    * transaction runs on this thread, where `apply` reads its own writes; if `apply` throws part
    * way, none of its writes commit (lmdb-js commits what a plain transaction callback wrote before
    * it threw, which would leave records without their checkpoint and counters). A gathered commit
@@ -258,10 +257,12 @@ export class BlobIndex {
     const lsn = checkpoint.nextLsn - 1;
     let journaled: { key: number; value: Buffer } | undefined;
     this.journal.begin(lsn, !addsOnly);
+    // The queue's changes this commit took: read as pending until it ends, taken again if it fails.
+    let queueSettled: ChangesSettled = () => undefined;
     try {
       if (addsOnly) {
         try {
-          this.queue.writeChanges(this.gathered);
+          queueSettled = this.queue.writeChanges(this.gathered);
           apply(this.gathering);
           journaled = this.journal.take();
         } catch (err) {
@@ -274,7 +275,7 @@ export class BlobIndex {
         });
       } else {
         await this.root.childTransaction(() => {
-          this.queue.writeChanges();
+          queueSettled = this.queue.writeChanges();
           apply(this.direct);
           journaled = this.journal.take();
           if (journaled) this.journalDb.putSync(journaled.key, journaled.value);
@@ -282,9 +283,11 @@ export class BlobIndex {
         });
       }
     } catch (err) {
+      queueSettled(false);
       this.journal.abort();
       throw err;
     }
+    queueSettled(true);
     if (journaled) this.journal.committed(journaled);
     this.committedCheckpoint = checkpoint;
     if (checkpoint.nextLsn >= this.checkpoint.nextLsn) this.checkpoint = checkpoint;

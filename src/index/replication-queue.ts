@@ -22,6 +22,17 @@ export interface ReplicationQueue extends BlobQueue<QueueEntry> {
  */
 const QUEUE_WRITE_DELAY_MS = 50;
 
+const NOTHING_TAKEN: ChangesSettled = () => undefined;
+
+/** An entry to put, or null to remove it. */
+interface Change {
+  id: Buffer;
+  entry: QueueEntry | null;
+}
+
+/** Tells the queue how the commit that took its changes ended (false: they were not written, and are taken again). */
+export type ChangesSettled = (committed: boolean) => void;
+
 export class ReplicationQueueStore implements ReplicationQueue {
   private readonly db: Database<QueueEntry, Buffer>;
   /** Entries as reads see them (staged ones included; counted at open, kept up to date). */
@@ -31,7 +42,13 @@ export class ReplicationQueueStore implements ReplicationQueue {
    * queue see them at once; the next commit writes them, or a transaction of their own once
    * QUEUE_WRITE_DELAY_MS passed without one.
    */
-  private readonly changes = new Map<string, { id: Buffer; entry: QueueEntry | null }>();
+  private readonly changes = new Map<string, Change>();
+  /**
+   * Changes a commit took (writeChanges) that it has not committed yet, oldest first: until it
+   * has, LMDB still reads as before them, so reads see them here. Without them a second removal
+   * of an entry whose first was on its way counted the entry out twice (the depth gauge read -4).
+   */
+  private readonly writing: Map<string, Change>[] = [];
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -55,7 +72,7 @@ export class ReplicationQueueStore implements ReplicationQueue {
       (key, value) => {
         if (after && key.equals(after)) return true;
         if (out.length === limit) return false;
-        const change = this.changes.get(key.toString('hex'));
+        const change = this.pending(key.toString('hex'));
         if (change?.entry !== null) out.push({ id: Buffer.from(key), entry: change?.entry ?? value });
         return true;
       },
@@ -72,14 +89,25 @@ export class ReplicationQueueStore implements ReplicationQueue {
     // A staged entry is kept up to date by the replicator's changes (they also go to `changes` once written).
     const slot = this.staged.lookup(id);
     if (slot) return slot.value ?? undefined;
-    const change = this.changes.size === 0 ? undefined : this.changes.get(id.toString('hex'));
+    const change = this.pending(id.toString('hex'));
     if (change) return change.entry ?? undefined;
     return this.db.get(id);
   }
 
+  /** The newest change of the entry not yet in LMDB: not yet taken by a commit, or taken by one still under way. */
+  private pending(key: string): Change | undefined {
+    const change = this.changes.size === 0 ? undefined : this.changes.get(key);
+    if (change) return change;
+    for (let i = this.writing.length - 1; i >= 0; i--) {
+      const taken = this.writing[i]!.get(key);
+      if (taken) return taken;
+    }
+    return undefined;
+  }
+
   /** Whether `id`, staged nowhere, has an entry (a pending change, else LMDB; get() without decoding it). */
   private hasUnstaged(id: Buffer): boolean {
-    const change = this.changes.size === 0 ? undefined : this.changes.get(id.toString('hex'));
+    const change = this.pending(id.toString('hex'));
     if (change) return change.entry !== null;
     return this.db.doesExist(id);
   }
@@ -94,7 +122,7 @@ export class ReplicationQueueStore implements ReplicationQueue {
       if (!slot.written) return Promise.resolve();
     }
     const key = id.toString('hex');
-    if (this.changes.get(key)?.entry !== null) this.changes.set(key, { id: Buffer.from(id), entry });
+    if (this.pending(key)?.entry !== null) this.changes.set(key, { id: Buffer.from(id), entry });
     this.scheduleWrite();
     return Promise.resolve();
   }
@@ -110,7 +138,7 @@ export class ReplicationQueueStore implements ReplicationQueue {
     }
     const key = id.toString('hex');
     if (!slot) {
-      if (this.changes.get(key)?.entry === null || !this.db.doesExist(id)) return Promise.resolve();
+      if (!this.hasUnstaged(id)) return Promise.resolve();
       this.count--;
     }
     this.changes.set(key, { id: Buffer.from(id), entry: null });
@@ -141,27 +169,53 @@ export class ReplicationQueueStore implements ReplicationQueue {
       else if (!slot.absent) this.drop(id, gathered);
       return;
     }
-    if (!this.db.doesExist(id)) this.count++;
+    if (!this.hasUnstaged(id)) this.count++;
     this.put(id, { queuedAtMs, done: [] }, gathered);
   }
 
   /**
    * The pending changes: inside a write transaction, or gathered for a commit's batch
    * (`gathered`). They come first in a commit and touch distinct ids, so what they read is what
-   * LMDB held before the commit either way.
+   * LMDB held before the commit either way. Reads see them until the commit tells how it ended.
    */
-  writeChanges(gathered?: GatheredWrites): void {
-    for (const { id, entry } of this.changes.values()) {
+  writeChanges(gathered?: GatheredWrites): ChangesSettled {
+    if (this.changes.size === 0) return NOTHING_TAKEN;
+    const taken = new Map(this.changes);
+    this.changes.clear();
+    for (const { id, entry } of taken.values()) {
       if (entry === null) this.drop(id, gathered);
       else if (this.db.doesExist(id)) this.put(id, entry, gathered);
     }
-    this.changes.clear();
+    this.writing.push(taken);
+    return (committed) => {
+      const at = this.writing.indexOf(taken);
+      if (at < 0) return;
+      this.writing.splice(at, 1);
+      if (committed) return;
+      // Not written: each change is pending again, unless a newer one replaced it meanwhile.
+      for (const [key, change] of taken) if (!this.changes.has(key)) this.changes.set(key, change);
+      this.scheduleWrite();
+    };
   }
 
   /** Writes what changed since the last commit, in a transaction of its own. */
   async close(): Promise<void> {
     clearTimeout(this.timer);
-    if (this.changes.size > 0) await this.root.transaction(() => this.writeChanges());
+    if (this.changes.size > 0) await this.writeOwn();
+  }
+
+  /** The pending changes in a transaction of their own. */
+  private async writeOwn(): Promise<void> {
+    let settled: ChangesSettled = NOTHING_TAKEN;
+    try {
+      await this.root.transaction(() => {
+        settled = this.writeChanges();
+      });
+    } catch (err) {
+      settled(false);
+      throw err;
+    }
+    settled(true);
   }
 
   private put(id: Buffer, entry: QueueEntry, gathered: GatheredWrites | undefined): void {
@@ -178,7 +232,8 @@ export class ReplicationQueueStore implements ReplicationQueue {
     if (this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (this.changes.size > 0) void this.root.transaction(() => this.writeChanges());
+      // A failed write leaves the changes pending (writeChanges' settle) for the next commit.
+      if (this.changes.size > 0) this.writeOwn().catch(() => undefined);
     }, QUEUE_WRITE_DELAY_MS);
     this.timer.unref();
   }
