@@ -7,7 +7,7 @@
  * The digest table (format 2) holds each chunk's chaining value in the blob's BLAKE3 tree; a
  * format-1 file (each chunk's own digest), as earlier builds wrote it, still reads, verified.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHUNK_BYTES } from '../src/blob/chunk.js';
@@ -164,6 +164,21 @@ describe('the digest table', () => {
     flipByte(path, CHUNK_BYTES + 77);
     await expect(readAll(engine, meta)).rejects.toMatchObject({ kind: 'corruption' });
     await engine.delete(meta.id);
+  });
+
+  it('a file gone with its index record (a delete or handoff after the lookup) reads as not found, counted as no corruption; a file lost under a live record is corrupt', async () => {
+    const { path, meta } = await stored(engine);
+    const before = engine.corruptionsDetected;
+    await engine.delete(meta.id);
+    await engine.settled();
+    expect(existsSync(path)).toBe(false);
+    await expect(readAll(engine, meta)).rejects.toMatchObject({ kind: 'not_found', status: 404 });
+    expect(engine.corruptionsDetected).toBe(before);
+    const again = await stored(engine);
+    unlinkSync(again.path);
+    await expect(readAll(engine, again.meta)).rejects.toMatchObject({ kind: 'corruption' });
+    expect(engine.corruptionsDetected).toBe(before + 1);
+    await engine.delete(again.meta.id);
   });
 
   it('a whole file of another blob of the same size under this one\'s name (its own digests, all intact) reads as corrupt, before any byte', async () => {

@@ -62,9 +62,15 @@ export interface BlobSource extends ChunkHashers {
   readsDirect(meta: BlobMeta): boolean;
   /** A corrupt copy was found: counted, and the error to throw. */
   corruption(meta: BlobMeta): BlobstoreError;
+  /** Whether the index still holds the file of `meta` (else a read that found none raced its removal). */
+  holdsFile(meta: BlobMeta): boolean;
   /** The files whose digest table joined into their checksum lately. */
   readonly tables: CheckedTables;
 }
+
+/** The copy was removed (deleted, handed off) between its lookup and its read: not found, not corrupt. */
+const removedMeanwhile = (meta: BlobMeta): BlobstoreError =>
+  new BlobstoreError('not_found', `${'shard' in meta ? 'column' : 'blob'} ${meta.id.toString('hex')} was removed from this node as it was read`);
 
 const shortFile = (): BlobstoreError => new BlobstoreError('corruption', 'blob file is shorter than its footer says');
 
@@ -207,7 +213,7 @@ async function readFileBlob(engine: BlobSource, meta: BlobMeta, sink: ChunkSink,
   try {
     handle = await fsp.open(engine.filePath(meta), 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw engine.corruption(meta);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw engine.holdsFile(meta) ? engine.corruption(meta) : removedMeanwhile(meta);
     throw err;
   }
   const buffers: Buffer[] = [];

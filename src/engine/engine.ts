@@ -16,6 +16,7 @@ import { BlobstoreError, payloadTooLarge } from '../errors/errors.js';
 import { blake3 } from '../hash/blake3.js';
 import { chunkCvOf } from '../hash/blake3-tree.js';
 import { BlobIndex, type EcManifests, type EcRepairQueue, type IdSet, type ReplicationQueue } from '../index/blob-index.js';
+import { Location } from '../index/entry.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_RECORDER, type Recorder } from '../metrics/recorder.js';
 import { ticks } from '../metrics/clock.js';
@@ -290,6 +291,18 @@ export class Engine implements ChunkHashers {
   filePath(meta: BlobMeta): string {
     const hex = meta.id.toString('hex');
     return 'shard' in meta ? shardFilePath(this.dataDir.path, hex, (meta as ShardMeta).shard.index) : blobFilePath(this.dataDir.path, hex);
+  }
+
+  /**
+   * Whether the index still holds a file for the blob or column `meta` names: a read that finds
+   * no file where none is held any more raced its removal (a delete, a handoff), not a lost file.
+   */
+  holdsFile(meta: BlobMeta): boolean {
+    if ('shard' in meta) {
+      const index = (meta as ShardMeta).shard.index;
+      return this.index.shardsOf(meta.id).some((c) => c.index === index && c.entry.location === Location.FILE);
+    }
+    return this.index.get(meta.id)?.location === Location.FILE;
   }
 
   readsDirect(meta: BlobMeta): boolean {

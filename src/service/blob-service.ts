@@ -295,7 +295,8 @@ export class BlobService {
 
   /**
    * Reads from here or from the peer that holds it. A local copy that fails its checksum part way
-   * hands over to an owner for the rest (the client never sees wrong bytes) and is repaired.
+   * hands over to an owner for the rest (the client never sees wrong bytes) and is repaired; one
+   * removed between its lookup and its read (handed off to its owners) is read from them.
    */
   private async deliver(meta: Located, sink: ChunkSink, range: ByteRange = { start: 0, end: meta.size }): Promise<void> {
     if (meta.peer !== undefined || meta.ec !== undefined) return this.placement.fetch(meta, sink, range);
@@ -307,8 +308,9 @@ export class BlobService {
         return sink(chunk, index++);
       }, range);
     } catch (err) {
-      if (!(err instanceof BlobstoreError && err.kind === 'corruption') || this.placement.nodesAvailable() <= 1) throw err;
-      this.placement.repair(meta);
+      if (!(err instanceof BlobstoreError) || this.placement.nodesAvailable() <= 1) throw err;
+      if (err.kind === 'corruption') this.placement.repair(meta);
+      else if (err.kind !== 'not_found') throw err;
       const there = await this.placement.find(meta.id);
       if (!there) throw err;
       await this.placement.fetch(there, (chunk) => sink(chunk, index++), { start: range.start + delivered, end: range.end });
