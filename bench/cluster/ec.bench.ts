@@ -15,8 +15,9 @@
  *                          same hops (relay-floor.mjs), no byte checked, next to its GET: what the
  *                          hops alone leave of NONE's GET on this machine, and the GET against that.
  *   *_1GiB_get_cpu_ms      CPU per GiB of those GETs from memory: NONE's node, the EC read's coordinator
- *                          and its holders, and the rest of the machine (curl, the kernel's share
- *                          outside them): what bounds the EC GET on one machine of two cores.
+ *                          and its holders, the bare relay's processes, and the rest of the machine
+ *                          (curl, the kernel's share outside them): what bounds the EC GET on one
+ *                          machine of two cores.
  *   ec42_64MiB_put / _get  MiB/s of 64 MiB objects one after another, each node coordinating some,
  *                          once every node has coordinated one (its first is reported apart), and
  *                          against OpenStack Swift's EC 4+2 on this machine in the same run
@@ -119,6 +120,8 @@ async function largeBlobs(dir: string, bodies: string): Promise<{ put: number; g
     const getCold: { none: number; ec: number }[] = [];
     /** The bare relay of each round's EC blob's data columns (relay-floor.ts), next to its GET. */
     const floor: number[] = [];
+    /** The bare relay's CPU summed over the rounds (ms per GiB moved, each round's added). */
+    const floorCpu = { relay: 0, holders: 0, rest: 0 };
     let ecId = '';
     const cpu = { none: new CpuSplit([alone.pid]), ec: new CpuSplit(c.nodes.map((n) => n.pid)) };
     for (let i = 0; i < REPEATS; i++) {
@@ -145,7 +148,12 @@ async function largeBlobs(dir: string, bodies: string): Promise<{ put: number; g
       const relay = await startRelayFloor(newestColumns(c.dirs, BLOB_BYTES / 8), 4, 0, BLOB_BYTES / 4, MiB);
       try {
         await curlGetSeconds(relay.url, BLOB_BYTES); // its first GET compiles its code
-        floor.push(await curlGetSeconds(relay.url, BLOB_BYTES));
+        const split = new CpuSplit(relay.pids);
+        floor.push(await split.during(() => curlGetSeconds(relay.url, BLOB_BYTES)));
+        const [parts, rest] = split.perGiB(BLOB_BYTES / GiB);
+        floorCpu.relay += parts[0]!;
+        floorCpu.holders += parts.slice(1).reduce((a, b) => a + b, 0);
+        floorCpu.rest += rest;
       } finally {
         await relay.stop();
       }
@@ -173,6 +181,8 @@ async function largeBlobs(dir: string, bodies: string): Promise<{ put: number; g
     const [ecParts, ecRest] = cpu.ec.perGiB(gib);
     const holders = ecParts.slice(1).reduce((a, b) => a + b, 0);
     emit({ bench: BENCH, metric: 'ec42_1GiB_get_cpu_ms', value: round(ecParts[0]! + holders + ecRest, 0), unit: 'ms CPU per GiB', coordinator: round(ecParts[0]!, 0), holders: round(holders, 0), rest: round(ecRest, 0) });
+    const perRound = (ms: number): number => round(ms / REPEATS, 0);
+    emit({ bench: BENCH, metric: 'ec42_1GiB_get_floor_cpu_ms', value: perRound(floorCpu.relay + floorCpu.holders + floorCpu.rest), unit: 'ms CPU per GiB', relay: perRound(floorCpu.relay), holders: perRound(floorCpu.holders), rest: perRound(floorCpu.rest), note: 'the bare relay (no byte checked): what the extra hop costs on one machine' });
     const coldRatio = median(getCold.map((r) => r.none / r.ec));
     emit({ bench: BENCH, metric: 'none_1GiB_get_cold_mib_s', value: round(median(getCold.map((r) => mbps(r.none))), 0), unit: 'MiB/s' });
     emit({ bench: BENCH, metric: 'ec42_1GiB_get_cold_mib_s', value: round(median(getCold.map((r) => mbps(r.ec))), 0), unit: 'MiB/s', nodes: 6 });
