@@ -165,7 +165,11 @@ export const SETTINGS = {
   handoffIntervalMs: { tuning: true, type: 'durationMs', default: () => 30_000, min: 10, help: 'how often copies this node holds but does not own are handed to their owners' },
   deleteRetentionMs: {
     type: 'durationMs', default: () => 30 * 24 * 3_600_000, min: 0,
-    help: 'how long a local delete keeps repair from copying the blob back to this node',
+    help: 'how long a local delete keeps copies of the blob made before it (replication, repair, handoff) from coming back to this node',
+  },
+  unheldDeleteMarks: {
+    type: 'int', default: () => 100_000, min: 0,
+    help: 'deletes of blobs this node holds nothing of (yet) remembered in memory, so that a copy made before the delete and arriving after it is declined; the oldest beyond this many go first, all of them on a restart; 0: none',
   },
   ecShardBytes: {
     type: 'bytes', default: () => 1 * MiB, min: 1, max: 256 * MiB,

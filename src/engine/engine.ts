@@ -24,6 +24,7 @@ import { WorkerPool } from '../pool/pool.js';
 import { BufferPool } from '../pool/buffer-pool.js';
 import { blobFilePath, type ChunkCv, type ChunkDigester, type ChunkHashers, type FileSink } from './blob-file.js';
 import { type ByteRange, CheckedTables, type ChunkSink, type ChunkValues, readBlob } from './blob-reader.js';
+import { DeleteMemory } from './delete-memory.js';
 import { Compactor } from './compactor.js';
 import { DiskSpace } from './disk-space.js';
 import { type EngineStats, statsOf } from './engine-stats.js';
@@ -77,6 +78,8 @@ export class Engine implements ChunkHashers {
   private readonly large: LargeBlobs;
   /** Blob files whose digest table was checked against their checksum lately (blob-reader.ts). */
   readonly tables = new CheckedTables();
+  /** Users' deletes here, against copies made before them: kept for deleteRetentionMs (delete-memory.ts). */
+  private readonly deletes: DeleteMemory;
 
   private constructor(
     readonly config: NodeConfig,
@@ -94,6 +97,7 @@ export class Engine implements ChunkHashers {
     readonly cache: VerifiedCache,
   ) {
     this.pool = new BufferPool(Math.floor(config.chunkPoolBytes / CHUNK_BYTES));
+    this.deletes = new DeleteMemory(index, { retentionMs: config.deleteRetentionMs, unheldMarks: config.unheldDeleteMarks }, log);
     this.cursors = new CursorCodec(dataDir.secret, dataDir.nodeId);
     if (config.chunkDigests === 'pool') {
       const workers = new WorkerPool(config.poolThreads, config.poolQueueMax);
@@ -233,7 +237,7 @@ export class Engine implements ChunkHashers {
   }
 
   deletedAt(id: Buffer): number | undefined {
-    return this.index.deletedAt(id);
+    return this.deletes.deletedAt(id);
   }
 
   scan(start: Buffer | undefined, visit: (id: Buffer, policy: number, size: number) => boolean): void {
@@ -337,6 +341,8 @@ export class Engine implements ChunkHashers {
       }
       if (!handoff) deletes.push(appendShardDeletes(this, id, undefined, false));
       await Promise.all(deletes);
+      // Nothing of it was here to leave a record: a copy of it may still be on its way.
+      if (!handoff && this.index.deletedAt(id) === undefined) this.deletes.markUnheld(id);
       if (this.failure) this.compactor?.soon();
     });
   }
@@ -419,6 +425,7 @@ export class Engine implements ChunkHashers {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.deletes.stop();
     await this.compactor?.stop();
     // Small stores placed but not hashed hold no lock yet: they take theirs (or are answered) now.
     this.small.hashPlaced();

@@ -8,22 +8,29 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
 import { type NodeProcess, startNode } from '../helpers/node-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 let node: NodeProcess;
+/** Remembers one delete of a blob it does not hold, and every delete for RETENTION_MS. */
+let forgetful: NodeProcess;
+const RETENTION_MS = 2_000;
 
 beforeAll(async () => {
-  // A cluster node (gRPC on): its internal routes take copies; on loopback, no cluster secret.
-  node = await startNode({ args: ['--grpc-addr', '127.0.0.1:0'] });
+  // Cluster nodes (gRPC on): their internal routes take copies; on loopback, no cluster secret.
+  [node, forgetful] = await Promise.all([
+    startNode({ args: ['--grpc-addr', '127.0.0.1:0'] }),
+    startNode({ args: ['--grpc-addr', '127.0.0.1:0', '--unheld-delete-marks', '1', '--delete-retention-ms', String(RETENTION_MS)] }),
+  ]);
 });
 afterAll(async () => {
-  await node?.stop();
+  await Promise.all([node?.stop(), forgetful?.stop()]);
 });
 
 interface Stat { size: number; checksum: string; created_at: string; policy: number; labels: string }
 
-/** A peer's replica PUT of `bytes` (replication traffic, not repair), made at `createdAtNs`. */
-async function replicate(id: string, bytes: Buffer, stat: Stat, createdAtNs: string): Promise<unknown> {
-  const res = await fetch(`${node.url}/internal/v1/replicas/${id}`, {
+/** A peer's replica PUT of `bytes` (replication traffic, not repair) to `to`, made at `createdAtNs`. */
+async function replicate(id: string, bytes: Buffer, stat: Stat, createdAtNs: string, to = node): Promise<unknown> {
+  const res = await fetch(`${to.url}/internal/v1/replicas/${id}`, {
     method: 'PUT',
     headers: {
       'x-blobstore-size': String(stat.size), 'x-blobstore-checksum': stat.checksum, 'x-blobstore-created-at': createdAtNs,
@@ -34,6 +41,19 @@ async function replicate(id: string, bytes: Buffer, stat: Stat, createdAtNs: str
   expect(res.status).toBe(200);
   return res.json();
 }
+
+/** Stores `bytes` on `on` (standing for the node a client stored them on): their id and metadata there. */
+async function storedOn(on: NodeProcess, bytes: Buffer): Promise<{ id: string; stat: Stat }> {
+  const stored = await putRaw(on.url, bytes, { 'X-Blobstore-Policy': '1' });
+  expect(stored.status).toBe(201);
+  const { id } = (await stored.json()) as { id: string };
+  return { id, stat: (await (await fetch(`${on.url}/internal/v1/stat/${id}`)).json()) as Stat };
+}
+
+const deleteOn = async (on: NodeProcess, id: string): Promise<void> => {
+  const res = await fetch(`${on.url}/v1/blobs/${id}`, { method: 'DELETE' });
+  expect(res.status).toBe(200);
+};
 
 describe('a delete here against copies from elsewhere', () => {
   it('a replica made before the delete is declined; one of a store after it is taken', async () => {
@@ -54,5 +74,40 @@ describe('a delete here against copies from elsewhere', () => {
     const back = await fetch(`${node.url}/v1/blobs/${id}`);
     expect(back.status).toBe(200);
     expect(Buffer.from(await back.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  it('a delete of a blob this node holds nothing of yet holds too: the store\'s copy arriving after it is declined', async () => {
+    const bytes = patternBytes(50_000, 4712);
+    const { id, stat } = await storedOn(forgetful, bytes);
+    await deleteOn(node, id);
+    expect(await replicate(id, bytes, stat, stat.created_at)).toEqual({ created: false });
+    expect((await fetch(`${node.url}/v1/blobs/${id}`)).status).toBe(404);
+    const later = String(BigInt(Date.now() + 1000) * 1_000_000n);
+    expect(await replicate(id, bytes, stat, later)).toEqual({ created: true });
+  });
+
+  it('such deletes are kept in memory, at most unheldDeleteMarks of them: the oldest goes first', async () => {
+    const first = patternBytes(40_000, 4713);
+    const second = patternBytes(40_000, 4714);
+    const a = await storedOn(node, first);
+    const b = await storedOn(node, second);
+    await deleteOn(forgetful, a.id);
+    await deleteOn(forgetful, b.id);
+    expect(await replicate(b.id, second, b.stat, b.stat.created_at, forgetful)).toEqual({ created: false });
+    expect(await replicate(a.id, first, a.stat, a.stat.created_at, forgetful)).toEqual({ created: true });
+  });
+
+  it('a delete is remembered for deleteRetentionMs, then a copy made before it is taken again', async () => {
+    const bytes = patternBytes(60_000, 4715);
+    const { id, stat } = await storedOn(forgetful, bytes);
+    await deleteOn(forgetful, id);
+    const deletedAt = Date.now();
+    expect(await replicate(id, bytes, stat, stat.created_at, forgetful)).toEqual({ created: false });
+    // The node forgets it once it is older than the retention, at its next look (every RETENTION_MS here).
+    await waitFor(async () => ((await replicate(id, bytes, stat, stat.created_at, forgetful)) as { created: boolean }).created, {
+      what: 'the old delete forgotten', timeoutMs: 20_000,
+    });
+    expect(Date.now() - deletedAt).toBeGreaterThanOrEqual(RETENTION_MS);
+    expect((await fetch(`${forgetful.url}/v1/blobs/${id}`)).status).toBe(200);
   });
 });
