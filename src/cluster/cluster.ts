@@ -302,7 +302,7 @@ export class Cluster implements Placement, RepairSource {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new BlobstoreError('unavailable',
         `stored on this node, but ${need} owner(s) did not confirm a copy within ${this.config.replicationAckTimeoutMs} ms; retrying is safe`,
-        { headers: { 'Retry-After': '1' } })), this.config.replicationAckTimeoutMs);
+        { headers: { 'Retry-After': '1' }, peer: true })), this.config.replicationAckTimeoutMs);
     });
     try {
       await Promise.race([this.replicator.waitFor(id, need), timeout]);

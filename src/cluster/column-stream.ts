@@ -199,7 +199,7 @@ class ByteQueue implements ColumnStream {
       this.takes.push(go);
       if (this.takes.length === 1) go();
     }).then(() => new Promise<Buffer>((resolve, reject) => {
-      const timer = setTimeout(() => this.fail(new BlobstoreError('unavailable', `${this.what}: no data within ${this.limits.timeoutMs} ms`)), this.limits.timeoutMs);
+      const timer = setTimeout(() => this.fail(new BlobstoreError('unavailable', `${this.what}: no data within ${this.limits.timeoutMs} ms`, { peer: true })), this.limits.timeoutMs);
       this.wanted = { length, resolve, reject, timer };
       this.serve();
     })).finally(() => {

@@ -366,7 +366,7 @@ export class ReadState {
     await Promise.all(Array.from({ length: k }, () => fetchOne()));
     if (have < k) {
       throw new BlobstoreError('unavailable', `EC blob ${this.blob.meta.id.toString('hex')}: only ${have} of the ${k} shards needed are readable (${k + m - have} unavailable, at most ${m} may be)`, {
-        headers: { 'Retry-After': '1' },
+        headers: { 'Retry-After': '1' }, peer: true,
       });
     }
     const decodeStart = performance.now();

@@ -306,7 +306,7 @@ export class EcReader implements ColumnSource {
       const reachable = holders.size;
       if (reachable + again.slow < layout.k) {
         throw new BlobstoreError('unavailable', `EC blob ${id.toString('hex')}: ${reachable} of its ${layout.shards} columns can be reached, ${layout.k} are needed`, {
-          headers: { 'Retry-After': '1' },
+          headers: { 'Retry-After': '1' }, peer: true,
         });
       }
     }
@@ -395,7 +395,7 @@ export class EcReader implements ColumnSource {
   /** Bytes of a peer's column, through a column stream of just that range. */
   private async remoteRange(blob: EcBlob, node: string, index: number, offset: number, length: number): Promise<Buffer> {
     const stream = this.openColumn(blob, node, index, offset, offset + length);
-    if (!stream) throw new BlobstoreError('unavailable', `node ${node} is not a member any more`);
+    if (!stream) throw new BlobstoreError('unavailable', `node ${node} is not a member any more`, { peer: true });
     try {
       return await stream.take(length);
     } finally {

@@ -229,7 +229,7 @@ export class EcStream implements FileSink {
     this.log.warn({ placement: this.placement.toString('hex'), failed: failed.map((c) => ({ column: c.index, node: c.node, err: c.failure!.message })) },
       'EC store failed: more column streams failed than the policy tolerates; every column stream is cut');
     this.failure = new BlobstoreError('unavailable', `${failed.length} of ${this.columns.length} shard stores failed (at most ${this.layout.m} may): ${failed[0]!.failure!.message}; retrying is safe`, {
-      headers: { 'Retry-After': '1' },
+      headers: { 'Retry-After': '1' }, peer: true,
     });
     for (const c of this.columns) if (c.sink) this.fail(c, new Error('the store failed'));
   }

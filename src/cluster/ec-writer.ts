@@ -277,7 +277,7 @@ export class EcWriter {
         // Nobody could find the blob: its columns go, and the client retries.
         await this.takeBack(id, sealed);
         throw new BlobstoreError('unavailable', `no owner of the blob's id took its manifest (${failures[0]?.err.message ?? 'none online'}); retrying is safe`, {
-          headers: { 'Retry-After': '1' },
+          headers: { 'Retry-After': '1' }, peer: true,
         });
       }
     }
@@ -310,7 +310,7 @@ export class EcWriter {
       // Too few columns to trust: take back the ones stored, so nothing of the blob stays visible.
       await this.takeBack(id, targets.filter((t) => !t.failure));
       throw new BlobstoreError('unavailable', `${failures.length} of ${targets.length} shard stores failed (at most ${m} may): ${failures[0]!.failure!.message}; retrying is safe`, {
-        headers: { 'Retry-After': '1' },
+        headers: { 'Retry-After': '1' }, peer: true,
       });
     }
     if (failures.length > 0) {

@@ -125,7 +125,7 @@ export class RemoteReader {
     if (failed > 0) {
       const which = failed === asked ? 'its owners are unreachable' : `${failed} of the ${asked} nodes that may hold it ${failed === 1 ? 'is' : 'are'} unreachable`;
       throw new BlobstoreError('unavailable', `blob ${id.toString('hex')} is not on this node and ${which}`, {
-        cause: lastFailure, headers: { 'Retry-After': '1' },
+        cause: lastFailure, headers: { 'Retry-After': '1' }, peer: true,
       });
     }
     return undefined;
@@ -168,7 +168,7 @@ export class RemoteReader {
    */
   async fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange): Promise<void> {
     const member = this.cluster.member(blob.peer);
-    if (!member) throw new BlobstoreError('unavailable', `node ${blob.peer} is not a member any more`);
+    if (!member) throw new BlobstoreError('unavailable', `node ${blob.peer} is not a member any more`, { peer: true });
     const whole = range === undefined || (range.start === 0 && range.end === blob.meta.size);
     const check = whole ? new IdCheck(blob.meta.id, blob.meta.size) : undefined;
     const expected = range ? range.end - range.start : blob.meta.size;
@@ -185,7 +185,7 @@ export class RemoteReader {
       } catch (err) {
         if (err instanceof BlobstoreError && err.kind === 'corruption') throw err;
         throw new BlobstoreError('unavailable', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${(err as Error).message}`, {
-          cause: err, headers: { 'Retry-After': '1' },
+          cause: err, headers: { 'Retry-After': '1' }, peer: true,
         });
       }
     }

@@ -79,6 +79,8 @@ export interface ErrorOptions {
   readonly cause?: unknown;
   /** Extra response headers (for example Retry-After on 503). */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The failure is a peer's (unreachable, failing or silent), not this node's: counted as `network`. */
+  readonly peer?: boolean;
 }
 
 export class BlobstoreError extends Error {
@@ -87,6 +89,8 @@ export class BlobstoreError extends Error {
   readonly grpcCode: number;
   readonly short: string;
   readonly headers: Readonly<Record<string, string>> | undefined;
+  /** A peer failed the request (ErrorOptions.peer). */
+  readonly peer: boolean;
 
   /**
    * Whether each occurrence deserves a log line: a fault of this node (500: a failing backend, a
@@ -106,6 +110,7 @@ export class BlobstoreError extends Error {
     this.grpcCode = info.grpc;
     this.short = info.short;
     this.headers = options.headers;
+    this.peer = options.peer === true;
   }
 }
 

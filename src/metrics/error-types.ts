@@ -4,12 +4,13 @@
  * would want to tell apart (an alert on `storage` must not fire on clients sending bad ids).
  *
  *   storage     the local backend failed (I/O error, index failure): 500; or the disk is full: 507
- *   network     a peer or a connection failed (refused, reset, timed out at the socket)
+ *   network     a peer or a connection failed (refused, reset, timed out at the socket; a 503
+ *               because peers could not be reached or did not answer)
  *   corruption  a stored copy failed its checksum (never served)
  *   client      the request was wrong: 400, 404, 409, 412, 413, 415, 501
  *   auth        401, 403
  *   timeout     408 (a body that stalled), 504-style deadlines
- *   overload    503 without a failing backend: too many uploads in flight (Retry-After)
+ *   overload    503 without a failing backend or peer: too many uploads in flight (Retry-After)
  *   cancelled   the client went away before its answer was complete (a download closed early, a
  *               cancelled gRPC call): no failure of the node, and not a request failure
  */
@@ -51,6 +52,7 @@ export function errorTypeIndex(err: BlobstoreError): number {
       return code !== undefined && NETWORK_CODES.has(code) ? ErrorTypeIndex.network : ErrorTypeIndex.storage;
     }
     case 'unavailable': {
+      if (err.peer) return ErrorTypeIndex.network;
       // Disk full carries its ENOSPC cause; an unreachable peer its socket error; overload neither.
       const code = causeCode(err);
       if (code === undefined) return ErrorTypeIndex.overload;

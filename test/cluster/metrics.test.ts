@@ -50,7 +50,11 @@ describe('cluster metrics on a 3-node cluster', () => {
     });
   });
 
-  it('a frozen peer is offline: peer_health 0, nodes_offline 1, heartbeat failures move; and back', async () => {
+  it('a frozen peer is offline: peer_health 0, nodes_offline 1, heartbeat failures move; a read it fails counts as a network error; and back', async () => {
+    // A blob only node-3 holds (NONE stays where it was stored).
+    const stored = await putRaw(c.url(2), patternBytes(3000, 399), { 'X-Blobstore-Policy': '1' });
+    expect(stored.status).toBe(201);
+    const { id } = (await stored.json()) as { id: string };
     const before = value(await scrape(0), 'heartbeat_failures_total') ?? 0;
     c.freeze(2);
     try {
@@ -59,6 +63,13 @@ describe('cluster metrics on a 3-node cluster', () => {
         return value(f, 'peer_health', { peer: 'node-3' }) === 0 && value(f, 'nodes_offline') === 1 && value(f, 'nodes_active') === 2
           && (value(f, 'heartbeat_failures_total') ?? 0) > before;
       }, { what: 'node-3 offline in the metrics', timeoutMs: OFFLINE_MS + 15_000 });
+      const errors = (f: ReturnType<typeof parseExposition>, type: string): number => value(f, 'errors_total', { type }) ?? 0;
+      const f0 = await scrape(0);
+      const read = await fetch(`${c.url(0)}/v1/blobs/${id}`);
+      expect(read.status).toBe(503);
+      const f1 = await scrape(0);
+      expect(errors(f1, 'network')).toBe(errors(f0, 'network') + 1);
+      expect(errors(f1, 'overload')).toBe(errors(f0, 'overload'));
     } finally {
       c.thaw(2);
     }

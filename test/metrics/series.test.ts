@@ -134,6 +134,7 @@ describe('errors_total types', () => {
     expect(type(withCause('unavailable', 'ENOSPC'))).toBe('storage');
     expect(type(withCause('unavailable', 'ECONNREFUSED'))).toBe('network');
     expect(type(new BlobstoreError('unavailable', 'too many uploads'))).toBe('overload');
+    expect(type(new BlobstoreError('unavailable', 'its owners are unreachable', { peer: true }))).toBe('network');
     // A download the client closed early, as the blob service records it.
     expect(type(toBlobstoreError(new ClientGone()))).toBe('cancelled');
   });

@@ -131,7 +131,7 @@ export class HttpPut {
   private ended = false;
   /** Bytes of a length-framed body written so far. */
   private sent = 0;
-  private readonly onTimeout = (): void => this.fail(new PeerPutError(`${this.peer.nodeId}: no progress for ${this.timeoutMs} ms`));
+  private readonly onTimeout = (): void => this.fail(new PeerPutError(`${this.peer.nodeId}: no progress for ${Math.round(this.timeoutMs)} ms`));
   private readonly onDrain = (): void => void (this.ended || this.socket.setTimeout(0));
   private readonly onError = (err: NodeJS.ErrnoException): void => this.fail(new PeerPutError(`${this.peer.nodeId}: ${err.message}`));
   private readonly onClose = (): void => this.fail(new PeerPutError(`${this.peer.nodeId}: connection closed before the answer`));
