@@ -12,7 +12,7 @@
  *   candidates: owners by the policy (3 when unknown) · leaving nodes · the rest of the ring's first 3
  */
 import { TtlCache } from '../util/ttl-cache.js';
-import { BlobstoreError } from '../errors/errors.js';
+import { BlobstoreError, notFound } from '../errors/errors.js';
 import { IdCheck } from '../blob/id-check.js';
 import type { BlobMeta } from '../blob/meta.js';
 import { replicaCount, staysWhereStored } from '../blob/policy.js';
@@ -23,6 +23,7 @@ import type { ClusterNode } from './cluster-node.js';
 import { READ_OWNERS, type Ring } from './ring.js';
 import { PeerCallError } from './transport/grpc-peers.js';
 import type { PeerRef, PeerTransport } from './transport/peer-transport.js';
+import { PeerAnswered } from './transport/http-fetcher.js';
 import { statOfAnswer } from './wire-meta.js';
 
 
@@ -165,8 +166,10 @@ export class RemoteReader {
   /**
    * Streams `range` (default: all) of a blob held by `peer` to `sink` in chunks of at most 1 MiB,
    * from the peer's API listener. A whole-blob read is checked against the id before its last chunk goes.
+   * A peer that no longer holds it (deleted or handed on since it was found there) sends the read
+   * to wherever it is now, asked afresh; 404 when no node has it.
    */
-  async fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange): Promise<void> {
+  async fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange, again = true): Promise<void> {
     const member = this.cluster.member(blob.peer);
     if (!member) throw new BlobstoreError('unavailable', `node ${blob.peer} is not a member any more`, { peer: true });
     const whole = range === undefined || (range.start === 0 && range.end === blob.meta.size);
@@ -184,6 +187,7 @@ export class RemoteReader {
         await this.transport.readBlob(member, blob.meta.id, whole ? undefined : range, take, blob.meta.traceparent);
       } catch (err) {
         if (err instanceof BlobstoreError && err.kind === 'corruption') throw err;
+        if (err instanceof PeerAnswered && err.status === 404 && received === 0 && again) return this.fetchMoved(blob, sink, range);
         throw new BlobstoreError('unavailable', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${(err as Error).message}`, {
           cause: err, headers: { 'Retry-After': '1' }, peer: true,
         });
@@ -191,5 +195,17 @@ export class RemoteReader {
     }
     if (received !== expected) throw new BlobstoreError('corruption', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${received} bytes, expected ${expected}`);
     if (check && !check.done && !check.matches()) throw failedChecksum(blob);
+  }
+
+  /** The read of a blob its node no longer holds: from where it is now (asked again, once), or 404. */
+  private async fetchMoved(gone: RemoteBlob, sink: ChunkSink, range: ByteRange | undefined): Promise<void> {
+    const id = gone.meta.id;
+    this.forget(id);
+    const now = await this.stat(id, gone.meta.policy);
+    if (!now) throw notFound(`blob ${id.toString('hex')} is not on this node and not retrievable from any other node`);
+    if (now.ec || now.meta.size !== gone.meta.size) {
+      throw new BlobstoreError('unavailable', `blob ${id.toString('hex')} moved from ${gone.peer} as it was read; retry`, { headers: { 'Retry-After': '1' } });
+    }
+    return this.fetch(now, sink, range, false);
   }
 }

@@ -110,6 +110,22 @@ describe('replication on a 4-node cluster', () => {
     }
   });
 
+  it('answers 404, not 503, for a blob deleted on every node after a read found it on a peer', async () => {
+    const bytes = patternBytes(5000, 6999);
+    const res = await putRaw(c.url(0), bytes, { 'X-Blobstore-Policy': '3' });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    await waitFor(async () => ((await copiesOf(c)).get(id) ?? []).length === 3, { what: 'three copies' });
+    // The node that took the store deletes its copy, then finds the blob on a peer (and remembers where).
+    const reader = 0;
+    expect((await fetch(`${c.url(reader)}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBe(200);
+    expect((await fetch(`${c.url(reader)}/v1/blobs/${id}`)).status).toBe(200);
+    for (const i of c.live()) expect((await fetch(`${c.url(i)}/v1/blobs/${id}`, { method: 'DELETE' })).status).toBe(200);
+    const again = await fetch(`${c.url(reader)}/v1/blobs/${id}`);
+    expect(again.status, await again.text()).toBe(404);
+    expect((await fetch(`${c.url(reader)}/v1/blobs/${id}/stream`)).status).toBe(404);
+  });
+
   it('a REPLICA3 blob acknowledged just before the receiving node is SIGKILLed reaches three copies once it is back', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push(await store(c, 0, patternBytes(2000 + i, 7000 + i), 3));

@@ -31,6 +31,17 @@ class NothingDelivered extends Error {
   }
 }
 
+/** The peer answered with another status than the read's (404: it does not hold what was asked for). */
+export class PeerAnswered extends Error {
+  constructor(
+    readonly status: number,
+    statusLine: string,
+  ) {
+    super(`answered ${statusLine}`);
+    this.name = 'PeerAnswered';
+  }
+}
+
 export interface HttpFetcherOptions {
   /** The cluster secret and the transport (TLS or not). */
   link: PeerLink;
@@ -139,7 +150,8 @@ class Connection {
     this.aside = [];
     this.asideBytes = 0;
     if (!this.closed) this.socket.destroy();
-    ex?.reject(ex.delivered === 0 ? new NothingDelivered(err.message) : err);
+    // An answer is not a connection closed meanwhile (which a fetch retries once).
+    ex?.reject(ex.delivered === 0 && !(err instanceof PeerAnswered) ? new NothingDelivered(err.message) : err);
   }
 
   /** Where the next read goes: a target's region once the head is in, else the buffer (the spare while a sink holds it). */
@@ -190,7 +202,7 @@ class Connection {
     ex.status = Number(head.slice(9, 12));
     const length = CONTENT_LENGTH.exec(head);
     if (ex.status !== (ex.range ? 206 : 200) || !length) {
-      this.fail(new Error(`answered ${head.slice(9, head.indexOf('\r\n'))}`));
+      this.fail(new PeerAnswered(ex.status, head.slice(9, head.indexOf('\r\n'))));
       return false;
     }
     ex.left = Number(length[1]);
