@@ -56,6 +56,8 @@ export const HTTP_ACCESS = {
   'GET /api/v1/metrics/detail': 'read',
   'GET /health': 'open',
   'GET /': 'open',
+  'HEAD /metrics': 'open',
+  'HEAD /api/v1/metrics': 'open',
   'ANY /metrics': 'open',
   'ANY /api/v1/metrics': 'open',
   'ANY /api/v1/metrics/detail': 'open',

@@ -9,8 +9,9 @@
  *   GET /health                  200 OK / 503 UNHEALTHY       open
  *   GET /                        the web UI page              open (its requests carry the token)
  *
- * HEAD answers as GET does, without the body (RFC 9110). Any other method on these paths answers
- * 405 with `Allow: GET, HEAD`; `/metrics/` is an unknown path.
+ * The spec's two metrics endpoints take GET only: any other method, HEAD too, answers 405 with
+ * `Allow: GET`. On the others HEAD answers as GET does, without the body (RFC 9110), and any other
+ * method 405 with `Allow: GET, HEAD`. `/metrics/` is an unknown path.
  */
 import { scopeOf } from '../auth/access.js';
 import { Registry } from 'prom-client';
@@ -64,8 +65,11 @@ function later(res: HttpResponse, head: boolean, work: () => Promise<Answer>, wi
  * 405 body: variant B's shape with code 405; variant A's {code, message} with gRPC code 12
  * (UNIMPLEMENTED), which grpc-gateway gives a method a path lacks.
  */
+/** The spec: "Any other method gives 405" on these, HEAD included. */
+const GET_ONLY: ReadonlySet<string> = new Set(['/metrics', '/api/v1/metrics']);
+
 function methodNotAllowedBody(variant: ApiVariant, path: string): string {
-  const message = `${path} answers GET and HEAD only`;
+  const message = GET_ONLY.has(path) ? `${path} answers GET only` : `${path} answers GET and HEAD only`;
   return variant === 'a'
     ? errorBody(new BlobstoreError('unimplemented', message), 'a')
     : JSON.stringify({ code: 405, error: 'Method Not Allowed', message });
@@ -121,9 +125,9 @@ export function registerOpsRoutes(router: Router, ctx: OpsContext): Router {
 
   for (const path of OPS_PATHS) {
     const body = methodNotAllowedBody(variant, path);
-    router.get(path, routes[path]).any(path, (res) => {
-      write(res, { status: 405, contentType: JSON_TYPE, body, headers: { Allow: 'GET, HEAD' } });
-    });
+    const allow = GET_ONLY.has(path) ? 'GET' : 'GET, HEAD';
+    const notAllowed = (res: HttpResponse, head = false): void => write(res, { status: 405, contentType: JSON_TYPE, body, headers: { Allow: allow } }, head);
+    router.get(path, routes[path], GET_ONLY.has(path) ? (res) => notAllowed(res, true) : undefined).any(path, (res) => notAllowed(res));
   }
   return router;
 }
