@@ -27,6 +27,13 @@ function integer(body: Body, key: string, required: boolean): number {
   return n;
 }
 
+/** A uint64 field of the spec: an integer, not negative. */
+function unsigned(body: Body, key: string, required: boolean): number {
+  const n = integer(body, key, required);
+  if (n < 0) throw invalidArgument(`${key} must not be negative`);
+  return n;
+}
+
 function text(body: Body, key: string, required: boolean): string {
   const v = body[key];
   if (v === undefined || v === null || v === '') {
@@ -93,7 +100,7 @@ export class ClusterApi {
   async join(raw: unknown): Promise<WireJoinResponse> {
     const body = object(raw);
     const response = await this.node.join({
-      node_id: text(body, 'node_id', true), address: text(body, 'address', true), capacity_bytes: integer(body, 'capacity_bytes', true),
+      node_id: text(body, 'node_id', true), address: text(body, 'address', true), capacity_bytes: unsigned(body, 'capacity_bytes', true),
       grpc_address: text(body, 'grpc_address', false) || undefined, region: typeof body.region === 'string' ? body.region : undefined,
       incarnation: integer(body, 'incarnation', false),
     });
@@ -111,7 +118,7 @@ export class ClusterApi {
   async heartbeat(raw: unknown): Promise<WireHeartbeatResponse> {
     const body = object(raw);
     const request = {
-      node_id: text(body, 'node_id', true), used_bytes: integer(body, 'used_bytes', true), blob_count: integer(body, 'blob_count', true),
+      node_id: text(body, 'node_id', true), used_bytes: unsigned(body, 'used_bytes', true), blob_count: unsigned(body, 'blob_count', true),
       ring_version: integer(body, 'ring_version', true), members: body.members === undefined ? undefined : recordsFromWire(body.members),
       digest: typeof body.digest === 'string' ? body.digest : undefined,
       migration: migrationOf(body.migration),

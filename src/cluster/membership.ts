@@ -138,6 +138,12 @@ export class HeartbeatRefused extends BlobstoreError {
   }
 }
 
+/** The port of a host:port is one a node can listen on. */
+const validPort = (address: string): boolean => {
+  const port = Number(address.slice(address.lastIndexOf(':') + 1));
+  return port >= 1 && port <= 65535;
+};
+
 export class Membership {
   private readonly state: MemberState;
   ring: Ring;
@@ -351,8 +357,8 @@ export class Membership {
       });
     }
     if (typeof req.node_id !== 'string' || req.node_id === '') throw invalidArgument('join: node_id is required');
-    if (typeof req.address !== 'string' || !/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(req.address)) {
-      throw invalidArgument('join: address is required as host:port');
+    if (typeof req.address !== 'string' || !/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(req.address) || !validPort(req.address)) {
+      throw invalidArgument('join: address is required as host:port (port 1-65535)');
     }
     if (!Number.isSafeInteger(req.capacity_bytes) || req.capacity_bytes < 0) throw invalidArgument('join: capacity_bytes is required (bytes)');
     const known = this.state.get(req.node_id);

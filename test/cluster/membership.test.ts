@@ -62,6 +62,23 @@ describe('a 3-node cluster on loopback', () => {
     expect(behind.nodes.map((n) => n.node_id).sort()).toEqual(c.ids);
   });
 
+  it('refuses a join or heartbeat with values out of their range: 400, nothing joins', async () => {
+    const post = (path: string, body: object): Promise<Response> => fetch(`${c.url(0)}/v1/cluster/${path}`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    for (const address of ['127.0.0.1:99999', '127.0.0.1:0']) {
+      const res = await post('join', { node_id: 'bad-port', address, capacity_bytes: 1000 });
+      expect(res.status, address).toBe(400);
+      expect(((await res.json()) as { message: string }).message).toMatch(/port/);
+    }
+    expect((await post('join', { node_id: 'bad-capacity', address: '127.0.0.1:4000', capacity_bytes: -1 })).status).toBe(400);
+    for (const field of ['used_bytes', 'blob_count']) {
+      const res = await post('heartbeat', { node_id: 'node-2', used_bytes: 0, blob_count: 0, ring_version: 1, [field]: -1 });
+      expect(res.status, field).toBe(400);
+    }
+    expect((await c.state(0)).nodes.map((n) => n.node_id)).toEqual(c.ids);
+  });
+
   it('sync-ring answers the ring: version, node ids and vnodes per node', async () => {
     const res = await fetch(`${c.url(2)}/v1/cluster/sync-ring`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"ring_version":0}' });
     expect(res.status).toBe(200);
