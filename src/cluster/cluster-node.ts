@@ -17,6 +17,7 @@
  * syncRing here. Every change of the member state is persisted (LMDB, with the index) before it
  * is acted on, and listeners (replication, repair, handoff) hear of ring changes.
  */
+import { BlobstoreError } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { ClusterMetrics } from '../metrics/cluster-metrics.js';
 import {
@@ -357,7 +358,18 @@ export class ClusterNode {
     return response;
   }
 
+  /**
+   * A graceful leave moves the node's data off it first, which the node does itself: one that is
+   * offline would stay `leaving` (shown offline) for ever, so it is refused (412) with the way out,
+   * a removal (its data is then rebuilt from the other copies). The spec's graceful leave starts
+   * from `active`.
+   */
   async leave(nodeId: string, graceful: boolean): Promise<void> {
+    const known = this.membership.record(nodeId);
+    if (graceful && nodeId !== this.nodeId && known?.status === 'active' && (!this.membership.heard(nodeId) || !this.online(nodeId))) {
+      throw new BlobstoreError('failed_precondition', `node ${nodeId} is offline (not heard from within ${this.options.offlineAfterMs} ms, or not yet since this node started): a graceful leave needs it up to hand its data over; `
+        + 'retry once it is up, or remove it with graceful false (its data is then rebuilt from the other copies)');
+    }
     const change = this.membership.leave(nodeId, graceful, Date.now());
     await this.apply(change);
     if (change.stateChanged) this.log.info({ peer: nodeId, graceful }, graceful ? 'cluster: node leaving (its data moves first)' : 'cluster: node removed');

@@ -222,6 +222,11 @@ export class Membership {
     return this.heartbeatTargets().filter((r) => r.status !== 'removed');
   }
 
+  /** Whether a peer answered or sent a heartbeat since this node started (not merely admitted). */
+  heard(nodeId: string): boolean {
+    return nodeId === this.self.nodeId || this.peers.get(nodeId)?.heard === true;
+  }
+
   /** Whether a peer has been heard from within offlineAfterMs. */
   online(nodeId: string, nowMs: number): boolean {
     if (nodeId === this.self.nodeId) return true;
@@ -437,7 +442,10 @@ export class Membership {
   heartbeatAnswered(peerId: string, res: HeartbeatResponse, nowMs: number): Change {
     const change = this.absorb(res.members ?? [], nowMs);
     const peer = this.peers.get(peerId);
-    if (peer) peer.lastSeenMs = nowMs;
+    if (peer) {
+      peer.lastSeenMs = nowMs;
+      peer.heard = true;
+    }
     const holds = (nodeId: string): boolean =>
       res.digest === this.state.digest() || res.members?.some((r) => r.nodeId === nodeId && r.status === 'removed') === true;
     // We are removed and the peer holds our tombstone, or it is removed and holds its own: it knows.

@@ -171,6 +171,21 @@ describe('a 3-node cluster on loopback', () => {
     await c.converged({ among: [0, 1], members: ['node-1', 'node-2'] });
   });
 
+  it('a graceful leave of a member that is offline answers 412 (it could never hand its data over); a removal takes it out', async () => {
+    const post = (path: string, body: object): Promise<Response> => fetch(`${c.url(0)}/v1/cluster/${path}`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    // Admitted, but never started: never heard from (it shows active until offlineAfterMs passed).
+    expect((await post('join', { node_id: 'ghost-member', address: '127.0.0.1:9', capacity_bytes: 1000 })).status).toBe(200);
+    const refused = await post('leave', { node_id: 'ghost-member', graceful: true });
+    expect(refused.status).toBe(412);
+    expect(((await refused.json()) as { message: string }).message).toMatch(/offline.*graceful false/);
+    // Not marked leaving: it stays a member until removed.
+    expect((await c.state(0)).nodes.find((n) => n.node_id === 'ghost-member')?.state).not.toBe('leaving');
+    expect(await (await post('leave', { node_id: 'ghost-member', graceful: false })).json()).toEqual({ acknowledged: true });
+    await waitFor(async () => (await c.state(0)).nodes.every((n) => n.node_id !== 'ghost-member'), { what: 'ghost-member gone' });
+  });
+
   it('a leave of a node that is not a member answers 404', async () => {
     const res = await fetch(`${c.url(0)}/v1/cluster/leave`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"node_id":"nobody"}' });
     expect(res.status).toBe(404);
