@@ -185,11 +185,11 @@ export class EcRepairer {
     const scheme = ecScheme(policy);
     if (!scheme) return true;
     const shards = scheme.k + scheme.m;
-    const { holders, blob, unreachable, votes } = await this.reader.survey(id, shards, placement);
+    const { holders, blob, unreachable, slow, votes } = await this.reader.survey(id, shards, placement);
     if (!blob) {
       // No column anywhere it could be: gone for good when every candidate answered (deleted
       // everywhere, or a store that never completed), else ask again later.
-      return unreachable === 0;
+      return unreachable === 0 && slow === 0;
     }
     // A user deleted it here after it was made: this node rebuilds none of it (its own column
     // would bring the blob back here; holders that deleted it decline theirs likewise).
@@ -215,9 +215,10 @@ export class EcRepairer {
     const missing = [...Array(shards).keys()].filter((i) => !holders.has(i));
     if (missing.length === 0) return true;
     if (holders.size < scheme.k) {
-      // With owners out of reach (this node cut off, or peers down) the columns may be there: it
-      // waits, as any repair does. Every owner answered and fewer than k hold one: said once.
-      if (unreachable > 0) this.log.debug({ blob: key, held: holders.size, k: scheme.k, unreachable }, 'EC repair: fewer than k columns reachable; waiting for the owners');
+      // With owners out of reach (this node cut off, or peers down) or slow to answer (a busy
+      // machine) the columns may be there: it waits, as any repair does. Every owner answered and
+      // fewer than k hold one: said once.
+      if (unreachable > 0 || slow > 0) this.log.debug({ blob: key, held: holders.size, k: scheme.k, unreachable, slow }, 'EC repair: fewer than k columns reachable; waiting for the owners');
       else if (!this.reportedShort.has(key)) {
         this.reportedShort.add(key);
         this.log.error({ blob: key, held: holders.size, k: scheme.k }, 'EC repair: fewer than k columns are left; the blob cannot be rebuilt now');
