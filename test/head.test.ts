@@ -1,6 +1,7 @@
 /**
- * HEAD on every GET route answers exactly as GET does without the body (RFC 9110 §9.3.2): the
- * same status, the same headers (Content-Length included), nothing after the head. Both variants
+ * HEAD on every GET route but the spec's two metrics endpoints (GET only: 405) answers exactly as
+ * GET does without the body (RFC 9110 §9.3.2): the same status, the same headers (Content-Length
+ * included), nothing after the head. Both variants
  * and both listener layouts: variant B with the metrics listener on its own port, variant A with
  * the operations routes on the API port (`--metrics-addr same`).
  */
@@ -110,9 +111,17 @@ describe.each([
     expect(await expectHeadLikeGet(m.node.port, '/v1/blobs/nope')).toBe(400);
   });
 
+  // The spec's two metrics endpoints take GET only ("any other method gives 405"), HEAD included.
+  it.each(['/metrics', '/api/v1/metrics'])('metrics routes: HEAD %s answers 405 with Allow: GET, without a body', async (path) => {
+    const get = await request(m.metricsPort, 'GET', path);
+    const head = await request(m.metricsPort, 'HEAD', path);
+    expect(get.answer.status).toBe(200);
+    expect(head.answer.status).toBe(405);
+    expect(head.answer.headers.get('allow')).toBe('GET');
+    expect(head.trailing.length, 'bytes after the head').toBe(0);
+  });
+
   it.each([
-    ['/metrics', 200],
-    ['/api/v1/metrics', 200],
     ['/api/v1/metrics/detail', 200],
     ['/health', 200],
     ['/', 200],
