@@ -81,10 +81,17 @@ export async function portsFree(ports: readonly number[]): Promise<boolean> {
   return true;
 }
 
+/** Where the port blocks of deploy tests start. */
+const BLOCKS_FROM = 10_000;
+
 /** A base port whose block (base .. base+99) is free in us-east-1, for a stack of `nodes` nodes. */
 export async function freeBasePort(nodes: number): Promise<number> {
+  // Below the kernel's ephemeral range: a port found free there could be taken a moment later by
+  // any test's listen(0) or outgoing connection (a deploy's node failed with EADDRINUSE so).
+  const ephemeralLow = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32_768;
+  const blocks = Math.max(1, Math.floor((Math.min(ephemeralLow, 60_000) - 100 - BLOCKS_FROM) / 100));
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 400) * 100;
+    const base = BLOCKS_FROM + Math.floor(Math.random() * blocks) * 100;
     // API, metrics (block + 32 + i) and gRPC (block + 64 + i) of each node, and the orders service.
     const ports = [...Array.from({ length: nodes }, (_, i) => [base + i, base + 32 + i, base + 64 + i]).flat(), base + 99];
     if (await portsFree(ports)) return base;
