@@ -15,7 +15,7 @@ import type { BlobIndex } from '../index/blob-index.js';
 import type { Logger } from '../log/logger.js';
 import { TtlCache } from '../util/ttl-cache.js';
 
-/** Records older than the retention are looked for this often at most (a scan of the index's deletes). */
+/** Records older than the retention are looked for this often at most (reading only those, by time). */
 const PRUNE_EVERY_MS = 10 * 60_000;
 /** And at least this far apart, whatever the retention. */
 const PRUNE_MIN_MS = 1_000;

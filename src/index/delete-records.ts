@@ -1,22 +1,53 @@
 /**
  * The ids a user deleted here (`deleted`), with when and the policy the blob had: repair never
  * copies those back. Kept until pruned; counted, so a node that keeps none looks nothing up.
+ *
+ * A second table (`deleted-at`) keys each record by when ‖ id, so that pruning reads only the
+ * records it forgets, a page per transaction, rather than scanning every delete on the event
+ * loop (a node keeping a million deletes stalled for seconds at each look). Only `mark` writes
+ * it; a key whose record was cleared or marked again later is dropped when pruning reaches it.
  */
 import type { Database, RootDatabase } from 'lmdb';
 import type { GatheredWrites } from './gathered-writes.js';
 import { type DeletedEntry, type IdWatcher, mergeRange, type StagedMap } from './overlay.js';
 
+/** Keys of `deleted-at` a prune removes in one transaction (a few ms of the event loop). */
+const PRUNE_PAGE = 1024;
+const TIME_BYTES = 8;
+
+/** when (Unix ms, 8 bytes big-endian, so keys sort by time) ‖ id */
+function timeKey(atMs: number, id?: Buffer): Buffer {
+  const at = Math.max(0, Math.floor(atMs));
+  const key = Buffer.alloc(TIME_BYTES + (id?.length ?? 0));
+  key.writeUInt32BE(Math.floor(at / 2 ** 32), 0);
+  key.writeUInt32BE(at % 2 ** 32, 4);
+  id?.copy(key, TIME_BYTES);
+  return key;
+}
+
+function timeOf(key: Buffer): number {
+  return key.readUInt32BE(0) * 2 ** 32 + key.readUInt32BE(4);
+}
+
 export class DeleteRecords {
   private readonly db: Database<DeletedEntry, Buffer>;
+  private readonly byTime: Database<boolean, Buffer>;
   private count: number;
 
   constructor(
-    root: RootDatabase,
+    private readonly root: RootDatabase,
     /** The overlay's delete slots: deletes staged by records whose transaction has not committed. */
     private readonly staged: StagedMap<DeletedEntry>,
   ) {
     this.db = root.openDB<DeletedEntry, Buffer>({ name: 'deleted', keyEncoding: 'binary' });
+    this.byTime = root.openDB<boolean, Buffer>({ name: 'deleted-at', keyEncoding: 'binary' });
     this.count = this.db.getCount();
+    // Records written before the time table existed (or by a build without it) get their keys once.
+    if (this.byTime.getCount() < this.count) {
+      root.transactionSync(() => {
+        for (const { key, value } of this.db.getRange()) this.byTime.putSync(timeKey(value.atMs, key), true);
+      });
+    }
   }
 
   /** When a user deleted the blob here, if one did. */
@@ -26,15 +57,26 @@ export class DeleteRecords {
 
   /** Forgets deletes older than `beforeMs` (repair may bring those blobs back); how many went. */
   async prune(beforeMs: number, left?: IdWatcher): Promise<number> {
-    const old: { id: Buffer; policy: number }[] = [];
-    for (const { key, value } of this.db.getRange()) if (value.atMs < beforeMs) old.push({ id: Buffer.from(key), policy: value.policy });
-    const removed = await Promise.all(old.map(({ id }) => this.db.remove(id)));
-    this.count -= removed.filter(Boolean).length;
-    // What reads see changed only where no staged record says otherwise.
-    old.forEach(({ id, policy }, i) => {
-      if (removed[i] && !this.staged.lookup(id)) left?.('deleted', id, policy, undefined);
-    });
-    return old.length;
+    const end = timeKey(beforeMs);
+    let pruned = 0;
+    for (;;) {
+      const keys = Array.from(this.byTime.getKeys({ end, limit: PRUNE_PAGE }), (key) => Buffer.from(key));
+      if (keys.length === 0) return pruned;
+      const gone: { id: Buffer; policy: number }[] = [];
+      await this.root.transaction(() => {
+        for (const key of keys) {
+          const id = key.subarray(TIME_BYTES);
+          const entry = this.db.get(id);
+          if (entry !== undefined && Math.floor(entry.atMs) === timeOf(key) && this.db.removeSync(id)) gone.push({ id, policy: entry.policy });
+          this.byTime.removeSync(key);
+        }
+      });
+      this.count -= gone.length;
+      pruned += gone.length;
+      // What reads see changed only where no staged record says otherwise.
+      for (const { id, policy } of gone) if (!this.staged.lookup(id)) left?.('deleted', id, policy, undefined);
+      if (keys.length < PRUNE_PAGE) return pruned;
+    }
   }
 
   /** Ids a user deleted here, from `start` in byte order, with their policy, until `visit` returns false. */
@@ -47,6 +89,7 @@ export class DeleteRecords {
   mark(id: Buffer, atMs: number, policy: number): void {
     if (!this.db.doesExist(id)) this.count++;
     this.db.putSync(id, { atMs, policy });
+    this.byTime.putSync(timeKey(atMs, id), true);
   }
 
   /** Inside a write transaction, or gathered for a commit's batch (nothing to look up while no delete is kept). */
