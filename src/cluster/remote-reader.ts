@@ -169,7 +169,12 @@ export class RemoteReader {
    * A peer that no longer holds it (deleted or handed on since it was found there) sends the read
    * to wherever it is now, asked afresh; 404 when no node has it.
    */
-  async fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange, again = true): Promise<void> {
+  fetch(blob: RemoteBlob, sink: ChunkSink, range?: ByteRange): Promise<void> {
+    return this.fetchFrom(blob, sink, range, true);
+  }
+
+  /** `fetch`; `moved`: a 404 from the peer sends the read on to where the blob is now. */
+  private async fetchFrom(blob: RemoteBlob, sink: ChunkSink, range: ByteRange | undefined, moved: boolean): Promise<void> {
     const member = this.cluster.member(blob.peer);
     if (!member) throw new BlobstoreError('unavailable', `node ${blob.peer} is not a member any more`, { peer: true });
     const whole = range === undefined || (range.start === 0 && range.end === blob.meta.size);
@@ -187,7 +192,7 @@ export class RemoteReader {
         await this.transport.readBlob(member, blob.meta.id, whole ? undefined : range, take, blob.meta.traceparent);
       } catch (err) {
         if (err instanceof BlobstoreError && err.kind === 'corruption') throw err;
-        if (err instanceof PeerAnswered && err.status === 404 && received === 0 && again) return this.fetchMoved(blob, sink, range);
+        if (err instanceof PeerAnswered && err.status === 404 && received === 0 && moved) return this.fetchMoved(blob, sink, range);
         throw new BlobstoreError('unavailable', `blob ${blob.meta.id.toString('hex')} from ${blob.peer}: ${(err as Error).message}`, {
           cause: err, headers: { 'Retry-After': '1' }, peer: true,
         });
@@ -203,9 +208,9 @@ export class RemoteReader {
     this.forget(id);
     const now = await this.stat(id, gone.meta.policy);
     if (!now) throw notFound(`blob ${id.toString('hex')} is not on this node and not retrievable from any other node`);
-    if (now.ec || now.meta.size !== gone.meta.size) {
+    if (now.ec) {
       throw new BlobstoreError('unavailable', `blob ${id.toString('hex')} moved from ${gone.peer} as it was read; retry`, { headers: { 'Retry-After': '1' } });
     }
-    return this.fetch(now, sink, range, false);
+    return this.fetchFrom(now, sink, range, false);
   }
 }
