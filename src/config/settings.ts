@@ -169,7 +169,7 @@ export const SETTINGS = {
   },
   unheldDeleteMarks: {
     type: 'int', default: () => 100_000, min: 0,
-    help: 'deletes of blobs this node holds nothing of (yet) remembered in memory, so that a copy made before the delete and arriving after it is declined; the oldest beyond this many go first, all of them on a restart; 0: none',
+    help: 'deletes of blobs this node holds nothing of (yet) remembered (in the index, across restarts), so that a copy made before the delete and arriving after it is declined; the oldest beyond this many go first; 0: none',
   },
   ecShardBytes: {
     type: 'bytes', default: () => 1 * MiB, min: 1, max: 256 * MiB,

@@ -4,8 +4,9 @@
  * replica on its way, a repair or a handoff does not bring it back.
  *
  *   a delete of a blob held here ──▶ the index's record (durable), forgotten once older than the retention
- *   a delete of a blob not held here (yet) ──▶ a mark in memory, at most unheldDeleteMarks of them
- *                                            (the oldest go first), none after a restart
+ *   a delete of a blob not held here (yet) ──▶ the index's `unheld` table (durable before the delete
+ *                                            answers), at most unheldDeleteMarks of them (the oldest
+ *                                            go first), forgotten once older than the retention
  *
  * The second is for a copy that reaches the node after the delete: a client that deletes a blob on
  * every node just after storing it (the spec's way to delete it everywhere) reaches owners the
@@ -13,7 +14,6 @@
  */
 import type { BlobIndex } from '../index/blob-index.js';
 import type { Logger } from '../log/logger.js';
-import { TtlCache } from '../util/ttl-cache.js';
 
 /** Records older than the retention are looked for this often at most (reading only those, by time). */
 const PRUNE_EVERY_MS = 10 * 60_000;
@@ -26,37 +26,47 @@ export interface DeleteMemoryOptions {
 }
 
 export class DeleteMemory {
-  private readonly unheld: TtlCache<number>;
   private readonly timer: NodeJS.Timeout;
   private pruning: Promise<number> | undefined;
 
   constructor(
-    private readonly index: Pick<BlobIndex, 'deletedAt' | 'pruneDeleted'>,
+    private readonly index: Pick<BlobIndex, 'deletedAt' | 'pruneDeleted' | 'unheldDeletes'>,
     private readonly options: DeleteMemoryOptions,
     private readonly log: Logger,
   ) {
-    this.unheld = new TtlCache(Math.max(options.unheldMarks, 1), options.retentionMs);
     const every = Math.max(PRUNE_MIN_MS, Math.min(PRUNE_EVERY_MS, options.retentionMs));
-    this.timer = setInterval(() => void this.prune().catch((err: Error) => this.log.error({ err }, `forgetting old deletes: ${err.message}`)), every);
+    this.timer = setInterval(() => void this.pruneLogged(), every);
     this.timer.unref();
   }
 
   /** When a user deleted the blob here (Unix ms), while that is remembered. */
-  deletedAt(id: Buffer): number | undefined {
+  deletedAt(id: Buffer, nowMs = Date.now()): number | undefined {
     const recorded = this.index.deletedAt(id);
-    if (recorded !== undefined || this.unheld.size === 0) return recorded;
-    return this.unheld.get(id.toString('latin1'));
+    if (recorded !== undefined) return recorded;
+    const unheld = this.index.unheldDeletes.at(id);
+    return unheld !== undefined && nowMs - unheld < this.options.retentionMs ? unheld : undefined;
   }
 
-  /** A user deleted a blob this node holds nothing of: remembered in memory. */
-  markUnheld(id: Buffer, atMs = Date.now()): void {
-    if (this.options.unheldMarks > 0) this.unheld.set(id.toString('latin1'), atMs);
+  /** A user deleted a blob this node holds nothing of: remembered once this resolves (the oldest beyond the bound forgotten). */
+  async markUnheld(id: Buffer, atMs = Date.now()): Promise<void> {
+    if (this.options.unheldMarks === 0) return;
+    const unheld = this.index.unheldDeletes;
+    await unheld.add(id, atMs);
+    if (unheld.count > this.options.unheldMarks) await this.pruneLogged();
   }
 
-  /** Forgets the index's records of deletes older than the retention; how many went. */
+  /** Forgets the index's records of deletes older than the retention (and unheld marks beyond their bound); how many went. */
   prune(nowMs = Date.now()): Promise<number> {
-    this.pruning ??= this.index.pruneDeleted(nowMs - this.options.retentionMs).finally(() => (this.pruning = undefined));
+    const before = nowMs - this.options.retentionMs;
+    this.pruning ??= Promise.all([this.index.pruneDeleted(before), this.index.unheldDeletes.prune(before, this.options.unheldMarks)])
+      .then(([held, unheld]) => held + unheld)
+      .finally(() => (this.pruning = undefined));
     return this.pruning;
+  }
+
+  /** A prune whose failure is logged (the deletes stay until the next). */
+  private async pruneLogged(): Promise<void> {
+    await this.prune().catch((err: Error) => this.log.error({ err }, `forgetting old deletes: ${err.message}`));
   }
 
   stop(): void {

@@ -342,7 +342,7 @@ export class Engine implements ChunkHashers {
       if (!handoff) deletes.push(appendShardDeletes(this, id, undefined, false));
       await Promise.all(deletes);
       // Nothing of it was here to leave a record: a copy of it may still be on its way.
-      if (!handoff && this.index.deletedAt(id) === undefined) this.deletes.markUnheld(id);
+      if (!handoff && this.index.deletedAt(id) === undefined) await this.deletes.markUnheld(id);
       if (this.failure) this.compactor?.soon();
     });
   }

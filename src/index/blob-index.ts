@@ -29,6 +29,7 @@ import { directWriter, gatheringWriter, stagedWriter, type WriterParts } from '.
 import { type Counters, type IdWatcher, IndexOverlay, type IndexWriter, type SegmentSpace } from './overlay.js';
 import { type ChangesSettled, type ReplicationQueue, ReplicationQueueStore } from './replication-queue.js';
 import { ShardRecords } from './shard-records.js';
+import { UnheldDeletes } from './unheld-deletes.js';
 
 export type { Counters, DeletedEntry, IdSet, IdWatcher, IndexWriter, QueueEntry, SegmentSpace } from './overlay.js';
 export type { EcRepairEntry, EcRepairQueue } from './ec-repair-queue.js';
@@ -89,6 +90,8 @@ export class BlobIndex {
   /** The EC repair queue: blobs whose columns need repair, with what is known of them. */
   readonly ecRepairs: EcRepairQueue;
   readonly ecManifests: EcManifests;
+  /** Deletes of blobs held nothing of here (src/engine/delete-memory.ts). */
+  readonly unheldDeletes: UnheldDeletes;
   /** Writes to LMDB inside commit(), reading LMDB alone (the transaction's own writes included). */
   readonly direct: IndexWriter;
   /** Writes of an addsOnly commit (commit()): gathered for one batch on lmdb-js's write thread. */
@@ -108,6 +111,7 @@ export class BlobIndex {
     this.shards = new ShardRecords(this.root, this.overlay.shards);
     this.ecRepairs = ecRepairQueue(this.root);
     this.ecManifests = ecManifests(this.root);
+    this.unheldDeletes = new UnheldDeletes(this.root);
     // Data dirs from before erasure coding have no shard counters.
     this.committedCounters = { blobCount: 0, storedBytes: 0, shardCount: 0, shardBytes: 0, ...(this.meta.get('counters') as Partial<Counters> | undefined) };
     this.counters = { ...this.committedCounters };

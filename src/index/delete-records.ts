@@ -10,24 +10,7 @@
 import type { Database, RootDatabase } from 'lmdb';
 import type { GatheredWrites } from './gathered-writes.js';
 import { type DeletedEntry, type IdWatcher, mergeRange, type StagedMap } from './overlay.js';
-
-/** Keys of `deleted-at` a prune removes in one transaction (a few ms of the event loop). */
-const PRUNE_PAGE = 1024;
-const TIME_BYTES = 8;
-
-/** when (Unix ms, 8 bytes big-endian, so keys sort by time) ‖ id */
-function timeKey(atMs: number, id?: Buffer): Buffer {
-  const at = Math.max(0, Math.floor(atMs));
-  const key = Buffer.alloc(TIME_BYTES + (id?.length ?? 0));
-  key.writeUInt32BE(Math.floor(at / 2 ** 32), 0);
-  key.writeUInt32BE(at % 2 ** 32, 4);
-  id?.copy(key, TIME_BYTES);
-  return key;
-}
-
-function timeOf(key: Buffer): number {
-  return key.readUInt32BE(0) * 2 ** 32 + key.readUInt32BE(4);
-}
+import { pruneOldest, timeKey } from './time-key.js';
 
 export class DeleteRecords {
   private readonly db: Database<DeletedEntry, Buffer>;
@@ -57,26 +40,16 @@ export class DeleteRecords {
 
   /** Forgets deletes older than `beforeMs` (repair may bring those blobs back); how many went. */
   async prune(beforeMs: number, left?: IdWatcher): Promise<number> {
-    const end = timeKey(beforeMs);
-    let pruned = 0;
-    for (;;) {
-      const keys = Array.from(this.byTime.getKeys({ end, limit: PRUNE_PAGE }), (key) => Buffer.from(key));
-      if (keys.length === 0) return pruned;
-      const gone: { id: Buffer; policy: number }[] = [];
-      await this.root.transaction(() => {
-        for (const key of keys) {
-          const id = key.subarray(TIME_BYTES);
-          const entry = this.db.get(id);
-          if (entry !== undefined && Math.floor(entry.atMs) === timeOf(key) && this.db.removeSync(id)) gone.push({ id, policy: entry.policy });
-          this.byTime.removeSync(key);
-        }
-      });
-      this.count -= gone.length;
-      pruned += gone.length;
-      // What reads see changed only where no staged record says otherwise.
-      for (const { id, policy } of gone) if (!this.staged.lookup(id)) left?.('deleted', id, policy, undefined);
-      if (keys.length < PRUNE_PAGE) return pruned;
-    }
+    const gone: { id: Buffer; policy: number }[] = [];
+    await pruneOldest(this.root, this.byTime, (atMs) => atMs < beforeMs, (id, atMs) => {
+      // A key of a delete cleared since, or made again later, stands for nothing.
+      const entry = this.db.get(id);
+      if (entry !== undefined && Math.floor(entry.atMs) === atMs && this.db.removeSync(id)) gone.push({ id, policy: entry.policy });
+    });
+    this.count -= gone.length;
+    // What reads see changed only where no staged record says otherwise.
+    for (const { id, policy } of gone) if (!this.staged.lookup(id)) left?.('deleted', id, policy, undefined);
+    return gone.length;
   }
 
   /** Ids a user deleted here, from `start` in byte order, with their policy, until `visit` returns false. */

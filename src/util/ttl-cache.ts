@@ -11,11 +11,6 @@ export class TtlCache<V> {
     private readonly ttlMs: number,
   ) {}
 
-  /** Entries kept, expired ones included until they are pushed out. */
-  get size(): number {
-    return this.entries.size;
-  }
-
   get(key: string, nowMs = Date.now()): V | undefined {
     const e = this.entries.get(key);
     return e && nowMs - e.atMs < this.ttlMs ? e.value : undefined;

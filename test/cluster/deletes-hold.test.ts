@@ -3,7 +3,8 @@
  * Deletes): a replica that reaches the node afterwards, from a replication queue (a sender cut off
  * while the delete ran, or a copy on its way), is declined like a repair's; a copy of a store made
  * after the delete is taken. Before, only repair traffic was declined, so a queued copy brought a
- * blob back that a user had deleted on every node.
+ * blob back that a user had deleted on every node. A delete on a node that holds nothing of the
+ * blob yet holds too, across a restart.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternBytes, putRaw } from '../helpers/blobs.js';
@@ -95,6 +96,26 @@ describe('a delete here against copies from elsewhere', () => {
     await deleteOn(forgetful, b.id);
     expect(await replicate(b.id, second, b.stat, b.stat.created_at, forgetful)).toEqual({ created: false });
     expect(await replicate(a.id, first, a.stat, a.stat.created_at, forgetful)).toEqual({ created: true });
+  });
+
+  it('a delete of a blob held nothing of holds after a restart too', async () => {
+    const bytes = patternBytes(30_000, 4716);
+    const { id, stat } = await storedOn(node, bytes);
+    const restarting = await startNode({ args: ['--grpc-addr', '127.0.0.1:0'] });
+    try {
+      await deleteOn(restarting, id);
+      expect(await restarting.stop()).toBe(0);
+    } finally {
+      await restarting.kill();
+    }
+    const again = await startNode({ dataDir: restarting.dataDir, args: ['--grpc-addr', '127.0.0.1:0'] });
+    try {
+      expect(await replicate(id, bytes, stat, stat.created_at, again)).toEqual({ created: false });
+      const later = String(BigInt(Date.now() + 1000) * 1_000_000n);
+      expect(await replicate(id, bytes, stat, later, again)).toEqual({ created: true });
+    } finally {
+      await again.stop();
+    }
   });
 
   it('a delete is remembered for deleteRetentionMs, then a copy made before it is taken again', async () => {

@@ -2,12 +2,14 @@
  * A user's deletes kept in the index (src/index/delete-records.ts) and forgotten once older than
  * the retention (deleteRetentionMs). Pruning reads the records it forgets by their time, a page
  * per transaction, not every delete the node keeps: a node keeping a million deletes held its
- * event loop for seconds at each look while it scanned them all.
+ * event loop for seconds at each look while it scanned them all. Deletes of blobs the node held
+ * nothing of are kept apart, newest first, at most as many as the node remembers.
  */
 import { randomBytes } from 'node:crypto';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeleteRecords } from '../../src/index/delete-records.js';
+import { UnheldDeletes } from '../../src/index/unheld-deletes.js';
 import { type DeletedEntry, StagedMap } from '../../src/index/overlay.js';
 import { tempDir } from '../helpers/node-process.js';
 
@@ -96,7 +98,8 @@ describe('the deletes a node keeps, forgotten after the retention', () => {
     await mark(o, [...kept, ...old]);
     o.reads.n = 0;
     expect(await o.records.prune(NOW - 30 * DAY)).toBe(old.length);
-    expect(o.reads.n).toBe(old.length);
+    // Each page reads the keys it forgets; the last, one more to see where the old ones end.
+    expect(o.reads.n).toBe(old.length + 1);
     for (const { id } of old) expect(o.records.deletedAt(id)).toBeUndefined();
     for (const { id, atMs } of kept) expect(o.records.deletedAt(id)).toBe(atMs);
   });
@@ -115,5 +118,34 @@ describe('the deletes a node keeps, forgotten after the retention', () => {
     expect(await o.records.prune(NOW - 30 * DAY)).toBe(1);
     expect(o.records.deletedAt(old!)).toBeUndefined();
     expect(o.records.deletedAt(young!)).toBe(NOW - DAY);
+  });
+});
+
+describe('the deletes of blobs a node held nothing of', () => {
+  it('answers when each was made, and forgets the old ones and the oldest beyond the bound', async () => {
+    const dir = tempDir();
+    const root = open({ path: dir, maxDbs: 4, compression: false });
+    roots.push(root);
+    const unheld = new UnheldDeletes(root);
+    const made = ids(6).map((id, i) => ({ id, atMs: NOW - (6 - i) * DAY }));
+    for (const { id, atMs } of made) await unheld.add(id, atMs);
+    expect(unheld.count).toBe(6);
+    expect(made.map(({ id }) => unheld.at(id))).toEqual(made.map(({ atMs }) => atMs));
+    // Older than 5 days: the first; beyond 3 kept: two more.
+    expect(await unheld.prune(NOW - 5 * DAY - 1, 3)).toBe(3);
+    expect(made.map(({ id }) => unheld.at(id))).toEqual([undefined, undefined, undefined, ...made.slice(3).map(({ atMs }) => atMs)]);
+    expect(unheld.count).toBe(3);
+    // A delete made again later is kept by its later time.
+    await unheld.add(made[3]!.id, NOW);
+    expect(await unheld.prune(NOW - 2 * DAY + 1, 3)).toBe(1);
+    expect(made.slice(3).map(({ id }) => unheld.at(id))).toEqual([NOW, undefined, made[5]!.atMs]);
+    // Kept across a reopen.
+    await root.close();
+    roots.splice(roots.indexOf(root), 1);
+    const again = open({ path: dir, maxDbs: 4, compression: false });
+    roots.push(again);
+    const reopened = new UnheldDeletes(again);
+    expect(reopened.count).toBe(2);
+    expect(reopened.at(made[3]!.id)).toBe(NOW);
   });
 });
