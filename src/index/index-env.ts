@@ -25,7 +25,7 @@ export interface IndexEnv {
 export function openIndexEnv(path: string, pageBytes?: number): IndexEnv {
   checkMetaPages(path);
   // overlappingSync: a commit resolves before its flush; callers that need durability await flushed().
-  const root = open({ path, compression: false, maxDbs: 12, overlappingSync: true, mapSize: 1024 ** 3, ...(pageBytes ? { pageSize: pageBytes } : {}) });
+  const root = open({ path, compression: false, maxDbs: 16, overlappingSync: true, mapSize: 1024 ** 3, ...(pageBytes ? { pageSize: pageBytes } : {}) });
   return {
     root,
     blobs: root.openDB<Buffer, Buffer>({ name: 'blobs', keyEncoding: 'binary', encoding: 'binary' }),

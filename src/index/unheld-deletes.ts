@@ -37,6 +37,8 @@ export class UnheldDeletes {
       this.byTime.putSync(timeKey(atMs, id), true);
     });
     if (added) this.kept++;
+    // With overlappingSync a commit resolves before its flush.
+    await this.root.flushed;
   }
 
   /** Forgets the deletes made before `beforeMs`, and the oldest beyond `keep`; how many went. */
