@@ -1,7 +1,7 @@
 /**
  * The HTTP streams (grpc-gateway framing): POST /v1/blobs/stream takes newline-delimited PutChunk
  * messages and writes each chunk as it arrives; GET /v1/blobs/{id}/stream answers newline-delimited
- * {"result": {data, final}} objects of at most 1 MiB each. Broken streams leave nothing behind.
+ * {"result": {data, final}} objects of at most 1 MB (the spec: 10^6 bytes) each. Broken streams leave nothing behind.
  */
 import { readdirSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -13,6 +13,8 @@ import { type NodeProcess, startNode } from './helpers/node-process.js';
 import { waitFor } from './helpers/wait.js';
 
 const MiB = 1024 * 1024;
+/** The spec's bound on a server-stream chunk: "up to 1 MB". */
+const SPEC_MB = 1_000_000;
 let node: NodeProcess;
 let url: string;
 
@@ -160,7 +162,7 @@ describe('POST /v1/blobs/stream', () => {
 });
 
 describe('GET /v1/blobs/{id}/stream', () => {
-  it('answers NDJSON {"result": {data, final}} lines of at most 1 MiB that add up to the blob', async () => {
+  it('answers NDJSON {"result": {data, final}} lines of at most 1 MB (10^6 bytes) that add up to the blob', async () => {
     const data = patternBytes(5 * MiB + 77, 5);
     const id = ((await (await putRaw(url, data)).json()) as { id: string }).id;
     const res = await fetch(`${url}/v1/blobs/${id}/stream`);
@@ -168,9 +170,21 @@ describe('GET /v1/blobs/{id}/stream', () => {
     expect(res.headers.get('content-type')).toBe('application/x-ndjson');
     const { lines } = await getStreamLines(id);
     const parts = lines.map((l) => Buffer.from(l.result.data, 'base64'));
-    for (const p of parts) expect(p.length).toBeLessThanOrEqual(MiB);
+    for (const p of parts) expect(p.length).toBeLessThanOrEqual(SPEC_MB);
     expect(lines.map((l) => l.result.final)).toEqual([...Array(lines.length - 1).fill(false), true]);
     expect(Buffer.concat(parts).equals(data)).toBe(true);
+  });
+
+  it('a blob just over 1 MB goes as two lines, and its HEAD says chunked; one of 1 MB exactly as one line', async () => {
+    for (const [size, count] of [[SPEC_MB + 1, 2], [SPEC_MB, 1]] as const) {
+      const data = patternBytes(size, size);
+      const id = ((await (await putRaw(url, data)).json()) as { id: string }).id;
+      const { lines } = await getStreamLines(id);
+      expect(lines.length).toBe(count);
+      expect(Buffer.concat(lines.map((l) => Buffer.from(l.result.data, 'base64'))).equals(data)).toBe(true);
+      const head = await fetch(`${url}/v1/blobs/${id}/stream`, { method: 'HEAD' });
+      expect(head.headers.get('transfer-encoding') === 'chunked').toBe(count > 1);
+    }
   });
 
   it('a small blob is one final line; an empty blob one final line with empty data', async () => {

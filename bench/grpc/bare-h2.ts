@@ -6,7 +6,8 @@
  *   PutStream  takes the gRPC-framed request stream and discards it (`x-bare-mode: discard`) or
  *              writes it to a file and fsyncs it (`x-bare-mode: fsync`; PutStream stores
  *              durably), then answers one PutResponse and grpc-status 0
- *   GetStream  answers 1 MiB GetChunk messages (`final` on the last) for BYTES bytes, framed from
+ *   GetStream  answers GetChunk messages of the node's size (half a MiB: the spec's 1 MB bound cuts
+ *              each 1 MiB chunk in two; `final` on the last) for BYTES bytes, framed from
  *              one buffer in memory (`x-bare-mode: memory`) or read from FILE (`x-bare-mode: file`,
  *              a warm file), with the next read overlapping the wait for 'drain'
  *
@@ -16,10 +17,13 @@
 import { promises as fsp } from 'node:fs';
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
+import { pieceBytes, STREAM_CHUNK_MAX_BYTES } from '../../src/blob/chunk.js';
 import { MAX_FRAME_BYTES } from '../../src/grpc/http2-frames.js';
 
 const [windowBytes, file, bytes] = [Number(process.argv[2]), process.argv[3]!, Number(process.argv[4])];
 const MESSAGE = 1024 * 1024;
+/** A GetChunk's data, as the node sends them (src/grpc/get-chunks.ts). */
+const GET_MESSAGE = pieceBytes(MESSAGE, STREAM_CHUNK_MAX_BYTES);
 
 /** A protobuf varint's bytes. */
 function varintOf(value: number): number[] {
@@ -125,17 +129,17 @@ async function get(stream: http2.ServerHttp2Stream, fromFile: boolean): Promise<
   await new Promise((r) => stream.once('end', r)); // the request message and half-close
   stream.respond(grpcHeaders(), { waitForTrailers: true });
   stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0', 'grpc-message': '' }));
-  const count = Math.ceil(bytes / MESSAGE);
-  const memory = Buffer.concat([frameHead(MESSAGE, false), Buffer.alloc(MESSAGE, 0x5a)]);
+  const count = Math.ceil(bytes / GET_MESSAGE);
+  const memory = Buffer.concat([frameHead(GET_MESSAGE, false), Buffer.alloc(GET_MESSAGE, 0x5a)]);
   const fh = fromFile ? await fsp.open(file, 'r') : undefined;
   const read = async (i: number): Promise<Buffer> => {
-    const length = Math.min(MESSAGE, bytes - i * MESSAGE);
+    const length = Math.min(GET_MESSAGE, bytes - i * GET_MESSAGE);
     const final = i === count - 1;
     if (!fh) return !final ? memory : Buffer.concat([frameHead(length, true), memory.subarray(memory.length - length), FINAL]);
     const head = frameHead(length, final);
     const frame = Buffer.allocUnsafe(head.length + length + (final ? 2 : 0));
     head.copy(frame);
-    await fh.read(frame, head.length, length, i * MESSAGE);
+    await fh.read(frame, head.length, length, i * GET_MESSAGE);
     if (final) FINAL.copy(frame, head.length + length);
     return frame;
   };

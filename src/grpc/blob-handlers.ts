@@ -156,7 +156,7 @@ export function blobServiceHandlers(service: BlobService, gate: Gate, log: Logge
 }
 
 /**
- * GetStream: verified chunks of at most 1 MiB (less when GrpcMaxMessageBytes is smaller), in
+ * GetStream: verified chunks of at most 1 MB (less when GrpcMaxMessageBytes is smaller), in
  * order, `final` on the last; the reader waits for each to be taken (ChunkSender).
  */
 async function streamBlob(service: BlobService, gate: Gate, log: Logger, call: ServerWritableStream<IdRequest | MalformedMessage, unknown>): Promise<void> {

@@ -29,7 +29,7 @@ import { PutChunkParser } from './put-chunk-parser.js';
 import { handlePutStream, type PutStreamCall } from './put-stream.js';
 import { authorization, blobCallStatus, wellFormed } from './status.js';
 
-/** GetChunk messages in flight per GetStream (each at most 1 MiB + 13 bytes). */
+/** GetChunk messages in flight per GetStream (each at most 1 MB + 13 bytes). */
 export const FRAMES = 4;
 
 /** The routes direct-seam.ts intercepts: `/blobstore.v1.BlobService/PutStream` and `.../GetStream`; their calls logged to `access`. */

@@ -75,7 +75,7 @@ function schemas(variant: Variant): Record<string, Schema> {
     GetChunkLine: {
       type: 'object', description: 'one line of the get stream: a result, or an error that ends the stream',
       properties: {
-        result: { type: 'object', required: ['data', 'final'], properties: { data: { type: 'string', format: 'byte', description: 'at most 1 MiB of the blob' }, final: { type: 'boolean' } } },
+        result: { type: 'object', required: ['data', 'final'], properties: { data: { type: 'string', format: 'byte', description: 'at most 1 MB (10^6 bytes) of the blob' }, final: { type: 'boolean' } } },
         error: ref('Error'),
       },
     },
