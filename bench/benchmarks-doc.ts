@@ -34,6 +34,8 @@ const ROWS: Row[] = [
   { figure: '4 KiB GET, set larger than the cache / uWS GET', step: 'http-4KiB', value: 'get_large_rps', reference: 'echo_get_rps', ratio: 'get_large_vs_echo_get', target: '>= 0.70', meets: (x) => x >= 0.7 },
   { figure: '1 GiB PUT / write + fsync', step: 'http-stream-1GiB', value: 'put_chunked*', reference: 'plain_write_fsync', ratio: 'put_vs_write_fsync*', target: '>= 0.85', meets: (x) => x >= 0.85 },
   { figure: '1 GiB GET, cold cache / plain read', step: 'http-stream-1GiB', value: 'get*', reference: 'plain_read', ratio: 'get_vs_read*', target: '>= 0.85', meets: (x) => x >= 0.85 },
+  { figure: 'Bare uWS sending the file, cold / plain read (the most any HTTP server reaches here)', step: 'http-stream-1GiB', value: 'uws_file_get', reference: 'plain_read', ratio: 'uws_file_vs_read', target: '(ceiling)' },
+  { figure: '1 GiB GET, cold cache / bare uWS sending the file cold', step: 'http-stream-1GiB', value: 'get*', reference: 'uws_file_get', ratio: 'get_vs_uws_file*', target: '(ceiling)' },
   { figure: 'Peak RSS growth during a 1 GiB PUT', step: 'http-stream-1GiB', value: 'put_peak_rss_growth', target: '<= 64 MiB', meets: (x) => x <= 64 },
   { figure: '`blobstore put --jobs 64` of 10,000 files of 4 KiB / wrk POST', step: 'client-put', value: 'cli_put_4KiB', reference: 'cli_put_4KiB:wrk_put_per_s', referenceUnit: 'req/s', ratio: 'cli_put_4KiB:ratio_to_wrk', target: '>= 0.70', meets: (x) => x >= 0.7 },
   { figure: 'REPLICA3 4 KiB PUT on node 1 of 3 / NONE alone', step: 'cluster-replicate', value: 'replica3_4KiB_put_rps', reference: 'alone_4KiB_put_rps', ratio: 'replica3_vs_alone_4KiB_put', target: '>= 0.45', meets: (x) => x >= 0.45 },

@@ -7,7 +7,9 @@
  * read back (plain read, GET with curl), again warm, then removed; the sides swap order every
  * round. Figures are medians, ratios are per round.
  * For reference, the same chunked POST into a bare uWS sink (/sink of the echo server): what the
- * client and loopback alone allow. Two nodes run side by side: the default, and one with
+ * client and loopback alone allow; and the plain file, dropped from the page cache again, sent by
+ * the bare uWS server (/file) to the same curl: the HTTP ceiling of the cold GET (on a disk faster
+ * than loopback TCP, the plain read is out of reach of any HTTP server). Two nodes run side by side: the default, and one with
  * `--chunk-digests pool` (the worker pool hashes chunks, and reads and checks them in one task).
  * The three sides take turns going first (BENCH_REPEATS a multiple of 3 gives each the same share).
  */
@@ -109,9 +111,9 @@ async function getNode(port: number, id: string): Promise<{ seconds: number; sta
 }
 
 /** GET with curl into /dev/null (the figure; curl reads as fast as the socket gives). */
-async function getCurl(port: number, id: string): Promise<number> {
+async function getCurl(port: number, id: string, path = `/v1/blobs/${id}`): Promise<number> {
   const { stdout } = await execFileAsync('curl', [
-    '-sS', '-o', '/dev/null', '--max-time', '120', '-w', '%{http_code} %{size_download} %{time_total}', `http://127.0.0.1:${port}/v1/blobs/${id}`,
+    '-sS', '-o', '/dev/null', '--max-time', '120', '-w', '%{http_code} %{size_download} %{time_total}', `http://127.0.0.1:${port}${path}`,
   ]);
   const [code, size, seconds] = stdout.trim().split(' ');
   if (code !== '200' || Number(size) !== TOTAL) throw new Error(`curl GET: HTTP ${code}, ${size} of ${TOTAL} bytes`);
@@ -170,7 +172,7 @@ async function main(): Promise<void> {
   const nodes = { inline: await startNode(dataDirs.inline), pool: await startNode(dataDirs.pool, ['--chunk-digests', 'pool']) };
   const echo = await startEcho();
   const nonce = runNonce();
-  const rounds: { write: number; sink: number; read: number; readWarm: number; inline: NodeRound; pool: NodeRound }[] = [];
+  const rounds: { write: number; sink: number; read: number; readWarm: number; uwsFile: number; inline: NodeRound; pool: NodeRound }[] = [];
   // The O_DIRECT reference runs after the rounds: the gigabyte it writes slowed the read of
   // whichever side came next (the host was still writing it back).
   const directWrites: number[] = [];
@@ -184,26 +186,28 @@ async function main(): Promise<void> {
       const plain = join(dir, 'plain.bin');
       await settle(`${BENCH} round ${r + 1}`);
       const { seconds: sink } = await putChunked(echo.port, TOTAL, `${nonce}k${r}`, '/sink', 200);
-      const got: Partial<{ plain: { write: number; read: number; readWarm: number }; inline: NodeRound; pool: NodeRound }> = {};
+      const got: Partial<{ plain: { write: number; read: number; readWarm: number; uwsFile: number }; inline: NodeRound; pool: NodeRound }> = {};
       const sides = {
         plain: async () => {
           const write = await writeFsync(plain, `${nonce}w${r}`);
           await dropCache(plain);
           const read = await readAll(plain);
+          await dropCache(plain);
+          const uwsFile = await getCurl(echo.port, '', `/file?${encodeURIComponent(plain)}`);
           const readWarm = await readAll(plain);
           await fsp.rm(plain, { force: true });
-          got.plain = { write, read, readWarm };
+          got.plain = { write, read, readWarm, uwsFile };
         },
         inline: async () => void (got.inline = await nodeRound(nodes.inline, dataDirs.inline, `${nonce}p${r}`)),
         pool: async () => void (got.pool = await nodeRound(nodes.pool, dataDirs.pool, `${nonce}q${r}`)),
       };
       const order = (['plain', 'inline', 'pool'] as const).map((_, i, all) => all[(i + r) % all.length]!);
       for (const side of order) await sides[side]();
-      const { write, read, readWarm } = got.plain!;
-      rounds.push({ write, sink, read, readWarm, inline: got.inline!, pool: got.pool! });
+      const { write, read, readWarm, uwsFile } = got.plain!;
+      rounds.push({ write, sink, read, readWarm, uwsFile, inline: got.inline!, pool: got.pool! });
       const mb = (seconds: number): string => (TOTAL / seconds / 1e6).toFixed(0);
       const line = (n: NodeRound): string => `PUT ${mb(n.put)}, GET ${mb(n.get)} cold / ${mb(n.getWarm)} warm, RSS growth ${(n.rssGrowthKiB / 1024).toFixed(1)} MiB`;
-      log(`${BENCH} round ${r + 1}/${REPEATS} (order ${order.join(', ')}): write+fsync ${mb(write)} MB/s, uWS sink ${mb(sink)}, read ${mb(read)} cold / ${mb(readWarm)} warm; ` +
+      log(`${BENCH} round ${r + 1}/${REPEATS} (order ${order.join(', ')}): write+fsync ${mb(write)} MB/s, uWS sink ${mb(sink)}, read ${mb(read)} cold / ${mb(readWarm)} warm, uWS file GET ${mb(uwsFile)} cold; ` +
         `inline: ${line(got.inline!)}; pool: ${line(got.pool!)}`);
     }
     for (let r = 0; r < Math.min(REPEATS, 3); r++) {
@@ -229,6 +233,11 @@ async function main(): Promise<void> {
   emit({ bench: BENCH, metric: 'uws_sink_chunked', value: round(mbps((x) => x.sink), 1), unit: 'MB/s', ...common, note: 'same client into a bare uWS handler that drops the body' });
   emit({ bench: BENCH, metric: 'plain_read', value: round(mbps((x) => x.read), 1), unit: 'MB/s', ...common, page_cache: 'cold' });
   emit({ bench: BENCH, metric: 'plain_read_warm', value: round(mbps((x) => x.readWarm), 1), unit: 'MB/s', ...common, page_cache: 'warm' });
+  emit({
+    bench: BENCH, metric: 'uws_file_get', value: round(mbps((x) => x.uwsFile), 1), unit: 'MB/s', ...common, client: 'curl', page_cache: 'cold', runs: runs((x) => x.uwsFile),
+    note: 'the plain file sent by a bare uWS server (1 MiB reads, nothing checked): the HTTP ceiling of the cold GET',
+  });
+  emit({ bench: BENCH, metric: 'uws_file_vs_read', value: ratio((x) => x.read / x.uwsFile), unit: 'ratio', page_cache: 'cold', note: 'how much of the plain read an HTTP server with nothing to do reaches here' });
   for (const variant of ['inline', 'pool'] as const) {
     // The default node's metrics keep their names; the pool node's carry _pool.
     const name = (m: string): string => (variant === 'inline' ? m : `${m}_pool`);
@@ -248,6 +257,7 @@ async function main(): Promise<void> {
     const getRatio = ratio((x) => x.read / n(x).get);
     emit({ bench: BENCH, metric: name('put_vs_write_fsync'), value: putRatio, unit: 'ratio', io, target: '>= 0.85', pass: putRatio >= 0.85 });
     emit({ bench: BENCH, metric: name('get_vs_read'), value: getRatio, unit: 'ratio', io, target: '>= 0.85', pass: getRatio >= 0.85, page_cache: 'cold' });
+    emit({ bench: BENCH, metric: name('get_vs_uws_file'), value: ratio((x) => x.uwsFile / n(x).get), unit: 'ratio', io, page_cache: 'cold', note: 'reference: the bare uWS server sending the file cold (the HTTP ceiling)' });
     emit({ bench: BENCH, metric: name('get_vs_read_warm'), value: ratio((x) => x.readWarm / n(x).getWarm), unit: 'ratio', io, page_cache: 'warm', note: 'page-cache read is a memcpy; for reference only' });
   }
   // Pool against libuv, per round (same bytes, same minute).
