@@ -139,7 +139,7 @@ export class EcRepairer {
         if (!this.backoff.due(key)) continue;
         let done = false;
         try {
-          done = await this.repairOne(id, entry.policy, entry.placement ? Buffer.from(entry.placement) : undefined);
+          done = await this.repairOne(id, entry.policy, entry.placement ? Buffer.from(entry.placement) : undefined, entry.queuedAtMs);
         } catch (err) {
           // The target holds the column, or another holder's repair writes it: the next try finds it there.
           if (err instanceof PeerPutError && err.status === 409) this.log.info({ blob: key, err: err.message }, 'EC repair: the column is there or being rebuilt by another node; looking again later');
@@ -181,7 +181,7 @@ export class EcRepairer {
   }
 
   /** Rebuilds the blob's missing columns onto owners; true when nothing is left to do for it. */
-  async repairOne(id: Buffer, policy: number, placement?: Buffer): Promise<boolean> {
+  async repairOne(id: Buffer, policy: number, placement?: Buffer, queuedAtMs = 0): Promise<boolean> {
     const scheme = ecScheme(policy);
     if (!scheme) return true;
     const shards = scheme.k + scheme.m;
@@ -216,9 +216,11 @@ export class EcRepairer {
     if (missing.length === 0) return true;
     if (holders.size < scheme.k) {
       // With owners out of reach (this node cut off, or peers down) or slow to answer (a busy
-      // machine) the columns may be there: it waits, as any repair does. Every owner answered and
-      // fewer than k hold one: said once.
-      if (unreachable > 0 || slow > 0) this.log.debug({ blob: key, held: holders.size, k: scheme.k, unreachable, slow }, 'EC repair: fewer than k columns reachable; waiting for the owners');
+      // machine) the columns may be there: it waits, as any repair does. So it does for a blob
+      // queued less than a store's deadline ago: its columns may still be arriving from a store
+      // under way. Every owner answered, and fewer than k hold one: said once.
+      const young = Date.now() - queuedAtMs < this.config.ecStoreTimeoutMs;
+      if (unreachable > 0 || slow > 0 || young) this.log.debug({ blob: key, held: holders.size, k: scheme.k, unreachable, slow }, 'EC repair: fewer than k columns reachable; waiting for the owners');
       else if (!this.reportedShort.has(key)) {
         this.reportedShort.add(key);
         this.log.error({ blob: key, held: holders.size, k: scheme.k }, 'EC repair: fewer than k columns are left; the blob cannot be rebuilt now');
